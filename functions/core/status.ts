@@ -1,0 +1,106 @@
+/**
+ * Session and kernel statuses (Sokovan, seed 001) and attempt outcomes (Iris, seed 000).
+ * Enums are `as const` objects with derived unions so a missing status is a compile error
+ * wherever a `Record<Status, …>` is declared.
+ */
+
+export const SessionStatus = {
+  PENDING: "PENDING",
+  SCHEDULED: "SCHEDULED",
+  PREPARING: "PREPARING",
+  PREPARED: "PREPARED",
+  CREATING: "CREATING",
+  RUNNING: "RUNNING",
+  TERMINATING: "TERMINATING",
+  TERMINATED: "TERMINATED",
+  CANCELLED: "CANCELLED",
+} as const;
+export type SessionStatus = (typeof SessionStatus)[keyof typeof SessionStatus];
+export const SESSION_STATUSES = Object.values(SessionStatus);
+
+export const TERMINAL_SESSION_STATUSES: ReadonlySet<SessionStatus> = new Set([
+  SessionStatus.TERMINATED,
+  SessionStatus.CANCELLED,
+]);
+
+/** Stages in which a session waits for work; each is a callback state with an expiry timer. */
+export const WAITING_SESSION_STATUSES = [
+  SessionStatus.PENDING,
+  SessionStatus.SCHEDULED,
+  SessionStatus.PREPARING,
+  SessionStatus.PREPARED,
+  SessionStatus.CREATING,
+  SessionStatus.RUNNING,
+  SessionStatus.TERMINATING,
+] as const;
+export type WaitingSessionStatus = (typeof WAITING_SESSION_STATUSES)[number];
+
+export function isWaitingStatus(status: SessionStatus): status is WaitingSessionStatus {
+  return (WAITING_SESSION_STATUSES as readonly SessionStatus[]).includes(status);
+}
+
+/** Stages before the session's command started: a cancel there goes straight to CANCELLED. */
+export const PRE_START_SESSION_STATUSES: ReadonlySet<SessionStatus> = new Set([
+  SessionStatus.PENDING,
+  SessionStatus.SCHEDULED,
+  SessionStatus.PREPARING,
+  SessionStatus.PREPARED,
+  SessionStatus.CREATING,
+]);
+
+export const KernelStatus = {
+  PENDING: "PENDING",
+  SCHEDULED: "SCHEDULED",
+  PREPARING: "PREPARING",
+  PULLING: "PULLING",
+  PREPARED: "PREPARED",
+  CREATING: "CREATING",
+  RUNNING: "RUNNING",
+  TERMINATING: "TERMINATING",
+  TERMINATED: "TERMINATED",
+  CANCELLED: "CANCELLED",
+  ERROR: "ERROR",
+} as const;
+export type KernelStatus = (typeof KernelStatus)[keyof typeof KernelStatus];
+export const KERNEL_STATUSES = Object.values(KernelStatus);
+
+/** Seed 001: "terminal (TERMINATED, CANCELLED, ERROR)". */
+export const TERMINAL_KERNEL_STATUSES: ReadonlySet<KernelStatus> = new Set([
+  KernelStatus.TERMINATED,
+  KernelStatus.CANCELLED,
+  KernelStatus.ERROR,
+]);
+
+/**
+ * Seed 001 writes "non-terminal (PENDING~RUNNING)". TERMINATING is also not terminal: a kernel
+ * still shutting down must hold its session in TERMINATING, so it is included here.
+ */
+export const NON_TERMINAL_KERNEL_STATUSES: ReadonlySet<KernelStatus> = new Set(
+  KERNEL_STATUSES.filter((s) => !TERMINAL_KERNEL_STATUSES.has(s)),
+);
+
+export function isTerminalKernelStatus(status: KernelStatus): boolean {
+  return TERMINAL_KERNEL_STATUSES.has(status);
+}
+
+/** How one run (attempt) of a kernel or session ended: Iris task outcomes. */
+export const AttemptOutcome = {
+  SUCCEEDED: "SUCCEEDED",
+  FAILED: "FAILED",
+  KILLED: "KILLED",
+  WORKER_FAILED: "WORKER_FAILED",
+  UNSCHEDULABLE: "UNSCHEDULABLE",
+  PREEMPTED: "PREEMPTED",
+} as const;
+export type AttemptOutcome = (typeof AttemptOutcome)[keyof typeof AttemptOutcome];
+
+/** Why a kernel ended, beyond its exit code (Armada conditions, seed 002). */
+export const TerminationCondition = {
+  OOMKilled: "OOMKilled",
+  Evicted: "Evicted",
+  Preempted: "Preempted",
+  DeadlineExceeded: "DeadlineExceeded",
+  Unschedulable: "Unschedulable",
+} as const;
+export type TerminationCondition = (typeof TerminationCondition)[keyof typeof TerminationCondition];
+export const TERMINATION_CONDITIONS = Object.values(TerminationCondition);
