@@ -81,6 +81,8 @@ export interface Session {
   /** Why the session is still waiting (the latest skip reason), for `cairn get`. */
   readonly pendingReason?: string;
   readonly cancelRequestedAtMs?: number;
+  /** The latest history record, mirrored on the session so merging needs no extra read. */
+  readonly lastHistory?: HistoryRecord;
 }
 
 export interface Kernel {
@@ -112,14 +114,17 @@ export interface Agent {
   readonly version: number;
 }
 
-/** An outcome recorded in a session's history. CANCELLED marks a honoured cancel request. */
-export type HistoryResult = SchedulingResult | "CANCELLED";
+/**
+ * An outcome recorded in a session's history. CANCELLED marks a honoured cancel request;
+ * SUBMITTED is the first record of every session (the execution's first PENDING entry).
+ */
+export type HistoryResult = SchedulingResult | "CANCELLED" | "SUBMITTED";
 
 export interface HistoryRecord {
   readonly sessionId: string;
   /** Position in the session's history, from 0. */
   readonly seq: number;
-  readonly handler: HandlerName | "Lifecycle" | "Cancel";
+  readonly handler: HandlerName | "Lifecycle" | "Cancel" | "Submit";
   readonly result: HistoryResult;
   readonly fromStatus: SessionStatus;
   /** Absent when the status was maintained. */

@@ -1,0 +1,133 @@
+/**
+ * What a decision or a stage entry writes, as data. The store applies one `SessionWrite`
+ * atomically (one conditional transaction): session fields, kernel patches, history records
+ * and the try count, conditional on the expected status and version.
+ */
+import type { Decision } from "./coordinator/decide.ts";
+import { placeHistory } from "./history.ts";
+import type { HistoryRecord, Kernel, Session, StageRecord, StageTransition } from "./model.ts";
+import { stageKey } from "./model.ts";
+import { transitionKernelStatus } from "./transitions.ts";
+import {
+  isTerminalKernelStatus,
+  isWaitingStatus,
+  SessionStatus,
+  type AttemptOutcome,
+  type KernelStatus,
+  type TerminationCondition,
+} from "./status.ts";
+import { SchedulingResult } from "./scheduling.ts";
+
+export interface KernelPatch {
+  readonly index: number;
+  readonly status?: KernelStatus;
+  /** `null` clears the placement. */
+  readonly agentId?: string | null;
+  readonly exitCode?: number;
+  readonly condition?: TerminationCondition;
+  readonly message?: string;
+  readonly outcome?: AttemptOutcome;
+  readonly startedAtMs?: number;
+  readonly finishedAtMs?: number;
+}
+
+export interface SessionWrite {
+  readonly sessionId: string;
+  /** The write commits only if the session still has this status and version. */
+  readonly expected: { readonly status: SessionStatus; readonly version: number };
+  readonly nowMs: number;
+  /** New status. Only the lifecycle execution's stage entry sets it. */
+  readonly status?: SessionStatus;
+  /** Enter a stage: its token (absent for terminal states), entry time and deadline. */
+  readonly stage?: StageRecord;
+  /** An outcome claimed the stage: drop the token so no one else completes it. */
+  readonly claimStage?: boolean;
+  readonly tries?: "increment" | "reset";
+  readonly kernels?: readonly KernelPatch[];
+  /** Placed history records (see placeHistory); a merged record overwrites its seq. */
+  readonly history?: readonly HistoryRecord[];
+  /** `null` clears it. */
+  readonly pendingReason?: string | null;
+}
+
+/** The coordinator's write for one decision. A status change is left to the stage entry. */
+export function decisionWrite(session: Session, decision: Decision, nowMs: number): SessionWrite {
+  const base = {
+    sessionId: session.id,
+    expected: { status: session.status, version: session.version },
+    nowMs,
+    ...(decision.spendsTry ? { tries: "increment" as const } : {}),
+  };
+  if (decision.complete) {
+    // The history record and kernel statuses of a status change commit with the status, in
+    // the next state's entry; here the stage is only claimed.
+    return { ...base, claimStage: true };
+  }
+  return {
+    ...base,
+    history: placeHistory(session.lastHistory, [decision.history]),
+    ...(decision.result === SchedulingResult.SKIPPED && decision.history.message !== undefined
+      ? { pendingReason: decision.history.message }
+      : {}),
+  };
+}
+
+export interface StageEntry {
+  readonly session: Session;
+  readonly kernels: readonly Kernel[];
+  /** Absent for the first entry into PENDING when the execution starts. */
+  readonly transition?: StageTransition;
+  /** The callback token of the state being entered; absent for terminal states. */
+  readonly taskToken?: string;
+  readonly nowMs: number;
+}
+
+/** The execution's write when it enters a state: status, stage record, kernels, history. */
+export function stageEntryWrite({ session, kernels, transition, taskToken, nowMs }: StageEntry): SessionWrite {
+  const to = transition?.to ?? session.status;
+  const timeoutSec = isWaitingStatus(to) ? session.spec.timeouts[stageKey(to)] : 0;
+  const stage: StageRecord = {
+    enteredAtMs: nowMs,
+    expiresAtMs: nowMs + timeoutSec * 1000,
+    ...(taskToken !== undefined ? { taskToken } : {}),
+  };
+  const write: SessionWrite = {
+    sessionId: session.id,
+    expected: { status: transition?.from ?? session.status, version: session.version },
+    nowMs,
+    stage,
+  };
+  if (!transition) return write;
+
+  const kernelStatus = transitionKernelStatus(transition);
+  const patches: KernelPatch[] =
+    kernelStatus === undefined
+      ? []
+      : kernels
+          // Entering a terminal status keeps kernels that already ended (their exit codes stay);
+          // re-scheduling to PENDING resets every kernel for a fresh placement.
+          .filter((k) => !(isTerminalKernelStatus(kernelStatus) && isTerminalKernelStatus(k.status)))
+          .map((k) =>
+            kernelStatus === "PENDING"
+              ? { index: k.index, status: kernelStatus, agentId: null }
+              : { index: k.index, status: kernelStatus },
+          );
+  return {
+    ...write,
+    status: to,
+    tries: "reset",
+    ...(patches.length > 0 ? { kernels: patches } : {}),
+    history: placeHistory(session.lastHistory, [
+      {
+        sessionId: session.id,
+        handler: transition.handler,
+        result: transition.result,
+        fromStatus: transition.from,
+        toStatus: to,
+        ...(transition.message !== undefined ? { message: transition.message } : {}),
+        atMs: nowMs,
+      },
+    ]),
+    ...(transition.from === SessionStatus.PENDING ? { pendingReason: null } : {}),
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * History records merge: an outcome identical to the session's latest record (same handler,
+ * result, from/to status and message) bumps that record's count and last-seen time instead of
+ * appending, so a session skipped every sweep for an hour keeps one record, not hundreds.
+ */
+import type { HistoryDraft, HistoryRecord } from "./model.ts";
+
+export function sameOutcome(a: HistoryRecord | HistoryDraft, b: HistoryRecord | HistoryDraft): boolean {
+  return (
+    a.sessionId === b.sessionId &&
+    a.handler === b.handler &&
+    a.result === b.result &&
+    a.fromStatus === b.fromStatus &&
+    a.toStatus === b.toStatus &&
+    a.message === b.message
+  );
+}
+
+/**
+ * Places drafts after `last` (the session's latest record, if any). Returns the records to
+ * write: a merged record keeps its `seq`, an appended one takes the next. Drafts are applied in
+ * order, so two identical drafts in one batch also merge.
+ */
+export function placeHistory(
+  last: HistoryRecord | undefined,
+  drafts: readonly HistoryDraft[],
+): HistoryRecord[] {
+  const out: HistoryRecord[] = [];
+  let head = last;
+  for (const draft of drafts) {
+    const { atMs, ...rest } = draft;
+    let next: HistoryRecord;
+    if (head && sameOutcome(head, draft)) {
+      next = { ...head, count: head.count + 1, lastAtMs: Math.max(head.lastAtMs, atMs) };
+      if (out.length > 0 && out[out.length - 1]?.seq === next.seq) out.pop();
+    } else {
+      next = { ...rest, seq: head ? head.seq + 1 : 0, count: 1, firstAtMs: atMs, lastAtMs: atMs };
+    }
+    out.push(next);
+    head = next;
+  }
+  return out;
+}

@@ -1,0 +1,43 @@
+/**
+ * Promotion matching (seed 001): does a session's kernel set satisfy ALL / ANY / NOT_ANY of the
+ * checked statuses? A session with no kernels satisfies ALL and NOT_ANY (vacuously: no kernel
+ * fails the condition / no kernel is in the statuses) and never ANY, exactly as the seed's SQL
+ * formulation behaves (a session id absent from the kernel query result).
+ */
+import type { PromotionHandlerSpec } from "./handlers.ts";
+import type { SessionWithKernels } from "./model.ts";
+import { KernelMatchType } from "./scheduling.ts";
+import type { KernelStatus } from "./status.ts";
+
+export function kernelsMatch(
+  kernelStatuses: readonly KernelStatus[],
+  checkStatuses: ReadonlySet<KernelStatus>,
+  matchType: KernelMatchType,
+): boolean {
+  switch (matchType) {
+    case KernelMatchType.ALL:
+      return kernelStatuses.every((s) => checkStatuses.has(s));
+    case KernelMatchType.ANY:
+      return kernelStatuses.some((s) => checkStatuses.has(s));
+    case KernelMatchType.NOT_ANY:
+      return !kernelStatuses.some((s) => checkStatuses.has(s));
+  }
+}
+
+/** Ids of the targets the promotion handler promotes, in target order. */
+export function sessionsToPromote(
+  spec: PromotionHandlerSpec,
+  targets: readonly SessionWithKernels[],
+): string[] {
+  return targets
+    .filter(
+      ({ session, kernels }) =>
+        spec.targetSessionStatuses.includes(session.status) &&
+        kernelsMatch(
+          kernels.map((k) => k.status),
+          spec.checkKernelStatuses,
+          spec.matchType,
+        ),
+    )
+    .map(({ session }) => session.id);
+}

@@ -1,0 +1,155 @@
+/**
+ * The state machine and the core's transition tables are one source of truth: this test derives
+ * the lifecycle graph from statemachines/session-lifecycle.asl.json and checks it, edge by edge,
+ * against LIFECYCLE_HANDLERS, PROMOTION_HANDLERS and STAGES.
+ */
+import { readFileSync } from "node:fs";
+import { describe, expect, test } from "vitest";
+import { LIFECYCLE_HANDLERS, PROMOTION_HANDLERS, STAGES } from "../functions/core/handlers.ts";
+import { SESSION_STATUSES, WAITING_SESSION_STATUSES, type SessionStatus } from "../functions/core/status.ts";
+
+interface AslState {
+  Type: string;
+  Resource?: string;
+  Parameters?: { Payload?: { status?: string } };
+  Result?: { from?: string; to?: string; result?: string };
+  TimeoutSecondsPath?: string;
+  TimeoutSeconds?: number;
+  Catch?: { ErrorEquals: string[]; Next: string }[];
+  Choices?: { Variable: string; StringEquals: string; Next: string }[];
+  Default?: string;
+  Next?: string;
+  End?: boolean;
+}
+const asl = JSON.parse(readFileSync("statemachines/session-lifecycle.asl.json", "utf8")) as {
+  StartAt: string;
+  States: Record<string, AslState>;
+};
+const states = asl.States;
+
+function state(name: string): AslState {
+  const s = states[name];
+  if (!s) throw new Error(`state ${name} is referenced but not defined`);
+  return s;
+}
+
+/** The session status a state records on entry (its Payload.status), if any. */
+function statusOf(name: string): string | undefined {
+  return state(name).Parameters?.Payload?.status;
+}
+
+/** The state that records `status` on entry. */
+function stateFor(status: string): string {
+  const found = Object.keys(states).filter((n) => statusOf(n) === status);
+  expect(found, `exactly one state records ${status}`).toHaveLength(1);
+  return found[0]!;
+}
+
+/** Edges of the ASL: from status to status, through the Choice after a callback state. */
+function aslEdges(): Set<string> {
+  const edges = new Set<string>();
+  for (const status of WAITING_SESSION_STATUSES) {
+    const choice = state(state(stateFor(status)).Next!);
+    expect(choice.Type).toBe("Choice");
+    for (const rule of choice.Choices ?? []) {
+      expect(rule.Variable).toBe("$.transition.to");
+      expect(statusOf(rule.Next), `${rule.Next} records the status its rule routes to`).toBe(
+        rule.StringEquals,
+      );
+      edges.add(`${status}->${rule.StringEquals}`);
+    }
+  }
+  return edges;
+}
+
+/** Edges the core's tables allow: handler outcomes, promotions, cancels, expiry. */
+function coreEdges(): Set<string> {
+  const edges = new Set<string>();
+  const add = (from: SessionStatus, to: SessionStatus | undefined) => {
+    if (to !== undefined && to !== from) edges.add(`${from}->${to}`);
+  };
+  for (const handler of Object.values(LIFECYCLE_HANDLERS)) {
+    for (const from of handler.targetSessionStatuses) {
+      const t = handler.transitions;
+      for (const transition of [t.success, t.needRetry, t.expired, t.giveUp]) add(from, transition?.session);
+    }
+  }
+  for (const promotion of Object.values(PROMOTION_HANDLERS)) {
+    for (const from of promotion.targetSessionStatuses) add(from, promotion.successSessionStatus);
+  }
+  for (const stage of Object.values(STAGES)) {
+    add(stage.status, stage.onCancel);
+    add(stage.status, stage.onExpired);
+  }
+  return edges;
+}
+
+describe("session-lifecycle.asl.json against the core's tables", () => {
+  test("starts by recording the submission, then waits in PENDING", () => {
+    const start = state(asl.StartAt);
+    expect(start.Type).toBe("Pass");
+    expect(statusOf(start.Next!)).toBe("PENDING");
+  });
+
+  test("every session status has exactly one state that records it", () => {
+    for (const status of SESSION_STATUSES) stateFor(status);
+  });
+
+  test("the status edges of the ASL are exactly the edges of the core's tables", () => {
+    expect([...aslEdges()].sort()).toEqual([...coreEdges()].sort());
+  });
+
+  test.each(WAITING_SESSION_STATUSES)("%s is a callback state whose timeout is its stage timer", (status) => {
+    const s = state(stateFor(status));
+    expect(s.Resource).toBe("arn:aws:states:::lambda:invoke.waitForTaskToken");
+    expect(s.TimeoutSecondsPath).toBe(`$.timeouts.${status.toLowerCase()}`);
+  });
+
+  test.each(WAITING_SESSION_STATUSES)(
+    "a %s timeout routes as EXPIRED to the stage's expiry status",
+    (status) => {
+      const catcher = state(stateFor(status)).Catch?.find((c) => c.ErrorEquals.includes("States.Timeout"));
+      expect(catcher, `${status} catches States.Timeout`).toBeDefined();
+      const expired = state(catcher!.Next);
+      expect(expired.Type).toBe("Pass");
+      expect(expired.Result).toMatchObject({ from: status, to: STAGES[status].onExpired, result: "EXPIRED" });
+      expect(statusOf(expired.Next!)).toBe(STAGES[status].onExpired);
+    },
+  );
+
+  test("STAGES agrees with the handler that governs each stage", () => {
+    for (const stage of Object.values(STAGES)) {
+      if (!stage.governedBy) continue;
+      const t = LIFECYCLE_HANDLERS[stage.governedBy].transitions;
+      expect(stage.onExpired, `${stage.status} expiry`).toBe(t.expired?.session);
+      expect(stage.onGiveUp, `${stage.status} give-up`).toBe(t.giveUp?.session);
+    }
+  });
+
+  test("TERMINATED and CANCELLED are recorded by plain tasks that end the execution", () => {
+    for (const status of ["TERMINATED", "CANCELLED"]) {
+      const s = state(stateFor(status));
+      expect(s.Resource).toBe("arn:aws:states:::lambda:invoke");
+      expect(s.End).toBe(true);
+    }
+  });
+
+  test("every state is reachable from StartAt", () => {
+    const seen = new Set<string>();
+    const visit = (name: string) => {
+      if (seen.has(name)) return;
+      seen.add(name);
+      const s = state(name);
+      for (const next of [
+        s.Next,
+        s.Default,
+        ...(s.Choices ?? []).map((c) => c.Next),
+        ...(s.Catch ?? []).map((c) => c.Next),
+      ]) {
+        if (next) visit(next);
+      }
+    };
+    visit(asl.StartAt);
+    expect([...seen].sort()).toEqual(Object.keys(states).sort());
+  });
+});
