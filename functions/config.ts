@@ -1,0 +1,48 @@
+/**
+ * Runtime configuration of the Lambda functions, read from the environment that the CDK stack
+ * (or the embedded runtime) sets. Passed in, never read at import time.
+ */
+export interface CairnConfig {
+  readonly tableName: string;
+  readonly eventBusName: string;
+  readonly stateMachineArn: string;
+  /** Shards of the status indexes (must match the table the stack created). */
+  readonly shards: number;
+  /** An agent whose last heartbeat is older than this is treated as lost. */
+  readonly agentTimeoutMs: number;
+  /** Most targets a handler pass takes in one run. */
+  readonly batchLimit: number;
+  /** How long a kernel gets between SIGTERM and SIGKILL when its session terminates. */
+  readonly terminationGraceMs: number;
+}
+
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  readonly code = "CONFIG";
+}
+
+export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): CairnConfig {
+  const required = (key: string): string => {
+    const value = env[key];
+    if (!value) throw new ConfigError(`environment variable ${key} is required`);
+    return value;
+  };
+  const int = (key: string, fallback: number): number => {
+    const raw = env[key];
+    if (raw === undefined || raw === "") return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value <= 0) {
+      throw new ConfigError(`environment variable ${key} must be a positive integer, got "${raw}"`);
+    }
+    return value;
+  };
+  return {
+    tableName: required("CAIRN_TABLE_NAME"),
+    eventBusName: required("CAIRN_EVENT_BUS_NAME"),
+    stateMachineArn: required("CAIRN_STATE_MACHINE_ARN"),
+    shards: int("CAIRN_SHARDS", 4),
+    agentTimeoutMs: int("CAIRN_AGENT_TIMEOUT_MS", 30_000),
+    batchLimit: int("CAIRN_BATCH_LIMIT", 200),
+    terminationGraceMs: int("CAIRN_TERMINATION_GRACE_MS", 5_000),
+  };
+}

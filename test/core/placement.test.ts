@@ -1,0 +1,56 @@
+import { describe, expect, test } from "vitest";
+import { placeKernels, type AgentFree, type KernelDemand } from "../../functions/core/placement.ts";
+
+const agent = (id: string, cpu: number, memoryMiB: number): AgentFree => ({ id, free: { cpu, memoryMiB } });
+const kernels = (n: number, cpu: number, memoryMiB: number): KernelDemand[] =>
+  Array.from({ length: n }, (_, index) => ({ index, resources: { cpu, memoryMiB } }));
+
+describe("placeKernels", () => {
+  test("given two agents, when one kernel fits, then it goes to the agent with the most free cpu", () => {
+    const result = placeKernels(kernels(1, 2, 256), [agent("a", 4, 4096), agent("b", 8, 1024)]);
+    expect(result).toEqual({ ok: true, kernels: [{ index: 0, agentId: "b" }] });
+  });
+
+  test("a gang spreads across agents and every kernel is placed", () => {
+    const result = placeKernels(kernels(4, 2, 256), [agent("a", 4, 4096), agent("b", 4, 4096)]);
+    expect(result.ok).toBe(true);
+    if (result.ok) {
+      expect(result.kernels.map((k) => k.agentId).sort()).toEqual(["a", "a", "b", "b"]);
+    }
+  });
+
+  test("all or nothing: a gang that does not fit whole is not placed at all", () => {
+    const result = placeKernels(kernels(3, 4, 256), [agent("a", 4, 4096), agent("b", 4, 4096)]);
+    expect(result).toEqual({
+      ok: false,
+      reason: "only 2 of 3 kernels (4 cpu, 256 MiB each) fit in the free capacity",
+    });
+  });
+
+  test.each([
+    [kernels(1, 64, 256), "no agent has 64 cpu free; largest free is 8"],
+    [kernels(1, 1, 65536), "no agent has 65536 MiB memory free; largest free is 4096 MiB"],
+    [kernels(1, 64, 65536), "no agent has 64 cpu and 65536 MiB free; largest free is 8 cpu and 4096 MiB"],
+    [kernels(1, 6, 3000), "no agent has 6 cpu and 3000 MiB free together"],
+  ])("says why a kernel cannot be placed (%#)", (demand, reason) => {
+    expect(placeKernels(demand, [agent("a", 8, 1024), agent("b", 2, 4096)])).toEqual({ ok: false, reason });
+  });
+
+  test("no agents, and avoided agents, are explained", () => {
+    expect(placeKernels(kernels(1, 1, 1), [])).toEqual({
+      ok: false,
+      reason: "no live agents are registered",
+    });
+    expect(placeKernels(kernels(1, 1, 1), [agent("a", 8, 1024)], { avoidAgentIds: new Set(["a"]) })).toEqual({
+      ok: false,
+      reason: "every live agent is excluded for this session",
+    });
+  });
+
+  test("an avoided agent is never chosen while another fits", () => {
+    const result = placeKernels(kernels(1, 1, 1), [agent("a", 8, 1024), agent("b", 2, 1024)], {
+      avoidAgentIds: new Set(["a"]),
+    });
+    expect(result).toEqual({ ok: true, kernels: [{ index: 0, agentId: "b" }] });
+  });
+});
