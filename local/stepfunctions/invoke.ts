@@ -1,0 +1,113 @@
+/**
+ * Runs a Task's resource in-process: Lambda handlers (the `lambda:invoke` integration, its
+ * `.waitForTaskToken` form, and a bare function ARN) and any other integration handlers the
+ * embedded runtime registers. Results and errors take the shapes AWS gives them, so ASL
+ * written for AWS (`$.Payload`, Retry/Catch on an error name) behaves the same.
+ */
+import { randomUUID } from "node:crypto";
+import { AslError, StatesErrorName } from "./errors.ts";
+import { isJsonObject, roundTrip, type JsonValue } from "./json.ts";
+import { MAX_CAUSE_CHARS } from "./limits.ts";
+import { lambdaFunctionName, type TaskResource } from "./resources.ts";
+import { LAMBDA_INVOKE_KEY } from "./definition.ts";
+
+/** A Lambda function's handler: the payload in, the function's result out (like Lambda: JSON). */
+export type LambdaHandler = (payload: JsonValue) => unknown;
+/** Another service integration (`events:putEvents`, ...): the task's parameters in, the API result out. */
+export type IntegrationHandler = (parameters: JsonValue) => unknown;
+
+export interface Invokers {
+  readonly functions: ReadonlyMap<string, LambdaHandler>;
+  readonly integrations: ReadonlyMap<string, IntegrationHandler>;
+}
+
+/**
+ * The result of calling the resource: a request-response task's result, or, for a callback
+ * task, the response of the call that handed out the token (recorded as TaskSubmitted).
+ * Rejects with an AslError named as AWS would name the failure.
+ */
+export async function invokeResource(
+  resource: TaskResource,
+  parameters: JsonValue,
+  invokers: Invokers,
+): Promise<JsonValue> {
+  if (resource.kind === "lambda-function") {
+    return callLambda(resource.functionName, parameters, invokers);
+  }
+  if (resource.key === LAMBDA_INVOKE_KEY) return lambdaInvokeIntegration(parameters, invokers);
+  const handler = invokers.integrations.get(resource.key);
+  if (!handler)
+    throw new AslError(StatesErrorName.Runtime, `no local integration for ${resource.key}`, {
+      terminal: true,
+    });
+  try {
+    return roundTrip(await handler(roundTrip(parameters)));
+  } catch (error) {
+    const e = error instanceof Error ? error : new Error(String(error));
+    throw new AslError(e.name || "Error", truncate(e.message));
+  }
+}
+
+async function lambdaInvokeIntegration(parameters: JsonValue, invokers: Invokers): Promise<JsonValue> {
+  if (!isJsonObject(parameters) || typeof parameters["FunctionName"] !== "string") {
+    throw new AslError(
+      StatesErrorName.Runtime,
+      "lambda:invoke: the field 'FunctionName' is required in Parameters and must be a string",
+      { terminal: true },
+    );
+  }
+  const functionName = parameters["FunctionName"];
+  const payload = parameters["Payload"] ?? {};
+  const requestId = randomUUID();
+  if (parameters["InvocationType"] === "Event") {
+    // Asynchronous invocation: Lambda accepts it (202) and the task does not wait for the result.
+    const accepted = callLambda(functionName, payload, invokers);
+    accepted.catch(() => undefined);
+    return { ExecutedVersion: "$LATEST", Payload: "", StatusCode: 202, ...sdkMetadata(requestId, 202) };
+  }
+  const result = await callLambda(functionName, payload, invokers);
+  return { ExecutedVersion: "$LATEST", Payload: result, StatusCode: 200, ...sdkMetadata(requestId, 200) };
+}
+
+function sdkMetadata(requestId: string, status: number): Record<string, JsonValue> {
+  return {
+    SdkHttpMetadata: { HttpHeaders: { "x-amzn-RequestId": requestId }, HttpStatusCode: status },
+    SdkResponseMetadata: { RequestId: requestId },
+  };
+}
+
+async function callLambda(functionRef: string, payload: JsonValue, invokers: Invokers): Promise<JsonValue> {
+  const name = lambdaFunctionName(functionRef);
+  const handler = name === undefined ? undefined : invokers.functions.get(name);
+  if (!handler) {
+    throw new AslError(
+      "Lambda.ResourceNotFoundException",
+      `Function not found: ${functionRef} (Service: Lambda, Status Code: 404)`,
+    );
+  }
+  let result: unknown;
+  try {
+    result = await handler(roundTrip(payload));
+  } catch (error) {
+    throw lambdaError(error);
+  }
+  return roundTrip(result);
+}
+
+/**
+ * What Step Functions reports when a Node.js function throws: Error = the error's name
+ * (`errorType`), Cause = the JSON the Lambda runtime returns for it.
+ */
+export function lambdaError(thrown: unknown): AslError {
+  const errorType = thrown instanceof Error && thrown.name ? thrown.name : "Error";
+  const errorMessage = thrown instanceof Error ? thrown.message : String(thrown);
+  const trace = thrown instanceof Error && thrown.stack ? thrown.stack.split("\n") : [];
+  let cause = JSON.stringify({ errorType, errorMessage, trace });
+  if (cause.length > MAX_CAUSE_CHARS)
+    cause = JSON.stringify({ errorType, errorMessage: truncate(errorMessage) });
+  return new AslError(errorType, truncate(cause));
+}
+
+function truncate(text: string): string {
+  return text.length > MAX_CAUSE_CHARS ? text.slice(0, MAX_CAUSE_CHARS) : text;
+}
