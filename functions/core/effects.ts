@@ -27,6 +27,8 @@ export interface KernelPatch {
   readonly condition?: TerminationCondition;
   readonly message?: string;
   readonly outcome?: AttemptOutcome;
+  /** `null` clears it. */
+  readonly error?: string | null;
   readonly startedAtMs?: number;
   readonly finishedAtMs?: number;
 }
@@ -48,6 +50,8 @@ export interface SessionWrite {
   readonly history?: readonly HistoryRecord[];
   /** `null` clears it. */
   readonly pendingReason?: string | null;
+  /** A cancel request was accepted at this time (set once). */
+  readonly cancelRequestedAtMs?: number;
 }
 
 /** The coordinator's write for one decision. A status change is left to the stage entry. */
@@ -83,7 +87,13 @@ export interface StageEntry {
 }
 
 /** The execution's write when it enters a state: status, stage record, kernels, history. */
-export function stageEntryWrite({ session, kernels, transition, taskToken, nowMs }: StageEntry): SessionWrite {
+export function stageEntryWrite({
+  session,
+  kernels,
+  transition,
+  taskToken,
+  nowMs,
+}: StageEntry): SessionWrite {
   const to = transition?.to ?? session.status;
   const timeoutSec = isWaitingStatus(to) ? session.spec.timeouts[stageKey(to)] : 0;
   const stage: StageRecord = {
@@ -104,12 +114,10 @@ export function stageEntryWrite({ session, kernels, transition, taskToken, nowMs
     kernelStatus === undefined
       ? []
       : kernels
-          // Entering a terminal status keeps kernels that already ended (their exit codes stay);
-          // re-scheduling to PENDING resets every kernel for a fresh placement.
-          .filter((k) => !(isTerminalKernelStatus(kernelStatus) && isTerminalKernelStatus(k.status)))
+          .filter((k) => kernelMovesTo(k.status, kernelStatus))
           .map((k) =>
             kernelStatus === "PENDING"
-              ? { index: k.index, status: kernelStatus, agentId: null }
+              ? { index: k.index, status: kernelStatus, agentId: null, error: null }
               : { index: k.index, status: kernelStatus },
           );
   return {
@@ -130,4 +138,32 @@ export function stageEntryWrite({ session, kernels, transition, taskToken, nowMs
     ]),
     ...(transition.from === SessionStatus.PENDING ? { pendingReason: null } : {}),
   };
+}
+
+/** Kernel statuses in lifecycle order; the terminal ones share the last rank. */
+const KERNEL_RANK: Readonly<Record<KernelStatus, number>> = {
+  PENDING: 0,
+  SCHEDULED: 1,
+  PREPARING: 2,
+  PULLING: 3,
+  PREPARED: 4,
+  CREATING: 5,
+  RUNNING: 6,
+  TERMINATING: 7,
+  TERMINATED: 8,
+  CANCELLED: 8,
+  ERROR: 8,
+};
+
+/**
+ * Whether a stage transition moves a kernel. Re-scheduling to PENDING resets every kernel for a
+ * fresh placement. Otherwise a transition only moves kernels forward: agents report progress
+ * as it happens, so a kernel may already be PREPARED (or even TERMINATED, for a command that
+ * exits at once) when its session enters PREPARING or CREATING, and must not be set back; and
+ * entering a terminal status keeps kernels that already ended, with their exit codes.
+ */
+export function kernelMovesTo(current: KernelStatus, target: KernelStatus): boolean {
+  if (target === "PENDING") return current !== "PENDING";
+  if (isTerminalKernelStatus(target)) return !isTerminalKernelStatus(current);
+  return KERNEL_RANK[current] < KERNEL_RANK[target];
 }

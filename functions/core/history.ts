@@ -41,3 +41,16 @@ export function placeHistory(
   }
   return out;
 }
+
+/**
+ * A repeat of the latest record seen less than `intervalMs` ago. The coordinator leaves such a
+ * SKIPPED record unwritten: a backlog of sessions waiting for capacity would otherwise cost a
+ * write per session on every scheduling run. The merged record still shows first/last time.
+ */
+export function isRecentRepeat(
+  last: HistoryRecord | undefined,
+  draft: HistoryDraft,
+  intervalMs: number,
+): boolean {
+  return last !== undefined && sameOutcome(last, draft) && draft.atMs - last.lastAtMs < intervalMs;
+}

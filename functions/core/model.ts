@@ -96,6 +96,8 @@ export interface Kernel {
   /** Termination message, error text, or why the kernel ended. */
   readonly message?: string;
   readonly outcome?: AttemptOutcome;
+  /** The latest preparation failure reported by the agent; cleared when preparation is retried. */
+  readonly error?: string;
   readonly startedAtMs?: number;
   readonly finishedAtMs?: number;
   readonly statusChangedAtMs: number;

@@ -1,0 +1,14 @@
+/** The application's outbound events, validated against their contracts and put on the bus. */
+import { DetailType, toPutEventsEntry } from "../../core/events.ts";
+import type { EventsPort } from "../../app/ports.ts";
+import type { KernelCommandDetailInput, SessionStatusChangedDetailInput } from "../../app/event-types.ts";
+import type { EventPublisher } from "./publisher.ts";
+
+export function eventBridgeEvents(publisher: EventPublisher, busName: string): EventsPort {
+  return {
+    statusChanged: (details: readonly SessionStatusChangedDetailInput[]) =>
+      publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.SessionStatusChanged, d))),
+    kernelCommands: (details: readonly KernelCommandDetailInput[]) =>
+      publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.KernelCommand, d))),
+  };
+}

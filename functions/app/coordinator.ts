@@ -1,0 +1,392 @@
+/**
+ * The coordinator: one run applies a batch of inbound events (submissions, cancels, kernel
+ * reports, heartbeats, and the control plane's own status changes), then runs the handler
+ * passes those events make possible, judges their results with the pure core, and carries the
+ * decisions out: history and try counts are written here; a status change is claimed here and
+ * applied by the lifecycle execution when the stage's callback is completed.
+ */
+import type { CairnConfig } from "../config.ts";
+import { judge, judgePromotions, type Decision, type JudgedTarget } from "../core/coordinator/decide.ts";
+import { decisionWrite } from "../core/effects.ts";
+import {
+  DetailType,
+  EventSource,
+  parseInboundEvent,
+  SessionStatusChangedDetailSchema,
+  type InboundEvent,
+} from "../core/events.ts";
+import { STAGES } from "../core/handlers.ts";
+import { isRecentRepeat } from "../core/history.ts";
+import { kernelReportPatch } from "../core/kernel-reports.ts";
+import { stageKey, type Agent, type SessionWithKernels, type StageTransition } from "../core/model.ts";
+import type { SessionStore } from "../core/ports/session-store.ts";
+import { sessionsToPromote } from "../core/promotion.ts";
+import { SchedulingResult } from "../core/scheduling.ts";
+import { newSession } from "../core/sessions.ts";
+import {
+  isWaitingStatus,
+  SESSION_STATUSES,
+  TERMINAL_SESSION_STATUSES,
+  WAITING_SESSION_STATUSES,
+  type SessionStatus,
+} from "../core/status.ts";
+import { errorCode, errorMessage, type HandlerContext } from "../lifecycle/handler.ts";
+import { PASSES, passName, passStatuses, statusesWoken, type Pass } from "./passes.ts";
+import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
+import type { Logger } from "./logger.ts";
+
+export interface CoordinatorDeps {
+  readonly store: SessionStore;
+  readonly executions: LifecycleExecutionsPort;
+  readonly events: EventsPort;
+  readonly config: CairnConfig;
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** Repeated identical SKIPPED records closer together than this are not rewritten. */
+  readonly skipRecordIntervalMs?: number;
+}
+
+export interface Rejection {
+  readonly eventId: string | undefined;
+  readonly detailType: string | undefined;
+  readonly reason: string;
+}
+
+export interface RunReport {
+  readonly applied: number;
+  readonly rejected: readonly Rejection[];
+  /** Indexes of events whose processing failed transiently: the caller redelivers them. */
+  readonly retry: readonly number[];
+  readonly passes: readonly { readonly name: string; readonly targets: number; readonly decisions: number }[];
+  readonly completed: number;
+}
+
+/** What a batch of events touched: which passes to run, and which sessions to check for cancels. */
+class Dirty {
+  readonly statuses = new Set<SessionStatus>();
+  readonly sessions = new Set<string>();
+  wake(status: SessionStatus, sessionId?: string): void {
+    for (const s of statusesWoken(status)) this.statuses.add(s);
+    if (sessionId !== undefined) this.sessions.add(sessionId);
+  }
+}
+
+const MAX_CONFLICT_RETRIES = 5;
+
+export class Coordinator {
+  readonly #d: CoordinatorDeps;
+
+  constructor(deps: CoordinatorDeps) {
+    this.#d = deps;
+  }
+
+  /** One run: `envelopes` are EventBridge events (possibly none); `sweep` runs every pass. */
+  async run(envelopes: readonly unknown[], options: { sweep?: boolean } = {}): Promise<RunReport> {
+    const dirty = new Dirty();
+    if (options.sweep) for (const s of SESSION_STATUSES) dirty.statuses.add(s);
+    const rejected: Rejection[] = [];
+    const retry: number[] = [];
+    let applied = 0;
+    for (const [i, envelope] of envelopes.entries()) {
+      try {
+        const rejection = await this.#ingest(envelope, dirty);
+        if (rejection) {
+          rejected.push(rejection);
+          this.#d.log.warn("event rejected", { ...rejection });
+        } else applied++;
+      } catch (error) {
+        retry.push(i);
+        this.#d.log.error("event processing failed; it will be redelivered", { error: errorMessage(error) });
+      }
+    }
+    const passes: RunReport["passes"][number][] = [];
+    let completed = 0;
+    const ctx = this.#context();
+    completed += await this.#cancelPass(dirty, options.sweep === true);
+    for (const pass of PASSES) {
+      if (!passStatuses(pass).some((s) => dirty.statuses.has(s))) continue;
+      const outcome = await this.#runPass(pass, ctx);
+      passes.push({ name: passName(pass), targets: outcome.targets, decisions: outcome.decisions });
+      completed += outcome.completed;
+    }
+    return { applied, rejected, retry, passes, completed };
+  }
+
+  #context(): HandlerContext {
+    const { store, events, config } = this.#d;
+    const nowMs = this.#d.clock.nowMs();
+    let agents: Promise<ReadonlyMap<string, Agent>> | undefined;
+    return {
+      store,
+      events,
+      config,
+      nowMs,
+      liveAgents: () =>
+        (agents ??= store
+          .listAgents()
+          .then(
+            (all) =>
+              new Map(
+                all.filter((a) => a.lastHeartbeatAtMs >= nowMs - config.agentTimeoutMs).map((a) => [a.id, a]),
+              ),
+          )),
+    };
+  }
+
+  // --- inbound events --------------------------------------------------------------------
+
+  async #ingest(envelope: unknown, dirty: Dirty): Promise<Rejection | undefined> {
+    const own = ownStatusChange(envelope);
+    if (own) {
+      dirty.wake(own.to, own.sessionId);
+      return undefined;
+    }
+    const parsed = parseInboundEvent(envelope);
+    if (!parsed.ok) {
+      return {
+        eventId: parsed.error.eventId,
+        detailType: parsed.error.detailType,
+        reason: parsed.error.message,
+      };
+    }
+    return this.#apply(parsed.event, dirty);
+  }
+
+  async #apply(event: InboundEvent, dirty: Dirty): Promise<Rejection | undefined> {
+    const { store, clock } = this.#d;
+    const reject = (reason: string): Rejection => ({
+      eventId: event.id,
+      detailType: event.detailType,
+      reason,
+    });
+    switch (event.detailType) {
+      case DetailType.SessionSubmitted: {
+        const id = event.detail.sessionId ?? `s-${event.id.toLowerCase()}`;
+        const created = await store.createSession(newSession(id, event.detail.spec, clock.nowMs()));
+        if (!created.created)
+          this.#d.log.info("duplicate submission; session already exists", { sessionId: id });
+        await this.#d.executions.start(id, {
+          sessionId: id,
+          timeouts: { ...created.session.session.spec.timeouts },
+        });
+        dirty.sessions.add(id);
+        return undefined;
+      }
+      case DetailType.SessionCancelRequested: {
+        const { sessionId } = event.detail;
+        return this.#withSession(sessionId, reject, async (s) => {
+          if (TERMINAL_SESSION_STATUSES.has(s.session.status)) return "done";
+          if (s.session.cancelRequestedAtMs === undefined) {
+            await store.applyWrite({
+              sessionId,
+              expected: { status: s.session.status, version: s.session.version },
+              nowMs: clock.nowMs(),
+              cancelRequestedAtMs: clock.nowMs(),
+              history: [],
+            });
+          }
+          dirty.sessions.add(sessionId);
+          return "done";
+        });
+      }
+      case DetailType.KernelStatusChanged: {
+        const report = event.detail;
+        return this.#withSession(report.sessionId, reject, async (s) => {
+          const kernel = s.kernels.find((k) => k.index === report.kernelIndex);
+          if (!kernel)
+            return reject(
+              `detail.kernelIndex: session ${report.sessionId} has no kernel ${report.kernelIndex}`,
+            );
+          // A report from an earlier run, or from an agent the kernel no longer runs on, is stale.
+          if (report.runIndex !== s.session.runIndex || kernel.agentId !== report.agentId) {
+            this.#d.log.info("stale kernel report ignored", { ...report });
+            return "done";
+          }
+          const patch = kernelReportPatch(kernel, report, {
+            cancelled: s.session.cancelRequestedAtMs !== undefined,
+          });
+          if (patch) {
+            await store.applyWrite({
+              sessionId: report.sessionId,
+              expected: { status: s.session.status, version: s.session.version },
+              nowMs: clock.nowMs(),
+              kernels: [patch],
+            });
+          }
+          dirty.wake(s.session.status, report.sessionId);
+          return "done";
+        });
+      }
+      case DetailType.AgentHeartbeat: {
+        const { agentId, capacity } = event.detail;
+        await store.heartbeatAgent({ agentId, capacity, nowMs: clock.nowMs() });
+        dirty.statuses.add("PENDING");
+        return undefined;
+      }
+    }
+  }
+
+  /** Reads the session and runs `fn`, re-reading on a write conflict. */
+  async #withSession(
+    sessionId: string,
+    reject: (reason: string) => Rejection,
+    fn: (s: SessionWithKernels) => Promise<"done" | Rejection>,
+  ): Promise<Rejection | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      const s = await this.#d.store.getSession(sessionId);
+      if (!s) return reject(`detail.sessionId: no session ${sessionId}`);
+      try {
+        const out = await fn(s);
+        return out === "done" ? undefined : out;
+      } catch (error) {
+        if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
+      }
+    }
+  }
+
+  // --- passes ------------------------------------------------------------------------------
+
+  async #runPass(
+    pass: Pass,
+    ctx: HandlerContext,
+  ): Promise<{ targets: number; decisions: number; completed: number }> {
+    const targets = await this.#d.store.targetsByStatus({
+      statuses: passStatuses(pass),
+      limit: this.#d.config.batchLimit,
+      targetableOnly: true,
+    });
+    if (targets.length === 0) return { targets: 0, decisions: 0, completed: 0 };
+    const judged = targets.map(toJudged);
+    let decisions: Decision[];
+    if (pass.kind === "lifecycle") {
+      const result = await pass.handler.execute(targets, ctx);
+      decisions = judge({
+        handler: pass.handler.spec,
+        result,
+        targets: judged,
+        nowMs: this.#d.clock.nowMs(),
+      });
+    } else {
+      decisions = judgePromotions(
+        pass.spec,
+        sessionsToPromote(pass.spec, targets),
+        judged,
+        this.#d.clock.nowMs(),
+      );
+    }
+    const completed = await this.#carryOut(decisions);
+    return { targets: targets.length, decisions: decisions.length, completed };
+  }
+
+  /** Writes each decision; completes the stage's callback for those that change status. */
+  async #carryOut(decisions: readonly Decision[]): Promise<number> {
+    if (decisions.length === 0) return 0;
+    const fresh = new Map(
+      (await this.#d.store.getSessions(decisions.map((d) => d.sessionId))).map((s) => [s.session.id, s]),
+    );
+    const interval = this.#d.skipRecordIntervalMs ?? 30_000;
+    let completed = 0;
+    await Promise.all(
+      decisions.map(async (decision) => {
+        const s = fresh.get(decision.sessionId);
+        // The session moved on since it was read as a target: the next run judges it afresh.
+        if (!s || s.session.status !== decision.fromStatus) return;
+        const token = s.session.stage.taskToken;
+        if (decision.complete && token === undefined) return;
+        if (
+          decision.result === SchedulingResult.SKIPPED &&
+          isRecentRepeat(s.session.lastHistory, decision.history, interval)
+        ) {
+          return;
+        }
+        try {
+          await this.#d.store.applyWrite(decisionWrite(s.session, decision, this.#d.clock.nowMs()));
+        } catch (error) {
+          if (errorCode(error) === "CONFLICT") return;
+          throw error;
+        }
+        if (decision.complete && token !== undefined) {
+          await this.#complete(token, decision.complete);
+          completed++;
+        }
+      }),
+    );
+    return completed;
+  }
+
+  async #complete(token: string, transition: StageTransition): Promise<void> {
+    const outcome = await this.#d.executions.complete(token, transition);
+    if (outcome === "already-closed") {
+      // The stage's own timer fired first; the execution has moved on along its EXPIRED path.
+      this.#d.log.info("stage already closed", { from: transition.from, to: transition.to });
+    }
+  }
+
+  /** Honours cancel requests of sessions waiting in a stage: PRE-start → CANCELLED, else TERMINATING. */
+  async #cancelPass(dirty: Dirty, sweep: boolean): Promise<number> {
+    const candidates = sweep
+      ? await this.#d.store.targetsByStatus({
+          statuses: WAITING_SESSION_STATUSES,
+          limit: this.#d.config.batchLimit,
+          targetableOnly: true,
+        })
+      : dirty.sessions.size > 0
+        ? await this.#d.store.getSessions([...dirty.sessions])
+        : [];
+    let completed = 0;
+    for (const { session } of candidates) {
+      const token = session.stage.taskToken;
+      if (
+        session.cancelRequestedAtMs === undefined ||
+        token === undefined ||
+        !isWaitingStatus(session.status)
+      ) {
+        continue;
+      }
+      const to = STAGES[session.status].onCancel;
+      if (to === session.status) continue;
+      try {
+        await this.#d.store.applyWrite({
+          sessionId: session.id,
+          expected: { status: session.status, version: session.version },
+          nowMs: this.#d.clock.nowMs(),
+          claimStage: true,
+        });
+      } catch (error) {
+        if (errorCode(error) === "CONFLICT") continue;
+        throw error;
+      }
+      await this.#complete(token, {
+        from: session.status,
+        to,
+        result: "CANCELLED",
+        handler: "Cancel",
+        message: "cancel requested",
+      });
+      completed++;
+    }
+    return completed;
+  }
+}
+
+function toJudged({ session }: SessionWithKernels): JudgedTarget {
+  const status = session.status;
+  return {
+    sessionId: session.id,
+    status,
+    tries: session.tries,
+    maxTries: isWaitingStatus(status) ? session.spec.maxTries[stageKey(status)] : 1,
+    expiresAtMs: session.stage.expiresAtMs,
+  };
+}
+
+/** The control plane's own "Session Status Changed" events only wake passes. */
+function ownStatusChange(envelope: unknown): { sessionId: string; to: SessionStatus } | undefined {
+  if (typeof envelope !== "object" || envelope === null) return undefined;
+  const e = envelope as Record<string, unknown>;
+  if (e["source"] !== EventSource.ControlPlane || e["detail-type"] !== DetailType.SessionStatusChanged) {
+    return undefined;
+  }
+  const detail = SessionStatusChangedDetailSchema.safeParse(e["detail"]);
+  return detail.success ? { sessionId: detail.data.sessionId, to: detail.data.to } : undefined;
+}

@@ -1,0 +1,145 @@
+/**
+ * The lifecycle execution entering a state: the only writer of `session.status`. It records the
+ * status, the stage's task token and entry time, the transition's kernel statuses and history
+ * record in one conditional write; then stops kernels that must not outlive the transition,
+ * gives capacity back when the session leaves its agents, and announces the status change.
+ */
+import type { SessionWrite } from "../core/effects.ts";
+import { stageEntryWrite } from "../core/effects.ts";
+import type { SessionWithKernels, StageTransition } from "../core/model.ts";
+import type { SessionStore } from "../core/ports/session-store.ts";
+import {
+  isTerminalKernelStatus,
+  KernelStatus,
+  SessionStatus,
+  type SessionStatus as Status,
+} from "../core/status.ts";
+import { errorCode } from "../lifecycle/handler.ts";
+import { kernelCommand } from "./kernel-commands.ts";
+import type { KernelCommandDetailInput } from "./event-types.ts";
+import type { Clock, EventsPort } from "./ports.ts";
+import type { Logger } from "./logger.ts";
+
+export interface EnterStageInput {
+  readonly sessionId: string;
+  readonly status: Status;
+  readonly transition: StageTransition;
+  /** Absent for TERMINATED and CANCELLED, which do not wait. */
+  readonly taskToken?: string;
+  readonly executionName: string;
+}
+
+export interface EnterStageDeps {
+  readonly store: SessionStore;
+  readonly events: EventsPort;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly terminationGraceMs: number;
+}
+
+export class StageEntryError extends Error {
+  override readonly name = "StageEntryError";
+  readonly code = "STAGE_ENTRY";
+}
+
+const MAX_CONFLICT_RETRIES = 8;
+/** Where the session's processes must stop and its capacity go back. */
+const LEAVES_AGENTS: ReadonlySet<Status> = new Set([
+  SessionStatus.PENDING,
+  SessionStatus.TERMINATED,
+  SessionStatus.CANCELLED,
+]);
+
+export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): Promise<{ status: Status }> {
+  const { transition } = input;
+  if (transition.to !== input.status) {
+    throw new StageEntryError(
+      `state records ${input.status} but the transition leads to ${transition.to} (session ${input.sessionId})`,
+    );
+  }
+  let before: SessionWithKernels | undefined;
+  for (let attempt = 1; ; attempt++) {
+    const current = await deps.store.getSession(input.sessionId);
+    if (!current) throw new StageEntryError(`session ${input.sessionId} does not exist`);
+    if (alreadyEntered(current, input)) {
+      before = undefined;
+      break;
+    }
+    if (current.session.status !== transition.from) {
+      throw new StageEntryError(
+        `session ${input.sessionId} is ${current.session.status}; cannot apply ${transition.from} → ${transition.to}`,
+      );
+    }
+    const write: SessionWrite = stageEntryWrite({
+      session: current.session,
+      kernels: current.kernels,
+      transition,
+      ...(input.taskToken !== undefined ? { taskToken: input.taskToken } : {}),
+      nowMs: deps.clock.nowMs(),
+    });
+    try {
+      await deps.store.applyWrite(write);
+      before = current;
+      break;
+    } catch (error) {
+      // A kernel report landed between the read and the write: read again and recompute.
+      if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
+    }
+  }
+  if (before && LEAVES_AGENTS.has(input.status) && transition.from !== input.status) {
+    await stopLeftoverKernels(before, input, deps);
+    await deps.store.releaseCapacity(input.sessionId);
+  }
+  if (before) {
+    await deps.events.statusChanged([
+      {
+        sessionId: input.sessionId,
+        executionName: input.executionName,
+        from: transition.from,
+        to: transition.to,
+        result: transition.result,
+        handler: transition.handler,
+        ...(transition.message !== undefined ? { message: transition.message } : {}),
+        atMs: deps.clock.nowMs(),
+      },
+    ]);
+  }
+  return { status: input.status };
+}
+
+/** A redelivered invocation: this state was already entered with this token. */
+function alreadyEntered({ session }: SessionWithKernels, input: EnterStageInput): boolean {
+  if (session.status !== input.status) return false;
+  if (input.transition.from === input.status && session.stage.taskToken === undefined) return false;
+  return input.taskToken === undefined
+    ? input.transition.from !== input.status
+    : session.stage.taskToken === input.taskToken;
+}
+
+/**
+ * Kernels that may have a process on an agent when the session leaves it without going through
+ * TerminateSessions (a cancel in CREATING, a CREATING expiry back to PENDING).
+ */
+async function stopLeftoverKernels(
+  before: SessionWithKernels,
+  input: EnterStageInput,
+  deps: EnterStageDeps,
+): Promise<void> {
+  const launched: ReadonlySet<KernelStatus> = new Set([
+    KernelStatus.PREPARING,
+    KernelStatus.PULLING,
+    KernelStatus.PREPARED,
+    KernelStatus.CREATING,
+    KernelStatus.RUNNING,
+    KernelStatus.TERMINATING,
+  ]);
+  const commands: KernelCommandDetailInput[] = before.kernels
+    .filter((k) => k.agentId !== undefined && launched.has(k.status) && !isTerminalKernelStatus(k.status))
+    .map((k) =>
+      kernelCommand(before, k, "stop", {
+        graceMs: deps.terminationGraceMs,
+        reason: `session ${input.transition.result.toLowerCase()}: ${input.transition.from} → ${input.status}`,
+      }),
+    );
+  if (commands.length > 0) await deps.events.kernelCommands(commands);
+}

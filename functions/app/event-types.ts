@@ -1,0 +1,5 @@
+/** Outbound event detail types the application produces (inputs of their schemas). */
+import type { EventDetailInput } from "../core/events.ts";
+
+export type SessionStatusChangedDetailInput = EventDetailInput<"Session Status Changed">;
+export type KernelCommandDetailInput = EventDetailInput<"Kernel Command">;

@@ -1,0 +1,23 @@
+/**
+ * What the application layer needs from the outside world besides storage. Adapters implement
+ * these with the AWS SDK; the embedded runtime points the same adapters at local endpoints.
+ */
+import type { KernelCommandDetailInput, SessionStatusChangedDetailInput } from "./event-types.ts";
+import type { StageTransition } from "../core/model.ts";
+
+export interface Clock {
+  nowMs(): number;
+}
+
+export const systemClock: Clock = { nowMs: () => Date.now() };
+
+export interface LifecycleExecutionsPort {
+  start(sessionId: string, input: { sessionId: string; timeouts: Record<string, number> }): Promise<string>;
+  complete(taskToken: string, transition: StageTransition): Promise<"completed" | "already-closed">;
+}
+
+/** Outbound events: status changes for subscribers, commands for agents. */
+export interface EventsPort {
+  statusChanged(details: readonly SessionStatusChangedDetailInput[]): Promise<void>;
+  kernelCommands(details: readonly KernelCommandDetailInput[]): Promise<void>;
+}

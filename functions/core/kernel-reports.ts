@@ -1,0 +1,84 @@
+/**
+ * How an agent's report moves a kernel. Reports arrive at least once and possibly late, so a
+ * report only moves a kernel forward, and one from another run or agent is ignored by the caller.
+ */
+import type { KernelPatch } from "./effects.ts";
+import type { Kernel } from "./model.ts";
+import {
+  AttemptOutcome,
+  isTerminalKernelStatus,
+  KernelStatus,
+  TerminationCondition,
+  type TerminationCondition as Condition,
+} from "./status.ts";
+
+export interface KernelReport {
+  readonly status: "PREPARED" | "RUNNING" | "TERMINATED" | "ERROR";
+  readonly exitCode?: number;
+  readonly condition?: Condition;
+  readonly message?: string;
+  readonly atMs: number;
+}
+
+const BEFORE_PREPARED: ReadonlySet<KernelStatus> = new Set([
+  KernelStatus.PENDING,
+  KernelStatus.SCHEDULED,
+  KernelStatus.PREPARING,
+  KernelStatus.PULLING,
+]);
+const BEFORE_RUNNING: ReadonlySet<KernelStatus> = new Set([
+  ...BEFORE_PREPARED,
+  KernelStatus.PREPARED,
+  KernelStatus.CREATING,
+]);
+
+/** The patch a report makes, or undefined when it would move the kernel backwards. */
+export function kernelReportPatch(
+  kernel: Kernel,
+  report: KernelReport,
+  context: { readonly cancelled: boolean },
+): KernelPatch | undefined {
+  if (isTerminalKernelStatus(kernel.status)) return undefined;
+  const index = kernel.index;
+  switch (report.status) {
+    case "PREPARED":
+      return BEFORE_PREPARED.has(kernel.status)
+        ? { index, status: KernelStatus.PREPARED, error: null }
+        : undefined;
+    case "RUNNING":
+      return BEFORE_RUNNING.has(kernel.status)
+        ? { index, status: KernelStatus.RUNNING, startedAtMs: report.atMs }
+        : undefined;
+    case "ERROR":
+      // A failed preparation keeps the kernel PREPARING with the error: PrepareSessions turns it
+      // into a failure the coordinator judges (retry, or give up and re-schedule).
+      if (BEFORE_PREPARED.has(kernel.status)) {
+        return { index, status: KernelStatus.PREPARING, error: report.message ?? "preparation failed" };
+      }
+      return {
+        index,
+        status: KernelStatus.ERROR,
+        message: report.message ?? "the kernel could not be started",
+        outcome: AttemptOutcome.FAILED,
+        finishedAtMs: report.atMs,
+      };
+    case "TERMINATED":
+      return {
+        index,
+        status: KernelStatus.TERMINATED,
+        ...(report.exitCode !== undefined ? { exitCode: report.exitCode } : {}),
+        ...(report.condition !== undefined ? { condition: report.condition } : {}),
+        ...(report.message !== undefined ? { message: report.message } : {}),
+        outcome: attemptOutcome(report, context.cancelled),
+        finishedAtMs: report.atMs,
+      };
+  }
+}
+
+function attemptOutcome(report: KernelReport, cancelled: boolean): AttemptOutcome {
+  if (report.condition === TerminationCondition.Preempted) return AttemptOutcome.PREEMPTED;
+  if (report.condition === TerminationCondition.Evicted) return AttemptOutcome.WORKER_FAILED;
+  if (report.exitCode === 0) return AttemptOutcome.SUCCEEDED;
+  if (cancelled) return AttemptOutcome.KILLED;
+  return AttemptOutcome.FAILED;
+}

@@ -1,0 +1,77 @@
+/**
+ * A lifecycle handler (seed 001 BEP): targets in, `{successes, failures, skipped}` out. Handlers
+ * do the work of a stage (placement, dispatching commands to agents) and never judge retry,
+ * expiry or give-up: that is the coordinator's.
+ */
+import type { CairnConfig } from "../config.ts";
+import type { LifecycleHandlerSpec } from "../core/handlers.ts";
+import type { Agent, SessionWithKernels } from "../core/model.ts";
+import type { SessionStore } from "../core/ports/session-store.ts";
+import type { HandlerResult } from "../core/scheduling.ts";
+import type { EventsPort } from "../app/ports.ts";
+
+export interface HandlerContext {
+  readonly store: SessionStore;
+  readonly events: EventsPort;
+  readonly config: CairnConfig;
+  readonly nowMs: number;
+  /** Agents whose heartbeat is recent, read once per coordinator run. */
+  liveAgents(): Promise<ReadonlyMap<string, Agent>>;
+}
+
+export interface LifecycleHandler {
+  readonly spec: LifecycleHandlerSpec;
+  execute(targets: readonly SessionWithKernels[], ctx: HandlerContext): Promise<HandlerResult>;
+}
+
+/** Collects a handler's result while it works through its targets. */
+export class ResultBuilder {
+  readonly successes: string[] = [];
+  readonly failures: string[] = [];
+  readonly skipped: string[] = [];
+  readonly messages: Record<string, string> = {};
+
+  success(id: string, message?: string): void {
+    this.successes.push(id);
+    if (message !== undefined) this.messages[id] = message;
+  }
+  failure(id: string, message: string): void {
+    this.failures.push(id);
+    this.messages[id] = message;
+  }
+  skip(id: string, message: string): void {
+    this.skipped.push(id);
+    this.messages[id] = message;
+  }
+  build(): HandlerResult {
+    return {
+      successes: this.successes,
+      failures: this.failures,
+      skipped: this.skipped,
+      messages: this.messages,
+    };
+  }
+}
+
+/** Kernels whose agent has stopped heartbeating, described for history. */
+export function lostAgentsOf(
+  target: SessionWithKernels,
+  live: ReadonlyMap<string, Agent>,
+): string | undefined {
+  const lost = [
+    ...new Set(target.kernels.flatMap((k) => (k.agentId && !live.has(k.agentId) ? [k.agentId] : []))),
+  ];
+  return lost.length > 0 ? `agent ${lost.join(", ")} is not responding` : undefined;
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function errorCode(error: unknown): string | undefined {
+  if (typeof error === "object" && error !== null && "code" in error) {
+    const code = (error as { code: unknown }).code;
+    return typeof code === "string" ? code : undefined;
+  }
+  return undefined;
+}

@@ -1,0 +1,80 @@
+/**
+ * PrepareSessions (SCHEDULED, PREPARING): asks each kernel's agent to prepare it (work
+ * directory, executable check). In SCHEDULED, dispatching is the success (→ PREPARING). In
+ * PREPARING, a kernel whose preparation failed makes the session a failure (the coordinator
+ * judges retry or give-up) and is dispatched again; sessions still preparing are left for
+ * PromoteToPrepared or expiry.
+ */
+import { LIFECYCLE_HANDLERS } from "../core/handlers.ts";
+import type { SessionWithKernels } from "../core/model.ts";
+import type { HandlerResult } from "../core/scheduling.ts";
+import { KernelStatus, SessionStatus } from "../core/status.ts";
+import { kernelCommand } from "../app/kernel-commands.ts";
+import type { KernelCommandDetailInput } from "../app/event-types.ts";
+import {
+  errorMessage,
+  lostAgentsOf,
+  ResultBuilder,
+  type HandlerContext,
+  type LifecycleHandler,
+} from "./handler.ts";
+
+export const prepareSessions: LifecycleHandler = {
+  spec: LIFECYCLE_HANDLERS.PrepareSessions,
+  async execute(targets: readonly SessionWithKernels[], ctx: HandlerContext): Promise<HandlerResult> {
+    const result = new ResultBuilder();
+    const live = await ctx.liveAgents();
+    const commands: { sessionId: string; detail: KernelCommandDetailInput }[] = [];
+    for (const target of targets) {
+      const { session, kernels } = target;
+      const lost = lostAgentsOf(target, live);
+      if (lost) {
+        result.failure(session.id, lost);
+        continue;
+      }
+      if (session.status === SessionStatus.SCHEDULED) {
+        for (const k of kernels)
+          commands.push({ sessionId: session.id, detail: kernelCommand(target, k, "prepare") });
+        result.success(session.id);
+        continue;
+      }
+      const failed = kernels.filter((k) => k.status === KernelStatus.PREPARING && k.error !== undefined);
+      if (failed.length === 0) continue;
+      try {
+        await ctx.store.applyWrite({
+          sessionId: session.id,
+          expected: { status: session.status, version: session.version },
+          nowMs: ctx.nowMs,
+          kernels: failed.map((k) => ({ index: k.index, error: null })),
+        });
+      } catch (error) {
+        result.failure(session.id, `could not retry preparation: ${errorMessage(error)}`);
+        continue;
+      }
+      for (const k of failed)
+        commands.push({ sessionId: session.id, detail: kernelCommand(target, k, "prepare") });
+      result.failure(session.id, failed.map((k) => `kernel ${k.index}: ${k.error ?? ""}`).join("; "));
+    }
+    await dispatch(ctx, commands, result);
+    return result.build();
+  },
+};
+
+/** Sends the commands; a session whose commands could not be sent is a failure, not a success. */
+export async function dispatch(
+  ctx: HandlerContext,
+  commands: readonly { sessionId: string; detail: KernelCommandDetailInput }[],
+  result: ResultBuilder,
+): Promise<void> {
+  if (commands.length === 0) return;
+  try {
+    await ctx.events.kernelCommands(commands.map((c) => c.detail));
+  } catch (error) {
+    const failed = new Set(commands.map((c) => c.sessionId));
+    for (const id of failed) {
+      const i = result.successes.indexOf(id);
+      if (i >= 0) result.successes.splice(i, 1);
+      if (!result.failures.includes(id)) result.failure(id, `could not reach agents: ${errorMessage(error)}`);
+    }
+  }
+}

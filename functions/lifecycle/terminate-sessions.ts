@@ -1,0 +1,96 @@
+/**
+ * TerminateSessions (TERMINATING): stops every kernel still alive. Kernels that never started
+ * are cancelled on the spot; running ones get a stop command (SIGTERM, then SIGKILL after the
+ * grace period) and are marked TERMINATING so the command is sent once. The session succeeds
+ * (→ TERMINATED) when no kernel is left alive; until then PromoteToTerminated watches the agents'
+ * reports. A kernel on a lost agent is a failure: after maxTries the coordinator gives up and
+ * the session is TERMINATED anyway (the seed's give_up → TERMINATED).
+ */
+import { LIFECYCLE_HANDLERS } from "../core/handlers.ts";
+import type { KernelPatch } from "../core/effects.ts";
+import type { SessionWithKernels } from "../core/model.ts";
+import type { HandlerResult } from "../core/scheduling.ts";
+import { isTerminalKernelStatus, KernelStatus, SessionStatus, TerminationCondition } from "../core/status.ts";
+import { kernelCommand } from "../app/kernel-commands.ts";
+import type { KernelCommandDetailInput } from "../app/event-types.ts";
+import { dispatch } from "./prepare-sessions.ts";
+import {
+  errorMessage,
+  lostAgentsOf,
+  ResultBuilder,
+  type HandlerContext,
+  type LifecycleHandler,
+} from "./handler.ts";
+
+const NOT_STARTED: ReadonlySet<KernelStatus> = new Set([
+  KernelStatus.PENDING,
+  KernelStatus.SCHEDULED,
+  KernelStatus.PREPARING,
+  KernelStatus.PULLING,
+  KernelStatus.PREPARED,
+]);
+
+export const terminateSessions: LifecycleHandler = {
+  spec: LIFECYCLE_HANDLERS.TerminateSessions,
+  async execute(targets: readonly SessionWithKernels[], ctx: HandlerContext): Promise<HandlerResult> {
+    const result = new ResultBuilder();
+    const live = await ctx.liveAgents();
+    const commands: { sessionId: string; detail: KernelCommandDetailInput }[] = [];
+    for (const target of targets) {
+      const { session, kernels } = target;
+      const alive = kernels.filter((k) => !isTerminalKernelStatus(k.status));
+      if (alive.length === 0) {
+        result.success(session.id);
+        continue;
+      }
+      const lost = lostAgentsOf({ session, kernels: alive }, live);
+      if (lost) {
+        result.failure(session.id, lost);
+        continue;
+      }
+      // RUNNING's timer is the run-time limit: its expiry stops the kernels as DeadlineExceeded.
+      const last = session.lastHistory;
+      const deadline = last?.fromStatus === SessionStatus.RUNNING && last.result === "EXPIRED";
+      const stopReason = session.cancelRequestedAtMs !== undefined ? "session cancelled" : undefined;
+      const patches: KernelPatch[] = [];
+      for (const k of alive) {
+        if (NOT_STARTED.has(k.status)) {
+          patches.push({
+            index: k.index,
+            status: KernelStatus.CANCELLED,
+            finishedAtMs: ctx.nowMs,
+            outcome: "KILLED",
+          });
+        } else if (k.status !== KernelStatus.TERMINATING) {
+          patches.push({ index: k.index, status: KernelStatus.TERMINATING });
+          commands.push({
+            sessionId: session.id,
+            detail: kernelCommand(target, k, "stop", {
+              graceMs: ctx.config.terminationGraceMs,
+              ...(deadline ? { condition: TerminationCondition.DeadlineExceeded } : {}),
+              ...(stopReason ? { reason: stopReason } : {}),
+            }),
+          });
+        }
+      }
+      if (patches.length > 0) {
+        try {
+          await ctx.store.applyWrite({
+            sessionId: session.id,
+            expected: { status: session.status, version: session.version },
+            nowMs: ctx.nowMs,
+            kernels: patches,
+          });
+        } catch (error) {
+          result.failure(session.id, `could not mark kernels for termination: ${errorMessage(error)}`);
+          continue;
+        }
+      }
+      if (patches.every((p) => p.status === KernelStatus.CANCELLED) && patches.length === alive.length) {
+        result.success(session.id);
+      }
+    }
+    await dispatch(ctx, commands, result);
+    return result.build();
+  },
+};

@@ -1,0 +1,126 @@
+/**
+ * Cairn's topology, declared once: the functions, the event rules that feed them, the state
+ * machine and its substitutions, and the sweep schedule. The CDK stack (lib/) and the embedded
+ * runtime (local/) are both built from this, so they cannot drift; a test compares them.
+ * Pure data: no CDK, no SDK.
+ */
+import { EventSource, DetailType } from "./core/events.ts";
+
+export const FunctionName = {
+  /** Applies inbound events, then runs the handler passes they make possible. */
+  Coordinator: "Coordinator",
+  /** Invoked by the lifecycle execution as it enters each state. */
+  EnterStage: "EnterStage",
+} as const;
+export type FunctionName = (typeof FunctionName)[keyof typeof FunctionName];
+
+export interface FunctionDecl {
+  readonly name: FunctionName;
+  /** Module under functions/handlers/ exporting `handler`. */
+  readonly entry: string;
+  readonly description: string;
+  readonly timeoutSeconds: number;
+  readonly memoryMiB: number;
+  /** What the function touches, for least-privilege grants. */
+  readonly uses: readonly ("table" | "bus:put" | "statemachine:start" | "statemachine:callback")[];
+}
+
+export const FUNCTIONS: readonly FunctionDecl[] = [
+  {
+    name: FunctionName.Coordinator,
+    entry: "functions/handlers/coordinator.ts",
+    description: "Applies inbound events and runs the lifecycle handlers and promotions in batches",
+    timeoutSeconds: 60,
+    memoryMiB: 512,
+    uses: ["table", "bus:put", "statemachine:start", "statemachine:callback"],
+  },
+  {
+    name: FunctionName.EnterStage,
+    entry: "functions/handlers/enter-stage.ts",
+    description: "Records a session's status, task token and entry time as its execution enters a state",
+    timeoutSeconds: 30,
+    memoryMiB: 256,
+    uses: ["table", "bus:put"],
+  },
+];
+
+/**
+ * Events reach the coordinator through a queue so that bursts coalesce into batches (an SQS
+ * event source with a batching window on AWS; the same batching in the embedded runtime).
+ */
+export const QueueName = { CoordinatorQueue: "CoordinatorQueue" } as const;
+export type QueueName = (typeof QueueName)[keyof typeof QueueName];
+
+export interface QueueDecl {
+  readonly name: QueueName;
+  readonly consumer: FunctionName;
+  readonly batchSize: number;
+  readonly maxBatchingWindowSeconds: number;
+  /** How many batches may run at once. */
+  readonly maxConcurrency: number;
+}
+
+export const QUEUES: readonly QueueDecl[] = [
+  {
+    name: QueueName.CoordinatorQueue,
+    consumer: FunctionName.Coordinator,
+    batchSize: 10,
+    maxBatchingWindowSeconds: 1,
+    maxConcurrency: 2,
+  },
+];
+
+export interface RuleDecl {
+  readonly name: string;
+  readonly description: string;
+  readonly eventPattern: Readonly<Record<string, unknown>>;
+  readonly target: { readonly queue: QueueName };
+}
+
+export const RULES: readonly RuleDecl[] = [
+  {
+    name: "ClientRequests",
+    description: "Session submissions and cancel requests",
+    eventPattern: {
+      source: [EventSource.Client],
+      "detail-type": [DetailType.SessionSubmitted, DetailType.SessionCancelRequested],
+    },
+    target: { queue: QueueName.CoordinatorQueue },
+  },
+  {
+    name: "AgentReports",
+    description: "Kernel status changes and agent heartbeats",
+    eventPattern: {
+      source: [EventSource.Agent],
+      "detail-type": [DetailType.KernelStatusChanged, DetailType.AgentHeartbeat],
+    },
+    target: { queue: QueueName.CoordinatorQueue },
+  },
+  {
+    name: "StatusChanges",
+    description: "A session entered a state: the handlers for that state can make progress",
+    eventPattern: {
+      source: [EventSource.ControlPlane],
+      "detail-type": [DetailType.SessionStatusChanged],
+    },
+    target: { queue: QueueName.CoordinatorQueue },
+  },
+];
+
+export interface StateMachineDecl {
+  readonly name: string;
+  readonly file: string;
+  /** `${Key}` placeholders in the ASL → the function whose ARN replaces them. */
+  readonly substitutions: Readonly<Record<string, FunctionName>>;
+}
+
+export const STATE_MACHINES: readonly StateMachineDecl[] = [
+  {
+    name: "SessionLifecycle",
+    file: "statemachines/session-lifecycle.asl.json",
+    substitutions: { EnterStageFunctionArn: FunctionName.EnterStage },
+  },
+];
+
+/** The safety sweep: runs every pass for anything an event missed. */
+export const SWEEP = { name: "Sweep", rateSeconds: 60, target: FunctionName.Coordinator } as const;
