@@ -1,0 +1,476 @@
+/**
+ * The session spec users write (YAML or JSON), validated once at the edge. The zod schema is the
+ * single source of truth: defaults are applied here, every problem is reported at once as
+ * `<path>: <reason>`, and the parsed type is checked at compile time against `SessionSpec`.
+ */
+import { LineCounter, parseDocument, visit, type Document } from "yaml";
+import { z } from "zod";
+import { STAGE_KEYS, type SessionSpec, type StageKey } from "./model.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Limits and defaults (documented data: the README's tables are generated from these).
+
+/** Step Functions' maximum execution duration: no stage can wait longer than this. */
+const ONE_YEAR_SECONDS = 31_536_000;
+
+export const SPEC_LIMITS = {
+  nameMaxLength: 128,
+  priority: { min: -1000, max: 1000 },
+  replicas: { min: 1, max: 64 },
+  /** cpu must be greater than `exclusiveMin`. */
+  cpu: { exclusiveMin: 0, max: 1024 },
+  memoryMiB: { min: 1 },
+  timeoutSeconds: { min: 1, max: ONE_YEAR_SECONDS },
+  maxTries: { min: 1, max: 100 },
+} as const;
+
+/** Names (spec name, queue, agent id): a letter or digit, then letters, digits, `.`, `_`, `-`. */
+export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+/** POSIX portable environment variable names. */
+export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Cairn sets `CAIRN_SESSION_ID`, `CAIRN_KERNEL_INDEX`, … in every kernel; users may not. */
+export const RESERVED_ENV_PREFIX = "CAIRN_";
+
+/** Every field a user may omit, and the value it takes. */
+export const SPEC_DEFAULTS: Omit<SessionSpec, "name" | "command"> = deepFreeze({
+  queue: "default",
+  priority: 0,
+  replicas: 1,
+  resources: { cpu: 1, memoryMiB: 256 },
+  env: {},
+  timeouts: {
+    pending: 3600,
+    scheduled: 300,
+    preparing: 600,
+    prepared: 300,
+    creating: 300,
+    running: 86_400,
+    terminating: 300,
+  },
+  maxTries: {
+    pending: 3,
+    scheduled: 3,
+    preparing: 3,
+    prepared: 3,
+    creating: 3,
+    running: 3,
+    terminating: 3,
+  },
+});
+
+// ---------------------------------------------------------------------------------------------
+// Schema building blocks (shared with events.ts).
+
+/** A strict object whose unknown-field error names the fields it does accept. */
+export function strictObject<Shape extends z.ZodRawShape>(shape: Shape) {
+  const expected = `unknown field (expected one of ${Object.keys(shape).join(", ")})`;
+  return z.strictObject(shape, {
+    error: (issue) => (issue.code === "unrecognized_keys" ? expected : undefined),
+  });
+}
+
+export const nameSchema = z.string().min(1).max(SPEC_LIMITS.nameMaxLength).regex(NAME_PATTERN, {
+  error: "must start with a letter or digit and contain only letters, digits, '.', '_' and '-'",
+});
+
+/** An argv element or env value: execve cannot pass a NUL byte. */
+const noNulString = z.string().refine((s) => !s.includes("\0"), { error: "must not contain NUL characters" });
+
+export const commandSchema = z.array(noNulString.min(1)).min(1).readonly();
+
+export const envNameSchema = z.string().regex(ENV_NAME_PATTERN, {
+  error: "must be a valid environment variable name (letters, digits and '_', not starting with a digit)",
+});
+
+/** Kernel environment as the control plane sends it: any valid name, including `CAIRN_…`. */
+export const envSchema = z.record(envNameSchema, noNulString).readonly();
+
+/** User-written environment: `CAIRN_…` names are reserved. */
+const userEnvSchema = z
+  .record(
+    envNameSchema.refine((name) => !name.startsWith(RESERVED_ENV_PREFIX), {
+      error: `names starting with ${RESERVED_ENV_PREFIX} are reserved for Cairn`,
+    }),
+    noNulString,
+  )
+  .readonly();
+
+export const cpuSchema = z.number().gt(SPEC_LIMITS.cpu.exclusiveMin).max(SPEC_LIMITS.cpu.max);
+export const memoryMiBSchema = z.number().int().min(SPEC_LIMITS.memoryMiB.min);
+
+const resourcesSchema = strictObject({
+  cpu: cpuSchema.default(SPEC_DEFAULTS.resources.cpu),
+  memoryMiB: memoryMiBSchema.default(SPEC_DEFAULTS.resources.memoryMiB),
+}).readonly();
+
+/** One strict object with a field per waiting stage, each defaulted individually. */
+function perStage(field: (stage: StageKey) => z.ZodDefault<z.ZodNumber>) {
+  const shape = Object.fromEntries(STAGE_KEYS.map((stage) => [stage, field(stage)])) as Record<
+    StageKey,
+    z.ZodDefault<z.ZodNumber>
+  >;
+  return strictObject(shape).readonly();
+}
+
+const timeoutsSchema = perStage((stage) =>
+  z
+    .number()
+    .int()
+    .min(SPEC_LIMITS.timeoutSeconds.min)
+    .max(SPEC_LIMITS.timeoutSeconds.max, {
+      error: `must be at most ${SPEC_LIMITS.timeoutSeconds.max} (1 year, the Step Functions execution limit)`,
+    })
+    .default(SPEC_DEFAULTS.timeouts[stage]),
+);
+
+const maxTriesSchema = perStage((stage) =>
+  z
+    .number()
+    .int()
+    .min(SPEC_LIMITS.maxTries.min)
+    .max(SPEC_LIMITS.maxTries.max)
+    .default(SPEC_DEFAULTS.maxTries[stage]),
+);
+
+// ---------------------------------------------------------------------------------------------
+// The session spec. One line per field: a new field is its schema with its default.
+
+const sessionSpecShape = {
+  name: nameSchema,
+  queue: nameSchema.default(SPEC_DEFAULTS.queue),
+  priority: z
+    .number()
+    .int()
+    .min(SPEC_LIMITS.priority.min)
+    .max(SPEC_LIMITS.priority.max)
+    .default(SPEC_DEFAULTS.priority),
+  replicas: z
+    .number()
+    .int()
+    .min(SPEC_LIMITS.replicas.min)
+    .max(SPEC_LIMITS.replicas.max)
+    .default(SPEC_DEFAULTS.replicas),
+  resources: resourcesSchema.prefault({}),
+  command: commandSchema,
+  env: userEnvSchema.prefault({}),
+  timeouts: timeoutsSchema.prefault({}),
+  maxTries: maxTriesSchema.prefault({}),
+};
+
+export const SessionSpecSchema = strictObject(sessionSpecShape).readonly();
+
+/** What a user may write: every defaulted field optional. */
+export type SessionSpecInput = z.input<typeof SessionSpecSchema>;
+
+// The parsed type and the model's `SessionSpec` must agree exactly (a field added to one but not
+// the other fails to compile here).
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Assert<T extends true> = T;
+type _SpecSchemaMatchesModel = Assert<Same<z.output<typeof SessionSpecSchema>, SessionSpec>>;
+
+// ---------------------------------------------------------------------------------------------
+// Errors.
+
+export interface ValidationIssue {
+  /** Dotted field path, `[i]` for array items, `(root)` for the whole value. */
+  readonly path: string;
+  readonly message: string;
+}
+
+export abstract class SpecError extends Error {
+  abstract readonly code: string;
+}
+
+/** The spec is well-formed YAML/JSON but breaks the schema; `issues` holds every problem. */
+export class SpecValidationError extends SpecError {
+  override readonly name = "SpecValidationError";
+  readonly code = "INVALID_SPEC";
+  readonly issues: readonly ValidationIssue[];
+
+  constructor(issues: readonly ValidationIssue[]) {
+    super(
+      `invalid session spec (${issues.length} ${issues.length === 1 ? "problem" : "problems"}):\n` +
+        issues.map((issue) => `  ${issue.path}: ${issue.message}`).join("\n"),
+    );
+    this.issues = issues;
+  }
+}
+
+/** The text is not YAML/JSON at all. Line and column are 1-based. */
+export class SpecSyntaxError extends SpecError {
+  override readonly name = "SpecSyntaxError";
+  readonly code = "SPEC_SYNTAX";
+  readonly format: SpecFormat;
+  readonly line: number;
+  readonly column: number;
+  readonly reason: string;
+
+  constructor(format: SpecFormat, line: number, column: number, reason: string) {
+    super(
+      `invalid session spec: ${format === "yaml" ? "YAML" : "JSON"} syntax error at line ${line}, column ${column}: ${reason}`,
+    );
+    this.format = format;
+    this.line = line;
+    this.column = column;
+    this.reason = reason;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing.
+
+export function parseSessionSpec(input: unknown): SessionSpec {
+  const result = safeParseWithIssues(SessionSpecSchema, input);
+  if (!result.success) throw new SpecValidationError(result.issues);
+  return result.data;
+}
+
+export type SpecFormat = "yaml" | "json";
+
+/** Parses spec text; the format is JSON when the text starts with `{` or `[`, else YAML. */
+export function parseSpecText(text: string, format?: SpecFormat): SessionSpec {
+  const source = text.startsWith("\uFEFF") ? text.slice(1) : text;
+  const chosen = format ?? (/^\s*[{[]/.test(source) ? "json" : "yaml");
+  return parseSessionSpec(chosen === "json" ? parseJsonText(source) : parseYamlText(source));
+}
+
+function parseYamlText(text: string): unknown {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
+  // Warnings (an unresolved `!tag`) mean the user wrote something Cairn would silently drop.
+  const problem = doc.errors[0] ?? doc.warnings[0];
+  if (problem) {
+    const { line, col } = lineCounter.linePos(problem.pos[0]);
+    throw new SpecSyntaxError("yaml", line, col, problem.message);
+  }
+  try {
+    return doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    // Unresolved alias or alias bomb: point at the first alias.
+    const { line, col } = lineCounter.linePos(firstAliasOffset(doc));
+    throw new SpecSyntaxError("yaml", line, col, (error as Error).message);
+  }
+}
+
+function firstAliasOffset(doc: Document): number {
+  let offset = 0;
+  visit(doc, {
+    Alias(_key, node) {
+      offset = node.range?.[0] ?? 0;
+      return visit.BREAK;
+    },
+  });
+  return offset;
+}
+
+function parseJsonText(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    // V8's messages omit the position for some errors, so locate it ourselves.
+    const found = locateJsonError(text) ?? { offset: 0, reason: (error as Error).message };
+    const { line, column } = lineAndColumn(text, found.offset);
+    throw new SpecSyntaxError("json", line, column, found.reason);
+  }
+}
+
+function lineAndColumn(text: string, offset: number): { line: number; column: number } {
+  const before = text.slice(0, offset);
+  const lineStart = before.lastIndexOf("\n") + 1;
+  return { line: before.split("\n").length, column: offset - lineStart + 1 };
+}
+
+/** A minimal JSON scanner, run only after JSON.parse failed, to find where and why. */
+function locateJsonError(text: string): { offset: number; reason: string } | undefined {
+  let i = 0;
+  const fail = (reason: string): never => {
+    throw new JsonSyntax(i, reason);
+  };
+  const describe = (): string => (i >= text.length ? "end of input" : `character ${JSON.stringify(text[i])}`);
+  const ws = (): void => {
+    while (i < text.length && " \t\n\r".includes(text[i] ?? "")) i++;
+  };
+  const expect = (char: string, what: string): void => {
+    ws();
+    if (text[i] !== char) fail(`expected ${what}, found ${describe()}`);
+    i++;
+  };
+  const string = (): void => {
+    i++; // opening quote
+    while (i < text.length && text[i] !== '"') {
+      const c = text.charCodeAt(i);
+      if (c < 0x20) fail("control character in string (escape it)");
+      if (text[i] === "\\") {
+        i++;
+        if (/^u[0-9a-fA-F]{4}/.test(text.slice(i, i + 5))) i += 5;
+        else if ('"\\/bfnrt'.includes(text[i] ?? "x")) i++;
+        else fail(`invalid escape sequence "\\${text[i] ?? ""}"`);
+      } else i++;
+    }
+    if (i >= text.length) fail("unterminated string");
+    i++;
+  };
+  const value = (): void => {
+    ws();
+    const c = text[i];
+    if (c === "{") {
+      i++;
+      ws();
+      if (text[i] === "}") return void i++;
+      for (;;) {
+        ws();
+        if (text[i] !== '"') fail(`expected a double-quoted property name, found ${describe()}`);
+        string();
+        expect(":", '":"');
+        value();
+        ws();
+        if (text[i] === "}") return void i++;
+        if (text[i] !== ",") fail(`expected "," or "}", found ${describe()}`);
+        i++;
+      }
+    }
+    if (c === "[") {
+      i++;
+      ws();
+      if (text[i] === "]") return void i++;
+      for (;;) {
+        value();
+        ws();
+        if (text[i] === "]") return void i++;
+        if (text[i] !== ",") fail(`expected "," or "]", found ${describe()}`);
+        i++;
+      }
+    }
+    if (c === '"') return string();
+    const literal = /^(?:true|false|null|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)(?![\w.+-])/.exec(
+      text.slice(i),
+    );
+    if (!literal) fail(/^[-\d]/.test(c ?? "") ? "invalid number" : `expected a value, found ${describe()}`);
+    i += literal?.[0].length ?? 0;
+  };
+  try {
+    value();
+    ws();
+    if (i < text.length) fail(`unexpected ${describe()} after the end of the JSON value`);
+    return undefined;
+  } catch (error) {
+    return error instanceof JsonSyntax ? { offset: error.offset, reason: error.reason } : undefined;
+  }
+}
+
+class JsonSyntax extends Error {
+  readonly offset: number;
+  readonly reason: string;
+  constructor(offset: number, reason: string) {
+    super(reason);
+    this.offset = offset;
+    this.reason = reason;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue formatting (shared with events.ts): zod's issues become `<path>: <reason>`.
+
+export type IssuesResult<T> =
+  | { readonly success: true; readonly data: T }
+  | { readonly success: false; readonly issues: readonly ValidationIssue[] };
+
+/** Parses with Cairn's messages and returns every problem, one per field path. */
+export function safeParseWithIssues<S extends z.ZodType>(
+  schema: S,
+  input: unknown,
+): IssuesResult<z.output<S>> {
+  const result = schema.safeParse(input, { error: reasonFor });
+  if (result.success) return { success: true, data: result.data };
+  return { success: false, issues: toValidationIssues(result.error.issues) };
+}
+
+/** Flattens zod issues: unknown keys become one issue each; only the first issue per path is kept. */
+export function toValidationIssues(issues: readonly z.core.$ZodIssue[]): ValidationIssue[] {
+  const out: ValidationIssue[] = [];
+  const seen = new Set<string>();
+  const add = (path: readonly PropertyKey[], message: string): void => {
+    const rendered = formatPath(path);
+    if (seen.has(rendered)) return;
+    seen.add(rendered);
+    out.push({ path: rendered, message });
+  };
+  for (const issue of issues) {
+    if (issue.code === "unrecognized_keys") {
+      for (const key of issue.keys) add([...issue.path, key], issue.message);
+    } else {
+      add(issue.path, issue.message);
+    }
+  }
+  return out;
+}
+
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const key of path) {
+    if (typeof key === "number") out += `[${key}]`;
+    else if (typeof key === "string" && /^[A-Za-z_$][\w$-]*$/.test(key)) out += out ? `.${key}` : key;
+    else out += `[${JSON.stringify(String(key))}]`;
+  }
+  return out || "(root)";
+}
+
+/** The reason for one raw zod issue, in Cairn's words. Schema-level messages take precedence. */
+function reasonFor(issue: z.core.$ZodRawIssue): string | undefined {
+  switch (issue.code) {
+    case "invalid_type": {
+      const received = (issue as { received?: string }).received;
+      if (received === "NaN" || received === "Infinity") return "must be a finite number";
+      if (issue.input === undefined) return "required";
+      if (issue.expected === "int" && typeof issue.input === "number") return "must be an integer";
+      return `expected ${TYPE_NAMES[issue.expected] ?? issue.expected}, got ${typeOf(issue.input)}`;
+    }
+    case "too_small":
+      if (issue.origin === "string")
+        return issue.minimum === 1 ? "must not be empty" : `must be at least ${issue.minimum} characters`;
+      if (issue.origin === "array")
+        return issue.minimum === 1 ? "must not be empty" : `must have at least ${issue.minimum} items`;
+      return issue.inclusive ? `must be at least ${issue.minimum}` : `must be greater than ${issue.minimum}`;
+    case "too_big":
+      if (issue.origin === "string") return `must be at most ${issue.maximum} characters`;
+      if (issue.origin === "array") return `must have at most ${issue.maximum} items`;
+      return issue.inclusive ? `must be at most ${issue.maximum}` : `must be less than ${issue.maximum}`;
+    case "invalid_value":
+      return issue.values.length === 1
+        ? `must be ${JSON.stringify(issue.values[0])}`
+        : `must be one of ${issue.values.map((v) => String(v)).join(", ")}`;
+    case "invalid_format":
+      return `must match ${issue.pattern ?? issue.format}`;
+    case "invalid_key":
+      return issue.issues[0]?.message ?? "invalid key";
+    case "unrecognized_keys":
+      return "unknown field";
+    default:
+      return undefined;
+  }
+}
+
+const TYPE_NAMES: Readonly<Record<string, string>> = {
+  object: "an object",
+  record: "an object",
+  array: "an array",
+  string: "a string",
+  number: "a number",
+  int: "an integer",
+  boolean: "a boolean",
+};
+
+function typeOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  const type = typeof value;
+  return type === "object" ? "an object" : (TYPE_NAMES[type] ?? type);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object") {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}
