@@ -1,0 +1,50 @@
+/**
+ * A kernel's environment: a minimal inherited base, then the user's spec env, then Cairn's
+ * identity variables (last, so a spec cannot impersonate another task).
+ */
+import type { KernelLaunch } from "./types.ts";
+
+/** Inherited from the agent's environment when set; everything else is left behind. */
+export const INHERITED_ENV_NAMES = [
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "LANG",
+  "LANGUAGE",
+  "LC_ALL",
+  "LC_CTYPE",
+  "TZ",
+  "TMPDIR",
+  "TERM",
+] as const;
+
+export const DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin";
+
+export interface KernelIdentity {
+  readonly agentId: string;
+  readonly terminationLogPath: string;
+}
+
+export function buildKernelEnv(
+  launch: KernelLaunch,
+  identity: KernelIdentity,
+  baseEnv: Readonly<Record<string, string | undefined>>,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of INHERITED_ENV_NAMES) {
+    const value = baseEnv[name];
+    if (value !== undefined) env[name] = value;
+  }
+  env.PATH ??= DEFAULT_PATH;
+  Object.assign(env, launch.env);
+  env.CAIRN_SESSION_ID = launch.sessionId;
+  env.CAIRN_TASK_INDEX = String(launch.kernelIndex);
+  env.CAIRN_NUM_TASKS = String(launch.numKernels);
+  env.CAIRN_TASK_ID = `${launch.jobId ?? launch.sessionId}/task-${launch.kernelIndex}`;
+  env.CAIRN_RUN_INDEX = String(launch.runIndex);
+  env.CAIRN_AGENT_ID = identity.agentId;
+  env.CAIRN_TERMINATION_LOG = identity.terminationLogPath;
+  return env;
+}
