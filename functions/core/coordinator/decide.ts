@@ -2,10 +2,15 @@
  * The coordinator's judgment (seed 001 `_handle_result`) as a pure function: handler result in,
  * decisions out. Nothing here performs I/O; adapters carry the decisions out.
  *
- * Order, as in Backend.AI: successes, then failures judged give-up before need-retry, then
- * expiry for targets that neither succeeded nor failed, then skips. Each target gets at most one
- * decision: a skipped target whose stage has expired is judged EXPIRED (its status changes, so a
- * SKIPPED record as well would misreport it), otherwise SKIPPED, which never spends a try.
+ * Decisions are emitted SUCCESS, GIVE_UP, EXPIRED, NEED_RETRY, SKIPPED (DESIGN.md §3). The
+ * seed's `_handle_result` writes NEED_RETRY before EXPIRED; the two sets are disjoint, because
+ * expiry judges only targets that neither succeeded nor failed (the seed's `remaining`), so the
+ * order changes the sequence of writes, never an outcome. A failure is never EXPIRED here
+ * (Backend.AI does classify a late failure as expired); the stage's own timer expires it.
+ *
+ * Each target gets at most one decision: a skipped target whose stage has expired is judged
+ * EXPIRED (its status changes, so a SKIPPED record as well would misreport it), otherwise
+ * SKIPPED, which never spends a try.
  */
 import type { LifecycleHandlerSpec, PromotionHandlerSpec } from "../handlers.ts";
 import type { HistoryDraft, StageTransition } from "../model.ts";
@@ -62,7 +67,15 @@ export function judge({ handler, result, targets, nowMs }: JudgeInput): Decision
     transition: TransitionStatus | undefined,
     spendsTry: boolean,
   ): Decision =>
-    decision(handler.name, target, outcome, transition, spendsTry, result.messages?.[target.sessionId], nowMs);
+    decision(
+      handler.name,
+      target,
+      outcome,
+      transition,
+      spendsTry,
+      result.messages?.[target.sessionId],
+      nowMs,
+    );
 
   for (const id of result.successes) {
     decisions.push(make(need(byId, id), SchedulingResult.SUCCESS, t.success, false));
@@ -97,7 +110,7 @@ export function judgePromotions(
   return promoted.map((id) =>
     decision(
       spec.name,
-      need(byId, id),
+      need(byId, id, spec.name),
       SchedulingResult.SUCCESS,
       { session: spec.successSessionStatus },
       false,
@@ -149,9 +162,10 @@ function decision(
   };
 }
 
-function need(byId: ReadonlyMap<string, JudgedTarget>, id: string): JudgedTarget {
+function need(byId: ReadonlyMap<string, JudgedTarget>, id: string, handler = "handler"): JudgedTarget {
   const target = byId.get(id);
-  if (!target) throw new HandlerContractError("handler", id, "that was not among its targets");
+  // Name the promotion handler: judgePromotions has no contract check before this lookup.
+  if (!target) throw new HandlerContractError(handler, id, "that was not among its targets");
   return target;
 }
 
