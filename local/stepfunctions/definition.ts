@@ -63,15 +63,7 @@ function invalid(message: string): SfnApiError {
 export function compileDefinition(definition: unknown, env: DefinitionEnvironment): CompiledDefinition {
   if (!isJsonObject(definition)) throw invalid("the definition must be a JSON object");
   rejectJsonata(definition, "the definition");
-  try {
-    // The interpreter's own validation (asl-validator), so nothing it would reject gets in.
-    // On a copy: the validator writes QueryLanguage into every state it checks.
-    new StateMachine(structuredClone(definition) as unknown as StateMachineDefinition, {
-      validationOptions: { checkArn: true, checkPaths: true },
-    });
-  } catch (error) {
-    throw invalid((error as Error).message.replace(/\s+/g, " ").trim());
-  }
+  validateWithInterpreter(definition);
 
   const runtime = structuredClone(definition);
   rewriteExecutionContextPaths(runtime);
@@ -102,6 +94,35 @@ export function compileDefinition(definition: unknown, env: DefinitionEnvironmen
     states,
     tasks,
   };
+}
+
+/**
+ * The interpreter's own validation (asl-validator), so nothing it would reject gets in. It
+ * builds and compiles its JSON schemas on every call (about 0.3 s, more on a busy machine), so
+ * verdicts are remembered per definition text: test suites create the same machine often.
+ */
+const validationVerdicts = new Map<string, string | null>();
+const MAX_REMEMBERED_VERDICTS = 64;
+
+function validateWithInterpreter(definition: JsonObject): void {
+  const text = JSON.stringify(definition);
+  let verdict = validationVerdicts.get(text);
+  if (verdict === undefined) {
+    verdict = null;
+    try {
+      // On a copy: the validator writes QueryLanguage into every state it checks.
+      new StateMachine(structuredClone(definition) as unknown as StateMachineDefinition, {
+        validationOptions: { checkArn: true, checkPaths: true },
+      });
+    } catch (error) {
+      verdict = (error as Error).message.replace(/\s+/g, " ").trim();
+    }
+    if (validationVerdicts.size >= MAX_REMEMBERED_VERDICTS) {
+      validationVerdicts.delete(validationVerdicts.keys().next().value as string);
+    }
+    validationVerdicts.set(text, verdict);
+  }
+  if (verdict !== null) throw invalid(verdict);
 }
 
 function rejectJsonata(node: JsonObject, where: string): void {

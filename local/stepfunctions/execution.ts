@@ -175,11 +175,11 @@ export class Execution implements StateRunHost, AttemptHost {
       }
       const state = compiled.states.get(name);
       if (!state) return this.#fail(StatesErrorName.Runtime, `state '${name}' does not exist`);
-      this.stateTransitions++;
       this.record(stateEventType(state.type, "Entered"), {
         stateEnteredEventDetails: { name, input: toJsonText(input), inputDetails: EMPTY_DATA_DETAILS },
       });
       if (this.isClosed) return;
+      this.stateTransitions++;
 
       const timeouts = state.task && !state.task.nested ? this.#taskTimeouts(state.task, input) : undefined;
       if (typeof timeouts === "string") return this.#fail(StatesErrorName.Runtime, timeouts);
