@@ -14,6 +14,7 @@ export interface CairnConfig {
   readonly batchLimit: number;
   /** How long a kernel gets between SIGTERM and SIGKILL when its session terminates. */
   readonly terminationGraceMs: number;
+  readonly logLevel: "info" | "warn" | "error";
 }
 
 export class ConfigError extends Error {
@@ -44,5 +45,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     agentTimeoutMs: int("CAIRN_AGENT_TIMEOUT_MS", 30_000),
     batchLimit: int("CAIRN_BATCH_LIMIT", 200),
     terminationGraceMs: int("CAIRN_TERMINATION_GRACE_MS", 5_000),
+    logLevel: logLevel(env["CAIRN_LOG_LEVEL"]),
   };
+}
+
+function logLevel(raw: string | undefined): CairnConfig["logLevel"] {
+  if (raw === undefined || raw === "") return "info";
+  if (raw === "info" || raw === "warn" || raw === "error") return raw;
+  throw new ConfigError(`environment variable CAIRN_LOG_LEVEL must be info, warn or error, got "${raw}"`);
 }

@@ -65,7 +65,7 @@ export const QUEUES: readonly QueueDecl[] = [
     name: QueueName.CoordinatorQueue,
     consumer: FunctionName.Coordinator,
     batchSize: 10,
-    maxBatchingWindowSeconds: 1,
+    maxBatchingWindowSeconds: 0,
     maxConcurrency: 2,
   },
 ];

@@ -36,13 +36,13 @@ export function wire(config: CairnConfig): Wiring {
       events,
       config,
       clock: systemClock,
-      log: jsonLogger("coordinator"),
+      log: jsonLogger("coordinator", undefined, config.logLevel),
     }),
     enterStage: {
       store,
       events,
       clock: systemClock,
-      log: jsonLogger("enter-stage"),
+      log: jsonLogger("enter-stage", undefined, config.logLevel),
       terminationGraceMs: config.terminationGraceMs,
     },
   };

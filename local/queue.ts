@@ -1,0 +1,168 @@
+/**
+ * An SQS-style queue feeding a Lambda in batches, as the coordinator is fed on AWS (EventBridge
+ * rule → SQS queue → event source mapping). Messages that the consumer reports as failed
+ * (`batchItemFailures`), or whose whole batch threw, are redelivered after a back-off; after
+ * `maxReceives` they move to the dead-letter list. Nothing is dropped silently.
+ */
+import { randomUUID } from "node:crypto";
+
+export interface SqsRecord {
+  readonly messageId: string;
+  readonly body: string;
+  readonly attributes: { readonly ApproximateReceiveCount: string };
+}
+
+export type QueueConsumer = (event: {
+  Records: SqsRecord[];
+}) => Promise<{ batchItemFailures: readonly { itemIdentifier: string }[] }>;
+
+export interface LocalQueueOptions {
+  readonly name: string;
+  readonly consumer: QueueConsumer;
+  readonly batchSize: number;
+  /** How long a partial batch waits for more messages. */
+  readonly batchingWindowMs: number;
+  readonly maxConcurrency: number;
+  /** Receives before a message goes to the dead-letter list. @default 5 */
+  readonly maxReceives?: number;
+  /** First redelivery delay, doubled per receive. @default 200 */
+  readonly redeliveryBaseMs?: number;
+  readonly onError?: (error: unknown) => void;
+}
+
+interface Message {
+  readonly id: string;
+  readonly body: string;
+  receives: number;
+}
+
+export interface QueueStats {
+  readonly sent: number;
+  readonly batches: number;
+  readonly redelivered: number;
+  readonly deadLettered: number;
+}
+
+export class LocalQueue {
+  readonly #o: Required<LocalQueueOptions>;
+  readonly #ready: Message[] = [];
+  readonly #delayed = new Set<NodeJS.Timeout>();
+  readonly #dead: { body: string; receives: number }[] = [];
+  readonly #idleWaiters: (() => void)[] = [];
+  #inFlight = 0;
+  #window: NodeJS.Timeout | undefined;
+  #closed = false;
+  #stats = { sent: 0, batches: 0, redelivered: 0, deadLettered: 0 };
+
+  constructor(options: LocalQueueOptions) {
+    this.#o = { maxReceives: 5, redeliveryBaseMs: 200, onError: () => {}, ...options };
+  }
+
+  send(body: string): void {
+    if (this.#closed) throw new Error(`queue ${this.#o.name} is closed`);
+    this.#stats.sent++;
+    this.#ready.push({ id: randomUUID(), body, receives: 0 });
+    this.#schedule();
+  }
+
+  stats(): QueueStats {
+    return { ...this.#stats };
+  }
+
+  deadLetters(): readonly { body: string; receives: number }[] {
+    return [...this.#dead];
+  }
+
+  /** Resolves when nothing is queued, delayed or being processed. */
+  idle(): Promise<void> {
+    if (this.#isIdle()) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  close(): void {
+    this.#closed = true;
+    if (this.#window) clearTimeout(this.#window);
+    for (const t of this.#delayed) clearTimeout(t);
+    this.#delayed.clear();
+    this.#ready.length = 0;
+    this.#notifyIdle();
+  }
+
+  #isIdle(): boolean {
+    return this.#ready.length === 0 && this.#delayed.size === 0 && this.#inFlight === 0;
+  }
+
+  #notifyIdle(): void {
+    if (!this.#isIdle() && !this.#closed) return;
+    for (const resolve of this.#idleWaiters.splice(0)) resolve();
+  }
+
+  #schedule(): void {
+    if (this.#closed) return;
+    while (this.#inFlight < this.#o.maxConcurrency && this.#ready.length >= this.#o.batchSize)
+      this.#dispatch();
+    if (this.#ready.length === 0 || this.#inFlight >= this.#o.maxConcurrency || this.#window) return;
+    if (this.#o.batchingWindowMs <= 0) {
+      this.#dispatch();
+      return;
+    }
+    this.#window = setTimeout(() => {
+      this.#window = undefined;
+      if (this.#ready.length > 0 && this.#inFlight < this.#o.maxConcurrency) this.#dispatch();
+      this.#schedule();
+    }, this.#o.batchingWindowMs);
+  }
+
+  #dispatch(): void {
+    const batch = this.#ready.splice(0, this.#o.batchSize);
+    if (batch.length === 0) return;
+    for (const m of batch) m.receives++;
+    this.#inFlight++;
+    this.#stats.batches++;
+    const records: SqsRecord[] = batch.map((m) => ({
+      messageId: m.id,
+      body: m.body,
+      attributes: { ApproximateReceiveCount: String(m.receives) },
+    }));
+    void this.#o
+      .consumer({ Records: records })
+      .then(
+        (out) => new Set(out.batchItemFailures.map((f) => f.itemIdentifier)),
+        (error: unknown) => {
+          this.#o.onError(error);
+          return new Set(batch.map((m) => m.id));
+        },
+      )
+      .then((failed) => {
+        for (const m of batch) if (failed.has(m.id)) this.#redeliver(m);
+      })
+      .finally(() => {
+        this.#inFlight--;
+        this.#schedule();
+        this.#notifyIdle();
+      });
+  }
+
+  #redeliver(m: Message): void {
+    if (this.#closed) return;
+    if (m.receives >= this.#o.maxReceives) {
+      this.#stats.deadLettered++;
+      this.#dead.push({ body: m.body, receives: m.receives });
+      this.#o.onError(
+        new Error(`queue ${this.#o.name}: message ${m.id} dead-lettered after ${m.receives} receives`),
+      );
+      return;
+    }
+    this.#stats.redelivered++;
+    const timer = setTimeout(
+      () => {
+        this.#delayed.delete(timer);
+        this.#ready.push(m);
+        this.#schedule();
+        this.#notifyIdle();
+      },
+      this.#o.redeliveryBaseMs * 2 ** (m.receives - 1),
+    );
+    this.#delayed.add(timer);
+  }
+}

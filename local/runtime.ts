@@ -1,0 +1,282 @@
+/**
+ * The embedded runtime: all of Cairn on one machine, no Docker, no AWS account. DynamoDB Local,
+ * the exact ASL run by the local Step Functions engine, local AWS-protocol endpoints for Step
+ * Functions and EventBridge, the Lambda handlers invoked in-process, the coordinator queue, the
+ * sweep, and local agents running kernels as child processes. Everything is assembled from the
+ * shared topology (functions/topology.ts), as the CDK stack is.
+ *
+ * Application code is not told it is local: the runtime only sets the standard SDK endpoint
+ * variables and Cairn's configuration in the environment, as Lambda would.
+ */
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { createTable } from "../functions/adapters/dynamo/table-schema.ts";
+import { FUNCTIONS, QUEUES, RULES, STATE_MACHINES, SWEEP, type FunctionName } from "../functions/topology.ts";
+import { AgentHost } from "./agent-host.ts";
+import { startDynamoDbLocal, type RunningDynamoDb } from "./dynamodb-local.ts";
+import { LocalEventBus, startEventBridgeServer, type EventBridgeServer } from "./eventbridge/index.ts";
+import { LocalQueue, type QueueConsumer } from "./queue.ts";
+import {
+  LocalStepFunctions,
+  startStepFunctionsServer,
+  stateMachineArn,
+  substituteDefinition,
+  type RunningStepFunctionsServer,
+} from "./stepfunctions/index.ts";
+
+export interface RuntimeOptions {
+  /** Local agents to start. @default 2 */
+  readonly agents?: number;
+  /** Capacity of each agent. @default { cpu: 4, memoryMiB: 4096 } */
+  readonly agentCapacity?: { readonly cpu: number; readonly memoryMiB: number };
+  /** Kernels' work directories and the runtime file the CLI reads. @default ".cairn" */
+  readonly dataDir?: string;
+  /** Fixed ports for the AWS endpoints; 0 picks free ones. */
+  readonly ports?: {
+    readonly stepFunctions?: number;
+    readonly eventBridge?: number;
+    readonly dynamoDb?: number;
+  };
+  /** Agent heartbeat period. @default 5000 */
+  readonly heartbeatMs?: number;
+  /** An agent silent this long is lost. @default 3 × heartbeatMs */
+  readonly agentTimeoutMs?: number;
+  /** Sweep period. @default the topology's rate */
+  readonly sweepMs?: number;
+  /** Grace between SIGTERM and SIGKILL when a session's kernels are stopped. @default 5000 */
+  readonly terminationGraceMs?: number;
+  /** Where the runtime's own log lines go. @default stderr */
+  readonly log?: (line: string) => void;
+  /** Log level of the Lambda handlers' JSON logs. @default "warn" */
+  readonly handlerLogLevel?: "info" | "warn" | "error";
+}
+
+export interface RuntimeInfo {
+  readonly region: string;
+  readonly tableName: string;
+  readonly eventBusName: string;
+  readonly stateMachineArn: string;
+  readonly endpoints: {
+    readonly dynamoDb: string;
+    readonly stepFunctions: string;
+    readonly eventBridge: string;
+  };
+  readonly pid: number;
+}
+
+export interface Runtime {
+  readonly info: RuntimeInfo;
+  /** Environment for an SDK client (or the CLI) to talk to this runtime. */
+  readonly clientEnv: Readonly<Record<string, string>>;
+  readonly stepFunctions: LocalStepFunctions;
+  readonly bus: LocalEventBus;
+  readonly queues: ReadonlyMap<string, LocalQueue>;
+  readonly agents: readonly AgentHost[];
+  stop(): Promise<void>;
+}
+
+const REGION = "local";
+const TABLE_NAME = "cairn";
+const BUS_NAME = "cairn";
+
+export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
+  const log = options.log ?? ((line: string) => process.stderr.write(line + "\n"));
+  const dataDir = resolve(options.dataDir ?? ".cairn");
+  const heartbeatMs = options.heartbeatMs ?? 5_000;
+  const stops: (() => Promise<void> | void)[] = [];
+  const stop = async () => {
+    for (const fn of stops.reverse()) {
+      try {
+        await fn();
+      } catch (error) {
+        log(`cairn: while stopping: ${String(error)}`);
+      }
+    }
+  };
+  try {
+    mkdirSync(dataDir, { recursive: true });
+
+    log("cairn: starting DynamoDB Local …");
+    const dynamo: RunningDynamoDb = await startDynamoDbLocal(
+      options.ports?.dynamoDb ? { port: options.ports.dynamoDb } : {},
+    );
+    stops.push(() => dynamo.stop());
+    const ddb = new DynamoDBClient({
+      endpoint: dynamo.endpoint,
+      region: REGION,
+      credentials: LOCAL_CREDENTIALS,
+    });
+    await createTable(ddb, TABLE_NAME);
+    ddb.destroy();
+
+    const bus = new LocalEventBus({
+      name: BUS_NAME,
+      region: REGION,
+      retryBaseDelayMs: 200,
+      retryMaxDelayMs: 10_000,
+      logger: { warn: (m: string) => log(`cairn: bus: ${m}`) },
+    });
+    stops.push(() => bus.close());
+    const eventBridge: EventBridgeServer = await startEventBridgeServer(bus, {
+      port: options.ports?.eventBridge ?? 0,
+    });
+    stops.push(() => eventBridge.close());
+
+    const sfnArn = stateMachineArn(STATE_MACHINES[0]!.name);
+    // The functions read this environment on their first invocation, as Lambda's would.
+    const env: Record<string, string> = {
+      AWS_REGION: REGION,
+      AWS_ACCESS_KEY_ID: "local",
+      AWS_SECRET_ACCESS_KEY: "local",
+      AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
+      AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
+      CAIRN_TABLE_NAME: TABLE_NAME,
+      CAIRN_EVENT_BUS_NAME: BUS_NAME,
+      CAIRN_STATE_MACHINE_ARN: sfnArn,
+      CAIRN_AGENT_TIMEOUT_MS: String(options.agentTimeoutMs ?? heartbeatMs * 3),
+      CAIRN_TERMINATION_GRACE_MS: String(options.terminationGraceMs ?? 5_000),
+      CAIRN_LOG_LEVEL: options.handlerLogLevel ?? "warn",
+    };
+
+    const handlers = await loadHandlers();
+    const sfn = new LocalStepFunctions(
+      Object.fromEntries(
+        FUNCTIONS.map((f) => [f.name, (payload: unknown) => handlers.get(f.name)!(payload)]),
+      ),
+    );
+    stops.push(() => sfn.close());
+    const sfnServer: RunningStepFunctionsServer = await startStepFunctionsServer(sfn, {
+      port: options.ports?.stepFunctions ?? 0,
+    });
+    stops.push(() => sfnServer.close());
+    env["AWS_ENDPOINT_URL_SFN"] = sfnServer.endpoint;
+    Object.assign(process.env, env);
+
+    for (const machine of STATE_MACHINES) {
+      const text = readFileSync(machine.file, "utf8");
+      const substitutions = Object.fromEntries(
+        Object.entries(machine.substitutions).map(([key, fn]) => [key, lambdaArn(fn)]),
+      );
+      await sfn.createStateMachine({
+        name: machine.name,
+        definition: substituteDefinition(text, substitutions),
+      });
+    }
+
+    const queues = new Map<string, LocalQueue>();
+    for (const q of QUEUES) {
+      const consumer = handlers.get(q.consumer) as unknown as QueueConsumer;
+      const queue = new LocalQueue({
+        name: q.name,
+        consumer,
+        batchSize: q.batchSize,
+        batchingWindowMs: q.maxBatchingWindowSeconds * 1000,
+        maxConcurrency: q.maxConcurrency,
+        onError: (error) => log(`cairn: queue ${q.name}: ${String(error)}`),
+      });
+      queues.set(q.name, queue);
+      stops.push(() => queue.close());
+    }
+    for (const rule of RULES) {
+      const queue = queues.get(rule.target.queue)!;
+      bus.putRule({
+        name: rule.name,
+        description: rule.description,
+        eventPattern: rule.eventPattern as Record<string, unknown>,
+        targets: [
+          {
+            id: rule.target.queue,
+            invoke: (event) => Promise.resolve(queue.send(JSON.stringify(event))),
+            retryPolicy: { maximumRetryAttempts: 185, maximumEventAgeSeconds: 86_400 },
+            deadLetter: true,
+          },
+        ],
+      });
+    }
+
+    const sweepHandler = handlers.get(SWEEP.target)!;
+    const sweepTimer = setInterval(
+      () => {
+        void Promise.resolve(sweepHandler({ source: "aws.events", "detail-type": "Scheduled Event" })).catch(
+          (error: unknown) => log(`cairn: sweep failed: ${String(error)}`),
+        );
+      },
+      options.sweepMs ?? SWEEP.rateSeconds * 1000,
+    );
+    stops.push(() => clearInterval(sweepTimer));
+
+    const agents: AgentHost[] = [];
+    const workRoot = join(dataDir, "work");
+    for (let i = 1; i <= (options.agents ?? 2); i++) {
+      const host = new AgentHost({
+        id: `agent-${i}`,
+        capacity: options.agentCapacity ?? { cpu: 4, memoryMiB: 4096 },
+        workRoot,
+        bus,
+        eventBridgeEndpoint: eventBridge.endpoint,
+        heartbeatMs,
+        log,
+      });
+      agents.push(host);
+      stops.push(() => host.stop());
+    }
+    await Promise.all(agents.map((a) => a.start()));
+
+    const info: RuntimeInfo = {
+      region: REGION,
+      tableName: TABLE_NAME,
+      eventBusName: BUS_NAME,
+      stateMachineArn: sfnArn,
+      endpoints: {
+        dynamoDb: dynamo.endpoint,
+        stepFunctions: sfnServer.endpoint,
+        eventBridge: eventBridge.endpoint,
+      },
+      pid: process.pid,
+    };
+    const runtimeFile = join(dataDir, "runtime.json");
+    writeFileSync(runtimeFile, JSON.stringify(info, null, 2) + "\n");
+    stops.unshift(() => rmSync(runtimeFile, { force: true }));
+
+    return {
+      info,
+      clientEnv: {
+        AWS_REGION: REGION,
+        AWS_ACCESS_KEY_ID: "local",
+        AWS_SECRET_ACCESS_KEY: "local",
+        AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
+        AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
+        AWS_ENDPOINT_URL_SFN: sfnServer.endpoint,
+      },
+      stepFunctions: sfn,
+      bus,
+      queues,
+      agents,
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
+
+function lambdaArn(name: FunctionName): string {
+  return `arn:aws:lambda:${REGION}:000000000000:function:${name}`;
+}
+
+/** Imports each function's module from the topology, as Lambda would load its bundle. */
+async function loadHandlers(): Promise<Map<FunctionName, (event: unknown) => Promise<unknown>>> {
+  const handlers = new Map<FunctionName, (event: unknown) => Promise<unknown>>();
+  for (const f of FUNCTIONS) {
+    const mod = (await import(pathToFileURL(resolve(f.entry)).href)) as {
+      handler?: (event: unknown) => Promise<unknown>;
+    };
+    if (typeof mod.handler !== "function") throw new Error(`${f.entry} does not export a handler function`);
+    handlers.set(f.name, mod.handler);
+  }
+  return handlers;
+}
