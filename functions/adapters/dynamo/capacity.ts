@@ -1,0 +1,176 @@
+/**
+ * Capacity reservation and release as transaction plans (no I/O here).
+ *
+ * Reserve: one transaction that checks the session is still at the expected status/version,
+ * takes each agent's share from its free capacity (kernels on one agent summed into one update),
+ * writes one allocation item per agent and sets each kernel's agentId. Any failing guard cancels
+ * the whole transaction, so a gang is placed entirely or not at all.
+ *
+ * Release: deletes allocation items (guarded by their existence) and gives their capacity back
+ * in the same transaction, so capacity is returned exactly once however often release runs.
+ */
+import type { ResourceRequest } from "../../core/model.ts";
+import {
+  InvalidStoreRequestError,
+  TransactionTooLargeError,
+  type Allocation,
+  type ReservationRequest,
+} from "../../core/ports/session-store.ts";
+import { hasFreeCapacity, itemAbsent, itemExists, kernelUnplaced, sessionAt } from "./conditions.ts";
+import { all } from "./expressions.ts";
+import { allocationItem } from "./item-codec.ts";
+import { AGENT_SK, agentPk, allocationSk, kernelSk, SESSION_SK, sessionPk } from "./keys.ts";
+import {
+  guarded,
+  MAX_TRANSACTION_ITEMS,
+  updateRequest,
+  type ItemRole,
+  type PlannedTransaction,
+  type StoreLayout,
+} from "./transaction-plan.ts";
+import { requireCount, requireId, requireNonEmpty, requireResources, requireTime } from "./validation.ts";
+
+export interface PlannedReservation extends PlannedTransaction {
+  readonly allocations: Allocation[];
+}
+
+/** Items a reservation needs: the session check, two per agent, one per kernel. */
+export function reservationItemCount(kernels: number, agents: number): number {
+  return 1 + 2 * agents + kernels;
+}
+
+export function planReservation(request: ReservationRequest, layout: StoreLayout): PlannedReservation {
+  validateReservation(request);
+  const allocations = groupByAgent(request);
+  const size = reservationItemCount(request.placements.length, allocations.length);
+  if (size > MAX_TRANSACTION_ITEMS) {
+    throw new TransactionTooLargeError(request.sessionId, "reserveCapacity", size, MAX_TRANSACTION_ITEMS);
+  }
+  const { tableName } = layout;
+  const items: PlannedTransaction["items"] = [
+    {
+      ConditionCheck: {
+        TableName: tableName,
+        Key: { pk: { S: sessionPk(request.sessionId) }, sk: { S: SESSION_SK } },
+        ...guarded(all(itemExists, sessionAt(request.expected))),
+      },
+    },
+  ];
+  const roles: ItemRole[] = [{ kind: "session" }];
+  for (const allocation of allocations) {
+    items.push({
+      Update: updateRequest(
+        tableName,
+        { pk: { S: agentPk(allocation.agentId) }, sk: { S: AGENT_SK } },
+        (u) =>
+          u
+            .increment("free.cpu", -allocation.resources.cpu)
+            .increment("free.memoryMiB", -allocation.resources.memoryMiB)
+            .increment("version", 1),
+        all(itemExists, hasFreeCapacity(allocation.resources)),
+      ),
+    });
+    roles.push({ kind: "agent", agentId: allocation.agentId, requested: allocation.resources });
+    items.push({ Put: { TableName: tableName, Item: allocationItem(allocation), ...guarded(itemAbsent) } });
+    roles.push({ kind: "allocation", agentId: allocation.agentId });
+  }
+  for (const placement of request.placements) {
+    items.push({
+      Update: updateRequest(
+        tableName,
+        { pk: { S: sessionPk(request.sessionId) }, sk: { S: kernelSk(placement.kernelIndex) } },
+        (u) => u.set("agentId", placement.agentId),
+        all(itemExists, kernelUnplaced),
+      ),
+    });
+    roles.push({ kind: "kernel", index: placement.kernelIndex });
+  }
+  return { items, roles, allocations };
+}
+
+/**
+ * Releases `allocations`; agents in `goneAgents` are no longer registered, so their allocation
+ * is only deleted. One allocation and its agent update per pair; pairs are independent, so a
+ * caller may release more than fit in one transaction in several.
+ */
+export function planRelease(
+  allocations: readonly Allocation[],
+  goneAgents: ReadonlySet<string>,
+  layout: StoreLayout,
+): PlannedTransaction {
+  const items: PlannedTransaction["items"] = [];
+  const roles: ItemRole[] = [];
+  for (const allocation of allocations) {
+    items.push({
+      Delete: {
+        TableName: layout.tableName,
+        Key: { pk: { S: sessionPk(allocation.sessionId) }, sk: { S: allocationSk(allocation.agentId) } },
+        ...guarded(itemExists),
+      },
+    });
+    roles.push({ kind: "allocation", agentId: allocation.agentId });
+    if (goneAgents.has(allocation.agentId)) continue;
+    items.push({
+      Update: updateRequest(
+        layout.tableName,
+        { pk: { S: agentPk(allocation.agentId) }, sk: { S: AGENT_SK } },
+        (u) =>
+          u
+            .increment("free.cpu", allocation.resources.cpu)
+            .increment("free.memoryMiB", allocation.resources.memoryMiB)
+            .increment("version", 1),
+        itemExists,
+      ),
+    });
+    roles.push({ kind: "agent", agentId: allocation.agentId, requested: allocation.resources });
+  }
+  return { items, roles };
+}
+
+/** At most this many allocations per release transaction (two items each). */
+export const RELEASE_BATCH = MAX_TRANSACTION_ITEMS / 2;
+
+function validateReservation(request: ReservationRequest): void {
+  requireId("sessionId", request.sessionId);
+  requireCount("expected.version", request.expected.version);
+  requireTime("nowMs", request.nowMs);
+  requireNonEmpty("placements", request.placements);
+  const seen = new Set<number>();
+  request.placements.forEach((p, i) => {
+    requireCount(`placements[${i}].kernelIndex`, p.kernelIndex);
+    if (seen.has(p.kernelIndex)) {
+      throw new InvalidStoreRequestError(
+        `placements[${i}].kernelIndex`,
+        `kernel ${p.kernelIndex} is placed twice`,
+      );
+    }
+    seen.add(p.kernelIndex);
+    requireId(`placements[${i}].agentId`, p.agentId);
+    requireResources(`placements[${i}].resources`, p.resources);
+  });
+}
+
+function groupByAgent(request: ReservationRequest): Allocation[] {
+  const byAgent = new Map<string, { resources: ResourceRequest; kernelIndexes: number[] }>();
+  for (const p of request.placements) {
+    const entry = byAgent.get(p.agentId) ?? { resources: { cpu: 0, memoryMiB: 0 }, kernelIndexes: [] };
+    entry.resources = {
+      cpu: roundResource(entry.resources.cpu + p.resources.cpu),
+      memoryMiB: roundResource(entry.resources.memoryMiB + p.resources.memoryMiB),
+    };
+    entry.kernelIndexes.push(p.kernelIndex);
+    byAgent.set(p.agentId, entry);
+  }
+  return [...byAgent].map(([agentId, entry]) => ({
+    sessionId: request.sessionId,
+    agentId,
+    resources: entry.resources,
+    kernelIndexes: entry.kernelIndexes.sort((a, b) => a - b),
+    allocatedAtMs: request.nowMs,
+  }));
+}
+
+/** Sums of fractional cpu (0.1 + 0.2) must not leave binary noise in stored capacity. */
+function roundResource(value: number): number {
+  return Math.round(value * 1e6) / 1e6;
+}

@@ -1,0 +1,49 @@
+/**
+ * The named conditions every write is built from (compose with `all` / `any`). Naming them
+ * keeps each write's guard readable and lets the failure mapping say which guard failed.
+ */
+import type { ResourceRequest } from "../../core/model.ts";
+import type { SessionState } from "../../core/ports/session-store.ts";
+import type { Clause } from "./expressions.ts";
+
+export const itemExists: Clause = (e) => `attribute_exists(${e.path("pk")})`;
+
+export const itemAbsent: Clause = (e) => `attribute_not_exists(${e.path("pk")})`;
+
+/** The session is still where the writer saw it. */
+export const sessionAt =
+  (expected: SessionState): Clause =>
+  (e) =>
+    `${e.path("status")} = ${e.value(expected.status)} AND ${e.path("version")} = ${e.value(expected.version)}`;
+
+/** The kernel has no placement yet, so one reservation cannot overwrite another. */
+export const kernelUnplaced: Clause = (e) => `attribute_not_exists(${e.path("agentId")})`;
+
+export const hasFreeCapacity =
+  (requested: ResourceRequest): Clause =>
+  (e) =>
+    `${e.path("free.cpu")} >= ${e.value(requested.cpu)} AND ` +
+    `${e.path("free.memoryMiB")} >= ${e.value(requested.memoryMiB)}`;
+
+export const capacityIs =
+  (capacity: ResourceRequest): Clause =>
+  (e) =>
+    `${e.path("capacity.cpu")} = ${e.value(capacity.cpu)} AND ` +
+    `${e.path("capacity.memoryMiB")} = ${e.value(capacity.memoryMiB)}`;
+
+export const versionIs =
+  (version: number): Clause =>
+  (e) =>
+    `${e.path("version")} = ${e.value(version)}`;
+
+/** An out-of-order heartbeat must not move the clock back. */
+export const heartbeatNotAfter =
+  (nowMs: number): Clause =>
+  (e) =>
+    `${e.path("lastHeartbeatAtMs")} <= ${e.value(nowMs)}`;
+
+/** TTL deletes lazily (within days), so an item past its expiry counts as absent. */
+export const expiredBefore =
+  (nowEpochSec: number): Clause =>
+  (e) =>
+    `${e.path("expiresAtEpochSec")} < ${e.value(nowEpochSec)}`;

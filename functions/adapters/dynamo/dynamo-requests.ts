@@ -1,0 +1,227 @@
+/**
+ * Every request the store sends goes through here: throttling and transaction conflicts are
+ * retried with capped, jittered backoff (retry.ts), writes are reported to the metrics hook,
+ * reads are consistent, and a cancelled transaction comes back as the list of items whose
+ * condition failed (with the role each item plays) instead of an exception.
+ */
+import {
+  BatchGetItemCommand,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  TransactWriteItemsCommand,
+  UpdateItemCommand,
+  type BatchGetItemCommandInput,
+  type ConsumedCapacity,
+  type DynamoDBClient,
+  type PutItemCommandInput,
+  type QueryCommandInput,
+  type UpdateItemCommandInput,
+} from "@aws-sdk/client-dynamodb";
+import { StoreUnavailableError } from "../../core/ports/session-store.ts";
+import { Expressions, UpdateBuilder, type Clause } from "./expressions.ts";
+import type { Item } from "./item-codec.ts";
+import type { WriteMetricsSink, WriteOperation } from "./metrics.ts";
+import {
+  backoffDelayMs,
+  cancellationReasons,
+  withRetries,
+  type CancellationReason,
+  type RetryOptions,
+} from "./retry.ts";
+import { MAX_TRANSACTION_ITEMS, type ItemRole, type PlannedTransaction } from "./transaction-plan.ts";
+
+const BATCH_GET_MAX = 100;
+
+/** An item of a cancelled transaction whose condition failed. */
+export interface ConditionFailure {
+  readonly role: ItemRole;
+  readonly reason: CancellationReason;
+}
+
+export class DynamoRequests {
+  readonly tableName: string;
+  readonly retry: RetryOptions;
+  private readonly client: DynamoDBClient;
+  private readonly metrics: WriteMetricsSink | undefined;
+
+  constructor(
+    client: DynamoDBClient,
+    tableName: string,
+    retry: RetryOptions,
+    metrics: WriteMetricsSink | undefined,
+  ) {
+    this.client = client;
+    this.tableName = tableName;
+    this.retry = retry;
+    this.metrics = metrics;
+  }
+
+  /** Runs a planned transaction; returns the items whose condition failed if it was cancelled. */
+  async transact(operation: string, plan: PlannedTransaction): Promise<ConditionFailure[] | undefined> {
+    // Plans check their size with a domain error; this only guards against a planning bug.
+    if (plan.items.length > MAX_TRANSACTION_ITEMS)
+      throw new Error(`${operation}: ${plan.items.length} items planned`);
+    try {
+      await this.write(operation, "TransactWriteItems", plan.items.length, () =>
+        this.client.send(
+          new TransactWriteItemsCommand({
+            TransactItems: plan.items,
+            ...(this.metrics ? { ReturnConsumedCapacity: "INDEXES" as const } : {}),
+          }),
+        ),
+      );
+      return undefined;
+    } catch (error) {
+      const reasons = cancellationReasons(error);
+      if (reasons === undefined || !reasons.some((r) => r.Code === "ConditionalCheckFailed")) throw error;
+      return plan.roles
+        .map((role, i) => ({ role, reason: reasons[i] ?? {} }))
+        .filter((f) => f.reason.Code === "ConditionalCheckFailed");
+    }
+  }
+
+  /** A conditional UpdateItem returning the new item, or the old one when the guard failed. */
+  async updateItem(
+    operation: string,
+    key: Item,
+    build: (u: UpdateBuilder) => void,
+    condition: Clause,
+  ): Promise<{ ok: true; item: Item } | { ok: false; old: Item | undefined }> {
+    const e = new Expressions();
+    const u = new UpdateBuilder(e);
+    build(u);
+    const input: UpdateItemCommandInput = {
+      TableName: this.tableName,
+      Key: key,
+      UpdateExpression: u.expression(),
+      ConditionExpression: condition(e),
+      ...e.attributes(),
+      ReturnValues: "ALL_NEW",
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      ...(this.metrics ? { ReturnConsumedCapacity: "INDEXES" as const } : {}),
+    };
+    try {
+      const out = await this.write(operation, "UpdateItem", 1, () =>
+        this.client.send(new UpdateItemCommand(input)),
+      );
+      return { ok: true, item: out.Attributes ?? {} };
+    } catch (error) {
+      if (error instanceof Error && error.name === "ConditionalCheckFailedException") {
+        return { ok: false, old: (error as { Item?: Item }).Item };
+      }
+      throw error;
+    }
+  }
+
+  /** A conditional PutItem: true if written, false if the guard failed. */
+  async putItem(
+    operation: string,
+    input: Pick<PutItemCommandInput, "Item">,
+    condition: Clause,
+  ): Promise<boolean> {
+    const e = new Expressions();
+    const request: PutItemCommandInput = {
+      TableName: this.tableName,
+      ...input,
+      ConditionExpression: condition(e),
+      ...e.attributes(),
+      ...(this.metrics ? { ReturnConsumedCapacity: "INDEXES" as const } : {}),
+    };
+    try {
+      await this.write(operation, "PutItem", 1, () => this.client.send(new PutItemCommand(request)));
+      return true;
+    } catch (error) {
+      if (error instanceof Error && error.name === "ConditionalCheckFailedException") return false;
+      throw error;
+    }
+  }
+
+  private async write<T extends { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }>(
+    operation: string,
+    kind: WriteOperation,
+    items: number,
+    send: () => Promise<T>,
+  ): Promise<T> {
+    return withRetries(operation, this.retry, async () => {
+      try {
+        const out = await send();
+        const consumed = out.ConsumedCapacity;
+        const units = (Array.isArray(consumed) ? consumed : consumed ? [consumed] : []).reduce(
+          (sum, c) => sum + (c.CapacityUnits ?? 0),
+          0,
+        );
+        this.metrics?.recordWrite({ operation: kind, items, succeeded: true, capacityUnits: units });
+        return out;
+      } catch (error) {
+        this.metrics?.recordWrite({ operation: kind, items, succeeded: false });
+        throw error;
+      }
+    });
+  }
+
+  async getItem(operation: string, key: Item): Promise<Item | undefined> {
+    const out = await withRetries(operation, this.retry, () =>
+      this.client.send(new GetItemCommand({ TableName: this.tableName, Key: key, ConsistentRead: true })),
+    );
+    return out.Item;
+  }
+
+  async query(
+    operation: string,
+    input: QueryCommandInput,
+  ): Promise<{ items: Item[]; lastKey: Item | undefined }> {
+    const out = await withRetries(operation, this.retry, () => this.client.send(new QueryCommand(input)));
+    return { items: out.Items ?? [], lastKey: out.LastEvaluatedKey };
+  }
+
+  async queryAll(operation: string, input: QueryCommandInput): Promise<Item[]> {
+    const items: Item[] = [];
+    let startKey: Item | undefined;
+    do {
+      const page = await this.query(operation, {
+        ...input,
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      });
+      items.push(...page.items);
+      startKey = page.lastKey;
+    } while (startKey !== undefined);
+    return items;
+  }
+
+  /** Consistent BatchGetItem, in the order of `keys` (undefined where absent). */
+  async batchGet(operation: string, keys: readonly Item[]): Promise<(Item | undefined)[]> {
+    const byKey = new Map<string, Item>();
+    for (let start = 0; start < keys.length; start += BATCH_GET_MAX) {
+      let pending: Item[] = keys.slice(start, start + BATCH_GET_MAX);
+      for (let attempt = 1; pending.length > 0; attempt++) {
+        const input: BatchGetItemCommandInput = {
+          RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } },
+        };
+        const out = await withRetries(operation, this.retry, () =>
+          this.client.send(new BatchGetItemCommand(input)),
+        );
+        for (const item of out.Responses?.[this.tableName] ?? []) byKey.set(keyString(item), item);
+        pending = out.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
+        if (pending.length === 0) break;
+        // Unprocessed keys are DynamoDB shedding load: back off like any throttle.
+        if (attempt >= this.retry.maxAttempts) {
+          throw new StoreUnavailableError(operation, attempt, `${pending.length} keys left unprocessed`);
+        }
+        await this.retry.sleep(backoffDelayMs(attempt, this.retry));
+      }
+    }
+    return keys.map((k) => byKey.get(keyString(k)));
+  }
+}
+
+export function tableKey(item: Item): Item {
+  const pk = item["pk"];
+  const sk = item["sk"];
+  if (pk === undefined || sk === undefined) throw new Error("index entry without table keys");
+  return { pk, sk };
+}
+
+function keyString(item: Item): string {
+  return `${item["pk"]?.S ?? ""}\u0000${item["sk"]?.S ?? ""}`;
+}

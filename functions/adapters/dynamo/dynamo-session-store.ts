@@ -1,0 +1,668 @@
+/**
+ * The DynamoDB implementation of the SessionStore port (single table, see
+ * docs/data-model.md). Every request goes through one place that retries throttling and
+ * transaction conflicts with capped, jittered backoff and counts writes for the metrics hook.
+ * Nothing is read from the environment: the caller passes the client and the table name.
+ */
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { SessionWrite } from "../../core/effects.ts";
+import type { Agent, HistoryRecord, Kernel, Session, SessionWithKernels } from "../../core/model.ts";
+import {
+  CapacityError,
+  ConflictError,
+  InvalidStoreRequestError,
+  NotFoundError,
+  StoreUnavailableError,
+  type AgentHeartbeat,
+  type Allocation,
+  type AppliedWrite,
+  type CreateSessionResult,
+  type HistoryQuery,
+  type KernelStatusQuery,
+  type Page,
+  type PageRequest,
+  type ReservationRequest,
+  type SessionState,
+  type SessionStore,
+  type TargetQuery,
+} from "../../core/ports/session-store.ts";
+import {
+  isTerminalKernelStatus,
+  KERNEL_STATUSES,
+  SESSION_STATUSES,
+  type KernelStatus,
+  type SessionStatus,
+} from "../../core/status.ts";
+import { planRelease, planReservation, RELEASE_BATCH } from "./capacity.ts";
+import {
+  capacityIs,
+  expiredBefore,
+  heartbeatNotAfter,
+  itemAbsent,
+  itemExists,
+  versionIs,
+} from "./conditions.ts";
+import { DynamoRequests, tableKey, type ConditionFailure } from "./dynamo-requests.ts";
+import { all, any } from "./expressions.ts";
+import { MergedIndexStream, type PageFetcher } from "./index-stream.ts";
+import {
+  agentFromItem,
+  agentItem,
+  allocationFromItem,
+  fromItem,
+  historyFromItem,
+  ItemType,
+  kernelFromItem,
+  sessionFromItem,
+  toItem,
+  type Item,
+} from "./item-codec.ts";
+import {
+  AGENT_SK,
+  AGENTS_PK,
+  agentAllocationsPk,
+  agentPk,
+  ALLOCATION_SK_PREFIX,
+  createdPk,
+  DEDUP_SK,
+  dedupPk,
+  historySk,
+  KERNEL_SK_PREFIX,
+  kernelStatusPk,
+  SESSION_SK,
+  sessionIdFromPk,
+  sessionPk,
+  sessionStatusPk,
+  targetPk,
+} from "./keys.ts";
+import type { WriteMetricsSink } from "./metrics.ts";
+import { planCreateSession } from "./new-session.ts";
+import { decodeCursor, encodeCursor, mapConcurrently } from "./paging.ts";
+import type { CancellationReason, RetryOptions } from "./retry.ts";
+import { planSessionWrite } from "./session-write.ts";
+import { LISTING_INDEX, STATUS_INDEX, TARGET_INDEX } from "./table-schema.ts";
+import type { ItemRole, StoreLayout } from "./transaction-plan.ts";
+import {
+  requireCount,
+  requireId,
+  requireKnown,
+  requireLimit,
+  requireNonEmpty,
+  requireResources,
+  requireTime,
+} from "./validation.ts";
+
+export interface DynamoSessionStoreOptions {
+  readonly client: DynamoDBClient;
+  readonly tableName: string;
+  /** Partitions per status in the sharded indexes. May grow later, never shrink. Default 4. */
+  readonly shards?: number;
+  /** History records expire this long after they were last seen. Default 30. */
+  readonly historyRetentionDays?: number;
+  /** Tries per request on throttling or transaction conflicts, the first included. Default 6. */
+  readonly maxAttempts?: number;
+  /** Default: a real timer. Tests pass a recorder. */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** Jitter source in [0, 1). Default Math.random. */
+  readonly random?: () => number;
+  /** Epoch ms, for TTL checks (history reads, recordOnce). Default Date.now. */
+  readonly clock?: () => number;
+  /** Receives every write request sent (see metrics.ts). */
+  readonly metrics?: WriteMetricsSink;
+  /** Parallel reads when fetching many sessions. Default 16. */
+  readonly readConcurrency?: number;
+}
+
+const MAX_QUERY_LIMIT = 1000;
+const DEFAULT_PAGE = 50;
+
+export class DynamoSessionStore implements SessionStore {
+  readonly tableName: string;
+  readonly shards: number;
+  private readonly requests: DynamoRequests;
+  private readonly layout: StoreLayout;
+  private readonly maxAttempts: number;
+  private readonly clock: () => number;
+  private readonly readConcurrency: number;
+
+  constructor(options: DynamoSessionStoreOptions) {
+    const shards = options.shards ?? 4;
+    const historyRetentionDays = options.historyRetentionDays ?? 30;
+    const maxAttempts = options.maxAttempts ?? 6;
+    requireId("tableName", options.tableName);
+    requireLimit("shards", shards, 100);
+    requireLimit("historyRetentionDays", historyRetentionDays, 3650);
+    requireLimit("maxAttempts", maxAttempts, 20);
+    this.tableName = options.tableName;
+    this.shards = shards;
+    this.maxAttempts = maxAttempts;
+    this.layout = { tableName: options.tableName, shards, historyRetentionDays };
+    const retry: RetryOptions = {
+      maxAttempts,
+      baseDelayMs: 25,
+      maxDelayMs: 1_000,
+      sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+      random: options.random ?? Math.random,
+    };
+    this.requests = new DynamoRequests(options.client, options.tableName, retry, options.metrics);
+    this.clock = options.clock ?? Date.now;
+    this.readConcurrency = options.readConcurrency ?? 16;
+  }
+
+  // ------------------------------------------------------------------------------- sessions
+
+  async createSession(input: SessionWithKernels): Promise<CreateSessionResult> {
+    const plan = planCreateSession(input, this.layout);
+    for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
+      const failure = await this.requests.transact("createSession", plan);
+      if (failure === undefined) {
+        const kernels = [...input.kernels].sort((a, b) => a.index - b.index);
+        return { created: true, session: { session: input.session, kernels } };
+      }
+      const existing = await this.getSession(input.session.id);
+      if (existing !== undefined) return { created: false, session: existing };
+      // The id was taken and is free again (deleted meanwhile): try once more.
+    }
+    throw new StoreUnavailableError("createSession", this.maxAttempts, "the session id kept changing hands");
+  }
+
+  async getSession(sessionId: string): Promise<SessionWithKernels | undefined> {
+    requireId("sessionId", sessionId);
+    const items = await this.requests.queryAll("getSession", {
+      TableName: this.tableName,
+      KeyConditionExpression: "#pk = :pk AND begins_with(#sk, :prefix)",
+      ExpressionAttributeNames: { "#pk": "pk", "#sk": "sk" },
+      ExpressionAttributeValues: { ":pk": { S: sessionPk(sessionId) }, ":prefix": { S: SESSION_SK } },
+      ConsistentRead: true,
+    });
+    let session: Session | undefined;
+    const kernels: Kernel[] = [];
+    for (const item of items) {
+      const sk = item["sk"]?.S ?? "";
+      if (sk === SESSION_SK) session = sessionFromItem(item);
+      else if (sk.startsWith(KERNEL_SK_PREFIX)) kernels.push(kernelFromItem(item));
+    }
+    return session === undefined
+      ? undefined
+      : { session, kernels: kernels.sort((a, b) => a.index - b.index) };
+  }
+
+  async getSessions(sessionIds: readonly string[]): Promise<SessionWithKernels[]> {
+    const ids = [...new Set(sessionIds)];
+    const found = await mapConcurrently(ids, this.readConcurrency, (id) => this.getSession(id));
+    return found.filter((s): s is SessionWithKernels => s !== undefined);
+  }
+
+  async targetsByStatus(query: TargetQuery): Promise<SessionWithKernels[]> {
+    requireNonEmpty("statuses", query.statuses);
+    query.statuses.forEach((s, i) => requireKnown(`statuses[${i}]`, s, SESSION_STATUSES));
+    requireLimit("limit", query.limit, MAX_QUERY_LIMIT);
+    const targetable = query.targetableOnly === true;
+    const statuses = new Set(query.statuses);
+    const fetchers = [...statuses].flatMap((status) =>
+      this.shardIndexes().map((shard) =>
+        targetable
+          ? this.indexFetcher(TARGET_INDEX, "gsi2pk", targetPk(status, shard), query.limit)
+          : this.indexFetcher(STATUS_INDEX, "gsi1pk", sessionStatusPk(status, shard), query.limit),
+      ),
+    );
+    // Index entries are eventually consistent: each candidate is re-read and kept only if the
+    // item itself still qualifies.
+    return this.collectSessions(
+      new MergedIndexStream(fetchers, "gsi1sk"),
+      query.limit,
+      (s) => statuses.has(s.session.status) && (!targetable || s.session.stage.taskToken !== undefined),
+    );
+  }
+
+  async sessionsByKernelStatus(query: KernelStatusQuery): Promise<SessionWithKernels[]> {
+    requireNonEmpty("kernelStatuses", query.kernelStatuses);
+    query.kernelStatuses.forEach((s, i) => {
+      requireKnown(`kernelStatuses[${i}]`, s, KERNEL_STATUSES);
+      if (isTerminalKernelStatus(s)) {
+        throw new InvalidStoreRequestError(
+          `kernelStatuses[${i}]`,
+          `${s} is terminal; only non-terminal kernel statuses are indexed`,
+        );
+      }
+    });
+    (query.sessionStatuses ?? []).forEach((s, i) =>
+      requireKnown(`sessionStatuses[${i}]`, s, SESSION_STATUSES),
+    );
+    requireLimit("limit", query.limit, MAX_QUERY_LIMIT);
+    const kernelStatuses = new Set<KernelStatus>(query.kernelStatuses);
+    const sessionStatuses = query.sessionStatuses ? new Set(query.sessionStatuses) : undefined;
+    const fetchers = [...kernelStatuses].flatMap((status) =>
+      this.shardIndexes().map((shard) =>
+        this.indexFetcher(STATUS_INDEX, "gsi1pk", kernelStatusPk(status, shard), query.limit),
+      ),
+    );
+    return this.collectSessions(
+      new MergedIndexStream(fetchers, "gsi1sk"),
+      query.limit,
+      (s) =>
+        s.kernels.some((k) => kernelStatuses.has(k.status)) &&
+        (sessionStatuses === undefined || sessionStatuses.has(s.session.status)) &&
+        (query.targetableOnly !== true || s.session.stage.taskToken !== undefined),
+    );
+  }
+
+  async applyWrite(write: SessionWrite): Promise<AppliedWrite> {
+    const plan = planSessionWrite(write, this.layout);
+    const failure = await this.requests.transact("applyWrite", plan);
+    if (failure !== undefined) {
+      throw await this.sessionWriteError(write.sessionId, write.expected, failure, (role) =>
+        role.kind === "kernel" ? new NotFoundError("kernel", `${write.sessionId}/${role.index}`) : undefined,
+      );
+    }
+    return { sessionId: write.sessionId, version: write.expected.version + 1 };
+  }
+
+  async listHistory(sessionId: string, query: HistoryQuery = {}): Promise<HistoryRecord[]> {
+    requireId("sessionId", sessionId);
+    const fromSeq = query.fromSeq ?? 0;
+    requireCount("fromSeq", fromSeq);
+    const limit = query.limit ?? MAX_QUERY_LIMIT;
+    requireLimit("limit", limit, MAX_QUERY_LIMIT);
+    const nowSec = Math.floor(this.clock() / 1000);
+    const records: HistoryRecord[] = [];
+    let startKey: Item | undefined;
+    do {
+      const page = await this.requests.query("listHistory", {
+        TableName: this.tableName,
+        KeyConditionExpression: "#pk = :pk AND #sk BETWEEN :from AND :to",
+        ExpressionAttributeNames: { "#pk": "pk", "#sk": "sk" },
+        ExpressionAttributeValues: {
+          ":pk": { S: sessionPk(sessionId) },
+          ":from": { S: historySk(fromSeq) },
+          ":to": { S: historySk(9_999_999_999) },
+        },
+        ConsistentRead: true,
+        Limit: limit,
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      });
+      for (const item of page.items) {
+        // TTL deletes lazily; a record past its expiry is gone as far as readers are concerned.
+        const expires = Number(item["expiresAtEpochSec"]?.N ?? Infinity);
+        if (expires >= nowSec && records.length < limit) records.push(historyFromItem(item));
+      }
+      startKey = page.lastKey;
+    } while (startKey !== undefined && records.length < limit);
+    return records;
+  }
+
+  // -------------------------------------------------------------------------------- listings
+
+  async listSessionsByStatus(status: SessionStatus, page: PageRequest = {}): Promise<Page<Session>> {
+    requireKnown("status", status, SESSION_STATUSES);
+    const kind = `status:${status}`;
+    return this.listPage(
+      kind,
+      page,
+      false,
+      (limit, after) =>
+        this.shardIndexes().map((shard) =>
+          this.indexFetcher(STATUS_INDEX, "gsi1pk", sessionStatusPk(status, shard), limit, { after }),
+        ),
+      (s) => s.status === status,
+    );
+  }
+
+  async listRecentSessions(page: PageRequest = {}): Promise<Page<Session>> {
+    return this.listPage(
+      "recent",
+      page,
+      true,
+      (limit, after) =>
+        this.shardIndexes().map((shard) =>
+          this.indexFetcher(LISTING_INDEX, "gsi3pk", createdPk(shard), limit, { after, descending: true }),
+        ),
+      () => true,
+    );
+  }
+
+  // ---------------------------------------------------------------------- agents and capacity
+
+  async heartbeatAgent(heartbeat: AgentHeartbeat): Promise<Agent> {
+    const { agentId, capacity, nowMs } = heartbeat;
+    requireId("agentId", agentId);
+    requireResources("capacity", capacity);
+    requireTime("nowMs", nowMs);
+    const key = { pk: { S: agentPk(agentId) }, sk: { S: AGENT_SK } };
+    for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
+      // The usual heartbeat: same capacity, one conditional update.
+      const beat = await this.requests.updateItem(
+        "heartbeatAgent",
+        key,
+        (u) => u.set("lastHeartbeatAtMs", nowMs).increment("version", 1),
+        all(itemExists, capacityIs(capacity), heartbeatNotAfter(nowMs)),
+      );
+      if (beat.ok) return agentFromItem(beat.item);
+      if (beat.old === undefined) {
+        const agent: Agent = { id: agentId, capacity, free: capacity, lastHeartbeatAtMs: nowMs, version: 0 };
+        if (await this.requests.putItem("heartbeatAgent", { Item: agentItem(agent) }, itemAbsent))
+          return agent;
+        continue; // registered concurrently: heartbeat again
+      }
+      const old = agentFromItem(beat.old);
+      if (old.lastHeartbeatAtMs > nowMs) return old; // an older heartbeat arriving late changes nothing
+      // Capacity changed: free moves by the same difference (it may go negative while
+      // allocations exceed the new capacity; reservations then fail until releases).
+      const resized = await this.requests.updateItem(
+        "heartbeatAgent",
+        key,
+        (u) =>
+          u
+            .set("capacity", capacity)
+            .set("free.cpu", round(old.free.cpu + capacity.cpu - old.capacity.cpu))
+            .set("free.memoryMiB", round(old.free.memoryMiB + capacity.memoryMiB - old.capacity.memoryMiB))
+            .set("lastHeartbeatAtMs", nowMs)
+            .set("version", old.version + 1),
+        all(itemExists, versionIs(old.version)),
+      );
+      if (resized.ok) return agentFromItem(resized.item);
+    }
+    throw new StoreUnavailableError("heartbeatAgent", this.maxAttempts, `agent ${agentId} kept changing`);
+  }
+
+  async getAgent(agentId: string): Promise<Agent | undefined> {
+    requireId("agentId", agentId);
+    const item = await this.requests.getItem("getAgent", {
+      pk: { S: agentPk(agentId) },
+      sk: { S: AGENT_SK },
+    });
+    return item === undefined ? undefined : agentFromItem(item);
+  }
+
+  /**
+   * The roster partition of the listings index holds one key-only entry per agent, written at
+   * registration; heartbeats and reservations never touch it. The agents themselves are then
+   * read consistently, so free capacity is current.
+   */
+  async listAgents(): Promise<Agent[]> {
+    const keys = await this.requests.queryAll("listAgents", {
+      TableName: this.tableName,
+      IndexName: LISTING_INDEX,
+      KeyConditionExpression: "#pk = :pk",
+      ExpressionAttributeNames: { "#pk": "gsi3pk" },
+      ExpressionAttributeValues: { ":pk": { S: AGENTS_PK } },
+    });
+    const items = await this.requests.batchGet(
+      "listAgents",
+      keys.map((k) => tableKey(k)),
+    );
+    return items.filter((i) => i !== undefined).map(agentFromItem);
+  }
+
+  async reserveCapacity(request: ReservationRequest): Promise<Allocation[]> {
+    const plan = planReservation(request, this.layout);
+    const failure = await this.requests.transact("reserveCapacity", plan);
+    if (failure === undefined) return plan.allocations;
+    throw await this.sessionWriteError(
+      request.sessionId,
+      request.expected,
+      failure,
+      (role, reason) => {
+        if (role.kind === "agent") {
+          if (reason.Item === undefined) return new NotFoundError("agent", role.agentId);
+          return new CapacityError(
+            request.sessionId,
+            role.agentId,
+            role.requested,
+            agentFromItem(reason.Item).free,
+          );
+        }
+        return undefined;
+      },
+      (role, reason) => {
+        if (role.kind === "kernel") {
+          if (reason.Item === undefined)
+            return { notFound: new NotFoundError("kernel", `${request.sessionId}/${role.index}`) };
+          return {
+            reason: `kernel ${role.index} is already placed on agent ${fromItem(reason.Item)["agentId"] as string}`,
+          };
+        }
+        if (role.kind === "allocation")
+          return { reason: `the session already holds an allocation on agent ${role.agentId}` };
+        return undefined;
+      },
+    );
+  }
+
+  async releaseCapacity(sessionId: string): Promise<Allocation[]> {
+    requireId("sessionId", sessionId);
+    const released: Allocation[] = [];
+    const goneAgents = new Set<string>();
+    for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
+      const held = await this.allocationsOf(sessionId);
+      if (held.length === 0) return released;
+      const batch = held.slice(0, RELEASE_BATCH);
+      const failure = await this.requests.transact(
+        "releaseCapacity",
+        planRelease(batch, goneAgents, this.layout),
+      );
+      if (failure === undefined) {
+        released.push(...batch);
+        attempt = 0; // progress: the attempt budget is for failures in a row
+        continue;
+      }
+      // An allocation already deleted means a concurrent release got there first; a missing
+      // agent was deregistered and gets nothing back. Either way: re-read and go again.
+      for (const { role, reason } of failure) {
+        if (role.kind === "agent" && reason.Item === undefined) goneAgents.add(role.agentId);
+      }
+    }
+    throw new StoreUnavailableError(
+      "releaseCapacity",
+      this.maxAttempts,
+      `allocations of ${sessionId} kept changing`,
+    );
+  }
+
+  async allocationsOf(sessionId: string): Promise<Allocation[]> {
+    requireId("sessionId", sessionId);
+    const items = await this.requests.queryAll("allocationsOf", {
+      TableName: this.tableName,
+      KeyConditionExpression: "#pk = :pk AND begins_with(#sk, :prefix)",
+      ExpressionAttributeNames: { "#pk": "pk", "#sk": "sk" },
+      ExpressionAttributeValues: {
+        ":pk": { S: sessionPk(sessionId) },
+        ":prefix": { S: ALLOCATION_SK_PREFIX },
+      },
+      ConsistentRead: true,
+    });
+    return items.map(allocationFromItem);
+  }
+
+  async allocationsOnAgent(agentId: string): Promise<Allocation[]> {
+    requireId("agentId", agentId);
+    const keys = await this.requests.queryAll("allocationsOnAgent", {
+      TableName: this.tableName,
+      IndexName: STATUS_INDEX,
+      KeyConditionExpression: "#pk = :pk",
+      ExpressionAttributeNames: { "#pk": "gsi1pk" },
+      ExpressionAttributeValues: { ":pk": { S: agentAllocationsPk(agentId) } },
+    });
+    const items = await this.requests.batchGet(
+      "allocationsOnAgent",
+      keys.map((k) => tableKey(k)),
+    );
+    return items.filter((i) => i !== undefined).map(allocationFromItem);
+  }
+
+  // ---------------------------------------------------------------------------- de-duplication
+
+  async recordOnce(key: string, ttlSeconds: number): Promise<boolean> {
+    requireId("key", key);
+    requireLimit("ttlSeconds", ttlSeconds, 366 * 86_400);
+    const nowMs = this.clock();
+    const nowSec = Math.floor(nowMs / 1000);
+    return this.requests.putItem(
+      "recordOnce",
+      {
+        Item: toItem({
+          pk: dedupPk(key),
+          sk: DEDUP_SK,
+          type: ItemType.DEDUP,
+          firstSeenAtMs: nowMs,
+          expiresAtEpochSec: nowSec + ttlSeconds,
+        }),
+      },
+      any(itemAbsent, expiredBefore(nowSec)),
+    );
+  }
+
+  // ------------------------------------------------------------------------------- internals
+
+  private shardIndexes(): number[] {
+    return Array.from({ length: this.shards }, (_, i) => i);
+  }
+
+  private indexFetcher(
+    indexName: string,
+    pkAttribute: string,
+    pkValue: string,
+    pageSize: number,
+    range: { after?: string | undefined; descending?: boolean } = {},
+  ): PageFetcher {
+    const sortAttribute = indexName === LISTING_INDEX ? "gsi3sk" : "gsi1sk";
+    return async (startKey) => {
+      const page = await this.requests.query(`query ${indexName}`, {
+        TableName: this.tableName,
+        IndexName: indexName,
+        KeyConditionExpression:
+          range.after === undefined
+            ? "#pk = :pk"
+            : `#pk = :pk AND #sk ${range.descending ? "<" : ">"} :after`,
+        ExpressionAttributeNames: {
+          "#pk": pkAttribute,
+          ...(range.after !== undefined ? { "#sk": sortAttribute } : {}),
+        },
+        ExpressionAttributeValues: {
+          ":pk": { S: pkValue },
+          ...(range.after !== undefined ? { ":after": { S: range.after } } : {}),
+        },
+        ScanIndexForward: range.descending !== true,
+        Limit: Math.min(Math.max(pageSize, 1), MAX_QUERY_LIMIT),
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      });
+      return page;
+    };
+  }
+
+  /** Pulls candidates in index order and keeps those the re-read item still qualifies. */
+  private async collectSessions(
+    stream: MergedIndexStream,
+    limit: number,
+    keep: (s: SessionWithKernels) => boolean,
+  ): Promise<SessionWithKernels[]> {
+    const out: SessionWithKernels[] = [];
+    const seen = new Set<string>();
+    while (out.length < limit) {
+      const ids: string[] = [];
+      while (ids.length < limit - out.length) {
+        const entry = await stream.next();
+        if (entry === undefined) break;
+        const id = sessionIdFromPk(entry["pk"]?.S ?? "");
+        if (seen.has(id)) continue;
+        seen.add(id);
+        ids.push(id);
+      }
+      if (ids.length === 0) break;
+      const fetched = await mapConcurrently(ids, this.readConcurrency, (id) => this.getSession(id));
+      for (const s of fetched) if (s !== undefined && keep(s) && out.length < limit) out.push(s);
+    }
+    return out;
+  }
+
+  private async listPage(
+    kind: string,
+    page: PageRequest,
+    descending: boolean,
+    fetchers: (limit: number, after: string | undefined) => PageFetcher[],
+    keep: (s: Session) => boolean,
+  ): Promise<Page<Session>> {
+    const limit = page.limit ?? DEFAULT_PAGE;
+    requireLimit("limit", limit, MAX_QUERY_LIMIT);
+    const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor, kind);
+    const sortKey = descending ? "gsi3sk" : "gsi1sk";
+    const stream = new MergedIndexStream(fetchers(limit, after), sortKey, descending);
+    const out: Session[] = [];
+    let last: string | undefined;
+    while (out.length < limit) {
+      const entries = await stream.take(limit - out.length);
+      if (entries.length === 0) return { items: out };
+      const items = await this.requests.batchGet(
+        `list ${kind}`,
+        entries.map((e) => tableKey(e)),
+      );
+      entries.forEach((entry, i) => {
+        const item = items[i];
+        last = entry[sortKey]?.S;
+        if (item !== undefined) {
+          const session = sessionFromItem(item);
+          if (keep(session)) out.push(session);
+        }
+      });
+    }
+    const more = (await stream.next()) !== undefined;
+    return more && last !== undefined ? { items: out, cursor: encodeCursor(kind, last) } : { items: out };
+  }
+
+  /**
+   * Maps a cancelled transaction to the domain error: the session's own guard first (moved →
+   * ConflictError, gone → NotFoundError), then other parts that conflict with the session
+   * (`conflicting`), then plain failures of other items (`other`, e.g. capacity).
+   */
+  private async sessionWriteError(
+    sessionId: string,
+    expected: SessionState,
+    failure: readonly ConditionFailure[],
+    other: (role: ItemRole, reason: CancellationReason) => Error | undefined,
+    conflicting?: (
+      role: ItemRole,
+      reason: CancellationReason,
+    ) => { reason: string } | { notFound: NotFoundError } | undefined,
+  ): Promise<Error> {
+    const failed = failure;
+    const sessionFailure = failed.find((f) => f.role.kind === "session");
+    if (sessionFailure !== undefined) {
+      const found = await this.foundState(sessionId, sessionFailure.reason.Item);
+      return found === undefined
+        ? new NotFoundError("session", sessionId)
+        : new ConflictError(sessionId, expected, found);
+    }
+    for (const { role, reason } of failed) {
+      const conflict = conflicting?.(role, reason);
+      if (conflict === undefined) continue;
+      if ("notFound" in conflict) return conflict.notFound;
+      const found = await this.foundState(sessionId, undefined);
+      return found === undefined
+        ? new NotFoundError("session", sessionId)
+        : new ConflictError(sessionId, expected, found, conflict.reason);
+    }
+    for (const { role, reason } of failed) {
+      const error = other(role, reason);
+      if (error !== undefined) return error;
+    }
+    return new Error(
+      `transaction for session ${sessionId} was cancelled: ${JSON.stringify(failure.map((f) => f.reason.Code))}`,
+    );
+  }
+
+  private async foundState(sessionId: string, item: Item | undefined): Promise<SessionState | undefined> {
+    const stored =
+      item ??
+      (await this.requests.getItem("read session", {
+        pk: { S: sessionPk(sessionId) },
+        sk: { S: SESSION_SK },
+      }));
+    if (stored === undefined) return undefined;
+    const session = sessionFromItem(stored);
+    return { status: session.status, version: session.version };
+  }
+}
+
+function round(value: number): number {
+  return Math.round(value * 1e6) / 1e6;
+}

@@ -1,0 +1,295 @@
+/**
+ * Domain objects ↔ DynamoDB items. Writers add the key and index attributes; readers pick the
+ * domain fields explicitly (keys never leak into domain objects) and fail loudly, naming the
+ * item and field, if a stored item is malformed.
+ */
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
+import type {
+  Agent,
+  HistoryRecord,
+  Kernel,
+  ResourceRequest,
+  Session,
+  SessionSpec,
+  StageRecord,
+} from "../../core/model.ts";
+import type { Allocation } from "../../core/ports/session-store.ts";
+import { isTerminalKernelStatus, type KernelStatus } from "../../core/status.ts";
+import {
+  AGENT_SK,
+  AGENTS_PK,
+  agentAllocationsPk,
+  agentPk,
+  allocationSk,
+  createdPk,
+  createdSk,
+  historySk,
+  kernelQueueSk,
+  kernelSk,
+  kernelStatusPk,
+  queueSk,
+  SESSION_SK,
+  sessionPk,
+  sessionStatusPk,
+  shardOf,
+  targetPk,
+} from "./keys.ts";
+
+export type Item = Record<string, AttributeValue>;
+
+export const ItemType = {
+  SESSION: "SESSION",
+  KERNEL: "KERNEL",
+  HISTORY: "HISTORY",
+  AGENT: "AGENT",
+  ALLOCATION: "ALLOCATION",
+  DEDUP: "DEDUP",
+} as const;
+
+const MARSHALL_OPTIONS = { removeUndefinedValues: true } as const;
+
+export function toItem(record: Record<string, unknown>): Item {
+  return marshall(record, MARSHALL_OPTIONS);
+}
+
+export function fromItem(item: Item): Record<string, unknown> {
+  return unmarshall(item);
+}
+
+// ---- sessions
+
+export function sessionItem(session: Session, shards: number): Item {
+  const shard = shardOf(session.id, shards);
+  const sk = queueSk(session.spec.priority, session.createdAtMs, session.id);
+  return toItem({
+    pk: sessionPk(session.id),
+    sk: SESSION_SK,
+    type: ItemType.SESSION,
+    ...session,
+    gsi1pk: sessionStatusPk(session.status, shard),
+    gsi1sk: sk,
+    gsi2pk: session.stage.taskToken !== undefined ? targetPk(session.status, shard) : undefined,
+    gsi3pk: createdPk(shard),
+    gsi3sk: createdSk(session.createdAtMs, session.id),
+  });
+}
+
+export function sessionFromItem(item: Item): Session {
+  const r = new Fields(fromItem(item), "session");
+  const pendingReason = r.optString("pendingReason");
+  const cancelRequestedAtMs = r.optNumber("cancelRequestedAtMs");
+  const lastHistory = r.optObject("lastHistory");
+  return {
+    id: r.string("id"),
+    spec: r.object("spec") as unknown as SessionSpec,
+    status: r.string("status") as Session["status"],
+    version: r.number("version"),
+    createdAtMs: r.number("createdAtMs"),
+    updatedAtMs: r.number("updatedAtMs"),
+    executionName: r.string("executionName"),
+    stage: stageFrom(new Fields(r.object("stage"), "session.stage")),
+    tries: r.number("tries"),
+    runIndex: r.number("runIndex"),
+    ...(pendingReason !== undefined ? { pendingReason } : {}),
+    ...(cancelRequestedAtMs !== undefined ? { cancelRequestedAtMs } : {}),
+    ...(lastHistory !== undefined
+      ? { lastHistory: historyFrom(new Fields(lastHistory, "session.lastHistory")) }
+      : {}),
+  };
+}
+
+function stageFrom(r: Fields): StageRecord {
+  const taskToken = r.optString("taskToken");
+  return {
+    enteredAtMs: r.number("enteredAtMs"),
+    expiresAtMs: r.number("expiresAtMs"),
+    ...(taskToken !== undefined ? { taskToken } : {}),
+  };
+}
+
+// ---- kernels
+
+/** The kernel-status index entry exists only while the status is non-terminal (sparse). */
+export function kernelStatusIndexPk(
+  sessionId: string,
+  status: KernelStatus,
+  shards: number,
+): string | undefined {
+  return isTerminalKernelStatus(status) ? undefined : kernelStatusPk(status, shardOf(sessionId, shards));
+}
+
+export function kernelItem(kernel: Kernel, session: Session, shards: number): Item {
+  return toItem({
+    pk: sessionPk(kernel.sessionId),
+    sk: kernelSk(kernel.index),
+    type: ItemType.KERNEL,
+    ...kernel,
+    gsi1pk: kernelStatusIndexPk(kernel.sessionId, kernel.status, shards),
+    gsi1sk: kernelQueueSk(queueSk(session.spec.priority, session.createdAtMs, session.id), kernel.index),
+  });
+}
+
+export function kernelFromItem(item: Item): Kernel {
+  const r = new Fields(fromItem(item), "kernel");
+  const optional = {
+    agentId: r.optString("agentId"),
+    exitCode: r.optNumber("exitCode"),
+    condition: r.optString("condition") as Kernel["condition"],
+    message: r.optString("message"),
+    outcome: r.optString("outcome") as Kernel["outcome"],
+    error: r.optString("error"),
+    startedAtMs: r.optNumber("startedAtMs"),
+    finishedAtMs: r.optNumber("finishedAtMs"),
+  };
+  return {
+    sessionId: r.string("sessionId"),
+    index: r.number("index"),
+    status: r.string("status") as KernelStatus,
+    resources: resourcesFrom(new Fields(r.object("resources"), "kernel.resources")),
+    statusChangedAtMs: r.number("statusChangedAtMs"),
+    ...definedOnly(optional),
+  };
+}
+
+// ---- history
+
+export function historyItem(record: HistoryRecord, expiresAtEpochSec: number): Item {
+  return toItem({
+    pk: sessionPk(record.sessionId),
+    sk: historySk(record.seq),
+    type: ItemType.HISTORY,
+    ...record,
+    expiresAtEpochSec,
+  });
+}
+
+export function historyFromItem(item: Item): HistoryRecord {
+  return historyFrom(new Fields(fromItem(item), "history"));
+}
+
+function historyFrom(r: Fields): HistoryRecord {
+  const toStatus = r.optString("toStatus") as HistoryRecord["toStatus"];
+  const message = r.optString("message");
+  return {
+    sessionId: r.string("sessionId"),
+    seq: r.number("seq"),
+    handler: r.string("handler") as HistoryRecord["handler"],
+    result: r.string("result") as HistoryRecord["result"],
+    fromStatus: r.string("fromStatus") as HistoryRecord["fromStatus"],
+    ...(toStatus !== undefined ? { toStatus } : {}),
+    ...(message !== undefined ? { message } : {}),
+    count: r.number("count"),
+    firstAtMs: r.number("firstAtMs"),
+    lastAtMs: r.number("lastAtMs"),
+  };
+}
+
+// ---- agents and allocations
+
+export function agentItem(agent: Agent): Item {
+  return toItem({
+    pk: agentPk(agent.id),
+    sk: AGENT_SK,
+    type: ItemType.AGENT,
+    ...agent,
+    gsi3pk: AGENTS_PK,
+    gsi3sk: agent.id,
+  });
+}
+
+export function agentFromItem(item: Item): Agent {
+  const r = new Fields(fromItem(item), "agent");
+  return {
+    id: r.string("id"),
+    capacity: resourcesFrom(new Fields(r.object("capacity"), "agent.capacity")),
+    free: resourcesFrom(new Fields(r.object("free"), "agent.free")),
+    lastHeartbeatAtMs: r.number("lastHeartbeatAtMs"),
+    version: r.number("version"),
+  };
+}
+
+export function allocationItem(allocation: Allocation): Item {
+  return toItem({
+    pk: sessionPk(allocation.sessionId),
+    sk: allocationSk(allocation.agentId),
+    type: ItemType.ALLOCATION,
+    ...allocation,
+    gsi1pk: agentAllocationsPk(allocation.agentId),
+    gsi1sk: allocation.sessionId,
+  });
+}
+
+export function allocationFromItem(item: Item): Allocation {
+  const r = new Fields(fromItem(item), "allocation");
+  return {
+    sessionId: r.string("sessionId"),
+    agentId: r.string("agentId"),
+    resources: resourcesFrom(new Fields(r.object("resources"), "allocation.resources")),
+    kernelIndexes: r.numbers("kernelIndexes"),
+    allocatedAtMs: r.number("allocatedAtMs"),
+  };
+}
+
+function resourcesFrom(r: Fields): ResourceRequest {
+  return { cpu: r.number("cpu"), memoryMiB: r.number("memoryMiB") };
+}
+
+// ---- helpers
+
+function definedOnly<T extends Record<string, unknown>>(record: T): Partial<T> {
+  return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Typed reads of a stored record; a malformed item fails naming the item kind and field. */
+class Fields {
+  private readonly record: Record<string, unknown>;
+  private readonly what: string;
+
+  constructor(record: Record<string, unknown>, what: string) {
+    this.record = record;
+    this.what = what;
+  }
+
+  private fail(field: string, expected: string): never {
+    const id =
+      typeof this.record["pk"] === "string" ? ` ${this.record["pk"]}/${String(this.record["sk"])}` : "";
+    throw new Error(`stored ${this.what}${id}: field ${field} is not ${expected}`);
+  }
+
+  string(field: string): string {
+    const v = this.record[field];
+    return typeof v === "string" ? v : this.fail(field, "a string");
+  }
+
+  number(field: string): number {
+    const v = this.record[field];
+    return typeof v === "number" ? v : this.fail(field, "a number");
+  }
+
+  numbers(field: string): number[] {
+    const v = this.record[field];
+    return Array.isArray(v) && v.every((n) => typeof n === "number")
+      ? v
+      : this.fail(field, "a list of numbers");
+  }
+
+  object(field: string): Record<string, unknown> {
+    const v = this.record[field];
+    return typeof v === "object" && v !== null && !Array.isArray(v)
+      ? (v as Record<string, unknown>)
+      : this.fail(field, "a map");
+  }
+
+  optString(field: string): string | undefined {
+    return this.record[field] === undefined ? undefined : this.string(field);
+  }
+
+  optNumber(field: string): number | undefined {
+    return this.record[field] === undefined ? undefined : this.number(field);
+  }
+
+  optObject(field: string): Record<string, unknown> | undefined {
+    return this.record[field] === undefined ? undefined : this.object(field);
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * Every key the table holds, built in one place. docs/data-model.md explains the layout; the
+ * prefixes reserved there for later item types are listed in RESERVED_PREFIXES so nothing here
+ * can take them by accident.
+ */
+import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+import type { KernelStatus, SessionStatus } from "../../core/status.ts";
+
+/** Sort key of the session item. Kernel sort keys start with it, so one Query reads both. */
+export const SESSION_SK = "SESSION";
+export const KERNEL_SK_PREFIX = "SESSION#KERNEL#";
+export const HISTORY_SK_PREFIX = "HISTORY#";
+export const ALLOCATION_SK_PREFIX = "ALLOC#";
+export const AGENT_SK = "AGENT";
+export const DEDUP_SK = "DEDUP";
+
+/** Partition / GSI key prefixes taken by later issues (see docs/data-model.md). */
+export const RESERVED_PREFIXES = {
+  runSortKey: "RUN#",
+  queuePartition: "QUEUE#",
+  retryPolicySortKey: "RETRY_POLICY#",
+  jobPartition: "JOB#",
+  taskSortKey: "TASK#",
+  queueStatusIndex: "QUEUE_STATUS#",
+  agentRunsIndex: "AGENT_RUN#",
+} as const;
+
+export const sessionPk = (sessionId: string): string => `SESSION#${sessionId}`;
+export const agentPk = (agentId: string): string => `AGENT#${agentId}`;
+export const dedupPk = (key: string): string => `DEDUP#${key}`;
+
+export const kernelSk = (index: number): string => `${KERNEL_SK_PREFIX}${pad(index, 4)}`;
+export const historySk = (seq: number): string => `${HISTORY_SK_PREFIX}${pad(seq, 10)}`;
+export const allocationSk = (agentId: string): string => `${ALLOCATION_SK_PREFIX}${agentId}`;
+
+export function sessionIdFromPk(pk: string): string {
+  if (!pk.startsWith("SESSION#")) throw new Error(`not a session partition key: ${pk}`);
+  return pk.slice("SESSION#".length);
+}
+
+export function agentIdFromPk(pk: string): string {
+  if (!pk.startsWith("AGENT#")) throw new Error(`not an agent partition key: ${pk}`);
+  return pk.slice("AGENT#".length);
+}
+
+// ---- GSI1 "status queues": sessions by status, kernels by (non-terminal) status, allocations by agent.
+export const sessionStatusPk = (status: SessionStatus, shard: number): string => `STATUS#${status}#${shard}`;
+export const kernelStatusPk = (status: KernelStatus, shard: number): string =>
+  `KERNEL_STATUS#${status}#${shard}`;
+export const agentAllocationsPk = (agentId: string): string => `AGENT_ALLOC#${agentId}`;
+
+// ---- GSI2 "targets": sessions waiting in a stage nobody has claimed (sort key shared with GSI1).
+export const targetPk = (status: SessionStatus, shard: number): string => `TARGET#${status}#${shard}`;
+
+// ---- GSI3 "listings": sessions by creation time, and the agent roster.
+export const createdPk = (shard: number): string => `CREATED#${shard}`;
+export const AGENTS_PK = "AGENTS";
+export const createdSk = (createdAtMs: number, sessionId: string): string =>
+  `${pad(createdAtMs, 15)}#${sessionId}`;
+
+/**
+ * Priorities are integers in this range: the queue key stores `PRIORITY_CEILING - priority`
+ * zero-padded, so an ascending index read returns the highest priority first.
+ */
+export const MIN_PRIORITY = -1_000_000_000;
+export const MAX_PRIORITY = 1_000_000_000;
+const PRIORITY_CEILING = MAX_PRIORITY;
+
+/** Queue order: highest priority, then oldest, then id (unique, so pages never skip ties). */
+export function queueSk(priority: number, createdAtMs: number, sessionId: string): string {
+  if (!Number.isInteger(priority) || priority < MIN_PRIORITY || priority > MAX_PRIORITY) {
+    throw new InvalidStoreRequestError(
+      "spec.priority",
+      `must be an integer from ${MIN_PRIORITY} to ${MAX_PRIORITY}, got ${priority}`,
+    );
+  }
+  return `${pad(PRIORITY_CEILING - priority, 10)}#${pad(createdAtMs, 15)}#${sessionId}`;
+}
+
+/** A kernel's entry sorts right after its session's queue position. */
+export const kernelQueueSk = (sessionQueueSk: string, index: number): string =>
+  `${sessionQueueSk}#${pad(index, 4)}`;
+
+/**
+ * Spreads a session's index entries over `shards` partitions by a stable hash of its id
+ * (FNV-1a, 32 bit). The shard is recomputed on every write, so the shard count may grow
+ * (readers query every shard below the current count) but must never shrink.
+ */
+export function shardOf(sessionId: string, shards: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < sessionId.length; i++) {
+    hash ^= sessionId.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % shards;
+}
+
+function pad(n: number, width: number): string {
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new RangeError(`key component must be a non-negative integer, got ${n}`);
+  const s = String(n);
+  if (s.length > width) throw new RangeError(`key component ${n} does not fit in ${width} digits`);
+  return s.padStart(width, "0");
+}

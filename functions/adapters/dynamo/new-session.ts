@@ -1,0 +1,78 @@
+/**
+ * Creating a session: the session item (guarded: the id must be free) and its kernels in one
+ * transaction, so a session never exists without its kernels.
+ */
+import type { SessionWithKernels } from "../../core/model.ts";
+import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+import { KERNEL_STATUSES, SESSION_STATUSES } from "../../core/status.ts";
+import { itemAbsent } from "./conditions.ts";
+import { kernelItem, sessionItem } from "./item-codec.ts";
+import { MAX_KERNELS_PER_SESSION } from "./session-write.ts";
+import {
+  guarded,
+  MAX_TRANSACTION_ITEMS,
+  type PlannedTransaction,
+  type StoreLayout,
+} from "./transaction-plan.ts";
+import { requireCount, requireId, requireKnown, requireResources, requireTime } from "./validation.ts";
+
+export function planCreateSession(input: SessionWithKernels, layout: StoreLayout): PlannedTransaction {
+  validateNewSession(input);
+  const { session, kernels } = input;
+  return {
+    items: [
+      {
+        Put: {
+          TableName: layout.tableName,
+          Item: sessionItem(session, layout.shards),
+          ...guarded(itemAbsent),
+        },
+      },
+      // Kernels need no guard: the session's guard decides, and a kernel item without its
+      // session (never written by this store) would be an orphan worth overwriting.
+      ...kernels.map((k) => ({
+        Put: { TableName: layout.tableName, Item: kernelItem(k, session, layout.shards) },
+      })),
+    ],
+    roles: [{ kind: "session" }, ...kernels.map((k) => ({ kind: "kernel" as const, index: k.index }))],
+  };
+}
+
+function validateNewSession({ session, kernels }: SessionWithKernels): void {
+  requireId("session.id", session.id);
+  requireKnown("session.status", session.status, SESSION_STATUSES);
+  requireCount("session.version", session.version);
+  requireTime("session.createdAtMs", session.createdAtMs);
+  if (kernels.length !== session.spec.replicas) {
+    throw new InvalidStoreRequestError(
+      "kernels",
+      `has ${kernels.length} kernels but spec.replicas is ${session.spec.replicas}`,
+    );
+  }
+  if (kernels.length > MAX_KERNELS_PER_SESSION) {
+    throw new InvalidStoreRequestError(
+      "kernels",
+      `at most ${MAX_KERNELS_PER_SESSION} per session (a stage entry writes the session, every kernel and a ` +
+        `history record in one ${MAX_TRANSACTION_ITEMS}-item transaction), got ${kernels.length}`,
+    );
+  }
+  const indexes = new Set<number>();
+  kernels.forEach((k, i) => {
+    if (k.sessionId !== session.id) {
+      throw new InvalidStoreRequestError(
+        `kernels[${i}].sessionId`,
+        `is ${k.sessionId}, the session is ${session.id}`,
+      );
+    }
+    requireCount(`kernels[${i}].index`, k.index);
+    if (k.index >= kernels.length || indexes.has(k.index)) {
+      throw new InvalidStoreRequestError(
+        `kernels[${i}].index`,
+        `indexes must be 0..${kernels.length - 1}, each once`,
+      );
+    }
+    indexes.add(k.index);
+    requireKnown(`kernels[${i}].status`, k.status, KERNEL_STATUSES);
+    requireResources(`kernels[${i}].resources`, k.resources);
+  });
+}

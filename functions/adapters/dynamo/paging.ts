@@ -1,0 +1,40 @@
+/** Paging helpers: opaque listing cursors and bounded parallel reads. */
+import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+
+/**
+ * A cursor is the last index sort key a page consumed, tagged with the listing it belongs to.
+ * The next page reads each shard from just after it, so a merged listing needs no per-shard state.
+ */
+export function encodeCursor(kind: string, after: string): string {
+  return Buffer.from(JSON.stringify({ kind, after }), "utf8").toString("base64url");
+}
+
+export function decodeCursor(cursor: string, kind: string): string {
+  try {
+    const parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as {
+      kind?: unknown;
+      after?: unknown;
+    };
+    if (parsed.kind === kind && typeof parsed.after === "string") return parsed.after;
+  } catch {
+    // fall through to the error below
+  }
+  throw new InvalidStoreRequestError("cursor", `is not a cursor from a ${kind} listing`);
+}
+
+export async function mapConcurrently<T, R>(
+  inputs: readonly T[],
+  concurrency: number,
+  run: (input: T) => Promise<R>,
+): Promise<R[]> {
+  const out = new Array<R>(inputs.length);
+  let next = 0;
+  const workers = Array.from({ length: Math.min(concurrency, inputs.length) }, async () => {
+    while (next < inputs.length) {
+      const i = next++;
+      out[i] = await run(inputs[i] as T);
+    }
+  });
+  await Promise.all(workers);
+  return out;
+}

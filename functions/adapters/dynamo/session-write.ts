@@ -1,0 +1,209 @@
+/**
+ * Turns a `SessionWrite` into the items of one conditional TransactWriteItems (no I/O here):
+ * the session update (guarded by expected status and version), one update per kernel patch and
+ * one put per history record. Index key attributes are rewritten with the fields they mirror,
+ * so an index never disagrees with its item.
+ */
+import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
+import type { KernelPatch, SessionWrite } from "../../core/effects.ts";
+import type { HistoryRecord } from "../../core/model.ts";
+import { InvalidStoreRequestError, TransactionTooLargeError } from "../../core/ports/session-store.ts";
+import { KERNEL_STATUSES, SESSION_STATUSES } from "../../core/status.ts";
+import { itemExists, sessionAt } from "./conditions.ts";
+import { all } from "./expressions.ts";
+import { historyItem, kernelStatusIndexPk } from "./item-codec.ts";
+import { kernelSk, SESSION_SK, sessionPk, sessionStatusPk, shardOf, targetPk } from "./keys.ts";
+import {
+  MAX_TRANSACTION_ITEMS,
+  updateRequest,
+  type ItemRole,
+  type PlannedTransaction,
+  type StoreLayout,
+  type UpdateRequest,
+} from "./transaction-plan.ts";
+import { requireCount, requireId, requireTime } from "./validation.ts";
+
+/** A stage entry writes the session, every kernel and one history record in one transaction. */
+export const MAX_KERNELS_PER_SESSION = MAX_TRANSACTION_ITEMS - 2;
+
+export function planSessionWrite(write: SessionWrite, layout: StoreLayout): PlannedTransaction {
+  validateSessionWrite(write);
+  const kernels = write.kernels ?? [];
+  const history = write.history ?? [];
+  const size = 1 + kernels.length + history.length;
+  if (size > MAX_TRANSACTION_ITEMS) {
+    throw new TransactionTooLargeError(write.sessionId, "applyWrite", size, MAX_TRANSACTION_ITEMS);
+  }
+  const items: TransactWriteItem[] = [{ Update: sessionUpdate(write, layout) }];
+  const roles: ItemRole[] = [{ kind: "session" }];
+  for (const patch of kernels) {
+    items.push({ Update: kernelUpdate(write.sessionId, patch, write.nowMs, layout) });
+    roles.push({ kind: "kernel", index: patch.index });
+  }
+  for (const record of history) {
+    items.push({
+      Put: { TableName: layout.tableName, Item: historyItem(record, historyExpiry(record, layout)) },
+    });
+    roles.push({ kind: "history", seq: record.seq });
+  }
+  return { items, roles };
+}
+
+/** TTL of a history record: retention counted from the last time its outcome was seen. */
+export function historyExpiry(
+  record: HistoryRecord,
+  layout: Pick<StoreLayout, "historyRetentionDays">,
+): number {
+  return Math.ceil((record.lastAtMs + layout.historyRetentionDays * 86_400_000) / 1000);
+}
+
+function sessionUpdate(write: SessionWrite, layout: StoreLayout): UpdateRequest {
+  const shard = shardOf(write.sessionId, layout.shards);
+  // The targets index is keyed by the status the session will be in after this write.
+  const statusAfter = write.status ?? write.expected.status;
+  const history = write.history ?? [];
+  const latest = history.reduce<HistoryRecord | undefined>(
+    (a, b) => (a === undefined || b.seq > a.seq ? b : a),
+    undefined,
+  );
+  return updateRequest(
+    layout.tableName,
+    { pk: { S: sessionPk(write.sessionId) }, sk: { S: SESSION_SK } },
+    (u) => {
+      u.set("version", write.expected.version + 1).set("updatedAtMs", write.nowMs);
+      if (write.status !== undefined) {
+        u.set("status", write.status).set("gsi1pk", sessionStatusPk(write.status, shard));
+      }
+      if (write.stage !== undefined) {
+        u.set("stage", write.stage);
+        if (write.stage.taskToken !== undefined) u.set("gsi2pk", targetPk(statusAfter, shard));
+        else u.remove("gsi2pk");
+      }
+      if (write.claimStage === true) u.remove("stage.taskToken").remove("gsi2pk");
+      if (write.tries === "increment") u.increment("tries", 1);
+      if (write.tries === "reset") u.set("tries", 0);
+      if (write.pendingReason === null) u.remove("pendingReason");
+      else if (write.pendingReason !== undefined) u.set("pendingReason", write.pendingReason);
+      // The first accepted cancel request wins; a repeated one keeps the original time.
+      if (write.cancelRequestedAtMs !== undefined) {
+        u.setTo(
+          "cancelRequestedAtMs",
+          (e) => `if_not_exists(${e.path("cancelRequestedAtMs")}, ${e.value(write.cancelRequestedAtMs)})`,
+        );
+      }
+      if (latest !== undefined) u.set("lastHistory", latest);
+    },
+    all(itemExists, sessionAt(write.expected)),
+  );
+}
+
+function kernelUpdate(
+  sessionId: string,
+  patch: KernelPatch,
+  nowMs: number,
+  layout: StoreLayout,
+): UpdateRequest {
+  return updateRequest(
+    layout.tableName,
+    { pk: { S: sessionPk(sessionId) }, sk: { S: kernelSk(patch.index) } },
+    (u) => {
+      if (patch.status !== undefined) {
+        u.set("status", patch.status).set("statusChangedAtMs", nowMs);
+        const indexPk = kernelStatusIndexPk(sessionId, patch.status, layout.shards);
+        if (indexPk !== undefined) u.set("gsi1pk", indexPk);
+        else u.remove("gsi1pk");
+      }
+      if (patch.agentId === null) u.remove("agentId");
+      else if (patch.agentId !== undefined) u.set("agentId", patch.agentId);
+      if (patch.error === null) u.remove("error");
+      else if (patch.error !== undefined) u.set("error", patch.error);
+      const plain = {
+        exitCode: patch.exitCode,
+        condition: patch.condition,
+        message: patch.message,
+        outcome: patch.outcome,
+        startedAtMs: patch.startedAtMs,
+        finishedAtMs: patch.finishedAtMs,
+      };
+      for (const [field, value] of Object.entries(plain)) if (value !== undefined) u.set(field, value);
+    },
+    // A patch must never create a kernel the session does not have.
+    itemExists,
+  );
+}
+
+export function validateSessionWrite(write: SessionWrite): void {
+  requireId("sessionId", write.sessionId);
+  requireCount("expected.version", write.expected.version);
+  if (!SESSION_STATUSES.includes(write.expected.status)) {
+    throw new InvalidStoreRequestError(
+      "expected.status",
+      `unknown session status ${String(write.expected.status)}`,
+    );
+  }
+  requireTime("nowMs", write.nowMs);
+  if (write.cancelRequestedAtMs !== undefined) requireTime("cancelRequestedAtMs", write.cancelRequestedAtMs);
+  if (write.status !== undefined && !SESSION_STATUSES.includes(write.status)) {
+    throw new InvalidStoreRequestError("status", `unknown session status ${String(write.status)}`);
+  }
+  if (write.status !== undefined && write.stage === undefined) {
+    // A status change is a stage entry; without the stage record the targets index could not
+    // tell whether the new stage has a token.
+    throw new InvalidStoreRequestError(
+      "stage",
+      "required when status is set (a status change enters a stage)",
+    );
+  }
+  if (write.stage !== undefined && write.claimStage === true) {
+    throw new InvalidStoreRequestError(
+      "claimStage",
+      "cannot be combined with stage (entering a stage sets its token)",
+    );
+  }
+  if (write.stage !== undefined) {
+    requireTime("stage.enteredAtMs", write.stage.enteredAtMs);
+    requireTime("stage.expiresAtMs", write.stage.expiresAtMs);
+    if (write.stage.taskToken !== undefined && write.stage.taskToken.length === 0) {
+      throw new InvalidStoreRequestError("stage.taskToken", "must not be empty");
+    }
+  }
+  const indexes = new Set<number>();
+  (write.kernels ?? []).forEach((patch, i) => {
+    const field = `kernels[${i}]`;
+    requireCount(`${field}.index`, patch.index);
+    if (indexes.has(patch.index)) {
+      throw new InvalidStoreRequestError(`${field}.index`, `kernel ${patch.index} is patched twice`);
+    }
+    indexes.add(patch.index);
+    if (patch.status !== undefined && !KERNEL_STATUSES.includes(patch.status)) {
+      throw new InvalidStoreRequestError(`${field}.status`, `unknown kernel status ${String(patch.status)}`);
+    }
+    if (patch.agentId !== undefined && patch.agentId !== null) requireId(`${field}.agentId`, patch.agentId);
+    const { index: _index, ...changes } = patch;
+    if (Object.values(changes).every((v) => v === undefined)) {
+      throw new InvalidStoreRequestError(field, "changes nothing");
+    }
+  });
+  const seqs = new Set<number>();
+  (write.history ?? []).forEach((record, i) => {
+    const field = `history[${i}]`;
+    if (record.sessionId !== write.sessionId) {
+      throw new InvalidStoreRequestError(
+        `${field}.sessionId`,
+        `is ${record.sessionId}, the write is for ${write.sessionId}`,
+      );
+    }
+    requireCount(`${field}.seq`, record.seq);
+    if (seqs.has(record.seq))
+      throw new InvalidStoreRequestError(`${field}.seq`, `seq ${record.seq} is written twice`);
+    seqs.add(record.seq);
+    if (!Number.isInteger(record.count) || record.count < 1) {
+      throw new InvalidStoreRequestError(`${field}.count`, `must be a positive integer, got ${record.count}`);
+    }
+    requireTime(`${field}.firstAtMs`, record.firstAtMs);
+    requireTime(`${field}.lastAtMs`, record.lastAtMs);
+    if (record.lastAtMs < record.firstAtMs) {
+      throw new InvalidStoreRequestError(`${field}.lastAtMs`, "is before firstAtMs");
+    }
+  });
+}

@@ -1,0 +1,243 @@
+/**
+ * The storage port: what handlers, the coordinator and the lifecycle execution need from the
+ * store, as a plain interface. No AWS types; the DynamoDB adapter (functions/adapters/dynamo)
+ * implements it. Errors are part of the contract: callers branch on `code`, never `instanceof`,
+ * because they cross Lambda and Step Functions boundaries.
+ */
+import type { SessionWrite } from "../effects.ts";
+import type { Agent, HistoryRecord, ResourceRequest, Session, SessionWithKernels } from "../model.ts";
+import type { KernelStatus, SessionStatus } from "../status.ts";
+
+/** The status and version a conditional write expects (or found) on the session item. */
+export interface SessionState {
+  readonly status: SessionStatus;
+  readonly version: number;
+}
+
+export type CreateSessionResult =
+  | { readonly created: true; readonly session: SessionWithKernels }
+  /** The id was taken: nothing was written; `session` is what is stored (treat as idempotent). */
+  | { readonly created: false; readonly session: SessionWithKernels };
+
+export interface TargetQuery {
+  /** Sessions in any of these statuses, merged in queue order. */
+  readonly statuses: readonly SessionStatus[];
+  /** At most this many sessions. */
+  readonly limit: number;
+  /** Only sessions waiting in a stage nobody has claimed (`stage.taskToken` present). */
+  readonly targetableOnly?: boolean;
+}
+
+export interface KernelStatusQuery {
+  /** Sessions with at least one kernel in one of these (non-terminal) statuses. */
+  readonly kernelStatuses: readonly KernelStatus[];
+  readonly limit: number;
+  /** Keep only sessions in one of these statuses. */
+  readonly sessionStatuses?: readonly SessionStatus[];
+  readonly targetableOnly?: boolean;
+}
+
+export interface AppliedWrite {
+  readonly sessionId: string;
+  /** The session's version after the write (expected.version + 1). */
+  readonly version: number;
+}
+
+export interface PageRequest {
+  /** Page size; default 50. */
+  readonly limit?: number;
+  /** `cursor` of the previous page. */
+  readonly cursor?: string;
+}
+
+export interface Page<T> {
+  readonly items: readonly T[];
+  /** Present when there may be more: pass it back to get the next page. */
+  readonly cursor?: string;
+}
+
+export interface AgentHeartbeat {
+  readonly agentId: string;
+  readonly capacity: ResourceRequest;
+  readonly nowMs: number;
+}
+
+/** One kernel's placement in a reservation. */
+export interface Placement {
+  readonly kernelIndex: number;
+  readonly agentId: string;
+  readonly resources: ResourceRequest;
+}
+
+export interface ReservationRequest {
+  readonly sessionId: string;
+  /** Reserve only if the session is still here (status and version). */
+  readonly expected: SessionState;
+  readonly nowMs: number;
+  /** Every kernel being placed: all of them are reserved, or none. */
+  readonly placements: readonly Placement[];
+}
+
+/** Capacity a session holds on one agent (several kernels on one agent share one allocation). */
+export interface Allocation {
+  readonly sessionId: string;
+  readonly agentId: string;
+  readonly resources: ResourceRequest;
+  readonly kernelIndexes: readonly number[];
+  readonly allocatedAtMs: number;
+}
+
+export interface HistoryQuery {
+  /** Records from this seq on (default 0). */
+  readonly fromSeq?: number;
+  readonly limit?: number;
+}
+
+export interface SessionStore {
+  /** Creates the session and its kernels atomically; a taken id writes nothing. */
+  createSession(input: SessionWithKernels): Promise<CreateSessionResult>;
+  /** The session and its kernels (ordered by index), read consistently; undefined if absent. */
+  getSession(sessionId: string): Promise<SessionWithKernels | undefined>;
+  /** In the order of `sessionIds`, absent ones left out. */
+  getSessions(sessionIds: readonly string[]): Promise<SessionWithKernels[]>;
+
+  /** Sessions in the given statuses, highest priority first, then oldest first. */
+  targetsByStatus(query: TargetQuery): Promise<SessionWithKernels[]>;
+  /** Sessions with a kernel in the given statuses, in the same queue order. */
+  sessionsByKernelStatus(query: KernelStatusQuery): Promise<SessionWithKernels[]>;
+
+  /**
+   * Applies one `SessionWrite` in one conditional transaction. Throws ConflictError when the
+   * session is no longer at `expected`, NotFoundError for a missing session or kernel.
+   */
+  applyWrite(write: SessionWrite): Promise<AppliedWrite>;
+  /** The session's history in seq order (records past their retention are left out). */
+  listHistory(sessionId: string, query?: HistoryQuery): Promise<HistoryRecord[]>;
+
+  /** Registers an agent or records its heartbeat; a changed capacity adjusts `free` by the difference. */
+  heartbeatAgent(heartbeat: AgentHeartbeat): Promise<Agent>;
+  getAgent(agentId: string): Promise<Agent | undefined>;
+  listAgents(): Promise<Agent[]>;
+  /**
+   * Reserves capacity for all placements or none. Throws CapacityError (an agent lacks room),
+   * ConflictError (the session moved, or a kernel is already placed), NotFoundError.
+   */
+  reserveCapacity(request: ReservationRequest): Promise<Allocation[]>;
+  /** Gives back every allocation of the session; a second call gives nothing back. */
+  releaseCapacity(sessionId: string): Promise<Allocation[]>;
+  allocationsOf(sessionId: string): Promise<Allocation[]>;
+  allocationsOnAgent(agentId: string): Promise<Allocation[]>;
+
+  /** True the first time `key` is seen within `ttlSeconds`, false after (at-least-once consumers). */
+  recordOnce(key: string, ttlSeconds: number): Promise<boolean>;
+
+  /** Sessions in one status, in queue order, paginated (for the CLI). */
+  listSessionsByStatus(status: SessionStatus, page?: PageRequest): Promise<Page<Session>>;
+  /** All sessions, newest first, paginated (for the CLI). */
+  listRecentSessions(page?: PageRequest): Promise<Page<Session>>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors. One hierarchy; `code` and `name` are stable strings.
+
+export abstract class SessionStoreError extends Error {
+  abstract readonly code: string;
+}
+
+/** The session is not at the status/version the write expected. Re-read and judge again. */
+export class ConflictError extends SessionStoreError {
+  override readonly name = "ConflictError";
+  readonly code = "CONFLICT";
+  readonly sessionId: string;
+  readonly expected: SessionState;
+  readonly found: SessionState;
+  /** Set when the session itself matched but another part of the write was taken. */
+  readonly reason: string | undefined;
+  constructor(sessionId: string, expected: SessionState, found: SessionState, reason?: string) {
+    super(
+      `session ${sessionId}: expected ${expected.status} v${expected.version}, found ${found.status} v${found.version}` +
+        (reason !== undefined ? ` (${reason})` : ""),
+    );
+    this.sessionId = sessionId;
+    this.expected = expected;
+    this.found = found;
+    this.reason = reason;
+  }
+}
+
+export type StoredEntity = "session" | "kernel" | "agent";
+
+export class NotFoundError extends SessionStoreError {
+  override readonly name = "NotFoundError";
+  readonly code = "NOT_FOUND";
+  readonly entity: StoredEntity;
+  /** Session id, agent id, or `sessionId/kernelIndex`. */
+  readonly id: string;
+  constructor(entity: StoredEntity, id: string) {
+    super(`${entity} ${id} not found`);
+    this.entity = entity;
+    this.id = id;
+  }
+}
+
+/** An agent lacks the free capacity a reservation asked of it; nothing was reserved. */
+export class CapacityError extends SessionStoreError {
+  override readonly name = "CapacityError";
+  readonly code = "CAPACITY";
+  readonly sessionId: string;
+  readonly agentId: string;
+  readonly requested: ResourceRequest;
+  readonly free: ResourceRequest;
+  constructor(sessionId: string, agentId: string, requested: ResourceRequest, free: ResourceRequest) {
+    super(
+      `agent ${agentId} cannot hold session ${sessionId}: requested cpu ${requested.cpu} / memoryMiB ` +
+        `${requested.memoryMiB}, free cpu ${free.cpu} / memoryMiB ${free.memoryMiB}`,
+    );
+    this.sessionId = sessionId;
+    this.agentId = agentId;
+    this.requested = requested;
+    this.free = free;
+  }
+}
+
+/** Throttling or contention outlasted the retries. Retryable later; nothing was written. */
+export class StoreUnavailableError extends SessionStoreError {
+  override readonly name = "StoreUnavailableError";
+  readonly code = "STORE_UNAVAILABLE";
+  readonly operation: string;
+  readonly attempts: number;
+  constructor(operation: string, attempts: number, cause: unknown) {
+    const why = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+    super(`${operation} failed after ${attempts} attempts: ${why}`, { cause });
+    this.operation = operation;
+    this.attempts = attempts;
+  }
+}
+
+/** An atomic write would exceed the store's transaction limit; it is never split. */
+export class TransactionTooLargeError extends SessionStoreError {
+  override readonly name = "TransactionTooLargeError";
+  readonly code = "TRANSACTION_TOO_LARGE";
+  readonly sessionId: string;
+  readonly items: number;
+  readonly limit: number;
+  constructor(sessionId: string, operation: string, items: number, limit: number) {
+    super(
+      `${operation} for session ${sessionId} needs ${items} items in one transaction; the limit is ${limit}`,
+    );
+    this.sessionId = sessionId;
+    this.items = items;
+    this.limit = limit;
+  }
+}
+
+/** A request the store refuses before touching storage: names the field and the reason. */
+export class InvalidStoreRequestError extends SessionStoreError {
+  override readonly name = "InvalidStoreRequestError";
+  readonly code = "INVALID_STORE_REQUEST";
+  readonly field: string;
+  constructor(field: string, reason: string) {
+    super(`${field}: ${reason}`);
+    this.field = field;
+  }
+}

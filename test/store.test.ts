@@ -1,0 +1,500 @@
+/**
+ * The DynamoDB store against DynamoDB Local: creating and reading sessions, queue-ordered
+ * targets across shards, kernel-status lookups, atomic conditional writes, history merging and
+ * listings. Each describe block owns a fresh table, so index queries see only its own sessions.
+ */
+import { GetItemCommand } from "@aws-sdk/client-dynamodb";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { WriteCounter } from "../functions/adapters/dynamo/metrics.ts";
+import { historySk, sessionPk, shardOf } from "../functions/adapters/dynamo/keys.ts";
+import { stageEntryWrite } from "../functions/core/effects.ts";
+import type { SessionWrite } from "../functions/core/effects.ts";
+import { placeHistory } from "../functions/core/history.ts";
+import type { HistoryDraft } from "../functions/core/model.ts";
+import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
+
+const DAY_MS = 86_400_000;
+
+describe("sessions: create, read, write", () => {
+  let table: TestTable;
+  beforeAll(async () => {
+    table = await freshTable("cairn-store-sessions");
+  });
+  afterAll(() => table.drop());
+
+  test("a created session reads back with its kernels in index order", async () => {
+    const store = table.store();
+    const input = newSession("create-1", { replicas: 3 });
+    const created = await store.createSession({
+      session: input.session,
+      kernels: [...input.kernels].reverse(),
+    });
+    expect(created).toEqual({ created: true, session: input });
+    expect(await store.getSession("create-1")).toEqual(input);
+    expect(await store.getSession("create-missing")).toBeUndefined();
+  });
+
+  test("a duplicate id writes nothing and returns the stored session", async () => {
+    const store = table.store();
+    const first = newSession("dup-1", { replicas: 2, priority: 5 });
+    await store.createSession(first);
+    const again = newSession("dup-1", { replicas: 3, priority: 99 });
+    const result = await store.createSession(again);
+    expect(result).toEqual({ created: false, session: first });
+    expect((await store.getSession("dup-1"))?.kernels).toHaveLength(2);
+  });
+
+  test("getSessions keeps the order asked for and leaves absent ids out", async () => {
+    const store = table.store();
+    await store.createSession(newSession("many-a"));
+    await store.createSession(newSession("many-b"));
+    const got = await store.getSessions(["many-b", "many-nope", "many-a", "many-b"]);
+    expect(got.map((s) => s.session.id)).toEqual(["many-b", "many-a"]);
+  });
+
+  test("one write commits status, stage, kernels, tries, history and pending reason together", async () => {
+    const store = table.store();
+    const { session } = newSession("apply-1");
+    await store.createSession(newSession("apply-1"));
+    await store.applyWrite({
+      sessionId: "apply-1",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 1_000,
+      tries: "increment",
+      pendingReason: "no agent has 1 cpu free",
+      history: placeHistory(undefined, [skip("apply-1", T0 + 1_000, "no agent has 1 cpu free")]),
+    });
+    const history = placeHistory((await store.getSession("apply-1"))?.session.lastHistory, [
+      {
+        sessionId: "apply-1",
+        handler: "ScheduleNewSessions",
+        result: "SUCCESS",
+        fromStatus: "PENDING",
+        toStatus: "SCHEDULED",
+        atMs: T0 + 2_000,
+      },
+    ]);
+    const applied = await store.applyWrite({
+      sessionId: "apply-1",
+      expected: { status: "PENDING", version: 1 },
+      nowMs: T0 + 2_000,
+      status: "SCHEDULED",
+      stage: { enteredAtMs: T0 + 2_000, expiresAtMs: T0 + 302_000, taskToken: "tok-scheduled" },
+      tries: "reset",
+      pendingReason: null,
+      kernels: [
+        { index: 0, status: "SCHEDULED", agentId: "agent-a" },
+        { index: 1, status: "SCHEDULED", agentId: "agent-b", message: "placed" },
+      ],
+      history,
+    });
+    expect(applied).toEqual({ sessionId: "apply-1", version: 2 });
+    const after = await store.getSession("apply-1");
+    expect(after?.session).toEqual({
+      ...session,
+      status: "SCHEDULED",
+      version: 2,
+      updatedAtMs: T0 + 2_000,
+      stage: { enteredAtMs: T0 + 2_000, expiresAtMs: T0 + 302_000, taskToken: "tok-scheduled" },
+      tries: 0,
+      lastHistory: history[0],
+    });
+    expect(after?.kernels.map((k) => [k.status, k.agentId, k.statusChangedAtMs])).toEqual([
+      ["SCHEDULED", "agent-a", T0 + 2_000],
+      ["SCHEDULED", "agent-b", T0 + 2_000],
+    ]);
+    expect(after?.kernels[1]?.message).toBe("placed");
+    expect((await store.listHistory("apply-1")).map((r) => [r.seq, r.result, r.toStatus])).toEqual([
+      [0, "SKIPPED", undefined],
+      [1, "SUCCESS", "SCHEDULED"],
+    ]);
+  });
+
+  test("a write whose kernel part fails changes nothing at all", async () => {
+    const store = table.store();
+    const { session, kernels } = newSession("atomic-1");
+    await store.createSession({ session, kernels });
+    const error = await caught(() =>
+      store.applyWrite({
+        sessionId: "atomic-1",
+        expected: { status: "PENDING", version: 0 },
+        nowMs: T0 + 5_000,
+        status: "SCHEDULED",
+        stage: { enteredAtMs: T0 + 5_000, expiresAtMs: T0 + 9_000, taskToken: "t2" },
+        tries: "increment",
+        kernels: [
+          { index: 0, status: "SCHEDULED" },
+          { index: 7, status: "SCHEDULED" },
+        ],
+        history: placeHistory(undefined, [skip("atomic-1", T0 + 5_000, "x")]),
+      }),
+    );
+    expect(error).toMatchObject({
+      code: "NOT_FOUND",
+      name: "NotFoundError",
+      entity: "kernel",
+      id: "atomic-1/7",
+    });
+    expect(await store.getSession("atomic-1")).toEqual({ session, kernels });
+    expect(await store.listHistory("atomic-1")).toEqual([]);
+  });
+
+  test("a stale expected status or version is a ConflictError naming what was found", async () => {
+    const store = table.store();
+    await store.createSession(newSession("conflict-1"));
+    await store.applyWrite({
+      sessionId: "conflict-1",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 1,
+      claimStage: true,
+    });
+    const staleVersion = await caught(() =>
+      store.applyWrite({
+        sessionId: "conflict-1",
+        expected: { status: "PENDING", version: 0 },
+        nowMs: T0 + 2,
+        tries: "increment",
+      }),
+    );
+    expect(staleVersion).toMatchObject({
+      name: "ConflictError",
+      code: "CONFLICT",
+      sessionId: "conflict-1",
+      expected: { status: "PENDING", version: 0 },
+      found: { status: "PENDING", version: 1 },
+    });
+    const staleStatus = await caught(() =>
+      store.applyWrite({
+        sessionId: "conflict-1",
+        expected: { status: "SCHEDULED", version: 1 },
+        nowMs: T0 + 2,
+        tries: "increment",
+      }),
+    );
+    expect(staleStatus).toMatchObject({
+      code: "CONFLICT",
+      expected: { status: "SCHEDULED", version: 1 },
+      found: { status: "PENDING", version: 1 },
+    });
+    expect(staleStatus.message).toBe("session conflict-1: expected SCHEDULED v1, found PENDING v1");
+    const missing = await caught(() =>
+      store.applyWrite({
+        sessionId: "conflict-nope",
+        expected: { status: "PENDING", version: 0 },
+        nowMs: T0,
+        tries: "increment",
+      }),
+    );
+    expect(missing).toMatchObject({ code: "NOT_FOUND", entity: "session", id: "conflict-nope" });
+  });
+
+  test("claiming a stage drops the token; agentId null clears a placement; a cancel time is kept once", async () => {
+    const store = table.store();
+    await store.createSession(newSession("claim-1"));
+    await store.applyWrite({
+      sessionId: "claim-1",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 1,
+      kernels: [{ index: 0, agentId: "agent-a", error: "pull failed" }],
+      cancelRequestedAtMs: T0 + 1,
+    });
+    await store.applyWrite({
+      sessionId: "claim-1",
+      expected: { status: "PENDING", version: 1 },
+      nowMs: T0 + 2,
+      claimStage: true,
+      kernels: [{ index: 0, agentId: null, error: null }],
+      cancelRequestedAtMs: T0 + 2,
+    });
+    const after = await store.getSession("claim-1");
+    expect(after?.session.stage).toEqual({ enteredAtMs: T0, expiresAtMs: T0 + 600_000 });
+    expect(after?.session.cancelRequestedAtMs).toBe(T0 + 1);
+    expect(after?.kernels[0]).not.toHaveProperty("agentId");
+    expect(after?.kernels[0]).not.toHaveProperty("error");
+  });
+
+  test("repeated outcomes merge into one record; a different one appends; records carry their TTL", async () => {
+    const retentionDays = 7;
+    const store = table.store({ historyRetentionDays: retentionDays, clock: () => T0 });
+    await store.createSession(newSession("hist-1"));
+    let version = 0;
+    const record = async (atMs: number, message: string): Promise<void> => {
+      const s = (await store.getSession("hist-1"))!.session;
+      const write: SessionWrite = {
+        sessionId: "hist-1",
+        expected: { status: s.status, version: s.version },
+        nowMs: atMs,
+        history: placeHistory(s.lastHistory, [skip("hist-1", atMs, message)]),
+      };
+      version = (await store.applyWrite(write)).version;
+    };
+    await record(T0 + 1_000, "no capacity");
+    await record(T0 + 2_000, "no capacity");
+    await record(T0 + 3_000, "no capacity");
+    await record(T0 + 10_000, "queue paused");
+    expect(version).toBe(4);
+    const history = await store.listHistory("hist-1");
+    expect(history.map((r) => [r.seq, r.message, r.count, r.firstAtMs, r.lastAtMs])).toEqual([
+      [0, "no capacity", 3, T0 + 1_000, T0 + 3_000],
+      [1, "queue paused", 1, T0 + 10_000, T0 + 10_000],
+    ]);
+    const raw = await table.client.send(
+      new GetItemCommand({
+        TableName: table.tableName,
+        Key: { pk: { S: sessionPk("hist-1") }, sk: { S: historySk(0) } },
+      }),
+    );
+    expect(raw.Item?.["expiresAtEpochSec"]).toEqual({
+      N: String((T0 + 3_000 + retentionDays * DAY_MS) / 1000),
+    });
+    // Past the first record's expiry (TTL deletes lazily), readers no longer see it.
+    const later = table.store({
+      historyRetentionDays: retentionDays,
+      clock: () => T0 + 5_000 + retentionDays * DAY_MS,
+    });
+    expect((await later.listHistory("hist-1")).map((r) => r.seq)).toEqual([1]);
+    expect((await store.listHistory("hist-1", { fromSeq: 1 })).map((r) => r.seq)).toEqual([1]);
+  });
+
+  test("the core's stage entry write applies as one transaction", async () => {
+    const store = table.store();
+    const { session, kernels } = newSession("entry-1");
+    await store.createSession({ session, kernels });
+    await store.applyWrite({
+      sessionId: "entry-1",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 1,
+      claimStage: true,
+    });
+    const current = (await store.getSession("entry-1"))!;
+    const write = stageEntryWrite({
+      session: current.session,
+      kernels: current.kernels,
+      transition: { from: "PENDING", to: "SCHEDULED", result: "SUCCESS", handler: "ScheduleNewSessions" },
+      taskToken: "tok-2",
+      nowMs: T0 + 10,
+    });
+    await store.applyWrite(write);
+    const after = (await store.getSession("entry-1"))!;
+    expect(after.session).toMatchObject({
+      status: "SCHEDULED",
+      version: 2,
+      tries: 0,
+      stage: { taskToken: "tok-2" },
+    });
+    expect(after.kernels.map((k) => k.status)).toEqual(["SCHEDULED", "SCHEDULED"]);
+    expect(after.session.lastHistory).toMatchObject({ seq: 0, result: "SUCCESS", toStatus: "SCHEDULED" });
+  });
+
+  test("bad writes are refused before anything is sent, naming the field", async () => {
+    const metrics = new WriteCounter();
+    const store = table.store({ metrics });
+    const base = { sessionId: "bad-1", expected: { status: "PENDING", version: 0 }, nowMs: T0 } as const;
+    expect(await caught(() => store.applyWrite({ ...base, status: "SCHEDULED" }))).toMatchObject({
+      code: "INVALID_STORE_REQUEST",
+      field: "stage",
+    });
+    expect(
+      await caught(() =>
+        store.applyWrite({
+          ...base,
+          kernels: [
+            { index: 0, status: "RUNNING" },
+            { index: 0, exitCode: 1 },
+          ],
+        }),
+      ),
+    ).toMatchObject({ field: "kernels[1].index", message: "kernels[1].index: kernel 0 is patched twice" });
+    const drafts = Array.from({ length: 100 }, (_, i) => skip("bad-1", T0 + i, `reason ${i}`));
+    const tooLarge = await caught(() =>
+      store.applyWrite({ ...base, history: placeHistory(undefined, drafts) }),
+    );
+    expect(tooLarge).toMatchObject({ code: "TRANSACTION_TOO_LARGE", items: 101, limit: 100 });
+    expect(metrics.operations).toBe(0);
+  });
+
+  test("the metrics hook counts write requests, items and capacity", async () => {
+    const metrics = new WriteCounter();
+    const store = table.store({ metrics });
+    await store.createSession(newSession("metrics-1", { replicas: 3 }));
+    await store.applyWrite({
+      sessionId: "metrics-1",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 1,
+      history: placeHistory(undefined, [skip("metrics-1", T0 + 1, "wait")]),
+    });
+    await store.createSession(newSession("metrics-1")); // duplicate: a cancelled transaction
+    expect(metrics.operations).toBe(3);
+    expect(metrics.items).toBe(4 + 2 + 3);
+    expect(metrics.failedOperations).toBe(1);
+    expect(metrics.byOperation.get("TransactWriteItems")).toEqual({ operations: 3, items: 9 });
+    expect(metrics.capacityUnits).toBeGreaterThan(0);
+  });
+});
+
+describe("targets and listings", () => {
+  let table: TestTable;
+  beforeAll(async () => {
+    table = await freshTable("cairn-store-targets");
+    const store = table.store();
+    // Twelve PENDING sessions over three priorities and four creation times, spread over shards.
+    for (let i = 0; i < 12; i++) {
+      await store.createSession(
+        newSession(`q-${i}`, { priority: [5, 50, 10][i % 3], createdAtMs: T0 + (11 - i) * 1_000 }),
+      );
+    }
+    await store.createSession(
+      newSession("q-running", { status: "RUNNING", kernelStatus: "RUNNING", priority: 70 }),
+    );
+    await store.createSession(
+      newSession("q-scheduled", { status: "SCHEDULED", kernelStatus: "SCHEDULED", priority: 1 }),
+    );
+  });
+  afterAll(() => table.drop());
+
+  const expectedOrder = Array.from({ length: 12 }, (_, i) => ({
+    id: `q-${i}`,
+    priority: [5, 50, 10][i % 3] ?? 0,
+    createdAtMs: T0 + (11 - i) * 1_000,
+  }))
+    .sort((a, b) => b.priority - a.priority || a.createdAtMs - b.createdAtMs)
+    .map((s) => s.id);
+
+  test("the sessions really are spread over several shards", () => {
+    expect(new Set(expectedOrder.map((id) => shardOf(id, 4))).size).toBeGreaterThan(1);
+  });
+
+  test("targets come highest priority first, then oldest first, across all shards", async () => {
+    const store = table.store();
+    const all = await store.targetsByStatus({ statuses: ["PENDING"], limit: 100 });
+    expect(all.map((s) => s.session.id)).toEqual(expectedOrder);
+    expect(all[0]?.kernels).toHaveLength(2);
+    const top = await store.targetsByStatus({ statuses: ["PENDING"], limit: 5 });
+    expect(top.map((s) => s.session.id)).toEqual(expectedOrder.slice(0, 5));
+    const mixed = await store.targetsByStatus({ statuses: ["PENDING", "SCHEDULED", "RUNNING"], limit: 3 });
+    expect(mixed.map((s) => s.session.id)).toEqual(["q-running", ...expectedOrder.slice(0, 2)]);
+  });
+
+  test("targetable-only leaves out sessions whose stage was claimed; entering a stage brings them back", async () => {
+    const store = table.store();
+    const claimed = expectedOrder[0]!;
+    await store.applyWrite({
+      sessionId: claimed,
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 99,
+      claimStage: true,
+    });
+    const targetable = await store.targetsByStatus({ statuses: ["PENDING"], limit: 3, targetableOnly: true });
+    expect(targetable.map((s) => s.session.id)).toEqual(expectedOrder.slice(1, 4));
+    const everyone = await store.targetsByStatus({ statuses: ["PENDING"], limit: 1 });
+    expect(everyone.map((s) => s.session.id)).toEqual([claimed]);
+    await store.applyWrite({
+      sessionId: claimed,
+      expected: { status: "PENDING", version: 1 },
+      nowMs: T0 + 100,
+      stage: { enteredAtMs: T0 + 100, expiresAtMs: T0 + 700, taskToken: "again" },
+    });
+    const back = await store.targetsByStatus({ statuses: ["PENDING"], limit: 1, targetableOnly: true });
+    expect(back.map((s) => s.session.id)).toEqual([claimed]);
+  });
+
+  test("sessions by kernel status follow kernel changes and skip terminal kernels", async () => {
+    const store = table.store();
+    expect(
+      (await store.sessionsByKernelStatus({ kernelStatuses: ["SCHEDULED"], limit: 10 })).map(
+        (s) => s.session.id,
+      ),
+    ).toEqual(["q-scheduled"]);
+    const s = (await store.getSession("q-scheduled"))!.session;
+    await store.applyWrite({
+      sessionId: "q-scheduled",
+      expected: { status: s.status, version: s.version },
+      nowMs: T0 + 5,
+      kernels: [{ index: 1, status: "PULLING" }],
+    });
+    const pulling = await store.sessionsByKernelStatus({ kernelStatuses: ["PULLING", "RUNNING"], limit: 10 });
+    expect(pulling.map((x) => x.session.id)).toEqual(["q-running", "q-scheduled"]);
+    const onlyScheduledSessions = await store.sessionsByKernelStatus({
+      kernelStatuses: ["PULLING", "RUNNING"],
+      sessionStatuses: ["SCHEDULED"],
+      limit: 10,
+    });
+    expect(onlyScheduledSessions.map((x) => x.session.id)).toEqual(["q-scheduled"]);
+    const r = (await store.getSession("q-running"))!.session;
+    await store.applyWrite({
+      sessionId: "q-running",
+      expected: { status: r.status, version: r.version },
+      nowMs: T0 + 6,
+      kernels: [
+        { index: 0, status: "TERMINATED", exitCode: 0 },
+        { index: 1, status: "TERMINATED", exitCode: 0 },
+      ],
+    });
+    expect((await store.sessionsByKernelStatus({ kernelStatuses: ["RUNNING"], limit: 10 })).length).toBe(0);
+    expect(
+      await caught(() => store.sessionsByKernelStatus({ kernelStatuses: ["TERMINATED"], limit: 10 })),
+    ).toMatchObject({
+      code: "INVALID_STORE_REQUEST",
+      field: "kernelStatuses[0]",
+    });
+  });
+
+  test("listing by status pages through every session once, in queue order", async () => {
+    const store = table.store();
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await store.listSessionsByStatus("PENDING", { limit: 5, ...(cursor ? { cursor } : {}) });
+      seen.push(...page.items.map((s) => s.id));
+      cursor = page.cursor;
+      pages++;
+    } while (cursor !== undefined);
+    expect(pages).toBe(3);
+    expect(seen).toEqual(expectedOrder);
+    const first = await store.listSessionsByStatus("PENDING", { limit: 1 });
+    expect(await caught(() => store.listRecentSessions({ cursor: first.cursor! }))).toMatchObject({
+      field: "cursor",
+    });
+  });
+
+  test("recent sessions come newest first", async () => {
+    const store = table.store();
+    const page = await store.listRecentSessions({ limit: 4 });
+    // q-running and q-scheduled were created at T0; q-0 is the newest of the rest (T0 + 11 s).
+    expect(page.items.map((s) => s.id)).toEqual(["q-0", "q-1", "q-2", "q-3"]);
+    const next = await store.listRecentSessions({ limit: 100, cursor: page.cursor! });
+    expect(next.items).toHaveLength(10);
+    expect(next.cursor).toBeUndefined();
+  });
+});
+
+describe("recordOnce", () => {
+  let table: TestTable;
+  beforeAll(async () => {
+    table = await freshTable("cairn-store-dedup");
+  });
+  afterAll(() => table.drop());
+
+  test("true the first time, false after, true again once the record expired", async () => {
+    let nowMs = T0;
+    const store = table.store({ clock: () => nowMs });
+    expect(await store.recordOnce("event-1", 60)).toBe(true);
+    expect(await store.recordOnce("event-1", 60)).toBe(false);
+    expect(await store.recordOnce("event-2", 60)).toBe(true);
+    nowMs = T0 + 61_000;
+    expect(await store.recordOnce("event-1", 60)).toBe(true);
+    expect(await store.recordOnce("event-1", 60)).toBe(false);
+  });
+});
+
+function skip(sessionId: string, atMs: number, message: string): HistoryDraft {
+  return {
+    sessionId,
+    handler: "ScheduleNewSessions",
+    result: "SKIPPED",
+    fromStatus: "PENDING",
+    message,
+    atMs,
+  };
+}
