@@ -1,0 +1,117 @@
+/**
+ * Starts the embedded runtime for an end-to-end test file, with fast timers and a private data
+ * directory, plus an SDK-level client for submitting and reading sessions. One runtime per test
+ * file: the runtime configures the process environment as Lambda would.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { DynamoSessionStore } from "../../functions/adapters/dynamo/dynamo-session-store.ts";
+import { DetailType, toPutEventsEntry, type EventDetailInput } from "../../functions/core/events.ts";
+import type { SessionWithKernels } from "../../functions/core/model.ts";
+import { TERMINAL_SESSION_STATUSES, type SessionStatus } from "../../functions/core/status.ts";
+import { startRuntime, type Runtime, type RuntimeOptions } from "../../local/runtime.ts";
+
+export interface TestRuntime {
+  readonly runtime: Runtime;
+  readonly store: DynamoSessionStore;
+  readonly dataDir: string;
+  /** Puts one raw entry (valid or not) on the bus through the SDK. */
+  put(entry: { Source: string; DetailType: string; Detail: string }): Promise<void>;
+  submit(detail: EventDetailInput<"Session Submitted">): Promise<void>;
+  cancel(sessionId: string, reason?: string): Promise<void>;
+  /** Polls until `predicate` holds for the session, or fails with the last state seen. */
+  waitFor(
+    sessionId: string,
+    predicate: (s: SessionWithKernels) => boolean,
+    what: string,
+    timeoutMs?: number,
+  ): Promise<SessionWithKernels>;
+  waitForStatus(sessionId: string, status: SessionStatus, timeoutMs?: number): Promise<SessionWithKernels>;
+  waitForEnd(sessionId: string, timeoutMs?: number): Promise<SessionWithKernels>;
+  stop(): Promise<void>;
+}
+
+const CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
+
+export async function startTestRuntime(options: RuntimeOptions = {}): Promise<TestRuntime> {
+  const dataDir = mkdtempSync(join(tmpdir(), "cairn-e2e-"));
+  const runtime = await startRuntime({
+    dataDir,
+    heartbeatMs: 500,
+    sweepMs: 1_000,
+    terminationGraceMs: 1_000,
+    log: () => {},
+    handlerLogLevel: "error",
+    ...options,
+  });
+  const { info } = runtime;
+  const store = new DynamoSessionStore({
+    client: new DynamoDBClient({
+      endpoint: info.endpoints.dynamoDb,
+      region: info.region,
+      credentials: CREDENTIALS,
+    }),
+    tableName: info.tableName,
+  });
+  const events = new EventBridgeClient({
+    endpoint: info.endpoints.eventBridge,
+    region: info.region,
+    credentials: CREDENTIALS,
+  });
+  const put = async (entry: { Source: string; DetailType: string; Detail: string }) => {
+    const out = await events.send(
+      new PutEventsCommand({ Entries: [{ ...entry, EventBusName: info.eventBusName }] }),
+    );
+    if (out.FailedEntryCount) throw new Error(`PutEvents rejected the entry: ${JSON.stringify(out.Entries)}`);
+  };
+  const waitFor: TestRuntime["waitFor"] = async (sessionId, predicate, what, timeoutMs = 30_000) => {
+    const deadline = Date.now() + timeoutMs;
+    let last: SessionWithKernels | undefined;
+    while (Date.now() < deadline) {
+      last = await store.getSession(sessionId);
+      if (last && predicate(last)) return last;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(
+      `session ${sessionId} did not reach ${what} within ${timeoutMs} ms; last seen: ` +
+        JSON.stringify(
+          last && {
+            status: last.session.status,
+            pendingReason: last.session.pendingReason,
+            kernels: last.kernels.map((k) => ({
+              status: k.status,
+              agentId: k.agentId,
+              exitCode: k.exitCode,
+            })),
+          },
+        ),
+    );
+  };
+  return {
+    runtime,
+    store,
+    dataDir,
+    put,
+    submit: (detail) => put(toPutEventsEntry(info.eventBusName, DetailType.SessionSubmitted, detail)),
+    cancel: (sessionId, reason) =>
+      put(
+        toPutEventsEntry(info.eventBusName, DetailType.SessionCancelRequested, {
+          sessionId,
+          ...(reason !== undefined ? { reason } : {}),
+        }),
+      ),
+    waitFor,
+    waitForStatus: (id, status, timeoutMs) =>
+      waitFor(id, (s) => s.session.status === status, status, timeoutMs),
+    waitForEnd: (id, timeoutMs) =>
+      waitFor(id, (s) => TERMINAL_SESSION_STATUSES.has(s.session.status), "a terminal status", timeoutMs),
+    stop: async () => {
+      events.destroy();
+      await runtime.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
