@@ -436,6 +436,10 @@ export class LocalEventBus {
     if (this.#queueHead === this.#queue.length) {
       this.#queue = [];
       this.#queueHead = 0;
+    } else if (this.#queueHead > 4096 && this.#queueHead * 2 > this.#queue.length) {
+      // A backlog that never drains must not keep every delivered entry reachable.
+      this.#queue = this.#queue.slice(this.#queueHead);
+      this.#queueHead = 0;
     }
     this.#checkIdle();
   }

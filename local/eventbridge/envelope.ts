@@ -154,8 +154,18 @@ export function buildEnvelope(
   };
 }
 
+// Events put in the same second share their timestamp; formatting it once per second is a
+// measurable share of PutEvents' cost.
+let lastEpochSec = NaN;
+let lastIso = "";
+
 export function isoSeconds(epochMs: number): string {
-  return new Date(Math.floor(epochMs / 1000) * 1000).toISOString().replace(".000Z", "Z");
+  const epochSec = Math.floor(epochMs / 1000);
+  if (epochSec !== lastEpochSec) {
+    lastIso = new Date(epochSec * 1000).toISOString().replace(".000Z", "Z");
+    lastEpochSec = epochSec;
+  }
+  return lastIso;
 }
 
 function nonEmptyString(value: unknown): value is string {
