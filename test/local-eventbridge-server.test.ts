@@ -165,6 +165,62 @@ describe("PutEvents through the SDK", () => {
   });
 });
 
+describe("delivery behind the endpoint", () => {
+  test("an event put through the SDK is retried, then dead-lettered when its target keeps failing", async () => {
+    const bus = new LocalEventBus({ name: "faulty", retryBaseDelayMs: 1, retryMaxDelayMs: 2 });
+    let calls = 0;
+    bus.putRule({
+      name: "heartbeat",
+      eventPattern: { "detail-type": ["Agent Heartbeat"] },
+      targets: [
+        {
+          id: "handler",
+          deadLetter: true,
+          retryPolicy: { maximumRetryAttempts: 2 },
+          invoke: () => Promise.reject(new Error(`store unavailable (${++calls})`)),
+        },
+      ],
+    });
+    const own = await startEventBridgeServer(bus);
+    const ownClient = new EventBridgeClient({
+      endpoint: own.endpoint,
+      region: "local",
+      credentials: { accessKeyId: "local", secretAccessKey: "local" },
+    });
+    try {
+      const out = await ownClient.send(
+        new PutEventsCommand({
+          Entries: [
+            {
+              Source: "cairn.agents",
+              DetailType: "Agent Heartbeat",
+              Detail: '{"agentId":"a-1"}',
+              EventBusName: "faulty",
+            },
+          ],
+        }),
+      );
+      expect(out.FailedEntryCount).toBe(0);
+      await bus.idle();
+      expect(calls).toBe(3);
+      expect(bus.deadLetters()).toMatchObject([
+        {
+          ruleName: "heartbeat",
+          targetId: "handler",
+          event: { id: out.Entries?.[0]?.EventId, detail: { agentId: "a-1" } },
+          errorMessage: "store unavailable (3)",
+          exhaustedRetryCondition: "MaximumRetryAttempts",
+          attempts: 3,
+        },
+      ]);
+    } finally {
+      ownClient.destroy();
+      await own.close();
+      bus.close();
+    }
+  });
+});
+
 describe("other operations", () => {
   test("DescribeEventBus by name, by ARN, default, and unknown", async () => {
     const byName = await client.send(new DescribeEventBusCommand({ Name: "cairn" }));
