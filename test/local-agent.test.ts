@@ -13,6 +13,7 @@ import {
   type LocalAgentOptions,
   type LogLine,
 } from "../local/agent/index.ts";
+import { processTrees, ProcessTreeSampler, readRssBytes } from "../local/agent/proc-table.ts";
 
 const workRoot = mkdtempSync(join(tmpdir(), "cairn-agent-test-"));
 const NODE = process.execPath;
@@ -379,6 +380,14 @@ describe("stopping", () => {
   });
 });
 
+test("killAllNow SIGKILLs every kernel synchronously, for a process exit hook", async () => {
+  const { agent, waitForReport } = newAgent();
+  const l = launch(["/bin/sh", "-c", "trap '' TERM; sleep 60"]);
+  await agent.start(l);
+  agent.killAllNow();
+  expect(await waitForReport(terminated(l))).toMatchObject({ exitCode: 137, signal: "SIGKILL" });
+});
+
 describe("bookkeeping", () => {
   test("start is idempotent, capacity is enforced, and usage follows running kernels", async () => {
     const { agent, reports, waitForReport } = newAgent({ capacity: { cpu: 1.5, memoryMiB: 1024 } });
@@ -471,5 +480,33 @@ describe("logs", () => {
       code: "LogsNotFound",
       message: expect.stringContaining("no logs for session nobody kernel 0 run 0") as unknown,
     });
+  });
+});
+
+describe("process trees from /proc", () => {
+  test("a kernel's tree is its group plus every descendant, including ones that left the group", () => {
+    const table = [
+      { pid: 100, ppid: 50, pgrp: 100, rssBytes: 0 }, // the kernel
+      { pid: 101, ppid: 100, pgrp: 100, rssBytes: 0 }, // its child
+      { pid: 102, ppid: 101, pgrp: 102, rssBytes: 0 }, // a grandchild that called setsid
+      { pid: 103, ppid: 1, pgrp: 100, rssBytes: 0 }, // an orphan still in the group
+      { pid: 200, ppid: 1, pgrp: 200, rssBytes: 0 }, // someone else
+      { pid: 201, ppid: 200, pgrp: 200, rssBytes: 0 },
+    ];
+    const trees = processTrees(table, [100, 300]);
+    expect([...(trees.get(100) ?? [])].sort()).toEqual([100, 101, 102, 103]);
+    expect(trees.get(300)).toEqual([]);
+  });
+
+  test("the sampler reads known outsiders once, and sums resident memory as VmRSS reports it", () => {
+    const sampler = new ProcessTreeSampler();
+    const first = sampler.sample([process.pid]);
+    const second = sampler.sample([process.pid]);
+    expect(first.statReads).toBe(first.processCount);
+    expect(second.statReads).toBeLessThan(second.processCount);
+    const rssBytes = second.trees.get(process.pid)?.rssBytes ?? 0;
+    const vmRssBytes = readRssBytes(process.pid);
+    expect(rssBytes).toBeGreaterThan(vmRssBytes * 0.8);
+    expect(rssBytes).toBeLessThan(vmRssBytes * 1.25);
   });
 });
