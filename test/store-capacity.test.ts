@@ -1,0 +1,232 @@
+/**
+ * Agents and capacity against DynamoDB Local: heartbeats, whole-session reservations (all
+ * kernels or none) and idempotent release.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
+import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
+
+const small = { cpu: 1, memoryMiB: 512 };
+
+describe("agents and capacity", () => {
+  let table: TestTable;
+  let store: DynamoSessionStore;
+  beforeAll(async () => {
+    table = await freshTable("cairn-store-capacity");
+    store = table.store();
+  });
+  afterAll(() => table.drop());
+
+  test("a heartbeat registers an agent, later ones move its clock, a resize moves free by the difference", async () => {
+    const registered = await store.heartbeatAgent({
+      agentId: "hb-1",
+      capacity: { cpu: 4, memoryMiB: 4096 },
+      nowMs: T0,
+    });
+    expect(registered).toEqual({
+      id: "hb-1",
+      capacity: { cpu: 4, memoryMiB: 4096 },
+      free: { cpu: 4, memoryMiB: 4096 },
+      lastHeartbeatAtMs: T0,
+      version: 0,
+    });
+    const beat = await store.heartbeatAgent({
+      agentId: "hb-1",
+      capacity: { cpu: 4, memoryMiB: 4096 },
+      nowMs: T0 + 10,
+    });
+    expect(beat).toMatchObject({ lastHeartbeatAtMs: T0 + 10, version: 1 });
+    await store.createSession(newSession("hb-s", { replicas: 1 }));
+    await store.reserveCapacity({
+      sessionId: "hb-s",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 11,
+      placements: [{ kernelIndex: 0, agentId: "hb-1", resources: { cpu: 1.5, memoryMiB: 1024 } }],
+    });
+    const resized = await store.heartbeatAgent({
+      agentId: "hb-1",
+      capacity: { cpu: 2, memoryMiB: 8192 },
+      nowMs: T0 + 20,
+    });
+    expect(resized).toMatchObject({
+      capacity: { cpu: 2, memoryMiB: 8192 },
+      free: { cpu: 0.5, memoryMiB: 7168 },
+      lastHeartbeatAtMs: T0 + 20,
+    });
+    const late = await store.heartbeatAgent({
+      agentId: "hb-1",
+      capacity: { cpu: 4, memoryMiB: 4096 },
+      nowMs: T0 + 15,
+    });
+    expect(late).toEqual(resized);
+    expect(await store.getAgent("hb-1")).toEqual(resized);
+  });
+
+  test("listAgents returns every registered agent with current free capacity", async () => {
+    await store.heartbeatAgent({ agentId: "list-a", capacity: small, nowMs: T0 });
+    await store.heartbeatAgent({ agentId: "list-b", capacity: small, nowMs: T0 });
+    const ids = (await store.listAgents()).map((a) => a.id);
+    expect(ids).toEqual(expect.arrayContaining(["list-a", "list-b", "hb-1"]));
+    expect((await store.listAgents()).find((a) => a.id === "hb-1")?.free).toEqual({
+      cpu: 0.5,
+      memoryMiB: 7168,
+    });
+  });
+
+  test("a reservation places the whole session: one allocation per agent, kernels on several agents", async () => {
+    await store.heartbeatAgent({ agentId: "r-a", capacity: { cpu: 4, memoryMiB: 4096 }, nowMs: T0 });
+    await store.heartbeatAgent({ agentId: "r-b", capacity: { cpu: 4, memoryMiB: 4096 }, nowMs: T0 });
+    await store.createSession(newSession("r-1", { replicas: 3 }));
+    const allocations = await store.reserveCapacity({
+      sessionId: "r-1",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 1,
+      placements: [
+        { kernelIndex: 0, agentId: "r-a", resources: small },
+        { kernelIndex: 1, agentId: "r-b", resources: small },
+        { kernelIndex: 2, agentId: "r-a", resources: small },
+      ],
+    });
+    expect(allocations).toEqual([
+      {
+        sessionId: "r-1",
+        agentId: "r-a",
+        resources: { cpu: 2, memoryMiB: 1024 },
+        kernelIndexes: [0, 2],
+        allocatedAtMs: T0 + 1,
+      },
+      { sessionId: "r-1", agentId: "r-b", resources: small, kernelIndexes: [1], allocatedAtMs: T0 + 1 },
+    ]);
+    expect((await store.getAgent("r-a"))?.free).toEqual({ cpu: 2, memoryMiB: 3072 });
+    expect((await store.getAgent("r-b"))?.free).toEqual({ cpu: 3, memoryMiB: 3584 });
+    const placed = (await store.getSession("r-1"))!;
+    expect(placed.kernels.map((k) => k.agentId)).toEqual(["r-a", "r-b", "r-a"]);
+    // The session item is only checked, not written: its version is unchanged.
+    expect(placed.session.version).toBe(0);
+    expect(await store.allocationsOf("r-1")).toEqual(allocations);
+    expect(await store.allocationsOnAgent("r-a")).toEqual([allocations[0]]);
+  });
+
+  test("when the second agent lacks room nothing is reserved anywhere, and the error names that agent", async () => {
+    await store.heartbeatAgent({ agentId: "n-a", capacity: { cpu: 4, memoryMiB: 4096 }, nowMs: T0 });
+    await store.heartbeatAgent({ agentId: "n-b", capacity: { cpu: 1, memoryMiB: 4096 }, nowMs: T0 });
+    await store.createSession(newSession("n-1", { replicas: 3 }));
+    const error = await caught(() =>
+      store.reserveCapacity({
+        sessionId: "n-1",
+        expected: { status: "PENDING", version: 0 },
+        nowMs: T0 + 1,
+        placements: [
+          { kernelIndex: 0, agentId: "n-a", resources: small },
+          { kernelIndex: 1, agentId: "n-b", resources: small },
+          { kernelIndex: 2, agentId: "n-b", resources: small },
+        ],
+      }),
+    );
+    expect(error).toMatchObject({
+      name: "CapacityError",
+      code: "CAPACITY",
+      sessionId: "n-1",
+      agentId: "n-b",
+      requested: { cpu: 2, memoryMiB: 1024 },
+      free: { cpu: 1, memoryMiB: 4096 },
+    });
+    expect((await store.getAgent("n-a"))?.free).toEqual({ cpu: 4, memoryMiB: 4096 });
+    expect(await store.allocationsOf("n-1")).toEqual([]);
+    expect((await store.getSession("n-1"))?.kernels.map((k) => k.agentId)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+  });
+
+  test("a reservation for a session that moved, or for kernels already placed, is a conflict", async () => {
+    await store.heartbeatAgent({ agentId: "c-a", capacity: { cpu: 8, memoryMiB: 8192 }, nowMs: T0 });
+    await store.createSession(newSession("c-1", { replicas: 1 }));
+    const request = {
+      sessionId: "c-1",
+      expected: { status: "PENDING" as const, version: 0 },
+      nowMs: T0 + 1,
+      placements: [{ kernelIndex: 0, agentId: "c-a", resources: small }],
+    };
+    await store.reserveCapacity(request);
+    const twice = await caught(() => store.reserveCapacity(request));
+    expect(twice).toMatchObject({
+      code: "CONFLICT",
+      found: { status: "PENDING", version: 0 },
+      reason: "the session already holds an allocation on agent c-a",
+    });
+    await store.releaseCapacity("c-1");
+    const placedKernel = await caught(() => store.reserveCapacity(request));
+    expect(placedKernel).toMatchObject({
+      code: "CONFLICT",
+      reason: "kernel 0 is already placed on agent c-a",
+    });
+    await store.applyWrite({ sessionId: "c-1", expected: request.expected, nowMs: T0 + 2, claimStage: true });
+    const moved = await caught(() => store.reserveCapacity(request));
+    expect(moved).toMatchObject({
+      code: "CONFLICT",
+      found: { status: "PENDING", version: 1 },
+      reason: undefined,
+    });
+    expect((await store.getAgent("c-a"))?.free).toEqual({ cpu: 8, memoryMiB: 8192 });
+    const noAgent = await caught(() =>
+      store.reserveCapacity({
+        ...request,
+        expected: { status: "PENDING", version: 1 },
+        placements: [{ ...request.placements[0]!, agentId: "ghost" }],
+      }),
+    );
+    // Kernel 0 is still placed on c-a: the conflict on the session's own kernel is reported first.
+    expect(noAgent).toMatchObject({ code: "CONFLICT" });
+    await store.createSession(newSession("c-2", { replicas: 1 }));
+    expect(
+      await caught(() =>
+        store.reserveCapacity({
+          ...request,
+          sessionId: "c-2",
+          placements: [{ ...request.placements[0]!, agentId: "ghost" }],
+        }),
+      ),
+    ).toMatchObject({ code: "NOT_FOUND", entity: "agent", id: "ghost" });
+  });
+
+  test("release gives capacity back once; a second release gives nothing", async () => {
+    await store.heartbeatAgent({ agentId: "x-a", capacity: { cpu: 4, memoryMiB: 4096 }, nowMs: T0 });
+    await store.heartbeatAgent({ agentId: "x-b", capacity: { cpu: 4, memoryMiB: 4096 }, nowMs: T0 });
+    await store.createSession(newSession("x-1", { replicas: 2 }));
+    await store.reserveCapacity({
+      sessionId: "x-1",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 1,
+      placements: [
+        { kernelIndex: 0, agentId: "x-a", resources: { cpu: 0.1, memoryMiB: 100 } },
+        { kernelIndex: 1, agentId: "x-b", resources: { cpu: 0.2, memoryMiB: 200 } },
+      ],
+    });
+    expect((await store.getAgent("x-b"))?.free).toEqual({ cpu: 3.8, memoryMiB: 3896 });
+    const released = await store.releaseCapacity("x-1");
+    expect(released.map((a) => a.agentId).sort()).toEqual(["x-a", "x-b"]);
+    expect(await store.releaseCapacity("x-1")).toEqual([]);
+    expect((await store.getAgent("x-a"))?.free).toEqual({ cpu: 4, memoryMiB: 4096 });
+    expect((await store.getAgent("x-b"))?.free).toEqual({ cpu: 4, memoryMiB: 4096 });
+    expect(await store.allocationsOnAgent("x-a")).toEqual([]);
+  });
+
+  test("two releases racing give capacity back exactly once", async () => {
+    await store.heartbeatAgent({ agentId: "race-a", capacity: { cpu: 4, memoryMiB: 4096 }, nowMs: T0 });
+    await store.createSession(newSession("race-1", { replicas: 2 }));
+    await store.reserveCapacity({
+      sessionId: "race-1",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 1,
+      placements: [
+        { kernelIndex: 0, agentId: "race-a", resources: small },
+        { kernelIndex: 1, agentId: "race-a", resources: small },
+      ],
+    });
+    const [one, two] = await Promise.all([store.releaseCapacity("race-1"), store.releaseCapacity("race-1")]);
+    expect(one.length + two.length).toBe(1);
+    expect((await store.getAgent("race-a"))?.free).toEqual({ cpu: 4, memoryMiB: 4096 });
+  });
+});
