@@ -401,6 +401,36 @@ describe.concurrent("local Step Functions through @aws-sdk/client-sfn", () => {
     ).rejects.toBeInstanceOf(ExecutionDoesNotExist);
   });
 
+  test("given raw HTTP, then the endpoint speaks AWS JSON 1.0: epoch-second dates, __type errors", async () => {
+    const post = (target: string, body: string) =>
+      fetch(server.endpoint, {
+        method: "POST",
+        headers: { "Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": target },
+        body,
+      });
+    const described = await post(
+      "AWSStepFunctions.DescribeStateMachine",
+      JSON.stringify({ stateMachineArn }),
+    );
+    expect(described.status).toBe(200);
+    expect(described.headers.get("content-type")).toBe("application/x-amz-json-1.0");
+    const { creationDate } = (await described.json()) as { creationDate: unknown };
+    expect(typeof creationDate).toBe("number");
+    expect(Math.abs((creationDate as number) - Date.now() / 1000)).toBeLessThan(3600);
+
+    const unknown = await post("AWSStepFunctions.CreateActivity", "{}");
+    expect(unknown.status).toBe(400);
+    expect(((await unknown.json()) as { __type: string }).__type).toBe("UnknownOperationException");
+    const garbled = await post("AWSStepFunctions.DescribeExecution", "{not json");
+    expect(((await garbled.json()) as { __type: string }).__type).toBe("SerializationException");
+    const missing = await post("AWSStepFunctions.DescribeExecution", "{}");
+    expect(missing.status).toBe(400);
+    expect(await missing.json()).toEqual({
+      __type: "ValidationException",
+      message: "executionArn is required and must be a string",
+    });
+  });
+
   test("given a finished execution, then history pages forward and backward, and the machine is described and listed", async () => {
     const jobId = newJobId("pages");
     const executionArn = await start(jobId, jobInput(jobId, { mode: "conflict" }));

@@ -103,9 +103,15 @@ export function lambdaError(thrown: unknown): AslError {
   const errorMessage = thrown instanceof Error ? thrown.message : String(thrown);
   const trace = thrown instanceof Error && thrown.stack ? thrown.stack.split("\n") : [];
   let cause = JSON.stringify({ errorType, errorMessage, trace });
-  if (cause.length > MAX_CAUSE_CHARS)
-    cause = JSON.stringify({ errorType, errorMessage: truncate(errorMessage) });
-  return new AslError(errorType, truncate(cause));
+  if (cause.length > MAX_CAUSE_CHARS) {
+    // Keep the cause valid JSON within the limit: drop the trace, then shorten the message.
+    let message = errorMessage;
+    while ((cause = JSON.stringify({ errorType, errorMessage: message })).length > MAX_CAUSE_CHARS) {
+      const excess = cause.length - MAX_CAUSE_CHARS;
+      message = message.slice(0, Math.max(0, message.length - Math.max(1, Math.ceil(excess / 2))));
+    }
+  }
+  return new AslError(errorType, cause);
 }
 
 function truncate(text: string): string {
