@@ -6,7 +6,14 @@
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { WriteCounter } from "../functions/adapters/dynamo/metrics.ts";
-import { historySk, sessionPk, shardOf } from "../functions/adapters/dynamo/keys.ts";
+import {
+  historySk,
+  queueSk,
+  RESERVED_PREFIXES,
+  sessionPk,
+  shardOf,
+  USED_PREFIXES,
+} from "../functions/adapters/dynamo/keys.ts";
 import { stageEntryWrite } from "../functions/core/effects.ts";
 import type { SessionWrite } from "../functions/core/effects.ts";
 import { placeHistory } from "../functions/core/history.ts";
@@ -485,6 +492,30 @@ describe("recordOnce", () => {
     nowMs = T0 + 61_000;
     expect(await store.recordOnce("event-1", 60)).toBe(true);
     expect(await store.recordOnce("event-1", 60)).toBe(false);
+  });
+});
+
+describe("keys", () => {
+  test("no reserved prefix collides with a prefix in use", () => {
+    for (const reserved of Object.values(RESERVED_PREFIXES)) {
+      for (const used of USED_PREFIXES) {
+        expect(reserved.startsWith(used) || used.startsWith(reserved), `${reserved} vs ${used}`).toBe(false);
+      }
+    }
+  });
+
+  test("queue keys sort by priority (highest first), then age, then id; out-of-range priorities are refused", () => {
+    const keys = [
+      queueSk(-5, T0, "a"),
+      queueSk(10, T0 + 1, "b"),
+      queueSk(10, T0, "c"),
+      queueSk(1_000_000_000, T0 + 9, "d"),
+      queueSk(10, T0, "b"),
+    ];
+    expect([...keys].sort()).toEqual([keys[3], keys[4], keys[2], keys[1], keys[0]]);
+    expect(() => queueSk(1.5, T0, "x")).toThrow(
+      "spec.priority: must be an integer from -1000000000 to 1000000000, got 1.5",
+    );
   });
 });
 

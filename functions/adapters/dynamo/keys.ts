@@ -14,16 +14,40 @@ export const ALLOCATION_SK_PREFIX = "ALLOC#";
 export const AGENT_SK = "AGENT";
 export const DEDUP_SK = "DEDUP";
 
-/** Partition / GSI key prefixes taken by later issues (see docs/data-model.md). */
+/** Key prefixes reserved for later item types (docs/data-model.md, "Reserved prefixes"). */
 export const RESERVED_PREFIXES = {
+  /** Session partition: one item per run of the session, `RUN#<runIndex:6>`. */
   runSortKey: "RUN#",
+  /** Session partition: one item per kernel attempt, `ATTEMPT#<kernelIndex:4>#<runIndex:6>`. */
+  attemptSortKey: "ATTEMPT#",
+  /** Queue configuration, `QUEUE#<name>` / `QUEUE`; the queue roster in GSI3 under `QUEUES`. */
   queuePartition: "QUEUE#",
-  retryPolicySortKey: "RETRY_POLICY#",
+  queueRoster: "QUEUES",
+  /** Retry policies, `RETRY_POLICY#<name>` / `RETRY_POLICY`. */
+  retryPolicyPartition: "RETRY_POLICY#",
+  /** Jobs with tasks, `JOB#<id>` / `JOB` and `TASK#<index:6>`. */
   jobPartition: "JOB#",
   taskSortKey: "TASK#",
+  /** GSI1: queue-scoped status queues and an agent's kernel attempts. */
   queueStatusIndex: "QUEUE_STATUS#",
-  agentRunsIndex: "AGENT_RUN#",
+  agentAttemptsIndex: "AGENT_ATTEMPT#",
 } as const;
+
+/** Prefixes in use today, for the collision check in the tests. */
+export const USED_PREFIXES = [
+  "SESSION#",
+  "AGENT#",
+  "DEDUP#",
+  SESSION_SK,
+  HISTORY_SK_PREFIX,
+  ALLOCATION_SK_PREFIX,
+  "STATUS#",
+  "KERNEL_STATUS#",
+  "AGENT_ALLOC#",
+  "TARGET#",
+  "CREATED#",
+  "AGENTS",
+] as const;
 
 export const sessionPk = (sessionId: string): string => `SESSION#${sessionId}`;
 export const agentPk = (agentId: string): string => `AGENT#${agentId}`;
