@@ -79,12 +79,14 @@ export class LocalQueue {
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
-  close(): void {
+  /** Stops taking messages and waits for the batches in flight to finish. */
+  async close(): Promise<void> {
     this.#closed = true;
     if (this.#window) clearTimeout(this.#window);
     for (const t of this.#delayed) clearTimeout(t);
     this.#delayed.clear();
     this.#ready.length = 0;
+    while (this.#inFlight > 0) await new Promise((r) => setTimeout(r, 10));
     this.#notifyIdle();
   }
 

@@ -85,9 +85,12 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
   const log = options.log ?? ((line: string) => process.stderr.write(line + "\n"));
   const dataDir = resolve(options.dataDir ?? ".cairn");
   const heartbeatMs = options.heartbeatMs ?? 5_000;
+  // Shutdown runs in reverse order of start-up: agents first (their last reports still reach
+  // the bus), then the sweep, the bus, the queue (in-flight batches finish), Step Functions,
+  // the endpoints, and DynamoDB last.
   const stops: (() => Promise<void> | void)[] = [];
   const stop = async () => {
-    for (const fn of stops.reverse()) {
+    for (const fn of stops.splice(0).reverse()) {
       try {
         await fn();
       } catch (error) {
@@ -178,6 +181,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       });
       queues.set(q.name, queue);
       stops.push(() => queue.close());
+      stops.push(() => bus.close());
     }
     for (const rule of RULES) {
       const queue = queues.get(rule.target.queue)!;

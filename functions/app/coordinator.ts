@@ -99,6 +99,17 @@ export class Coordinator {
         this.#d.log.error("event processing failed; it will be redelivered", { error: errorMessage(error) });
       }
     }
+    if (rejected.length > 0) {
+      const atMs = this.#d.clock.nowMs();
+      await this.#d.events.rejected(
+        rejected.map((r) => ({
+          ...(r.eventId !== undefined ? { eventId: r.eventId.slice(0, 256) } : {}),
+          ...(r.detailType !== undefined ? { detailType: r.detailType.slice(0, 256) } : {}),
+          reason: r.reason.slice(0, 4096),
+          atMs,
+        })),
+      );
+    }
     const passes: RunReport["passes"][number][] = [];
     let completed = 0;
     const ctx = this.#context();

@@ -2,7 +2,11 @@
  * What the application layer needs from the outside world besides storage. Adapters implement
  * these with the AWS SDK; the embedded runtime points the same adapters at local endpoints.
  */
-import type { KernelCommandDetailInput, SessionStatusChangedDetailInput } from "./event-types.ts";
+import type {
+  EventRejectedDetailInput,
+  KernelCommandDetailInput,
+  SessionStatusChangedDetailInput,
+} from "./event-types.ts";
 import type { StageTransition } from "../core/model.ts";
 
 export interface Clock {
@@ -20,4 +24,6 @@ export interface LifecycleExecutionsPort {
 export interface EventsPort {
   statusChanged(details: readonly SessionStatusChangedDetailInput[]): Promise<void>;
   kernelCommands(details: readonly KernelCommandDetailInput[]): Promise<void>;
+  /** Inbound events refused at the edge, so a rejection is visible to whoever sent it. */
+  rejected(details: readonly EventRejectedDetailInput[]): Promise<void>;
 }

@@ -36,6 +36,7 @@ export const DetailType = {
   AgentHeartbeat: "Agent Heartbeat",
   SessionStatusChanged: "Session Status Changed",
   KernelCommand: "Kernel Command",
+  EventRejected: "Event Rejected",
 } as const;
 export type DetailType = (typeof DetailType)[keyof typeof DetailType];
 
@@ -141,6 +142,15 @@ export const SessionStatusChangedDetailSchema = strictObject({
   atMs: epochMsSchema,
 }).readonly();
 
+/** An inbound event the control plane refused, with the field and reason: recorded, never silent. */
+export const EventRejectedDetailSchema = strictObject({
+  eventId: z.string().max(256).optional(),
+  detailType: z.string().max(256).optional(),
+  source: z.string().max(256).optional(),
+  reason: messageSchema,
+  atMs: epochMsSchema,
+}).readonly();
+
 export const KernelAction = { prepare: "prepare", start: "start", stop: "stop" } as const;
 export type KernelAction = (typeof KernelAction)[keyof typeof KernelAction];
 
@@ -188,6 +198,7 @@ export type ReportedKernelStatus = KernelStatusChangedDetail["status"];
 export type AgentHeartbeatDetail = z.output<typeof AgentHeartbeatDetailSchema>;
 export type SessionStatusChangedDetail = z.output<typeof SessionStatusChangedDetailSchema>;
 export type KernelCommandDetail = z.output<typeof KernelCommandDetailSchema>;
+export type EventRejectedDetail = z.output<typeof EventRejectedDetailSchema>;
 
 // The event's vocabulary must be the model's (a new handler or result fails to compile here).
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -230,6 +241,7 @@ export const EVENT_CONTRACTS = {
     SessionStatusChangedDetailSchema,
   ),
   [DetailType.KernelCommand]: contract(EventSource.ControlPlane, "outbound", KernelCommandDetailSchema),
+  [DetailType.EventRejected]: contract(EventSource.ControlPlane, "outbound", EventRejectedDetailSchema),
 } as const satisfies Record<DetailType, Contract<EventSource, Direction, z.ZodType>>;
 
 type Contracts = typeof EVENT_CONTRACTS;

@@ -5,6 +5,7 @@
  */
 import type { CairnConfig } from "../config.ts";
 import type { LifecycleHandlerSpec } from "../core/handlers.ts";
+import type { KernelPatch } from "../core/effects.ts";
 import type { Agent, SessionWithKernels } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
 import type { HandlerResult } from "../core/scheduling.ts";
@@ -72,6 +73,38 @@ export function errorCode(error: unknown): string | undefined {
   if (typeof error === "object" && error !== null && "code" in error) {
     const code = (error as { code: unknown }).code;
     return typeof code === "string" ? code : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * Writes kernel patches that depend on the session's current kernels, re-reading on a version
+ * conflict (agents report concurrently). `plan` returns undefined when, on a fresh read, there is
+ * nothing left to do, e.g. another coordinator run already handled it. Returns the session as
+ * planned from, or undefined when nothing was written.
+ */
+export async function patchKernels(
+  ctx: HandlerContext,
+  target: SessionWithKernels,
+  plan: (current: SessionWithKernels) => readonly KernelPatch[] | undefined,
+  attempts = 5,
+): Promise<SessionWithKernels | undefined> {
+  let current: SessionWithKernels | undefined = target;
+  for (let attempt = 1; current && current.session.status === target.session.status; attempt++) {
+    const patches = plan(current);
+    if (!patches || patches.length === 0) return undefined;
+    try {
+      await ctx.store.applyWrite({
+        sessionId: current.session.id,
+        expected: { status: current.session.status, version: current.session.version },
+        nowMs: ctx.nowMs,
+        kernels: patches,
+      });
+      return current;
+    } catch (error) {
+      if (errorCode(error) !== "CONFLICT" || attempt >= attempts) throw error;
+    }
+    current = await ctx.store.getSession(target.session.id);
   }
   return undefined;
 }

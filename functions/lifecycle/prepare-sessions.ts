@@ -14,6 +14,7 @@ import type { KernelCommandDetailInput } from "../app/event-types.ts";
 import {
   errorMessage,
   lostAgentsOf,
+  patchKernels,
   ResultBuilder,
   type HandlerContext,
   type LifecycleHandler,
@@ -38,21 +39,24 @@ export const prepareSessions: LifecycleHandler = {
         result.success(session.id);
         continue;
       }
-      const failed = kernels.filter((k) => k.status === KernelStatus.PREPARING && k.error !== undefined);
-      if (failed.length === 0) continue;
+      // Clearing the reported errors claims this failure: a concurrent run that finds them
+      // already cleared does not count it again.
+      const failedIn = (s: SessionWithKernels) =>
+        s.kernels.filter((k) => k.status === KernelStatus.PREPARING && k.error !== undefined);
+      let claimed: SessionWithKernels | undefined;
       try {
-        await ctx.store.applyWrite({
-          sessionId: session.id,
-          expected: { status: session.status, version: session.version },
-          nowMs: ctx.nowMs,
-          kernels: failed.map((k) => ({ index: k.index, error: null })),
+        claimed = await patchKernels(ctx, target, (current) => {
+          const failed = failedIn(current);
+          return failed.length > 0 ? failed.map((k) => ({ index: k.index, error: null })) : undefined;
         });
       } catch (error) {
         result.failure(session.id, `could not retry preparation: ${errorMessage(error)}`);
         continue;
       }
+      if (!claimed) continue;
+      const failed = failedIn(claimed);
       for (const k of failed)
-        commands.push({ sessionId: session.id, detail: kernelCommand(target, k, "prepare") });
+        commands.push({ sessionId: session.id, detail: kernelCommand(claimed, k, "prepare") });
       result.failure(session.id, failed.map((k) => `kernel ${k.index}: ${k.error ?? ""}`).join("; "));
     }
     await dispatch(ctx, commands, result);

@@ -8,7 +8,7 @@
  */
 import { LIFECYCLE_HANDLERS } from "../core/handlers.ts";
 import type { KernelPatch } from "../core/effects.ts";
-import type { SessionWithKernels } from "../core/model.ts";
+import type { Kernel, SessionWithKernels } from "../core/model.ts";
 import type { HandlerResult } from "../core/scheduling.ts";
 import { isTerminalKernelStatus, KernelStatus, SessionStatus, TerminationCondition } from "../core/status.ts";
 import { kernelCommand } from "../app/kernel-commands.ts";
@@ -17,6 +17,7 @@ import { dispatch } from "./prepare-sessions.ts";
 import {
   errorMessage,
   lostAgentsOf,
+  patchKernels,
   ResultBuilder,
   type HandlerContext,
   type LifecycleHandler,
@@ -75,12 +76,11 @@ export const terminateSessions: LifecycleHandler = {
       }
       if (patches.length > 0) {
         try {
-          await ctx.store.applyWrite({
-            sessionId: session.id,
-            expected: { status: session.status, version: session.version },
-            nowMs: ctx.nowMs,
-            kernels: patches,
-          });
+          await patchKernels(ctx, target, (current) =>
+            patches.filter(
+              (p) => current.kernels.find((k) => k.index === p.index)?.status === kernelStatusOf(p, alive),
+            ),
+          );
         } catch (error) {
           result.failure(session.id, `could not mark kernels for termination: ${errorMessage(error)}`);
           continue;
@@ -94,3 +94,8 @@ export const terminateSessions: LifecycleHandler = {
     return result.build();
   },
 };
+
+/** The status the kernel had when the patch was planned: the patch applies only if it still does. */
+function kernelStatusOf(patch: KernelPatch, planned: readonly Kernel[]): KernelStatus | undefined {
+  return planned.find((k) => k.index === patch.index)?.status;
+}

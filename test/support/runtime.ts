@@ -75,8 +75,12 @@ export async function startTestRuntime(options: RuntimeOptions = {}): Promise<Te
       if (last && predicate(last)) return last;
       await new Promise((r) => setTimeout(r, 100));
     }
+    const history = (await store.listHistory(sessionId)).map(
+      (h) =>
+        `${h.seq} ${h.handler} ${h.result} ${h.fromStatus}->${h.toStatus ?? "="} x${h.count} ${h.message ?? ""}`,
+    );
     throw new Error(
-      `session ${sessionId} did not reach ${what} within ${timeoutMs} ms; last seen: ` +
+      `session ${sessionId} did not reach ${what} within ${timeoutMs} ms; history:\n  ${history.join("\n  ")}\nlast seen: ` +
         JSON.stringify(
           last && {
             status: last.session.status,

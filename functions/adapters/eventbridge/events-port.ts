@@ -1,7 +1,11 @@
 /** The application's outbound events, validated against their contracts and put on the bus. */
 import { DetailType, toPutEventsEntry } from "../../core/events.ts";
 import type { EventsPort } from "../../app/ports.ts";
-import type { KernelCommandDetailInput, SessionStatusChangedDetailInput } from "../../app/event-types.ts";
+import type {
+  EventRejectedDetailInput,
+  KernelCommandDetailInput,
+  SessionStatusChangedDetailInput,
+} from "../../app/event-types.ts";
 import type { EventPublisher } from "./publisher.ts";
 
 export function eventBridgeEvents(publisher: EventPublisher, busName: string): EventsPort {
@@ -10,5 +14,7 @@ export function eventBridgeEvents(publisher: EventPublisher, busName: string): E
       publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.SessionStatusChanged, d))),
     kernelCommands: (details: readonly KernelCommandDetailInput[]) =>
       publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.KernelCommand, d))),
+    rejected: (details: readonly EventRejectedDetailInput[]) =>
+      publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.EventRejected, d))),
   };
 }
