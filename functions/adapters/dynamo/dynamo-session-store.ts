@@ -8,8 +8,6 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SessionWrite } from "../../core/effects.ts";
 import type { Agent, HistoryRecord, Kernel, Session, SessionWithKernels } from "../../core/model.ts";
 import {
-  CapacityError,
-  ConflictError,
   InvalidStoreRequestError,
   NotFoundError,
   StoreUnavailableError,
@@ -22,7 +20,6 @@ import {
   type Page,
   type PageRequest,
   type ReservationRequest,
-  type SessionState,
   type SessionStore,
   type TargetQuery,
 } from "../../core/ports/session-store.ts";
@@ -33,23 +30,13 @@ import {
   type KernelStatus,
   type SessionStatus,
 } from "../../core/status.ts";
-import { planRelease, planReservation, RELEASE_BATCH } from "./capacity.ts";
-import {
-  capacityIs,
-  expiredBefore,
-  heartbeatNotAfter,
-  itemAbsent,
-  itemExists,
-  versionIs,
-} from "./conditions.ts";
-import { DynamoRequests, tableKey, type ConditionFailure } from "./dynamo-requests.ts";
-import { all, any } from "./expressions.ts";
+import { AgentCapacity } from "./agent-capacity.ts";
+import { expiredBefore, itemAbsent } from "./conditions.ts";
+import { DynamoRequests, tableKey } from "./dynamo-requests.ts";
+import { any } from "./expressions.ts";
+import { transactionError } from "./failures.ts";
 import { MergedIndexStream, type PageFetcher } from "./index-stream.ts";
 import {
-  agentFromItem,
-  agentItem,
-  allocationFromItem,
-  fromItem,
   historyFromItem,
   ItemType,
   kernelFromItem,
@@ -58,11 +45,6 @@ import {
   type Item,
 } from "./item-codec.ts";
 import {
-  AGENT_SK,
-  AGENTS_PK,
-  agentAllocationsPk,
-  agentPk,
-  ALLOCATION_SK_PREFIX,
   createdPk,
   DEDUP_SK,
   dedupPk,
@@ -78,19 +60,11 @@ import {
 import type { WriteMetricsSink } from "./metrics.ts";
 import { planCreateSession } from "./new-session.ts";
 import { decodeCursor, encodeCursor, mapConcurrently } from "./paging.ts";
-import type { CancellationReason, RetryOptions } from "./retry.ts";
+import type { RetryOptions } from "./retry.ts";
 import { planSessionWrite } from "./session-write.ts";
 import { LISTING_INDEX, STATUS_INDEX, TARGET_INDEX } from "./table-schema.ts";
-import type { ItemRole, StoreLayout } from "./transaction-plan.ts";
-import {
-  requireCount,
-  requireId,
-  requireKnown,
-  requireLimit,
-  requireNonEmpty,
-  requireResources,
-  requireTime,
-} from "./validation.ts";
+import type { StoreLayout } from "./transaction-plan.ts";
+import { requireCount, requireId, requireKnown, requireLimit, requireNonEmpty } from "./validation.ts";
 
 export interface DynamoSessionStoreOptions {
   readonly client: DynamoDBClient;
@@ -120,6 +94,7 @@ export class DynamoSessionStore implements SessionStore {
   readonly tableName: string;
   readonly shards: number;
   private readonly requests: DynamoRequests;
+  private readonly agents: AgentCapacity;
   private readonly layout: StoreLayout;
   private readonly maxAttempts: number;
   private readonly clock: () => number;
@@ -145,6 +120,7 @@ export class DynamoSessionStore implements SessionStore {
       random: options.random ?? Math.random,
     };
     this.requests = new DynamoRequests(options.client, options.tableName, retry, options.metrics);
+    this.agents = new AgentCapacity(this.requests, this.layout, maxAttempts);
     this.clock = options.clock ?? Date.now;
     this.readConcurrency = options.readConcurrency ?? 16;
   }
@@ -251,8 +227,17 @@ export class DynamoSessionStore implements SessionStore {
     const plan = planSessionWrite(write, this.layout);
     const failure = await this.requests.transact("applyWrite", plan);
     if (failure !== undefined) {
-      throw await this.sessionWriteError(write.sessionId, write.expected, failure, (role) =>
-        role.kind === "kernel" ? new NotFoundError("kernel", `${write.sessionId}/${role.index}`) : undefined,
+      throw await transactionError(
+        write.sessionId,
+        write.expected,
+        failure,
+        () => this.readSessionItem(write.sessionId),
+        {
+          other: ({ role }) =>
+            role.kind === "kernel"
+              ? new NotFoundError("kernel", `${write.sessionId}/${role.index}`)
+              : undefined,
+        },
       );
     }
     return { sessionId: write.sessionId, version: write.expected.version + 1 };
@@ -323,171 +308,32 @@ export class DynamoSessionStore implements SessionStore {
 
   // ---------------------------------------------------------------------- agents and capacity
 
-  async heartbeatAgent(heartbeat: AgentHeartbeat): Promise<Agent> {
-    const { agentId, capacity, nowMs } = heartbeat;
-    requireId("agentId", agentId);
-    requireResources("capacity", capacity);
-    requireTime("nowMs", nowMs);
-    const key = { pk: { S: agentPk(agentId) }, sk: { S: AGENT_SK } };
-    for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
-      // The usual heartbeat: same capacity, one conditional update.
-      const beat = await this.requests.updateItem(
-        "heartbeatAgent",
-        key,
-        (u) => u.set("lastHeartbeatAtMs", nowMs).increment("version", 1),
-        all(itemExists, capacityIs(capacity), heartbeatNotAfter(nowMs)),
-      );
-      if (beat.ok) return agentFromItem(beat.item);
-      if (beat.old === undefined) {
-        const agent: Agent = { id: agentId, capacity, free: capacity, lastHeartbeatAtMs: nowMs, version: 0 };
-        if (await this.requests.putItem("heartbeatAgent", { Item: agentItem(agent) }, itemAbsent))
-          return agent;
-        continue; // registered concurrently: heartbeat again
-      }
-      const old = agentFromItem(beat.old);
-      if (old.lastHeartbeatAtMs > nowMs) return old; // an older heartbeat arriving late changes nothing
-      // Capacity changed: free moves by the same difference (it may go negative while
-      // allocations exceed the new capacity; reservations then fail until releases).
-      const resized = await this.requests.updateItem(
-        "heartbeatAgent",
-        key,
-        (u) =>
-          u
-            .set("capacity", capacity)
-            .set("free.cpu", round(old.free.cpu + capacity.cpu - old.capacity.cpu))
-            .set("free.memoryMiB", round(old.free.memoryMiB + capacity.memoryMiB - old.capacity.memoryMiB))
-            .set("lastHeartbeatAtMs", nowMs)
-            .set("version", old.version + 1),
-        all(itemExists, versionIs(old.version)),
-      );
-      if (resized.ok) return agentFromItem(resized.item);
-    }
-    throw new StoreUnavailableError("heartbeatAgent", this.maxAttempts, `agent ${agentId} kept changing`);
+  heartbeatAgent(heartbeat: AgentHeartbeat): Promise<Agent> {
+    return this.agents.heartbeat(heartbeat);
   }
 
-  async getAgent(agentId: string): Promise<Agent | undefined> {
-    requireId("agentId", agentId);
-    const item = await this.requests.getItem("getAgent", {
-      pk: { S: agentPk(agentId) },
-      sk: { S: AGENT_SK },
-    });
-    return item === undefined ? undefined : agentFromItem(item);
+  getAgent(agentId: string): Promise<Agent | undefined> {
+    return this.agents.getAgent(agentId);
   }
 
-  /**
-   * The roster partition of the listings index holds one key-only entry per agent, written at
-   * registration; heartbeats and reservations never touch it. The agents themselves are then
-   * read consistently, so free capacity is current.
-   */
-  async listAgents(): Promise<Agent[]> {
-    const keys = await this.requests.queryAll("listAgents", {
-      TableName: this.tableName,
-      IndexName: LISTING_INDEX,
-      KeyConditionExpression: "#pk = :pk",
-      ExpressionAttributeNames: { "#pk": "gsi3pk" },
-      ExpressionAttributeValues: { ":pk": { S: AGENTS_PK } },
-    });
-    const items = await this.requests.batchGet(
-      "listAgents",
-      keys.map((k) => tableKey(k)),
-    );
-    return items.filter((i) => i !== undefined).map(agentFromItem);
+  listAgents(): Promise<Agent[]> {
+    return this.agents.listAgents();
   }
 
-  async reserveCapacity(request: ReservationRequest): Promise<Allocation[]> {
-    const plan = planReservation(request, this.layout);
-    const failure = await this.requests.transact("reserveCapacity", plan);
-    if (failure === undefined) return plan.allocations;
-    throw await this.sessionWriteError(
-      request.sessionId,
-      request.expected,
-      failure,
-      (role, reason) => {
-        if (role.kind === "agent") {
-          if (reason.Item === undefined) return new NotFoundError("agent", role.agentId);
-          return new CapacityError(
-            request.sessionId,
-            role.agentId,
-            role.requested,
-            agentFromItem(reason.Item).free,
-          );
-        }
-        return undefined;
-      },
-      (role, reason) => {
-        if (role.kind === "kernel") {
-          if (reason.Item === undefined)
-            return { notFound: new NotFoundError("kernel", `${request.sessionId}/${role.index}`) };
-          return {
-            reason: `kernel ${role.index} is already placed on agent ${fromItem(reason.Item)["agentId"] as string}`,
-          };
-        }
-        if (role.kind === "allocation")
-          return { reason: `the session already holds an allocation on agent ${role.agentId}` };
-        return undefined;
-      },
-    );
+  reserveCapacity(request: ReservationRequest): Promise<Allocation[]> {
+    return this.agents.reserve(request);
   }
 
-  async releaseCapacity(sessionId: string): Promise<Allocation[]> {
-    requireId("sessionId", sessionId);
-    const released: Allocation[] = [];
-    const goneAgents = new Set<string>();
-    for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
-      const held = await this.allocationsOf(sessionId);
-      if (held.length === 0) return released;
-      const batch = held.slice(0, RELEASE_BATCH);
-      const failure = await this.requests.transact(
-        "releaseCapacity",
-        planRelease(batch, goneAgents, this.layout),
-      );
-      if (failure === undefined) {
-        released.push(...batch);
-        attempt = 0; // progress: the attempt budget is for failures in a row
-        continue;
-      }
-      // An allocation already deleted means a concurrent release got there first; a missing
-      // agent was deregistered and gets nothing back. Either way: re-read and go again.
-      for (const { role, reason } of failure) {
-        if (role.kind === "agent" && reason.Item === undefined) goneAgents.add(role.agentId);
-      }
-    }
-    throw new StoreUnavailableError(
-      "releaseCapacity",
-      this.maxAttempts,
-      `allocations of ${sessionId} kept changing`,
-    );
+  releaseCapacity(sessionId: string): Promise<Allocation[]> {
+    return this.agents.release(sessionId);
   }
 
-  async allocationsOf(sessionId: string): Promise<Allocation[]> {
-    requireId("sessionId", sessionId);
-    const items = await this.requests.queryAll("allocationsOf", {
-      TableName: this.tableName,
-      KeyConditionExpression: "#pk = :pk AND begins_with(#sk, :prefix)",
-      ExpressionAttributeNames: { "#pk": "pk", "#sk": "sk" },
-      ExpressionAttributeValues: {
-        ":pk": { S: sessionPk(sessionId) },
-        ":prefix": { S: ALLOCATION_SK_PREFIX },
-      },
-      ConsistentRead: true,
-    });
-    return items.map(allocationFromItem);
+  allocationsOf(sessionId: string): Promise<Allocation[]> {
+    return this.agents.allocationsOf(sessionId);
   }
 
-  async allocationsOnAgent(agentId: string): Promise<Allocation[]> {
-    requireId("agentId", agentId);
-    const keys = await this.requests.queryAll("allocationsOnAgent", {
-      TableName: this.tableName,
-      IndexName: STATUS_INDEX,
-      KeyConditionExpression: "#pk = :pk",
-      ExpressionAttributeNames: { "#pk": "gsi1pk" },
-      ExpressionAttributeValues: { ":pk": { S: agentAllocationsPk(agentId) } },
-    });
-    const items = await this.requests.batchGet(
-      "allocationsOnAgent",
-      keys.map((k) => tableKey(k)),
-    );
-    return items.filter((i) => i !== undefined).map(allocationFromItem);
+  allocationsOnAgent(agentId: string): Promise<Allocation[]> {
+    return this.agents.allocationsOnAgent(agentId);
   }
 
   // ---------------------------------------------------------------------------- de-duplication
@@ -513,6 +359,10 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   // ------------------------------------------------------------------------------- internals
+
+  private readSessionItem(sessionId: string): Promise<Item | undefined> {
+    return this.requests.getItem("read session", { pk: { S: sessionPk(sessionId) }, sk: { S: SESSION_SK } });
+  }
 
   private shardIndexes(): number[] {
     return Array.from({ length: this.shards }, (_, i) => i);
@@ -608,61 +458,4 @@ export class DynamoSessionStore implements SessionStore {
     const more = (await stream.next()) !== undefined;
     return more && last !== undefined ? { items: out, cursor: encodeCursor(kind, last) } : { items: out };
   }
-
-  /**
-   * Maps a cancelled transaction to the domain error: the session's own guard first (moved →
-   * ConflictError, gone → NotFoundError), then other parts that conflict with the session
-   * (`conflicting`), then plain failures of other items (`other`, e.g. capacity).
-   */
-  private async sessionWriteError(
-    sessionId: string,
-    expected: SessionState,
-    failure: readonly ConditionFailure[],
-    other: (role: ItemRole, reason: CancellationReason) => Error | undefined,
-    conflicting?: (
-      role: ItemRole,
-      reason: CancellationReason,
-    ) => { reason: string } | { notFound: NotFoundError } | undefined,
-  ): Promise<Error> {
-    const failed = failure;
-    const sessionFailure = failed.find((f) => f.role.kind === "session");
-    if (sessionFailure !== undefined) {
-      const found = await this.foundState(sessionId, sessionFailure.reason.Item);
-      return found === undefined
-        ? new NotFoundError("session", sessionId)
-        : new ConflictError(sessionId, expected, found);
-    }
-    for (const { role, reason } of failed) {
-      const conflict = conflicting?.(role, reason);
-      if (conflict === undefined) continue;
-      if ("notFound" in conflict) return conflict.notFound;
-      const found = await this.foundState(sessionId, undefined);
-      return found === undefined
-        ? new NotFoundError("session", sessionId)
-        : new ConflictError(sessionId, expected, found, conflict.reason);
-    }
-    for (const { role, reason } of failed) {
-      const error = other(role, reason);
-      if (error !== undefined) return error;
-    }
-    return new Error(
-      `transaction for session ${sessionId} was cancelled: ${JSON.stringify(failure.map((f) => f.reason.Code))}`,
-    );
-  }
-
-  private async foundState(sessionId: string, item: Item | undefined): Promise<SessionState | undefined> {
-    const stored =
-      item ??
-      (await this.requests.getItem("read session", {
-        pk: { S: sessionPk(sessionId) },
-        sk: { S: SESSION_SK },
-      }));
-    if (stored === undefined) return undefined;
-    const session = sessionFromItem(stored);
-    return { status: session.status, version: session.version };
-  }
-}
-
-function round(value: number): number {
-  return Math.round(value * 1e6) / 1e6;
 }

@@ -1,0 +1,219 @@
+/**
+ * Agents and the capacity sessions hold on them (handlers own these; DESIGN.md §2): heartbeats,
+ * the agent roster, all-or-nothing reservations and idempotent release. Transaction plans live
+ * in capacity.ts; this file sends them and maps their failures.
+ */
+import type { Agent } from "../../core/model.ts";
+import {
+  CapacityError,
+  NotFoundError,
+  StoreUnavailableError,
+  type AgentHeartbeat,
+  type Allocation,
+  type ReservationRequest,
+} from "../../core/ports/session-store.ts";
+import { planRelease, planReservation, RELEASE_BATCH } from "./capacity.ts";
+import { capacityIs, heartbeatNotAfter, itemAbsent, itemExists, versionIs } from "./conditions.ts";
+import { tableKey, type DynamoRequests } from "./dynamo-requests.ts";
+import { all } from "./expressions.ts";
+import { transactionError } from "./failures.ts";
+import { agentFromItem, agentItem, allocationFromItem, fromItem } from "./item-codec.ts";
+import {
+  AGENT_SK,
+  AGENTS_PK,
+  agentAllocationsPk,
+  agentPk,
+  ALLOCATION_SK_PREFIX,
+  SESSION_SK,
+  sessionPk,
+} from "./keys.ts";
+import { LISTING_INDEX, STATUS_INDEX } from "./table-schema.ts";
+import type { StoreLayout } from "./transaction-plan.ts";
+import { requireId, requireResources, requireTime } from "./validation.ts";
+
+export class AgentCapacity {
+  private readonly requests: DynamoRequests;
+  private readonly layout: StoreLayout;
+  private readonly maxAttempts: number;
+
+  constructor(requests: DynamoRequests, layout: StoreLayout, maxAttempts: number) {
+    this.requests = requests;
+    this.layout = layout;
+    this.maxAttempts = maxAttempts;
+  }
+
+  async heartbeat(heartbeat: AgentHeartbeat): Promise<Agent> {
+    const { agentId, capacity, nowMs } = heartbeat;
+    requireId("agentId", agentId);
+    requireResources("capacity", capacity);
+    requireTime("nowMs", nowMs);
+    const key = { pk: { S: agentPk(agentId) }, sk: { S: AGENT_SK } };
+    for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
+      // The usual heartbeat: same capacity, one conditional update.
+      const beat = await this.requests.updateItem(
+        "heartbeatAgent",
+        key,
+        (u) => u.set("lastHeartbeatAtMs", nowMs).increment("version", 1),
+        all(itemExists, capacityIs(capacity), heartbeatNotAfter(nowMs)),
+      );
+      if (beat.ok) return agentFromItem(beat.item);
+      if (beat.old === undefined) {
+        const agent: Agent = { id: agentId, capacity, free: capacity, lastHeartbeatAtMs: nowMs, version: 0 };
+        if (await this.requests.putItem("heartbeatAgent", { Item: agentItem(agent) }, itemAbsent))
+          return agent;
+        continue; // registered concurrently: heartbeat again
+      }
+      const old = agentFromItem(beat.old);
+      if (old.lastHeartbeatAtMs > nowMs) return old; // an older heartbeat arriving late changes nothing
+      // Capacity changed: free moves by the same difference (it may go negative while
+      // allocations exceed the new capacity; reservations then fail until releases).
+      const resized = await this.requests.updateItem(
+        "heartbeatAgent",
+        key,
+        (u) =>
+          u
+            .set("capacity", capacity)
+            .set("free.cpu", round(old.free.cpu + capacity.cpu - old.capacity.cpu))
+            .set("free.memoryMiB", round(old.free.memoryMiB + capacity.memoryMiB - old.capacity.memoryMiB))
+            .set("lastHeartbeatAtMs", nowMs)
+            .set("version", old.version + 1),
+        all(itemExists, versionIs(old.version)),
+      );
+      if (resized.ok) return agentFromItem(resized.item);
+    }
+    throw new StoreUnavailableError("heartbeatAgent", this.maxAttempts, `agent ${agentId} kept changing`);
+  }
+
+  async getAgent(agentId: string): Promise<Agent | undefined> {
+    requireId("agentId", agentId);
+    const item = await this.requests.getItem("getAgent", {
+      pk: { S: agentPk(agentId) },
+      sk: { S: AGENT_SK },
+    });
+    return item === undefined ? undefined : agentFromItem(item);
+  }
+
+  /**
+   * The roster partition of the listings index holds one key-only entry per agent, written at
+   * registration; heartbeats and reservations never touch it. The agents themselves are then
+   * read consistently, so free capacity is current.
+   */
+  async listAgents(): Promise<Agent[]> {
+    const keys = await this.requests.queryAll("listAgents", {
+      TableName: this.requests.tableName,
+      IndexName: LISTING_INDEX,
+      KeyConditionExpression: "#pk = :pk",
+      ExpressionAttributeNames: { "#pk": "gsi3pk" },
+      ExpressionAttributeValues: { ":pk": { S: AGENTS_PK } },
+    });
+    const items = await this.requests.batchGet(
+      "listAgents",
+      keys.map((k) => tableKey(k)),
+    );
+    return items.filter((i) => i !== undefined).map(agentFromItem);
+  }
+
+  async reserve(request: ReservationRequest): Promise<Allocation[]> {
+    const plan = planReservation(request, this.layout);
+    const failure = await this.requests.transact("reserveCapacity", plan);
+    if (failure === undefined) return plan.allocations;
+    throw await transactionError(
+      request.sessionId,
+      request.expected,
+      failure,
+      () =>
+        this.requests.getItem("read session", {
+          pk: { S: sessionPk(request.sessionId) },
+          sk: { S: SESSION_SK },
+        }),
+      {
+        clash: ({ role, reason }) => {
+          if (role.kind === "kernel") {
+            if (reason.Item === undefined)
+              return new NotFoundError("kernel", `${request.sessionId}/${role.index}`);
+            return `kernel ${role.index} is already placed on agent ${String(fromItem(reason.Item)["agentId"])}`;
+          }
+          if (role.kind === "allocation")
+            return `the session already holds an allocation on agent ${role.agentId}`;
+          return undefined;
+        },
+        other: ({ role, reason }) => {
+          if (role.kind !== "agent") return undefined;
+          if (reason.Item === undefined) return new NotFoundError("agent", role.agentId);
+          return new CapacityError(
+            request.sessionId,
+            role.agentId,
+            role.requested,
+            agentFromItem(reason.Item).free,
+          );
+        },
+      },
+    );
+  }
+
+  async release(sessionId: string): Promise<Allocation[]> {
+    requireId("sessionId", sessionId);
+    const released: Allocation[] = [];
+    const goneAgents = new Set<string>();
+    for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
+      const held = await this.allocationsOf(sessionId);
+      if (held.length === 0) return released;
+      const batch = held.slice(0, RELEASE_BATCH);
+      const failure = await this.requests.transact(
+        "releaseCapacity",
+        planRelease(batch, goneAgents, this.layout),
+      );
+      if (failure === undefined) {
+        released.push(...batch);
+        attempt = 0; // progress: the attempt budget is for failures in a row
+        continue;
+      }
+      // An allocation already deleted means a concurrent release got there first; a missing
+      // agent was deregistered and gets nothing back. Either way: re-read and go again.
+      for (const { role, reason } of failure) {
+        if (role.kind === "agent" && reason.Item === undefined) goneAgents.add(role.agentId);
+      }
+    }
+    throw new StoreUnavailableError(
+      "releaseCapacity",
+      this.maxAttempts,
+      `allocations of ${sessionId} kept changing`,
+    );
+  }
+
+  async allocationsOf(sessionId: string): Promise<Allocation[]> {
+    requireId("sessionId", sessionId);
+    const items = await this.requests.queryAll("allocationsOf", {
+      TableName: this.requests.tableName,
+      KeyConditionExpression: "#pk = :pk AND begins_with(#sk, :prefix)",
+      ExpressionAttributeNames: { "#pk": "pk", "#sk": "sk" },
+      ExpressionAttributeValues: {
+        ":pk": { S: sessionPk(sessionId) },
+        ":prefix": { S: ALLOCATION_SK_PREFIX },
+      },
+      ConsistentRead: true,
+    });
+    return items.map(allocationFromItem);
+  }
+
+  async allocationsOnAgent(agentId: string): Promise<Allocation[]> {
+    requireId("agentId", agentId);
+    const keys = await this.requests.queryAll("allocationsOnAgent", {
+      TableName: this.requests.tableName,
+      IndexName: STATUS_INDEX,
+      KeyConditionExpression: "#pk = :pk",
+      ExpressionAttributeNames: { "#pk": "gsi1pk" },
+      ExpressionAttributeValues: { ":pk": { S: agentAllocationsPk(agentId) } },
+    });
+    const items = await this.requests.batchGet(
+      "allocationsOnAgent",
+      keys.map((k) => tableKey(k)),
+    );
+    return items.filter((i) => i !== undefined).map(allocationFromItem);
+  }
+}
+
+/** Capacity arithmetic in JS (a resize) must not leave binary noise in stored numbers. */
+function round(value: number): number {
+  return Math.round(value * 1e6) / 1e6;
+}

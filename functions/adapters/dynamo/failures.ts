@@ -1,0 +1,54 @@
+/**
+ * Maps a transaction cancelled by failed conditions to the domain error. The session's own
+ * guard is judged first (moved → ConflictError, gone → NotFoundError): if the session moved,
+ * nothing else about the write matters. Then parts of the write that clash with the session's
+ * state (a kernel already placed), then failures of other items (an agent without room).
+ */
+import { ConflictError, NotFoundError, type SessionState } from "../../core/ports/session-store.ts";
+import type { ConditionFailure } from "./dynamo-requests.ts";
+import { sessionFromItem, type Item } from "./item-codec.ts";
+
+export interface FailureMappers {
+  /** A reason the write clashes with the session (reported with its state), or an error as is. */
+  readonly clash?: (failure: ConditionFailure) => string | Error | undefined;
+  /** An error for a failed item other than the session. */
+  readonly other?: (failure: ConditionFailure) => Error | undefined;
+}
+
+export async function transactionError(
+  sessionId: string,
+  expected: SessionState,
+  failures: readonly ConditionFailure[],
+  readSessionItem: () => Promise<Item | undefined>,
+  mappers: FailureMappers,
+): Promise<Error> {
+  const stateOf = async (item: Item | undefined): Promise<SessionState | undefined> => {
+    const stored = item ?? (await readSessionItem());
+    if (stored === undefined) return undefined;
+    const { status, version } = sessionFromItem(stored);
+    return { status, version };
+  };
+  const sessionFailure = failures.find((f) => f.role.kind === "session");
+  if (sessionFailure !== undefined) {
+    // ALL_OLD returns the item as it was; if it is missing from the reason, read it.
+    const found = await stateOf(sessionFailure.reason.Item);
+    return found === undefined
+      ? new NotFoundError("session", sessionId)
+      : new ConflictError(sessionId, expected, found);
+  }
+  for (const failure of failures) {
+    const clash = mappers.clash?.(failure);
+    if (clash === undefined) continue;
+    if (clash instanceof Error) return clash;
+    const found = await stateOf(undefined);
+    return found === undefined
+      ? new NotFoundError("session", sessionId)
+      : new ConflictError(sessionId, expected, found, clash);
+  }
+  for (const failure of failures) {
+    const error = mappers.other?.(failure);
+    if (error !== undefined) return error;
+  }
+  const codes = failures.map((f) => `${f.role.kind}: ${f.reason.Code ?? "?"}`).join(", ");
+  return new Error(`transaction for session ${sessionId} was cancelled (${codes})`);
+}
