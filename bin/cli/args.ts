@@ -1,0 +1,321 @@
+/**
+ * Command-line parsing: argv in, a typed invocation out, or a UsageError naming the offending
+ * argument. Pure (no I/O). `node:util` parseArgs tokenises; the checks are ours, so every
+ * message names the flag and the command's help.
+ */
+import { parseArgs } from "node:util";
+import { MAX_MESSAGE_LENGTH, SESSION_ID_PATTERN } from "../../functions/core/events.ts";
+import { SESSION_STATUSES, type SessionStatus } from "../../functions/core/status.ts";
+import {
+  COMMAND_NAMES,
+  COMMANDS,
+  DEFAULT_LIST_LIMIT,
+  GLOBAL_OPTIONS,
+  isCommandName,
+  MAX_LIST_LIMIT,
+  type CommandName,
+  type OptionTable,
+} from "./command-table.ts";
+import { UsageError } from "./errors.ts";
+
+export type OutputFormat = "text" | "json";
+
+/** Where Cairn is: the local runtime file, or a stack and/or endpoint. */
+export interface TargetOptions {
+  /** Set only when --runtime-file was given. */
+  readonly runtimeFile?: string;
+  readonly stack?: string;
+  readonly endpoint?: string;
+  readonly region?: string;
+}
+
+interface Common {
+  readonly target: TargetOptions;
+  readonly output: OutputFormat;
+}
+
+export type Invocation =
+  /** `command` undefined: the CLI's own help. */
+  | { readonly kind: "help"; readonly command?: CommandName }
+  | (Common & {
+      readonly kind: "submit";
+      /** A path, or `-` for stdin. */
+      readonly file: string;
+      readonly sessionId?: string;
+      readonly wait: boolean;
+      readonly timeoutSeconds?: number;
+    })
+  | (Common & { readonly kind: "get"; readonly sessionId: string })
+  | (Common & { readonly kind: "history"; readonly sessionId: string })
+  | (Common & { readonly kind: "list"; readonly status?: SessionStatus; readonly limit: number })
+  | (Common & { readonly kind: "cancel"; readonly sessionId: string; readonly reason?: string });
+
+type Values = Readonly<Record<string, string | true | undefined>>;
+
+export function parseCommandLine(argv: readonly string[]): Invocation {
+  const at = commandIndex(argv);
+  const name = at === undefined ? undefined : argv[at];
+  if (name === undefined || at === undefined) {
+    const { values } = readOptions([...argv], GLOBAL_OPTIONS, undefined);
+    if (values["help"] === true) return { kind: "help" };
+    throw new UsageError(`missing command (expected one of ${COMMAND_NAMES.join(", ")})`);
+  }
+  if (name === "help") {
+    const topic = argv[at + 1];
+    if (topic === undefined) return { kind: "help" };
+    if (!isCommandName(topic)) throw unknownCommand(topic);
+    return { kind: "help", command: topic };
+  }
+  if (!isCommandName(name)) throw unknownCommand(name);
+  const command = name;
+  const def = COMMANDS[command];
+  const rest = [...argv.slice(0, at), ...argv.slice(at + 1)];
+  const { values, positionals } = readOptions(rest, { ...GLOBAL_OPTIONS, ...def.options }, command);
+  if (values["help"] === true) return { kind: "help", command };
+  if (positionals.length < def.minPositionals) {
+    throw new UsageError(`missing ${def.positionals}`, command);
+  }
+  if (positionals.length > def.maxPositionals) {
+    const extra = positionals[def.maxPositionals] ?? "";
+    throw new UsageError(`unexpected argument "${extra}"`, command);
+  }
+  const common: Common = { target: targetOptions(values, command), output: outputFormat(values, command) };
+  switch (command) {
+    case "submit":
+      return submitInvocation(common, values, positionals);
+    case "get":
+    case "history":
+      return { ...common, kind: command, sessionId: sessionIdArgument(positionals[0], command) };
+    case "list":
+      return {
+        ...common,
+        kind: "list",
+        ...optional("status", statusOption(values["status"])),
+        limit: limitOption(values["limit"]),
+      };
+    case "cancel":
+      return {
+        ...common,
+        kind: "cancel",
+        sessionId: sessionIdArgument(positionals[0], command),
+        ...optional("reason", reasonOption(values["reason"])),
+      };
+  }
+}
+
+function submitInvocation(common: Common, values: Values, positionals: readonly string[]): Invocation {
+  const flag = stringValue(values, "file");
+  const positional = positionals[0];
+  if (flag !== undefined && positional !== undefined) {
+    throw new UsageError(
+      `give the spec once: either FILE or -f, not both ("${positional}", "${flag}")`,
+      "submit",
+    );
+  }
+  const file = flag ?? positional;
+  if (file === undefined) throw new UsageError("missing the spec: -f FILE", "submit");
+  const wait = values["wait"] === true;
+  const rawTimeout = stringValue(values, "timeout");
+  if (rawTimeout !== undefined && !wait) {
+    throw new UsageError("--timeout only applies with --wait", "submit");
+  }
+  const id = stringValue(values, "id");
+  return {
+    ...common,
+    kind: "submit",
+    file,
+    wait,
+    ...optional("sessionId", id === undefined ? undefined : sessionIdValue("--id", id, "submit")),
+    ...optional("timeoutSeconds", rawTimeout === undefined ? undefined : timeoutOption(rawTimeout)),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tokens: parseArgs in non-strict mode, then our own checks (so each message names the flag).
+
+function readOptions(
+  args: string[],
+  table: OptionTable,
+  command: CommandName | undefined,
+): { values: Values; positionals: string[] } {
+  const { tokens } = parseArgs({
+    args,
+    options: Object.fromEntries(
+      Object.entries(table).map(([name, def]) => [
+        name,
+        def.short === undefined ? { type: def.type } : { type: def.type, short: def.short },
+      ]),
+    ),
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  const values: Record<string, string | true> = {};
+  const positionals: string[] = [];
+  // --help wins over any other problem on the line.
+  if (tokens.some((t) => t.kind === "option" && t.name === "help"))
+    return { values: { help: true }, positionals };
+  for (const token of tokens) {
+    if (token.kind === "positional") {
+      positionals.push(token.value);
+      continue;
+    }
+    if (token.kind !== "option") continue;
+    const def = Object.hasOwn(table, token.name) ? table[token.name] : undefined;
+    const flag = `--${token.name}`;
+    if (def === undefined) throw new UsageError(`unknown option ${token.rawName}`, command);
+    if (def.type === "boolean") {
+      if (token.value !== undefined) throw new UsageError(`option ${flag} takes no value`, command);
+      values[token.name] = true;
+      continue;
+    }
+    if (token.value === undefined) {
+      throw new UsageError(`option ${flag} needs a value (${flag} ${def.value ?? "VALUE"})`, command);
+    }
+    // Non-strict parseArgs takes the next argument whatever it is: `--id --wait` is a mistake.
+    if (!token.inlineValue && token.value.startsWith("-") && token.value !== "-") {
+      throw new UsageError(
+        `option ${flag} needs a value, got "${token.value}" (write ${flag}=${token.value} if that is the value)`,
+        command,
+      );
+    }
+    if (values[token.name] !== undefined)
+      throw new UsageError(`option ${flag} given more than once`, command);
+    values[token.name] = token.value;
+  }
+  return { values, positionals };
+}
+
+/** The first argument that is neither a global option nor a global option's value. */
+function commandIndex(argv: readonly string[]): number | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? "";
+    if (arg === "--") return undefined;
+    if (arg.startsWith("--")) {
+      const name = arg.slice(2);
+      const def: { type: string } | undefined = Object.hasOwn(GLOBAL_OPTIONS, name)
+        ? GLOBAL_OPTIONS[name as keyof typeof GLOBAL_OPTIONS]
+        : undefined;
+      if (def?.type === "string") i++;
+      continue;
+    }
+    if (arg.startsWith("-") && arg.length > 1) continue;
+    return i;
+  }
+  return undefined;
+}
+
+function unknownCommand(name: string): UsageError {
+  return new UsageError(`unknown command "${name}" (expected one of ${COMMAND_NAMES.join(", ")})`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values.
+
+function stringValue(values: Values, name: string): string | undefined {
+  const value = values[name];
+  return typeof value === "string" ? value : undefined;
+}
+
+function targetOptions(values: Values, command: CommandName): TargetOptions {
+  const runtimeFile = stringValue(values, "runtime-file");
+  const stack = stringValue(values, "stack");
+  const endpoint = stringValue(values, "endpoint");
+  const region = stringValue(values, "region");
+  if (runtimeFile !== undefined && (stack !== undefined || endpoint !== undefined)) {
+    throw new UsageError(
+      "--runtime-file is for the local runtime; it cannot be combined with --stack or --endpoint",
+      command,
+    );
+  }
+  for (const [flag, value] of [
+    ["--runtime-file", runtimeFile],
+    ["--stack", stack],
+    ["--region", region],
+  ] as const) {
+    if (value !== undefined && value.trim() === "")
+      throw new UsageError(`${flag} must not be empty`, command);
+  }
+  if (endpoint !== undefined && !isHttpUrl(endpoint)) {
+    throw new UsageError(`--endpoint must be an http(s) URL, got "${endpoint}"`, command);
+  }
+  return {
+    ...optional("runtimeFile", runtimeFile),
+    ...optional("stack", stack),
+    ...optional("endpoint", endpoint),
+    ...optional("region", region),
+  };
+}
+
+function isHttpUrl(text: string): boolean {
+  const url = URL.parse(text);
+  return url !== null && (url.protocol === "http:" || url.protocol === "https:");
+}
+
+function outputFormat(values: Values, command: CommandName): OutputFormat {
+  const raw = stringValue(values, "output");
+  if (raw === undefined || raw === "text") return "text";
+  if (raw === "json") return "json";
+  throw new UsageError(`--output must be text or json, got "${raw}"`, command);
+}
+
+function sessionIdArgument(raw: string | undefined, command: CommandName): string {
+  // Presence is checked against the command's positional count before this runs.
+  return sessionIdValue("SESSION_ID", raw ?? "", command);
+}
+
+function sessionIdValue(what: string, raw: string, command: CommandName): string {
+  if (!SESSION_ID_PATTERN.test(raw)) {
+    throw new UsageError(
+      `${what} "${raw}" is not a session id: 3 to 63 lowercase letters, digits or '-', ` +
+        "starting with a letter or digit",
+      command,
+    );
+  }
+  return raw;
+}
+
+function timeoutOption(raw: string): number {
+  const seconds = Number(raw);
+  if (raw.trim() === "" || !Number.isFinite(seconds) || seconds <= 0) {
+    throw new UsageError(`--timeout must be a positive number of seconds, got "${raw}"`, "submit");
+  }
+  return seconds;
+}
+
+function statusOption(raw: string | true | undefined): SessionStatus | undefined {
+  if (typeof raw !== "string") return undefined;
+  const status = SESSION_STATUSES.find((s) => s === raw.toUpperCase());
+  if (status === undefined) {
+    throw new UsageError(
+      `--status: unknown status "${raw}" (expected one of ${SESSION_STATUSES.join(", ")})`,
+      "list",
+    );
+  }
+  return status;
+}
+
+function limitOption(raw: string | true | undefined): number {
+  if (typeof raw !== "string") return DEFAULT_LIST_LIMIT;
+  const limit = Number(raw);
+  if (!/^\d+$/.test(raw) || limit < 1 || limit > MAX_LIST_LIMIT) {
+    throw new UsageError(`--limit must be a whole number from 1 to ${MAX_LIST_LIMIT}, got "${raw}"`, "list");
+  }
+  return limit;
+}
+
+function reasonOption(raw: string | true | undefined): string | undefined {
+  if (typeof raw !== "string") return undefined;
+  if (raw.length > MAX_MESSAGE_LENGTH) {
+    throw new UsageError(
+      `--reason must be at most ${MAX_MESSAGE_LENGTH} characters, got ${raw.length}`,
+      "cancel",
+    );
+  }
+  return raw;
+}
+
+/** `{ key: value }` when value is defined, else `{}`: keeps absent options absent. */
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}

@@ -1,0 +1,94 @@
+/**
+ * What the commands need from Cairn: the session store's read side and putting an inbound event
+ * on the bus. Built on the application's own adapters (DynamoSessionStore, EventPublisher), so
+ * the CLI reads and writes exactly what the control plane does.
+ */
+import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import { DynamoSessionStore } from "../../functions/adapters/dynamo/dynamo-session-store.ts";
+import { EventPublisher } from "../../functions/adapters/eventbridge/publisher.ts";
+import type { PutEventsEntry } from "../../functions/core/events.ts";
+import type { SessionStore } from "../../functions/core/ports/session-store.ts";
+import { explainAwsError } from "./aws-errors.ts";
+import { UnreachableError } from "./errors.ts";
+import type { Connection, StackRequest } from "./target.ts";
+
+export type SessionReader = Pick<
+  SessionStore,
+  "getSession" | "listHistory" | "listSessionsByStatus" | "listRecentSessions"
+>;
+
+export interface CairnApi {
+  readonly store: SessionReader;
+  readonly eventBusName: string;
+  readonly stateMachineArn?: string;
+  /** Puts one inbound event (built by toPutEventsEntry); throws if the bus does not accept it. */
+  put(entry: PutEventsEntry): Promise<void>;
+  /** Releases the clients' sockets so the process can exit. */
+  close(): void;
+}
+
+export function openCairnApi(connection: Connection): CairnApi {
+  const common = {
+    ...(connection.region === undefined ? {} : { region: connection.region }),
+    ...(connection.credentials === undefined ? {} : { credentials: connection.credentials }),
+  };
+  const dynamo = new DynamoDBClient({
+    ...common,
+    ...(connection.endpoints.dynamoDb === undefined ? {} : { endpoint: connection.endpoints.dynamoDb }),
+  });
+  const events = new EventBridgeClient({
+    ...common,
+    ...(connection.endpoints.eventBridge === undefined ? {} : { endpoint: connection.endpoints.eventBridge }),
+  });
+  const store = new DynamoSessionStore({
+    client: dynamo,
+    tableName: connection.tableName,
+    ...(connection.shards === undefined ? {} : { shards: connection.shards }),
+  });
+  const publisher = new EventPublisher(events);
+  return {
+    store,
+    eventBusName: connection.eventBusName,
+    ...(connection.stateMachineArn === undefined ? {} : { stateMachineArn: connection.stateMachineArn }),
+    put: (entry) => publisher.publish([entry]),
+    close: () => {
+      dynamo.destroy();
+      events.destroy();
+    },
+  };
+}
+
+/** The outputs of a CloudFormation stack, by key. */
+export async function describeStackOutputs(request: StackRequest): Promise<Readonly<Record<string, string>>> {
+  const client = new CloudFormationClient({
+    ...(request.region === undefined ? {} : { region: request.region }),
+    ...(request.endpoint === undefined ? {} : { endpoint: request.endpoint }),
+  });
+  const where = `stack ${request.stack}${request.endpoint === undefined ? "" : ` at ${request.endpoint}`}`;
+  try {
+    const out = await client.send(new DescribeStacksCommand({ StackName: request.stack }));
+    const stack = out.Stacks?.[0];
+    if (stack === undefined) throw new UnreachableError(`${where} not found`);
+    return Object.fromEntries(
+      (stack.Outputs ?? []).flatMap((o) =>
+        o.OutputKey === undefined || o.OutputValue === undefined ? [] : [[o.OutputKey, o.OutputValue]],
+      ),
+    );
+  } catch (error) {
+    // CloudFormation answers a missing stack with a generic ValidationError.
+    const message = error instanceof Error ? error.message : "";
+    if (/does not exist/.test(message)) {
+      const region = request.region === undefined ? "" : ` in region ${request.region}`;
+      throw new UnreachableError(`${where} not found${region} (deploy it with \`cdk deploy\`)`, error);
+    }
+    const hint =
+      request.endpoint === undefined
+        ? "check the stack name, the region and your credentials"
+        : "is the endpoint (LocalStack) running?";
+    throw explainAwsError(error, { where, hint }) ?? error;
+  } finally {
+    client.destroy();
+  }
+}

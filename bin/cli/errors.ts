@@ -1,0 +1,79 @@
+/**
+ * The CLI's errors. Each carries the exit code it ends the process with and a stable `code`;
+ * the message is what the user reads after `cairn: `.
+ */
+import { ExitCode } from "./exit-codes.ts";
+import type { ValidationIssue } from "../../functions/core/spec.ts";
+
+export abstract class CliError extends Error {
+  abstract readonly code: string;
+  abstract readonly exitCode: ExitCode;
+}
+
+/** Bad arguments. `command` names the command whose `--help` to point at. */
+export class UsageError extends CliError {
+  override readonly name = "UsageError";
+  readonly code = "USAGE";
+  readonly exitCode = ExitCode.Usage;
+  readonly command: string | undefined;
+  constructor(message: string, command?: string) {
+    super(message);
+    this.command = command;
+  }
+}
+
+/** The spec file cannot be read, is not YAML/JSON, or breaks the schema. Nothing was sent. */
+export class InvalidSpecError extends CliError {
+  override readonly name = "InvalidSpecError";
+  readonly code = "INVALID_SPEC";
+  readonly exitCode = ExitCode.Usage;
+  /** Every schema problem (empty for syntax or read errors). */
+  readonly issues: readonly ValidationIssue[];
+  constructor(message: string, issues: readonly ValidationIssue[] = []) {
+    super(message);
+    this.issues = issues;
+  }
+}
+
+export class SessionNotFoundError extends CliError {
+  override readonly name = "SessionNotFoundError";
+  readonly code = "NOT_FOUND";
+  readonly exitCode = ExitCode.NotFound;
+  readonly sessionId: string;
+  constructor(sessionId: string) {
+    super(`session ${sessionId} not found`);
+    this.sessionId = sessionId;
+  }
+}
+
+/** No runtime file, or the services did not answer, refused the credentials or lack a resource. */
+export class UnreachableError extends CliError {
+  override readonly name = "UnreachableError";
+  readonly code = "UNREACHABLE";
+  readonly exitCode = ExitCode.Unreachable;
+  constructor(message: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+  }
+}
+
+export class WaitTimeoutError extends CliError {
+  override readonly name = "WaitTimeoutError";
+  readonly code = "WAIT_TIMEOUT";
+  readonly exitCode = ExitCode.WaitTimedOut;
+  readonly sessionId: string;
+  readonly timeoutSeconds: number;
+  /** The last status seen; undefined when the session was never recorded. */
+  readonly lastStatus: string | undefined;
+  constructor(sessionId: string, timeoutSeconds: number, lastStatus: string | undefined) {
+    super(
+      lastStatus === undefined
+        ? `timed out after ${timeoutSeconds} s: session ${sessionId} was never recorded ` +
+            `(is the control plane processing events?)`
+        : `timed out after ${timeoutSeconds} s waiting for session ${sessionId} (last status ${lastStatus}); ` +
+            `it keeps going: follow it with \`cairn get ${sessionId}\`, or stop it with \`cairn cancel ${sessionId}\``,
+    );
+    this.sessionId = sessionId;
+    this.timeoutSeconds = timeoutSeconds;
+    this.lastStatus = lastStatus;
+  }
+}

@@ -1,0 +1,24 @@
+/** The CLI's exit codes: part of its interface (scripts branch on them), listed in `--help`. */
+export const ExitCode = {
+  Ok: 0,
+  /** `submit --wait`: the session ended without succeeding (failed or cancelled). */
+  SessionDidNotSucceed: 1,
+  /** Bad arguments, or a spec that does not parse or validate (nothing was sent). */
+  Usage: 2,
+  NotFound: 3,
+  /** No runtime file, connection refused, no credentials, a missing table, bus or stack. */
+  Unreachable: 4,
+  /** `submit --wait --timeout`: the session had not ended in time (as coreutils' timeout). */
+  WaitTimedOut: 124,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** One line per code, in the order the help shows them. */
+export const EXIT_CODE_HELP: readonly (readonly [ExitCode, string])[] = [
+  [ExitCode.Ok, "ok"],
+  [ExitCode.SessionDidNotSucceed, "the session did not succeed (submit --wait: failed or cancelled)"],
+  [ExitCode.Usage, "usage error, or an invalid spec (nothing was sent)"],
+  [ExitCode.NotFound, "session not found"],
+  [ExitCode.Unreachable, "cannot reach Cairn (no runtime, connection refused, missing stack/table/bus)"],
+  [ExitCode.WaitTimedOut, "submit --wait --timeout: the wait timed out (the session keeps running)"],
+];

@@ -1,0 +1,47 @@
+/**
+ * Everything the CLI touches outside itself, in one interface: the process supplies the real
+ * one (processIo), tests supply their own.
+ */
+import { randomInt } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { describeStackOutputs, openCairnApi, type CairnApi } from "./cairn-api.ts";
+import type { Connection, StackRequest } from "./target.ts";
+
+export interface CliIo {
+  /** Writes `text` and a newline to stdout. */
+  stdout(text: string): void;
+  /** Writes `text` and a newline to stderr. */
+  stderr(text: string): void;
+  readonly cwd: string;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Like fs.readFileSync(path, "utf8"): throws with `code` ENOENT for a missing file. */
+  readFile(path: string): string;
+  readStdin(): string;
+  nowMs(): number;
+  sleep(ms: number): Promise<void>;
+  /** In [0, 1). */
+  random(): number;
+  openApi(connection: Connection): CairnApi;
+  stackOutputs(request: StackRequest): Promise<Readonly<Record<string, string>>>;
+}
+
+export function processIo(): CliIo {
+  return {
+    stdout: (text) => void process.stdout.write(text + "\n"),
+    stderr: (text) => void process.stderr.write(text + "\n"),
+    cwd: process.cwd(),
+    env: process.env,
+    readFile: (path) => readFileSync(path, "utf8"),
+    readStdin: () => readFileSync(0, "utf8"),
+    nowMs: () => Date.now(),
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    // Session id suffixes: a CSPRNG, so ids made at the same moment on two machines differ.
+    random: () => randomInt(2 ** 32) / 2 ** 32,
+    openApi: openCairnApi,
+    stackOutputs: describeStackOutputs,
+  };
+}
+
+export function printJson(io: CliIo, value: unknown): void {
+  io.stdout(JSON.stringify(value, null, 2));
+}

@@ -1,0 +1,106 @@
+/**
+ * The CLI from argv to exit code: parse, validate what can be validated offline (the spec),
+ * find Cairn, run the command, and turn every failure into a `cairn: …` line and its exit code.
+ */
+import { parseCommandLine, type Invocation } from "./args.ts";
+import { explainAwsError } from "./aws-errors.ts";
+import type { CairnApi } from "./cairn-api.ts";
+import { runCancel } from "./commands/cancel.ts";
+import type { CommandContext } from "./commands/context.ts";
+import { runGet } from "./commands/get.ts";
+import { runHistory } from "./commands/history.ts";
+import { runList } from "./commands/list.ts";
+import { runSubmit, submittedEntry, type SubmitRequest } from "./commands/submit.ts";
+import { CliError, UsageError } from "./errors.ts";
+import { ExitCode } from "./exit-codes.ts";
+import { commandHelp, mainHelp } from "./help.ts";
+import type { CliIo } from "./io.ts";
+import { newSessionId } from "./session-id.ts";
+import { readSpecFile } from "./spec-file.ts";
+import { resolveConnection, type Connection } from "./target.ts";
+
+/** Never throws: every outcome is an exit code, with the reason on stderr. */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  let connection: Connection | undefined;
+  let api: CairnApi | undefined;
+  try {
+    const invocation = parseCommandLine(argv);
+    if (invocation.kind === "help") {
+      io.stdout(invocation.command === undefined ? mainHelp() : commandHelp(invocation.command));
+      return ExitCode.Ok;
+    }
+    // A bad spec is reported before looking for Cairn: nothing is sent, wherever Cairn is.
+    const submit = invocation.kind === "submit" ? submitRequest(invocation, io) : undefined;
+    connection = await resolveConnection(invocation.target, {
+      cwd: io.cwd,
+      env: io.env,
+      readFile: (path) => io.readFile(path),
+      stackOutputs: (request) => io.stackOutputs(request),
+    });
+    api = io.openApi(connection);
+    return await dispatch(invocation, submit, { io, api });
+  } catch (error) {
+    return report(error, connection, io);
+  } finally {
+    api?.close();
+  }
+}
+
+function dispatch(
+  invocation: Exclude<Invocation, { kind: "help" }>,
+  submit: SubmitRequest | undefined,
+  ctx: CommandContext,
+): Promise<ExitCode> {
+  switch (invocation.kind) {
+    case "submit":
+      return runSubmit(submit ?? submitRequest(invocation, ctx.io), ctx);
+    case "get":
+      return runGet(invocation, ctx);
+    case "history":
+      return runHistory(invocation, ctx);
+    case "list":
+      return runList(invocation, ctx);
+    case "cancel":
+      return runCancel(invocation, ctx);
+  }
+}
+
+function submitRequest(invocation: Extract<Invocation, { kind: "submit" }>, io: CliIo): SubmitRequest {
+  const spec = readSpecFile(invocation.file, io);
+  const sessionId = invocation.sessionId ?? newSessionId(spec.name, () => io.random());
+  // Size and contract checks; the real bus name is filled in once Cairn is found.
+  submittedEntry("-", sessionId, spec);
+  return {
+    sessionId,
+    idChosen: invocation.sessionId !== undefined,
+    spec,
+    wait: invocation.wait,
+    output: invocation.output,
+    ...(invocation.timeoutSeconds === undefined ? {} : { timeoutSeconds: invocation.timeoutSeconds }),
+  };
+}
+
+function report(error: unknown, connection: Connection | undefined, io: CliIo): number {
+  const known =
+    error instanceof CliError
+      ? error
+      : connection === undefined
+        ? undefined
+        : explainAwsError(error, {
+            where: connection.where,
+            hint: connection.hint,
+            resources: `table ${connection.tableName}, event bus ${connection.eventBusName}`,
+          });
+  if (known === undefined) {
+    // A bug or an answer nobody planned for: show all of it.
+    io.stderr(
+      `cairn: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+    );
+    return ExitCode.SessionDidNotSucceed;
+  }
+  io.stderr(`cairn: ${known.message}`);
+  if (known instanceof UsageError) {
+    io.stderr(known.command === undefined ? "see `cairn --help`" : `see \`cairn ${known.command} --help\``);
+  }
+  return known.exitCode;
+}

@@ -1,0 +1,128 @@
+/**
+ * Human output: compact blocks and tables built from the JSON views, so both outputs carry the
+ * same facts. Pure: the current time comes in (`nowMs`) for ages and running times.
+ */
+import { renderTable } from "./table.ts";
+import type { HistoryRecordView, HistoryView, ListView, SessionView } from "./views.ts";
+
+const NONE = "-";
+const MAX_CELL = 100;
+
+export function renderSession(view: SessionView, nowMs: number): string {
+  const ended = view.result !== null;
+  const rows: [string, string][] = [
+    ["status", ended ? `${view.status} (${view.result})` : view.status],
+    ["queue", `${view.queue}, priority ${view.priority}`],
+    ["run", `${view.runIndex}, ${view.tries} ${view.tries === 1 ? "try" : "tries"} in this stage`],
+    ["created", `${view.createdAt} (${ago(view.createdAt, nowMs)})`],
+    ["updated", `${view.updatedAt} (${ago(view.updatedAt, nowMs)})`],
+  ];
+  if (!ended) {
+    rows.push(["stage", `entered ${view.stage.enteredAt}, expires ${view.stage.expiresAt}`]);
+    if (view.pendingReason !== null) rows.push(["waiting", oneLine(view.pendingReason)]);
+  }
+  if (view.cancelRequestedAt !== null) rows.push(["cancel", `requested ${view.cancelRequestedAt}`]);
+  rows.push(["execution", view.executionArn ?? view.executionName]);
+  const kernelTable = renderTable(
+    ["KERNEL", "STATUS", "AGENT", "EXIT", "CONDITION", "STARTED", "RAN", "MESSAGE"],
+    view.kernels.map((k) => [
+      String(k.index),
+      k.status,
+      k.agent ?? NONE,
+      k.exitCode === null ? NONE : String(k.exitCode),
+      k.condition ?? NONE,
+      k.startedAt ?? NONE,
+      ran(k.startedAt, k.finishedAt, nowMs),
+      cell(k.message ?? (k.error === null ? null : `preparation failed: ${k.error}`)),
+    ]),
+  );
+  const width = Math.max(...rows.map(([label]) => label.length));
+  return [
+    `session ${view.sessionId} (${view.name})`,
+    ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`),
+    ...kernelTable.split("\n").map((line) => `  ${line}`),
+  ].join("\n");
+}
+
+export function renderHistory(view: HistoryView): string {
+  if (view.records.length === 0) return `session ${view.sessionId} has no history yet`;
+  return renderTable(
+    ["SEQ", "AT", "HANDLER", "RESULT", "STATUS", "COUNT", "MESSAGE"],
+    view.records.map((r) => [
+      String(r.seq),
+      r.firstAt,
+      r.handler,
+      r.result,
+      r.to === null ? `${r.from} (kept)` : r.to === r.from ? r.to : `${r.from} → ${r.to}`,
+      String(r.count),
+      cell(r.message),
+    ]),
+  );
+}
+
+export function renderList(view: ListView, status: string | undefined, nowMs: number): string {
+  if (view.sessions.length === 0) return status === undefined ? "no sessions" : `no sessions in ${status}`;
+  const table = renderTable(
+    ["SESSION", "NAME", "STATUS", "QUEUE", "PRIORITY", "CREATED", "WAITING"],
+    view.sessions.map((s) => [
+      s.sessionId,
+      s.name,
+      s.status,
+      s.queue,
+      String(s.priority),
+      ago(s.createdAt, nowMs),
+      cell(s.status === "TERMINATED" || s.status === "CANCELLED" ? null : s.pendingReason),
+    ]),
+  );
+  return view.truncated ? `${table}\n(more sessions match; raise --limit)` : table;
+}
+
+/** One line of `submit --wait` progress for a history record. */
+export function renderProgress(record: HistoryRecordView): string {
+  const why = record.message === null ? "" : ` (${oneLine(record.message)})`;
+  if (record.to !== null && record.to !== record.from) return `${record.from} → ${record.to}${why}`;
+  if (record.result === "SUBMITTED") return `${record.from}: submitted${why}`;
+  return `${record.from}: ${record.handler} ${record.result}${why}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** "12s ago", "3m04s ago"; "just now" for clock skew into the future. */
+export function ago(isoTime: string, nowMs: number): string {
+  const elapsedMs = nowMs - Date.parse(isoTime);
+  return elapsedMs < 0 ? "just now" : `${formatDuration(elapsedMs)} ago`;
+}
+
+function ran(startedAt: string | null, finishedAt: string | null, nowMs: number): string {
+  if (startedAt === null) return NONE;
+  const endMs = finishedAt === null ? nowMs : Date.parse(finishedAt);
+  const duration = formatDuration(Math.max(0, endMs - Date.parse(startedAt)));
+  return finishedAt === null ? `${duration}…` : duration;
+}
+
+/** 0.4s, 12.3s, 3m04s, 2h05m, 3d04h. */
+export function formatDuration(ms: number): string {
+  const seconds = ms / 1000;
+  if (seconds < 60) return `${seconds.toFixed(1)}s`;
+  const totalSeconds = Math.floor(seconds);
+  const minutes = Math.floor(totalSeconds / 60);
+  if (minutes < 60) return `${minutes}m${pad2(totalSeconds % 60)}s`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 24) return `${hours}h${pad2(minutes % 60)}m`;
+  return `${Math.floor(hours / 24)}d${pad2(hours % 24)}h`;
+}
+
+function pad2(n: number): string {
+  return String(n).padStart(2, "0");
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
+}
+
+/** A table cell: one line, at most MAX_CELL characters (the JSON output has it all). */
+function cell(text: string | null): string {
+  if (text === null || text.trim() === "") return NONE;
+  const line = oneLine(text);
+  return line.length > MAX_CELL ? `${line.slice(0, MAX_CELL - 1)}…` : line;
+}
