@@ -8,9 +8,10 @@ import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { Coordinator } from "../app/coordinator.ts";
 import type { EnterStageDeps } from "../app/enter-stage.ts";
-import { jsonLogger } from "../app/logger.ts";
-import { systemClock } from "../app/ports.ts";
+import { jsonLogger, type Logger } from "../app/logger.ts";
+import { systemClock, type Clock } from "../app/ports.ts";
 import type { CairnConfig } from "../config.ts";
+import type { SessionStore } from "../core/ports/session-store.ts";
 import { DynamoSessionStore } from "./dynamo/dynamo-session-store.ts";
 import { eventBridgeEvents } from "./eventbridge/events-port.ts";
 import { EventPublisher } from "./eventbridge/publisher.ts";
@@ -19,16 +20,36 @@ import { LifecycleExecutions } from "./sfn/lifecycle-executions.ts";
 export interface Wiring {
   readonly coordinator: Coordinator;
   readonly enterStage: EnterStageDeps;
+  readonly store: SessionStore;
+  readonly clock: Clock;
+  /** The entry points' own log (the sweep's census). */
+  readonly log: Logger;
 }
 
-export function wire(config: CairnConfig): Wiring {
+/** How the entry points observe the clients and log (Powertools in handlers/telemetry.ts). */
+export interface Instrumentation {
+  /** Returns the client to use: the same one, traced where tracing is on. */
+  captureClient<T extends object>(client: T): T;
+  logger(component: string): Logger;
+}
+
+const plain = (config: CairnConfig): Instrumentation => ({
+  captureClient: (client) => client,
+  logger: (component) => jsonLogger(component, undefined, config.logLevel),
+});
+
+export function wire(config: CairnConfig, instrumentation: Instrumentation = plain(config)): Wiring {
+  const captureClient = <T extends object>(client: T): T => instrumentation.captureClient(client);
   const store = new DynamoSessionStore({
-    client: new DynamoDBClient({}),
+    client: captureClient(new DynamoDBClient({})),
     tableName: config.tableName,
     shards: config.shards,
   });
-  const events = eventBridgeEvents(new EventPublisher(new EventBridgeClient({})), config.eventBusName);
-  const executions = new LifecycleExecutions(new SFNClient({}), config.stateMachineArn);
+  const events = eventBridgeEvents(
+    new EventPublisher(captureClient(new EventBridgeClient({}))),
+    config.eventBusName,
+  );
+  const executions = new LifecycleExecutions(captureClient(new SFNClient({})), config.stateMachineArn);
   return {
     coordinator: new Coordinator({
       store,
@@ -36,14 +57,17 @@ export function wire(config: CairnConfig): Wiring {
       events,
       config,
       clock: systemClock,
-      log: jsonLogger("coordinator", undefined, config.logLevel),
+      log: instrumentation.logger("coordinator"),
     }),
     enterStage: {
       store,
       events,
       clock: systemClock,
-      log: jsonLogger("enter-stage", undefined, config.logLevel),
+      log: instrumentation.logger("enter-stage"),
       terminationGraceMs: config.terminationGraceMs,
     },
+    store,
+    clock: systemClock,
+    log: instrumentation.logger("entry"),
   };
 }

@@ -2,10 +2,16 @@
  * Lambda entry point of the coordinator. Triggered by the coordinator queue (SQS batches of
  * EventBridge events) and by the sweep schedule. Transient failures are reported per message
  * (`batchItemFailures`) so only those are redelivered; rejected events are logged, not retried.
+ * The sweep also takes the census of waiting sessions that the dashboard and the stuck-session
+ * alarm read.
  */
 import { loadConfig } from "../config.ts";
 import { wire, type Wiring } from "../adapters/clients.ts";
 import type { RunReport } from "../app/coordinator.ts";
+import { stageCensus } from "../app/stage-census.ts";
+import { errorMessage } from "../lifecycle/handler.ts";
+import { NO_METRICS, recordCensus, recordRun, type MetricSink } from "./metrics.ts";
+import { createTelemetry, instrumented, type Telemetry } from "./telemetry.ts";
 
 interface SqsEvent {
   readonly Records: readonly { readonly messageId: string; readonly body: string }[];
@@ -20,16 +26,28 @@ export interface BatchResponse {
   readonly batchItemFailures: readonly { readonly itemIdentifier: string }[];
 }
 
-let wiring: Wiring | undefined;
+let wired: { wiring: Wiring; telemetry: Telemetry } | undefined;
 
 export async function handler(event: CoordinatorEvent): Promise<BatchResponse> {
-  wiring ??= wire(loadConfig());
-  return handleCoordinatorEvent(wiring, event);
+  if (!wired) {
+    const config = loadConfig();
+    const telemetry = createTelemetry(config);
+    wired = { wiring: wire(config, telemetry), telemetry };
+  }
+  const { wiring, telemetry } = wired;
+  return instrumented(telemetry, "Coordinator", () =>
+    handleCoordinatorEvent(wiring, event, telemetry.metrics),
+  );
 }
 
-export async function handleCoordinatorEvent(w: Wiring, event: CoordinatorEvent): Promise<BatchResponse> {
+export async function handleCoordinatorEvent(
+  w: Wiring,
+  event: CoordinatorEvent,
+  metrics: MetricSink = NO_METRICS,
+): Promise<BatchResponse> {
   if (!("Records" in event)) {
-    await w.coordinator.run([], { sweep: true });
+    recordRun(metrics, "sweep", await w.coordinator.run([], { sweep: true }));
+    await takeCensus(w, metrics);
     return { batchItemFailures: [] };
   }
   const envelopes: unknown[] = [];
@@ -48,5 +66,25 @@ export async function handleCoordinatorEvent(w: Wiring, event: CoordinatorEvent)
     ...envelopes,
     ...unparseable.map((id) => ({ id, "detail-type": undefined, detail: "message body is not JSON" })),
   ]);
+  recordRun(metrics, "events", report);
   return { batchItemFailures: report.retry.flatMap((i) => (ids[i] ? [{ itemIdentifier: ids[i] }] : [])) };
+}
+
+/** Metrics have one-minute resolution: a census per minute is enough, however often the sweep runs. */
+const CENSUS_INTERVAL_MS = 55_000;
+const censusTakenAtMs = new WeakMap<Wiring, number>();
+
+/** A failed census leaves its metrics missing, which the stuck-session alarm treats as breaching. */
+async function takeCensus(w: Wiring, metrics: MetricSink): Promise<void> {
+  const nowMs = w.clock.nowMs();
+  if (nowMs - (censusTakenAtMs.get(w) ?? -Infinity) < CENSUS_INTERVAL_MS) return;
+  censusTakenAtMs.set(w, nowMs);
+  try {
+    const census = await stageCensus(w.store, nowMs);
+    recordCensus(metrics, census);
+    if (census.stuck > 0) w.log.warn("sessions stuck beyond their stage timeout", { ...census });
+    else if (census.truncated) w.log.warn("census truncated: counts are lower bounds", { ...census });
+  } catch (error) {
+    w.log.error("census failed", { error: errorMessage(error) });
+  }
 }

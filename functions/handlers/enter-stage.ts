@@ -3,10 +3,21 @@ import { loadConfig } from "../config.ts";
 import { wire, type Wiring } from "../adapters/clients.ts";
 import { enterStage, type EnterStageInput } from "../app/enter-stage.ts";
 import type { SessionStatus } from "../core/status.ts";
+import { recordStageEntry } from "./metrics.ts";
+import { createTelemetry, instrumented, type Telemetry } from "./telemetry.ts";
 
-let wiring: Wiring | undefined;
+let wired: { wiring: Wiring; telemetry: Telemetry } | undefined;
 
 export async function handler(event: EnterStageInput): Promise<{ status: SessionStatus }> {
-  wiring ??= wire(loadConfig());
-  return enterStage(event, wiring.enterStage);
+  if (!wired) {
+    const config = loadConfig();
+    const telemetry = createTelemetry(config);
+    wired = { wiring: wire(config, telemetry), telemetry };
+  }
+  const { wiring, telemetry } = wired;
+  return instrumented(telemetry, "EnterStage", async () => {
+    const entered = await enterStage(event, wiring.enterStage);
+    recordStageEntry(telemetry.metrics, entered.status);
+    return entered;
+  });
 }
