@@ -1,0 +1,271 @@
+/**
+ * The real `cairn` binary against a real embedded runtime: each call is a child process
+ * (`node bin/cairn.ts … --runtime-file <dataDir>/runtime.json`) with no AWS settings in its
+ * environment, so it finds Cairn through the runtime file alone.
+ */
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+
+const CLI = resolve("bin/cairn.ts");
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+let rt: TestRuntime;
+/** Session ids of every Session Submitted event the bus received. */
+const submitted: string[] = [];
+
+function cairn(...args: string[]): Promise<Run> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("AWS_")));
+  const child = spawn(process.execPath, [CLI, ...args, "--runtime-file", join(rt.dataDir, "runtime.json")], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((done, fail) => {
+    child.on("error", fail);
+    child.on("close", (code) => done({ code, stdout, stderr }));
+  });
+}
+
+function json(run: Run): Record<string, unknown> {
+  try {
+    return JSON.parse(run.stdout) as Record<string, unknown>;
+  } catch {
+    throw new Error(`stdout is not JSON (exit ${run.code}):\n${run.stdout}\nstderr:\n${run.stderr}`);
+  }
+}
+
+function spec(name: string, text: string): string {
+  const path = join(rt.dataDir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+const SESSION_KEYS = [
+  "sessionId",
+  "name",
+  "status",
+  "result",
+  "queue",
+  "priority",
+  "tries",
+  "runIndex",
+  "pendingReason",
+  "cancelRequestedAt",
+  "createdAt",
+  "updatedAt",
+  "stage",
+  "executionName",
+  "executionArn",
+  "kernels",
+].sort();
+const KERNEL_KEYS = [
+  "index",
+  "status",
+  "agent",
+  "exitCode",
+  "condition",
+  "message",
+  "error",
+  "startedAt",
+  "finishedAt",
+].sort();
+const RECORD_KEYS = [
+  "seq",
+  "handler",
+  "result",
+  "from",
+  "to",
+  "count",
+  "message",
+  "firstAt",
+  "lastAt",
+].sort();
+const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+/** Asymmetric matchers are typed `any`; these say what they stand for. */
+const matching = (pattern: RegExp): string => expect.stringMatching(pattern) as string;
+
+beforeAll(async () => {
+  rt = await startTestRuntime();
+  rt.runtime.bus.putRule({
+    name: "cli-test-submissions",
+    eventPattern: { "detail-type": ["Session Submitted"] },
+    targets: [
+      {
+        id: "recorder",
+        invoke: (event) => {
+          submitted.push(String((event.detail as { sessionId?: unknown }).sessionId));
+          return Promise.resolve();
+        },
+      },
+    ],
+  });
+});
+
+afterAll(async () => {
+  await rt?.stop();
+});
+
+describe("sessions through the CLI", () => {
+  test.concurrent("submit --wait of a hello spec: progress on stderr, exit 0, result succeeded", async () => {
+    const run = await cairn(
+      "submit",
+      "-f",
+      "examples/hello.yaml",
+      "--id",
+      "cli-hello-1",
+      "--wait",
+      "-o",
+      "json",
+    );
+    expect(run.code, run.stderr).toBe(0);
+    const view = json(run);
+    expect(view).toMatchObject({
+      sessionId: "cli-hello-1",
+      name: "hello",
+      status: "TERMINATED",
+      result: "succeeded",
+    });
+    expect(run.stderr).toMatch(/^PENDING → SCHEDULED \(placed on agent-\d\)$/m);
+    expect(run.stderr).toMatch(/^TERMINATING → TERMINATED$/m);
+  });
+
+  test.concurrent("submit --wait of a failing command: exit 1, exit code 3 in the kernels", async () => {
+    const run = await cairn(
+      "submit",
+      "examples/fail.yaml",
+      "--id",
+      "cli-fail-1",
+      "--wait",
+      "--output",
+      "json",
+    );
+    expect(run.code, run.stderr).toBe(1);
+    const view = json(run);
+    expect(view).toMatchObject({ status: "TERMINATED", result: "failed" });
+    expect(view["kernels"]).toEqual([
+      expect.objectContaining({ index: 0, status: "TERMINATED", exitCode: 3 }),
+    ]);
+  });
+
+  test.concurrent("cancel of a long sleep: the session ends with result cancelled", async () => {
+    const file = spec("sleep.yaml", 'name: sleepy\ncommand: ["sleep", "300"]\n');
+    const submit = await cairn("submit", file, "--id", "cli-sleep-1");
+    expect(submit).toMatchObject({ code: 0, stdout: "cli-sleep-1\n" });
+    await rt.waitForStatus("cli-sleep-1", "RUNNING");
+
+    const cancel = await cairn("cancel", "cli-sleep-1", "--reason", "e2e test");
+    expect(cancel.code, cancel.stderr).toBe(0);
+    expect(cancel.stdout).toContain("cancel requested for session cli-sleep-1");
+
+    await rt.waitForEnd("cli-sleep-1");
+    const view = json(await cairn("get", "cli-sleep-1", "-o", "json"));
+    expect(["CANCELLED", "TERMINATED"]).toContain(view["status"]);
+    expect(view).toMatchObject({ result: "cancelled", cancelRequestedAt: matching(ISO) });
+  });
+
+  test.concurrent("a spec with an unknown field: exit 2 naming it, nothing submitted", async () => {
+    const file = spec("bad.yaml", "name: bad\ncommand: [/bin/true]\ncolour: blue\n");
+    const run = await cairn("submit", "-f", file, "--id", "cli-bad-1", "--wait");
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("colour: unknown field");
+    expect(run.stdout).toBe("");
+    expect(await rt.store.getSession("cli-bad-1")).toBeUndefined();
+  });
+
+  test.concurrent("get of an unknown session: exit 3", async () => {
+    const run = await cairn("get", "no-such-session");
+    expect(run).toMatchObject({ code: 3, stdout: "", stderr: "cairn: session no-such-session not found\n" });
+  });
+});
+
+describe("reading sessions back", () => {
+  test("the bus received the valid submissions and never the invalid one", () => {
+    expect(submitted).toEqual(expect.arrayContaining(["cli-hello-1", "cli-fail-1", "cli-sleep-1"]));
+    expect(submitted).not.toContain("cli-bad-1");
+  });
+
+  test("get --output json: every field, ISO times, the execution ARN", async () => {
+    const view = json(await cairn("get", "cli-hello-1", "-o", "json"));
+    expect(Object.keys(view).sort()).toEqual(SESSION_KEYS);
+    expect(view).toMatchObject({
+      status: "TERMINATED",
+      result: "succeeded",
+      queue: "default",
+      priority: 0,
+      runIndex: 0,
+      executionName: "cli-hello-1",
+      executionArn: "arn:aws:states:local:000000000000:execution:SessionLifecycle:cli-hello-1",
+      createdAt: matching(ISO),
+      stage: { enteredAt: matching(ISO), expiresAt: matching(ISO) },
+    });
+    const kernels = view["kernels"] as Record<string, unknown>[];
+    expect(kernels.map((k) => Object.keys(k).sort())).toEqual([KERNEL_KEYS]);
+    expect(kernels[0]).toMatchObject({ exitCode: 0, agent: matching(/^agent-\d$/) });
+  });
+
+  test("get in text: a compact block", async () => {
+    const run = await cairn("get", "cli-hello-1");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^session cli-hello-1 \(hello\)\n {2}status +TERMINATED \(succeeded\)\n/);
+    expect(run.stdout).toMatch(/^ {2}KERNEL +STATUS +AGENT +EXIT/m);
+  });
+
+  test("history --output json: seq order from SUBMITTED to TERMINATED", async () => {
+    const view = json(await cairn("history", "cli-fail-1", "-o", "json"));
+    const records = view["records"] as Record<string, unknown>[];
+    expect(view["sessionId"]).toBe("cli-fail-1");
+    for (const record of records) expect(Object.keys(record).sort()).toEqual(RECORD_KEYS);
+    expect(records.map((r) => r["seq"])).toEqual(records.map((_, i) => i));
+    expect(records[0]).toMatchObject({ handler: "Submit", result: "SUBMITTED", from: "PENDING" });
+    expect(records.at(-1)).toMatchObject({ to: "TERMINATED", firstAt: matching(ISO) });
+    const table = await cairn("history", "cli-fail-1");
+    expect(table.stdout).toMatch(/^SEQ +AT +HANDLER +RESULT +STATUS +COUNT +MESSAGE\n0 /);
+  });
+
+  test("list --status TERMINATED --output json", async () => {
+    const view = json(await cairn("list", "--status", "TERMINATED", "-o", "json"));
+    const sessions = view["sessions"] as Record<string, unknown>[];
+    expect(view["truncated"]).toBe(false);
+    expect(sessions.map((s) => s["sessionId"])).toEqual(
+      expect.arrayContaining(["cli-hello-1", "cli-fail-1"]),
+    );
+    for (const s of sessions) {
+      expect(Object.keys(s).sort()).toEqual(
+        [
+          "sessionId",
+          "name",
+          "status",
+          "queue",
+          "priority",
+          "pendingReason",
+          "createdAt",
+          "updatedAt",
+        ].sort(),
+      );
+      expect(s["status"]).toBe("TERMINATED");
+    }
+  });
+
+  test("a runtime that is gone: exit 4 with the start hint", async () => {
+    const missing = join(rt.dataDir, "no-runtime.json");
+    const child = spawn(process.execPath, [CLI, "list", "--runtime-file", missing], { stdio: "pipe" });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((done) => child.on("close", done));
+    expect(code).toBe(4);
+    expect(stderr).toBe(
+      `cairn: no local runtime found at ${missing} — start one with \`npm start\`, or pass --stack/--endpoint\n`,
+    );
+  });
+});

@@ -1,0 +1,976 @@
+/**
+ * The CLI without a runtime: argument parsing, help, the JSON views and text rendering (fixed
+ * clock), session ids, --wait's follow loop on a simulated clock, where-is-Cairn resolution,
+ * AWS error mapping, and runCli end to end against recording fakes.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { parseCommandLine, type Invocation } from "../bin/cli/args.ts";
+import { explainAwsError } from "../bin/cli/aws-errors.ts";
+import { describeStackOutputs, type CairnApi, type SessionReader } from "../bin/cli/cairn-api.ts";
+import { COMMAND_NAMES, COMMANDS, GLOBAL_OPTIONS } from "../bin/cli/command-table.ts";
+import { UnreachableError, UsageError, WaitTimeoutError } from "../bin/cli/errors.ts";
+import { EXIT_CODE_HELP } from "../bin/cli/exit-codes.ts";
+import { followSession } from "../bin/cli/follow.ts";
+import { commandHelp, mainHelp } from "../bin/cli/help.ts";
+import type { CliIo } from "../bin/cli/io.ts";
+import { runCli } from "../bin/cli/main.ts";
+import {
+  formatDuration,
+  renderHistory,
+  renderList,
+  renderProgress,
+  renderSession,
+} from "../bin/cli/render.ts";
+import { newSessionId } from "../bin/cli/session-id.ts";
+import { readSpecFile } from "../bin/cli/spec-file.ts";
+import { resolveConnection, type TargetDeps } from "../bin/cli/target.ts";
+import { executionArn, historyRecordView, historyView, listView, sessionView } from "../bin/cli/views.ts";
+import { SESSION_ID_PATTERN, type PutEventsEntry } from "../functions/core/events.ts";
+import type { HistoryRecord, Session, SessionWithKernels } from "../functions/core/model.ts";
+import { SPEC_DEFAULTS } from "../functions/core/spec.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures: literal epoch values, so every rendered time is known.
+
+const T0 = Date.UTC(2026, 10, 21, 12, 0, 0); // 2026-11-21T12:00:00.000Z
+const RUNTIME_FILE = {
+  region: "local",
+  tableName: "cairn",
+  eventBusName: "cairn",
+  stateMachineArn: "arn:aws:states:local:000000000000:stateMachine:SessionLifecycle",
+  endpoints: {
+    dynamoDb: "http://127.0.0.1:8000",
+    stepFunctions: "http://127.0.0.1:8001",
+    eventBridge: "http://127.0.0.1:8002",
+  },
+  pid: 1,
+};
+
+function session(overrides: Partial<Session> = {}): Session {
+  return {
+    id: "hello-abc12345",
+    spec: { ...SPEC_DEFAULTS, name: "hello", command: ["/bin/true"] },
+    status: "RUNNING",
+    version: 6,
+    createdAtMs: T0,
+    updatedAtMs: T0 + 4_000,
+    executionName: "hello-abc12345",
+    stage: { enteredAtMs: T0 + 4_000, expiresAtMs: T0 + 4_000 + 86_400_000 },
+    tries: 0,
+    runIndex: 0,
+    ...overrides,
+  };
+}
+
+const RUNNING: SessionWithKernels = {
+  session: session(),
+  kernels: [
+    {
+      sessionId: "hello-abc12345",
+      index: 0,
+      status: "RUNNING",
+      resources: { cpu: 1, memoryMiB: 256 },
+      agentId: "agent-1",
+      startedAtMs: T0 + 3_500,
+      statusChangedAtMs: T0 + 3_500,
+    },
+  ],
+};
+
+const FAILED: SessionWithKernels = {
+  session: session({ status: "TERMINATED", updatedAtMs: T0 + 6_000 }),
+  kernels: [
+    {
+      ...RUNNING.kernels[0]!,
+      status: "TERMINATED",
+      exitCode: 3,
+      message: "about to fail\n(exit 3)",
+      finishedAtMs: T0 + 5_750,
+    },
+  ],
+};
+
+function record(seq: number, fields: Partial<HistoryRecord>): HistoryRecord {
+  return {
+    sessionId: "hello-abc12345",
+    seq,
+    handler: "ScheduleNewSessions",
+    result: "SUCCESS",
+    fromStatus: "PENDING",
+    count: 1,
+    firstAtMs: T0 + seq * 1000,
+    lastAtMs: T0 + seq * 1000,
+    ...fields,
+  };
+}
+
+const HISTORY: HistoryRecord[] = [
+  record(0, { handler: "Submit", result: "SUBMITTED", toStatus: "PENDING" }),
+  record(1, { result: "SKIPPED", message: "no agent has room for 1 kernel", count: 3, lastAtMs: T0 + 1_900 }),
+  record(2, { toStatus: "SCHEDULED", message: "placed on agent-1" }),
+];
+
+// ---------------------------------------------------------------------------------------------
+
+describe("parseCommandLine", () => {
+  const parse = (line: string): Invocation => parseCommandLine(line.split(" ").filter((a) => a !== ""));
+  const usageError = (line: string): UsageError => {
+    try {
+      parse(line);
+    } catch (error) {
+      expect(error).toBeInstanceOf(UsageError);
+      return error as UsageError;
+    }
+    throw new Error(`"${line}" parsed without error`);
+  };
+
+  test("submit with every option", () => {
+    expect(parse("submit -f spec.yaml --id my-run-1 --wait --timeout 90 --output json")).toEqual({
+      kind: "submit",
+      file: "spec.yaml",
+      sessionId: "my-run-1",
+      wait: true,
+      timeoutSeconds: 90,
+      output: "json",
+      target: {},
+    });
+  });
+
+  test("the spec may be given as FILE, and `-` is stdin", () => {
+    expect(parse("submit examples/hello.yaml")).toMatchObject({
+      kind: "submit",
+      file: "examples/hello.yaml",
+    });
+    expect(parse("submit -f -")).toMatchObject({ file: "-", wait: false, output: "text" });
+    expect(parse("submit --file=x.json -o json")).toMatchObject({ file: "x.json", output: "json" });
+  });
+
+  test("global options go before or after the command", () => {
+    const expected = { kind: "get", sessionId: "abc-1", output: "text", target: { runtimeFile: "rt.json" } };
+    expect(parse("--runtime-file rt.json get abc-1")).toEqual(expected);
+    expect(parse("get abc-1 --runtime-file rt.json")).toEqual(expected);
+    expect(parse("get --runtime-file=rt.json abc-1")).toEqual(expected);
+    expect(parse("--stack Cairn --region eu-west-1 --endpoint http://localhost:4566 list").kind).toBe("list");
+    expect(parse("list --stack Cairn --region eu-west-1")).toMatchObject({
+      target: { stack: "Cairn", region: "eu-west-1" },
+    });
+  });
+
+  test("list: status is case-insensitive, limit defaults to 20", () => {
+    expect(parse("list")).toEqual({ kind: "list", limit: 20, output: "text", target: {} });
+    expect(parse("list --status terminated --limit 5")).toMatchObject({ status: "TERMINATED", limit: 5 });
+  });
+
+  test("cancel with and without a reason", () => {
+    expect(parseCommandLine(["cancel", "abc-1", "--reason", "not needed any more"])).toMatchObject({
+      kind: "cancel",
+      sessionId: "abc-1",
+      reason: "not needed any more",
+    });
+    expect(parse("cancel abc-1")).not.toHaveProperty("reason");
+  });
+
+  test("help: --help anywhere, -h, and `help COMMAND`", () => {
+    expect(parse("--help")).toEqual({ kind: "help" });
+    expect(parse("-h")).toEqual({ kind: "help" });
+    expect(parse("help")).toEqual({ kind: "help" });
+    expect(parse("get --help")).toEqual({ kind: "help", command: "get" });
+    expect(parse("submit -h --no-such-flag")).toEqual({ kind: "help", command: "submit" });
+    expect(parse("help list")).toEqual({ kind: "help", command: "list" });
+  });
+
+  test.each([
+    ["", "missing command (expected one of submit, get, history, list, cancel)"],
+    ["launch x", 'unknown command "launch" (expected one of submit, get, history, list, cancel)'],
+    ["get abc-1 --verbose", "unknown option --verbose"],
+    ["list -x", "unknown option -x"],
+    ["--frobnicate get abc-1", "unknown option --frobnicate"],
+    ["get abc-1 --output=yaml", '--output must be text or json, got "yaml"'],
+    ["get", "missing SESSION_ID"],
+    ["get abc-1 def-2", 'unexpected argument "def-2"'],
+    [
+      "get Bad_Id",
+      `SESSION_ID "Bad_Id" is not a session id: 3 to 63 lowercase letters, digits or '-', starting with a letter or digit`,
+    ],
+    ["submit", "missing the spec: -f FILE"],
+    ["submit a.yaml -f b.yaml", 'give the spec once: either FILE or -f, not both ("a.yaml", "b.yaml")'],
+    ["submit -f a.yaml --timeout 5", "--timeout only applies with --wait"],
+    ["submit -f a.yaml --wait --timeout soon", '--timeout must be a positive number of seconds, got "soon"'],
+    ["submit -f a.yaml --wait --timeout 0", '--timeout must be a positive number of seconds, got "0"'],
+    ["submit -f a.yaml --wait=yes", "option --wait takes no value"],
+    ["submit -f a.yaml --id", "option --id needs a value (--id ID)"],
+    [
+      "submit -f a.yaml --id --wait",
+      'option --id needs a value, got "--wait" (write --id=--wait if that is the value)',
+    ],
+    ["submit -f a.yaml -f b.yaml", "option --file given more than once"],
+    [
+      "list --status done",
+      '--status: unknown status "done" (expected one of PENDING, SCHEDULED, PREPARING, PREPARED, CREATING, RUNNING, TERMINATING, TERMINATED, CANCELLED)',
+    ],
+    ["list --limit 0", '--limit must be a whole number from 1 to 1000, got "0"'],
+    ["list --limit 2.5", '--limit must be a whole number from 1 to 1000, got "2.5"'],
+    ["list --limit 1001", '--limit must be a whole number from 1 to 1000, got "1001"'],
+    [
+      "list --runtime-file rt.json --stack Cairn",
+      "--runtime-file is for the local runtime; it cannot be combined with --stack or --endpoint",
+    ],
+    ["list --endpoint localhost:4566", '--endpoint must be an http(s) URL, got "localhost:4566"'],
+    ["help launch", 'unknown command "launch" (expected one of submit, get, history, list, cancel)'],
+  ])("%j is an error: %s", (line, message) => {
+    expect(usageError(line).message).toBe(message);
+  });
+
+  test("a usage error names the command whose help to read", () => {
+    expect(usageError("get abc-1 --verbose").command).toBe("get");
+    expect(usageError("launch").command).toBeUndefined();
+  });
+
+  test("--reason longer than an event may carry is refused up front", () => {
+    expect(() => parseCommandLine(["cancel", "abc-1", "--reason", "x".repeat(4097)])).toThrow(
+      "--reason must be at most 4096 characters, got 4097",
+    );
+  });
+});
+
+describe("help", () => {
+  test("the main help lists every command, global option and exit code", () => {
+    const help = mainHelp();
+    for (const name of COMMAND_NAMES) expect(help).toContain(`  ${name}  `);
+    for (const name of Object.keys(GLOBAL_OPTIONS)) expect(help).toContain(`--${name}`);
+    for (const [code, text] of EXIT_CODE_HELP) expect(help).toContain(`${String(code).padEnd(3)}  ${text}`);
+    expect(help).toMatch(/^ {2}124 {2}submit --wait --timeout/m);
+  });
+
+  test.each(COMMAND_NAMES)("`%s --help` lists the command's options and exit codes", (name) => {
+    const help = commandHelp(name);
+    expect(help).toContain(`usage: cairn ${name}`);
+    for (const option of Object.keys(COMMANDS[name].options)) expect(help).toContain(`--${option}`);
+    for (const code of COMMANDS[name].exitCodes) expect(help).toMatch(new RegExp(`^  ${code} `, "m"));
+  });
+});
+
+describe("views (the JSON output)", () => {
+  test("a running session: every field present, null where unknown, ISO times", () => {
+    expect(sessionView(RUNNING, RUNTIME_FILE.stateMachineArn)).toEqual({
+      sessionId: "hello-abc12345",
+      name: "hello",
+      status: "RUNNING",
+      result: null,
+      queue: "default",
+      priority: 0,
+      tries: 0,
+      runIndex: 0,
+      pendingReason: null,
+      cancelRequestedAt: null,
+      createdAt: "2026-11-21T12:00:00.000Z",
+      updatedAt: "2026-11-21T12:00:04.000Z",
+      stage: { enteredAt: "2026-11-21T12:00:04.000Z", expiresAt: "2026-11-22T12:00:04.000Z" },
+      executionName: "hello-abc12345",
+      executionArn: "arn:aws:states:local:000000000000:execution:SessionLifecycle:hello-abc12345",
+      kernels: [
+        {
+          index: 0,
+          status: "RUNNING",
+          agent: "agent-1",
+          exitCode: null,
+          condition: null,
+          message: null,
+          error: null,
+          startedAt: "2026-11-21T12:00:03.500Z",
+          finishedAt: null,
+        },
+      ],
+    });
+  });
+
+  test("result follows sessionResult: failed when a kernel exits non-zero", () => {
+    const view = sessionView(FAILED, undefined);
+    expect(view.result).toBe("failed");
+    expect(view.kernels[0]).toMatchObject({ exitCode: 3, finishedAt: "2026-11-21T12:00:05.750Z" });
+    expect(view.executionArn).toBeNull();
+  });
+
+  test("execution ARN from the state machine's ARN, in any partition", () => {
+    expect(executionArn("arn:aws-cn:states:cn-north-1:123456789012:stateMachine:Life", "s-1")).toBe(
+      "arn:aws-cn:states:cn-north-1:123456789012:execution:Life:s-1",
+    );
+    expect(executionArn("not-an-arn", "s-1")).toBeNull();
+  });
+
+  test("history records and list entries", () => {
+    expect(historyView("hello-abc12345", HISTORY.slice(1, 2))).toEqual({
+      sessionId: "hello-abc12345",
+      records: [
+        {
+          seq: 1,
+          handler: "ScheduleNewSessions",
+          result: "SKIPPED",
+          from: "PENDING",
+          to: null,
+          count: 3,
+          message: "no agent has room for 1 kernel",
+          firstAt: "2026-11-21T12:00:01.000Z",
+          lastAt: "2026-11-21T12:00:01.900Z",
+        },
+      ],
+    });
+    expect(listView([RUNNING.session], true)).toEqual({
+      sessions: [
+        {
+          sessionId: "hello-abc12345",
+          name: "hello",
+          status: "RUNNING",
+          queue: "default",
+          priority: 0,
+          pendingReason: null,
+          createdAt: "2026-11-21T12:00:00.000Z",
+          updatedAt: "2026-11-21T12:00:04.000Z",
+        },
+      ],
+      truncated: true,
+    });
+  });
+});
+
+describe("text rendering (time passed in)", () => {
+  const NOW = T0 + 65_000;
+
+  test("a running session", () => {
+    expect(renderSession(sessionView(RUNNING, RUNTIME_FILE.stateMachineArn), NOW)).toBe(
+      [
+        "session hello-abc12345 (hello)",
+        "  status     RUNNING",
+        "  queue      default, priority 0",
+        "  run        0, 0 tries in this stage",
+        "  created    2026-11-21T12:00:00.000Z (1m05s ago)",
+        "  updated    2026-11-21T12:00:04.000Z (1m01s ago)",
+        "  stage      entered 2026-11-21T12:00:04.000Z, expires 2026-11-22T12:00:04.000Z",
+        "  execution  arn:aws:states:local:000000000000:execution:SessionLifecycle:hello-abc12345",
+        "  KERNEL  STATUS   AGENT    EXIT  CONDITION  STARTED                   RAN     MESSAGE",
+        "  0       RUNNING  agent-1  -     -          2026-11-21T12:00:03.500Z  1m01s…  -",
+      ].join("\n"),
+    );
+  });
+
+  test("an ended session shows its result, not its stage; messages are one line", () => {
+    const text = renderSession(sessionView(FAILED, undefined), NOW);
+    expect(text).toContain("  status     TERMINATED (failed)\n");
+    expect(text).not.toContain("  stage ");
+    expect(text).toContain("  execution  hello-abc12345\n");
+    expect(text).toMatch(
+      / {2}0 +TERMINATED +agent-1 +3 +- +2026-11-21T12:00:03.500Z +2\.3s +about to fail \(exit 3\)$/,
+    );
+  });
+
+  test("history table", () => {
+    expect(renderHistory(historyView("hello-abc12345", HISTORY))).toBe(
+      [
+        "SEQ  AT                        HANDLER              RESULT     STATUS               COUNT  MESSAGE",
+        "0    2026-11-21T12:00:00.000Z  Submit               SUBMITTED  PENDING              1      -",
+        "1    2026-11-21T12:00:01.000Z  ScheduleNewSessions  SKIPPED    PENDING (kept)       3      no agent has room for 1 kernel",
+        "2    2026-11-21T12:00:02.000Z  ScheduleNewSessions  SUCCESS    PENDING → SCHEDULED  1      placed on agent-1",
+      ].join("\n"),
+    );
+    expect(renderHistory(historyView("x-1", []))).toBe("session x-1 has no history yet");
+  });
+
+  test("list table, with the waiting reason of unfinished sessions and a truncation note", () => {
+    const waiting = session({ id: "big-1", status: "PENDING", pendingReason: "no agent has room" });
+    expect(renderList(listView([waiting, FAILED.session], true), undefined, NOW)).toBe(
+      [
+        "SESSION         NAME   STATUS      QUEUE    PRIORITY  CREATED    WAITING",
+        "big-1           hello  PENDING     default  0         1m05s ago  no agent has room",
+        "hello-abc12345  hello  TERMINATED  default  0         1m05s ago  -",
+        "(more sessions match; raise --limit)",
+      ].join("\n"),
+    );
+    expect(renderList(listView([], false), "RUNNING", NOW)).toBe("no sessions in RUNNING");
+    expect(renderList(listView([], false), undefined, NOW)).toBe("no sessions");
+  });
+
+  test("progress lines for --wait", () => {
+    const lines = HISTORY.map((r) => renderProgress(historyRecordView(r)));
+    expect(lines).toEqual([
+      "PENDING: submitted",
+      "PENDING: ScheduleNewSessions SKIPPED (no agent has room for 1 kernel)",
+      "PENDING → SCHEDULED (placed on agent-1)",
+    ]);
+  });
+
+  test.each([
+    [400, "0.4s"],
+    [59_949, "59.9s"],
+    [60_000, "1m00s"],
+    [3_599_000, "59m59s"],
+    [3_600_000, "1h00m"],
+    [90_000_000, "1d01h"],
+  ])("formatDuration(%i) = %s", (ms, text) => {
+    expect(formatDuration(ms)).toBe(text);
+  });
+});
+
+describe("session ids", () => {
+  test("the spec's name, then eight random characters", () => {
+    expect(newSessionId("hello", () => 0)).toBe("hello-aaaaaaaa");
+    expect(newSessionId("Train.Model_v2", () => 0.999)).toBe("train-model-v2-99999999");
+    expect(newSessionId("___", () => 0.5)).toBe("session-ssssssss");
+    expect(newSessionId("x".repeat(128), () => 0)).toHaveLength(63);
+  });
+
+  test("every spec name gives an id the events accept", () => {
+    fc.assert(
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 128 }),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        (name, r) => SESSION_ID_PATTERN.test(newSessionId(name, () => r)),
+      ),
+    );
+  });
+});
+
+describe("spec files", () => {
+  const io = (text: string) => ({ cwd: "/work", readFile: () => text, readStdin: () => text });
+
+  test("every problem, each with its field path", () => {
+    const read = () =>
+      readSpecFile("bad.yaml", io("name: x\ncommand: [a]\nfoo: 1\nresources: {cpu: 0, gpu: 1}\n"));
+    expect(read).toThrow(
+      [
+        "invalid session spec bad.yaml (3 problems):",
+        "  resources.cpu: must be greater than 0",
+        "  resources.gpu: unknown field (expected one of cpu, memoryMiB)",
+        "  foo: unknown field (expected one of name, queue, priority, replicas, resources, command, env, timeouts, maxTries)",
+      ].join("\n"),
+    );
+  });
+
+  test("syntax errors and unreadable files", () => {
+    expect(() => readSpecFile("-", io("name: [x"))).toThrow(
+      /^\(stdin\): invalid session spec: YAML syntax error at line 1/,
+    );
+    const missing = {
+      cwd: "/work",
+      readStdin: () => "",
+      readFile: () => {
+        throw Object.assign(new Error("ENOENT: no such file"), { code: "ENOENT" });
+      },
+    };
+    expect(() => readSpecFile("nope.yaml", missing)).toThrow("cannot read the spec nope.yaml: no such file");
+  });
+
+  test("a valid spec comes back with defaults applied", () => {
+    expect(readSpecFile("-", io('{"name": "j", "command": ["true"]}'))).toMatchObject({
+      queue: "default",
+      replicas: 1,
+    });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// --wait on a simulated clock: a fake store replays a scripted session.
+
+/** A store whose session advances one scripted step per read. */
+function scriptedStore(
+  steps: readonly (SessionWithKernels | undefined)[],
+  history: readonly HistoryRecord[],
+) {
+  let reads = 0;
+  const historyReads: number[] = [];
+  const store: Pick<SessionReader, "getSession" | "listHistory"> = {
+    getSession: () => Promise.resolve(steps[Math.min(reads++, steps.length - 1)]),
+    listHistory: (_id, query) => {
+      const from = query?.fromSeq ?? 0;
+      historyReads.push(from);
+      // The history visible at this step: one record per step seen so far.
+      return Promise.resolve(history.filter((r) => r.seq >= from && r.seq < reads));
+    },
+  };
+  return { store, historyReads };
+}
+
+function simulatedClock() {
+  let nowMs = T0;
+  const sleeps: number[] = [];
+  return {
+    nowMs: () => nowMs,
+    sleep: (ms: number) => {
+      sleeps.push(ms);
+      nowMs += ms;
+      return Promise.resolve();
+    },
+    sleeps,
+  };
+}
+
+describe("followSession", () => {
+  test("reports each new record once, in order, and returns the ended session", async () => {
+    const clock = simulatedClock();
+    const ended = { ...FAILED };
+    const { store, historyReads } = scriptedStore([undefined, RUNNING, RUNNING, ended], HISTORY);
+    const lines: string[] = [];
+    const result = await followSession("hello-abc12345", { store, ...clock, progress: (l) => lines.push(l) });
+    expect(result).toBe(ended);
+    expect(lines).toEqual([
+      "PENDING: submitted",
+      "PENDING: ScheduleNewSessions SKIPPED (no agent has room for 1 kernel)",
+      "PENDING → SCHEDULED (placed on agent-1)",
+    ]);
+    // History is read from where the last read ended, never from the start again.
+    expect(historyReads).toEqual([0, 2, 3]);
+    expect(clock.sleeps).toEqual([500, 500, 500]);
+  });
+
+  test("times out with the last status seen, sleeping no longer than the time left", async () => {
+    const clock = simulatedClock();
+    const { store } = scriptedStore([RUNNING], []);
+    const error = await followSession("hello-abc12345", {
+      store,
+      ...clock,
+      progress: () => {},
+      timeoutSeconds: 1.2,
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WaitTimeoutError);
+    expect((error as WaitTimeoutError).lastStatus).toBe("RUNNING");
+    expect((error as Error).message).toBe(
+      "timed out after 1.2 s waiting for session hello-abc12345 (last status RUNNING); it keeps going: " +
+        "follow it with `cairn get hello-abc12345`, or stop it with `cairn cancel hello-abc12345`",
+    );
+    expect(clock.sleeps).toEqual([500, 500, 200]);
+  });
+
+  test("says once that a session is slow to be recorded", async () => {
+    const clock = simulatedClock();
+    const { store } = scriptedStore([undefined], []);
+    const lines: string[] = [];
+    await expect(
+      followSession("x-1", {
+        store,
+        ...clock,
+        progress: (l) => lines.push(l),
+        timeoutSeconds: 5,
+        notRecordedNoticeMs: 2_000,
+      }),
+    ).rejects.toThrow("timed out after 5 s: session x-1 was never recorded");
+    expect(lines).toEqual([
+      "session x-1 is not recorded yet after 2 s; is the control plane processing events? (still waiting)",
+    ]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe("resolveConnection", () => {
+  const deps = (overrides: Partial<TargetDeps> = {}): TargetDeps => ({
+    cwd: "/work",
+    env: {},
+    readFile: () => JSON.stringify(RUNTIME_FILE),
+    stackOutputs: () => Promise.reject(new Error("no stack lookups expected")),
+    ...overrides,
+  });
+  const enoent = () => {
+    throw Object.assign(new Error("ENOENT"), { code: "ENOENT" });
+  };
+
+  test("the local runtime file by default, relative to the working directory", async () => {
+    const paths: string[] = [];
+    const connection = await resolveConnection(
+      {},
+      deps({ readFile: (p) => (paths.push(p), JSON.stringify(RUNTIME_FILE)) }),
+    );
+    expect(paths).toEqual(["/work/.cairn/runtime.json"]);
+    expect(connection).toEqual({
+      where: "the local runtime (.cairn/runtime.json)",
+      hint: "is `npm start` still running? Otherwise start one with `npm start`, or pass --stack/--endpoint",
+      region: "local",
+      credentials: { accessKeyId: "local", secretAccessKey: "local" },
+      endpoints: { dynamoDb: "http://127.0.0.1:8000", eventBridge: "http://127.0.0.1:8002" },
+      tableName: "cairn",
+      eventBusName: "cairn",
+      stateMachineArn: RUNTIME_FILE.stateMachineArn,
+    });
+  });
+
+  test("no runtime file: the message the README promises", async () => {
+    await expect(resolveConnection({}, deps({ readFile: enoent }))).rejects.toThrow(
+      new UnreachableError(
+        "no local runtime found at .cairn/runtime.json — start one with `npm start`, or pass --stack/--endpoint",
+      ),
+    );
+  });
+
+  test("a runtime file that is not one", async () => {
+    await expect(resolveConnection({ runtimeFile: "x.json" }, deps({ readFile: () => "{" }))).rejects.toThrow(
+      "the runtime file x.json is not JSON",
+    );
+    await expect(
+      resolveConnection({}, deps({ readFile: () => JSON.stringify({ ...RUNTIME_FILE, tableName: 7 }) })),
+    ).rejects.toThrow(/not a Cairn runtime file \(tableName: expected a string, got a number\)/);
+  });
+
+  test("--stack reads the three outputs, with the region and endpoint given", async () => {
+    const requests: unknown[] = [];
+    const connection = await resolveConnection(
+      { stack: "Cairn", endpoint: "http://localhost:4566" },
+      deps({
+        env: { AWS_REGION: "eu-west-1", CAIRN_SHARDS: "8" },
+        stackOutputs: (request) => {
+          requests.push(request);
+          return Promise.resolve({
+            TableName: "t1",
+            EventBusName: "b1",
+            StateMachineArn: "arn:sm",
+            Other: "x",
+          });
+        },
+      }),
+    );
+    expect(requests).toEqual([{ stack: "Cairn", region: "eu-west-1", endpoint: "http://localhost:4566" }]);
+    expect(connection).toMatchObject({
+      where: "stack Cairn at http://localhost:4566",
+      region: "eu-west-1",
+      endpoints: { dynamoDb: "http://localhost:4566", eventBridge: "http://localhost:4566" },
+      tableName: "t1",
+      eventBusName: "b1",
+      stateMachineArn: "arn:sm",
+      shards: 8,
+    });
+    expect(connection).not.toHaveProperty("credentials");
+  });
+
+  test("--stack without the outputs names the missing keys", async () => {
+    await expect(
+      resolveConnection(
+        { stack: "Other" },
+        deps({ stackOutputs: () => Promise.resolve({ TableName: "t", Url: "u" }) }),
+      ),
+    ).rejects.toThrow(
+      "stack Other lacks the outputs EventBusName, StateMachineArn (it has: TableName, Url); is it the Cairn stack, fully deployed?",
+    );
+  });
+
+  test("--endpoint alone takes the names from the functions' environment, or says what it needs", async () => {
+    const env = { CAIRN_TABLE_NAME: "t", CAIRN_EVENT_BUS_NAME: "b" };
+    await expect(
+      resolveConnection({ endpoint: "http://localhost:4566", region: "us-east-1" }, deps({ env })),
+    ).resolves.toMatchObject({
+      region: "us-east-1",
+      tableName: "t",
+      eventBusName: "b",
+    });
+    await expect(resolveConnection({ endpoint: "http://localhost:4566" }, deps())).rejects.toThrow(
+      /--endpoint needs --stack NAME/,
+    );
+  });
+
+  test("--region alone and a bad CAIRN_SHARDS are usage errors", async () => {
+    await expect(resolveConnection({ region: "eu-west-1" }, deps())).rejects.toBeInstanceOf(UsageError);
+    await expect(resolveConnection({}, deps({ env: { CAIRN_SHARDS: "0" } }))).rejects.toThrow(
+      'environment variable CAIRN_SHARDS must be a whole number from 1 to 100, got "0"',
+    );
+  });
+});
+
+describe("explainAwsError", () => {
+  const place = { where: "the local runtime (rt.json)", hint: "is it running?", resources: "table cairn" };
+
+  test("connection refused, also inside an AggregateError (dual-stack connect)", () => {
+    const refused = (address: string) =>
+      Object.assign(new Error(`connect ECONNREFUSED ${address}:8000`), {
+        code: "ECONNREFUSED",
+        address,
+        port: 8000,
+      });
+    expect(explainAwsError(refused("127.0.0.1"), place)?.message).toBe(
+      "cannot reach the local runtime (rt.json): connection refused (127.0.0.1:8000) — is it running?",
+    );
+    const aggregate = new AggregateError([refused("::1"), refused("127.0.0.1")], "");
+    expect(explainAwsError(aggregate, place)).toMatchObject({
+      exitCode: 4,
+      message: expect.stringContaining("(::1:8000)") as string,
+    });
+  });
+
+  test("credentials, missing resources and the region", () => {
+    const named = (name: string, message: string) => Object.assign(new Error(message), { name });
+    expect(
+      explainAwsError(named("CredentialsProviderError", "Could not load credentials"), place)?.message,
+    ).toMatch(/^no AWS credentials found for the local runtime/);
+    expect(
+      explainAwsError(named("ResourceNotFoundException", "Requested resource not found"), place)?.message,
+    ).toBe("the local runtime (rt.json): Requested resource not found (table cairn) — is it running?");
+    expect(explainAwsError(named("UnrecognizedClientException", "bad token"), place)?.message).toBe(
+      "the local runtime (rt.json) refused the credentials: bad token",
+    );
+    expect(explainAwsError(new Error("Region is missing"), place)).toMatchObject({ exitCode: 2 });
+  });
+
+  test("anything else is not an access problem", () => {
+    expect(explainAwsError(new TypeError("x is undefined"), place)).toBeUndefined();
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// --stack against a local server speaking CloudFormation's query protocol.
+
+describe("describeStackOutputs", () => {
+  let server: Server;
+  let endpoint: string;
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+      req.on("end", () => {
+        const form = new URLSearchParams(body);
+        res.setHeader("content-type", "text/xml");
+        if (form.get("Action") !== "DescribeStacks" || form.get("StackName") !== "Cairn") {
+          res.statusCode = 400;
+          res.end(
+            `<ErrorResponse><Error><Type>Sender</Type><Code>ValidationError</Code>` +
+              `<Message>Stack with id ${form.get("StackName")} does not exist</Message></Error><RequestId>r</RequestId></ErrorResponse>`,
+          );
+          return;
+        }
+        const output = (key: string, value: string) =>
+          `<member><OutputKey>${key}</OutputKey><OutputValue>${value}</OutputValue></member>`;
+        res.end(
+          `<DescribeStacksResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/"><DescribeStacksResult><Stacks><member>` +
+            `<StackName>Cairn</StackName><StackStatus>CREATE_COMPLETE</StackStatus><CreationTime>2026-11-21T12:00:00Z</CreationTime>` +
+            `<Outputs>${output("TableName", "Cairn-Table-1")}${output("EventBusName", "cairn-bus")}${output("StateMachineArn", "arn:aws:states:eu-west-1:1:stateMachine:L")}</Outputs>` +
+            `</member></Stacks></DescribeStacksResult><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></DescribeStacksResponse>`,
+        );
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    process.env["AWS_ACCESS_KEY_ID"] ??= "test";
+    process.env["AWS_SECRET_ACCESS_KEY"] ??= "test";
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  test("outputs by key, through the real SDK client", async () => {
+    await expect(describeStackOutputs({ stack: "Cairn", region: "eu-west-1", endpoint })).resolves.toEqual({
+      TableName: "Cairn-Table-1",
+      EventBusName: "cairn-bus",
+      StateMachineArn: "arn:aws:states:eu-west-1:1:stateMachine:L",
+    });
+  });
+
+  test("a missing stack is exit 4, named with its region", async () => {
+    const error = await describeStackOutputs({ stack: "Nope", region: "eu-west-1", endpoint }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(UnreachableError);
+    expect((error as Error).message).toBe(
+      `stack Nope at ${endpoint} not found in region eu-west-1 (deploy it with \`cdk deploy\`)`,
+    );
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// runCli against recording fakes: exit codes, stdout/stderr, and what was (not) sent.
+
+interface FakeWorld {
+  readonly io: CliIo;
+  readonly out: string[];
+  readonly err: string[];
+  readonly puts: PutEventsEntry[];
+  readonly opened: number[];
+}
+
+function fakeWorld(
+  sessions: Record<string, SessionWithKernels> = {},
+  files: Record<string, string> = {},
+  storeOverrides: Partial<SessionReader> = {},
+): FakeWorld {
+  const out: string[] = [];
+  const err: string[] = [];
+  const puts: PutEventsEntry[] = [];
+  const opened: number[] = [];
+  const store: SessionReader = {
+    getSession: (id) => Promise.resolve(sessions[id]),
+    listHistory: () => Promise.resolve(HISTORY),
+    listRecentSessions: () => Promise.resolve({ items: Object.values(sessions).map((s) => s.session) }),
+    listSessionsByStatus: (status) =>
+      Promise.resolve({
+        items: Object.values(sessions)
+          .map((s) => s.session)
+          .filter((s) => s.status === status),
+      }),
+    ...storeOverrides,
+  };
+  const api: CairnApi = {
+    store,
+    eventBusName: "cairn",
+    stateMachineArn: RUNTIME_FILE.stateMachineArn,
+    put: (entry) => {
+      puts.push(entry);
+      return Promise.resolve();
+    },
+    close: () => {},
+  };
+  const allFiles: Record<string, string> = {
+    "/work/.cairn/runtime.json": JSON.stringify(RUNTIME_FILE),
+    ...files,
+  };
+  const io: CliIo = {
+    stdout: (t) => void out.push(t),
+    stderr: (t) => void err.push(t),
+    cwd: "/work",
+    env: {},
+    readFile: (path) => {
+      const text = allFiles[path];
+      if (text === undefined) throw Object.assign(new Error(`ENOENT: ${path}`), { code: "ENOENT" });
+      return text;
+    },
+    readStdin: () => "",
+    nowMs: () => T0 + 65_000,
+    sleep: () => Promise.resolve(),
+    random: () => 0,
+    openApi: () => {
+      opened.push(1);
+      return api;
+    },
+    stackOutputs: () => Promise.reject(new Error("unexpected")),
+  };
+  return { io, out, err, puts, opened };
+}
+
+describe("runCli", () => {
+  test("submit: validates, generates an id, puts one Session Submitted entry and prints the id", async () => {
+    const world = fakeWorld({}, { "/work/hello.yaml": "name: hello\ncommand: [/bin/true]\n" });
+    expect(await runCli(["submit", "-f", "hello.yaml"], world.io)).toBe(0);
+    expect(world.out).toEqual(["hello-aaaaaaaa"]);
+    expect(world.puts).toHaveLength(1);
+    expect(world.puts[0]).toMatchObject({
+      Source: "cairn.client",
+      DetailType: "Session Submitted",
+      EventBusName: "cairn",
+    });
+    expect(JSON.parse(world.puts[0]!.Detail)).toMatchObject({
+      sessionId: "hello-aaaaaaaa",
+      spec: { name: "hello" },
+    });
+  });
+
+  test("submit --output json prints {sessionId}", async () => {
+    const world = fakeWorld({}, { "/work/hello.yaml": "name: hello\ncommand: [/bin/true]\n" });
+    expect(await runCli(["submit", "hello.yaml", "--id", "mine-1", "-o", "json"], world.io)).toBe(0);
+    expect(JSON.parse(world.out.join("\n"))).toEqual({ sessionId: "mine-1" });
+  });
+
+  test("an invalid spec: exit 2, every problem printed, Cairn never contacted", async () => {
+    const world = fakeWorld({}, { "/work/bad.yaml": "name: bad\ncommand: [x]\ncolour: blue\n" });
+    expect(await runCli(["submit", "-f", "bad.yaml", "--runtime-file", "/nowhere.json"], world.io)).toBe(2);
+    expect(world.err).toEqual([
+      "cairn: invalid session spec bad.yaml (1 problem):\n  colour: unknown field (expected one of name, queue, priority, replicas, resources, command, env, timeouts, maxTries)",
+    ]);
+    expect(world.opened).toEqual([]);
+    expect(world.puts).toEqual([]);
+  });
+
+  test("submit --id of an id taken by another spec: exit 2, nothing sent", async () => {
+    const world = fakeWorld(
+      { "hello-abc12345": FAILED },
+      { "/work/hello.yaml": "name: hello\ncommand: [/bin/false]\n" },
+    );
+    expect(await runCli(["submit", "hello.yaml", "--id", "hello-abc12345", "--wait"], world.io)).toBe(2);
+    expect(world.err[0]).toBe(
+      'cairn: --id hello-abc12345 is taken by another session (name "hello", TERMINATED); choose another id or leave --id out',
+    );
+    expect(world.puts).toEqual([]);
+  });
+
+  test("submit --wait of an id already submitted with the same spec follows it without resending", async () => {
+    const world = fakeWorld(
+      { "hello-abc12345": FAILED },
+      { "/work/hello.json": JSON.stringify(FAILED.session.spec) },
+    );
+    expect(
+      await runCli(["submit", "hello.json", "--id", "hello-abc12345", "--wait", "-o", "json"], world.io),
+    ).toBe(1);
+    expect(world.puts).toEqual([]);
+    expect(world.err).toEqual([
+      "session hello-abc12345 already exists with this spec (TERMINATED); not sent again",
+      "submitted hello-abc12345; waiting for it to end (Ctrl-C stops waiting, not the session)",
+      "PENDING: submitted",
+      "PENDING: ScheduleNewSessions SKIPPED (no agent has room for 1 kernel)",
+      "PENDING → SCHEDULED (placed on agent-1)",
+    ]);
+    expect(JSON.parse(world.out.join("\n"))).toEqual(sessionView(FAILED, RUNTIME_FILE.stateMachineArn));
+  });
+
+  test("get/history of an unknown session: exit 3", async () => {
+    for (const command of ["get", "history", "cancel"]) {
+      const world = fakeWorld();
+      expect(await runCli([command, "nope-123"], world.io)).toBe(3);
+      expect(world.err).toEqual(["cairn: session nope-123 not found"]);
+      expect(world.puts).toEqual([]);
+    }
+  });
+
+  test("cancel puts a cancel request for a live session, and nothing for an ended one", async () => {
+    const live = fakeWorld({ "hello-abc12345": RUNNING });
+    expect(await runCli(["cancel", "hello-abc12345", "--reason", "enough"], live.io)).toBe(0);
+    expect(live.puts.map((p) => [p.DetailType, JSON.parse(p.Detail) as unknown])).toEqual([
+      ["Session Cancel Requested", { sessionId: "hello-abc12345", reason: "enough" }],
+    ]);
+    expect(live.out).toEqual([
+      "cancel requested for session hello-abc12345 (it was RUNNING); follow it with `cairn get hello-abc12345`",
+    ]);
+    const ended = fakeWorld({ "hello-abc12345": FAILED });
+    expect(await runCli(["cancel", "hello-abc12345", "-o", "json"], ended.io)).toBe(0);
+    expect(ended.puts).toEqual([]);
+    expect(JSON.parse(ended.out.join(""))).toEqual({
+      sessionId: "hello-abc12345",
+      cancelRequested: false,
+      status: "TERMINATED",
+    });
+  });
+
+  test("no runtime file: exit 4 with the start hint", async () => {
+    const world = fakeWorld();
+    expect(await runCli(["list", "--runtime-file", "missing.json"], world.io)).toBe(4);
+    expect(world.err).toEqual([
+      "cairn: no local runtime found at missing.json — start one with `npm start`, or pass --stack/--endpoint",
+    ]);
+  });
+
+  test("a refused connection while running a command: exit 4", async () => {
+    const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:8000"), {
+      code: "ECONNREFUSED",
+      address: "127.0.0.1",
+      port: 8000,
+    });
+    const world = fakeWorld({}, {}, { getSession: () => Promise.reject(refused) });
+    expect(await runCli(["get", "abc-123"], world.io)).toBe(4);
+    expect(world.err).toEqual([
+      "cairn: cannot reach the local runtime (.cairn/runtime.json): connection refused (127.0.0.1:8000) — " +
+        "is `npm start` still running? Otherwise start one with `npm start`, or pass --stack/--endpoint",
+    ]);
+  });
+
+  test("usage errors: exit 2 and a pointer to the help; --help: exit 0 on stdout", async () => {
+    const bad = fakeWorld();
+    expect(await runCli(["list", "--colour"], bad.io)).toBe(2);
+    expect(bad.err).toEqual(["cairn: unknown option --colour", "see `cairn list --help`"]);
+    const help = fakeWorld();
+    expect(await runCli(["history", "--help"], help.io)).toBe(0);
+    expect(help.out.join("")).toContain("usage: cairn history SESSION_ID [options]");
+    expect(help.opened).toEqual([]);
+  });
+
+  test("list renders the table with the injected time", async () => {
+    const world = fakeWorld({ "hello-abc12345": RUNNING });
+    expect(await runCli(["list", "--status", "running"], world.io)).toBe(0);
+    expect(world.out.join("\n")).toBe(
+      [
+        "SESSION         NAME   STATUS   QUEUE    PRIORITY  CREATED    WAITING",
+        "hello-abc12345  hello  RUNNING  default  0         1m05s ago  -",
+      ].join("\n"),
+    );
+  });
+});
