@@ -1,0 +1,67 @@
+/**
+ * The operator's global retry settings (seed 002's `scheduling.retryPolicy`): not policies, only
+ * the switches around them. Validated like a policy, every problem as `<path>: <reason>`.
+ *
+ * `enabled` defaults to true (the seed ships it off for Armada's backward compatibility; Cairn
+ * has no older behaviour to protect, and with no policy written the budgets decide alone anyway).
+ */
+import { z } from "zod";
+import { nameSchema, safeParseWithIssues, strictObject } from "../spec.ts";
+import type { Backoff } from "./backoff.ts";
+import { formatDuration } from "./duration.ts";
+import { RetryConfigValidationError } from "./errors.ts";
+import { durationSchema, multiplierSchema, retryLimitSchema } from "./policy.ts";
+
+export interface RetryConfig {
+  /** Off: policies are ignored and the two budgets decide alone. */
+  readonly enabled: boolean;
+  /** Cap on a session's counted retries under policies; 0 stops every retry (kill switch). */
+  readonly globalMaxRetries: number;
+  /** Applies when neither the queue nor the session names a policy, if it exists. */
+  readonly defaultPolicyName: string;
+  /** The least specific backoff level. */
+  readonly defaultBackoff: Backoff;
+}
+
+export const RETRY_CONFIG_DEFAULTS: RetryConfig = Object.freeze({
+  enabled: true,
+  globalMaxRetries: 20,
+  defaultPolicyName: "default",
+  defaultBackoff: Object.freeze({ initialDelayMs: 0, maxDelayMs: 600_000, multiplier: 2 }),
+});
+
+const defaults = RETRY_CONFIG_DEFAULTS;
+
+export const RetryConfigSchema = strictObject({
+  enabled: z.boolean().default(defaults.enabled),
+  globalMaxRetries: retryLimitSchema.default(defaults.globalMaxRetries),
+  defaultPolicyName: nameSchema.default(defaults.defaultPolicyName),
+  defaultBackoff: strictObject({
+    initialDelay: durationSchema.default(defaults.defaultBackoff.initialDelayMs),
+    maxDelay: durationSchema.default(defaults.defaultBackoff.maxDelayMs),
+    multiplier: multiplierSchema.default(defaults.defaultBackoff.multiplier),
+  })
+    .superRefine(({ initialDelay, maxDelay }, ctx) => {
+      if (maxDelay < initialDelay) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["maxDelay"],
+          message: `must be at least initialDelay (${formatDuration(initialDelay)})`,
+        });
+      }
+    })
+    .prefault({}),
+});
+
+/** What an operator writes, in the seed's shape (durations as strings such as "10m"). */
+export type RetryConfigInput = z.input<typeof RetryConfigSchema>;
+
+export function parseRetryConfig(input: unknown): RetryConfig {
+  const result = safeParseWithIssues(RetryConfigSchema, input ?? {});
+  if (!result.success) throw new RetryConfigValidationError(result.issues);
+  const { defaultBackoff: b, ...rest } = result.data;
+  return {
+    ...rest,
+    defaultBackoff: { initialDelayMs: b.initialDelay, maxDelayMs: b.maxDelay, multiplier: b.multiplier },
+  };
+}

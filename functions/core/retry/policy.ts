@@ -1,0 +1,358 @@
+/**
+ * The RetryPolicy resource operators write (seed 002's YAML shape), validated once when written:
+ * every problem is reported at once as `<path>: <reason>` naming the field, and the document is
+ * normalised to the `RetryPolicy` the evaluator reads (durations in ms, one matcher per rule).
+ *
+ * Decisions where the seed is open:
+ * - `apiVersion` is `cairn.dev/v1`; the seed's `armadaproject.io/v1` is accepted too, so a policy
+ *   copied from Armada parses unchanged. Both normalise to the same policy.
+ * - `containerName` selects a Cairn kernel: its index (`0`, or the string `"0"`) or `"*"` for any
+ *   failed kernel. Omitted: the first failed kernel (termination messages: every failed kernel).
+ * - A rule has exactly one matcher (onExitCodes, onConditions, onTerminationMessage or
+ *   onFailureCategory), as in every example of the seed and Kubernetes' podFailurePolicy; write
+ *   two rules, in order, to combine them.
+ * - Exit code 0 never matches (seed), so a rule listing it is rejected rather than silently inert.
+ * - retryLimit, backoff and antiAffinity on a Fail rule would never apply: rejected.
+ * - Backoff fields are inherited one by one (rule → policy → global default), so `initialDelay: 0s`
+ *   alone is a complete policy-level backoff.
+ * - Termination-message patterns are JavaScript regular expressions, matched anywhere in the
+ *   message (Go's `MatchString` semantics).
+ */
+import { LineCounter, parseDocument, visit } from "yaml";
+import { z } from "zod";
+import { nameSchema, safeParseWithIssues, SPEC_LIMITS, strictObject } from "../spec.ts";
+import { TerminationCondition } from "../status.ts";
+import type { BackoffOverride } from "./backoff.ts";
+import { DURATION_HINT, formatDuration, parseDurationMs } from "./duration.ts";
+import { RetryPolicySyntaxError, RetryPolicyValidationError } from "./errors.ts";
+
+export const RETRY_POLICY_API_VERSION = "cairn.dev/v1";
+/** Seed 002's apiVersion, accepted so Armada policies parse as written. */
+export const ARMADA_API_VERSION = "armadaproject.io/v1";
+export const RETRY_POLICY_KIND = "RetryPolicy";
+
+export const RETRY_POLICY_LIMITS = {
+  retryLimit: { min: 0, max: 1000 },
+  rules: { max: 100 },
+  exitCodes: { max: 256 },
+  patternMaxLength: 1024,
+  multiplier: { min: 1, max: 100 },
+  kernelIndex: { min: 0, max: SPEC_LIMITS.replicas.max - 1 },
+} as const;
+
+export const RetryAction = { Retry: "Retry", Fail: "Fail" } as const;
+export type RetryAction = (typeof RetryAction)[keyof typeof RetryAction];
+
+export const AntiAffinityMode = { none: "none", node: "node" } as const;
+export type AntiAffinityMode = (typeof AntiAffinityMode)[keyof typeof AntiAffinityMode];
+
+export const ExitCodeOperator = { In: "In", NotIn: "NotIn" } as const;
+export type ExitCodeOperator = (typeof ExitCodeOperator)[keyof typeof ExitCodeOperator];
+
+/** A kernel index, or `"*"` for any failed kernel. */
+export type KernelSelector = number | "*";
+
+export type RuleMatcher =
+  | { readonly kind: "exitCodes"; readonly operator: ExitCodeOperator; readonly values: readonly number[] }
+  | { readonly kind: "conditions"; readonly conditions: readonly TerminationCondition[] }
+  | { readonly kind: "terminationMessage"; readonly pattern: string }
+  | { readonly kind: "failureCategory"; readonly categories: readonly string[] };
+
+export interface RetryRule {
+  readonly action: RetryAction;
+  /** Absent: the first failed kernel (for termination messages: every failed kernel). */
+  readonly kernel?: KernelSelector;
+  readonly match: RuleMatcher;
+  readonly retryLimit?: number;
+  readonly backoff?: BackoffOverride;
+  readonly antiAffinity?: AntiAffinityMode;
+}
+
+/** A validated, normalised RetryPolicy: what the store keeps and the evaluator reads. */
+export interface RetryPolicy {
+  readonly name: string;
+  readonly retryLimit?: number;
+  readonly defaultAction: RetryAction;
+  readonly backoff?: BackoffOverride;
+  readonly antiAffinity?: AntiAffinityMode;
+  readonly rules: readonly RetryRule[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schema building blocks (shared with config.ts).
+
+export const durationSchema = z
+  .string({ error: (issue) => (issue.input === undefined ? undefined : DURATION_HINT) })
+  .transform((text, ctx) => {
+    const parsed = parseDurationMs(text);
+    if (parsed.ok) return parsed.ms;
+    ctx.addIssue({ code: "custom", message: parsed.reason });
+    return z.NEVER;
+  });
+
+export const multiplierSchema = z
+  .number()
+  .min(RETRY_POLICY_LIMITS.multiplier.min)
+  .max(RETRY_POLICY_LIMITS.multiplier.max);
+
+/**
+ * An integer. Not zod's `.int()`: that check aborts the whole parse, which would hide the rule-level
+ * problems (a rule with no matcher) reported alongside it.
+ */
+const integerSchema = z.number().refine(Number.isSafeInteger, { error: "must be an integer" });
+
+export const retryLimitSchema = integerSchema
+  .min(RETRY_POLICY_LIMITS.retryLimit.min)
+  .max(RETRY_POLICY_LIMITS.retryLimit.max);
+
+/** maxDelay below initialDelay (both at the same level) can only be a mistake. */
+function checkDelayOrder(
+  backoff: { initialDelay?: number; maxDelay?: number },
+  ctx: z.RefinementCtx<unknown>,
+): void {
+  const { initialDelay, maxDelay } = backoff;
+  if (initialDelay !== undefined && maxDelay !== undefined && maxDelay < initialDelay) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["maxDelay"],
+      message: `must be at least initialDelay (${formatDuration(initialDelay)})`,
+    });
+  }
+}
+
+const backoffSchema = strictObject({
+  initialDelay: durationSchema.optional(),
+  maxDelay: durationSchema.optional(),
+  multiplier: multiplierSchema.optional(),
+}).superRefine(checkDelayOrder);
+
+const antiAffinitySchema = strictObject({ mode: z.enum(AntiAffinityMode) });
+
+const KERNEL_SELECTOR_HINT = `must be a kernel index (${RETRY_POLICY_LIMITS.kernelIndex.min} to ${RETRY_POLICY_LIMITS.kernelIndex.max}) or "*"`;
+
+const kernelSelectorSchema = z
+  .union([z.string(), z.number()], { error: KERNEL_SELECTOR_HINT })
+  .transform((value, ctx): KernelSelector => {
+    if (value === "*") return "*";
+    const index = typeof value === "number" ? value : /^\d+$/.test(value) ? Number(value) : Number.NaN;
+    const { min, max } = RETRY_POLICY_LIMITS.kernelIndex;
+    if (Number.isInteger(index) && index >= min && index <= max) return index;
+    ctx.addIssue({ code: "custom", message: KERNEL_SELECTOR_HINT });
+    return z.NEVER;
+  });
+
+const exitCodeSchema = integerSchema.refine((code) => code !== 0, {
+  error: "exit code 0 never matches (it means success)",
+});
+
+const patternSchema = z
+  .string()
+  .min(1)
+  .max(RETRY_POLICY_LIMITS.patternMaxLength)
+  .superRefine((pattern, ctx) => {
+    const problem = regexProblem(pattern);
+    if (problem) ctx.addIssue({ code: "custom", message: `is not a valid regular expression: ${problem}` });
+  });
+
+function regexProblem(pattern: string): string | undefined {
+  try {
+    new RegExp(pattern);
+    return undefined;
+  } catch (error) {
+    // V8: "Invalid regular expression: /(/: Unterminated group" — keep the part after the pattern.
+    const message = (error as Error).message;
+    return message.slice(message.lastIndexOf(": ") + 2) || message;
+  }
+}
+
+const MATCHER_FIELDS = ["onExitCodes", "onConditions", "onTerminationMessage", "onFailureCategory"] as const;
+const RETRY_ONLY_FIELDS = ["retryLimit", "backoff", "antiAffinity"] as const;
+
+const ruleSchema = strictObject({
+  action: z.enum(RetryAction),
+  containerName: kernelSelectorSchema.optional(),
+  onExitCodes: strictObject({
+    operator: z.enum(ExitCodeOperator),
+    values: z.array(exitCodeSchema).min(1).max(RETRY_POLICY_LIMITS.exitCodes.max),
+  }).optional(),
+  onConditions: z.array(z.enum(TerminationCondition)).min(1).optional(),
+  onTerminationMessage: strictObject({ pattern: patternSchema }).optional(),
+  onFailureCategory: z.array(nameSchema).min(1).optional(),
+  retryLimit: retryLimitSchema.optional(),
+  backoff: backoffSchema.optional(),
+  antiAffinity: antiAffinitySchema.optional(),
+}).superRefine(
+  (rule, ctx) => {
+    // Runs even when a field is invalid, so structural mistakes are reported with the others.
+    if (typeof rule !== "object" || rule === null) return;
+    const present = (field: string): boolean => (rule as Record<string, unknown>)[field] !== undefined;
+    const matchers = MATCHER_FIELDS.filter(present);
+    if (matchers.length === 0) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must have a matcher: one of ${MATCHER_FIELDS.join(", ")}`,
+      });
+    } else if (matchers.length > 1) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must have exactly one matcher, found ${matchers.join(" and ")} (write one rule for each)`,
+      });
+    }
+    if ((rule as { action?: unknown }).action === RetryAction.Fail) {
+      for (const field of RETRY_ONLY_FIELDS.filter(present)) {
+        ctx.addIssue({ code: "custom", path: [field], message: "applies only to rules with action Retry" });
+      }
+    }
+  },
+  { when: () => true },
+);
+
+const policySpecSchema = strictObject({
+  retryLimit: retryLimitSchema.optional(),
+  defaultAction: z.enum(RetryAction).default(RetryAction.Fail),
+  backoff: backoffSchema.optional(),
+  antiAffinity: antiAffinitySchema.optional(),
+  rules: z.array(ruleSchema).max(RETRY_POLICY_LIMITS.rules.max).default([]),
+});
+
+export const RetryPolicyDocumentSchema = strictObject({
+  apiVersion: z.enum([RETRY_POLICY_API_VERSION, ARMADA_API_VERSION]),
+  kind: z.literal(RETRY_POLICY_KIND),
+  metadata: strictObject({ name: nameSchema }),
+  spec: policySpecSchema,
+});
+
+/** What an operator writes (YAML or JSON), before validation. */
+export type RetryPolicyDocument = z.input<typeof RetryPolicyDocumentSchema>;
+type DocumentRule = NonNullable<RetryPolicyDocument["spec"]["rules"]>[number];
+type ParsedDocument = z.output<typeof RetryPolicyDocumentSchema>;
+type ParsedRule = ParsedDocument["spec"]["rules"][number];
+type ParsedBackoff = z.output<typeof backoffSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Parsing and normalisation.
+
+export function parseRetryPolicy(input: unknown): RetryPolicy {
+  const result = safeParseWithIssues(RetryPolicyDocumentSchema, input);
+  if (!result.success) throw new RetryPolicyValidationError(result.issues);
+  return normalisePolicy(result.data);
+}
+
+/** Parses policy text: YAML, or JSON (which YAML reads too, with the same line/column errors). */
+export function parseRetryPolicyText(text: string): RetryPolicy {
+  const source = text.startsWith("\uFEFF") ? text.slice(1) : text;
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(source, { lineCounter, uniqueKeys: true, prettyErrors: false });
+  // Warnings (an unresolved `!tag`) mean the operator wrote something Cairn would silently drop.
+  const problem = doc.errors[0] ?? doc.warnings[0];
+  if (problem) {
+    const { line, col } = lineCounter.linePos(problem.pos[0]);
+    throw new RetryPolicySyntaxError(line, col, problem.message);
+  }
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    // Unresolved alias or alias bomb: point at the first alias.
+    let offset = 0;
+    visit(doc, {
+      Alias(_key, node) {
+        offset = node.range?.[0] ?? 0;
+        return visit.BREAK;
+      },
+    });
+    const { line, col } = lineCounter.linePos(offset);
+    throw new RetryPolicySyntaxError(line, col, (error as Error).message);
+  }
+  return parseRetryPolicy(value);
+}
+
+function normalisePolicy(doc: ParsedDocument): RetryPolicy {
+  const { spec } = doc;
+  return {
+    name: doc.metadata.name,
+    ...(spec.retryLimit !== undefined ? { retryLimit: spec.retryLimit } : {}),
+    defaultAction: spec.defaultAction,
+    ...(spec.backoff ? { backoff: normaliseBackoff(spec.backoff) } : {}),
+    ...(spec.antiAffinity ? { antiAffinity: spec.antiAffinity.mode } : {}),
+    rules: spec.rules.map(normaliseRule),
+  };
+}
+
+function normaliseRule(rule: ParsedRule): RetryRule {
+  return {
+    action: rule.action,
+    ...(rule.containerName !== undefined ? { kernel: rule.containerName } : {}),
+    match: normaliseMatcher(rule),
+    ...(rule.retryLimit !== undefined ? { retryLimit: rule.retryLimit } : {}),
+    ...(rule.backoff ? { backoff: normaliseBackoff(rule.backoff) } : {}),
+    ...(rule.antiAffinity ? { antiAffinity: rule.antiAffinity.mode } : {}),
+  };
+}
+
+function normaliseMatcher(rule: ParsedRule): RuleMatcher {
+  if (rule.onExitCodes) return { kind: "exitCodes", ...rule.onExitCodes };
+  if (rule.onConditions) return { kind: "conditions", conditions: rule.onConditions };
+  if (rule.onTerminationMessage) return { kind: "terminationMessage", ...rule.onTerminationMessage };
+  if (rule.onFailureCategory) return { kind: "failureCategory", categories: rule.onFailureCategory };
+  // The schema's exactly-one-matcher check makes this unreachable.
+  throw new RetryPolicyValidationError([{ path: "spec.rules", message: "rule without a matcher" }]);
+}
+
+function normaliseBackoff(backoff: ParsedBackoff): BackoffOverride {
+  return {
+    ...(backoff.initialDelay !== undefined ? { initialDelayMs: backoff.initialDelay } : {}),
+    ...(backoff.maxDelay !== undefined ? { maxDelayMs: backoff.maxDelay } : {}),
+    ...(backoff.multiplier !== undefined ? { multiplier: backoff.multiplier } : {}),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Back to a document (for `get -o yaml` and round trips): parseRetryPolicy(toDocument(p)) ≡ p.
+
+export function retryPolicyToDocument(policy: RetryPolicy): RetryPolicyDocument {
+  return {
+    apiVersion: RETRY_POLICY_API_VERSION,
+    kind: RETRY_POLICY_KIND,
+    metadata: { name: policy.name },
+    spec: {
+      ...(policy.retryLimit !== undefined ? { retryLimit: policy.retryLimit } : {}),
+      defaultAction: policy.defaultAction,
+      ...(policy.backoff ? { backoff: backoffToDocument(policy.backoff) } : {}),
+      ...(policy.antiAffinity ? { antiAffinity: { mode: policy.antiAffinity } } : {}),
+      rules: policy.rules.map((rule) => ({
+        action: rule.action,
+        ...(rule.kernel !== undefined ? { containerName: rule.kernel } : {}),
+        ...matcherToDocument(rule.match),
+        ...(rule.retryLimit !== undefined ? { retryLimit: rule.retryLimit } : {}),
+        ...(rule.backoff ? { backoff: backoffToDocument(rule.backoff) } : {}),
+        ...(rule.antiAffinity ? { antiAffinity: { mode: rule.antiAffinity } } : {}),
+      })),
+    },
+  };
+}
+
+function matcherToDocument(match: RuleMatcher): Partial<DocumentRule> {
+  switch (match.kind) {
+    case "exitCodes":
+      return { onExitCodes: { operator: match.operator, values: [...match.values] } };
+    case "conditions":
+      return { onConditions: [...match.conditions] };
+    case "terminationMessage":
+      return { onTerminationMessage: { pattern: match.pattern } };
+    case "failureCategory":
+      return { onFailureCategory: [...match.categories] };
+  }
+}
+
+function backoffToDocument(backoff: BackoffOverride): {
+  initialDelay?: string;
+  maxDelay?: string;
+  multiplier?: number;
+} {
+  return {
+    ...(backoff.initialDelayMs !== undefined ? { initialDelay: formatDuration(backoff.initialDelayMs) } : {}),
+    ...(backoff.maxDelayMs !== undefined ? { maxDelay: formatDuration(backoff.maxDelayMs) } : {}),
+    ...(backoff.multiplier !== undefined ? { multiplier: backoff.multiplier } : {}),
+  };
+}
