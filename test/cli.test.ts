@@ -832,7 +832,7 @@ function fakeWorld(
     random: () => 0,
     openApi: () => {
       opened.push(1);
-      return api;
+      return Promise.resolve(api);
     },
     stackOutputs: () => Promise.reject(new Error("unexpected")),
   };

@@ -4,7 +4,7 @@
  */
 import { randomInt } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { describeStackOutputs, openCairnApi, type CairnApi } from "./cairn-api.ts";
+import type { CairnApi } from "./cairn-api.ts";
 import type { Connection, StackRequest } from "./target.ts";
 
 export interface CliIo {
@@ -21,7 +21,7 @@ export interface CliIo {
   sleep(ms: number): Promise<void>;
   /** In [0, 1). */
   random(): number;
-  openApi(connection: Connection): CairnApi;
+  openApi(connection: Connection): Promise<CairnApi>;
   stackOutputs(request: StackRequest): Promise<Readonly<Record<string, string>>>;
 }
 
@@ -37,8 +37,9 @@ export function processIo(): CliIo {
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     // Session id suffixes: a CSPRNG, so ids made at the same moment on two machines differ.
     random: () => randomInt(2 ** 32) / 2 ** 32,
-    openApi: openCairnApi,
-    stackOutputs: describeStackOutputs,
+    // The AWS SDK takes a third of a second to load: help and usage errors do without it.
+    openApi: async (connection) => (await import("./cairn-api.ts")).openCairnApi(connection),
+    stackOutputs: async (request) => (await import("./cairn-api.ts")).describeStackOutputs(request),
   };
 }
 

@@ -37,7 +37,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       readFile: (path) => io.readFile(path),
       stackOutputs: (request) => io.stackOutputs(request),
     });
-    api = io.openApi(connection);
+    api = await io.openApi(connection);
     return await dispatch(invocation, submit, { io, api });
   } catch (error) {
     return report(error, connection, io);
