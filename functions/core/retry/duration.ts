@@ -27,7 +27,7 @@ export function parseDurationMs(text: string): DurationResult {
     const start = TERM.lastIndex;
     const term = TERM.exec(body);
     if (!term) {
-      const unit = /^\d*\.?\d*([a-zµ]+)/i.exec(body.slice(start))?.[1];
+      const unit = /^(?:\d+\.?\d*|\.\d+)([a-zµ]+)/i.exec(body.slice(start))?.[1];
       return {
         ok: false,
         reason: unit ? `unknown unit "${unit}" (use h, m, s or ms)` : DURATION_HINT,

@@ -10,7 +10,9 @@
  * - A run preempted before it started costs nothing: no budget, rule or total count. Under
  *   policies it is retried without consulting the rules, but the global cap still applies to it,
  *   so `globalMaxRetries: 0` stops every retry as the seed's kill switch promises.
- * - KILLED runs (cancellation) are never retried, whatever a policy says.
+ * - KILLED runs (cancellation) are never retried, whatever a policy says. The run's outcome is
+ *   that of its first failed kernel, so a session with a cancel request must not be judged at all
+ *   (its first failure may predate the cancel): the caller checks that first.
  *
  * Policy semantics (seed 002, with the decisions the seed leaves open):
  * - First match wins over the policies' rules concatenated in order.

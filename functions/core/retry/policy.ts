@@ -238,11 +238,19 @@ export function parseRetryPolicy(input: unknown): RetryPolicy {
   return normalisePolicy(result.data);
 }
 
-/** Parses policy text: YAML, or JSON (which YAML reads too, with the same line/column errors). */
+/** Parses policy text: YAML, or JSON when the text starts with `{` or `[`. */
 export function parseRetryPolicyText(text: string): RetryPolicy {
   const source = text.startsWith("\uFEFF") ? text.slice(1) : text;
   const lineCounter = new LineCounter();
-  const doc = parseDocument(source, { lineCounter, uniqueKeys: true, prettyErrors: false });
+  // JSON is read as YAML too (same line/column errors), with the JSON schema so that a bare word
+  // where a JSON value belongs is an error rather than a string.
+  const json = /^\s*[{[]/.test(source);
+  const doc = parseDocument(source, {
+    lineCounter,
+    uniqueKeys: true,
+    prettyErrors: false,
+    ...(json ? { schema: "json" as const } : {}),
+  });
   // Warnings (an unresolved `!tag`) mean the operator wrote something Cairn would silently drop.
   const problem = doc.errors[0] ?? doc.warnings[0];
   if (problem) {

@@ -429,6 +429,15 @@ describe("anti-affinity", () => {
     expect(oom).not.toHaveProperty("avoidAgentId");
   });
 
+  test("no anti-affinity when no level sets a mode", () => {
+    const decision = evaluate({
+      run: run(kernels.evicted()),
+      policies: [retryOn("p", { onConditions: ["Evicted"] })],
+    });
+    expect(decision.action).toBe("retry");
+    expect(decision).not.toHaveProperty("avoidAgentId");
+  });
+
   test("no anti-affinity without policies", () => {
     const decision = evaluate({ run: run(kernels.evicted()) });
     expect(decision.action).toBe("retry");
