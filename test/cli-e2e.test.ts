@@ -10,6 +10,12 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
 const CLI = resolve("bin/cairn.ts");
+/**
+ * A session takes about 10 s here; the margins are for a machine busy with other work (sessions
+ * took 40 s at a load average of 13).
+ */
+const SESSION_TEST_TIMEOUT_MS = 150_000;
+const WAIT_MS = 90_000;
 
 interface Run {
   readonly code: number | null;
@@ -116,7 +122,7 @@ afterAll(async () => {
   await rt?.stop();
 });
 
-describe("sessions through the CLI", () => {
+describe("sessions through the CLI", { timeout: SESSION_TEST_TIMEOUT_MS }, () => {
   test.concurrent("submit --wait of a hello spec: progress on stderr, exit 0, result succeeded", async () => {
     const run = await cairn(
       "submit",
@@ -162,13 +168,13 @@ describe("sessions through the CLI", () => {
     const file = spec("sleep.yaml", 'name: sleepy\ncommand: ["sleep", "300"]\n');
     const submit = await cairn("submit", file, "--id", "cli-sleep-1");
     expect(submit).toMatchObject({ code: 0, stdout: "cli-sleep-1\n" });
-    await rt.waitForStatus("cli-sleep-1", "RUNNING");
+    await rt.waitForStatus("cli-sleep-1", "RUNNING", WAIT_MS);
 
     const cancel = await cairn("cancel", "cli-sleep-1", "--reason", "e2e test");
     expect(cancel.code, cancel.stderr).toBe(0);
     expect(cancel.stdout).toContain("cancel requested for session cli-sleep-1");
 
-    await rt.waitForEnd("cli-sleep-1");
+    await rt.waitForEnd("cli-sleep-1", WAIT_MS);
     const view = json(await cairn("get", "cli-sleep-1", "-o", "json"));
     expect(["CANCELLED", "TERMINATED"]).toContain(view["status"]);
     expect(view).toMatchObject({ result: "cancelled", cancelRequestedAt: matching(ISO) });

@@ -154,6 +154,7 @@ describe("parseCommandLine", () => {
     expect(parse("get abc-1 --runtime-file rt.json")).toEqual(expected);
     expect(parse("get --runtime-file=rt.json abc-1")).toEqual(expected);
     expect(parse("--stack Cairn --region eu-west-1 --endpoint http://localhost:4566 list").kind).toBe("list");
+    expect(parse("-o json get abc-1")).toMatchObject({ kind: "get", output: "json" });
     expect(parse("list --stack Cairn --region eu-west-1")).toMatchObject({
       target: { stack: "Cairn", region: "eu-west-1" },
     });
@@ -187,6 +188,7 @@ describe("parseCommandLine", () => {
     ["launch x", 'unknown command "launch" (expected one of submit, get, history, list, cancel)'],
     ["get abc-1 --verbose", "unknown option --verbose"],
     ["list -x", "unknown option -x"],
+    ["--id abc-1 get abc-1", "unknown option --id"],
     ["--frobnicate get abc-1", "unknown option --frobnicate"],
     ["get abc-1 --output=yaml", '--output must be text or json, got "yaml"'],
     ["get", "missing SESSION_ID"],

@@ -186,20 +186,27 @@ function readOptions(
   return { values, positionals };
 }
 
-/** The first argument that is neither a global option nor a global option's value. */
+/**
+ * Flags that take a value, in any table: `cairn -o json get x` must find `get`, not `json`.
+ * Whether the flag is allowed for the command is checked once the command is known.
+ */
+const VALUE_FLAGS: ReadonlySet<string> = new Set(
+  [GLOBAL_OPTIONS, ...Object.values(COMMANDS).map((c) => c.options)].flatMap((table: OptionTable) =>
+    Object.entries(table).flatMap(([name, def]) =>
+      def.type !== "string" ? [] : [`--${name}`, ...(def.short === undefined ? [] : [`-${def.short}`])],
+    ),
+  ),
+);
+
+/** The first argument that is neither an option nor an option's value. */
 function commandIndex(argv: readonly string[]): number | undefined {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? "";
     if (arg === "--") return undefined;
-    if (arg.startsWith("--")) {
-      const name = arg.slice(2);
-      const def: { type: string } | undefined = Object.hasOwn(GLOBAL_OPTIONS, name)
-        ? GLOBAL_OPTIONS[name as keyof typeof GLOBAL_OPTIONS]
-        : undefined;
-      if (def?.type === "string") i++;
+    if (arg.startsWith("-") && arg.length > 1) {
+      if (VALUE_FLAGS.has(arg)) i++;
       continue;
     }
-    if (arg.startsWith("-") && arg.length > 1) continue;
     return i;
   }
   return undefined;
