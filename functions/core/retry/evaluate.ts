@@ -175,7 +175,7 @@ export function evaluateRetry(input: RetryInput): RetryDecision {
 
   if (isFreePreemption(budgetRun)) {
     const subject = "preempted before it started running";
-    if (capReached)
+    if (capReached) {
       return {
         ...base,
         action: "fail",
@@ -183,6 +183,7 @@ export function evaluateRetry(input: RetryInput): RetryDecision {
         reason: `${subject}, but ${capText}`,
         state: charged,
       };
+    }
     const wait = retryWait(0, gracePeriodMs);
     return {
       ...base,
@@ -202,7 +203,7 @@ export function evaluateRetry(input: RetryInput): RetryDecision {
   if (decider.action === "Fail") {
     return { ...withRule, action: "fail", basis: decider.basis, reason: subject, state: charged };
   }
-  if (capReached)
+  if (capReached) {
     return {
       ...withRule,
       action: "fail",
@@ -210,6 +211,7 @@ export function evaluateRetry(input: RetryInput): RetryDecision {
       reason: `${subject}, but ${capText}`,
       state: charged,
     };
+  }
 
   const key = ruleKey(ref);
   const used = state.ruleRetries[key] ?? 0;
