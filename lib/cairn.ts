@@ -1,0 +1,107 @@
+/**
+ * The whole of Cairn as one construct to drop into a CDK app: the sessions table, the event bus
+ * and its rules, the coordinator queue, the session-lifecycle state machine, the functions, the
+ * sweep, the dashboard and the alarms. Everything topological (functions, rules, queues, state
+ * machine, sweep) comes from functions/topology.ts, which the embedded runtime also builds from.
+ *
+ * ```ts
+ * const cairn = new Cairn(stack, "Cairn", { deletionProtection: false, removalPolicy: RemovalPolicy.DESTROY });
+ * new CfnOutput(stack, "BusName", { value: cairn.bus.eventBusName });
+ * ```
+ */
+import { Names, Stack } from "aws-cdk-lib";
+import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
+import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import * as events from "aws-cdk-lib/aws-events";
+import type { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
+import type * as sqs from "aws-cdk-lib/aws-sqs";
+import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
+import { Construct } from "constructs";
+import { FUNCTIONS, type FunctionName } from "../functions/topology.ts";
+import { CairnFunctions } from "./functions.ts";
+import { CairnMonitoring } from "./monitoring.ts";
+import { grantUses } from "./permissions.ts";
+import { resolveCairnProps, type CairnProps, type ResolvedCairnProps } from "./props.ts";
+import { CairnRouting } from "./routing.ts";
+import { LifecycleStateMachine, lifecycleDecl, stateMachineArnFor } from "./state-machine.ts";
+import { createSessionsTable } from "./table.ts";
+
+export class Cairn extends Construct {
+  readonly settings: ResolvedCairnProps;
+  readonly table: dynamodb.Table;
+  readonly bus: events.EventBus;
+  readonly stateMachine: sfn.StateMachine;
+  readonly functions: ReadonlyMap<FunctionName, NodejsFunction>;
+  readonly queues: ReadonlyMap<string, sqs.Queue>;
+  /** Every dead-letter queue, by the name the dashboard and the alarms use. */
+  readonly deadLetterQueues: ReadonlyMap<string, sqs.Queue>;
+  readonly rules: ReadonlyMap<string, events.Rule>;
+  readonly sweep: events.Rule;
+  readonly dashboard: cloudwatch.Dashboard;
+  readonly alarms: readonly cloudwatch.Alarm[];
+
+  constructor(scope: Construct, id: string, props: CairnProps = {}) {
+    super(scope, id);
+    const settings = resolveCairnProps(props, Stack.of(this).stackName);
+    this.settings = settings;
+
+    this.table = createSessionsTable(this, "Table", settings);
+    this.bus = new events.EventBus(this, "Bus", {
+      eventBusName:
+        settings.eventBusName ?? Names.uniqueResourceName(this, { maxLength: 256, separator: "-" }),
+      description:
+        "Cairn: session submissions, cancels, agent reports in; status changes and kernel commands out",
+    });
+
+    // The state machine's definition names the EnterStage function, and every function is told
+    // the state machine's ARN (functions/config.ts requires it). A fixed name lets the ARN be
+    // written as a string that references no resource, so there is no dependency cycle.
+    const lifecycle = lifecycleDecl();
+    const stateMachineName = `${Names.uniqueResourceName(this, {
+      maxLength: 80 - lifecycle.name.length - 1,
+      separator: "-",
+    })}-${lifecycle.name}`;
+    const functions = new CairnFunctions(this, "Functions", {
+      settings,
+      environment: {
+        tableName: this.table.tableName,
+        eventBusName: this.bus.eventBusName,
+        stateMachineArn: stateMachineArnFor(this, stateMachineName),
+      },
+    });
+    this.functions = functions.byName;
+
+    this.stateMachine = new LifecycleStateMachine(this, "Lifecycle", {
+      settings,
+      functions,
+      stateMachineName,
+    }).stateMachine;
+
+    for (const decl of FUNCTIONS) {
+      grantUses(functions.get(decl.name), decl.uses, {
+        table: this.table,
+        bus: this.bus,
+        stateMachine: this.stateMachine,
+      });
+    }
+
+    const routing = new CairnRouting(this, "Routing", { settings, bus: this.bus, functions });
+    this.queues = routing.queues;
+    this.rules = routing.rules;
+    this.sweep = routing.sweep;
+    this.deadLetterQueues = new Map<string, sqs.Queue>([
+      ["DeliveryDeadLetterQueue", routing.deliveryDeadLetterQueue],
+      ...[...routing.queueDeadLetterQueues].map(([name, q]) => [`${name}DeadLetterQueue`, q] as const),
+    ]);
+
+    const monitoring = new CairnMonitoring(this, "Monitoring", {
+      settings,
+      functions: functions.byName,
+      stateMachine: this.stateMachine,
+      deadLetterQueues: this.deadLetterQueues,
+      queues: this.queues,
+    });
+    this.dashboard = monitoring.dashboard;
+    this.alarms = monitoring.alarms;
+  }
+}

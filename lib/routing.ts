@@ -1,0 +1,168 @@
+/**
+ * How events reach the functions, from the topology: the rules on Cairn's bus deliver to the
+ * coordinator queue, an SQS event source feeds the queue to its consumer in batches with partial
+ * batch failures, and the sweep schedule invokes its target directly. Every rule target has a
+ * retry policy and a dead-letter queue for events it could not deliver; every queue has its own
+ * redrive dead-letter queue. All queues are encrypted and refuse requests without TLS.
+ */
+import { Duration } from "aws-cdk-lib";
+import * as events from "aws-cdk-lib/aws-events";
+import * as targets from "aws-cdk-lib/aws-events-targets";
+import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
+import * as sqs from "aws-cdk-lib/aws-sqs";
+import { Construct } from "constructs";
+import { FUNCTIONS, QUEUES, RULES, SWEEP, type QueueName } from "../functions/topology.ts";
+import { TopologyError } from "./errors.ts";
+import { acknowledge, NAG_ACKNOWLEDGEMENTS } from "./nag-acknowledgements.ts";
+import type { CairnFunctions } from "./functions.ts";
+import type { ResolvedCairnProps } from "./props.ts";
+
+/** Dead letters wait this long for an operator (the SQS maximum). */
+const DEAD_LETTER_RETENTION = Duration.days(14);
+/**
+ * AWS's guidance for SQS event sources: a visibility timeout of six times the consumer's
+ * timeout, so a message is not redelivered while a retried batch is still running.
+ */
+const VISIBILITY_TIMEOUT_FACTOR = 6;
+
+export interface CairnRoutingProps {
+  readonly settings: ResolvedCairnProps;
+  readonly bus: events.IEventBus;
+  readonly functions: CairnFunctions;
+}
+
+export class CairnRouting extends Construct {
+  readonly queues: ReadonlyMap<QueueName, sqs.Queue>;
+  /** Per queue: where messages go after `maxReceiveCount` failed receives. */
+  readonly queueDeadLetterQueues: ReadonlyMap<QueueName, sqs.Queue>;
+  /** Events a rule target (or the sweep) could not deliver within its retry policy. */
+  readonly deliveryDeadLetterQueue: sqs.Queue;
+  readonly rules: ReadonlyMap<string, events.Rule>;
+  readonly sweep: events.Rule;
+
+  constructor(scope: Construct, id: string, props: CairnRoutingProps) {
+    super(scope, id);
+    const { settings, bus, functions } = props;
+
+    this.deliveryDeadLetterQueue = secureQueue(this, "DeliveryDeadLetterQueue", {
+      retentionPeriod: DEAD_LETTER_RETENTION,
+    });
+    acknowledge(this.deliveryDeadLetterQueue, NAG_ACKNOWLEDGEMENTS.deliveryDeadLetterQueue);
+
+    const queues = new Map<QueueName, sqs.Queue>();
+    const queueDeadLetterQueues = new Map<QueueName, sqs.Queue>();
+    for (const decl of QUEUES) {
+      if (queues.has(decl.name)) throw new TopologyError(`QUEUES ${decl.name}`, "declared twice");
+      const consumer = functions.get(decl.consumer);
+      const consumerTimeoutSeconds = FUNCTIONS.find((f) => f.name === decl.consumer)!.timeoutSeconds;
+      const deadLetterQueue = secureQueue(this, `${decl.name}DeadLetterQueue`, {
+        retentionPeriod: DEAD_LETTER_RETENTION,
+      });
+      const queue = secureQueue(this, decl.name, {
+        visibilityTimeout: Duration.seconds(consumerTimeoutSeconds * VISIBILITY_TIMEOUT_FACTOR),
+        deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
+      });
+      consumer.addEventSource(
+        new SqsEventSource(queue, {
+          batchSize: decl.batchSize,
+          ...(decl.maxBatchingWindowSeconds > 0
+            ? { maxBatchingWindow: Duration.seconds(decl.maxBatchingWindowSeconds) }
+            : {}),
+          maxConcurrency: decl.maxConcurrency,
+          reportBatchItemFailures: true,
+        }),
+      );
+      queues.set(decl.name, queue);
+      queueDeadLetterQueues.set(decl.name, deadLetterQueue);
+    }
+    this.queues = queues;
+    this.queueDeadLetterQueues = queueDeadLetterQueues;
+
+    const retry = {
+      deadLetterQueue: this.deliveryDeadLetterQueue,
+      retryAttempts: settings.eventRetryAttempts,
+      maxEventAge: settings.maxEventAge,
+    };
+    const rules = new Map<string, events.Rule>();
+    for (const decl of RULES) {
+      if (rules.has(decl.name)) throw new TopologyError(`RULES ${decl.name}`, "declared twice");
+      const queue = queues.get(decl.target.queue);
+      if (!queue)
+        throw new TopologyError(`RULES ${decl.name}.target`, `queue ${decl.target.queue} is not declared`);
+      rules.set(
+        decl.name,
+        new events.Rule(this, decl.name, {
+          eventBus: bus,
+          description: decl.description,
+          eventPattern: toEventPattern(decl.name, decl.eventPattern),
+          targets: [new targets.SqsQueue(queue, retry)],
+        }),
+      );
+    }
+    this.rules = rules;
+
+    // Schedules live on the default bus. A sweep is stale once the next one is due: its target
+    // gives up after one period, and the function does not retry a failed sweep either.
+    const sweepTarget = functions.get(SWEEP.target);
+    const period = Duration.seconds(sweepRateSeconds());
+    sweepTarget.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: period });
+    this.sweep = new events.Rule(this, SWEEP.name, {
+      description: "Safety sweep: runs every handler pass for anything an event missed",
+      schedule: events.Schedule.rate(period),
+      targets: [
+        new targets.LambdaFunction(sweepTarget, {
+          deadLetterQueue: this.deliveryDeadLetterQueue,
+          retryAttempts: 2,
+          maxEventAge: period,
+        }),
+      ],
+    });
+  }
+}
+
+function secureQueue(scope: Construct, id: string, props: sqs.QueueProps): sqs.Queue {
+  return new sqs.Queue(scope, id, {
+    ...props,
+    encryption: sqs.QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+  });
+}
+
+/** EventBridge schedules count whole minutes; the topology states seconds. */
+export function sweepRateSeconds(): number {
+  if (!Number.isInteger(SWEEP.rateSeconds) || SWEEP.rateSeconds < 60 || SWEEP.rateSeconds % 60 !== 0) {
+    throw new TopologyError(
+      "SWEEP.rateSeconds",
+      `must be a whole number of minutes, got ${SWEEP.rateSeconds}`,
+    );
+  }
+  return SWEEP.rateSeconds;
+}
+
+/** Event pattern fields as EventBridge writes them → the CDK's EventPattern keys. */
+const PATTERN_KEYS: Readonly<Record<string, keyof events.EventPattern>> = {
+  version: "version",
+  id: "id",
+  "detail-type": "detailType",
+  source: "source",
+  account: "account",
+  time: "time",
+  region: "region",
+  resources: "resources",
+  detail: "detail",
+};
+
+export function toEventPattern(
+  rule: string,
+  pattern: Readonly<Record<string, unknown>>,
+): events.EventPattern {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(pattern)) {
+    const cdkKey = PATTERN_KEYS[key];
+    if (!cdkKey) {
+      throw new TopologyError(`RULES ${rule}.eventPattern.${key}`, "is not an EventBridge event field");
+    }
+    out[cdkKey] = value;
+  }
+  return out;
+}

@@ -1,0 +1,206 @@
+/**
+ * The construct's props: impossible values and combinations fail at synth with the prop named,
+ * and non-default values reach the resources they configure.
+ */
+import { App, Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
+import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
+import { Template } from "aws-cdk-lib/assertions";
+import { beforeAll, describe, expect, test } from "vitest";
+import { Cairn } from "../lib/cairn.ts";
+import { CairnStack } from "../lib/cairn-stack.ts";
+import { CairnPropsError } from "../lib/errors.ts";
+import { CAIRN_DEFAULTS, resolveCairnProps, type CairnProps } from "../lib/props.ts";
+import { resourcesOf, type CfnTemplate } from "./cdk-synth.ts";
+
+describe("impossible props fail at synth, naming the prop", () => {
+  const cases: [string, CairnProps, string][] = [
+    [
+      "a protected table that the stack should destroy",
+      { removalPolicy: RemovalPolicy.DESTROY },
+      "deletionProtection: must be false when removalPolicy is DESTROY: CloudFormation cannot delete a protected table",
+    ],
+    [
+      "SNAPSHOT, which neither the table nor the log groups support",
+      { removalPolicy: RemovalPolicy.SNAPSHOT, deletionProtection: false },
+      "removalPolicy: SNAPSHOT is not supported by DynamoDB tables or log groups; use RETAIN (the table keeps point-in-time recovery) or DESTROY",
+    ],
+    ["no shards", { shards: 0 }, "shards: must be an integer from 1 to 100, got 0"],
+    ["fractional shards", { shards: 2.5 }, "shards: must be an integer from 1 to 100, got 2.5"],
+    [
+      "a batch limit beyond a query page",
+      { batchLimit: 1001 },
+      "batchLimit: must be an integer from 1 to 1000, got 1001",
+    ],
+    [
+      "more retries than EventBridge allows",
+      { eventDelivery: { retryAttempts: 186 } },
+      "eventDelivery.retryAttempts: must be an integer from 0 to 185, got 186",
+    ],
+    [
+      "an event age under a minute",
+      { eventDelivery: { maxEventAge: Duration.seconds(30) } },
+      "eventDelivery.maxEventAge: must be between 1 minute and 24 hours, got 30 s",
+    ],
+    [
+      "an event age over a day",
+      { eventDelivery: { maxEventAge: Duration.hours(25) } },
+      "eventDelivery.maxEventAge: must be between 1 minute and 24 hours, got 90000 s",
+    ],
+    [
+      "a zero agent timeout",
+      { agentTimeout: Duration.millis(0) },
+      "agentTimeout: must be positive, got 0 ms",
+    ],
+    [
+      "no receives before the DLQ",
+      { maxReceiveCount: 0 },
+      "maxReceiveCount: must be an integer from 1 to 1000, got 0",
+    ],
+    [
+      "the account's default bus",
+      { eventBusName: "default" },
+      `eventBusName: cannot be "default": the account's default bus is not Cairn's to create`,
+    ],
+    [
+      "a table name too short",
+      { tableName: "ab" },
+      `tableName: must be 3–255 of A-Z a-z 0-9 _ . -, got "ab"`,
+    ],
+    [
+      "an AWS metrics namespace",
+      { metricsNamespace: "AWS/Lambda" },
+      `metricsNamespace: cannot start with "AWS/" (reserved for AWS services), got "AWS/Lambda"`,
+    ],
+    [
+      "a namespace outside CloudWatch's alphabet",
+      { metricsNamespace: "cairn$prod" },
+      `metricsNamespace: must be 1–255 of 0-9 A-Z a-z . - _ / # : and space, got "cairn$prod"`,
+    ],
+    [
+      "an unknown log level",
+      { logLevel: "debug" as never },
+      `logLevel: must be "info", "warn" or "error", got "debug"`,
+    ],
+  ];
+
+  test.each(cases)("%s", (_, props, message) => {
+    const stack = new Stack(new App(), "S");
+    let thrown: unknown;
+    try {
+      new Cairn(stack, "Cairn", props);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(CairnPropsError);
+    expect((thrown as CairnPropsError).message).toBe(message);
+    expect((thrown as CairnPropsError).code).toBe("CAIRN_PROPS");
+    expect(message.startsWith(`${(thrown as CairnPropsError).prop}: `)).toBe(true);
+  });
+});
+
+describe("defaults", () => {
+  test("every optional prop resolves to its documented default", () => {
+    const r = resolveCairnProps({}, "Prod");
+    expect(r).toMatchObject({
+      deletionProtection: CAIRN_DEFAULTS.deletionProtection,
+      removalPolicy: RemovalPolicy.RETAIN,
+      shards: 4,
+      agentTimeoutMs: 30_000,
+      batchLimit: 200,
+      terminationGraceMs: 5_000,
+      logLevel: "info",
+      logExecutionData: false,
+      eventRetryAttempts: 185,
+      maxReceiveCount: 5,
+      metricsNamespace: "Cairn/Prod",
+      alarmActions: [],
+    });
+    expect(r.maxEventAge.toSeconds()).toBe(86_400);
+    expect(r.tableName).toBeUndefined();
+    expect(r.eventBusName).toBeUndefined();
+  });
+});
+
+describe("non-default props reach the resources", () => {
+  let json: CfnTemplate;
+  beforeAll(() => {
+    // Bundling is the topology and stack tests' business; skip it here.
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+    const alarmTopicArn = "arn:aws:sns:eu-west-1:123456789012:cairn-alarms";
+    const stack = new CairnStack(app, "Trial", {
+      env: { account: "123456789012", region: "eu-west-1" },
+      cairn: {
+        deletionProtection: false,
+        removalPolicy: RemovalPolicy.DESTROY,
+        shards: 8,
+        batchLimit: 50,
+        agentTimeout: Duration.seconds(12),
+        logLevel: "warn",
+        logExecutionData: true,
+        eventDelivery: { retryAttempts: 3, maxEventAge: Duration.minutes(10) },
+        maxReceiveCount: 7,
+        metricsNamespace: "Cairn/trial",
+        alarmActions: [{ bind: () => ({ alarmActionArn: alarmTopicArn }) } satisfies cloudwatch.IAlarmAction],
+        tableName: "cairn-trial",
+        eventBusName: "cairn-trial",
+      },
+    });
+    json = Template.fromStack(stack).toJSON() as CfnTemplate;
+  });
+
+  test("an ephemeral table: deleted with the stack, not protected", () => {
+    const [[, table]] = resourcesOf(json, "AWS::DynamoDB::Table") as [
+      [string, CfnTemplate["Resources"][string]],
+    ];
+    expect(table.DeletionPolicy).toBe("Delete");
+    expect(table.Properties).toMatchObject({ TableName: "cairn-trial", DeletionProtectionEnabled: false });
+    for (const [id, group] of resourcesOf(json, "AWS::Logs::LogGroup"))
+      expect(group.DeletionPolicy, id).toBe("Delete");
+  });
+
+  test("function settings, shards and the namespace reach every function's environment", () => {
+    for (const [id, fn] of resourcesOf(json, "AWS::Lambda::Function")) {
+      expect((fn.Properties?.["Environment"] as { Variables: unknown }).Variables, id).toMatchObject({
+        CAIRN_SHARDS: "8",
+        CAIRN_BATCH_LIMIT: "50",
+        CAIRN_AGENT_TIMEOUT_MS: "12000",
+        CAIRN_LOG_LEVEL: "warn",
+        CAIRN_EVENT_BUS_NAME: expect.anything() as unknown,
+        POWERTOOLS_METRICS_NAMESPACE: "Cairn/trial",
+      });
+    }
+    expect(json.Outputs?.["Shards"]?.Value).toBe("8");
+  });
+
+  test("the retry policy reaches every bus rule target; the redrive count reaches the work queue", () => {
+    const busRules = resourcesOf(json, "AWS::Events::Rule").filter(([, r]) => r.Properties?.["EventBusName"]);
+    expect(busRules.length).toBeGreaterThan(0);
+    for (const [id, rule] of busRules) {
+      for (const target of rule.Properties?.["Targets"] as { RetryPolicy: unknown }[]) {
+        expect(target.RetryPolicy, id).toEqual({ MaximumRetryAttempts: 3, MaximumEventAgeInSeconds: 600 });
+      }
+    }
+    const redrives = resourcesOf(json, "AWS::SQS::Queue").flatMap(([, q]) =>
+      q.Properties?.["RedrivePolicy"] ? [q.Properties["RedrivePolicy"]] : [],
+    );
+    expect(redrives).toEqual([expect.objectContaining({ maxReceiveCount: 7 })]);
+  });
+
+  test("execution data in the logs when asked; alarm actions on every alarm, for ALARM and OK", () => {
+    const [[, machine]] = resourcesOf(json, "AWS::StepFunctions::StateMachine") as [
+      [string, CfnTemplate["Resources"][string]],
+    ];
+    expect(machine.Properties?.["LoggingConfiguration"]).toMatchObject({
+      Level: "ALL",
+      IncludeExecutionData: true,
+    });
+    const alarms = resourcesOf(json, "AWS::CloudWatch::Alarm");
+    expect(alarms.length).toBe(6);
+    for (const [id, alarm] of alarms) {
+      expect(alarm.Properties, id).toMatchObject({
+        AlarmActions: ["arn:aws:sns:eu-west-1:123456789012:cairn-alarms"],
+        OKActions: ["arn:aws:sns:eu-west-1:123456789012:cairn-alarms"],
+      });
+    }
+  });
+});

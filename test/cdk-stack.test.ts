@@ -1,0 +1,465 @@
+/**
+ * The synthesized stack, checked as carefully as the code: cdk-nag's AWS Solutions rules with
+ * nothing unacknowledged, dead-letter queues and retry policies on every rule target, timeouts on
+ * every callback state of the deployed definition, Node 24 with tracing everywhere, state machine
+ * logging ALL with X-Ray, no wildcard actions and least-privilege grants, substitutions that
+ * resolve, and function bundles that load.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { Validations } from "aws-cdk-lib";
+import { Match } from "aws-cdk-lib/assertions";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { TABLE_SCHEMA } from "../functions/adapters/dynamo/table-schema.ts";
+import { loadConfig } from "../functions/config.ts";
+import { MetricName, METRICS_SERVICE } from "../functions/handlers/metrics.ts";
+import { FUNCTIONS, QUEUES, type FunctionName } from "../functions/topology.ts";
+import { StackOutput } from "../lib/cairn-stack.ts";
+import {
+  LAMBDA_XRAY_ACTIONS,
+  NAG_ACKNOWLEDGEMENTS,
+  STATE_MACHINE_WILDCARD_ACTIONS,
+} from "../lib/nag-acknowledgements.ts";
+import {
+  BUS_PUT_ACTIONS,
+  CALLBACK_ACTIONS,
+  START_ACTIONS,
+  TABLE_ITEM_ACTIONS,
+  TABLE_QUERY_ACTIONS,
+  type Use,
+} from "../lib/permissions.ts";
+import { resourceNamed, resourcesOf, synthesize, type CfnResource, type Synthesized } from "./cdk-synth.ts";
+
+let s: Synthesized;
+beforeAll(() => {
+  s = synthesize();
+});
+afterAll(() => s.cleanup());
+
+interface Statement {
+  readonly Effect: string;
+  readonly Action: string | string[];
+  readonly Resource?: unknown;
+  readonly Condition?: Record<string, Record<string, unknown>>;
+}
+
+const list = <T>(x: T | T[]): T[] => (Array.isArray(x) ? x : [x]);
+const props = (r: CfnResource) => r.Properties ?? {};
+
+/** Every IAM statement in the template: managed/inline policies, roles, queue policies. */
+function allStatements(): { where: string; statement: Statement }[] {
+  const out: { where: string; statement: Statement }[] = [];
+  for (const [id, r] of Object.entries(s.json.Resources)) {
+    const docs: unknown[] = [];
+    if (r.Type === "AWS::IAM::Policy" || r.Type === "AWS::SQS::QueuePolicy")
+      docs.push(props(r)["PolicyDocument"]);
+    if (r.Type === "AWS::IAM::Role") {
+      docs.push(props(r)["AssumeRolePolicyDocument"]);
+      for (const p of (props(r)["Policies"] as { PolicyDocument: unknown }[] | undefined) ?? [])
+        docs.push(p.PolicyDocument);
+    }
+    for (const doc of docs) {
+      for (const statement of (doc as { Statement: Statement[] }).Statement)
+        out.push({ where: id, statement });
+    }
+  }
+  return out;
+}
+
+function functionLogicalId(name: FunctionName): string {
+  return resourceNamed(s.json, "AWS::Lambda::Function", `CairnFunctions${name}`)[0];
+}
+
+/** The statements of a role's policies, by the role's logical id prefix. */
+function roleStatements(rolePrefix: string): Statement[] {
+  const [roleId] = resourceNamed(s.json, "AWS::IAM::Role", rolePrefix);
+  return resourcesOf(s.json, "AWS::IAM::Policy")
+    .filter(([, p]) => JSON.stringify(props(p)["Roles"]).includes(`"${roleId}"`))
+    .flatMap(([, p]) => (props(p)["PolicyDocument"] as { Statement: Statement[] }).Statement);
+}
+
+function deployedDefinition(): { text: string; substitutions: Record<string, unknown> } {
+  const [, machine] = resourceNamed(s.json, "AWS::StepFunctions::StateMachine", "CairnLifecycle");
+  return {
+    text: props(machine)["DefinitionString"] as string,
+    substitutions: props(machine)["DefinitionSubstitutions"] as Record<string, unknown>,
+  };
+}
+
+describe("cdk-nag AwsSolutionsChecks", () => {
+  test("the stack has no unacknowledged finding, error or warning", () => {
+    expect(
+      s.violations.map(
+        (v) => `${v.severity} ${v.ruleName}: ${v.violatingConstructs.map((c) => c.constructPath).join(", ")}`,
+      ),
+    ).toEqual([]);
+  });
+
+  test("each acknowledgement is one of the three documented ones, with its specific reason", () => {
+    // Recorded as { "<prefix>::<rule id>": reason } on the acknowledging construct.
+    const acknowledged = s.stack.node.findAll().flatMap((c) =>
+      c.node.metadata
+        .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+        .flatMap((m) =>
+          Object.entries(m.data as Record<string, string>).map(([key, reason]) => ({
+            path: c.node.path,
+            id: key.replace(/^.*::(?=AwsSolutions-)/, ""),
+            reason,
+          })),
+        ),
+    );
+    const allowed = Object.values(NAG_ACKNOWLEDGEMENTS);
+    for (const a of acknowledged) {
+      expect(
+        allowed.some((x) => x.id === a.id && x.reason === a.reason),
+        `${a.path} ${a.id}`,
+      ).toBe(true);
+      expect(a.reason.length).toBeGreaterThan(100);
+    }
+    expect(acknowledged.map((a) => `${a.path} ${a.id}`).sort()).toEqual(
+      [
+        ...FUNCTIONS.map((f) => `Cairn/Cairn/Functions/${f.name}Role AwsSolutions-IAM5[Resource::*]`),
+        "Cairn/Cairn/Lifecycle/Role AwsSolutions-IAM5[Resource::*]",
+        "Cairn/Cairn/Routing/DeliveryDeadLetterQueue AwsSolutions-SQS3",
+      ].sort(),
+    );
+  });
+
+  test("Resource '*' carries only the X-Ray and log-delivery actions the acknowledgements name", () => {
+    for (const f of FUNCTIONS) {
+      const wild = roleStatements(`CairnFunctions${f.name}Role`).filter((st) =>
+        list(st.Resource).includes("*"),
+      );
+      expect(wild.flatMap((st) => list(st.Action)).sort(), f.name).toEqual([...LAMBDA_XRAY_ACTIONS].sort());
+    }
+    const machineWild = roleStatements("CairnLifecycleRole").filter((st) => list(st.Resource).includes("*"));
+    expect(machineWild.flatMap((st) => list(st.Action)).sort()).toEqual(
+      [...STATE_MACHINE_WILDCARD_ACTIONS].sort(),
+    );
+  });
+});
+
+describe("IAM: least privilege", () => {
+  test("no statement anywhere grants a wildcard action", () => {
+    const statements = allStatements();
+    const wildcards = statements
+      .filter(({ statement }) => statement.Effect === "Allow")
+      .flatMap(({ where, statement }) =>
+        list(statement.Action)
+          .filter((a) => a.includes("*"))
+          .map((a) => `${where}: ${a}`),
+      );
+    expect(wildcards).toEqual([]);
+    // The one wildcard that remains denies: every queue refuses any request made without TLS.
+    for (const { where, statement } of statements.filter(({ statement }) => statement.Effect === "Deny")) {
+      expect(statement, where).toMatchObject({
+        Action: "sqs:*",
+        Condition: { Bool: { "aws:SecureTransport": "false" } },
+      });
+    }
+  });
+
+  test.each(FUNCTIONS.map((f) => [f.name, f] as const))(
+    "%s holds exactly what its topology uses need",
+    (name, decl) => {
+      const byUse: Record<Use, readonly string[]> = {
+        table: [...TABLE_ITEM_ACTIONS, ...TABLE_QUERY_ACTIONS],
+        "bus:put": BUS_PUT_ACTIONS,
+        "statemachine:start": START_ACTIONS,
+        "statemachine:callback": CALLBACK_ACTIONS,
+      };
+      const consumesQueue = QUEUES.some((q) => q.consumer === name);
+      const expected = new Set([
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        ...LAMBDA_XRAY_ACTIONS,
+        ...decl.uses.flatMap((u) => byUse[u]),
+        ...(consumesQueue
+          ? [
+              "sqs:ReceiveMessage",
+              "sqs:ChangeMessageVisibility",
+              "sqs:GetQueueUrl",
+              "sqs:DeleteMessage",
+              "sqs:GetQueueAttributes",
+            ]
+          : []),
+      ]);
+      const granted = new Set(roleStatements(`CairnFunctions${name}Role`).flatMap((st) => list(st.Action)));
+      expect([...granted].sort()).toEqual([...expected].sort());
+    },
+  );
+
+  test("table actions name the table and its declared indexes; events and states actions name the bus and the state machine", () => {
+    const [tableId] = resourceNamed(s.json, "AWS::DynamoDB::Table", "CairnTable");
+    const [busId] = resourceNamed(s.json, "AWS::Events::EventBus", "CairnBus");
+    const [machineId] = resourceNamed(s.json, "AWS::StepFunctions::StateMachine", "CairnLifecycle");
+    const tableArn = { "Fn::GetAtt": [tableId, "Arn"] };
+    for (const f of FUNCTIONS) {
+      for (const st of roleStatements(`CairnFunctions${f.name}Role`)) {
+        const actions = list(st.Action);
+        if (actions.includes("dynamodb:Query")) {
+          expect(st.Resource).toEqual([
+            tableArn,
+            ...TABLE_SCHEMA.globalSecondaryIndexes.map((g) => ({
+              "Fn::Join": ["", [tableArn, `/index/${g.indexName}`]],
+            })),
+          ]);
+        } else if (actions.some((a) => a.startsWith("dynamodb:"))) {
+          expect(st.Resource).toEqual(tableArn);
+        } else if (actions.some((a) => a.startsWith("events:"))) {
+          expect(st.Resource).toEqual({ "Fn::GetAtt": [busId, "Arn"] });
+        } else if (actions.some((a) => a.startsWith("states:"))) {
+          expect(st.Resource).toEqual({ Ref: machineId });
+        }
+      }
+    }
+  });
+
+  test("the state machine may invoke EnterStage and nothing else", () => {
+    const invoke = roleStatements("CairnLifecycleRole").filter((st) =>
+      list(st.Action).some((a) => a.startsWith("lambda:")),
+    );
+    expect(invoke).toEqual([
+      {
+        Effect: "Allow",
+        Action: "lambda:InvokeFunction",
+        Resource: { "Fn::GetAtt": [functionLogicalId("EnterStage"), "Arn"] },
+      },
+    ]);
+  });
+});
+
+describe("EventBridge rules and queues", () => {
+  test("every rule target has a retry policy and a dead-letter queue", () => {
+    const rules = resourcesOf(s.json, "AWS::Events::Rule");
+    expect(rules.length).toBeGreaterThan(0);
+    for (const [id, rule] of rules) {
+      for (const target of props(rule)["Targets"] as Record<string, unknown>[]) {
+        expect(target, id).toMatchObject({
+          DeadLetterConfig: { Arn: expect.anything() as unknown },
+          RetryPolicy: {
+            MaximumRetryAttempts: expect.any(Number) as unknown,
+            MaximumEventAgeInSeconds: expect.any(Number) as unknown,
+          },
+        });
+      }
+    }
+  });
+
+  test("every queue is encrypted, refuses requests without TLS, and the work queue has a redrive DLQ", () => {
+    const queues = resourcesOf(s.json, "AWS::SQS::Queue");
+    const policies = resourcesOf(s.json, "AWS::SQS::QueuePolicy");
+    for (const [id, q] of queues) {
+      expect(props(q)["SqsManagedSseEnabled"], id).toBe(true);
+      const policy = policies.find(([, p]) => JSON.stringify(props(p)["Queues"]).includes(`"${id}"`));
+      expect(policy, `${id} has a queue policy`).toBeDefined();
+      expect((props(policy![1])["PolicyDocument"] as { Statement: Statement[] }).Statement).toContainEqual(
+        expect.objectContaining({ Effect: "Deny", Condition: { Bool: { "aws:SecureTransport": "false" } } }),
+      );
+    }
+    const [, work] = resourceNamed(s.json, "AWS::SQS::Queue", "CairnRoutingCoordinatorQueue1");
+    expect(props(work)["RedrivePolicy"]).toMatchObject({ maxReceiveCount: 5 });
+    // Six times the consumer's timeout, so a batch is not redelivered while it still runs.
+    expect(props(work)["VisibilityTimeout"]).toBe(
+      6 * FUNCTIONS.find((f) => f.name === "Coordinator")!.timeoutSeconds,
+    );
+  });
+
+  test("the coordinator reads its queue in batches and reports partial failures", () => {
+    s.template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
+      FunctionName: { Ref: functionLogicalId("Coordinator") },
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
+    });
+  });
+});
+
+describe("the state machine", () => {
+  test("Standard, logging ALL to its CloudWatch log group, X-Ray tracing on", () => {
+    s.template.hasResourceProperties("AWS::StepFunctions::StateMachine", {
+      StateMachineType: "STANDARD",
+      LoggingConfiguration: {
+        Level: "ALL",
+        Destinations: [
+          {
+            CloudWatchLogsLogGroup: {
+              LogGroupArn: { "Fn::GetAtt": [Match.stringLikeRegexp("^CairnLifecycleLogs"), "Arn"] },
+            },
+          },
+        ],
+      },
+      TracingConfiguration: { Enabled: true },
+    });
+    s.template.hasResourceProperties("AWS::Logs::LogGroup", {
+      LogGroupName: Match.stringLikeRegexp("^/aws/vendedlogs/states/"),
+    });
+  });
+
+  test("every callback state of the deployed definition has a timeout", () => {
+    const states = (
+      JSON.parse(deployedDefinition().text) as { States: Record<string, Record<string, unknown>> }
+    ).States;
+    const callbacks = Object.entries(states).filter(([, st]) =>
+      String(st["Resource"]).endsWith(".waitForTaskToken"),
+    );
+    expect(callbacks.length).toBeGreaterThan(0);
+    for (const [name, st] of callbacks) {
+      expect(
+        st["TimeoutSeconds"] !== undefined || st["TimeoutSecondsPath"] !== undefined,
+        `${name} has a timeout`,
+      ).toBe(true);
+    }
+  });
+
+  test("every ${…} placeholder resolves to a function's ARN, and the substituted definition passes asl-validator", () => {
+    const { text, substitutions } = deployedDefinition();
+    const used = new Set([...text.matchAll(/\$\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]!));
+    expect(used.size).toBeGreaterThan(0);
+    expect(new Set(Object.keys(substitutions))).toEqual(used);
+    const functionIds = new Set(resourcesOf(s.json, "AWS::Lambda::Function").map(([id]) => id));
+    const fakeArns: Record<string, string> = {};
+    for (const [key, value] of Object.entries(substitutions)) {
+      const [id, attribute] = (value as { "Fn::GetAtt": [string, string] })["Fn::GetAtt"];
+      expect(functionIds.has(id) && attribute === "Arn", `${key} → ${JSON.stringify(value)}`).toBe(true);
+      fakeArns[key] = `arn:aws:lambda:eu-west-1:123456789012:function:${id}`;
+    }
+    const substituted = text.replace(/\$\{([A-Za-z0-9_]+)\}/g, (_, key: string) => fakeArns[key]!);
+    const out = execFileSync(
+      join("node_modules", ".bin", "asl-validator"),
+      ["--json-definition", substituted],
+      {
+        encoding: "utf8",
+      },
+    );
+    expect(out).toContain("is valid");
+  });
+});
+
+describe("functions", () => {
+  test("every function runs nodejs24.x on arm64 with active tracing and its own log group", () => {
+    const fns = resourcesOf(s.json, "AWS::Lambda::Function");
+    expect(fns).toHaveLength(FUNCTIONS.length);
+    for (const [id, fn] of fns) {
+      expect(props(fn), id).toMatchObject({
+        Runtime: "nodejs24.x",
+        Architectures: ["arm64"],
+        TracingConfig: { Mode: "Active" },
+        LoggingConfig: { LogGroup: { Ref: expect.stringMatching(/Logs/) as unknown } },
+      });
+    }
+  });
+
+  test("each function's environment satisfies loadConfig, and CAIRN_SHARDS matches the Shards output", () => {
+    for (const f of FUNCTIONS) {
+      const [, fn] = resourceNamed(s.json, "AWS::Lambda::Function", `CairnFunctions${f.name}`);
+      const vars = (props(fn)["Environment"] as { Variables: Record<string, unknown> }).Variables;
+      const env = Object.fromEntries(
+        Object.entries(vars).map(([k, v]) => [k, typeof v === "string" ? v : `resolved-at-deploy-${k}`]),
+      );
+      const config = loadConfig(env);
+      expect(config.shards).toBe(Number(s.json.Outputs?.[StackOutput.Shards]?.Value));
+      expect(vars["POWERTOOLS_METRICS_NAMESPACE"]).toBe("Cairn/Cairn");
+    }
+  });
+
+  test("functions learn the state machine's ARN without referencing it (no dependency cycle)", () => {
+    const [machineId, machine] = resourceNamed(s.json, "AWS::StepFunctions::StateMachine", "CairnLifecycle");
+    for (const f of FUNCTIONS) {
+      const [, fn] = resourceNamed(s.json, "AWS::Lambda::Function", `CairnFunctions${f.name}`);
+      const arn = (props(fn)["Environment"] as { Variables: Record<string, unknown> }).Variables[
+        "CAIRN_STATE_MACHINE_ARN"
+      ];
+      expect(JSON.stringify(arn)).not.toContain(machineId);
+      expect(JSON.stringify(arn)).toContain(`:stateMachine:${String(props(machine)["StateMachineName"])}`);
+    }
+  });
+
+  test("each function's bundle was built and loads, exporting its handler", () => {
+    for (const f of FUNCTIONS) {
+      const [, fn] = resourceNamed(s.json, "AWS::Lambda::Function", `CairnFunctions${f.name}`);
+      const key = String((props(fn)["Code"] as { S3Key: string }).S3Key).replace(/\.zip$/, "");
+      const bundle = join(s.outdir, `asset.${key}`, "index.js");
+      expect(existsSync(bundle), bundle).toBe(true);
+      const type = execFileSync(
+        process.execPath,
+        ["-e", "process.stdout.write(typeof require(process.argv[1]).handler)", bundle],
+        {
+          encoding: "utf8",
+          env: { PATH: process.env["PATH"] ?? "" },
+        },
+      );
+      expect(type, f.entry).toBe("function");
+    }
+  });
+});
+
+describe("table, monitoring and outputs", () => {
+  test("the table: on-demand, point-in-time recovery, TTL, the schema's KEYS_ONLY GSIs, protected and retained", () => {
+    s.template.hasResource("AWS::DynamoDB::Table", {
+      DeletionPolicy: "Retain",
+      Properties: {
+        BillingMode: "PAY_PER_REQUEST",
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        TimeToLiveSpecification: { AttributeName: TABLE_SCHEMA.timeToLiveAttribute, Enabled: true },
+        DeletionProtectionEnabled: true,
+        GlobalSecondaryIndexes: TABLE_SCHEMA.globalSecondaryIndexes.map((g) => ({
+          IndexName: g.indexName,
+          KeySchema: [
+            { AttributeName: g.partitionKey.name, KeyType: "HASH" },
+            { AttributeName: g.sortKey.name, KeyType: "RANGE" },
+          ],
+          Projection: { ProjectionType: "KEYS_ONLY" },
+        })),
+      },
+    });
+  });
+
+  test("alarms: failed executions, each DLQ, each function's errors, stuck sessions", () => {
+    const alarms = resourcesOf(s.json, "AWS::CloudWatch::Alarm").map(([id, a]) => ({ id, p: props(a) }));
+    expect(alarms.map((a) => a.id.replace(/[0-9A-F]{8}$/, "")).sort()).toEqual(
+      [
+        "CairnMonitoringExecutionsFailedAlarm",
+        "CairnMonitoringDeliveryDeadLetterQueueMessagesAlarm",
+        "CairnMonitoringCoordinatorQueueDeadLetterQueueMessagesAlarm",
+        ...FUNCTIONS.map((f) => `CairnMonitoring${f.name}ErrorsAlarm`),
+        "CairnMonitoringStuckSessionsAlarm",
+      ].sort(),
+    );
+    const stuck = alarms.find((a) => a.id.startsWith("CairnMonitoringStuckSessionsAlarm"))!.p;
+    expect(stuck).toMatchObject({
+      Namespace: "Cairn/Cairn",
+      MetricName: MetricName.SessionsStuck,
+      Dimensions: [{ Name: "service", Value: METRICS_SERVICE }],
+      TreatMissingData: "breaching",
+    });
+    for (const a of alarms) expect(String(a.p["AlarmDescription"]).length, a.id).toBeGreaterThan(40);
+  });
+
+  test("the dashboard shows sessions per status, transitions, coordinator work, handler errors, DLQ depth, executions", () => {
+    const body = JSON.stringify(resourcesOf(s.json, "AWS::CloudWatch::Dashboard")[0]![1]);
+    for (const metric of [
+      MetricName.SessionsInStatus,
+      MetricName.Transitions,
+      MetricName.CoordinatorRuns,
+      MetricName.EventsRejected,
+      MetricName.StageCompletions,
+      MetricName.PassDecisions,
+      MetricName.SessionsStuck,
+      "Errors",
+      "ApproximateNumberOfMessagesVisible",
+      "ExecutionsFailed",
+      "ExecutionsTimedOut",
+    ]) {
+      expect(body, metric).toContain(metric);
+    }
+  });
+
+  test("outputs the CLI reads: TableName, EventBusName, StateMachineArn", () => {
+    const [tableId] = resourceNamed(s.json, "AWS::DynamoDB::Table", "CairnTable");
+    const [busId] = resourceNamed(s.json, "AWS::Events::EventBus", "CairnBus");
+    const [machineId] = resourceNamed(s.json, "AWS::StepFunctions::StateMachine", "CairnLifecycle");
+    expect(s.json.Outputs?.["TableName"]?.Value).toEqual({ Ref: tableId });
+    expect(s.json.Outputs?.["EventBusName"]?.Value).toEqual({ Ref: busId });
+    expect(s.json.Outputs?.["StateMachineArn"]?.Value).toEqual({ Ref: machineId });
+  });
+});

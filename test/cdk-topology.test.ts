@@ -1,0 +1,162 @@
+/**
+ * One topology: the synthesized stack carries exactly what functions/topology.ts declares
+ * (functions, queues and their event sources, rules with their patterns and targets, the state
+ * machine's file and substitutions, the sweep), and the embedded runtime declares none of it
+ * itself, so the two cannot drift.
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import type { CfnElement } from "aws-cdk-lib";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { EventSource } from "../functions/core/events.ts";
+import { FUNCTIONS, QUEUES, RULES, STATE_MACHINES, SWEEP, type FunctionName } from "../functions/topology.ts";
+import { resourcesOf, synthesize, type Synthesized } from "./cdk-synth.ts";
+
+let s: Synthesized;
+beforeAll(() => {
+  s = synthesize();
+});
+afterAll(() => s.cleanup());
+
+const logicalId = (construct: { node: { defaultChild?: unknown } }): string =>
+  s.stack.getLogicalId(construct.node.defaultChild as CfnElement);
+const fnId = (name: FunctionName) => logicalId(s.stack.cairn.functions.get(name)!);
+const resource = (id: string) => {
+  const r = s.json.Resources[id];
+  if (!r) throw new Error(`no resource ${id}`);
+  return r.Properties ?? {};
+};
+
+describe("the stack equals the topology", () => {
+  test("functions: one per declaration, with its description, memory, timeout and entry", () => {
+    expect(resourcesOf(s.json, "AWS::Lambda::Function")).toHaveLength(FUNCTIONS.length);
+    for (const f of FUNCTIONS) {
+      const p = resource(fnId(f.name));
+      expect(p, f.name).toMatchObject({
+        Description: f.description,
+        MemorySize: f.memoryMiB,
+        Timeout: f.timeoutSeconds,
+        Handler: "index.handler",
+      });
+      // The bundle's source map names the module it was built from.
+      const key = String((p["Code"] as { S3Key: string }).S3Key).replace(/\.zip$/, "");
+      const map = JSON.parse(readFileSync(join(s.outdir, `asset.${key}`, "index.js.map"), "utf8")) as {
+        sources: string[];
+      };
+      expect(
+        map.sources.some((src) => src.endsWith(f.entry)),
+        `${f.name} bundled from ${f.entry}`,
+      ).toBe(true);
+    }
+  });
+
+  test("queues: each feeds its consumer with the declared batch size, window and concurrency", () => {
+    const mappings = resourcesOf(s.json, "AWS::Lambda::EventSourceMapping");
+    expect(mappings).toHaveLength(QUEUES.length);
+    for (const q of QUEUES) {
+      const queueId = logicalId(s.stack.cairn.queues.get(q.name)!);
+      const found = mappings.filter(
+        ([, m]) =>
+          JSON.stringify(m.Properties?.["EventSourceArn"]) ===
+          JSON.stringify({ "Fn::GetAtt": [queueId, "Arn"] }),
+      );
+      expect(found, q.name).toHaveLength(1);
+      const p = found[0]![1].Properties ?? {};
+      expect(p["FunctionName"]).toEqual({ Ref: fnId(q.consumer) });
+      expect(p["BatchSize"]).toBe(q.batchSize);
+      expect(p["MaximumBatchingWindowInSeconds"] ?? 0).toBe(q.maxBatchingWindowSeconds);
+      expect(p["ScalingConfig"]).toEqual({ MaximumConcurrency: q.maxConcurrency });
+      expect(p["FunctionResponseTypes"]).toEqual(["ReportBatchItemFailures"]);
+    }
+  });
+
+  test("rules: each on Cairn's bus with the declared pattern, description and target queue", () => {
+    const busId = logicalId(s.stack.cairn.bus);
+    const onBus = resourcesOf(s.json, "AWS::Events::Rule").filter(
+      ([, r]) => JSON.stringify(r.Properties?.["EventBusName"]) === JSON.stringify({ Ref: busId }),
+    );
+    expect(onBus).toHaveLength(RULES.length);
+    for (const rule of RULES) {
+      const p = resource(logicalId(s.stack.cairn.rules.get(rule.name)!));
+      expect(p["EventBusName"]).toEqual({ Ref: busId });
+      expect(p["Description"]).toBe(rule.description);
+      expect(p["EventPattern"], rule.name).toEqual(rule.eventPattern);
+      const queueId = logicalId(s.stack.cairn.queues.get(rule.target.queue)!);
+      expect((p["Targets"] as { Arn: unknown }[]).map((t) => t.Arn)).toEqual([
+        { "Fn::GetAtt": [queueId, "Arn"] },
+      ]);
+    }
+  });
+
+  test("state machine: the declared file, verbatim, with each substitution bound to the declared function", () => {
+    expect(resourcesOf(s.json, "AWS::StepFunctions::StateMachine")).toHaveLength(STATE_MACHINES.length);
+    for (const machine of STATE_MACHINES) {
+      const p = resource(logicalId(s.stack.cairn.stateMachine));
+      expect(p["DefinitionString"]).toBe(readFileSync(machine.file, "utf8"));
+      expect(p["DefinitionSubstitutions"]).toEqual(
+        Object.fromEntries(
+          Object.entries(machine.substitutions).map(([key, fn]) => [
+            key,
+            { "Fn::GetAtt": [fnId(fn), "Arn"] },
+          ]),
+        ),
+      );
+      expect(String(p["StateMachineName"])).toMatch(new RegExp(`-${machine.name}$`));
+    }
+  });
+
+  test("sweep: a schedule at the declared rate on the default bus, invoking the declared target", () => {
+    const p = resource(logicalId(s.stack.cairn.sweep));
+    const minutes = SWEEP.rateSeconds / 60;
+    expect(p["ScheduleExpression"]).toBe(`rate(${minutes} minute${minutes === 1 ? "" : "s"})`);
+    expect(p["EventBusName"]).toBeUndefined();
+    expect((p["Targets"] as { Arn: unknown }[]).map((t) => t.Arn)).toEqual([
+      { "Fn::GetAtt": [fnId(SWEEP.target), "Arn"] },
+    ]);
+  });
+});
+
+describe("the embedded runtime declares nothing itself", () => {
+  function* tsFiles(dir: string): Generator<string> {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) yield* tsFiles(path);
+      else if (path.endsWith(".ts")) yield path;
+    }
+  }
+
+  test("local/runtime.ts builds functions, queues, rules, state machines and the sweep from the topology", () => {
+    const text = readFileSync("local/runtime.ts", "utf8");
+    const imported = /import\s*\{([^}]*)\}\s*from\s*"\.\.\/functions\/topology\.ts"/.exec(text)?.[1] ?? "";
+    for (const name of ["FUNCTIONS", "QUEUES", "RULES", "STATE_MACHINES", "SWEEP"]) {
+      expect(imported, `runtime imports ${name}`).toMatch(new RegExp(`\\b${name}\\b`));
+      const uses = text.match(new RegExp(`\\b${name}\\b`, "g"))?.length ?? 0;
+      expect(uses, `runtime uses ${name} beyond importing it`).toBeGreaterThan(1);
+    }
+  });
+
+  test("no file under local/ repeats a topology value as a literal", () => {
+    const literals = [
+      ...RULES.map((r) => r.name),
+      ...Object.values(EventSource),
+      ...RULES.flatMap((r) => (r.eventPattern["detail-type"] as string[] | undefined) ?? []),
+      ...FUNCTIONS.map((f) => f.entry),
+      ...STATE_MACHINES.map((m) => m.file),
+      ...STATE_MACHINES.flatMap((m) => Object.keys(m.substitutions)),
+    ];
+    const repeats: string[] = [];
+    for (const file of tsFiles("local")) {
+      const text = readFileSync(file, "utf8");
+      for (const literal of literals) {
+        if (
+          text.includes(`"${literal}"`) ||
+          text.includes(`'${literal}'`) ||
+          text.includes(`\`${literal}\``)
+        ) {
+          repeats.push(`${file}: "${literal}"`);
+        }
+      }
+    }
+    expect(repeats).toEqual([]);
+  });
+});
