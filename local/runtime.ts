@@ -41,7 +41,7 @@ export interface RuntimeOptions {
   };
   /** Agent heartbeat period. @default 5000 */
   readonly heartbeatMs?: number;
-  /** An agent silent this long is lost. @default 3 × heartbeatMs */
+  /** An agent silent this long is lost. @default max(30 s, 3 × heartbeatMs) */
   readonly agentTimeoutMs?: number;
   /** Sweep period. @default the topology's rate */
   readonly sweepMs?: number;
@@ -138,7 +138,9 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       CAIRN_TABLE_NAME: TABLE_NAME,
       CAIRN_EVENT_BUS_NAME: BUS_NAME,
       CAIRN_STATE_MACHINE_ARN: sfnArn,
-      CAIRN_AGENT_TIMEOUT_MS: String(options.agentTimeoutMs ?? heartbeatMs * 3),
+      // Heartbeats travel through the coordinator's queue like every other event, so under a
+      // burst they are processed late: liveness must allow for that, not only for the period.
+      CAIRN_AGENT_TIMEOUT_MS: String(options.agentTimeoutMs ?? Math.max(30_000, heartbeatMs * 3)),
       CAIRN_TERMINATION_GRACE_MS: String(options.terminationGraceMs ?? 5_000),
       CAIRN_LOG_LEVEL: options.handlerLogLevel ?? "warn",
     };

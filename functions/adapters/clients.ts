@@ -13,6 +13,7 @@ import { systemClock, type Clock } from "../app/ports.ts";
 import type { CairnConfig } from "../config.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
 import { DynamoSessionStore } from "./dynamo/dynamo-session-store.ts";
+import { WriteCounter } from "./dynamo/metrics.ts";
 import { eventBridgeEvents } from "./eventbridge/events-port.ts";
 import { EventPublisher } from "./eventbridge/publisher.ts";
 import { LifecycleExecutions } from "./sfn/lifecycle-executions.ts";
@@ -38,12 +39,20 @@ const plain = (config: CairnConfig): Instrumentation => ({
   logger: (component) => jsonLogger(component, undefined, config.logLevel),
 });
 
+/**
+ * Every DynamoDB write request the functions of this process send. One process is one Lambda
+ * execution environment (or the whole embedded runtime): the benchmark reads it for "writes
+ * per session".
+ */
+export const storeWriteMetrics = new WriteCounter();
+
 export function wire(config: CairnConfig, instrumentation: Instrumentation = plain(config)): Wiring {
   const captureClient = <T extends object>(client: T): T => instrumentation.captureClient(client);
   const store = new DynamoSessionStore({
     client: captureClient(new DynamoDBClient({})),
     tableName: config.tableName,
     shards: config.shards,
+    metrics: storeWriteMetrics,
   });
   const events = eventBridgeEvents(
     new EventPublisher(captureClient(new EventBridgeClient({}))),

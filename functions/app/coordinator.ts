@@ -28,10 +28,10 @@ import {
   SESSION_STATUSES,
   TERMINAL_SESSION_STATUSES,
   WAITING_SESSION_STATUSES,
-  type SessionStatus,
+  SessionStatus,
 } from "../core/status.ts";
 import { errorCode, errorMessage, type HandlerContext } from "../lifecycle/handler.ts";
-import { PASSES, passName, passStatuses, statusesWoken, type Pass } from "./passes.ts";
+import { PASSES, passName, passStatuses, type Pass } from "./passes.ts";
 import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
 import type { Logger } from "./logger.ts";
 
@@ -61,13 +61,31 @@ export interface RunReport {
   readonly completed: number;
 }
 
-/** What a batch of events touched: which passes to run, and which sessions to check for cancels. */
+/**
+ * What a batch of events touched. An event names its session, so most passes only need to look
+ * at those sessions; a pass over every waiting session of a status runs only where the queue as
+ * a whole may move: capacity came free (a session left its agents, an agent arrived) or the
+ * sweep. This keeps a run's cost proportional to its events, not to the backlog.
+ */
 class Dirty {
-  readonly statuses = new Set<SessionStatus>();
+  readonly full = new Set<SessionStatus>();
+  readonly byStatus = new Map<SessionStatus, Set<string>>();
+  /** Sessions to check for a cancel request: cancels, and sessions that just entered a stage. */
   readonly sessions = new Set<string>();
-  wake(status: SessionStatus, sessionId?: string): void {
-    for (const s of statusesWoken(status)) this.statuses.add(s);
-    if (sessionId !== undefined) this.sessions.add(sessionId);
+
+  touch(status: SessionStatus, sessionId: string): void {
+    let ids = this.byStatus.get(status);
+    if (!ids) this.byStatus.set(status, (ids = new Set()));
+    ids.add(sessionId);
+  }
+
+  wakeAll(status: SessionStatus): void {
+    this.full.add(status);
+  }
+
+  /** Sessions touched in any of `statuses`. */
+  touched(statuses: readonly SessionStatus[]): string[] {
+    return statuses.flatMap((s) => [...(this.byStatus.get(s) ?? [])]);
   }
 }
 
@@ -83,7 +101,7 @@ export class Coordinator {
   /** One run: `envelopes` are EventBridge events (possibly none); `sweep` runs every pass. */
   async run(envelopes: readonly unknown[], options: { sweep?: boolean } = {}): Promise<RunReport> {
     const dirty = new Dirty();
-    if (options.sweep) for (const s of SESSION_STATUSES) dirty.statuses.add(s);
+    if (options.sweep) for (const s of SESSION_STATUSES) dirty.wakeAll(s);
     const rejected: Rejection[] = [];
     const retry: number[] = [];
     let applied = 0;
@@ -115,8 +133,9 @@ export class Coordinator {
     const ctx = this.#context();
     completed += await this.#cancelPass(dirty, options.sweep === true);
     for (const pass of PASSES) {
-      if (!passStatuses(pass).some((s) => dirty.statuses.has(s))) continue;
-      const outcome = await this.#runPass(pass, ctx);
+      const targets = await this.#targets(passStatuses(pass), dirty);
+      if (targets.length === 0) continue;
+      const outcome = await this.#runPass(pass, targets, ctx);
       passes.push({ name: passName(pass), targets: outcome.targets, decisions: outcome.decisions });
       completed += outcome.completed;
     }
@@ -149,7 +168,9 @@ export class Coordinator {
   async #ingest(envelope: unknown, dirty: Dirty): Promise<Rejection | undefined> {
     const own = ownStatusChange(envelope);
     if (own) {
-      dirty.wake(own.to, own.sessionId);
+      dirty.touch(own.to, own.sessionId);
+      dirty.sessions.add(own.sessionId);
+      if (freesCapacity(own)) dirty.wakeAll(SessionStatus.PENDING);
       return undefined;
     }
     const parsed = parseInboundEvent(envelope);
@@ -224,14 +245,22 @@ export class Coordinator {
               kernels: [patch],
             });
           }
-          dirty.wake(s.session.status, report.sessionId);
+          dirty.touch(s.session.status, report.sessionId);
           return "done";
         });
       }
       case DetailType.AgentHeartbeat: {
         const { agentId, capacity } = event.detail;
-        await store.heartbeatAgent({ agentId, capacity, nowMs: clock.nowMs() });
-        dirty.statuses.add("PENDING");
+        const nowMs = clock.nowMs();
+        const before = await store.getAgent(agentId);
+        await store.heartbeatAgent({ agentId, capacity, nowMs });
+        // Capacity only appears with a new or returning agent, or a resized one; a routine
+        // heartbeat must not trigger a scheduling pass over the whole queue.
+        const returning = !before || before.lastHeartbeatAtMs < nowMs - this.#d.config.agentTimeoutMs;
+        const resized =
+          before !== undefined &&
+          (before.capacity.cpu !== capacity.cpu || before.capacity.memoryMiB !== capacity.memoryMiB);
+        if (returning || resized) dirty.wakeAll(SessionStatus.PENDING);
         return undefined;
       }
     }
@@ -257,16 +286,28 @@ export class Coordinator {
 
   // --- passes ------------------------------------------------------------------------------
 
+  /** A pass's targets: every waiting session of its statuses, or only those the events named. */
+  async #targets(statuses: readonly SessionStatus[], dirty: Dirty): Promise<SessionWithKernels[]> {
+    if (statuses.some((s) => dirty.full.has(s))) {
+      return this.#d.store.targetsByStatus({
+        statuses,
+        limit: this.#d.config.batchLimit,
+        targetableOnly: true,
+      });
+    }
+    const ids = dirty.touched(statuses);
+    if (ids.length === 0) return [];
+    const sessions = await this.#d.store.getSessions([...new Set(ids)]);
+    return sessions
+      .filter(({ session }) => statuses.includes(session.status) && session.stage.taskToken !== undefined)
+      .sort(queueOrder);
+  }
+
   async #runPass(
     pass: Pass,
+    targets: readonly SessionWithKernels[],
     ctx: HandlerContext,
   ): Promise<{ targets: number; decisions: number; completed: number }> {
-    const targets = await this.#d.store.targetsByStatus({
-      statuses: passStatuses(pass),
-      limit: this.#d.config.batchLimit,
-      targetableOnly: true,
-    });
-    if (targets.length === 0) return { targets: 0, decisions: 0, completed: 0 };
     const judged = targets.map(toJudged);
     let decisions: Decision[];
     if (pass.kind === "lifecycle") {
@@ -285,20 +326,28 @@ export class Coordinator {
         this.#d.clock.nowMs(),
       );
     }
-    const completed = await this.#carryOut(decisions);
+    const completed = await this.#carryOut(decisions, targets);
     return { targets: targets.length, decisions: decisions.length, completed };
   }
 
   /** Writes each decision; completes the stage's callback for those that change status. */
-  async #carryOut(decisions: readonly Decision[]): Promise<number> {
-    if (decisions.length === 0) return 0;
-    const fresh = new Map(
-      (await this.#d.store.getSessions(decisions.map((d) => d.sessionId))).map((s) => [s.session.id, s]),
-    );
+  async #carryOut(decisions: readonly Decision[], targets: readonly SessionWithKernels[]): Promise<number> {
     const interval = this.#d.skipRecordIntervalMs ?? 30_000;
+    const read = new Map(targets.map((t) => [t.session.id, t.session]));
+    // A skip repeating the session's latest record is not rewritten: decide that before paying
+    // for a fresh read.
+    const worthWriting = decisions.filter(
+      (d) =>
+        d.result !== SchedulingResult.SKIPPED ||
+        !isRecentRepeat(read.get(d.sessionId)?.lastHistory, d.history, interval),
+    );
+    if (worthWriting.length === 0) return 0;
+    const fresh = new Map(
+      (await this.#d.store.getSessions(worthWriting.map((d) => d.sessionId))).map((s) => [s.session.id, s]),
+    );
     let completed = 0;
     await Promise.all(
-      decisions.map(async (decision) => {
+      worthWriting.map(async (decision) => {
         const s = fresh.get(decision.sessionId);
         // The session moved on since it was read as a target: the next run judges it afresh.
         if (!s || s.session.status !== decision.fromStatus) return;
@@ -380,6 +429,21 @@ export class Coordinator {
   }
 }
 
+/** The status queues' order: highest priority first, then oldest, then id. */
+function queueOrder(a: SessionWithKernels, b: SessionWithKernels): number {
+  return (
+    b.session.spec.priority - a.session.spec.priority ||
+    a.session.createdAtMs - b.session.createdAtMs ||
+    a.session.id.localeCompare(b.session.id)
+  );
+}
+
+/** A session leaving its agents (or re-queued) frees capacity the whole queue may use. */
+function freesCapacity({ from, to }: { from: SessionStatus; to: SessionStatus }): boolean {
+  if (to === SessionStatus.TERMINATED || to === SessionStatus.CANCELLED) return true;
+  return to === SessionStatus.PENDING && from !== SessionStatus.PENDING;
+}
+
 function toJudged({ session }: SessionWithKernels): JudgedTarget {
   const status = session.status;
   return {
@@ -392,12 +456,16 @@ function toJudged({ session }: SessionWithKernels): JudgedTarget {
 }
 
 /** The control plane's own "Session Status Changed" events only wake passes. */
-function ownStatusChange(envelope: unknown): { sessionId: string; to: SessionStatus } | undefined {
+function ownStatusChange(
+  envelope: unknown,
+): { sessionId: string; from: SessionStatus; to: SessionStatus } | undefined {
   if (typeof envelope !== "object" || envelope === null) return undefined;
   const e = envelope as Record<string, unknown>;
   if (e["source"] !== EventSource.ControlPlane || e["detail-type"] !== DetailType.SessionStatusChanged) {
     return undefined;
   }
   const detail = SessionStatusChangedDetailSchema.safeParse(e["detail"]);
-  return detail.success ? { sessionId: detail.data.sessionId, to: detail.data.to } : undefined;
+  return detail.success
+    ? { sessionId: detail.data.sessionId, from: detail.data.from, to: detail.data.to }
+    : undefined;
 }

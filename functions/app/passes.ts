@@ -4,7 +4,7 @@
  * in the same run.
  */
 import { PROMOTION_HANDLERS, type PromotionHandlerSpec } from "../core/handlers.ts";
-import { SessionStatus, type SessionStatus as Status } from "../core/status.ts";
+import type { SessionStatus as Status } from "../core/status.ts";
 import type { LifecycleHandler } from "../lifecycle/handler.ts";
 import { prepareSessions } from "../lifecycle/prepare-sessions.ts";
 import { scheduleNewSessions } from "../lifecycle/schedule-new-sessions.ts";
@@ -34,15 +34,4 @@ export function passStatuses(pass: Pass): readonly Status[] {
 
 export function passName(pass: Pass): string {
   return pass.kind === "lifecycle" ? pass.handler.spec.name : pass.spec.name;
-}
-
-/** Statuses whose handlers may make progress after a session entered `status`. */
-export function statusesWoken(status: Status): Status[] {
-  // A session leaving the cluster (or going back to the queue) frees capacity for PENDING ones.
-  const freesCapacity: readonly Status[] = [
-    SessionStatus.PENDING,
-    SessionStatus.TERMINATED,
-    SessionStatus.CANCELLED,
-  ];
-  return freesCapacity.includes(status) ? [status, SessionStatus.PENDING] : [status];
 }
