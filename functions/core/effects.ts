@@ -5,7 +5,8 @@
  */
 import type { Decision } from "./coordinator/decide.ts";
 import { placeHistory } from "./history.ts";
-import type { HistoryRecord, Kernel, Session, StageRecord, StageTransition } from "./model.ts";
+import type { HistoryRecord, Kernel, RunRecord, Session, StageRecord, StageTransition } from "./model.ts";
+import type { RetryState } from "./retry/evaluate.ts";
 import { stageKey } from "./model.ts";
 import { transitionKernelStatus } from "./transitions.ts";
 import {
@@ -29,6 +30,12 @@ export interface KernelPatch {
   readonly outcome?: AttemptOutcome;
   /** `null` clears it. */
   readonly error?: string | null;
+  /**
+   * Clears what the kernel's previous run left (exit code, condition, message, outcome, error,
+   * start and finish times) before the other fields of the patch apply: a retried run starts
+   * clean. Its record is kept in the session's RunRecord.
+   */
+  readonly resetRun?: boolean;
   readonly startedAtMs?: number;
   readonly finishedAtMs?: number;
 }
@@ -52,6 +59,14 @@ export interface SessionWrite {
   readonly pendingReason?: string | null;
   /** A cancel request was accepted at this time (set once). */
   readonly cancelRequestedAtMs?: number;
+  /** A new run begins: runIndex + 1. */
+  readonly runIndex?: "increment";
+  /** Replaces the session's retry counters. */
+  readonly retry?: RetryState;
+  /** Agents the next placement avoids; `null` clears them. */
+  readonly avoidAgentIds?: readonly string[] | null;
+  /** The finished run's record, written in the same transaction (item RUN#<runIndex>). */
+  readonly run?: RunRecord;
 }
 
 /** The coordinator's write for one decision. A status change is left to the stage entry. */

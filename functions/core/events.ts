@@ -37,6 +37,7 @@ export const DetailType = {
   SessionStatusChanged: "Session Status Changed",
   KernelCommand: "Kernel Command",
   EventRejected: "Event Rejected",
+  SessionRequeued: "Session Requeued",
 } as const;
 export type DetailType = (typeof DetailType)[keyof typeof DetailType];
 
@@ -67,13 +68,19 @@ const conditionSchema = z.enum(TerminationCondition);
 const signalSchema = z.string().regex(/^SIG[A-Z0-9]+$/, { error: 'must be a signal name such as "SIGKILL"' });
 
 const sessionStatusSchema = z.enum(SessionStatus);
-const historyResultSchema = z.enum({ ...SchedulingResult, CANCELLED: "CANCELLED", SUBMITTED: "SUBMITTED" });
+const historyResultSchema = z.enum({
+  ...SchedulingResult,
+  CANCELLED: "CANCELLED",
+  SUBMITTED: "SUBMITTED",
+  REQUEUED: "REQUEUED",
+});
 const historyHandlerSchema = z.enum({
   ...LifecycleHandlerName,
   ...PromotionHandlerName,
   Lifecycle: "Lifecycle",
   Cancel: "Cancel",
   Submit: "Submit",
+  Retry: "Retry",
 });
 
 /** Kernel statuses an agent reports; the others are the control plane's to set. */
@@ -139,6 +146,19 @@ export const SessionStatusChangedDetailSchema = strictObject({
   result: historyResultSchema,
   handler: historyHandlerSchema,
   message: messageSchema.optional(),
+  atMs: epochMsSchema,
+}).readonly();
+
+/** A finished run is retried: the session goes back to PENDING as run `runIndex`. */
+export const SessionRequeuedDetailSchema = strictObject({
+  sessionId: sessionIdSchema,
+  executionName: z.string().min(1).max(80),
+  /** The new run's index (the failed one was runIndex − 1). */
+  runIndex: runIndexSchema,
+  runName: z.string().min(1).max(128),
+  reason: messageSchema,
+  delayMs: z.number().int().min(0),
+  avoidAgentId: agentIdSchema.optional(),
   atMs: epochMsSchema,
 }).readonly();
 
@@ -242,6 +262,7 @@ export const EVENT_CONTRACTS = {
   ),
   [DetailType.KernelCommand]: contract(EventSource.ControlPlane, "outbound", KernelCommandDetailSchema),
   [DetailType.EventRejected]: contract(EventSource.ControlPlane, "outbound", EventRejectedDetailSchema),
+  [DetailType.SessionRequeued]: contract(EventSource.ControlPlane, "outbound", SessionRequeuedDetailSchema),
 } as const satisfies Record<DetailType, Contract<EventSource, Direction, z.ZodType>>;
 
 type Contracts = typeof EVENT_CONTRACTS;

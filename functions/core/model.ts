@@ -4,6 +4,7 @@
  * says otherwise.
  */
 import type { HandlerName } from "./handlers.ts";
+import type { RetryState } from "./retry/evaluate.ts";
 import type { SchedulingResult } from "./scheduling.ts";
 import type {
   AttemptOutcome,
@@ -52,6 +53,19 @@ export interface SessionSpec {
   readonly timeouts: StageTimeouts;
   /** Handler tries allowed in each stage before GIVE_UP. */
   readonly maxTries: StageMaxTries;
+  /** Retry budgets the user set explicitly, and the session's own retry policies. */
+  readonly retry?: RetrySpec;
+}
+
+/**
+ * A spec's retry settings. The budgets have no defaults here on purpose: a budget the user wrote
+ * caps retries even under policies, one they did not write does not (see core/retry).
+ */
+export interface RetrySpec {
+  readonly maxRetriesFailure?: number;
+  readonly maxRetriesPreemption?: number;
+  /** Policies added after the queue's (first match wins over the concatenated rules). */
+  readonly policies?: readonly string[];
 }
 
 /** The waiting stage the lifecycle execution is in, recorded when the stage is entered. */
@@ -81,6 +95,10 @@ export interface Session {
   /** Why the session is still waiting (the latest skip reason), for `cairn get`. */
   readonly pendingReason?: string;
   readonly cancelRequestedAtMs?: number;
+  /** Retry counters across runs (budgets, per-rule and total retries). Absent before any retry. */
+  readonly retry?: RetryState;
+  /** Agents the next placement must avoid (anti-affinity `node`: the latest failed run's). */
+  readonly avoidAgentIds?: readonly string[];
   /** The latest history record, mirrored on the session so merging needs no extra read. */
   readonly lastHistory?: HistoryRecord;
 }
@@ -118,15 +136,16 @@ export interface Agent {
 
 /**
  * An outcome recorded in a session's history. CANCELLED marks a honoured cancel request;
- * SUBMITTED is the first record of every session (the execution's first PENDING entry).
+ * SUBMITTED is the first record of every session (the execution's first PENDING entry);
+ * REQUEUED marks a finished run that is retried (TERMINATING → PENDING, runIndex + 1).
  */
-export type HistoryResult = SchedulingResult | "CANCELLED" | "SUBMITTED";
+export type HistoryResult = SchedulingResult | "CANCELLED" | "SUBMITTED" | "REQUEUED";
 
 export interface HistoryRecord {
   readonly sessionId: string;
   /** Position in the session's history, from 0. */
   readonly seq: number;
-  readonly handler: HandlerName | "Lifecycle" | "Cancel" | "Submit";
+  readonly handler: HandlerName | "Lifecycle" | "Cancel" | "Submit" | "Retry";
   readonly result: HistoryResult;
   readonly fromStatus: SessionStatus;
   /** Absent when the status was maintained. */
@@ -153,4 +172,55 @@ export interface StageTransition {
   readonly result: HistoryResult;
   readonly handler: HistoryRecord["handler"];
   readonly message?: string;
+  /** The run that just ended, recorded with this transition (out of TERMINATING). */
+  readonly run?: RunRecord;
+  /** Present when the run is retried (result REQUEUED, TERMINATING → PENDING). */
+  readonly requeue?: {
+    readonly retry: RetryState;
+    readonly avoidAgentIds: readonly string[];
+    /** The durable wait before the next run, in the state machine's Wait state. */
+    readonly delaySeconds: number;
+  };
+}
+
+/** One kernel's part in a finished run. */
+export interface RunKernelRecord {
+  readonly index: number;
+  readonly agentId?: string;
+  readonly status: KernelStatus;
+  readonly outcome?: AttemptOutcome;
+  readonly exitCode?: number;
+  readonly condition?: TerminationCondition;
+  readonly message?: string;
+  readonly startedAtMs?: number;
+  readonly finishedAtMs?: number;
+}
+
+/** One finished run (attempt) of a session: how it ended and what was decided. */
+export interface RunRecord {
+  readonly sessionId: string;
+  readonly runIndex: number;
+  /** The run's name (core/retry/naming.ts): the session id, then `<id>.<n>` for retries. */
+  readonly name: string;
+  /** SUCCEEDED when every kernel succeeded; otherwise the deciding failed kernel's outcome. */
+  readonly outcome: AttemptOutcome;
+  readonly startedAtMs?: number;
+  readonly endedAtMs: number;
+  /** Whether the session runs again. */
+  readonly decision: "retry" | "finished";
+  /** What decided, for people: the rule or budget and the counts it read. */
+  readonly reason: string;
+  /** The wait before the next run, when retried. */
+  readonly delayMs?: number;
+  readonly avoidAgentId?: string;
+  readonly kernels: readonly RunKernelRecord[];
+}
+
+/** A queue: a priority added to its sessions' own, and retry policies that always apply. */
+export interface Queue {
+  readonly name: string;
+  readonly priority: number;
+  readonly retryPolicies: readonly string[];
+  readonly createdAtMs: number;
+  readonly updatedAtMs: number;
 }

@@ -17,6 +17,8 @@ export function transitionKernelStatus(t: StageTransition): KernelStatus | undef
     return t.to === SessionStatus.CANCELLED ? KernelStatus.CANCELLED : undefined;
   }
   if (t.result === "SKIPPED" || t.result === "SUBMITTED") return undefined;
+  // A retried run starts from scratch: every kernel back to PENDING, to be placed again.
+  if (t.result === "REQUEUED") return KernelStatus.PENDING;
   if (isLifecycleHandler(t.handler)) {
     return transitionFor(LIFECYCLE_HANDLERS[t.handler].transitions, t.result)?.kernel;
   }

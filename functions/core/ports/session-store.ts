@@ -5,7 +5,17 @@
  * because they cross Lambda and Step Functions boundaries.
  */
 import type { SessionWrite } from "../effects.ts";
-import type { Agent, HistoryRecord, ResourceRequest, Session, SessionWithKernels } from "../model.ts";
+import type {
+  Agent,
+  HistoryRecord,
+  Queue,
+  ResourceRequest,
+  RunRecord,
+  Session,
+  SessionWithKernels,
+} from "../model.ts";
+import type { RetryConfig } from "../retry/config.ts";
+import type { RetryPolicy } from "../retry/policy.ts";
 import type { KernelStatus, SessionStatus } from "../status.ts";
 
 /** The status and version a conditional write expects (or found) on the session item. */
@@ -135,6 +145,33 @@ export interface SessionStore {
   listSessionsByStatus(status: SessionStatus, page?: PageRequest): Promise<Page<Session>>;
   /** All sessions, newest first, paginated (for the CLI). */
   listRecentSessions(page?: PageRequest): Promise<Page<Session>>;
+
+  /** The session's finished runs, in run order. */
+  listRuns(sessionId: string): Promise<RunRecord[]>;
+
+  // Retry policies, queues and the retry configuration: operator-managed resources. Documents
+  // are validated (core/retry) before they reach the store.
+  /** Throws AlreadyExistsError when the name is taken. */
+  createRetryPolicy(policy: RetryPolicy, nowMs: number): Promise<void>;
+  /** Throws NotFoundError when absent. */
+  updateRetryPolicy(policy: RetryPolicy, nowMs: number): Promise<void>;
+  getRetryPolicy(name: string): Promise<RetryPolicy | undefined>;
+  listRetryPolicies(): Promise<RetryPolicy[]>;
+  /** Throws NotFoundError, or InUseError naming the queues that attach it. */
+  deleteRetryPolicy(name: string): Promise<void>;
+
+  /** Throws AlreadyExistsError when the name is taken. */
+  createQueue(queue: Omit<Queue, "createdAtMs" | "updatedAtMs">, nowMs: number): Promise<Queue>;
+  /** Throws NotFoundError when absent. */
+  updateQueue(queue: Omit<Queue, "createdAtMs" | "updatedAtMs">, nowMs: number): Promise<Queue>;
+  getQueue(name: string): Promise<Queue | undefined>;
+  listQueues(): Promise<Queue[]>;
+  /** Throws NotFoundError when absent. */
+  deleteQueue(name: string): Promise<void>;
+
+  /** The retry configuration operators set at run time; undefined means the defaults. */
+  getRetryConfig(): Promise<RetryConfig | undefined>;
+  putRetryConfig(config: RetryConfig, nowMs: number): Promise<void>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -165,7 +202,7 @@ export class ConflictError extends SessionStoreError {
   }
 }
 
-export type StoredEntity = "session" | "kernel" | "agent";
+export type StoredEntity = "session" | "kernel" | "agent" | "retry policy" | "queue";
 
 export class NotFoundError extends SessionStoreError {
   override readonly name = "NotFoundError";
@@ -239,5 +276,33 @@ export class InvalidStoreRequestError extends SessionStoreError {
   constructor(field: string, reason: string) {
     super(`${field}: ${reason}`);
     this.field = field;
+  }
+}
+
+/** A named resource (retry policy, queue) already exists. */
+export class AlreadyExistsError extends SessionStoreError {
+  override readonly name = "AlreadyExistsError";
+  readonly code = "ALREADY_EXISTS";
+  readonly entity: string;
+  readonly id: string;
+  constructor(entity: string, id: string) {
+    super(`${entity} ${id} already exists`);
+    this.entity = entity;
+    this.id = id;
+  }
+}
+
+/** A resource others still refer to cannot be deleted. */
+export class InUseError extends SessionStoreError {
+  override readonly name = "InUseError";
+  readonly code = "IN_USE";
+  readonly entity: string;
+  readonly id: string;
+  readonly usedBy: readonly string[];
+  constructor(entity: string, id: string, usedBy: readonly string[]) {
+    super(`${entity} ${id} is in use by ${usedBy.join(", ")}`);
+    this.entity = entity;
+    this.id = id;
+    this.usedBy = usedBy;
   }
 }
