@@ -47,3 +47,6 @@ export const expiredBefore =
   (nowEpochSec: number): Clause =>
   (e) =>
     `${e.path("expiresAtEpochSec")} < ${e.value(nowEpochSec)}`;
+
+/** No queue refers to the retry policy (its reverse references, `usedBy`, are empty). */
+export const notReferenced: Clause = (e) => `attribute_not_exists(${e.path("usedBy")})`;

@@ -6,6 +6,7 @@
  */
 import {
   BatchGetItemCommand,
+  DeleteItemCommand,
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
@@ -13,6 +14,7 @@ import {
   UpdateItemCommand,
   type BatchGetItemCommandInput,
   type ConsumedCapacity,
+  type DeleteItemCommandInput,
   type DynamoDBClient,
   type PutItemCommandInput,
   type QueryCommandInput,
@@ -114,17 +116,17 @@ export class DynamoRequests {
     }
   }
 
-  /** A conditional PutItem: true if written, false if the guard failed. */
+  /** A PutItem (conditional unless `condition` is undefined): true if written, false if the guard failed. */
   async putItem(
     operation: string,
     input: Pick<PutItemCommandInput, "Item">,
-    condition: Clause,
+    condition: Clause | undefined,
   ): Promise<boolean> {
     const e = new Expressions();
     const request: PutItemCommandInput = {
       TableName: this.tableName,
       ...input,
-      ConditionExpression: condition(e),
+      ...(condition !== undefined ? { ConditionExpression: condition(e) } : {}),
       ...e.attributes(),
       ...(this.metrics ? { ReturnConsumedCapacity: "INDEXES" as const } : {}),
     };
@@ -133,6 +135,32 @@ export class DynamoRequests {
       return true;
     } catch (error) {
       if (error instanceof Error && error.name === "ConditionalCheckFailedException") return false;
+      throw error;
+    }
+  }
+
+  /** A conditional DeleteItem; when the guard failed, the item as it was (undefined if absent). */
+  async deleteItem(
+    operation: string,
+    key: Item,
+    condition: Clause,
+  ): Promise<{ ok: true } | { ok: false; old: Item | undefined }> {
+    const e = new Expressions();
+    const input: DeleteItemCommandInput = {
+      TableName: this.tableName,
+      Key: key,
+      ConditionExpression: condition(e),
+      ...e.attributes(),
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      ...(this.metrics ? { ReturnConsumedCapacity: "INDEXES" as const } : {}),
+    };
+    try {
+      await this.write(operation, "DeleteItem", 1, () => this.client.send(new DeleteItemCommand(input)));
+      return { ok: true };
+    } catch (error) {
+      if (error instanceof Error && error.name === "ConditionalCheckFailedException") {
+        return { ok: false, old: (error as { Item?: Item }).Item };
+      }
       throw error;
     }
   }

@@ -6,7 +6,15 @@
  */
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SessionWrite } from "../../core/effects.ts";
-import type { Agent, HistoryRecord, Kernel, Session, SessionWithKernels } from "../../core/model.ts";
+import type {
+  Agent,
+  HistoryRecord,
+  Kernel,
+  Queue,
+  RunRecord,
+  Session,
+  SessionWithKernels,
+} from "../../core/model.ts";
 import {
   InvalidStoreRequestError,
   NotFoundError,
@@ -23,6 +31,8 @@ import {
   type SessionStore,
   type TargetQuery,
 } from "../../core/ports/session-store.ts";
+import type { RetryConfig } from "../../core/retry/config.ts";
+import type { RetryPolicy } from "../../core/retry/policy.ts";
 import {
   isTerminalKernelStatus,
   KERNEL_STATUSES,
@@ -40,6 +50,7 @@ import {
   historyFromItem,
   ItemType,
   kernelFromItem,
+  runFromItem,
   sessionFromItem,
   toItem,
   type Item,
@@ -51,6 +62,7 @@ import {
   historySk,
   KERNEL_SK_PREFIX,
   kernelStatusPk,
+  RUN_SK_PREFIX,
   SESSION_SK,
   sessionIdFromPk,
   sessionPk,
@@ -60,6 +72,8 @@ import {
 import type { WriteMetricsSink } from "./metrics.ts";
 import { planCreateSession } from "./new-session.ts";
 import { decodeCursor, encodeCursor, mapConcurrently } from "./paging.ts";
+import type { QueueInput } from "./resource-items.ts";
+import { RetryResources } from "./retry-resources.ts";
 import type { RetryOptions } from "./retry.ts";
 import { planSessionWrite } from "./session-write.ts";
 import { LISTING_INDEX, STATUS_INDEX, TARGET_INDEX } from "./table-schema.ts";
@@ -95,6 +109,7 @@ export class DynamoSessionStore implements SessionStore {
   readonly shards: number;
   private readonly requests: DynamoRequests;
   private readonly agents: AgentCapacity;
+  private readonly resources: RetryResources;
   private readonly layout: StoreLayout;
   private readonly maxAttempts: number;
   private readonly clock: () => number;
@@ -121,6 +136,7 @@ export class DynamoSessionStore implements SessionStore {
     };
     this.requests = new DynamoRequests(options.client, options.tableName, retry, options.metrics);
     this.agents = new AgentCapacity(this.requests, this.layout, maxAttempts);
+    this.resources = new RetryResources(this.requests, this.layout, maxAttempts);
     this.clock = options.clock ?? Date.now;
     this.readConcurrency = options.readConcurrency ?? 16;
   }
@@ -233,6 +249,8 @@ export class DynamoSessionStore implements SessionStore {
         failure,
         () => this.readSessionItem(write.sessionId),
         {
+          clash: ({ role }) =>
+            role.kind === "run" ? `run ${role.runIndex} of the session is already recorded` : undefined,
           other: ({ role }) =>
             role.kind === "kernel"
               ? new NotFoundError("kernel", `${write.sessionId}/${role.index}`)
@@ -241,6 +259,18 @@ export class DynamoSessionStore implements SessionStore {
       );
     }
     return { sessionId: write.sessionId, version: write.expected.version + 1 };
+  }
+
+  async listRuns(sessionId: string): Promise<RunRecord[]> {
+    requireId("sessionId", sessionId);
+    const items = await this.requests.queryAll("listRuns", {
+      TableName: this.tableName,
+      KeyConditionExpression: "#pk = :pk AND begins_with(#sk, :prefix)",
+      ExpressionAttributeNames: { "#pk": "pk", "#sk": "sk" },
+      ExpressionAttributeValues: { ":pk": { S: sessionPk(sessionId) }, ":prefix": { S: RUN_SK_PREFIX } },
+      ConsistentRead: true,
+    });
+    return items.map(runFromItem);
   }
 
   async listHistory(sessionId: string, query: HistoryQuery = {}): Promise<HistoryRecord[]> {
@@ -334,6 +364,56 @@ export class DynamoSessionStore implements SessionStore {
 
   allocationsOnAgent(agentId: string): Promise<Allocation[]> {
     return this.agents.allocationsOnAgent(agentId);
+  }
+
+  // ------------------------------------------------- retry policies, queues and retry config
+
+  createRetryPolicy(policy: RetryPolicy, nowMs: number): Promise<void> {
+    return this.resources.createRetryPolicy(policy, nowMs);
+  }
+
+  updateRetryPolicy(policy: RetryPolicy, nowMs: number): Promise<void> {
+    return this.resources.updateRetryPolicy(policy, nowMs);
+  }
+
+  getRetryPolicy(name: string): Promise<RetryPolicy | undefined> {
+    return this.resources.getRetryPolicy(name);
+  }
+
+  listRetryPolicies(): Promise<RetryPolicy[]> {
+    return this.resources.listRetryPolicies();
+  }
+
+  deleteRetryPolicy(name: string): Promise<void> {
+    return this.resources.deleteRetryPolicy(name);
+  }
+
+  createQueue(queue: QueueInput, nowMs: number): Promise<Queue> {
+    return this.resources.createQueue(queue, nowMs);
+  }
+
+  updateQueue(queue: QueueInput, nowMs: number): Promise<Queue> {
+    return this.resources.updateQueue(queue, nowMs);
+  }
+
+  getQueue(name: string): Promise<Queue | undefined> {
+    return this.resources.getQueue(name);
+  }
+
+  listQueues(): Promise<Queue[]> {
+    return this.resources.listQueues();
+  }
+
+  deleteQueue(name: string): Promise<void> {
+    return this.resources.deleteQueue(name);
+  }
+
+  getRetryConfig(): Promise<RetryConfig | undefined> {
+    return this.resources.getRetryConfig();
+  }
+
+  putRetryConfig(config: RetryConfig, nowMs: number): Promise<void> {
+    return this.resources.putRetryConfig(config, nowMs);
   }
 
   // ---------------------------------------------------------------------------- de-duplication

@@ -64,10 +64,12 @@ export const any =
   (e) =>
     clauses.map((clause) => `(${clause(e)})`).join(" OR ");
 
-/** Collects SET and REMOVE actions for one UpdateItem. */
+/** Collects SET, REMOVE, ADD and DELETE actions for one UpdateItem. */
 export class UpdateBuilder {
   private readonly sets: string[] = [];
   private readonly removes: string[] = [];
+  private readonly adds: string[] = [];
+  private readonly deletes: string[] = [];
   private readonly e: Expressions;
 
   constructor(e: Expressions) {
@@ -95,10 +97,24 @@ export class UpdateBuilder {
     return this;
   }
 
+  /** Adds the elements to a string set (creating it). */
+  addToSet(path: string, elements: ReadonlySet<string>): this {
+    this.adds.push(`${this.e.path(path)} ${this.e.value(new Set(elements))}`);
+    return this;
+  }
+
+  /** Removes the elements from a string set; DynamoDB drops the attribute when it empties. */
+  deleteFromSet(path: string, elements: ReadonlySet<string>): this {
+    this.deletes.push(`${this.e.path(path)} ${this.e.value(new Set(elements))}`);
+    return this;
+  }
+
   expression(): string {
     const parts: string[] = [];
     if (this.sets.length > 0) parts.push(`SET ${this.sets.join(", ")}`);
     if (this.removes.length > 0) parts.push(`REMOVE ${this.removes.join(", ")}`);
+    if (this.adds.length > 0) parts.push(`ADD ${this.adds.join(", ")}`);
+    if (this.deletes.length > 0) parts.push(`DELETE ${this.deletes.join(", ")}`);
     if (parts.length === 0) throw new Error("update has no actions");
     return parts.join(" ");
   }

@@ -10,11 +10,14 @@ import type {
   HistoryRecord,
   Kernel,
   ResourceRequest,
+  RunKernelRecord,
+  RunRecord,
   Session,
   SessionSpec,
   StageRecord,
 } from "../../core/model.ts";
 import type { Allocation } from "../../core/ports/session-store.ts";
+import type { RetryState } from "../../core/retry/evaluate.ts";
 import { isTerminalKernelStatus, type KernelStatus } from "../../core/status.ts";
 import {
   AGENT_SK,
@@ -29,6 +32,7 @@ import {
   kernelSk,
   kernelStatusPk,
   queueSk,
+  runSk,
   SESSION_SK,
   sessionPk,
   sessionStatusPk,
@@ -45,6 +49,10 @@ export const ItemType = {
   AGENT: "AGENT",
   ALLOCATION: "ALLOCATION",
   DEDUP: "DEDUP",
+  RUN: "RUN",
+  RETRY_POLICY: "RETRY_POLICY",
+  QUEUE: "QUEUE",
+  CONFIG: "CONFIG",
 } as const;
 
 const MARSHALL_OPTIONS = { removeUndefinedValues: true } as const;
@@ -80,6 +88,8 @@ export function sessionFromItem(item: Item): Session {
   const pendingReason = r.optString("pendingReason");
   const cancelRequestedAtMs = r.optNumber("cancelRequestedAtMs");
   const lastHistory = r.optObject("lastHistory");
+  const retry = r.optObject("retry");
+  const avoidAgentIds = r.optStrings("avoidAgentIds");
   return {
     id: r.string("id"),
     spec: r.object("spec") as unknown as SessionSpec,
@@ -93,9 +103,24 @@ export function sessionFromItem(item: Item): Session {
     runIndex: r.number("runIndex"),
     ...(pendingReason !== undefined ? { pendingReason } : {}),
     ...(cancelRequestedAtMs !== undefined ? { cancelRequestedAtMs } : {}),
+    ...(retry !== undefined ? { retry: retryStateFrom(new Fields(retry, "session.retry")) } : {}),
+    ...(avoidAgentIds !== undefined ? { avoidAgentIds } : {}),
     ...(lastHistory !== undefined
       ? { lastHistory: historyFrom(new Fields(lastHistory, "session.lastHistory")) }
       : {}),
+  };
+}
+
+function retryStateFrom(r: Fields): RetryState {
+  const ruleRetries = r.object("ruleRetries");
+  for (const key of Object.keys(ruleRetries)) {
+    if (typeof ruleRetries[key] !== "number") r.fail(`ruleRetries.${key}`, "a number");
+  }
+  return {
+    failureCount: r.number("failureCount"),
+    preemptionCount: r.number("preemptionCount"),
+    totalRetries: r.number("totalRetries"),
+    ruleRetries: ruleRetries as Record<string, number>,
   };
 }
 
@@ -185,6 +210,55 @@ function historyFrom(r: Fields): HistoryRecord {
   };
 }
 
+// ---- runs
+
+/** A finished run, in its session's partition. No TTL: retries bound how many there are. */
+export function runItem(run: RunRecord): Item {
+  return toItem({
+    pk: sessionPk(run.sessionId),
+    sk: runSk(run.runIndex),
+    type: ItemType.RUN,
+    ...run,
+  });
+}
+
+export function runFromItem(item: Item): RunRecord {
+  const r = new Fields(fromItem(item), "run");
+  const optional = {
+    startedAtMs: r.optNumber("startedAtMs"),
+    delayMs: r.optNumber("delayMs"),
+    avoidAgentId: r.optString("avoidAgentId"),
+  };
+  return {
+    sessionId: r.string("sessionId"),
+    runIndex: r.number("runIndex"),
+    name: r.string("name"),
+    outcome: r.string("outcome") as RunRecord["outcome"],
+    endedAtMs: r.number("endedAtMs"),
+    decision: r.string("decision") as RunRecord["decision"],
+    reason: r.string("reason"),
+    ...definedOnly(optional),
+    kernels: r.objects("kernels").map((k, i) => runKernelFrom(new Fields(k, `run.kernels[${i}]`))),
+  };
+}
+
+function runKernelFrom(r: Fields): RunKernelRecord {
+  const optional = {
+    agentId: r.optString("agentId"),
+    outcome: r.optString("outcome") as RunKernelRecord["outcome"],
+    exitCode: r.optNumber("exitCode"),
+    condition: r.optString("condition") as RunKernelRecord["condition"],
+    message: r.optString("message"),
+    startedAtMs: r.optNumber("startedAtMs"),
+    finishedAtMs: r.optNumber("finishedAtMs"),
+  };
+  return {
+    index: r.number("index"),
+    status: r.string("status") as KernelStatus,
+    ...definedOnly(optional),
+  };
+}
+
 // ---- agents and allocations
 
 export function agentItem(agent: Agent): Item {
@@ -237,12 +311,12 @@ function resourcesFrom(r: Fields): ResourceRequest {
 
 // ---- helpers
 
-function definedOnly<T extends Record<string, unknown>>(record: T): Partial<T> {
+export function definedOnly<T extends Record<string, unknown>>(record: T): Partial<T> {
   return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 /** Typed reads of a stored record; a malformed item fails naming the item kind and field. */
-class Fields {
+export class Fields {
   private readonly record: Record<string, unknown>;
   private readonly what: string;
 
@@ -251,7 +325,7 @@ class Fields {
     this.what = what;
   }
 
-  private fail(field: string, expected: string): never {
+  fail(field: string, expected: string): never {
     const id =
       typeof this.record["pk"] === "string" ? ` ${this.record["pk"]}/${String(this.record["sk"])}` : "";
     throw new Error(`stored ${this.what}${id}: field ${field} is not ${expected}`);
@@ -274,6 +348,30 @@ class Fields {
       : this.fail(field, "a list of numbers");
   }
 
+  strings(field: string): string[] {
+    const v = this.record[field];
+    return Array.isArray(v) && v.every((n) => typeof n === "string")
+      ? v
+      : this.fail(field, "a list of strings");
+  }
+
+  objects(field: string): Record<string, unknown>[] {
+    const v = this.record[field];
+    return Array.isArray(v) && v.every((o) => typeof o === "object" && o !== null && !Array.isArray(o))
+      ? (v as Record<string, unknown>[])
+      : this.fail(field, "a list of maps");
+  }
+
+  /** A string set (SS) or list; unmarshall returns a Set for SS. Sorted, for stable output. */
+  stringSet(field: string): string[] {
+    const v = this.record[field];
+    if (v === undefined) return [];
+    const values = v instanceof Set ? [...(v as Set<unknown>)] : v;
+    return Array.isArray(values) && values.every((n) => typeof n === "string")
+      ? [...values].sort()
+      : this.fail(field, "a set of strings");
+  }
+
   object(field: string): Record<string, unknown> {
     const v = this.record[field];
     return typeof v === "object" && v !== null && !Array.isArray(v)
@@ -287,6 +385,10 @@ class Fields {
 
   optNumber(field: string): number | undefined {
     return this.record[field] === undefined ? undefined : this.number(field);
+  }
+
+  optStrings(field: string): string[] | undefined {
+    return this.record[field] === undefined ? undefined : this.strings(field);
   }
 
   optObject(field: string): Record<string, unknown> | undefined {

@@ -13,18 +13,16 @@ export const HISTORY_SK_PREFIX = "HISTORY#";
 export const ALLOCATION_SK_PREFIX = "ALLOC#";
 export const AGENT_SK = "AGENT";
 export const DEDUP_SK = "DEDUP";
+/** Session partition: one item per finished run, `RUN#<runIndex:6>` (bounded by retries, no TTL). */
+export const RUN_SK_PREFIX = "RUN#";
+export const RETRY_POLICY_SK = "RETRY_POLICY";
+export const QUEUE_SK = "QUEUE";
+export const CONFIG_SK = "CONFIG";
 
 /** Key prefixes reserved for later item types (docs/data-model.md, "Reserved prefixes"). */
 export const RESERVED_PREFIXES = {
-  /** Session partition: one item per run of the session, `RUN#<runIndex:6>`. */
-  runSortKey: "RUN#",
   /** Session partition: one item per kernel attempt, `ATTEMPT#<kernelIndex:4>#<runIndex:6>`. */
   attemptSortKey: "ATTEMPT#",
-  /** Queue configuration, `QUEUE#<name>` / `QUEUE`; the queue roster in GSI3 under `QUEUES`. */
-  queuePartition: "QUEUE#",
-  queueRoster: "QUEUES",
-  /** Retry policies, `RETRY_POLICY#<name>` / `RETRY_POLICY`. */
-  retryPolicyPartition: "RETRY_POLICY#",
   /** Jobs with tasks, `JOB#<id>` / `JOB` and `TASK#<index:6>`. */
   jobPartition: "JOB#",
   taskSortKey: "TASK#",
@@ -33,7 +31,10 @@ export const RESERVED_PREFIXES = {
   agentAttemptsIndex: "AGENT_ATTEMPT#",
 } as const;
 
-/** Prefixes in use today, for the collision check in the tests. */
+/**
+ * Prefixes in use today, for the collision check in the tests. Whole sort keys that are never a
+ * prefix of another key (`AGENT`, `DEDUP`, `QUEUE`, `RETRY_POLICY`, `CONFIG`) are left out.
+ */
 export const USED_PREFIXES = [
   "SESSION#",
   "AGENT#",
@@ -47,15 +48,26 @@ export const USED_PREFIXES = [
   "TARGET#",
   "CREATED#",
   "AGENTS",
+  RUN_SK_PREFIX,
+  "RETRY_POLICY#",
+  "RETRY_POLICIES",
+  "QUEUE#",
+  "QUEUES",
+  "CONFIG#",
 ] as const;
 
 export const sessionPk = (sessionId: string): string => `SESSION#${sessionId}`;
 export const agentPk = (agentId: string): string => `AGENT#${agentId}`;
 export const dedupPk = (key: string): string => `DEDUP#${key}`;
+export const retryPolicyPk = (name: string): string => `RETRY_POLICY#${name}`;
+export const queuePk = (name: string): string => `QUEUE#${name}`;
+/** Operator settings, one item each: `CONFIG#retry`. */
+export const configPk = (name: "retry"): string => `CONFIG#${name}`;
 
 export const kernelSk = (index: number): string => `${KERNEL_SK_PREFIX}${pad(index, 4)}`;
 export const historySk = (seq: number): string => `${HISTORY_SK_PREFIX}${pad(seq, 10)}`;
 export const allocationSk = (agentId: string): string => `${ALLOCATION_SK_PREFIX}${agentId}`;
+export const runSk = (runIndex: number): string => `${RUN_SK_PREFIX}${pad(runIndex, 6)}`;
 
 export function sessionIdFromPk(pk: string): string {
   if (!pk.startsWith("SESSION#")) throw new Error(`not a session partition key: ${pk}`);
@@ -76,9 +88,11 @@ export const agentAllocationsPk = (agentId: string): string => `AGENT_ALLOC#${ag
 // ---- GSI2 "targets": sessions waiting in a stage nobody has claimed (sort key shared with GSI1).
 export const targetPk = (status: SessionStatus, shard: number): string => `TARGET#${status}#${shard}`;
 
-// ---- GSI3 "listings": sessions by creation time, and the agent roster.
+// ---- GSI3 "listings": sessions by creation time, and the rosters of agents, queues and policies.
 export const createdPk = (shard: number): string => `CREATED#${shard}`;
 export const AGENTS_PK = "AGENTS";
+export const QUEUES_PK = "QUEUES";
+export const RETRY_POLICIES_PK = "RETRY_POLICIES";
 export const createdSk = (createdAtMs: number, sessionId: string): string =>
   `${pad(createdAtMs, 15)}#${sessionId}`;
 

@@ -52,8 +52,8 @@ function validateNewSession({ session, kernels }: SessionWithKernels): void {
   if (kernels.length > MAX_KERNELS_PER_SESSION) {
     throw new InvalidStoreRequestError(
       "kernels",
-      `at most ${MAX_KERNELS_PER_SESSION} per session (a stage entry writes the session, every kernel and a ` +
-        `history record in one ${MAX_TRANSACTION_ITEMS}-item transaction), got ${kernels.length}`,
+      `at most ${MAX_KERNELS_PER_SESSION} per session (a requeue writes the session, every kernel, a ` +
+        `history record and the run's record in one ${MAX_TRANSACTION_ITEMS}-item transaction), got ${kernels.length}`,
     );
   }
   const indexes = new Set<number>();

@@ -1,19 +1,21 @@
 /**
  * Turns a `SessionWrite` into the items of one conditional TransactWriteItems (no I/O here):
- * the session update (guarded by expected status and version), one update per kernel patch and
- * one put per history record. Index key attributes are rewritten with the fields they mirror,
+ * the session update (guarded by expected status and version), one update per kernel patch, one
+ * put per history record and the finished run's record. Index key attributes are rewritten with the fields they mirror,
  * so an index never disagrees with its item.
  */
 import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import type { KernelPatch, SessionWrite } from "../../core/effects.ts";
-import type { HistoryRecord } from "../../core/model.ts";
+import type { HistoryRecord, RunRecord } from "../../core/model.ts";
 import { InvalidStoreRequestError, TransactionTooLargeError } from "../../core/ports/session-store.ts";
-import { KERNEL_STATUSES, SESSION_STATUSES } from "../../core/status.ts";
-import { itemExists, sessionAt } from "./conditions.ts";
+import type { RetryState } from "../../core/retry/evaluate.ts";
+import { AttemptOutcome, KERNEL_STATUSES, SESSION_STATUSES } from "../../core/status.ts";
+import { itemAbsent, itemExists, sessionAt } from "./conditions.ts";
 import { all } from "./expressions.ts";
-import { historyItem, kernelStatusIndexPk } from "./item-codec.ts";
+import { historyItem, kernelStatusIndexPk, runItem } from "./item-codec.ts";
 import { kernelSk, SESSION_SK, sessionPk, sessionStatusPk, shardOf, targetPk } from "./keys.ts";
 import {
+  guarded,
   MAX_TRANSACTION_ITEMS,
   updateRequest,
   type ItemRole,
@@ -23,14 +25,29 @@ import {
 } from "./transaction-plan.ts";
 import { requireCount, requireId, requireTime } from "./validation.ts";
 
-/** A stage entry writes the session, every kernel and one history record in one transaction. */
-export const MAX_KERNELS_PER_SESSION = MAX_TRANSACTION_ITEMS - 2;
+/**
+ * The largest write a session needs is a requeue (a stage entry out of TERMINATING): the session,
+ * every kernel (reset for the next run), one history record and the finished run's record, in
+ * one transaction.
+ */
+export const MAX_KERNELS_PER_SESSION = MAX_TRANSACTION_ITEMS - 3;
+
+/** Fields a kernel's `resetRun` clears: what one run leaves on the kernel. */
+export const RUN_FIELDS = [
+  "exitCode",
+  "condition",
+  "message",
+  "outcome",
+  "error",
+  "startedAtMs",
+  "finishedAtMs",
+] as const;
 
 export function planSessionWrite(write: SessionWrite, layout: StoreLayout): PlannedTransaction {
   validateSessionWrite(write);
   const kernels = write.kernels ?? [];
   const history = write.history ?? [];
-  const size = 1 + kernels.length + history.length;
+  const size = sessionWriteItemCount(write);
   if (size > MAX_TRANSACTION_ITEMS) {
     throw new TransactionTooLargeError(write.sessionId, "applyWrite", size, MAX_TRANSACTION_ITEMS);
   }
@@ -46,7 +63,17 @@ export function planSessionWrite(write: SessionWrite, layout: StoreLayout): Plan
     });
     roles.push({ kind: "history", seq: record.seq });
   }
+  if (write.run !== undefined) {
+    // Written once: a run already recorded means this write is a replay of an applied one.
+    items.push({ Put: { TableName: layout.tableName, Item: runItem(write.run), ...guarded(itemAbsent) } });
+    roles.push({ kind: "run", runIndex: write.run.runIndex });
+  }
   return { items, roles };
+}
+
+/** The items of a write's transaction: the session, patched kernels, history and the run record. */
+export function sessionWriteItemCount(write: SessionWrite): number {
+  return 1 + (write.kernels?.length ?? 0) + (write.history?.length ?? 0) + (write.run !== undefined ? 1 : 0);
 }
 
 /** TTL of a history record: retention counted from the last time its outcome was seen. */
@@ -91,6 +118,10 @@ function sessionUpdate(write: SessionWrite, layout: StoreLayout): UpdateRequest 
           (e) => `if_not_exists(${e.path("cancelRequestedAtMs")}, ${e.value(write.cancelRequestedAtMs)})`,
         );
       }
+      if (write.runIndex === "increment") u.increment("runIndex", 1);
+      if (write.retry !== undefined) u.set("retry", write.retry);
+      if (write.avoidAgentIds === null) u.remove("avoidAgentIds");
+      else if (write.avoidAgentIds !== undefined) u.set("avoidAgentIds", [...write.avoidAgentIds]);
       if (latest !== undefined) u.set("lastHistory", latest);
     },
     all(itemExists, sessionAt(write.expected)),
@@ -115,17 +146,21 @@ function kernelUpdate(
       }
       if (patch.agentId === null) u.remove("agentId");
       else if (patch.agentId !== undefined) u.set("agentId", patch.agentId);
-      if (patch.error === null) u.remove("error");
-      else if (patch.error !== undefined) u.set("error", patch.error);
-      const plain = {
+      const runFields: Record<(typeof RUN_FIELDS)[number], unknown> = {
         exitCode: patch.exitCode,
         condition: patch.condition,
         message: patch.message,
         outcome: patch.outcome,
+        error: patch.error,
         startedAtMs: patch.startedAtMs,
         finishedAtMs: patch.finishedAtMs,
       };
-      for (const [field, value] of Object.entries(plain)) if (value !== undefined) u.set(field, value);
+      // resetRun clears what the patch does not set; one update may not name a path twice.
+      for (const field of RUN_FIELDS) {
+        const value = runFields[field];
+        if (value === null || (value === undefined && patch.resetRun === true)) u.remove(field);
+        else if (value !== undefined) u.set(field, value);
+      }
     },
     // A patch must never create a kernel the session does not have.
     itemExists,
@@ -179,11 +214,17 @@ export function validateSessionWrite(write: SessionWrite): void {
       throw new InvalidStoreRequestError(`${field}.status`, `unknown kernel status ${String(patch.status)}`);
     }
     if (patch.agentId !== undefined && patch.agentId !== null) requireId(`${field}.agentId`, patch.agentId);
-    const { index: _index, ...changes } = patch;
-    if (Object.values(changes).every((v) => v === undefined)) {
+    const { index: _index, resetRun, ...changes } = patch;
+    if (resetRun !== true && Object.values(changes).every((v) => v === undefined)) {
       throw new InvalidStoreRequestError(field, "changes nothing");
     }
   });
+  if (write.runIndex !== undefined && write.runIndex !== "increment") {
+    throw new InvalidStoreRequestError("runIndex", `must be "increment", got ${String(write.runIndex)}`);
+  }
+  if (write.retry !== undefined) validateRetryState(write.retry);
+  (write.avoidAgentIds ?? []).forEach((id, i) => requireId(`avoidAgentIds[${i}]`, id));
+  if (write.run !== undefined) validateRun(write.sessionId, write.run);
   const seqs = new Set<number>();
   (write.history ?? []).forEach((record, i) => {
     const field = `history[${i}]`;
@@ -204,6 +245,53 @@ export function validateSessionWrite(write: SessionWrite): void {
     requireTime(`${field}.lastAtMs`, record.lastAtMs);
     if (record.lastAtMs < record.firstAtMs) {
       throw new InvalidStoreRequestError(`${field}.lastAtMs`, "is before firstAtMs");
+    }
+  });
+}
+
+function validateRetryState(retry: RetryState): void {
+  requireCount("retry.failureCount", retry.failureCount);
+  requireCount("retry.preemptionCount", retry.preemptionCount);
+  requireCount("retry.totalRetries", retry.totalRetries);
+  for (const [key, count] of Object.entries(retry.ruleRetries)) {
+    if (key.length === 0) throw new InvalidStoreRequestError("retry.ruleRetries", "has an empty key");
+    requireCount(`retry.ruleRetries.${key}`, count);
+  }
+}
+
+const OUTCOMES: readonly string[] = Object.values(AttemptOutcome);
+
+function validateRun(sessionId: string, run: RunRecord): void {
+  if (run.sessionId !== sessionId) {
+    throw new InvalidStoreRequestError("run.sessionId", `is ${run.sessionId}, the write is for ${sessionId}`);
+  }
+  requireCount("run.runIndex", run.runIndex);
+  requireId("run.name", run.name);
+  if (!OUTCOMES.includes(run.outcome)) {
+    throw new InvalidStoreRequestError("run.outcome", `unknown outcome ${String(run.outcome)}`);
+  }
+  if (run.decision !== "retry" && run.decision !== "finished") {
+    throw new InvalidStoreRequestError(
+      "run.decision",
+      `must be "retry" or "finished", got ${String(run.decision)}`,
+    );
+  }
+  if (run.startedAtMs !== undefined) requireTime("run.startedAtMs", run.startedAtMs);
+  requireTime("run.endedAtMs", run.endedAtMs);
+  if (run.delayMs !== undefined) requireCount("run.delayMs", run.delayMs);
+  if (run.avoidAgentId !== undefined) requireId("run.avoidAgentId", run.avoidAgentId);
+  const indexes = new Set<number>();
+  run.kernels.forEach((kernel, i) => {
+    requireCount(`run.kernels[${i}].index`, kernel.index);
+    if (indexes.has(kernel.index)) {
+      throw new InvalidStoreRequestError(`run.kernels[${i}].index`, `kernel ${kernel.index} is listed twice`);
+    }
+    indexes.add(kernel.index);
+    if (!KERNEL_STATUSES.includes(kernel.status)) {
+      throw new InvalidStoreRequestError(
+        `run.kernels[${i}].status`,
+        `unknown kernel status ${String(kernel.status)}`,
+      );
     }
   });
 }

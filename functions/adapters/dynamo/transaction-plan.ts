@@ -21,7 +21,10 @@ export type ItemRole =
   | { readonly kind: "kernel"; readonly index: number }
   | { readonly kind: "history"; readonly seq: number }
   | { readonly kind: "agent"; readonly agentId: string; readonly requested: ResourceRequest }
-  | { readonly kind: "allocation"; readonly agentId: string };
+  | { readonly kind: "allocation"; readonly agentId: string }
+  | { readonly kind: "run"; readonly runIndex: number }
+  | { readonly kind: "queue"; readonly name: string }
+  | { readonly kind: "retryPolicy"; readonly name: string; readonly change: "attach" | "detach" };
 
 export interface PlannedTransaction {
   readonly items: TransactWriteItem[];
