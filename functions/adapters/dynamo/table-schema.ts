@@ -55,7 +55,7 @@ export const TABLE_SCHEMA = {
       partitionKey: { name: "gsi3pk", type: "S" },
       sortKey: { name: "gsi3sk", type: "S" },
       projection: "KEYS_ONLY",
-      purpose: "sessions by creation time (sharded) and the agent roster",
+      purpose: "sessions by creation time (sharded); the rosters of agents, queues and retry policies",
     },
   ],
 } as const satisfies {
