@@ -26,7 +26,9 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function startDynamoDbLocal(options: { port?: number; path?: string } = {}): Promise<RunningDynamoDb> {
+export async function startDynamoDbLocal(
+  options: { port?: number; path?: string } = {},
+): Promise<RunningDynamoDb> {
   const port = options.port ?? (await freePort());
   const child: ChildProcess = dynamoDbLocal.spawn({
     port,

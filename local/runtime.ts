@@ -190,7 +190,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       bus.putRule({
         name: rule.name,
         description: rule.description,
-        eventPattern: rule.eventPattern as Record<string, unknown>,
+        eventPattern: rule.eventPattern,
         targets: [
           {
             id: rule.target.queue,

@@ -6,7 +6,14 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 
 const CORE = "functions/core";
-const FORBIDDEN_IMPORTS = [/^@aws-sdk\//, /^aws-cdk-lib/, /^constructs$/, /^node:/, /\/adapters\//, /\/handlers\//];
+const FORBIDDEN_IMPORTS = [
+  /^@aws-sdk\//,
+  /^aws-cdk-lib/,
+  /^constructs$/,
+  /^node:/,
+  /\/adapters\//,
+  /\/handlers\//,
+];
 const FORBIDDEN_CALLS = [/\bDate\.now\(\)/, /\bnew Date\(\)/, /\bMath\.random\(\)/];
 
 function* files(dir: string): Generator<string> {
@@ -24,7 +31,9 @@ for (const file of files(CORE)) {
     const spec = match[1] ?? match[2] ?? "";
     const escapesCore = spec.startsWith(".") && !join(file, "..", spec).startsWith(CORE);
     if (FORBIDDEN_IMPORTS.some((re) => re.test(spec)) || escapesCore) {
-      problems.push(`${relative(".", file)}: imports "${spec}" (the core may import only itself, zod and yaml)`);
+      problems.push(
+        `${relative(".", file)}: imports "${spec}" (the core may import only itself, zod and yaml)`,
+      );
     }
   }
   text.split("\n").forEach((line, i) => {

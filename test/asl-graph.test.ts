@@ -12,7 +12,9 @@ interface AslState {
   Type: string;
   Resource?: string;
   Parameters?: { Payload?: { status?: string } };
-  Result?: { from?: string; to?: string; result?: string };
+  Result?: { from?: string; to?: string; result?: string } | null;
+  ResultPath?: string | null;
+  SecondsPath?: string;
   TimeoutSecondsPath?: string;
   TimeoutSeconds?: number;
   Catch?: { ErrorEquals: string[]; Next: string }[];
@@ -38,10 +40,19 @@ function statusOf(name: string): string | undefined {
   return state(name).Parameters?.Payload?.status;
 }
 
-/** The state that records `status` on entry. */
+const CALLBACK = "arn:aws:states:::lambda:invoke.waitForTaskToken";
+const TERMINAL: readonly string[] = ["TERMINATED", "CANCELLED"];
+
+/**
+ * The state where a session waits in `status` (a callback state), or records a terminal status.
+ * Other states may record a status on the way (the requeue entry records PENDING before the
+ * backoff), but each status has exactly one such home state.
+ */
 function stateFor(status: string): string {
-  const found = Object.keys(states).filter((n) => statusOf(n) === status);
-  expect(found, `exactly one state records ${status}`).toHaveLength(1);
+  const found = Object.keys(states).filter(
+    (n) => statusOf(n) === status && (TERMINAL.includes(status) || state(n).Resource === CALLBACK),
+  );
+  expect(found, `exactly one callback or terminal state records ${status}`).toHaveLength(1);
   return found[0]!;
 }
 
@@ -80,6 +91,7 @@ function coreEdges(): Set<string> {
   for (const stage of Object.values(STAGES)) {
     add(stage.status, stage.onCancel);
     add(stage.status, stage.onExpired);
+    add(stage.status, stage.onRequeue);
   }
   return edges;
 }
@@ -132,6 +144,21 @@ describe("session-lifecycle.asl.json against the core's tables", () => {
       expect(s.Resource).toBe("arn:aws:states:::lambda:invoke");
       expect(s.End).toBe(true);
     }
+  });
+
+  test("a requeued run records PENDING, waits its backoff durably, then waits in Pending", () => {
+    const choice = state(state(stateFor("TERMINATING")).Next!);
+    const rule = choice.Choices?.find((c) => c.StringEquals === STAGES.TERMINATING.onRequeue);
+    expect(rule, "TERMINATING routes a requeue").toBeDefined();
+    const requeued = state(rule!.Next);
+    expect(requeued.Resource).toBe("arn:aws:states:::lambda:invoke");
+    expect(statusOf(rule!.Next)).toBe("PENDING");
+    const backoff = state(requeued.Next!);
+    expect(backoff.Type).toBe("Wait");
+    expect(backoff.SecondsPath).toBe("$.transition.requeue.delaySeconds");
+    const elapsed = state(backoff.Next!);
+    expect(elapsed).toMatchObject({ Type: "Pass", Result: null, ResultPath: "$.transition" });
+    expect(elapsed.Next).toBe(stateFor("PENDING"));
   });
 
   test("every state is reachable from StartAt", () => {

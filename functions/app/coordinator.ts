@@ -22,6 +22,9 @@ import { stageKey, type Agent, type SessionWithKernels, type StageTransition } f
 import type { SessionStore } from "../core/ports/session-store.ts";
 import { sessionsToPromote } from "../core/promotion.ts";
 import { SchedulingResult } from "../core/scheduling.ts";
+import { evaluateRetry, INITIAL_RETRY_STATE } from "../core/retry/evaluate.ts";
+import { failedKernels } from "../core/retry/match.ts";
+import { runRecord, runStarted, runSucceeded } from "../core/runs.ts";
 import { newSession } from "../core/sessions.ts";
 import {
   isWaitingStatus,
@@ -34,6 +37,7 @@ import { errorCode, errorMessage, type HandlerContext } from "../lifecycle/handl
 import { PASSES, passName, passStatuses, type Pass } from "./passes.ts";
 import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
 import type { Logger } from "./logger.ts";
+import { RetryCatalog } from "./retry-catalog.ts";
 
 export interface CoordinatorDeps {
   readonly store: SessionStore;
@@ -93,9 +97,11 @@ const MAX_CONFLICT_RETRIES = 5;
 
 export class Coordinator {
   readonly #d: CoordinatorDeps;
+  readonly #catalog: RetryCatalog;
 
   constructor(deps: CoordinatorDeps) {
     this.#d = deps;
+    this.#catalog = new RetryCatalog(deps.store, deps.clock);
   }
 
   /** One run: `envelopes` are EventBridge events (possibly none); `sweep` runs every pass. */
@@ -359,19 +365,79 @@ export class Coordinator {
         ) {
           return;
         }
+        // A run leaving TERMINATING is judged first: retried (back to PENDING) or finished.
+        const transition = decision.complete ? await this.#judgeRun(s, decision.complete) : undefined;
         try {
           await this.#d.store.applyWrite(decisionWrite(s.session, decision, this.#d.clock.nowMs()));
         } catch (error) {
           if (errorCode(error) === "CONFLICT") return;
           throw error;
         }
-        if (decision.complete && token !== undefined) {
-          await this.#complete(token, decision.complete);
+        if (transition && token !== undefined) {
+          await this.#complete(token, transition);
           completed++;
         }
       }),
     );
     return completed;
+  }
+
+  /**
+   * Issue 5: a finished run is retried when its retry policies (or, without policies, the two
+   * budgets) allow it. The transition then leads back to PENDING with the next run's backoff;
+   * either way it carries the run's record.
+   */
+  async #judgeRun(s: SessionWithKernels, t: StageTransition): Promise<StageTransition> {
+    if (t.from !== SessionStatus.TERMINATING || t.to !== SessionStatus.TERMINATED) return t;
+    const nowMs = this.#d.clock.nowMs();
+    const { session, kernels } = s;
+    const finished = (reason: string): StageTransition => ({
+      ...t,
+      message: t.message !== undefined ? `${t.message}; ${reason}` : reason,
+      run: runRecord(s, { decision: "finished", reason }, nowMs),
+    });
+    if (session.cancelRequestedAtMs !== undefined) return finished("cancelled: not retried");
+    if (runSucceeded(kernels)) return finished("every kernel exited 0");
+    if (failedKernels(kernels).length === 0) return finished("no kernel reported how it ended: not retried");
+    const [config, resolution] = await Promise.all([
+      this.#catalog.config(),
+      this.#catalog.policiesFor(session),
+    ]);
+    if (resolution.missing.length > 0) {
+      this.#d.log.warn("retry policies named but not found", {
+        sessionId: session.id,
+        missing: resolution.missing,
+      });
+    }
+    const { policies: _named, ...budgets } = session.spec.retry ?? {};
+    const decision = evaluateRetry({
+      run: { startedRunning: runStarted(kernels), kernels },
+      policies: resolution.policies,
+      state: session.retry ?? INITIAL_RETRY_STATE,
+      config,
+      budgets,
+      gracePeriodMs: 0,
+    });
+    if (decision.action === "fail") return finished(decision.reason);
+    const avoidAgentIds = decision.avoidAgentId !== undefined ? [decision.avoidAgentId] : [];
+    return {
+      from: SessionStatus.TERMINATING,
+      to: STAGES.TERMINATING.onRequeue ?? SessionStatus.PENDING,
+      result: "REQUEUED",
+      handler: "Retry",
+      message: decision.reason,
+      run: runRecord(
+        s,
+        {
+          decision: "retry",
+          reason: decision.reason,
+          delayMs: decision.delayMs,
+          ...(decision.avoidAgentId !== undefined ? { avoidAgentId: decision.avoidAgentId } : {}),
+        },
+        nowMs,
+      ),
+      requeue: { retry: decision.state, avoidAgentIds, delaySeconds: Math.ceil(decision.delayMs / 1000) },
+    };
   }
 
   async #complete(token: string, transition: StageTransition): Promise<void> {

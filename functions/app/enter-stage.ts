@@ -14,6 +14,8 @@ import {
   SessionStatus,
   type SessionStatus as Status,
 } from "../core/status.ts";
+import { runName } from "../core/retry/naming.ts";
+import { runRecord } from "../core/runs.ts";
 import { errorCode } from "../lifecycle/handler.ts";
 import { kernelCommand } from "./kernel-commands.ts";
 import type { KernelCommandDetailInput } from "./event-types.ts";
@@ -23,7 +25,11 @@ import type { Logger } from "./logger.ts";
 export interface EnterStageInput {
   readonly sessionId: string;
   readonly status: Status;
-  readonly transition: StageTransition;
+  /**
+   * How the state was reached; `null` when the state only re-arms its stage (Pending after a
+   * requeued run's backoff: the requeue itself was applied before the wait).
+   */
+  readonly transition: StageTransition | null;
   /** Absent for TERMINATED and CANCELLED, which do not wait. */
   readonly taskToken?: string;
   readonly executionName: string;
@@ -52,12 +58,13 @@ const LEAVES_AGENTS: ReadonlySet<Status> = new Set([
 
 export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): Promise<{ status: Status }> {
   const { transition } = input;
-  if (transition.to !== input.status) {
+  if (transition && transition.to !== input.status) {
     throw new StageEntryError(
       `state records ${input.status} but the transition leads to ${transition.to} (session ${input.sessionId})`,
     );
   }
   let before: SessionWithKernels | undefined;
+  let applied: StageTransition | null = null;
   for (let attempt = 1; ; attempt++) {
     const current = await deps.store.getSession(input.sessionId);
     if (!current) throw new StageEntryError(`session ${input.sessionId} does not exist`);
@@ -65,15 +72,19 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       before = undefined;
       break;
     }
-    if (current.session.status !== transition.from) {
+    const expected = transition ? transition.from : input.status;
+    if (current.session.status !== expected) {
       throw new StageEntryError(
-        `session ${input.sessionId} is ${current.session.status}; cannot apply ${transition.from} → ${transition.to}`,
+        transition
+          ? `session ${input.sessionId} is ${current.session.status}; cannot apply ${transition.from} → ${transition.to}`
+          : `session ${input.sessionId} is ${current.session.status}; cannot wait in ${input.status}`,
       );
     }
+    applied = transition ? withRunRecord(current, transition, deps.clock.nowMs()) : null;
     const write: SessionWrite = stageEntryWrite({
       session: current.session,
       kernels: current.kernels,
-      transition,
+      ...(applied ? { transition: applied } : {}),
       ...(input.taskToken !== undefined ? { taskToken: input.taskToken } : {}),
       nowMs: deps.clock.nowMs(),
     });
@@ -86,33 +97,76 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
     }
   }
-  if (before && LEAVES_AGENTS.has(input.status) && transition.from !== input.status) {
-    await stopLeftoverKernels(before, input, deps);
+  if (!before) return { status: input.status };
+  if (applied && LEAVES_AGENTS.has(input.status) && applied.from !== input.status) {
+    await stopLeftoverKernels(before, input, applied, deps);
     await deps.store.releaseCapacity(input.sessionId);
   }
-  if (before) {
-    await deps.events.statusChanged([
+  const atMs = deps.clock.nowMs();
+  await deps.events.statusChanged([
+    applied
+      ? {
+          sessionId: input.sessionId,
+          executionName: input.executionName,
+          from: applied.from,
+          to: applied.to,
+          result: applied.result,
+          handler: applied.handler,
+          ...(applied.message !== undefined ? { message: applied.message.slice(0, 4096) } : {}),
+          atMs,
+        }
+      : // The backoff of a requeued run has passed: the session can be placed from now on.
+        {
+          sessionId: input.sessionId,
+          executionName: input.executionName,
+          from: input.status,
+          to: input.status,
+          result: "REQUEUED",
+          handler: "Retry",
+          message: "backoff elapsed; waiting for placement",
+          atMs,
+        },
+  ]);
+  if (applied?.requeue) {
+    const runIndex = before.session.runIndex + 1;
+    await deps.events.requeued([
       {
         sessionId: input.sessionId,
         executionName: input.executionName,
-        from: transition.from,
-        to: transition.to,
-        result: transition.result,
-        handler: transition.handler,
-        ...(transition.message !== undefined ? { message: transition.message } : {}),
-        atMs: deps.clock.nowMs(),
+        runIndex,
+        runName: runName(input.sessionId, runIndex),
+        reason: (applied.message ?? "retried").slice(0, 4096),
+        delayMs: applied.requeue.delaySeconds * 1000,
+        ...(applied.requeue.avoidAgentIds[0] !== undefined
+          ? { avoidAgentId: applied.requeue.avoidAgentIds[0] }
+          : {}),
+        atMs,
       },
     ]);
   }
   return { status: input.status };
 }
 
+/**
+ * A run that ends without the coordinator judging it (the TERMINATING timer ran out) is still
+ * recorded: its record is built here from the kernels as they are.
+ */
+function withRunRecord(current: SessionWithKernels, t: StageTransition, nowMs: number): StageTransition {
+  if (t.run || t.to !== SessionStatus.TERMINATED || t.from !== SessionStatus.TERMINATING) return t;
+  return {
+    ...t,
+    run: runRecord(current, { decision: "finished", reason: t.message ?? t.result.toLowerCase() }, nowMs),
+  };
+}
+
 /** A redelivered invocation: this state was already entered with this token. */
 function alreadyEntered({ session }: SessionWithKernels, input: EnterStageInput): boolean {
   if (session.status !== input.status) return false;
-  if (input.transition.from === input.status && session.stage.taskToken === undefined) return false;
+  const t = input.transition;
+  if (t === null) return input.taskToken !== undefined && session.stage.taskToken === input.taskToken;
+  if (t.from === input.status && session.stage.taskToken === undefined) return false;
   return input.taskToken === undefined
-    ? input.transition.from !== input.status
+    ? t.from !== input.status
     : session.stage.taskToken === input.taskToken;
 }
 
@@ -123,6 +177,7 @@ function alreadyEntered({ session }: SessionWithKernels, input: EnterStageInput)
 async function stopLeftoverKernels(
   before: SessionWithKernels,
   input: EnterStageInput,
+  transition: StageTransition,
   deps: EnterStageDeps,
 ): Promise<void> {
   const launched: ReadonlySet<KernelStatus> = new Set([
@@ -138,7 +193,7 @@ async function stopLeftoverKernels(
     .map((k) =>
       kernelCommand(before, k, "stop", {
         graceMs: deps.terminationGraceMs,
-        reason: `session ${input.transition.result.toLowerCase()}: ${input.transition.from} → ${input.status}`,
+        reason: `session ${transition.result.toLowerCase()}: ${transition.from} → ${input.status}`,
       }),
     );
   if (commands.length > 0) await deps.events.kernelCommands(commands);

@@ -4,3 +4,4 @@ import type { EventDetailInput } from "../core/events.ts";
 export type SessionStatusChangedDetailInput = EventDetailInput<"Session Status Changed">;
 export type KernelCommandDetailInput = EventDetailInput<"Kernel Command">;
 export type EventRejectedDetailInput = EventDetailInput<"Event Rejected">;
+export type SessionRequeuedDetailInput = EventDetailInput<"Session Requeued">;

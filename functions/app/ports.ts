@@ -5,6 +5,7 @@
 import type {
   EventRejectedDetailInput,
   KernelCommandDetailInput,
+  SessionRequeuedDetailInput,
   SessionStatusChangedDetailInput,
 } from "./event-types.ts";
 import type { StageTransition } from "../core/model.ts";
@@ -26,4 +27,6 @@ export interface EventsPort {
   kernelCommands(details: readonly KernelCommandDetailInput[]): Promise<void>;
   /** Inbound events refused at the edge, so a rejection is visible to whoever sent it. */
   rejected(details: readonly EventRejectedDetailInput[]): Promise<void>;
+  /** A finished run is retried. */
+  requeued(details: readonly SessionRequeuedDetailInput[]): Promise<void>;
 }

@@ -132,7 +132,13 @@ export function stageEntryWrite({
           .filter((k) => kernelMovesTo(k.status, kernelStatus))
           .map((k) =>
             kernelStatus === "PENDING"
-              ? { index: k.index, status: kernelStatus, agentId: null, error: null }
+              ? {
+                  index: k.index,
+                  status: kernelStatus,
+                  agentId: null,
+                  error: null,
+                  ...(transition.requeue ? { resetRun: true } : {}),
+                }
               : { index: k.index, status: kernelStatus },
           );
   return {
@@ -152,6 +158,15 @@ export function stageEntryWrite({
       },
     ]),
     ...(transition.from === SessionStatus.PENDING ? { pendingReason: null } : {}),
+    ...(transition.run ? { run: transition.run } : {}),
+    ...(transition.requeue
+      ? {
+          runIndex: "increment" as const,
+          retry: transition.requeue.retry,
+          avoidAgentIds:
+            transition.requeue.avoidAgentIds.length > 0 ? transition.requeue.avoidAgentIds : null,
+        }
+      : {}),
   };
 }
 

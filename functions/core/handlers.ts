@@ -148,6 +148,11 @@ export interface StageSpec {
   readonly onSuccess: readonly SessionStatus[];
   /** Status a cancel request leads to from this stage. */
   readonly onCancel: SessionStatus;
+  /**
+   * Status a finished run goes back to when it is retried (issue 5: budgets and retry
+   * policies). Only TERMINATING has one: a run is judged once all its kernels have ended.
+   */
+  readonly onRequeue?: SessionStatus;
 }
 
 export const STAGES: Readonly<Record<WaitingSessionStatus, StageSpec>> = {
@@ -206,5 +211,6 @@ export const STAGES: Readonly<Record<WaitingSessionStatus, StageSpec>> = {
     onGiveUp: S.TERMINATED,
     onSuccess: [S.TERMINATED],
     onCancel: S.TERMINATING,
+    onRequeue: S.PENDING,
   },
 };

@@ -155,6 +155,14 @@ const sessionSpecShape = {
   env: userEnvSchema.prefault({}),
   timeouts: timeoutsSchema.prefault({}),
   maxTries: maxTriesSchema.prefault({}),
+  retry: strictObject({
+    // No defaults: a budget the user wrote caps retries even under policies (core/retry).
+    maxRetriesFailure: z.number().int().min(0).max(1000).optional(),
+    maxRetriesPreemption: z.number().int().min(0).max(1000).optional(),
+    policies: z.array(nameSchema).max(16).readonly().optional(),
+  })
+    .readonly()
+    .optional(),
 };
 
 export const SessionSpecSchema = strictObject(sessionSpecShape).readonly();

@@ -71,7 +71,7 @@ export function errorMessage(error: unknown): string {
 
 export function errorCode(error: unknown): string | undefined {
   if (typeof error === "object" && error !== null && "code" in error) {
-    const code = (error as { code: unknown }).code;
+    const code = error.code;
     return typeof code === "string" ? code : undefined;
   }
   return undefined;

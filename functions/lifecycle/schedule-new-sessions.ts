@@ -30,9 +30,11 @@ export const scheduleNewSessions: LifecycleHandler = {
         result.success(session.id, placedMessage(target));
         continue;
       }
+      // Anti-affinity: a retry avoids the agent of the run that failed (most recent only).
       const placement = placeKernels(
         kernels.map((k) => ({ index: k.index, resources: k.resources })),
         [...free.values()],
+        session.avoidAgentIds ? { avoidAgentIds: new Set(session.avoidAgentIds) } : {},
       );
       if (!placement.ok) {
         result.skip(session.id, placement.reason);

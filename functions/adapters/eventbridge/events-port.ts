@@ -4,6 +4,7 @@ import type { EventsPort } from "../../app/ports.ts";
 import type {
   EventRejectedDetailInput,
   KernelCommandDetailInput,
+  SessionRequeuedDetailInput,
   SessionStatusChangedDetailInput,
 } from "../../app/event-types.ts";
 import type { EventPublisher } from "./publisher.ts";
@@ -16,5 +17,7 @@ export function eventBridgeEvents(publisher: EventPublisher, busName: string): E
       publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.KernelCommand, d))),
     rejected: (details: readonly EventRejectedDetailInput[]) =>
       publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.EventRejected, d))),
+    requeued: (details: readonly SessionRequeuedDetailInput[]) =>
+      publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.SessionRequeued, d))),
   };
 }

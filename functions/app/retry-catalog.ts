@@ -1,0 +1,85 @@
+/**
+ * What retry decisions read besides the session: the retry policies, the queues and the retry
+ * configuration operators manage with the CLI. Read through a short cache, so a change applies
+ * within seconds without a restart, and a burst of finished runs costs one read of each.
+ */
+import type { Session } from "../core/model.ts";
+import type { SessionStore } from "../core/ports/session-store.ts";
+import { RETRY_CONFIG_DEFAULTS, type RetryConfig } from "../core/retry/config.ts";
+import type { RetryPolicy } from "../core/retry/policy.ts";
+import { resolvePolicies, type PolicyResolution } from "../core/retry/resolve.ts";
+import type { Clock } from "./ports.ts";
+
+interface Cached<T> {
+  readonly value: Promise<T>;
+  readonly atMs: number;
+  failed: boolean;
+}
+
+export class RetryCatalog {
+  readonly #store: SessionStore;
+  readonly #clock: Clock;
+  readonly #ttlMs: number;
+  #config: Cached<RetryConfig> | undefined;
+  #policies: Cached<ReadonlyMap<string, RetryPolicy>> | undefined;
+  readonly #queues = new Map<string, Cached<readonly string[]>>();
+
+  constructor(store: SessionStore, clock: Clock, ttlMs = 5_000) {
+    this.#store = store;
+    this.#clock = clock;
+    this.#ttlMs = ttlMs;
+  }
+
+  config(): Promise<RetryConfig> {
+    this.#config = this.#fresh(
+      this.#config,
+      async () => (await this.#store.getRetryConfig()) ?? RETRY_CONFIG_DEFAULTS,
+    );
+    return this.#config.value;
+  }
+
+  /** The policies that apply to the session: its queue's, then its own, or the default. */
+  async policiesFor(session: Session): Promise<PolicyResolution> {
+    const [config, known, queuePolicies] = await Promise.all([
+      this.config(),
+      this.#knownPolicies(),
+      this.#queuePolicies(session.spec.queue),
+    ]);
+    return resolvePolicies(
+      {
+        queuePolicies,
+        ...(session.spec.retry?.policies ? { sessionPolicies: session.spec.retry.policies } : {}),
+      },
+      config,
+      known,
+    );
+  }
+
+  #knownPolicies(): Promise<ReadonlyMap<string, RetryPolicy>> {
+    this.#policies = this.#fresh(
+      this.#policies,
+      async () => new Map((await this.#store.listRetryPolicies()).map((p) => [p.name, p])),
+    );
+    return this.#policies.value;
+  }
+
+  #queuePolicies(name: string): Promise<readonly string[]> {
+    const cached = this.#fresh(
+      this.#queues.get(name),
+      async () => (await this.#store.getQueue(name))?.retryPolicies ?? [],
+    );
+    this.#queues.set(name, cached);
+    return cached.value;
+  }
+
+  #fresh<T>(cached: Cached<T> | undefined, load: () => Promise<T>): Cached<T> {
+    const nowMs = this.#clock.nowMs();
+    if (cached && !cached.failed && nowMs - cached.atMs < this.#ttlMs) return cached;
+    const entry: Cached<T> = { value: load(), atMs: nowMs, failed: false };
+    // A failed read is not kept: the next decision reads again (the caller sees the error).
+    entry.value.catch(() => {
+      entry.failed = true;
+    });
+    return entry;
+  }
+}
