@@ -66,6 +66,9 @@ const SESSION_KEYS = [
   "priority",
   "tries",
   "runIndex",
+  "runName",
+  "retry",
+  "avoidAgents",
   "pendingReason",
   "cancelRequestedAt",
   "createdAt",
@@ -74,6 +77,7 @@ const SESSION_KEYS = [
   "executionName",
   "executionArn",
   "kernels",
+  "runs",
 ].sort();
 const KERNEL_KEYS = [
   "index",
@@ -210,6 +214,7 @@ describe("reading sessions back", () => {
       queue: "default",
       priority: 0,
       runIndex: 0,
+      runName: "cli-hello-1",
       executionName: "cli-hello-1",
       executionArn: "arn:aws:states:local:000000000000:execution:SessionLifecycle:cli-hello-1",
       createdAt: matching(ISO),
@@ -231,6 +236,7 @@ describe("reading sessions back", () => {
     const view = json(await cairn("history", "cli-fail-1", "-o", "json"));
     const records = view["records"] as Record<string, unknown>[];
     expect(view["sessionId"]).toBe("cli-fail-1");
+    expect(Array.isArray(view["runs"])).toBe(true);
     for (const record of records) expect(Object.keys(record).sort()).toEqual(RECORD_KEYS);
     expect(records.map((r) => r["seq"])).toEqual(records.map((_, i) => i));
     expect(records[0]).toMatchObject({ handler: "Submit", result: "SUBMITTED", from: "PENDING" });

@@ -9,12 +9,17 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { parseCommandLine, type Invocation } from "../bin/cli/args.ts";
 import { explainAwsError } from "../bin/cli/aws-errors.ts";
-import { describeStackOutputs, type CairnApi, type SessionReader } from "../bin/cli/cairn-api.ts";
+import {
+  describeStackOutputs,
+  type CairnApi,
+  type RetryAdmin,
+  type SessionReader,
+} from "../bin/cli/cairn-api.ts";
 import { COMMAND_NAMES, COMMANDS, GLOBAL_OPTIONS } from "../bin/cli/command-table.ts";
 import { UnreachableError, UsageError, WaitTimeoutError } from "../bin/cli/errors.ts";
 import { EXIT_CODE_HELP } from "../bin/cli/exit-codes.ts";
 import { followSession } from "../bin/cli/follow.ts";
-import { commandHelp, mainHelp } from "../bin/cli/help.ts";
+import { commandHelp, groupHelp, mainHelp } from "../bin/cli/help.ts";
 import type { CliIo } from "../bin/cli/io.ts";
 import { runCli } from "../bin/cli/main.ts";
 import {
@@ -24,12 +29,22 @@ import {
   renderProgress,
   renderSession,
 } from "../bin/cli/render.ts";
+import { policyView, renderPolicy, renderPolicyList, retryConfigView } from "../bin/cli/retry-views.ts";
 import { newSessionId } from "../bin/cli/session-id.ts";
 import { readSpecFile } from "../bin/cli/spec-file.ts";
 import { resolveConnection, type TargetDeps } from "../bin/cli/target.ts";
 import { executionArn, historyRecordView, historyView, listView, sessionView } from "../bin/cli/views.ts";
 import { SESSION_ID_PATTERN, type PutEventsEntry } from "../functions/core/events.ts";
-import type { HistoryRecord, Session, SessionWithKernels } from "../functions/core/model.ts";
+import type {
+  HistoryRecord,
+  Queue,
+  RunRecord,
+  Session,
+  SessionWithKernels,
+} from "../functions/core/model.ts";
+import { AlreadyExistsError, InUseError, NotFoundError } from "../functions/core/ports/session-store.ts";
+import { RETRY_CONFIG_DEFAULTS, type RetryConfig } from "../functions/core/retry/config.ts";
+import { parseRetryPolicy, parseRetryPolicyText, type RetryPolicy } from "../functions/core/retry/policy.ts";
 import { SPEC_DEFAULTS } from "../functions/core/spec.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -184,8 +199,14 @@ describe("parseCommandLine", () => {
   });
 
   test.each([
-    ["", "missing command (expected one of submit, get, history, list, cancel)"],
-    ["launch x", 'unknown command "launch" (expected one of submit, get, history, list, cancel)'],
+    [
+      "",
+      "missing command (expected one of submit, get, history, list, cancel, retry-policy, queue, retry-config)",
+    ],
+    [
+      "launch x",
+      'unknown command "launch" (expected one of submit, get, history, list, cancel, retry-policy, queue, retry-config)',
+    ],
     ["get abc-1 --verbose", "unknown option --verbose"],
     ["list -x", "unknown option -x"],
     ["--id abc-1 get abc-1", "unknown option --id"],
@@ -221,7 +242,10 @@ describe("parseCommandLine", () => {
       "--runtime-file is for the local runtime; it cannot be combined with --stack or --endpoint",
     ],
     ["list --endpoint localhost:4566", '--endpoint must be an http(s) URL, got "localhost:4566"'],
-    ["help launch", 'unknown command "launch" (expected one of submit, get, history, list, cancel)'],
+    [
+      "help launch",
+      'unknown command "launch" (expected one of submit, get, history, list, cancel, retry-policy, queue, retry-config)',
+    ],
   ])("%j is an error: %s", (line, message) => {
     expect(usageError(line).message).toBe(message);
   });
@@ -266,6 +290,9 @@ describe("views (the JSON output)", () => {
       priority: 0,
       tries: 0,
       runIndex: 0,
+      runName: "hello-abc12345",
+      retry: null,
+      avoidAgents: [],
       pendingReason: null,
       cancelRequestedAt: null,
       createdAt: "2026-11-21T12:00:00.000Z",
@@ -286,6 +313,7 @@ describe("views (the JSON output)", () => {
           finishedAt: null,
         },
       ],
+      runs: [],
     });
   });
 
@@ -319,6 +347,7 @@ describe("views (the JSON output)", () => {
           lastAt: "2026-11-21T12:00:01.900Z",
         },
       ],
+      runs: [],
     });
     expect(listView([RUNNING.session], true)).toEqual({
       sessions: [
@@ -347,7 +376,7 @@ describe("text rendering (time passed in)", () => {
         "session hello-abc12345 (hello)",
         "  status     RUNNING",
         "  queue      default, priority 0",
-        "  run        0, 0 tries in this stage",
+        "  run        hello-abc12345 (run 0), 0 tries in this stage",
         "  created    2026-11-21T12:00:00.000Z (1m05s ago)",
         "  updated    2026-11-21T12:00:04.000Z (1m01s ago)",
         "  stage      entered 2026-11-21T12:00:04.000Z, expires 2026-11-22T12:00:04.000Z",
@@ -445,7 +474,7 @@ describe("spec files", () => {
         "invalid session spec bad.yaml (3 problems):",
         "  resources.cpu: must be greater than 0",
         "  resources.gpu: unknown field (expected one of cpu, memoryMiB)",
-        "  foo: unknown field (expected one of name, queue, priority, replicas, resources, command, env, timeouts, maxTries)",
+        "  foo: unknown field (expected one of name, queue, priority, replicas, resources, command, env, timeouts, maxTries, retry)",
       ].join("\n"),
     );
   });
@@ -781,6 +810,85 @@ interface FakeWorld {
   readonly err: string[];
   readonly puts: PutEventsEntry[];
   readonly opened: number[];
+  readonly admin: FakeAdmin;
+}
+
+/**
+ * Retry policies, queues and the config in memory, with the store's contract: the same errors
+ * (real classes, so codes and messages match), policies checked on attach, in-use on delete.
+ */
+class FakeAdmin implements RetryAdmin {
+  readonly policies = new Map<string, RetryPolicy>();
+  readonly queues = new Map<string, Queue>();
+  config: RetryConfig | undefined;
+  writes = 0;
+
+  createRetryPolicy(policy: RetryPolicy): Promise<void> {
+    if (this.policies.has(policy.name))
+      return Promise.reject(new AlreadyExistsError("retry policy", policy.name));
+    this.writes++;
+    this.policies.set(policy.name, policy);
+    return Promise.resolve();
+  }
+  updateRetryPolicy(policy: RetryPolicy): Promise<void> {
+    if (!this.policies.has(policy.name))
+      return Promise.reject(new NotFoundError("retry policy", policy.name));
+    this.writes++;
+    this.policies.set(policy.name, policy);
+    return Promise.resolve();
+  }
+  getRetryPolicy(name: string): Promise<RetryPolicy | undefined> {
+    return Promise.resolve(this.policies.get(name));
+  }
+  listRetryPolicies(): Promise<RetryPolicy[]> {
+    return Promise.resolve([...this.policies.values()].sort((a, b) => a.name.localeCompare(b.name)));
+  }
+  deleteRetryPolicy(name: string): Promise<void> {
+    if (!this.policies.has(name)) return Promise.reject(new NotFoundError("retry policy", name));
+    const users = [...this.queues.values()].filter((q) => q.retryPolicies.includes(name)).map((q) => q.name);
+    if (users.length > 0) return Promise.reject(new InUseError("retry policy", name, users.sort()));
+    this.writes++;
+    this.policies.delete(name);
+    return Promise.resolve();
+  }
+  createQueue(input: Omit<Queue, "createdAtMs" | "updatedAtMs">, nowMs: number): Promise<Queue> {
+    if (this.queues.has(input.name)) return Promise.reject(new AlreadyExistsError("queue", input.name));
+    const missing = input.retryPolicies.find((p) => !this.policies.has(p));
+    if (missing !== undefined) return Promise.reject(new NotFoundError("retry policy", missing));
+    const queue = { ...input, createdAtMs: nowMs, updatedAtMs: nowMs };
+    this.writes++;
+    this.queues.set(input.name, queue);
+    return Promise.resolve(queue);
+  }
+  updateQueue(input: Omit<Queue, "createdAtMs" | "updatedAtMs">, nowMs: number): Promise<Queue> {
+    const current = this.queues.get(input.name);
+    if (current === undefined) return Promise.reject(new NotFoundError("queue", input.name));
+    const missing = input.retryPolicies.find((p) => !this.policies.has(p));
+    if (missing !== undefined) return Promise.reject(new NotFoundError("retry policy", missing));
+    const queue = { ...input, createdAtMs: current.createdAtMs, updatedAtMs: nowMs };
+    this.writes++;
+    this.queues.set(input.name, queue);
+    return Promise.resolve(queue);
+  }
+  getQueue(name: string): Promise<Queue | undefined> {
+    return Promise.resolve(this.queues.get(name));
+  }
+  listQueues(): Promise<Queue[]> {
+    return Promise.resolve([...this.queues.values()].sort((a, b) => a.name.localeCompare(b.name)));
+  }
+  deleteQueue(name: string): Promise<void> {
+    if (!this.queues.delete(name)) return Promise.reject(new NotFoundError("queue", name));
+    this.writes++;
+    return Promise.resolve();
+  }
+  getRetryConfig(): Promise<RetryConfig | undefined> {
+    return Promise.resolve(this.config);
+  }
+  putRetryConfig(config: RetryConfig): Promise<void> {
+    this.writes++;
+    this.config = config;
+    return Promise.resolve();
+  }
 }
 
 function fakeWorld(
@@ -792,9 +900,11 @@ function fakeWorld(
   const err: string[] = [];
   const puts: PutEventsEntry[] = [];
   const opened: number[] = [];
+  const admin = new FakeAdmin();
   const store: SessionReader = {
     getSession: (id) => Promise.resolve(sessions[id]),
     listHistory: () => Promise.resolve(HISTORY),
+    listRuns: () => Promise.resolve([]),
     listRecentSessions: () => Promise.resolve({ items: Object.values(sessions).map((s) => s.session) }),
     listSessionsByStatus: (status) =>
       Promise.resolve({
@@ -806,6 +916,7 @@ function fakeWorld(
   };
   const api: CairnApi = {
     store,
+    admin,
     eventBusName: "cairn",
     stateMachineArn: RUNTIME_FILE.stateMachineArn,
     put: (entry) => {
@@ -838,7 +949,7 @@ function fakeWorld(
     },
     stackOutputs: () => Promise.reject(new Error("unexpected")),
   };
-  return { io, out, err, puts, opened };
+  return { io, out, err, puts, opened, admin };
 }
 
 describe("runCli", () => {
@@ -868,7 +979,7 @@ describe("runCli", () => {
     const world = fakeWorld({}, { "/work/bad.yaml": "name: bad\ncommand: [x]\ncolour: blue\n" });
     expect(await runCli(["submit", "-f", "bad.yaml", "--runtime-file", "/nowhere.json"], world.io)).toBe(2);
     expect(world.err).toEqual([
-      "cairn: invalid session spec bad.yaml (1 problem):\n  colour: unknown field (expected one of name, queue, priority, replicas, resources, command, env, timeouts, maxTries)",
+      "cairn: invalid session spec bad.yaml (1 problem):\n  colour: unknown field (expected one of name, queue, priority, replicas, resources, command, env, timeouts, maxTries, retry)",
     ]);
     expect(world.opened).toEqual([]);
     expect(world.puts).toEqual([]);
@@ -974,5 +1085,453 @@ describe("runCli", () => {
         "hello-abc12345  hello  RUNNING  default  0         1m05s ago  -",
       ].join("\n"),
     );
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Retries: runs in get/history, and the retry-policy, queue and retry-config commands.
+
+const POLICY_YAML = [
+  "apiVersion: cairn.dev/v1",
+  "kind: RetryPolicy",
+  "metadata: { name: infra }",
+  "spec:",
+  "  retryLimit: 3",
+  "  backoff: { initialDelay: 10s, maxDelay: 5m }",
+  "  antiAffinity: { mode: node }",
+  "  rules:",
+  '    - { action: Retry, containerName: "*", onConditions: [OOMKilled, Evicted] }',
+  "    - { action: Retry, onExitCodes: { operator: In, values: [137, 143] }, retryLimit: 1 }",
+  "    - { action: Fail, onExitCodes: { operator: NotIn, values: [1] } }",
+  '    - { action: Retry, onTerminationMessage: { pattern: "CUDA error" }, backoff: { multiplier: 3 } }',
+  "    - { action: Retry, onFailureCategory: [network] }",
+  "",
+].join("\n");
+
+const BAD_POLICY_YAML = [
+  "apiVersion: cairn.dev/v1",
+  "kind: RetryPolicy",
+  "metadata: { name: infra }",
+  "spec:",
+  "  retryLimit: -1",
+  "  rules:",
+  "    - { action: Retry, onExitCodes: { operator: In, values: [0] } }",
+  "    - { action: Retry }",
+  "",
+].join("\n");
+
+const RUNS: RunRecord[] = [
+  {
+    sessionId: "hello-abc12345",
+    runIndex: 0,
+    name: "hello-abc12345",
+    outcome: "FAILED",
+    startedAtMs: T0 + 3_500,
+    endedAtMs: T0 + 5_750,
+    decision: "retry",
+    reason: "infra#0 matched condition OOMKilled on kernel 0 (retry 1 of 3)",
+    delayMs: 10_000,
+    avoidAgentId: "agent-1",
+    kernels: [
+      {
+        index: 0,
+        agentId: "agent-1",
+        status: "TERMINATED",
+        outcome: "FAILED",
+        exitCode: 137,
+        condition: "OOMKilled",
+        message: "out of\nmemory",
+        startedAtMs: T0 + 3_500,
+        finishedAtMs: T0 + 5_750,
+      },
+      { index: 1, agentId: "agent-2", status: "TERMINATED", outcome: "SUCCEEDED", exitCode: 0 },
+    ],
+  },
+];
+
+const RETRIED: SessionWithKernels = {
+  session: session({
+    runIndex: 1,
+    retry: { failureCount: 1, preemptionCount: 0, totalRetries: 1, ruleRetries: { "infra#0": 1 } },
+    avoidAgentIds: ["agent-1"],
+  }),
+  kernels: RUNNING.kernels,
+};
+
+describe("retry commands: parsing", () => {
+  const parse = (...argv: string[]): Invocation => parseCommandLine(argv);
+  const usage = (...argv: string[]): string => {
+    try {
+      parse(...argv);
+    } catch (error) {
+      expect(error).toBeInstanceOf(UsageError);
+      return (error as UsageError).message;
+    }
+    throw new Error(`${argv.join(" ")} parsed without error`);
+  };
+
+  test("two-word commands, with options before, between and after the words", () => {
+    expect(parse("retry-policy", "create", "-f", "p.yaml")).toEqual({
+      kind: "retry-policy create",
+      file: "p.yaml",
+      output: "text",
+      target: {},
+    });
+    expect(parse("-o", "yaml", "retry-policy", "get", "infra")).toMatchObject({
+      kind: "retry-policy get",
+      name: "infra",
+      output: "yaml",
+    });
+    expect(parse("queue", "--priority=-5", "create", "gpu", "--retry-policy", "infra, ml")).toEqual({
+      kind: "queue create",
+      name: "gpu",
+      priority: -5,
+      retryPolicies: ["infra", "ml"],
+      output: "text",
+      target: {},
+    });
+    expect(parse("queue", "update", "gpu", "--retry-policy", "")).toMatchObject({ retryPolicies: [] });
+    expect(parse("queue", "list", "-o", "json")).toMatchObject({ kind: "queue list", output: "json" });
+    expect(
+      parse(
+        "retry-config",
+        "set",
+        "--enabled",
+        "false",
+        "--global-max-retries",
+        "5",
+        "--default-policy",
+        "infra",
+        "--default-backoff-initial",
+        "1s",
+        "--default-backoff-max",
+        "2m",
+        "--default-backoff-multiplier",
+        "1.5",
+      ),
+    ).toMatchObject({
+      kind: "retry-config set",
+      changes: {
+        enabled: false,
+        globalMaxRetries: 5,
+        defaultPolicyName: "infra",
+        initialDelay: "1s",
+        maxDelay: "2m",
+        multiplier: 1.5,
+      },
+    });
+  });
+
+  test("help for a group and for one of its commands", () => {
+    expect(parse("queue", "--help")).toEqual({ kind: "help", group: "queue" });
+    expect(parse("help", "queue")).toEqual({ kind: "help", group: "queue" });
+    expect(parse("help", "queue", "create")).toEqual({ kind: "help", command: "queue create" });
+    expect(parse("retry-policy", "get", "-h")).toEqual({ kind: "help", command: "retry-policy get" });
+    const help = groupHelp("retry-policy");
+    expect(help).toContain("usage: cairn retry-policy <create|update|get|delete|list> [options]");
+    for (const action of ["create", "update", "get", "delete", "list"])
+      expect(help).toMatch(new RegExp(`^  ${action} `, "m"));
+    expect(commandHelp("retry-policy create")).toContain("kind: RetryPolicy");
+  });
+
+  test.each([
+    [["queue"], "missing what to do with queue (expected one of create, update, get, delete, list)"],
+    [
+      ["queue", "make", "x"],
+      'unknown queue command "make" (expected one of create, update, get, delete, list)',
+    ],
+    [["retry-policy", "create"], "missing the policy: -f FILE"],
+    [
+      ["retry-policy", "get", "bad name"],
+      `NAME "bad name" is not a valid name: 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+    ],
+    [["queue", "get", "gpu", "-o", "yaml"], '--output must be text or json, got "yaml"'],
+    [["retry-policy", "get", "x", "-o", "xml"], '--output must be text, json or yaml, got "xml"'],
+    [["queue", "update", "gpu"], "nothing to change: give --priority and/or --retry-policy"],
+    [
+      ["queue", "create", "gpu", "--priority", "1.5"],
+      '--priority must be a whole number from -1000 to 1000, got "1.5"',
+    ],
+    [
+      ["queue", "create", "gpu", "--priority", "5000"],
+      '--priority must be a whole number from -1000 to 1000, got "5000"',
+    ],
+    [["queue", "create", "gpu", "--retry-policy", "a,b,a"], "--retry-policy lists a twice"],
+    [["retry-config", "set"], "nothing to change: give at least one setting (see the options)"],
+    [["retry-config", "set", "--enabled", "yes"], '--enabled must be true or false, got "yes"'],
+    [
+      ["retry-config", "set", "--global-max-retries", "-1"],
+      'option --global-max-retries needs a value, got "-1" (write --global-max-retries=-1 if that is the value)',
+    ],
+    [
+      ["retry-config", "set", "--global-max-retries", "two"],
+      '--global-max-retries must be a whole number, got "two"',
+    ],
+    [
+      ["retry-config", "set", "--default-backoff-multiplier", "x"],
+      '--default-backoff-multiplier must be a number, got "x"',
+    ],
+  ])("%j is an error: %s", (argv, message) => {
+    expect(usage(...argv)).toBe(message);
+  });
+});
+
+describe("retry views and rendering", () => {
+  const NOW = T0 + 65_000;
+
+  test("get: run name, retry counters, avoided agents and finished runs, every field present", () => {
+    const view = sessionView(RETRIED, undefined, RUNS);
+    expect(view).toMatchObject({
+      runIndex: 1,
+      runName: "hello-abc12345.1",
+      retry: { failureCount: 1, preemptionCount: 0, totalRetries: 1, ruleRetries: { "infra#0": 1 } },
+      avoidAgents: ["agent-1"],
+    });
+    expect(view.runs).toEqual([
+      {
+        runIndex: 0,
+        name: "hello-abc12345",
+        outcome: "FAILED",
+        decision: "retry",
+        reason: "infra#0 matched condition OOMKilled on kernel 0 (retry 1 of 3)",
+        delayMs: 10_000,
+        avoidAgentId: "agent-1",
+        startedAt: "2026-11-21T12:00:03.500Z",
+        endedAt: "2026-11-21T12:00:05.750Z",
+        kernels: [
+          {
+            index: 0,
+            status: "TERMINATED",
+            agent: "agent-1",
+            outcome: "FAILED",
+            exitCode: 137,
+            condition: "OOMKilled",
+            message: "out of\nmemory",
+            startedAt: "2026-11-21T12:00:03.500Z",
+            finishedAt: "2026-11-21T12:00:05.750Z",
+          },
+          {
+            index: 1,
+            status: "TERMINATED",
+            agent: "agent-2",
+            outcome: "SUCCEEDED",
+            exitCode: 0,
+            condition: null,
+            message: null,
+            startedAt: null,
+            finishedAt: null,
+          },
+        ],
+      },
+    ]);
+  });
+
+  test("the session block lists the runs, failed kernels only, one line each", () => {
+    const text = renderSession(sessionView(RETRIED, undefined, RUNS), NOW);
+    expect(text).toContain("  run        hello-abc12345.1 (run 1), 0 tries in this stage\n");
+    expect(text).toContain("  retries    1 counted (1 failure, 0 preemptions)\n");
+    expect(text).toContain("  avoiding   agent-1\n");
+    expect(text.split("\n").slice(-3)).toEqual([
+      "  runs:",
+      "    RUN  NAME            OUTCOME  DECISION                             ENDED                     FAILED KERNELS                                 REASON",
+      '    0    hello-abc12345  FAILED   retry after 10.0s, avoiding agent-1  2026-11-21T12:00:05.750Z  k0@agent-1 exit 137 OOMKilled "out of memory"  infra#0 matched condition OOMKilled on kernel 0 (retry 1 of 3)',
+    ]);
+    expect(renderHistory(historyView("hello-abc12345", HISTORY, RUNS))).toMatch(/\n\nruns:\nRUN {2}NAME/);
+  });
+
+  test("a policy as text, as its document, and a config view with the flags' units", () => {
+    const policy = parseRetryPolicyText(POLICY_YAML);
+    expect(renderPolicy(policy)).toBe(
+      [
+        "retry policy infra",
+        "  retryLimit     3",
+        "  defaultAction  Fail",
+        "  backoff        initial 10s, max 5m",
+        "  antiAffinity   node",
+        "  RULE  ACTION  KERNEL        MATCH                         LIMIT  BACKOFF  ANTI-AFFINITY",
+        "  0     Retry   *             condition OOMKilled, Evicted  -      -        -",
+        "  1     Retry   first failed  exit code in 137, 143         1      -        -",
+        "  2     Fail    first failed  exit code not in 1            -      -        -",
+        "  3     Retry   first failed  message /CUDA error/          -      x3       -",
+        "  4     Retry   first failed  category network              -      -        -",
+      ].join("\n"),
+    );
+    expect(parseRetryPolicy(policyView(policy))).toEqual(policy);
+    expect(renderPolicyList([])).toBe("no retry policies");
+    expect(retryConfigView(RETRY_CONFIG_DEFAULTS, false)).toEqual({
+      enabled: true,
+      globalMaxRetries: 20,
+      defaultPolicyName: "default",
+      defaultBackoff: { initialDelay: "0s", maxDelay: "10m", multiplier: 2 },
+      stored: false,
+    });
+  });
+});
+
+describe("runCli: retry policies, queues and the retry config", () => {
+  const files = {
+    "/work/infra.yaml": POLICY_YAML,
+    "/work/bad.yaml": BAD_POLICY_YAML,
+  };
+
+  test("create stores the validated policy; get -o yaml prints a document create accepts back", async () => {
+    const world = fakeWorld({}, files);
+    expect(await runCli(["retry-policy", "create", "-f", "infra.yaml"], world.io)).toBe(0);
+    expect(world.out).toEqual(["created retry policy infra"]);
+    expect(world.admin.policies.get("infra")).toEqual(parseRetryPolicyText(POLICY_YAML));
+
+    const get = fakeWorld({}, files);
+    get.admin.policies.set("infra", parseRetryPolicyText(POLICY_YAML));
+    expect(await runCli(["retry-policy", "get", "infra", "-o", "yaml"], get.io)).toBe(0);
+    const yaml = get.out.join("\n");
+    expect(yaml).toMatch(/^apiVersion: cairn.dev\/v1\nkind: RetryPolicy\n/);
+    expect(parseRetryPolicyText(yaml)).toEqual(get.admin.policies.get("infra"));
+    expect(await runCli(["retry-policy", "get", "infra", "-o", "json"], get.io)).toBe(0);
+    expect(parseRetryPolicyText(get.out.at(-1)!)).toEqual(get.admin.policies.get("infra"));
+  });
+
+  test("an invalid policy file: exit 2, every problem as <path>: <reason>, Cairn never contacted", async () => {
+    const world = fakeWorld({}, files);
+    expect(await runCli(["retry-policy", "create", "bad.yaml"], world.io)).toBe(2);
+    expect(world.err).toEqual([
+      [
+        "cairn: invalid retry policy bad.yaml (3 problems):",
+        "  spec.retryLimit: must be at least 0",
+        "  spec.rules[0].onExitCodes.values[0]: exit code 0 never matches (it means success)",
+        "  spec.rules[1]: must have a matcher: one of onExitCodes, onConditions, onTerminationMessage, onFailureCategory",
+      ].join("\n"),
+    ]);
+    expect(world.opened).toEqual([]);
+    expect(world.admin.writes).toBe(0);
+    const syntax = fakeWorld({}, { "/work/broken.yaml": "spec: [\n" });
+    expect(await runCli(["retry-policy", "update", "-f", "broken.yaml"], syntax.io)).toBe(2);
+    expect(syntax.err[0]).toMatch(
+      /^cairn: broken.yaml: invalid retry policy: syntax error at line \d+, column \d+: /,
+    );
+    const missing = fakeWorld();
+    expect(await runCli(["retry-policy", "create", "-f", "nope.yaml"], missing.io)).toBe(2);
+    expect(missing.err).toEqual(["cairn: cannot read the retry policy nope.yaml: no such file"]);
+  });
+
+  test("conflicts: a taken name and a policy in use are exit 2, an absent one exit 3", async () => {
+    const world = fakeWorld({}, files);
+    expect(await runCli(["retry-policy", "create", "-f", "infra.yaml"], world.io)).toBe(0);
+    expect(await runCli(["retry-policy", "create", "-f", "infra.yaml"], world.io)).toBe(2);
+    expect(world.err).toEqual([
+      "cairn: retry policy infra already exists (change it with `cairn retry-policy update`)",
+    ]);
+    expect(await runCli(["queue", "create", "gpu", "--retry-policy", "infra"], world.io)).toBe(0);
+    world.err.length = 0;
+    expect(await runCli(["retry-policy", "delete", "infra"], world.io)).toBe(2);
+    expect(world.err).toEqual([
+      "cairn: retry policy infra is in use by gpu (detach it first, e.g. `cairn queue update gpu --retry-policy …` without infra)",
+    ]);
+    world.err.length = 0;
+    for (const argv of [
+      ["retry-policy", "delete", "ghost"],
+      ["retry-policy", "get", "ghost"],
+      ["queue", "get", "ghost"],
+      ["queue", "delete", "ghost"],
+      ["queue", "update", "ghost", "--priority", "1"],
+    ]) {
+      expect(await runCli(argv, world.io)).toBe(3);
+    }
+    expect(world.err).toEqual([
+      "cairn: retry policy ghost not found",
+      "cairn: retry policy ghost not found",
+      "cairn: queue ghost not found",
+      "cairn: queue ghost not found",
+      "cairn: queue ghost not found",
+    ]);
+  });
+
+  test("queue create names every unknown policy and stores nothing; update keeps what is not given", async () => {
+    const world = fakeWorld({}, files);
+    await runCli(["retry-policy", "create", "-f", "infra.yaml"], world.io);
+    expect(await runCli(["queue", "create", "gpu", "--retry-policy", "ghost,infra,phantom"], world.io)).toBe(
+      2,
+    );
+    expect(world.err).toEqual([
+      "cairn: unknown retry policies ghost, phantom: create them first with `cairn retry-policy create -f FILE`",
+    ]);
+    expect(world.admin.queues.size).toBe(0);
+
+    expect(
+      await runCli(
+        ["queue", "create", "gpu", "--priority", "5", "--retry-policy", "infra", "-o", "json"],
+        world.io,
+      ),
+    ).toBe(0);
+    expect(JSON.parse(world.out.at(-1)!)).toEqual({
+      name: "gpu",
+      priority: 5,
+      retryPolicies: ["infra"],
+      createdAt: "2026-11-21T12:01:05.000Z",
+      updatedAt: "2026-11-21T12:01:05.000Z",
+    });
+    expect(await runCli(["queue", "update", "gpu", "--priority", "7"], world.io)).toBe(0);
+    expect(world.admin.queues.get("gpu")).toMatchObject({ priority: 7, retryPolicies: ["infra"] });
+    expect(await runCli(["queue", "update", "gpu", "--retry-policy", ""], world.io)).toBe(0);
+    expect(world.admin.queues.get("gpu")).toMatchObject({ priority: 7, retryPolicies: [] });
+    world.out.length = 0;
+    expect(await runCli(["queue", "list"], world.io)).toBe(0);
+    expect(world.out).toEqual([
+      [
+        "NAME  PRIORITY  RETRY-POLICIES  UPDATED",
+        "gpu   7         -               2026-11-21T12:01:05.000Z",
+      ].join("\n"),
+    ]);
+    expect(await runCli(["queue", "delete", "gpu"], world.io)).toBe(0);
+    expect(await runCli(["retry-policy", "delete", "infra"], world.io)).toBe(0);
+    expect(world.admin.policies.size).toBe(0);
+  });
+
+  test("retry-config: the defaults until set; set merges its flags and validates the whole", async () => {
+    const world = fakeWorld();
+    expect(await runCli(["retry-config", "get", "-o", "json"], world.io)).toBe(0);
+    expect(JSON.parse(world.out[0]!)).toMatchObject({ stored: false, globalMaxRetries: 20 });
+    expect(
+      await runCli(
+        ["retry-config", "set", "--global-max-retries", "5", "--default-backoff-initial", "10s"],
+        world.io,
+      ),
+    ).toBe(0);
+    expect(world.admin.config).toEqual({
+      ...RETRY_CONFIG_DEFAULTS,
+      globalMaxRetries: 5,
+      defaultBackoff: { ...RETRY_CONFIG_DEFAULTS.defaultBackoff, initialDelayMs: 10_000 },
+    });
+    expect(await runCli(["retry-config", "set", "--enabled", "false"], world.io)).toBe(0);
+    expect(world.admin.config).toMatchObject({ enabled: false, globalMaxRetries: 5 });
+
+    const writes = world.admin.writes;
+    world.err.length = 0;
+    expect(
+      await runCli(
+        ["retry-config", "set", "--default-backoff-max", "5s", "--default-backoff-multiplier", "0.5"],
+        world.io,
+      ),
+    ).toBe(2);
+    expect(world.err).toEqual([
+      [
+        "cairn: invalid retry configuration (2 problems):",
+        "  defaultBackoff.multiplier (--default-backoff-multiplier): must be at least 1",
+        "  defaultBackoff.maxDelay (--default-backoff-max): must be at least initialDelay (10s)",
+      ].join("\n"),
+    ]);
+    expect(world.admin.writes).toBe(writes);
+  });
+
+  test("get and history show the finished runs (JSON: runs next to records)", async () => {
+    const world = fakeWorld({ "hello-abc12345": RETRIED }, {}, { listRuns: () => Promise.resolve(RUNS) });
+    expect(await runCli(["get", "hello-abc12345", "-o", "json"], world.io)).toBe(0);
+    expect(JSON.parse(world.out[0]!)).toMatchObject({
+      runName: "hello-abc12345.1",
+      runs: [{ runIndex: 0, name: "hello-abc12345", decision: "retry" }],
+    });
+    expect(await runCli(["history", "hello-abc12345", "-o", "json"], world.io)).toBe(0);
+    const history = JSON.parse(world.out[1]!) as { records: unknown[]; runs: unknown[] };
+    expect(history.records).toHaveLength(3);
+    expect(history.runs).toEqual(sessionView(RETRIED, undefined, RUNS).runs);
   });
 });

@@ -5,20 +5,26 @@
  */
 import { parseArgs } from "node:util";
 import { MAX_MESSAGE_LENGTH, SESSION_ID_PATTERN } from "../../functions/core/events.ts";
+import { NAME_PATTERN, SPEC_LIMITS } from "../../functions/core/spec.ts";
 import { SESSION_STATUSES, type SessionStatus } from "../../functions/core/status.ts";
 import {
   COMMAND_NAMES,
   COMMANDS,
   DEFAULT_LIST_LIMIT,
   GLOBAL_OPTIONS,
+  groupActions,
   isCommandName,
+  isGroupName,
   MAX_LIST_LIMIT,
+  outputsOf,
   type CommandName,
+  type GroupName,
   type OptionTable,
+  type OutputFormat,
 } from "./command-table.ts";
 import { UsageError } from "./errors.ts";
 
-export type OutputFormat = "text" | "json";
+export type { OutputFormat } from "./command-table.ts";
 
 /** Where Cairn is: the local runtime file, or a stack and/or endpoint. */
 export interface TargetOptions {
@@ -34,9 +40,19 @@ interface Common {
   readonly output: OutputFormat;
 }
 
+/** `retry-config set` flags, as given (validated with the stored configuration they change). */
+export interface RetryConfigChanges {
+  readonly enabled?: boolean;
+  readonly globalMaxRetries?: number;
+  readonly defaultPolicyName?: string;
+  readonly initialDelay?: string;
+  readonly maxDelay?: string;
+  readonly multiplier?: number;
+}
+
 export type Invocation =
-  /** `command` undefined: the CLI's own help. */
-  | { readonly kind: "help"; readonly command?: CommandName }
+  /** `command` and `group` undefined: the CLI's own help. */
+  | { readonly kind: "help"; readonly command?: CommandName; readonly group?: GroupName }
   | (Common & {
       readonly kind: "submit";
       /** A path, or `-` for stdin. */
@@ -48,28 +64,62 @@ export type Invocation =
   | (Common & { readonly kind: "get"; readonly sessionId: string })
   | (Common & { readonly kind: "history"; readonly sessionId: string })
   | (Common & { readonly kind: "list"; readonly status?: SessionStatus; readonly limit: number })
-  | (Common & { readonly kind: "cancel"; readonly sessionId: string; readonly reason?: string });
+  | (Common & { readonly kind: "cancel"; readonly sessionId: string; readonly reason?: string })
+  | (Common & {
+      readonly kind: "retry-policy create" | "retry-policy update";
+      /** A path, or `-` for stdin. */
+      readonly file: string;
+    })
+  | (Common & {
+      readonly kind: "retry-policy get" | "retry-policy delete" | "queue get" | "queue delete";
+      readonly name: string;
+    })
+  | (Common & { readonly kind: "retry-policy list" | "queue list" | "retry-config get" })
+  | (Common & {
+      readonly kind: "queue create" | "queue update";
+      readonly name: string;
+      readonly priority?: number;
+      readonly retryPolicies?: readonly string[];
+    })
+  | (Common & { readonly kind: "retry-config set"; readonly changes: RetryConfigChanges });
 
 type Values = Readonly<Record<string, string | true | undefined>>;
 
 export function parseCommandLine(argv: readonly string[]): Invocation {
   const at = commandIndex(argv);
-  const name = at === undefined ? undefined : argv[at];
-  if (name === undefined || at === undefined) {
+  const first = at === undefined ? undefined : argv[at];
+  if (first === undefined || at === undefined) {
     const { values } = readOptions([...argv], GLOBAL_OPTIONS, undefined);
     if (values["help"] === true) return { kind: "help" };
-    throw new UsageError(`missing command (expected one of ${COMMAND_NAMES.join(", ")})`);
+    throw new UsageError(`missing command (expected one of ${TOP_LEVEL.join(", ")})`);
   }
-  if (name === "help") {
-    const topic = argv[at + 1];
-    if (topic === undefined) return { kind: "help" };
-    if (!isCommandName(topic)) throw unknownCommand(topic);
-    return { kind: "help", command: topic };
+  if (first === "help") return helpTopic(argv.slice(at + 1));
+  let command: CommandName;
+  let rest: string[];
+  if (isGroupName(first)) {
+    // `cairn retry-policy create …`: the action is the next word that is not an option.
+    const after = argv.slice(at + 1);
+    const actionAt = commandIndex(after);
+    const action = actionAt === undefined ? undefined : after[actionAt];
+    const others = [...argv.slice(0, at), ...after.filter((_, i) => i !== actionAt)];
+    if (action === undefined || actionAt === undefined) {
+      if (
+        readOptions(others, { ...GLOBAL_OPTIONS, ...groupOptions(first) }, undefined).values["help"] === true
+      ) {
+        return { kind: "help", group: first };
+      }
+      throw missingAction(first);
+    }
+    const name = `${first} ${action}`;
+    if (!isCommandName(name)) throw missingAction(first, action);
+    command = name;
+    rest = others;
+  } else {
+    if (!isCommandName(first)) throw unknownCommand(first);
+    command = first;
+    rest = [...argv.slice(0, at), ...argv.slice(at + 1)];
   }
-  if (!isCommandName(name)) throw unknownCommand(name);
-  const command = name;
   const def = COMMANDS[command];
-  const rest = [...argv.slice(0, at), ...argv.slice(at + 1)];
   const { values, positionals } = readOptions(rest, { ...GLOBAL_OPTIONS, ...def.options }, command);
   if (values["help"] === true) return { kind: "help", command };
   if (positionals.length < def.minPositionals) {
@@ -81,6 +131,24 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
   }
   const common: Common = { target: targetOptions(values, command), output: outputFormat(values, command) };
   switch (command) {
+    case "retry-policy create":
+    case "retry-policy update":
+      return { ...common, kind: command, file: fileArgument(values, positionals, command, "the policy") };
+    case "retry-policy get":
+    case "retry-policy delete":
+      return { ...common, kind: command, name: nameArgument(positionals[0], "NAME", command) };
+    case "queue get":
+    case "queue delete":
+      return { ...common, kind: command, name: nameArgument(positionals[0], "NAME", command) };
+    case "retry-policy list":
+    case "queue list":
+    case "retry-config get":
+      return { ...common, kind: command };
+    case "queue create":
+    case "queue update":
+      return queueInvocation(common, command, values, positionals);
+    case "retry-config set":
+      return { ...common, kind: command, changes: retryConfigChanges(values) };
     case "submit":
       return submitInvocation(common, values, positionals);
     case "get":
@@ -104,16 +172,7 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
 }
 
 function submitInvocation(common: Common, values: Values, positionals: readonly string[]): Invocation {
-  const flag = stringValue(values, "file");
-  const positional = positionals[0];
-  if (flag !== undefined && positional !== undefined) {
-    throw new UsageError(
-      `give the spec once: either FILE or -f, not both ("${positional}", "${flag}")`,
-      "submit",
-    );
-  }
-  const file = flag ?? positional;
-  if (file === undefined) throw new UsageError("missing the spec: -f FILE", "submit");
+  const file = fileArgument(values, positionals, "submit", "the spec");
   const wait = values["wait"] === true;
   const rawTimeout = stringValue(values, "timeout");
   if (rawTimeout !== undefined && !wait) {
@@ -128,6 +187,78 @@ function submitInvocation(common: Common, values: Values, positionals: readonly 
     ...optional("sessionId", id === undefined ? undefined : sessionIdValue("--id", id, "submit")),
     ...optional("timeoutSeconds", rawTimeout === undefined ? undefined : timeoutOption(rawTimeout)),
   };
+}
+
+/** A file given as FILE or -f FILE, not both. */
+function fileArgument(
+  values: Values,
+  positionals: readonly string[],
+  command: CommandName,
+  what: string,
+): string {
+  const flag = stringValue(values, "file");
+  const positional = positionals[0];
+  if (flag !== undefined && positional !== undefined) {
+    throw new UsageError(
+      `give ${what} once: either FILE or -f, not both ("${positional}", "${flag}")`,
+      command,
+    );
+  }
+  const file = flag ?? positional;
+  if (file === undefined) throw new UsageError(`missing ${what}: -f FILE`, command);
+  return file;
+}
+
+function queueInvocation(
+  common: Common,
+  command: "queue create" | "queue update",
+  values: Values,
+  positionals: readonly string[],
+): Invocation {
+  const name = nameArgument(positionals[0], "NAME", command);
+  const priority = priorityOption(stringValue(values, "priority"), command);
+  const policies = stringValue(values, "retry-policy");
+  const retryPolicies = policies === undefined ? undefined : policyList(policies, command);
+  if (command === "queue update" && priority === undefined && retryPolicies === undefined) {
+    throw new UsageError("nothing to change: give --priority and/or --retry-policy", command);
+  }
+  return {
+    ...common,
+    kind: command,
+    name,
+    ...optional("priority", priority),
+    ...optional("retryPolicies", retryPolicies),
+  };
+}
+
+function retryConfigChanges(values: Values): RetryConfigChanges {
+  const command = "retry-config set";
+  const enabled = stringValue(values, "enabled");
+  if (enabled !== undefined && enabled !== "true" && enabled !== "false") {
+    throw new UsageError(`--enabled must be true or false, got "${enabled}"`, command);
+  }
+  const maxRetries = stringValue(values, "global-max-retries");
+  if (maxRetries !== undefined && !/^\d+$/.test(maxRetries)) {
+    throw new UsageError(`--global-max-retries must be a whole number, got "${maxRetries}"`, command);
+  }
+  const defaultPolicy = stringValue(values, "default-policy");
+  if (defaultPolicy !== undefined) nameArgument(defaultPolicy, "--default-policy", command);
+  const multiplier = stringValue(values, "default-backoff-multiplier");
+  if (multiplier !== undefined && (multiplier.trim() === "" || !Number.isFinite(Number(multiplier)))) {
+    throw new UsageError(`--default-backoff-multiplier must be a number, got "${multiplier}"`, command);
+  }
+  const changes: RetryConfigChanges = {
+    ...optional("enabled", enabled === undefined ? undefined : enabled === "true"),
+    ...optional("globalMaxRetries", maxRetries === undefined ? undefined : Number(maxRetries)),
+    ...optional("defaultPolicyName", defaultPolicy),
+    ...optional("initialDelay", stringValue(values, "default-backoff-initial")),
+    ...optional("maxDelay", stringValue(values, "default-backoff-max")),
+    ...optional("multiplier", multiplier === undefined ? undefined : Number(multiplier)),
+  };
+  if (Object.keys(changes).length === 0) {
+    throw new UsageError("nothing to change: give at least one setting (see the options)", command);
+  }
+  return changes;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -212,8 +343,43 @@ function commandIndex(argv: readonly string[]): number | undefined {
   return undefined;
 }
 
+/** What `cairn <command>` accepts as its first word: single commands and groups. */
+const TOP_LEVEL: readonly string[] = [...new Set(COMMAND_NAMES.map((name) => name.split(" ")[0] ?? name))];
+
 function unknownCommand(name: string): UsageError {
-  return new UsageError(`unknown command "${name}" (expected one of ${COMMAND_NAMES.join(", ")})`);
+  return new UsageError(`unknown command "${name}" (expected one of ${TOP_LEVEL.join(", ")})`);
+}
+
+function missingAction(group: GroupName, action?: string): UsageError {
+  const expected = `expected one of ${groupActions(group).join(", ")}`;
+  return new UsageError(
+    action === undefined
+      ? `missing what to do with ${group} (${expected})`
+      : `unknown ${group} command "${action}" (${expected})`,
+    group,
+  );
+}
+
+/** The options any action of the group takes, so `cairn queue --priority 3 --help` is help. */
+function groupOptions(group: GroupName): OptionTable {
+  return Object.assign(
+    {},
+    ...groupActions(group).map((action) => COMMANDS[`${group} ${action}` as CommandName].options),
+  ) as OptionTable;
+}
+
+/** `cairn help`, `cairn help get`, `cairn help queue`, `cairn help queue create`. */
+function helpTopic(words: readonly string[]): Invocation {
+  const [topic, action] = words;
+  if (topic === undefined) return { kind: "help" };
+  if (isGroupName(topic)) {
+    if (action === undefined) return { kind: "help", group: topic };
+    const name = `${topic} ${action}`;
+    if (!isCommandName(name)) throw missingAction(topic, action);
+    return { kind: "help", command: name };
+  }
+  if (!isCommandName(topic)) throw unknownCommand(topic);
+  return { kind: "help", command: topic };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -261,9 +427,51 @@ function isHttpUrl(text: string): boolean {
 
 function outputFormat(values: Values, command: CommandName): OutputFormat {
   const raw = stringValue(values, "output");
-  if (raw === undefined || raw === "text") return "text";
-  if (raw === "json") return "json";
-  throw new UsageError(`--output must be text or json, got "${raw}"`, command);
+  if (raw === undefined) return "text";
+  const allowed = outputsOf(command);
+  const format = allowed.find((f) => f === raw);
+  if (format !== undefined) return format;
+  const list =
+    allowed.length === 2 ? allowed.join(" or ") : `${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)}`;
+  throw new UsageError(`--output must be ${list}, got "${raw}"`, command);
+}
+
+/** A policy or queue name: the same rule as a spec's name. */
+function nameArgument(raw: string | undefined, what: string, command: CommandName): string {
+  const name = raw ?? "";
+  if (name.length === 0 || name.length > SPEC_LIMITS.nameMaxLength || !NAME_PATTERN.test(name)) {
+    throw new UsageError(
+      `${what} "${name}" is not a valid name: 1 to ${SPEC_LIMITS.nameMaxLength} letters, digits, '.', '_' or '-', ` +
+        "starting with a letter or digit",
+      command,
+    );
+  }
+  return name;
+}
+
+function priorityOption(raw: string | undefined, command: CommandName): number | undefined {
+  if (raw === undefined) return undefined;
+  const { min, max } = SPEC_LIMITS.priority;
+  const value = Number(raw);
+  if (!/^[-+]?\d+$/.test(raw) || value < min || value > max) {
+    throw new UsageError(`--priority must be a whole number from ${min} to ${max}, got "${raw}"`, command);
+  }
+  return value;
+}
+
+/** `a,b` → ["a", "b"]; "" → [] (no policies). */
+function policyList(raw: string, command: CommandName): string[] {
+  const names = raw
+    .split(",")
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
+  const seen = new Set<string>();
+  for (const name of names) {
+    nameArgument(name, "--retry-policy", command);
+    if (seen.has(name)) throw new UsageError(`--retry-policy lists ${name} twice`, command);
+    seen.add(name);
+  }
+  return names;
 }
 
 function sessionIdArgument(raw: string | undefined, command: CommandName): string {

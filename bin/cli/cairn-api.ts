@@ -1,6 +1,7 @@
 /**
- * What the commands need from Cairn: the session store's read side and putting an inbound event
- * on the bus. Built on the application's own adapters (DynamoSessionStore, EventPublisher), so
+ * What the commands need from Cairn: the session store's read side, the retry resources
+ * operators manage (policies, queues, the retry configuration), and putting an inbound event on
+ * the bus. Built on the application's own adapters (DynamoSessionStore, EventPublisher), so
  * the CLI reads and writes exactly what the control plane does.
  */
 import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
@@ -16,11 +17,29 @@ import type { Connection, StackRequest } from "./target.ts";
 
 export type SessionReader = Pick<
   SessionStore,
-  "getSession" | "listHistory" | "listSessionsByStatus" | "listRecentSessions"
+  "getSession" | "listHistory" | "listRuns" | "listSessionsByStatus" | "listRecentSessions"
+>;
+
+/** Retry policies, queues and the retry configuration, written directly to the store. */
+export type RetryAdmin = Pick<
+  SessionStore,
+  | "createRetryPolicy"
+  | "updateRetryPolicy"
+  | "getRetryPolicy"
+  | "listRetryPolicies"
+  | "deleteRetryPolicy"
+  | "createQueue"
+  | "updateQueue"
+  | "getQueue"
+  | "listQueues"
+  | "deleteQueue"
+  | "getRetryConfig"
+  | "putRetryConfig"
 >;
 
 export interface CairnApi {
   readonly store: SessionReader;
+  readonly admin: RetryAdmin;
   readonly eventBusName: string;
   readonly stateMachineArn?: string;
   /** Puts one inbound event (built by toPutEventsEntry); throws if the bus does not accept it. */
@@ -50,6 +69,7 @@ export function openCairnApi(connection: Connection): CairnApi {
   const publisher = new EventPublisher(events);
   return {
     store,
+    admin: store,
     eventBusName: connection.eventBusName,
     ...(connection.stateMachineArn === undefined ? {} : { stateMachineArn: connection.stateMachineArn }),
     put: (entry) => publisher.publish([entry]),

@@ -25,7 +25,11 @@ export interface CommandDef {
   readonly details: string;
   /** Exit codes this command can end with besides 0. */
   readonly exitCodes: readonly ExitCode[];
+  /** Values --output accepts. @default ["text", "json"] */
+  readonly outputs?: readonly OutputFormat[];
 }
+
+export type OutputFormat = "text" | "json" | "yaml";
 
 export const DEFAULT_RUNTIME_FILE = ".cairn/runtime.json";
 export const DEFAULT_LIST_LIMIT = 20;
@@ -63,6 +67,46 @@ const output = {
   description: "text (default) or json",
 } as const satisfies OptionDef;
 
+const documentOutput = {
+  type: "string",
+  short: "o",
+  value: "FORMAT",
+  description: "text (default), json or yaml (both are documents `create -f` accepts back)",
+} as const satisfies OptionDef;
+
+const policyFile = {
+  type: "string",
+  short: "f",
+  value: "FILE",
+  description: "the RetryPolicy document, YAML or JSON (`-` reads stdin); may also be given as FILE",
+} as const satisfies OptionDef;
+
+const queueOptions = {
+  priority: {
+    type: "string",
+    value: "N",
+    description: "added to each session's own priority (an integer, -1000 to 1000; create: default 0)",
+  },
+  "retry-policy": {
+    type: "string",
+    value: "NAMES",
+    description: 'retry policies, comma-separated, in order; each must exist ("" for none)',
+  },
+  output,
+} as const satisfies OptionTable;
+
+const POLICY_EXAMPLE =
+  "example (policy.yaml):\n" +
+  "  apiVersion: cairn.dev/v1\n" +
+  "  kind: RetryPolicy\n" +
+  "  metadata: { name: infra }\n" +
+  "  spec:\n" +
+  "    retryLimit: 3\n" +
+  "    backoff: { initialDelay: 10s, maxDelay: 5m, multiplier: 2 }\n" +
+  "    rules:\n" +
+  "      - { action: Retry, onConditions: [OOMKilled, Evicted], antiAffinity: { mode: node } }\n" +
+  "      - { action: Retry, onExitCodes: { operator: In, values: [137, 143] } }\n" +
+  "      - { action: Fail, onExitCodes: { operator: In, values: [1, 2] } }";
 export const COMMANDS = {
   submit: {
     summary: "submit a session spec; with --wait, follow it to the end",
@@ -149,6 +193,156 @@ export const COMMANDS = {
       "TERMINATED with result cancelled. Follow it with `cairn get SESSION_ID`.",
     exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
   },
+  "retry-policy create": {
+    summary: "store a new retry policy from a file",
+    positionals: "[FILE]",
+    minPositionals: 0,
+    maxPositionals: 1,
+    options: { file: policyFile, output },
+    details:
+      "The file is validated first: every problem is printed as `<path>: <reason>` and nothing is stored.\n\n" +
+      POLICY_EXAMPLE,
+    exitCodes: [ExitCode.Usage, ExitCode.Unreachable],
+  },
+  "retry-policy update": {
+    summary: "replace a stored retry policy (named in the file) with the file's",
+    positionals: "[FILE]",
+    minPositionals: 0,
+    maxPositionals: 1,
+    options: { file: policyFile, output },
+    details:
+      "Validated like create. Queues that attach the policy use the new rules from their next decision.",
+    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+  },
+  "retry-policy get": {
+    summary: "show a retry policy",
+    positionals: "NAME",
+    minPositionals: 1,
+    maxPositionals: 1,
+    options: { output: documentOutput },
+    details:
+      "example: cairn retry-policy get infra -o yaml > infra.yaml  (edit, then `retry-policy update -f`)",
+    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+    outputs: ["text", "json", "yaml"],
+  },
+  "retry-policy delete": {
+    summary: "delete a retry policy no queue attaches",
+    positionals: "NAME",
+    minPositionals: 1,
+    maxPositionals: 1,
+    options: { output },
+    details:
+      "A policy a queue attaches is refused (exit 2), naming the queues: detach it with `cairn queue update`.",
+    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+  },
+  "retry-policy list": {
+    summary: "list retry policies by name",
+    positionals: "",
+    minPositionals: 0,
+    maxPositionals: 0,
+    options: { output },
+    details: "",
+    exitCodes: [ExitCode.Usage, ExitCode.Unreachable],
+  },
+  "queue create": {
+    summary: "create a queue: a priority and the retry policies its sessions get",
+    positionals: "NAME",
+    minPositionals: 1,
+    maxPositionals: 1,
+    options: queueOptions,
+    details:
+      "Every policy named must exist (create it first with `cairn retry-policy create`).\n\n" +
+      "example: cairn queue create gpu --priority 10 --retry-policy infra,ml-training",
+    exitCodes: [ExitCode.Usage, ExitCode.Unreachable],
+  },
+  "queue update": {
+    summary: "change a queue's priority or retry policies (what is not given is kept)",
+    positionals: "NAME",
+    minPositionals: 1,
+    maxPositionals: 1,
+    options: queueOptions,
+    details: 'example: cairn queue update gpu --retry-policy ""   (detach every policy)',
+    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+  },
+  "queue get": {
+    summary: "show a queue",
+    positionals: "NAME",
+    minPositionals: 1,
+    maxPositionals: 1,
+    options: { output },
+    details: "",
+    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+  },
+  "queue delete": {
+    summary: "delete a queue (its policies stay)",
+    positionals: "NAME",
+    minPositionals: 1,
+    maxPositionals: 1,
+    options: { output },
+    details: "",
+    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+  },
+  "queue list": {
+    summary: "list queues by name",
+    positionals: "",
+    minPositionals: 0,
+    maxPositionals: 0,
+    options: { output },
+    details: "",
+    exitCodes: [ExitCode.Usage, ExitCode.Unreachable],
+  },
+  "retry-config get": {
+    summary: "show the global retry settings (the defaults until set)",
+    positionals: "",
+    minPositionals: 0,
+    maxPositionals: 0,
+    options: { output },
+    details: "",
+    exitCodes: [ExitCode.Usage, ExitCode.Unreachable],
+  },
+  "retry-config set": {
+    summary: "change global retry settings (what is not given is kept)",
+    positionals: "",
+    minPositionals: 0,
+    maxPositionals: 0,
+    options: {
+      "global-max-retries": {
+        type: "string",
+        value: "N",
+        description: "cap on a session's counted retries under policies (0 stops every retry)",
+      },
+      "default-policy": {
+        type: "string",
+        value: "NAME",
+        description: "the policy for sessions whose queue and spec name none (used if it exists)",
+      },
+      enabled: {
+        type: "string",
+        value: "true|false",
+        description: "false: policies are ignored and the spec's retry budgets decide alone",
+      },
+      "default-backoff-initial": {
+        type: "string",
+        value: "DURATION",
+        description: "the first retry's wait when no policy sets one (e.g. 0s, 10s)",
+      },
+      "default-backoff-max": {
+        type: "string",
+        value: "DURATION",
+        description: "the longest wait (e.g. 10m)",
+      },
+      "default-backoff-multiplier": {
+        type: "string",
+        value: "X",
+        description: "each retry waits X times the previous one (1 to 100)",
+      },
+      output,
+    },
+    details:
+      "Validated before anything is stored; every problem is printed as `<field> (--flag): <reason>`.\n\n" +
+      "example: cairn retry-config set --global-max-retries 5 --default-backoff-initial 10s",
+    exitCodes: [ExitCode.Usage, ExitCode.Unreachable],
+  },
 } as const satisfies Record<string, CommandDef>;
 
 export type CommandName = keyof typeof COMMANDS;
@@ -156,4 +350,29 @@ export const COMMAND_NAMES = Object.keys(COMMANDS) as CommandName[];
 
 export function isCommandName(name: string): name is CommandName {
   return Object.hasOwn(COMMANDS, name);
+}
+
+/** Commands written as two words, `cairn <group> <action>`: the group's name and summary. */
+export const COMMAND_GROUPS = {
+  "retry-policy": "create, update, get, delete and list retry policies",
+  queue: "create, update, get, delete and list queues",
+  "retry-config": "get and set the global retry settings",
+} as const;
+
+export type GroupName = keyof typeof COMMAND_GROUPS;
+
+export function isGroupName(name: string): name is GroupName {
+  return Object.hasOwn(COMMAND_GROUPS, name);
+}
+
+/** The actions of a group, in table order: `create`, `update`, … */
+export function groupActions(group: GroupName): string[] {
+  return COMMAND_NAMES.filter((name) => name.startsWith(`${group} `)).map((name) =>
+    name.slice(group.length + 1),
+  );
+}
+
+export function outputsOf(command: CommandName): readonly OutputFormat[] {
+  const def: CommandDef = COMMANDS[command];
+  return def.outputs ?? ["text", "json"];
 }

@@ -35,6 +35,32 @@ export class InvalidSpecError extends CliError {
   }
 }
 
+/** A policy file or retry settings that break their schema. Nothing was stored. */
+export class InvalidInputError extends CliError {
+  override readonly name = "InvalidInputError";
+  readonly code = "INVALID_INPUT";
+  readonly exitCode = ExitCode.Usage;
+  readonly issues: readonly ValidationIssue[];
+  constructor(message: string, issues: readonly ValidationIssue[] = []) {
+    super(message);
+    this.issues = issues;
+  }
+}
+
+/** The change clashes with what is stored (a name taken, a policy in use, an unknown policy). */
+export class ConflictError extends CliError {
+  override readonly name = "ConflictError";
+  readonly code = "CONFLICT";
+  readonly exitCode = ExitCode.Usage;
+}
+
+/** A named retry policy or queue does not exist. */
+export class ResourceNotFoundError extends CliError {
+  override readonly name = "ResourceNotFoundError";
+  readonly code = "NOT_FOUND";
+  readonly exitCode = ExitCode.NotFound;
+}
+
 export class SessionNotFoundError extends CliError {
   override readonly name = "SessionNotFoundError";
   readonly code = "NOT_FOUND";

@@ -3,7 +3,10 @@ export const ExitCode = {
   Ok: 0,
   /** `submit --wait`: the session ended without succeeding (failed or cancelled). */
   SessionDidNotSucceed: 1,
-  /** Bad arguments, or a spec that does not parse or validate (nothing was sent). */
+  /**
+   * Bad arguments, a spec or policy that does not parse or validate (nothing was sent), or a
+   * change that clashes with what is stored (a name taken, a policy in use or unknown).
+   */
   Usage: 2,
   NotFound: 3,
   /** No runtime file, connection refused, no credentials, a missing table, bus or stack. */
@@ -17,8 +20,11 @@ export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 export const EXIT_CODE_HELP: readonly (readonly [ExitCode, string])[] = [
   [ExitCode.Ok, "ok"],
   [ExitCode.SessionDidNotSucceed, "the session did not succeed (submit --wait: failed or cancelled)"],
-  [ExitCode.Usage, "usage error, or an invalid spec (nothing was sent)"],
-  [ExitCode.NotFound, "session not found"],
+  [
+    ExitCode.Usage,
+    "usage error, an invalid spec or policy, or a conflict (exists, in use); nothing was changed",
+  ],
+  [ExitCode.NotFound, "session, retry policy or queue not found"],
   [ExitCode.Unreachable, "cannot reach Cairn (no runtime, connection refused, missing stack/table/bus)"],
   [ExitCode.WaitTimedOut, "submit --wait --timeout: the wait timed out (the session keeps running)"],
 ];

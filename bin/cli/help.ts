@@ -1,9 +1,12 @@
 /** Help text, generated from the command table so it lists exactly what the parser accepts. */
 import {
+  COMMAND_GROUPS,
   COMMAND_NAMES,
   COMMANDS,
   GLOBAL_OPTIONS,
+  groupActions,
   type CommandName,
+  type GroupName,
   type OptionTable,
 } from "./command-table.ts";
 import { EXIT_CODE_HELP } from "./exit-codes.ts";
@@ -11,7 +14,7 @@ import { EXIT_CODE_HELP } from "./exit-codes.ts";
 export function mainHelp(): string {
   const width = Math.max(...COMMAND_NAMES.map((n) => n.length));
   return [
-    "cairn: submit, follow and cancel Cairn sessions",
+    "cairn: submit, follow and cancel Cairn sessions; manage queues and retry policies",
     "",
     "usage: cairn <command> [options]",
     "",
@@ -29,6 +32,24 @@ export function mainHelp(): string {
     ...EXIT_CODE_HELP.map(([code, text]) => `  ${String(code).padEnd(3)}  ${text}`),
     "",
     "`cairn <command> --help` shows a command's options.",
+  ].join("\n");
+}
+
+/** `cairn queue --help`: the group's commands. */
+export function groupHelp(group: GroupName): string {
+  const actions = groupActions(group);
+  const width = Math.max(...actions.map((a) => a.length));
+  return [
+    `cairn ${group}: ${COMMAND_GROUPS[group]}`,
+    "",
+    `usage: cairn ${group} <${actions.join("|")}> [options]`,
+    "",
+    "commands:",
+    ...actions.map(
+      (action) => `  ${action.padEnd(width)}  ${COMMANDS[`${group} ${action}` as CommandName].summary}`,
+    ),
+    "",
+    `\`cairn ${group} <command> --help\` shows a command's options.`,
   ].join("\n");
 }
 

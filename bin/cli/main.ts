@@ -10,13 +10,19 @@ import type { CommandContext } from "./commands/context.ts";
 import { runGet } from "./commands/get.ts";
 import { runHistory } from "./commands/history.ts";
 import { runList } from "./commands/list.ts";
+import { runQueueDelete, runQueueGet, runQueueList, runQueueWrite } from "./commands/queue.ts";
+import { runRetryConfigGet, runRetryConfigSet } from "./commands/retry-config.ts";
+import { runPolicyDelete, runPolicyGet, runPolicyList, runPolicyWrite } from "./commands/retry-policy.ts";
 import { runSubmit, submittedEntry, type SubmitRequest } from "./commands/submit.ts";
 import { CliError, UsageError } from "./errors.ts";
 import { ExitCode } from "./exit-codes.ts";
-import { commandHelp, mainHelp } from "./help.ts";
+import { commandHelp, groupHelp, mainHelp } from "./help.ts";
 import type { CliIo } from "./io.ts";
+import { readPolicyFile } from "./policy-file.ts";
 import { newSessionId } from "./session-id.ts";
 import { readSpecFile } from "./spec-file.ts";
+import { explainStoreError } from "./store-errors.ts";
+import type { RetryPolicy } from "../../functions/core/retry/policy.ts";
 import { resolveConnection, type Connection } from "./target.ts";
 
 /** Never throws: every outcome is an exit code, with the reason on stderr. */
@@ -26,11 +32,21 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   try {
     const invocation = parseCommandLine(argv);
     if (invocation.kind === "help") {
-      io.stdout(invocation.command === undefined ? mainHelp() : commandHelp(invocation.command));
+      io.stdout(
+        invocation.command !== undefined
+          ? commandHelp(invocation.command)
+          : invocation.group !== undefined
+            ? groupHelp(invocation.group)
+            : mainHelp(),
+      );
       return ExitCode.Ok;
     }
-    // A bad spec is reported before looking for Cairn: nothing is sent, wherever Cairn is.
+    // A bad spec or policy is reported before looking for Cairn: nothing is sent, wherever Cairn is.
     const submit = invocation.kind === "submit" ? submitRequest(invocation, io) : undefined;
+    const policy =
+      invocation.kind === "retry-policy create" || invocation.kind === "retry-policy update"
+        ? readPolicyFile(invocation.file, io)
+        : undefined;
     connection = await resolveConnection(invocation.target, {
       cwd: io.cwd,
       env: io.env,
@@ -38,7 +54,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       stackOutputs: (request) => io.stackOutputs(request),
     });
     api = await io.openApi(connection);
-    return await dispatch(invocation, submit, { io, api });
+    return await dispatch(invocation, { submit, policy }, { io, api });
   } catch (error) {
     return report(error, connection, io);
   } finally {
@@ -46,14 +62,20 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
 }
 
+/** What main.ts read and validated before connecting. */
+interface Prepared {
+  readonly submit: SubmitRequest | undefined;
+  readonly policy: RetryPolicy | undefined;
+}
+
 function dispatch(
   invocation: Exclude<Invocation, { kind: "help" }>,
-  submit: SubmitRequest | undefined,
+  prepared: Prepared,
   ctx: CommandContext,
 ): Promise<ExitCode> {
   switch (invocation.kind) {
     case "submit":
-      return runSubmit(submit ?? submitRequest(invocation, ctx.io), ctx);
+      return runSubmit(prepared.submit ?? submitRequest(invocation, ctx.io), ctx);
     case "get":
       return runGet(invocation, ctx);
     case "history":
@@ -62,6 +84,28 @@ function dispatch(
       return runList(invocation, ctx);
     case "cancel":
       return runCancel(invocation, ctx);
+    case "retry-policy create":
+    case "retry-policy update":
+      return runPolicyWrite(invocation, prepared.policy ?? readPolicyFile(invocation.file, ctx.io), ctx);
+    case "retry-policy get":
+      return runPolicyGet(invocation, ctx);
+    case "retry-policy delete":
+      return runPolicyDelete(invocation, ctx);
+    case "retry-policy list":
+      return runPolicyList(invocation, ctx);
+    case "queue create":
+    case "queue update":
+      return runQueueWrite(invocation, ctx);
+    case "queue get":
+      return runQueueGet(invocation, ctx);
+    case "queue delete":
+      return runQueueDelete(invocation, ctx);
+    case "queue list":
+      return runQueueList(invocation, ctx);
+    case "retry-config get":
+      return runRetryConfigGet(invocation, ctx);
+    case "retry-config set":
+      return runRetryConfigSet(invocation, ctx);
   }
 }
 
@@ -84,13 +128,14 @@ function report(error: unknown, connection: Connection | undefined, io: CliIo): 
   const known =
     error instanceof CliError
       ? error
-      : connection === undefined
-        ? undefined
-        : explainAwsError(error, {
-            where: connection.where,
-            hint: connection.hint,
-            resources: `table ${connection.tableName}, event bus ${connection.eventBusName}`,
-          });
+      : (explainStoreError(error) ??
+        (connection === undefined
+          ? undefined
+          : explainAwsError(error, {
+              where: connection.where,
+              hint: connection.hint,
+              resources: `table ${connection.tableName}, event bus ${connection.eventBusName}`,
+            })));
   if (known === undefined) {
     // A bug or an answer nobody planned for: show all of it.
     io.stderr(

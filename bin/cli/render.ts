@@ -3,7 +3,7 @@
  * same facts. Pure: the current time comes in (`nowMs`) for ages and running times.
  */
 import { renderTable } from "./table.ts";
-import type { HistoryRecordView, HistoryView, ListView, SessionView } from "./views.ts";
+import type { HistoryRecordView, HistoryView, ListView, RunView, SessionView } from "./views.ts";
 
 const NONE = "-";
 const MAX_CELL = 100;
@@ -13,7 +13,10 @@ export function renderSession(view: SessionView, nowMs: number): string {
   const rows: [string, string][] = [
     ["status", ended ? `${view.status} (${view.result})` : view.status],
     ["queue", `${view.queue}, priority ${view.priority}`],
-    ["run", `${view.runIndex}, ${view.tries} ${view.tries === 1 ? "try" : "tries"} in this stage`],
+    [
+      "run",
+      `${view.runName} (run ${view.runIndex}), ${view.tries} ${view.tries === 1 ? "try" : "tries"} in this stage`,
+    ],
     ["created", `${view.createdAt} (${ago(view.createdAt, nowMs)})`],
     ["updated", `${view.updatedAt} (${ago(view.updatedAt, nowMs)})`],
   ];
@@ -22,6 +25,15 @@ export function renderSession(view: SessionView, nowMs: number): string {
     if (view.pendingReason !== null) rows.push(["waiting", oneLine(view.pendingReason)]);
   }
   if (view.cancelRequestedAt !== null) rows.push(["cancel", `requested ${view.cancelRequestedAt}`]);
+  if (view.retry !== null) {
+    const r = view.retry;
+    rows.push([
+      "retries",
+      `${r.totalRetries} counted (${r.failureCount} ${r.failureCount === 1 ? "failure" : "failures"}, ` +
+        `${r.preemptionCount} ${r.preemptionCount === 1 ? "preemption" : "preemptions"})`,
+    ]);
+  }
+  if (view.avoidAgents.length > 0) rows.push(["avoiding", view.avoidAgents.join(", ")]);
   rows.push(["execution", view.executionArn ?? view.executionName]);
   const kernelTable = renderTable(
     ["KERNEL", "STATUS", "AGENT", "EXIT", "CONDITION", "STARTED", "RAN", "MESSAGE"],
@@ -41,12 +53,64 @@ export function renderSession(view: SessionView, nowMs: number): string {
     `session ${view.sessionId} (${view.name})`,
     ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`),
     ...kernelTable.split("\n").map((line) => `  ${line}`),
+    ...(view.runs.length === 0
+      ? []
+      : [
+          "  runs:",
+          ...renderRuns(view.runs)
+            .split("\n")
+            .map((l) => `    ${l}`),
+        ]),
   ].join("\n");
+}
+
+/**
+ * Finished runs, one line each: how the run ended, what was decided and why, and its failed
+ * kernels (`k<index>@<agent> exit <code> <condition> "<message>"`); the JSON has every field.
+ */
+export function renderRuns(runs: readonly RunView[]): string {
+  return renderTable(
+    ["RUN", "NAME", "OUTCOME", "DECISION", "ENDED", "FAILED KERNELS", "REASON"],
+    runs.map((run) => [
+      String(run.runIndex),
+      run.name,
+      run.outcome,
+      decisionText(run),
+      run.endedAt,
+      cell(failedKernelsText(run)),
+      cell(run.reason),
+    ]),
+  );
+}
+
+function decisionText(run: RunView): string {
+  if (run.decision !== "retry") return run.decision;
+  const wait = run.delayMs === null || run.delayMs === 0 ? "" : ` after ${formatDuration(run.delayMs)}`;
+  const avoid = run.avoidAgentId === null ? "" : `, avoiding ${run.avoidAgentId}`;
+  return `retry${wait}${avoid}`;
+}
+
+function failedKernelsText(run: RunView): string | null {
+  const failed = run.kernels.filter((k) => k.outcome !== null && k.outcome !== "SUCCEEDED");
+  if (failed.length === 0) return null;
+  return failed
+    .map((k) =>
+      [
+        `k${k.index}${k.agent === null ? "" : `@${k.agent}`}`,
+        k.outcome === "FAILED" ? undefined : k.outcome,
+        k.exitCode === null ? undefined : `exit ${k.exitCode}`,
+        k.condition ?? undefined,
+        k.message === null ? undefined : JSON.stringify(oneLine(k.message)),
+      ]
+        .filter((part) => part !== undefined)
+        .join(" "),
+    )
+    .join("; ");
 }
 
 export function renderHistory(view: HistoryView): string {
   if (view.records.length === 0) return `session ${view.sessionId} has no history yet`;
-  return renderTable(
+  const records = renderTable(
     ["SEQ", "AT", "HANDLER", "RESULT", "STATUS", "COUNT", "MESSAGE"],
     view.records.map((r) => [
       String(r.seq),
@@ -58,6 +122,7 @@ export function renderHistory(view: HistoryView): string {
       cell(r.message),
     ]),
   );
+  return view.runs.length === 0 ? records : `${records}\n\nruns:\n${renderRuns(view.runs)}`;
 }
 
 export function renderList(view: ListView, status: string | undefined, nowMs: number): string {

@@ -2,7 +2,15 @@
  * The JSON shapes the CLI prints (`--output json`): stable field names, ISO 8601 times, and
  * `null` for what is not known yet, so every field is always present. Pure.
  */
-import type { HistoryRecord, Kernel, Session, SessionWithKernels } from "../../functions/core/model.ts";
+import type {
+  HistoryRecord,
+  Kernel,
+  RunKernelRecord,
+  RunRecord,
+  Session,
+  SessionWithKernels,
+} from "../../functions/core/model.ts";
+import { runName } from "../../functions/core/retry/naming.ts";
 import { sessionResult, type SessionResult } from "../../functions/core/sessions.ts";
 
 export interface KernelView {
@@ -29,7 +37,14 @@ export interface SessionView {
   readonly priority: number;
   /** Handler tries spent in the current stage. */
   readonly tries: number;
+  /** The current run: 0 for the first, + 1 per retry. */
   readonly runIndex: number;
+  /** The current run's name: the session id, then `<id>.<n>` for retries. */
+  readonly runName: string;
+  /** Retry counters across runs; null before the first retry was judged. */
+  readonly retry: RetryView | null;
+  /** Agents the next placement avoids (anti-affinity after a failed run). */
+  readonly avoidAgents: readonly string[];
   /** Why the session is still waiting (the latest skip reason). */
   readonly pendingReason: string | null;
   readonly cancelRequestedAt: string | null;
@@ -41,6 +56,46 @@ export interface SessionView {
   /** Null when the state machine's ARN is not known (an --endpoint without one). */
   readonly executionArn: string | null;
   readonly kernels: readonly KernelView[];
+  /** Finished runs, oldest first: how each ended and what was decided. */
+  readonly runs: readonly RunView[];
+}
+
+export interface RetryView {
+  readonly failureCount: number;
+  readonly preemptionCount: number;
+  /** Retries that counted against the global cap. */
+  readonly totalRetries: number;
+  /** Retries granted per rule, keyed `<policy>#<rule index>` or `<policy>#default`. */
+  readonly ruleRetries: Readonly<Record<string, number>>;
+}
+
+export interface RunKernelView {
+  readonly index: number;
+  readonly status: string;
+  readonly agent: string | null;
+  readonly outcome: string | null;
+  readonly exitCode: number | null;
+  readonly condition: string | null;
+  readonly message: string | null;
+  readonly startedAt: string | null;
+  readonly finishedAt: string | null;
+}
+
+export interface RunView {
+  readonly runIndex: number;
+  readonly name: string;
+  readonly outcome: string;
+  /** retry: the session ran again; finished: it did not. */
+  readonly decision: string;
+  /** What decided: the rule or budget and the counts it read. */
+  readonly reason: string;
+  /** The wait before the next run, when retried. */
+  readonly delayMs: number | null;
+  /** The agent the next run avoided. */
+  readonly avoidAgentId: string | null;
+  readonly startedAt: string | null;
+  readonly endedAt: string;
+  readonly kernels: readonly RunKernelView[];
 }
 
 export interface HistoryRecordView {
@@ -60,6 +115,7 @@ export interface HistoryRecordView {
 export interface HistoryView {
   readonly sessionId: string;
   readonly records: readonly HistoryRecordView[];
+  readonly runs: readonly RunView[];
 }
 
 export interface SessionSummaryView {
@@ -79,7 +135,11 @@ export interface ListView {
   readonly truncated: boolean;
 }
 
-export function sessionView(found: SessionWithKernels, stateMachineArn: string | undefined): SessionView {
+export function sessionView(
+  found: SessionWithKernels,
+  stateMachineArn: string | undefined,
+  runs: readonly RunRecord[] = [],
+): SessionView {
   const { session, kernels } = found;
   return {
     sessionId: session.id,
@@ -90,6 +150,17 @@ export function sessionView(found: SessionWithKernels, stateMachineArn: string |
     priority: session.spec.priority,
     tries: session.tries,
     runIndex: session.runIndex,
+    runName: runName(session.id, session.runIndex),
+    retry:
+      session.retry === undefined
+        ? null
+        : {
+            failureCount: session.retry.failureCount,
+            preemptionCount: session.retry.preemptionCount,
+            totalRetries: session.retry.totalRetries,
+            ruleRetries: { ...session.retry.ruleRetries },
+          },
+    avoidAgents: [...(session.avoidAgentIds ?? [])],
     pendingReason: session.pendingReason ?? null,
     cancelRequestedAt: isoOrNull(session.cancelRequestedAtMs),
     createdAt: iso(session.createdAtMs),
@@ -98,6 +169,36 @@ export function sessionView(found: SessionWithKernels, stateMachineArn: string |
     executionName: session.executionName,
     executionArn: executionArn(stateMachineArn, session.executionName),
     kernels: kernels.map(kernelView),
+    runs: runs.map(runView),
+  };
+}
+
+export function runView(run: RunRecord): RunView {
+  return {
+    runIndex: run.runIndex,
+    name: run.name,
+    outcome: run.outcome,
+    decision: run.decision,
+    reason: run.reason,
+    delayMs: run.delayMs ?? null,
+    avoidAgentId: run.avoidAgentId ?? null,
+    startedAt: isoOrNull(run.startedAtMs),
+    endedAt: iso(run.endedAtMs),
+    kernels: run.kernels.map(runKernelView),
+  };
+}
+
+function runKernelView(kernel: RunKernelRecord): RunKernelView {
+  return {
+    index: kernel.index,
+    status: kernel.status,
+    agent: kernel.agentId ?? null,
+    outcome: kernel.outcome ?? null,
+    exitCode: kernel.exitCode ?? null,
+    condition: kernel.condition ?? null,
+    message: kernel.message ?? null,
+    startedAt: isoOrNull(kernel.startedAtMs),
+    finishedAt: isoOrNull(kernel.finishedAtMs),
   };
 }
 
@@ -115,8 +216,12 @@ function kernelView(kernel: Kernel): KernelView {
   };
 }
 
-export function historyView(sessionId: string, records: readonly HistoryRecord[]): HistoryView {
-  return { sessionId, records: records.map(historyRecordView) };
+export function historyView(
+  sessionId: string,
+  records: readonly HistoryRecord[],
+  runs: readonly RunRecord[] = [],
+): HistoryView {
+  return { sessionId, records: records.map(historyRecordView), runs: runs.map(runView) };
 }
 
 export function historyRecordView(record: HistoryRecord): HistoryRecordView {

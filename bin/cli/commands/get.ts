@@ -1,4 +1,4 @@
-/** `cairn get SESSION_ID`: one session, as a block or as JSON. */
+/** `cairn get SESSION_ID`: one session with its finished runs, as a block or as JSON. */
 import type { SessionWithKernels } from "../../../functions/core/model.ts";
 import type { OutputFormat } from "../args.ts";
 import { SessionNotFoundError } from "../errors.ts";
@@ -14,13 +14,18 @@ export async function runGet(
 ): Promise<ExitCode> {
   const found = await ctx.api.store.getSession(invocation.sessionId);
   if (found === undefined) throw new SessionNotFoundError(invocation.sessionId);
-  printSession(found, invocation.output, ctx);
+  await printSession(found, invocation.output, ctx);
   return ExitCode.Ok;
 }
 
 /** Shared with `submit --wait`, whose final summary is exactly what `get` prints. */
-export function printSession(found: SessionWithKernels, output: OutputFormat, ctx: CommandContext): void {
-  const view = sessionView(found, ctx.api.stateMachineArn);
+export async function printSession(
+  found: SessionWithKernels,
+  output: OutputFormat,
+  ctx: CommandContext,
+): Promise<void> {
+  const runs = await ctx.api.store.listRuns(found.session.id);
+  const view = sessionView(found, ctx.api.stateMachineArn, runs);
   if (output === "json") printJson(ctx.io, view);
   else ctx.io.stdout(renderSession(view, ctx.io.nowMs()));
 }

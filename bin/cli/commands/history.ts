@@ -1,4 +1,4 @@
-/** `cairn history SESSION_ID`: the session's lifecycle records, as a table or as JSON. */
+/** `cairn history SESSION_ID`: the session's lifecycle records and finished runs, as tables or JSON. */
 import type { HistoryRecord } from "../../../functions/core/model.ts";
 import type { OutputFormat } from "../args.ts";
 import type { SessionReader } from "../cairn-api.ts";
@@ -19,7 +19,11 @@ export async function runHistory(
   const { sessionId } = invocation;
   // An empty history and a missing session look alike; only the session item tells them apart.
   if ((await ctx.api.store.getSession(sessionId)) === undefined) throw new SessionNotFoundError(sessionId);
-  const view = historyView(sessionId, await allHistory(ctx.api.store, sessionId));
+  const [records, runs] = await Promise.all([
+    allHistory(ctx.api.store, sessionId),
+    ctx.api.store.listRuns(sessionId),
+  ]);
+  const view = historyView(sessionId, records, runs);
   if (invocation.output === "json") printJson(ctx.io, view);
   else ctx.io.stdout(renderHistory(view));
   return ExitCode.Ok;

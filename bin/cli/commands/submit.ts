@@ -72,6 +72,6 @@ export async function runSubmit(request: SubmitRequest, ctx: CommandContext): Pr
     progress: (line) => ctx.io.stderr(line),
     ...(request.timeoutSeconds === undefined ? {} : { timeoutSeconds: request.timeoutSeconds }),
   });
-  printSession(ended, request.output, ctx);
+  await printSession(ended, request.output, ctx);
   return sessionResult(ended) === "succeeded" ? ExitCode.Ok : ExitCode.SessionDidNotSucceed;
 }

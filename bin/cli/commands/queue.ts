@@ -1,0 +1,92 @@
+/** `cairn queue create|update|get|delete|list`. */
+import type { OutputFormat } from "../args.ts";
+import { ConflictError, ResourceNotFoundError } from "../errors.ts";
+import { ExitCode } from "../exit-codes.ts";
+import { printJson } from "../io.ts";
+import { queueListView, queueView, renderQueue, renderQueueList } from "../retry-views.ts";
+import type { CommandContext } from "./context.ts";
+
+export interface QueueWriteInvocation {
+  readonly kind: "queue create" | "queue update";
+  readonly name: string;
+  readonly priority?: number;
+  readonly retryPolicies?: readonly string[];
+  readonly output: OutputFormat;
+}
+
+export async function runQueueWrite(
+  invocation: QueueWriteInvocation,
+  ctx: CommandContext,
+): Promise<ExitCode> {
+  const { admin } = ctx.api;
+  const creating = invocation.kind === "queue create";
+  const current = creating ? undefined : await admin.getQueue(invocation.name);
+  if (!creating && current === undefined)
+    throw new ResourceNotFoundError(`queue ${invocation.name} not found`);
+  const retryPolicies = invocation.retryPolicies ?? current?.retryPolicies ?? [];
+  // Policies must exist first; every unknown one is named at once. The store checks again in the
+  // write itself, for a policy deleted in between.
+  const known = await Promise.all(retryPolicies.map((name) => admin.getRetryPolicy(name)));
+  const unknown = retryPolicies.filter((_, i) => known[i] === undefined);
+  if (unknown.length > 0) throw unknownPolicies(unknown);
+  const input = {
+    name: invocation.name,
+    priority: invocation.priority ?? current?.priority ?? 0,
+    retryPolicies,
+  };
+  let queue;
+  try {
+    queue = creating
+      ? await admin.createQueue(input, ctx.io.nowMs())
+      : await admin.updateQueue(input, ctx.io.nowMs());
+  } catch (error) {
+    const { code, entity, id } = error as { code?: unknown; entity?: unknown; id?: unknown };
+    if (code === "NOT_FOUND" && entity === "retry policy" && typeof id === "string")
+      throw unknownPolicies([id]);
+    throw error;
+  }
+  if (invocation.output === "json") printJson(ctx.io, queueView(queue));
+  else
+    ctx.io.stdout(
+      `${creating ? "created" : "updated"} queue ${queue.name}\n${renderQueue(queueView(queue))}`,
+    );
+  return ExitCode.Ok;
+}
+
+function unknownPolicies(names: readonly string[]): ConflictError {
+  const what = names.length === 1 ? `retry policy ${names[0]}` : `retry policies ${names.join(", ")}`;
+  return new ConflictError(
+    `unknown ${what}: create ${names.length === 1 ? "it" : "them"} first with \`cairn retry-policy create -f FILE\``,
+  );
+}
+
+export async function runQueueGet(
+  invocation: { readonly name: string; readonly output: OutputFormat },
+  ctx: CommandContext,
+): Promise<ExitCode> {
+  const queue = await ctx.api.admin.getQueue(invocation.name);
+  if (queue === undefined) throw new ResourceNotFoundError(`queue ${invocation.name} not found`);
+  if (invocation.output === "json") printJson(ctx.io, queueView(queue));
+  else ctx.io.stdout(renderQueue(queueView(queue)));
+  return ExitCode.Ok;
+}
+
+export async function runQueueDelete(
+  invocation: { readonly name: string; readonly output: OutputFormat },
+  ctx: CommandContext,
+): Promise<ExitCode> {
+  await ctx.api.admin.deleteQueue(invocation.name);
+  if (invocation.output === "json") printJson(ctx.io, { name: invocation.name, deleted: true });
+  else ctx.io.stdout(`deleted queue ${invocation.name}`);
+  return ExitCode.Ok;
+}
+
+export async function runQueueList(
+  invocation: { readonly output: OutputFormat },
+  ctx: CommandContext,
+): Promise<ExitCode> {
+  const view = queueListView(await ctx.api.admin.listQueues());
+  if (invocation.output === "json") printJson(ctx.io, view);
+  else ctx.io.stdout(renderQueueList(view.queues));
+  return ExitCode.Ok;
+}

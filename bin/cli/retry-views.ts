@@ -1,0 +1,207 @@
+/**
+ * The JSON shapes of retry policies, queues and the retry configuration (`--output json`), and
+ * their text blocks and tables. A policy is shown as its document (what `create -f` reads back);
+ * the configuration in the operator's shape (durations as strings). Pure.
+ */
+import type { Queue } from "../../functions/core/model.ts";
+import type { RetryConfig } from "../../functions/core/retry/config.ts";
+import { formatDuration } from "../../functions/core/retry/duration.ts";
+import {
+  retryPolicyToDocument,
+  type RetryPolicy,
+  type RetryPolicyDocument,
+  type RetryRule,
+  type RuleMatcher,
+} from "../../functions/core/retry/policy.ts";
+import type { BackoffOverride } from "../../functions/core/retry/backoff.ts";
+import { renderTable } from "./table.ts";
+import { iso } from "./views.ts";
+
+const NONE = "-";
+
+// ---- policies
+
+export function policyView(policy: RetryPolicy): RetryPolicyDocument {
+  return retryPolicyToDocument(policy);
+}
+
+export interface PolicyListView {
+  readonly policies: readonly RetryPolicyDocument[];
+}
+
+export function policyListView(policies: readonly RetryPolicy[]): PolicyListView {
+  return { policies: policies.map(policyView) };
+}
+
+export function renderPolicy(policy: RetryPolicy): string {
+  const rows: [string, string][] = [
+    ["retryLimit", policy.retryLimit === undefined ? "- (the global cap)" : String(policy.retryLimit)],
+    ["defaultAction", policy.defaultAction],
+    ["backoff", backoffText(policy.backoff)],
+    ["antiAffinity", policy.antiAffinity ?? NONE],
+  ];
+  const width = Math.max(...rows.map(([label]) => label.length));
+  const rules =
+    policy.rules.length === 0
+      ? ["  no rules: every failure gets the default action"]
+      : renderTable(
+          ["RULE", "ACTION", "KERNEL", "MATCH", "LIMIT", "BACKOFF", "ANTI-AFFINITY"],
+          policy.rules.map((rule, i) => ruleRow(i, rule)),
+        )
+          .split("\n")
+          .map((line) => `  ${line}`);
+  return [
+    `retry policy ${policy.name}`,
+    ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`),
+    ...rules,
+  ].join("\n");
+}
+
+function ruleRow(index: number, rule: RetryRule): string[] {
+  return [
+    String(index),
+    rule.action,
+    rule.kernel === undefined ? "first failed" : String(rule.kernel),
+    matcherText(rule.match),
+    rule.retryLimit === undefined ? NONE : String(rule.retryLimit),
+    rule.backoff === undefined ? NONE : backoffText(rule.backoff),
+    rule.antiAffinity ?? NONE,
+  ];
+}
+
+export function matcherText(match: RuleMatcher): string {
+  switch (match.kind) {
+    case "exitCodes":
+      return `exit code ${match.operator === "In" ? "in" : "not in"} ${match.values.join(", ")}`;
+    case "conditions":
+      return `condition ${match.conditions.join(", ")}`;
+    case "terminationMessage":
+      return `message /${match.pattern}/`;
+    case "failureCategory":
+      return `category ${match.categories.join(", ")}`;
+  }
+}
+
+function backoffText(backoff: BackoffOverride | undefined): string {
+  if (backoff === undefined) return NONE;
+  const parts = [
+    backoff.initialDelayMs === undefined ? undefined : `initial ${formatDuration(backoff.initialDelayMs)}`,
+    backoff.maxDelayMs === undefined ? undefined : `max ${formatDuration(backoff.maxDelayMs)}`,
+    backoff.multiplier === undefined ? undefined : `x${backoff.multiplier}`,
+  ].filter((part) => part !== undefined);
+  return parts.length === 0 ? NONE : parts.join(", ");
+}
+
+export function renderPolicyList(policies: readonly RetryPolicy[]): string {
+  if (policies.length === 0) return "no retry policies";
+  return renderTable(
+    ["NAME", "RETRY-LIMIT", "DEFAULT", "RULES"],
+    policies.map((p) => [
+      p.name,
+      p.retryLimit === undefined ? NONE : String(p.retryLimit),
+      p.defaultAction,
+      String(p.rules.length),
+    ]),
+  );
+}
+
+// ---- queues
+
+export interface QueueView {
+  readonly name: string;
+  readonly priority: number;
+  readonly retryPolicies: readonly string[];
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export function queueView(queue: Queue): QueueView {
+  return {
+    name: queue.name,
+    priority: queue.priority,
+    retryPolicies: [...queue.retryPolicies],
+    createdAt: iso(queue.createdAtMs),
+    updatedAt: iso(queue.updatedAtMs),
+  };
+}
+
+export function queueListView(queues: readonly Queue[]): { readonly queues: readonly QueueView[] } {
+  return { queues: queues.map(queueView) };
+}
+
+export function renderQueue(view: QueueView): string {
+  const rows: [string, string][] = [
+    ["priority", String(view.priority)],
+    ["retry policies", view.retryPolicies.length === 0 ? NONE : view.retryPolicies.join(", ")],
+    ["created", view.createdAt],
+    ["updated", view.updatedAt],
+  ];
+  const width = Math.max(...rows.map(([label]) => label.length));
+  return [`queue ${view.name}`, ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`)].join(
+    "\n",
+  );
+}
+
+export function renderQueueList(views: readonly QueueView[]): string {
+  if (views.length === 0) return "no queues";
+  return renderTable(
+    ["NAME", "PRIORITY", "RETRY-POLICIES", "UPDATED"],
+    views.map((q) => [
+      q.name,
+      String(q.priority),
+      q.retryPolicies.length === 0 ? NONE : q.retryPolicies.join(","),
+      q.updatedAt,
+    ]),
+  );
+}
+
+// ---- the retry configuration
+
+/** The operator's shape of the configuration, as `parseRetryConfig` reads it. */
+export interface RetryConfigDocument {
+  readonly enabled: boolean;
+  readonly globalMaxRetries: number;
+  readonly defaultPolicyName: string;
+  readonly defaultBackoff: {
+    readonly initialDelay: string;
+    readonly maxDelay: string;
+    readonly multiplier: number;
+  };
+}
+
+export function retryConfigDocument(config: RetryConfig): RetryConfigDocument {
+  return {
+    enabled: config.enabled,
+    globalMaxRetries: config.globalMaxRetries,
+    defaultPolicyName: config.defaultPolicyName,
+    defaultBackoff: {
+      initialDelay: formatDuration(config.defaultBackoff.initialDelayMs),
+      maxDelay: formatDuration(config.defaultBackoff.maxDelayMs),
+      multiplier: config.defaultBackoff.multiplier,
+    },
+  };
+}
+
+export interface RetryConfigView extends RetryConfigDocument {
+  /** False while nothing has been set: the defaults apply. */
+  readonly stored: boolean;
+}
+
+export function retryConfigView(config: RetryConfig, stored: boolean): RetryConfigView {
+  return { ...retryConfigDocument(config), stored };
+}
+
+export function renderRetryConfig(view: RetryConfigView): string {
+  const b = view.defaultBackoff;
+  const rows: [string, string][] = [
+    ["enabled", view.enabled ? "true" : "false (policies ignored; the spec's budgets decide)"],
+    ["globalMaxRetries", String(view.globalMaxRetries)],
+    ["defaultPolicy", `${view.defaultPolicyName} (used when it exists)`],
+    ["defaultBackoff", `initial ${b.initialDelay}, max ${b.maxDelay}, x${b.multiplier}`],
+  ];
+  const width = Math.max(...rows.map(([label]) => label.length));
+  return [
+    view.stored ? "retry configuration" : "retry configuration (defaults: nothing set yet)",
+    ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`),
+  ].join("\n");
+}
