@@ -15,6 +15,8 @@ export interface CairnConfig {
   /** How long a kernel gets between SIGTERM and SIGKILL when its session terminates. */
   readonly terminationGraceMs: number;
   readonly logLevel: "info" | "warn" | "error";
+  /** How long retry policies, queues and the retry config are cached by a function. */
+  readonly retryCacheMs: number;
 }
 
 export class ConfigError extends Error {
@@ -46,6 +48,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     batchLimit: int("CAIRN_BATCH_LIMIT", 200),
     terminationGraceMs: int("CAIRN_TERMINATION_GRACE_MS", 5_000),
     logLevel: logLevel(env["CAIRN_LOG_LEVEL"]),
+    retryCacheMs: int("CAIRN_RETRY_CACHE_MS", 5_000),
   };
 }
 

@@ -47,6 +47,8 @@ export interface RuntimeOptions {
   readonly sweepMs?: number;
   /** Grace between SIGTERM and SIGKILL when a session's kernels are stopped. @default 5000 */
   readonly terminationGraceMs?: number;
+  /** How long the functions cache retry policies, queues and the retry config. @default 5000 */
+  readonly retryCacheMs?: number;
   /** Where the runtime's own log lines go. @default stderr */
   readonly log?: (line: string) => void;
   /** Log level of the Lambda handlers' JSON logs. @default "warn" */
@@ -143,6 +145,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       CAIRN_AGENT_TIMEOUT_MS: String(options.agentTimeoutMs ?? Math.max(30_000, heartbeatMs * 3)),
       CAIRN_TERMINATION_GRACE_MS: String(options.terminationGraceMs ?? 5_000),
       CAIRN_LOG_LEVEL: options.handlerLogLevel ?? "warn",
+      CAIRN_RETRY_CACHE_MS: String(options.retryCacheMs ?? 5_000),
     };
 
     const handlers = await loadHandlers();

@@ -157,7 +157,11 @@ describe("session-lifecycle.asl.json against the core's tables", () => {
     expect(backoff.Type).toBe("Wait");
     expect(backoff.SecondsPath).toBe("$.transition.requeue.delaySeconds");
     const elapsed = state(backoff.Next!);
-    expect(elapsed).toMatchObject({ Type: "Pass", Result: null, ResultPath: "$.transition" });
+    expect(elapsed).toMatchObject({
+      Type: "Pass",
+      Result: { from: "PENDING", to: "PENDING", result: "REQUEUED" },
+      ResultPath: "$.transition",
+    });
     expect(elapsed.Next).toBe(stateFor("PENDING"));
   });
 

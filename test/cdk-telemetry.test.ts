@@ -67,6 +67,7 @@ const config: CairnConfig = {
   batchLimit: 200,
   terminationGraceMs: 5_000,
   logLevel: "warn",
+  retryCacheMs: 5_000,
 };
 
 describe("what each entry point records", () => {

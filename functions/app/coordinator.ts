@@ -101,7 +101,7 @@ export class Coordinator {
 
   constructor(deps: CoordinatorDeps) {
     this.#d = deps;
-    this.#catalog = new RetryCatalog(deps.store, deps.clock);
+    this.#catalog = new RetryCatalog(deps.store, deps.clock, deps.config.retryCacheMs);
   }
 
   /** One run: `envelopes` are EventBridge events (possibly none); `sweep` runs every pass. */

@@ -25,11 +25,7 @@ import type { Logger } from "./logger.ts";
 export interface EnterStageInput {
   readonly sessionId: string;
   readonly status: Status;
-  /**
-   * How the state was reached; `null` when the state only re-arms its stage (Pending after a
-   * requeued run's backoff: the requeue itself was applied before the wait).
-   */
-  readonly transition: StageTransition | null;
+  readonly transition: StageTransition;
   /** Absent for TERMINATED and CANCELLED, which do not wait. */
   readonly taskToken?: string;
   readonly executionName: string;
@@ -58,33 +54,27 @@ const LEAVES_AGENTS: ReadonlySet<Status> = new Set([
 
 export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): Promise<{ status: Status }> {
   const { transition } = input;
-  if (transition && transition.to !== input.status) {
+  if (transition.to !== input.status) {
     throw new StageEntryError(
       `state records ${input.status} but the transition leads to ${transition.to} (session ${input.sessionId})`,
     );
   }
   let before: SessionWithKernels | undefined;
-  let applied: StageTransition | null = null;
+  let applied = transition;
   for (let attempt = 1; ; attempt++) {
     const current = await deps.store.getSession(input.sessionId);
     if (!current) throw new StageEntryError(`session ${input.sessionId} does not exist`);
-    if (alreadyEntered(current, input)) {
-      before = undefined;
-      break;
-    }
-    const expected = transition ? transition.from : input.status;
-    if (current.session.status !== expected) {
+    if (alreadyEntered(current, input)) break;
+    if (current.session.status !== transition.from) {
       throw new StageEntryError(
-        transition
-          ? `session ${input.sessionId} is ${current.session.status}; cannot apply ${transition.from} → ${transition.to}`
-          : `session ${input.sessionId} is ${current.session.status}; cannot wait in ${input.status}`,
+        `session ${input.sessionId} is ${current.session.status}; cannot apply ${transition.from} → ${transition.to}`,
       );
     }
-    applied = transition ? withRunRecord(current, transition, deps.clock.nowMs()) : null;
+    applied = withRunRecord(current, transition, deps.clock.nowMs());
     const write: SessionWrite = stageEntryWrite({
       session: current.session,
       kernels: current.kernels,
-      ...(applied ? { transition: applied } : {}),
+      transition: applied,
       ...(input.taskToken !== undefined ? { taskToken: input.taskToken } : {}),
       nowMs: deps.clock.nowMs(),
     });
@@ -98,36 +88,24 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     }
   }
   if (!before) return { status: input.status };
-  if (applied && LEAVES_AGENTS.has(input.status) && applied.from !== input.status) {
+  if (LEAVES_AGENTS.has(input.status) && applied.from !== input.status) {
     await stopLeftoverKernels(before, input, applied, deps);
     await deps.store.releaseCapacity(input.sessionId);
   }
   const atMs = deps.clock.nowMs();
   await deps.events.statusChanged([
-    applied
-      ? {
-          sessionId: input.sessionId,
-          executionName: input.executionName,
-          from: applied.from,
-          to: applied.to,
-          result: applied.result,
-          handler: applied.handler,
-          ...(applied.message !== undefined ? { message: applied.message.slice(0, 4096) } : {}),
-          atMs,
-        }
-      : // The backoff of a requeued run has passed: the session can be placed from now on.
-        {
-          sessionId: input.sessionId,
-          executionName: input.executionName,
-          from: input.status,
-          to: input.status,
-          result: "REQUEUED",
-          handler: "Retry",
-          message: "backoff elapsed; waiting for placement",
-          atMs,
-        },
+    {
+      sessionId: input.sessionId,
+      executionName: input.executionName,
+      from: applied.from,
+      to: applied.to,
+      result: applied.result,
+      handler: applied.handler,
+      ...(applied.message !== undefined ? { message: applied.message.slice(0, 4096) } : {}),
+      atMs,
+    },
   ]);
-  if (applied?.requeue) {
+  if (applied.requeue) {
     const runIndex = before.session.runIndex + 1;
     await deps.events.requeued([
       {
@@ -163,7 +141,6 @@ function withRunRecord(current: SessionWithKernels, t: StageTransition, nowMs: n
 function alreadyEntered({ session }: SessionWithKernels, input: EnterStageInput): boolean {
   if (session.status !== input.status) return false;
   const t = input.transition;
-  if (t === null) return input.taskToken !== undefined && session.stage.taskToken === input.taskToken;
   if (t.from === input.status && session.stage.taskToken === undefined) return false;
   return input.taskToken === undefined
     ? t.from !== input.status

@@ -1,0 +1,206 @@
+/**
+ * Issue 5 end to end: runs that fail are retried or not by real retry policies and budgets, with
+ * real processes in the embedded runtime (two agents). Each command looks at CAIRN_RUN_INDEX to
+ * fail on its first run and succeed on a retry, so a retry is visible as a succeeded session.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { HistoryRecord, RunRecord, SessionWithKernels } from "../functions/core/model.ts";
+import { RETRY_CONFIG_DEFAULTS } from "../functions/core/retry/config.ts";
+import { parseRetryPolicy } from "../functions/core/retry/policy.ts";
+import { sessionResult } from "../functions/core/sessions.ts";
+import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
+import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+
+let rt: TestRuntime;
+const seen: EventBridgeEvent[] = [];
+let n = 0;
+const newId = (label: string) => `retry-${label}-${Date.now().toString(36)}-${n++}`;
+const sh = (script: string) => ["/bin/sh", "-c", script];
+/** Fails its first run with `firstRun`, succeeds after. */
+const failFirstRun = (firstRun: string) =>
+  sh(`if [ "$CAIRN_RUN_INDEX" = "0" ]; then ${firstRun}; fi; echo ok`);
+
+beforeAll(async () => {
+  rt = await startTestRuntime({ agents: 2, agentCapacity: { cpu: 4, memoryMiB: 4096 }, retryCacheMs: 200 });
+  rt.runtime.bus.onEvent((event) => seen.push(event));
+}, 120_000);
+
+afterAll(async () => {
+  await rt?.stop();
+});
+
+async function policy(doc: Record<string, unknown>): Promise<string> {
+  const name = `p-${Date.now().toString(36)}-${n++}`;
+  await rt.store.createRetryPolicy(
+    parseRetryPolicy({ apiVersion: "cairn.dev/v1", kind: "RetryPolicy", metadata: { name }, spec: doc }),
+    Date.now(),
+  );
+  return name;
+}
+
+async function finished(
+  id: string,
+): Promise<{ s: SessionWithKernels; runs: RunRecord[]; history: HistoryRecord[] }> {
+  const s = await rt.waitForEnd(id, 60_000);
+  return { s, runs: await rt.store.listRuns(id), history: await rt.store.listHistory(id) };
+}
+
+describe("retries, end to end", () => {
+  test("exit 137 is retried under a matching rule, after the rule's backoff", async () => {
+    const name = await policy({
+      rules: [
+        { action: "Retry", onExitCodes: { operator: "In", values: [137] }, backoff: { initialDelay: "2s" } },
+      ],
+    });
+    const id = newId("exit137");
+    await rt.submit({
+      sessionId: id,
+      spec: { name: "exit137", command: failFirstRun("exit 137"), retry: { policies: [name] } },
+    });
+    const { s, runs, history } = await finished(id);
+
+    expect(sessionResult(s)).toBe("succeeded");
+    expect(s.session.runIndex).toBe(1);
+    expect(runs.map((r) => [r.runIndex, r.name, r.outcome, r.decision])).toEqual([
+      [0, id, "FAILED", "retry"],
+      [1, `${id}.1`, "SUCCEEDED", "finished"],
+    ]);
+    expect(runs[0]).toMatchObject({ delayMs: 2000, kernels: [{ exitCode: 137 }] });
+    const requeued = history.find((h) => h.result === "REQUEUED" && h.fromStatus === "TERMINATING");
+    expect(requeued).toMatchObject({ handler: "Retry", toStatus: "PENDING" });
+    expect(requeued?.message).toContain(`${name}`);
+    // The backoff is waited in the state machine: the next placement comes 2 s after the requeue.
+    const placedAgain = history.find((h) => h.handler === "ScheduleNewSessions" && h.seq > requeued!.seq);
+    expect(placedAgain!.firstAtMs - requeued!.firstAtMs).toBeGreaterThanOrEqual(2000);
+    const requeuedEvents = seen.filter(
+      (e) => e["detail-type"] === "Session Requeued" && (e.detail as { sessionId: string }).sessionId === id,
+    );
+    expect(requeuedEvents.map((e) => e.detail)).toEqual([
+      expect.objectContaining({ runIndex: 1, runName: `${id}.1`, delayMs: 2000 }),
+    ]);
+  });
+
+  test("an OOM beyond the rule's limit fails for good", async () => {
+    const name = await policy({ rules: [{ action: "Retry", onConditions: ["OOMKilled"], retryLimit: 1 }] });
+    const id = newId("oom");
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "oom",
+        resources: { memoryMiB: 64 },
+        command: [process.execPath, "-e", "const k=[];for(;;){k.push(Buffer.alloc(16<<20,1))}"],
+        retry: { policies: [name] },
+      },
+    });
+    const { s, runs } = await finished(id);
+    expect(sessionResult(s)).toBe("failed");
+    expect(runs.map((r) => [r.runIndex, r.decision, r.kernels[0]?.condition])).toEqual([
+      [0, "retry", "OOMKilled"],
+      [1, "finished", "OOMKilled"],
+    ]);
+    expect(runs[1]?.reason).toMatch(/limit/i);
+  });
+
+  test("a failure no rule matches follows the policy's defaultAction", async () => {
+    const retrying = await policy({
+      defaultAction: "Retry",
+      rules: [{ action: "Fail", onExitCodes: { operator: "In", values: [2] } }],
+    });
+    const failing = await policy({
+      defaultAction: "Fail",
+      rules: [{ action: "Retry", onExitCodes: { operator: "In", values: [2] } }],
+    });
+    const retried = newId("default-retry");
+    const failed = newId("default-fail");
+    await rt.submit({
+      sessionId: retried,
+      spec: { name: "dflt", command: failFirstRun("exit 3"), retry: { policies: [retrying] } },
+    });
+    await rt.submit({
+      sessionId: failed,
+      spec: { name: "dflt", command: failFirstRun("exit 3"), retry: { policies: [failing] } },
+    });
+    const a = await finished(retried);
+    const b = await finished(failed);
+    expect(sessionResult(a.s)).toBe("succeeded");
+    expect(a.runs.map((r) => r.decision)).toEqual(["retry", "finished"]);
+    expect(sessionResult(b.s)).toBe("failed");
+    expect(b.runs.map((r) => r.decision)).toEqual(["finished"]);
+  });
+
+  test("globalMaxRetries 0 stops every retry, effective without a restart", async () => {
+    const name = await policy({
+      rules: [{ action: "Retry", onExitCodes: { operator: "In", values: [137] } }],
+    });
+    await rt.store.putRetryConfig({ ...RETRY_CONFIG_DEFAULTS, globalMaxRetries: 0 }, Date.now());
+    try {
+      await new Promise((r) => setTimeout(r, 400)); // past the functions' 200 ms cache
+      const id = newId("cap0");
+      await rt.submit({
+        sessionId: id,
+        spec: { name: "cap0", command: failFirstRun("exit 137"), retry: { policies: [name] } },
+      });
+      const { s, runs } = await finished(id);
+      expect(sessionResult(s)).toBe("failed");
+      expect(runs.map((r) => r.decision)).toEqual(["finished"]);
+      expect(runs[0]?.reason).toMatch(/global/i);
+    } finally {
+      await rt.store.putRetryConfig(RETRY_CONFIG_DEFAULTS, Date.now());
+      await new Promise((r) => setTimeout(r, 400));
+    }
+  });
+
+  test("node anti-affinity moves the retry to the other agent", async () => {
+    const name = await policy({
+      rules: [
+        { action: "Retry", onExitCodes: { operator: "In", values: [137] }, antiAffinity: { mode: "node" } },
+      ],
+    });
+    const id = newId("affinity");
+    await rt.submit({
+      sessionId: id,
+      spec: { name: "affinity", command: failFirstRun("exit 137"), retry: { policies: [name] } },
+    });
+    const { s, runs } = await finished(id);
+    expect(sessionResult(s)).toBe("succeeded");
+    const first = runs[0]?.kernels[0]?.agentId;
+    const second = runs[1]?.kernels[0]?.agentId;
+    expect(runs[0]?.avoidAgentId).toBe(first);
+    expect(first).toBeDefined();
+    expect(second).toBeDefined();
+    expect(second).not.toBe(first);
+  });
+
+  test("a termination message containing TRANSIENT is retried", async () => {
+    const name = await policy({
+      rules: [{ action: "Retry", onTerminationMessage: { pattern: ".*TRANSIENT.*" } }],
+    });
+    const id = newId("transient");
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "transient",
+        command: failFirstRun('echo "upstream TRANSIENT error" > "$CAIRN_TERMINATION_LOG"; exit 1'),
+        retry: { policies: [name] },
+      },
+    });
+    const { s, runs } = await finished(id);
+    expect(sessionResult(s)).toBe("succeeded");
+    expect(runs[0]).toMatchObject({
+      decision: "retry",
+      kernels: [{ exitCode: 1, message: "upstream TRANSIENT error" }],
+    });
+  });
+
+  test("without a policy the failure budget decides: maxRetriesFailure 1 allows one retry", async () => {
+    const id = newId("budget");
+    await rt.submit({
+      sessionId: id,
+      spec: { name: "budget", command: sh("exit 1"), retry: { maxRetriesFailure: 1 } },
+    });
+    const { s, runs } = await finished(id);
+    expect(sessionResult(s)).toBe("failed");
+    expect(runs.map((r) => r.decision)).toEqual(["retry", "finished"]);
+    expect(s.session.retry).toMatchObject({ failureCount: 1 });
+  });
+});
