@@ -192,6 +192,44 @@ describe("retries, end to end", () => {
     });
   });
 
+  test("a queue's policies apply to its sessions, its priority is added, and an unknown queue is rejected", async () => {
+    const name = await policy({
+      rules: [{ action: "Retry", onExitCodes: { operator: "In", values: [137] } }],
+    });
+    const queue = `q-${Date.now().toString(36)}`;
+    await rt.store.createQueue({ name: queue, priority: 5, retryPolicies: [name] }, Date.now());
+    const id = newId("queued");
+    await rt.submit({
+      sessionId: id,
+      spec: { name: "queued", queue, priority: 1, command: failFirstRun("exit 137") },
+    });
+    const { s, runs } = await finished(id);
+    expect(sessionResult(s)).toBe("succeeded");
+    expect(runs.map((r) => r.decision)).toEqual(["retry", "finished"]);
+    expect(s.session.spec.priority).toBe(6);
+
+    const before = seen.length;
+    const orphan = newId("no-queue");
+    await rt.submit({
+      sessionId: orphan,
+      spec: { name: "orphan", queue: "no-such-queue", command: ["true"] },
+    });
+    const deadline = Date.now() + 10_000;
+    const rejection = () =>
+      seen
+        .slice(before)
+        .find(
+          (e) =>
+            e["detail-type"] === "Event Rejected" &&
+            (e.detail as { reason: string }).reason.includes("detail.spec.queue"),
+        );
+    while (!rejection() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect((rejection()?.detail as { reason: string } | undefined)?.reason).toContain(
+      'detail.spec.queue: no queue named "no-such-queue"',
+    );
+    expect(await rt.store.getSession(orphan)).toBeUndefined();
+  });
+
   test("without a policy the failure budget decides: maxRetriesFailure 1 allows one retry", async () => {
     const id = newId("budget");
     await rt.submit({

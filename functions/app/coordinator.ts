@@ -94,6 +94,8 @@ class Dirty {
 }
 
 const MAX_CONFLICT_RETRIES = 5;
+/** Sessions name no queue: they are in this one, which need not have been created. */
+const DEFAULT_QUEUE = "default";
 
 export class Coordinator {
   readonly #d: CoordinatorDeps;
@@ -200,7 +202,18 @@ export class Coordinator {
     switch (event.detailType) {
       case DetailType.SessionSubmitted: {
         const id = event.detail.sessionId ?? `s-${event.id.toLowerCase()}`;
-        const created = await store.createSession(newSession(id, event.detail.spec, clock.nowMs()));
+        const { spec } = event.detail;
+        const queue = await this.#catalog.queue(spec.queue);
+        if (!queue && spec.queue !== DEFAULT_QUEUE && !(await store.getSession(id))) {
+          return reject(
+            `detail.spec.queue: no queue named "${spec.queue}" (create it with \`cairn queue create\`)`,
+          );
+        }
+        // A queue's priority orders its sessions among other queues': it is added to the
+        // session's own, and the sum is what the session is queued by.
+        const queued =
+          queue && queue.priority !== 0 ? { ...spec, priority: spec.priority + queue.priority } : spec;
+        const created = await store.createSession(newSession(id, queued, clock.nowMs()));
         if (!created.created)
           this.#d.log.info("duplicate submission; session already exists", { sessionId: id });
         await this.#d.executions.start(id, {

@@ -3,7 +3,7 @@
  * configuration operators manage with the CLI. Read through a short cache, so a change applies
  * within seconds without a restart, and a burst of finished runs costs one read of each.
  */
-import type { Session } from "../core/model.ts";
+import type { Queue, Session } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
 import { RETRY_CONFIG_DEFAULTS, type RetryConfig } from "../core/retry/config.ts";
 import type { RetryPolicy } from "../core/retry/policy.ts";
@@ -22,7 +22,7 @@ export class RetryCatalog {
   readonly #ttlMs: number;
   #config: Cached<RetryConfig> | undefined;
   #policies: Cached<ReadonlyMap<string, RetryPolicy>> | undefined;
-  readonly #queues = new Map<string, Cached<readonly string[]>>();
+  readonly #queues = new Map<string, Cached<Queue | undefined>>();
 
   constructor(store: SessionStore, clock: Clock, ttlMs = 5_000) {
     this.#store = store;
@@ -63,13 +63,15 @@ export class RetryCatalog {
     return this.#policies.value;
   }
 
-  #queuePolicies(name: string): Promise<readonly string[]> {
-    const cached = this.#fresh(
-      this.#queues.get(name),
-      async () => (await this.#store.getQueue(name))?.retryPolicies ?? [],
-    );
+  /** The queue by name; undefined when it was never created (the `default` queue may not be). */
+  queue(name: string): Promise<Queue | undefined> {
+    const cached = this.#fresh(this.#queues.get(name), () => this.#store.getQueue(name));
     this.#queues.set(name, cached);
     return cached.value;
+  }
+
+  async #queuePolicies(name: string): Promise<readonly string[]> {
+    return (await this.queue(name))?.retryPolicies ?? [];
   }
 
   #fresh<T>(cached: Cached<T> | undefined, load: () => Promise<T>): Cached<T> {
