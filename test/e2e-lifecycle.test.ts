@@ -68,7 +68,19 @@ describe("the session lifecycle, end to end", () => {
     expect(lines.map((l) => l.text)).toContain(`hello from ${id}`);
     // Its capacity went back to the agent.
     expect(await rt.store.allocationsOf(id)).toEqual([]);
-    // Subscribers saw every status change, in order.
+    // Subscribers saw every status change, in order (the last is published just after its write).
+    await waitUntil(
+      () =>
+        Promise.resolve(
+          seen.some(
+            (e) =>
+              e["detail-type"] === "Session Status Changed" &&
+              (e.detail as { sessionId: string; to: string }).sessionId === id &&
+              (e.detail as { to: string }).to === "TERMINATED",
+          ),
+        ),
+      "the TERMINATED status event",
+    );
     const changes = seen
       .filter(
         (e) =>

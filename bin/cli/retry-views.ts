@@ -4,7 +4,11 @@
  * the configuration in the operator's shape (durations as strings). Pure.
  */
 import type { Queue } from "../../functions/core/model.ts";
-import type { RetryConfig } from "../../functions/core/retry/config.ts";
+import {
+  retryConfigToDocument,
+  type RetryConfig,
+  type RetryConfigDocument,
+} from "../../functions/core/retry/config.ts";
 import { formatDuration } from "../../functions/core/retry/duration.ts";
 import {
   retryPolicyToDocument,
@@ -158,29 +162,8 @@ export function renderQueueList(views: readonly QueueView[]): string {
 // ---- the retry configuration
 
 /** The operator's shape of the configuration, as `parseRetryConfig` reads it. */
-export interface RetryConfigDocument {
-  readonly enabled: boolean;
-  readonly globalMaxRetries: number;
-  readonly defaultPolicyName: string;
-  readonly defaultBackoff: {
-    readonly initialDelay: string;
-    readonly maxDelay: string;
-    readonly multiplier: number;
-  };
-}
-
-export function retryConfigDocument(config: RetryConfig): RetryConfigDocument {
-  return {
-    enabled: config.enabled,
-    globalMaxRetries: config.globalMaxRetries,
-    defaultPolicyName: config.defaultPolicyName,
-    defaultBackoff: {
-      initialDelay: formatDuration(config.defaultBackoff.initialDelayMs),
-      maxDelay: formatDuration(config.defaultBackoff.maxDelayMs),
-      multiplier: config.defaultBackoff.multiplier,
-    },
-  };
-}
+export type { RetryConfigDocument };
+export const retryConfigDocument = retryConfigToDocument;
 
 export interface RetryConfigView extends RetryConfigDocument {
   /** False while nothing has been set: the defaults apply. */

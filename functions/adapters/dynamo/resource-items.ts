@@ -7,8 +7,12 @@
  */
 import type { Queue } from "../../core/model.ts";
 import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
-import { parseRetryConfig, type RetryConfig, type RetryConfigInput } from "../../core/retry/config.ts";
-import { formatDuration } from "../../core/retry/duration.ts";
+import {
+  parseRetryConfig,
+  retryConfigToDocument,
+  type RetryConfig,
+  type RetryConfigInput,
+} from "../../core/retry/config.ts";
 import { parseRetryPolicy, retryPolicyToDocument, type RetryPolicy } from "../../core/retry/policy.ts";
 import { NAME_PATTERN, SPEC_LIMITS } from "../../core/spec.ts";
 import { Fields, fromItem, ItemType, toItem, type Item } from "./item-codec.ts";
@@ -153,18 +157,6 @@ export function withoutVersion({ version: _version, ...queue }: Queue & { versio
 export const retryConfigKey: Item = { pk: { S: configPk("retry") }, sk: { S: CONFIG_SK } };
 
 /** The configuration in the operator's shape (durations as strings), as `parseRetryConfig` reads it. */
-export function retryConfigToDocument(config: RetryConfig): RetryConfigInput {
-  return {
-    enabled: config.enabled,
-    globalMaxRetries: config.globalMaxRetries,
-    defaultPolicyName: config.defaultPolicyName,
-    defaultBackoff: {
-      initialDelay: formatDuration(config.defaultBackoff.initialDelayMs),
-      maxDelay: formatDuration(config.defaultBackoff.maxDelayMs),
-      multiplier: config.defaultBackoff.multiplier,
-    },
-  };
-}
 
 export function retryConfigItem(config: RetryConfig, nowMs: number): Item {
   let document: RetryConfigInput;

@@ -65,3 +65,28 @@ export function parseRetryConfig(input: unknown): RetryConfig {
     defaultBackoff: { initialDelayMs: b.initialDelay, maxDelayMs: b.maxDelay, multiplier: b.multiplier },
   };
 }
+
+/** The operator's form of a configuration: what `parseRetryConfig` reads back to the same value. */
+export interface RetryConfigDocument {
+  readonly enabled: boolean;
+  readonly globalMaxRetries: number;
+  readonly defaultPolicyName: string;
+  readonly defaultBackoff: {
+    readonly initialDelay: string;
+    readonly maxDelay: string;
+    readonly multiplier: number;
+  };
+}
+
+export function retryConfigToDocument(config: RetryConfig): RetryConfigDocument {
+  return {
+    enabled: config.enabled,
+    globalMaxRetries: config.globalMaxRetries,
+    defaultPolicyName: config.defaultPolicyName,
+    defaultBackoff: {
+      initialDelay: formatDuration(config.defaultBackoff.initialDelayMs),
+      maxDelay: formatDuration(config.defaultBackoff.maxDelayMs),
+      multiplier: config.defaultBackoff.multiplier,
+    },
+  };
+}
