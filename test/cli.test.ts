@@ -31,7 +31,7 @@ import {
 } from "../bin/cli/render.ts";
 import { policyView, renderPolicy, renderPolicyList, retryConfigView } from "../bin/cli/retry-views.ts";
 import { newSessionId } from "../bin/cli/session-id.ts";
-import { readSpecFile } from "../bin/cli/spec-file.ts";
+import { readSpecFile } from "../bin/cli/document-files.ts";
 import { resolveConnection, type TargetDeps } from "../bin/cli/target.ts";
 import { executionArn, historyRecordView, historyView, listView, sessionView } from "../bin/cli/views.ts";
 import { SESSION_ID_PATTERN, type PutEventsEntry } from "../functions/core/events.ts";
