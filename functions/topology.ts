@@ -48,7 +48,7 @@ export const FUNCTIONS: readonly FunctionDecl[] = [
  * Events reach the coordinator through a queue so that bursts coalesce into batches (an SQS
  * event source with a batching window on AWS; the same batching in the embedded runtime).
  */
-export const QueueName = { CoordinatorQueue: "CoordinatorQueue" } as const;
+export const QueueName = { CoordinatorQueue: "CoordinatorQueue", HeartbeatQueue: "HeartbeatQueue" } as const;
 export type QueueName = (typeof QueueName)[keyof typeof QueueName];
 
 export interface QueueDecl {
@@ -63,6 +63,15 @@ export interface QueueDecl {
 export const QUEUES: readonly QueueDecl[] = [
   {
     name: QueueName.CoordinatorQueue,
+    consumer: FunctionName.Coordinator,
+    batchSize: 10,
+    maxBatchingWindowSeconds: 0,
+    maxConcurrency: 2,
+  },
+  {
+    // Heartbeats have their own queue so that a burst of work in the coordinator queue cannot
+    // delay them past the agent timeout and make live agents look lost.
+    name: QueueName.HeartbeatQueue,
     consumer: FunctionName.Coordinator,
     batchSize: 10,
     maxBatchingWindowSeconds: 0,
@@ -88,13 +97,22 @@ export const RULES: readonly RuleDecl[] = [
     target: { queue: QueueName.CoordinatorQueue },
   },
   {
-    name: "AgentReports",
-    description: "Kernel status changes and agent heartbeats",
+    name: "KernelReports",
+    description: "Kernel status changes reported by agents",
     eventPattern: {
       source: [EventSource.Agent],
-      "detail-type": [DetailType.KernelStatusChanged, DetailType.AgentHeartbeat],
+      "detail-type": [DetailType.KernelStatusChanged],
     },
     target: { queue: QueueName.CoordinatorQueue },
+  },
+  {
+    name: "AgentHeartbeats",
+    description: "Agent heartbeats (their own queue: liveness must not wait behind work)",
+    eventPattern: {
+      source: [EventSource.Agent],
+      "detail-type": [DetailType.AgentHeartbeat],
+    },
+    target: { queue: QueueName.HeartbeatQueue },
   },
   {
     name: "StatusChanges",

@@ -420,7 +420,7 @@ describe("table, monitoring and outputs", () => {
       [
         "CairnMonitoringExecutionsFailedAlarm",
         "CairnMonitoringDeliveryDeadLetterQueueMessagesAlarm",
-        "CairnMonitoringCoordinatorQueueDeadLetterQueueMessagesAlarm",
+        ...QUEUES.map((q) => `CairnMonitoring${q.name}DeadLetterQueueMessagesAlarm`),
         ...FUNCTIONS.map((f) => `CairnMonitoring${f.name}ErrorsAlarm`),
         "CairnMonitoringStuckSessionsAlarm",
       ].sort(),

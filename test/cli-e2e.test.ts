@@ -3,13 +3,12 @@
  * (`node bin/cairn.ts … --runtime-file <dataDir>/runtime.json`) with no AWS settings in its
  * environment, so it finds Cairn through the runtime file alone.
  */
-import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { runCairn, stdoutJson, type Run } from "./support/cli.ts";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
-const CLI = resolve("bin/cairn.ts");
 /**
  * A session takes about 10 s here; the margins are for a machine busy with other work (sessions
  * took 40 s at a load average of 13).
@@ -17,39 +16,15 @@ const CLI = resolve("bin/cairn.ts");
 const SESSION_TEST_TIMEOUT_MS = 150_000;
 const WAIT_MS = 90_000;
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 let rt: TestRuntime;
 /** Session ids of every Session Submitted event the bus received. */
 const submitted: string[] = [];
 
 function cairn(...args: string[]): Promise<Run> {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("AWS_")));
-  const child = spawn(process.execPath, [CLI, ...args, "--runtime-file", join(rt.dataDir, "runtime.json")], {
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((done, fail) => {
-    child.on("error", fail);
-    child.on("close", (code) => done({ code, stdout, stderr }));
-  });
+  return runCairn(rt.dataDir, args);
 }
 
-function json(run: Run): Record<string, unknown> {
-  try {
-    return JSON.parse(run.stdout) as Record<string, unknown>;
-  } catch {
-    throw new Error(`stdout is not JSON (exit ${run.code}):\n${run.stdout}\nstderr:\n${run.stderr}`);
-  }
-}
+const json = stdoutJson;
 
 function spec(name: string, text: string): string {
   const path = join(rt.dataDir, name);
@@ -271,14 +246,11 @@ describe("reading sessions back", () => {
   });
 
   test("a runtime that is gone: exit 4 with the start hint", async () => {
-    const missing = join(rt.dataDir, "no-runtime.json");
-    const child = spawn(process.execPath, [CLI, "list", "--runtime-file", missing], { stdio: "pipe" });
-    let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await new Promise<number | null>((done) => child.on("close", done));
-    expect(code).toBe(4);
-    expect(stderr).toBe(
-      `cairn: no local runtime found at ${missing} — start one with \`npm start\`, or pass --stack/--endpoint\n`,
+    const elsewhere = join(rt.dataDir, "no-runtime-here");
+    const run = await runCairn(elsewhere, ["list"]);
+    expect(run.code).toBe(4);
+    expect(run.stderr).toBe(
+      `cairn: no local runtime found at ${join(elsewhere, "runtime.json")} — start one with \`npm start\`, or pass --stack/--endpoint\n`,
     );
   });
 });

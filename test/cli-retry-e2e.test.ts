@@ -4,47 +4,22 @@
  * alone. Checks what was stored through the CLI itself (list, get), so the round trip is the
  * user's.
  */
-import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { runCairn, stdoutJson, type Run } from "./support/cli.ts";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
-const CLI = resolve("bin/cairn.ts");
 /** Each call starts a Node process (about a second on a busy machine). */
 const TEST_TIMEOUT_MS = 60_000;
-
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
 
 let rt: TestRuntime;
 
 function cairn(...args: string[]): Promise<Run> {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("AWS_")));
-  const child = spawn(process.execPath, [CLI, ...args, "--runtime-file", join(rt.dataDir, "runtime.json")], {
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((done, fail) => {
-    child.on("error", fail);
-    child.on("close", (code) => done({ code, stdout, stderr }));
-  });
+  return runCairn(rt.dataDir, args);
 }
 
-function json(run: Run): Record<string, unknown> {
-  try {
-    return JSON.parse(run.stdout) as Record<string, unknown>;
-  } catch {
-    throw new Error(`stdout is not JSON (exit ${run.code}):\n${run.stdout}\nstderr:\n${run.stderr}`);
-  }
-}
+const json = stdoutJson;
 
 function file(name: string, text: string): string {
   const path = join(rt.dataDir, name);

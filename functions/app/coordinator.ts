@@ -93,6 +93,12 @@ class Dirty {
   }
 }
 
+interface PassOutcome {
+  readonly targets: number;
+  readonly decisions: number;
+  readonly completed: number;
+}
+
 const MAX_CONFLICT_RETRIES = 5;
 /** Sessions name no queue: they are in this one, which need not have been created. */
 const DEFAULT_QUEUE = "default";
@@ -141,9 +147,17 @@ export class Coordinator {
     const ctx = this.#context();
     completed += await this.#cancelPass(dirty, options.sweep === true);
     for (const pass of PASSES) {
-      const targets = await this.#targets(passStatuses(pass), dirty);
-      if (targets.length === 0) continue;
-      const outcome = await this.#runPass(pass, targets, ctx);
+      let outcome: PassOutcome;
+      try {
+        const targets = await this.#targets(passStatuses(pass), dirty);
+        if (targets.length === 0) continue;
+        outcome = await this.#runPass(pass, targets, ctx);
+      } catch (error) {
+        // One pass failing must not stall the others or the events already applied; what it
+        // left undone is picked up by the next event or the sweep.
+        this.#d.log.error("handler pass failed", { pass: passName(pass), error: errorMessage(error) });
+        continue;
+      }
       passes.push({ name: passName(pass), targets: outcome.targets, decisions: outcome.decisions });
       completed += outcome.completed;
     }
@@ -326,7 +340,7 @@ export class Coordinator {
     pass: Pass,
     targets: readonly SessionWithKernels[],
     ctx: HandlerContext,
-  ): Promise<{ targets: number; decisions: number; completed: number }> {
+  ): Promise<PassOutcome> {
     const judged = targets.map(toJudged);
     let decisions: Decision[];
     if (pass.kind === "lifecycle") {

@@ -1,8 +1,8 @@
 /**
  * The lifecycle execution entering a state: the only writer of `session.status`. It records the
  * status, the stage's task token and entry time, the transition's kernel statuses and history
- * record in one conditional write; then stops kernels that must not outlive the transition,
- * gives capacity back when the session leaves its agents, and announces the status change.
+ * record in one conditional write, and announces the status change. When the session leaves its
+ * agents, it first stops kernels that must not outlive the transition and gives capacity back.
  */
 import type { SessionWrite } from "../core/effects.ts";
 import { stageEntryWrite } from "../core/effects.ts";
@@ -59,6 +59,15 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       `state records ${input.status} but the transition leads to ${transition.to} (session ${input.sessionId})`,
     );
   }
+  // Leaving the agents: stop what may still run and give the capacity back *before* the write
+  // that makes the session a target again (PENDING), so no placement can race the release.
+  if (LEAVES_AGENTS.has(input.status) && transition.from !== input.status) {
+    const current = await deps.store.getSession(input.sessionId);
+    if (current && current.session.status === transition.from && !alreadyEntered(current, input)) {
+      await stopLeftoverKernels(current, input, transition, deps);
+      await deps.store.releaseCapacity(input.sessionId);
+    }
+  }
   let before: SessionWithKernels | undefined;
   let applied = transition;
   for (let attempt = 1; ; attempt++) {
@@ -88,10 +97,6 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     }
   }
   if (!before) return { status: input.status };
-  if (LEAVES_AGENTS.has(input.status) && applied.from !== input.status) {
-    await stopLeftoverKernels(before, input, applied, deps);
-    await deps.store.releaseCapacity(input.sessionId);
-  }
   const atMs = deps.clock.nowMs();
   await deps.events.statusChanged([
     {

@@ -65,6 +65,19 @@ export function lostAgentsOf(
   return lost.length > 0 ? `agent ${lost.join(", ")} is not responding` : undefined;
 }
 
+/**
+ * Why a placed session's kernels cannot be reached: a kernel with no placement, or an agent that
+ * stopped heartbeating. Undefined when every kernel is on a live agent.
+ */
+export function placementProblem(
+  target: SessionWithKernels,
+  live: ReadonlyMap<string, Agent>,
+): string | undefined {
+  const unplaced = target.kernels.filter((k) => k.agentId === undefined).map((k) => k.index);
+  if (unplaced.length > 0) return `kernel ${unplaced.join(", ")} has no placement`;
+  return lostAgentsOf(target, live);
+}
+
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }

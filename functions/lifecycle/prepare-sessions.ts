@@ -13,7 +13,7 @@ import { kernelCommand } from "../app/kernel-commands.ts";
 import type { KernelCommandDetailInput } from "../app/event-types.ts";
 import {
   errorMessage,
-  lostAgentsOf,
+  placementProblem,
   patchKernels,
   ResultBuilder,
   type HandlerContext,
@@ -28,7 +28,7 @@ export const prepareSessions: LifecycleHandler = {
     const commands: { sessionId: string; detail: KernelCommandDetailInput }[] = [];
     for (const target of targets) {
       const { session, kernels } = target;
-      const lost = lostAgentsOf(target, live);
+      const lost = placementProblem(target, live);
       if (lost) {
         result.failure(session.id, lost);
         continue;

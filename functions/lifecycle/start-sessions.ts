@@ -8,7 +8,7 @@ import type { HandlerResult } from "../core/scheduling.ts";
 import { kernelCommand } from "../app/kernel-commands.ts";
 import type { KernelCommandDetailInput } from "../app/event-types.ts";
 import { dispatch } from "./prepare-sessions.ts";
-import { lostAgentsOf, ResultBuilder, type HandlerContext, type LifecycleHandler } from "./handler.ts";
+import { placementProblem, ResultBuilder, type HandlerContext, type LifecycleHandler } from "./handler.ts";
 
 export const startSessions: LifecycleHandler = {
   spec: LIFECYCLE_HANDLERS.StartSessions,
@@ -17,7 +17,7 @@ export const startSessions: LifecycleHandler = {
     const live = await ctx.liveAgents();
     const commands: { sessionId: string; detail: KernelCommandDetailInput }[] = [];
     for (const target of targets) {
-      const lost = lostAgentsOf(target, live);
+      const lost = placementProblem(target, live);
       if (lost) {
         result.failure(target.session.id, lost);
         continue;

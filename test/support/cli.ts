@@ -1,0 +1,39 @@
+/**
+ * Runs the real `cairn` binary as a child process against a test runtime, with no AWS settings
+ * in its environment, so it finds Cairn through the runtime file alone.
+ */
+import { spawn } from "node:child_process";
+import { join, resolve } from "node:path";
+
+const CLI = resolve("bin/cairn.ts");
+
+export interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export function runCairn(dataDir: string, args: readonly string[]): Promise<Run> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("AWS_")));
+  const child = spawn(process.execPath, [CLI, ...args, "--runtime-file", join(dataDir, "runtime.json")], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((done, fail) => {
+    child.on("error", fail);
+    child.on("close", (code) => done({ code, stdout, stderr }));
+  });
+}
+
+/** The run's stdout as JSON, or an error showing what it printed instead. */
+export function stdoutJson(run: Run): Record<string, unknown> {
+  try {
+    return JSON.parse(run.stdout) as Record<string, unknown>;
+  } catch {
+    throw new Error(`stdout is not JSON (exit ${run.code}):\n${run.stdout}\nstderr:\n${run.stderr}`);
+  }
+}
