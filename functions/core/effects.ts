@@ -27,6 +27,7 @@ export interface KernelPatch {
   readonly exitCode?: number;
   readonly condition?: TerminationCondition;
   readonly message?: string;
+  readonly failureCategory?: string;
   readonly outcome?: AttemptOutcome;
   /** `null` clears it. */
   readonly error?: string | null;

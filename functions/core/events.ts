@@ -115,12 +115,17 @@ export const KernelStatusChangedDetailSchema = strictObject({
   signal: signalSchema.optional(),
   condition: conditionSchema.optional(),
   message: messageSchema.optional(),
+  /** How the agent classified the failure (Armada's error categories), for retry rules. */
+  failureCategory: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, { error: "must be 1 to 64 of a-z, 0-9, '_', '.', '-'" })
+    .optional(),
   atMs: epochMsSchema,
 })
   .superRefine((detail, ctx) => {
     // How a kernel ended only makes sense once it has.
     if (ENDED_STATUSES.includes(detail.status)) return;
-    for (const field of ["exitCode", "signal", "condition"] as const) {
+    for (const field of ["exitCode", "signal", "condition", "failureCategory"] as const) {
       if (detail[field] !== undefined) {
         ctx.addIssue({
           code: "custom",

@@ -17,6 +17,7 @@ export interface KernelReport {
   readonly exitCode?: number;
   readonly condition?: Condition;
   readonly message?: string;
+  readonly failureCategory?: string;
   readonly atMs: number;
 }
 
@@ -59,6 +60,7 @@ export function kernelReportPatch(
         index,
         status: KernelStatus.ERROR,
         message: report.message ?? "the kernel could not be started",
+        ...(report.failureCategory !== undefined ? { failureCategory: report.failureCategory } : {}),
         outcome: AttemptOutcome.FAILED,
         finishedAtMs: report.atMs,
       };
@@ -69,6 +71,7 @@ export function kernelReportPatch(
         ...(report.exitCode !== undefined ? { exitCode: report.exitCode } : {}),
         ...(report.condition !== undefined ? { condition: report.condition } : {}),
         ...(report.message !== undefined ? { message: report.message } : {}),
+        ...(report.failureCategory !== undefined ? { failureCategory: report.failureCategory } : {}),
         outcome: attemptOutcome(report, context.cancelled),
         finishedAtMs: report.atMs,
       };

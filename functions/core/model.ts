@@ -113,6 +113,8 @@ export interface Kernel {
   readonly condition?: TerminationCondition;
   /** Termination message, error text, or why the kernel ended. */
   readonly message?: string;
+  /** The category the agent classified the failure into (e.g. `cuda_error`), if it did. */
+  readonly failureCategory?: string;
   readonly outcome?: AttemptOutcome;
   /** The latest preparation failure reported by the agent; cleared when preparation is retried. */
   readonly error?: string;
@@ -192,6 +194,7 @@ export interface RunKernelRecord {
   readonly exitCode?: number;
   readonly condition?: TerminationCondition;
   readonly message?: string;
+  readonly failureCategory?: string;
   readonly startedAtMs?: number;
   readonly finishedAtMs?: number;
 }

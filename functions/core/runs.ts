@@ -60,6 +60,7 @@ function kernelRecord(k: Kernel): RunKernelRecord {
     ...(k.exitCode !== undefined ? { exitCode: k.exitCode } : {}),
     ...(k.condition !== undefined ? { condition: k.condition } : {}),
     ...(k.message !== undefined ? { message: k.message } : {}),
+    ...(k.failureCategory !== undefined ? { failureCategory: k.failureCategory } : {}),
     ...(k.startedAtMs !== undefined ? { startedAtMs: k.startedAtMs } : {}),
     ...(k.finishedAtMs !== undefined ? { finishedAtMs: k.finishedAtMs } : {}),
   };

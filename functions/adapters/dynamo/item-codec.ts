@@ -162,6 +162,7 @@ export function kernelFromItem(item: Item): Kernel {
     exitCode: r.optNumber("exitCode"),
     condition: r.optString("condition") as Kernel["condition"],
     message: r.optString("message"),
+    failureCategory: r.optString("failureCategory"),
     outcome: r.optString("outcome") as Kernel["outcome"],
     error: r.optString("error"),
     startedAtMs: r.optNumber("startedAtMs"),
@@ -249,6 +250,7 @@ function runKernelFrom(r: Fields): RunKernelRecord {
     exitCode: r.optNumber("exitCode"),
     condition: r.optString("condition") as RunKernelRecord["condition"],
     message: r.optString("message"),
+    failureCategory: r.optString("failureCategory"),
     startedAtMs: r.optNumber("startedAtMs"),
     finishedAtMs: r.optNumber("finishedAtMs"),
   };
