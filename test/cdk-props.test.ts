@@ -2,6 +2,7 @@
  * The construct's props: impossible values and combinations fail at synth with the prop named,
  * and non-default values reach the resources they configure.
  */
+import { FUNCTIONS, QUEUES } from "../functions/topology.ts";
 import { App, Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import { Template } from "aws-cdk-lib/assertions";
@@ -183,7 +184,7 @@ describe("non-default props reach the resources", () => {
     const redrives = resourcesOf(json, "AWS::SQS::Queue").flatMap(([, q]) =>
       q.Properties?.["RedrivePolicy"] ? [q.Properties["RedrivePolicy"]] : [],
     );
-    expect(redrives).toEqual([expect.objectContaining({ maxReceiveCount: 7 })]);
+    expect(redrives).toEqual(QUEUES.map((): unknown => expect.objectContaining({ maxReceiveCount: 7 })));
   });
 
   test("execution data in the logs when asked; alarm actions on every alarm, for ALARM and OK", () => {
@@ -195,7 +196,8 @@ describe("non-default props reach the resources", () => {
       IncludeExecutionData: true,
     });
     const alarms = resourcesOf(json, "AWS::CloudWatch::Alarm");
-    expect(alarms.length).toBe(6);
+    // Failed executions, the delivery DLQ, each work queue's DLQ, each function's errors, stuck sessions.
+    expect(alarms.length).toBe(1 + 1 + QUEUES.length + FUNCTIONS.length + 1);
     for (const [id, alarm] of alarms) {
       expect(alarm.Properties, id).toMatchObject({
         AlarmActions: ["arn:aws:sns:eu-west-1:123456789012:cairn-alarms"],
