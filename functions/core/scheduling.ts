@@ -46,12 +46,6 @@ export function transitionFor(
   }
 }
 
-/** A handler's reason for one target, kept in history (e.g. the pending reason of a skip). */
-export interface TargetNote {
-  readonly sessionId: string;
-  readonly message: string;
-}
-
 /**
  * What a batch handler returns: every target it was given lands in at most one list.
  * `failures` were attempted and failed (a try is spent); `skipped` could not be attempted.
@@ -63,10 +57,6 @@ export interface HandlerResult {
   readonly skipped: readonly string[];
   /** Human-readable reasons keyed by session id (failure causes, skip reasons). */
   readonly messages?: Readonly<Record<string, string>>;
-}
-
-export function emptyHandlerResult(): HandlerResult {
-  return { successes: [], failures: [], skipped: [] };
 }
 
 export const KernelMatchType = {

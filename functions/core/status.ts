@@ -39,15 +39,6 @@ export function isWaitingStatus(status: SessionStatus): status is WaitingSession
   return (WAITING_SESSION_STATUSES as readonly SessionStatus[]).includes(status);
 }
 
-/** Stages before the session's command started: a cancel there goes straight to CANCELLED. */
-export const PRE_START_SESSION_STATUSES: ReadonlySet<SessionStatus> = new Set([
-  SessionStatus.PENDING,
-  SessionStatus.SCHEDULED,
-  SessionStatus.PREPARING,
-  SessionStatus.PREPARED,
-  SessionStatus.CREATING,
-]);
-
 export const KernelStatus = {
   PENDING: "PENDING",
   SCHEDULED: "SCHEDULED",
