@@ -61,8 +61,11 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
   }
   // Leaving the agents: stop what may still run and give the capacity back *before* the write
   // that makes the session a target again (PENDING), so no placement can race the release.
+  let prefetched: SessionWithKernels | undefined;
   if (LEAVES_AGENTS.has(input.status) && transition.from !== input.status) {
     const current = await deps.store.getSession(input.sessionId);
+    // Releasing touches allocations and agents, not the session item: this read stays current.
+    prefetched = current;
     if (current && current.session.status === transition.from && !alreadyEntered(current, input)) {
       await stopLeftoverKernels(current, input, transition, deps);
       await deps.store.releaseCapacity(input.sessionId);
@@ -71,7 +74,8 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
   let before: SessionWithKernels | undefined;
   let applied = transition;
   for (let attempt = 1; ; attempt++) {
-    const current = await deps.store.getSession(input.sessionId);
+    const current =
+      (attempt === 1 ? prefetched : undefined) ?? (await deps.store.getSession(input.sessionId));
     if (!current) throw new StageEntryError(`session ${input.sessionId} does not exist`);
     if (alreadyEntered(current, input)) break;
     if (current.session.status !== transition.from) {

@@ -9,6 +9,7 @@ import type { KernelPatch } from "../core/effects.ts";
 import type { Agent, SessionWithKernels } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
 import type { HandlerResult } from "../core/scheduling.ts";
+import type { KernelCommandDetailInput } from "../app/event-types.ts";
 import type { EventsPort } from "../app/ports.ts";
 
 export interface HandlerContext {
@@ -120,4 +121,23 @@ export async function patchKernels(
     current = await ctx.store.getSession(target.session.id);
   }
   return undefined;
+}
+
+/** Sends the commands; a session whose commands could not be sent is a failure, not a success. */
+export async function dispatch(
+  ctx: HandlerContext,
+  commands: readonly { sessionId: string; detail: KernelCommandDetailInput }[],
+  result: ResultBuilder,
+): Promise<void> {
+  if (commands.length === 0) return;
+  try {
+    await ctx.events.kernelCommands(commands.map((c) => c.detail));
+  } catch (error) {
+    const failed = new Set(commands.map((c) => c.sessionId));
+    for (const id of failed) {
+      const i = result.successes.indexOf(id);
+      if (i >= 0) result.successes.splice(i, 1);
+      if (!result.failures.includes(id)) result.failure(id, `could not reach agents: ${errorMessage(error)}`);
+    }
+  }
 }

@@ -18,6 +18,7 @@ import {
   ResultBuilder,
   type HandlerContext,
   type LifecycleHandler,
+  dispatch,
 } from "./handler.ts";
 
 export const prepareSessions: LifecycleHandler = {
@@ -63,22 +64,3 @@ export const prepareSessions: LifecycleHandler = {
     return result.build();
   },
 };
-
-/** Sends the commands; a session whose commands could not be sent is a failure, not a success. */
-export async function dispatch(
-  ctx: HandlerContext,
-  commands: readonly { sessionId: string; detail: KernelCommandDetailInput }[],
-  result: ResultBuilder,
-): Promise<void> {
-  if (commands.length === 0) return;
-  try {
-    await ctx.events.kernelCommands(commands.map((c) => c.detail));
-  } catch (error) {
-    const failed = new Set(commands.map((c) => c.sessionId));
-    for (const id of failed) {
-      const i = result.successes.indexOf(id);
-      if (i >= 0) result.successes.splice(i, 1);
-      if (!result.failures.includes(id)) result.failure(id, `could not reach agents: ${errorMessage(error)}`);
-    }
-  }
-}

@@ -7,8 +7,13 @@ import type { SessionWithKernels } from "../core/model.ts";
 import type { HandlerResult } from "../core/scheduling.ts";
 import { kernelCommand } from "../app/kernel-commands.ts";
 import type { KernelCommandDetailInput } from "../app/event-types.ts";
-import { dispatch } from "./prepare-sessions.ts";
-import { placementProblem, ResultBuilder, type HandlerContext, type LifecycleHandler } from "./handler.ts";
+import {
+  dispatch,
+  placementProblem,
+  ResultBuilder,
+  type HandlerContext,
+  type LifecycleHandler,
+} from "./handler.ts";
 
 export const startSessions: LifecycleHandler = {
   spec: LIFECYCLE_HANDLERS.StartSessions,

@@ -13,7 +13,6 @@ import type { HandlerResult } from "../core/scheduling.ts";
 import { isTerminalKernelStatus, KernelStatus, SessionStatus, TerminationCondition } from "../core/status.ts";
 import { kernelCommand } from "../app/kernel-commands.ts";
 import type { KernelCommandDetailInput } from "../app/event-types.ts";
-import { dispatch } from "./prepare-sessions.ts";
 import {
   errorMessage,
   lostAgentsOf,
@@ -21,6 +20,7 @@ import {
   ResultBuilder,
   type HandlerContext,
   type LifecycleHandler,
+  dispatch,
 } from "./handler.ts";
 
 const NOT_STARTED: ReadonlySet<KernelStatus> = new Set([
