@@ -44,7 +44,7 @@ async function main(): Promise<void> {
   }
   const started = Date.now();
   const runtime = await startRuntime({
-    agents: positiveInt("agents", values.agents, 2),
+    agents: positiveInt("agents", values.agents, 4),
     agentCapacity: {
       cpu: positiveInt("agent-cpu", values["agent-cpu"], 4),
       memoryMiB: positiveInt("agent-memory-mib", values["agent-memory-mib"], 4096),

@@ -27,7 +27,7 @@ import {
 } from "./stepfunctions/index.ts";
 
 export interface RuntimeOptions {
-  /** Local agents to start. @default 2 */
+  /** Local agents to start. @default 4 */
   readonly agents?: number;
   /** Capacity of each agent. @default { cpu: 4, memoryMiB: 4096 } */
   readonly agentCapacity?: { readonly cpu: number; readonly memoryMiB: number };
@@ -218,7 +218,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
 
     const agents: AgentHost[] = [];
     const workRoot = join(dataDir, "work");
-    for (let i = 1; i <= (options.agents ?? 2); i++) {
+    for (let i = 1; i <= (options.agents ?? 4); i++) {
       const host = new AgentHost({
         id: `agent-${i}`,
         capacity: options.agentCapacity ?? { cpu: 4, memoryMiB: 4096 },

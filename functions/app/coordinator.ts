@@ -25,7 +25,6 @@ import { SchedulingResult } from "../core/scheduling.ts";
 import { evaluateRetry, INITIAL_RETRY_STATE } from "../core/retry/evaluate.ts";
 import { failedKernels } from "../core/retry/match.ts";
 import { runRecord, runStarted, runSucceeded } from "../core/runs.ts";
-import { newSession } from "../core/sessions.ts";
 import {
   isWaitingStatus,
   SESSION_STATUSES,
@@ -37,6 +36,7 @@ import { errorCode, errorMessage, type HandlerContext } from "../lifecycle/handl
 import { PASSES, passName, passStatuses, type Pass } from "./passes.ts";
 import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
 import type { Logger } from "./logger.ts";
+import { Jobs } from "./jobs.ts";
 import { RetryCatalog } from "./retry-catalog.ts";
 
 export interface CoordinatorDeps {
@@ -76,6 +76,8 @@ class Dirty {
   readonly byStatus = new Map<SessionStatus, Set<string>>();
   /** Sessions to check for a cancel request: cancels, and sessions that just entered a stage. */
   readonly sessions = new Set<string>();
+  /** Sessions that reached TERMINATED or CANCELLED: their jobs are judged. */
+  readonly ended = new Set<string>();
 
   touch(status: SessionStatus, sessionId: string): void {
     let ids = this.byStatus.get(status);
@@ -106,9 +108,11 @@ const DEFAULT_QUEUE = "default";
 export class Coordinator {
   readonly #d: CoordinatorDeps;
   readonly #catalog: RetryCatalog;
+  readonly #jobs: Jobs;
 
   constructor(deps: CoordinatorDeps) {
     this.#d = deps;
+    this.#jobs = new Jobs(deps);
     this.#catalog = new RetryCatalog(deps.store, deps.clock, deps.config.retryCacheMs);
   }
 
@@ -145,6 +149,11 @@ export class Coordinator {
     const passes: RunReport["passes"][number][] = [];
     let completed = 0;
     const ctx = this.#context();
+    try {
+      for (const id of await this.#jobs.settle([...dirty.ended])) dirty.sessions.add(id);
+    } catch (error) {
+      this.#d.log.error("job pass failed", { error: errorMessage(error) });
+    }
     completed += await this.#cancelPass(dirty, options.sweep === true);
     for (const pass of PASSES) {
       let outcome: PassOutcome;
@@ -192,6 +201,7 @@ export class Coordinator {
     if (own) {
       dirty.touch(own.to, own.sessionId);
       dirty.sessions.add(own.sessionId);
+      if (TERMINAL_SESSION_STATUSES.has(own.to)) dirty.ended.add(own.sessionId);
       if (freesCapacity(own)) dirty.wakeAll(SessionStatus.PENDING);
       return undefined;
     }
@@ -218,7 +228,7 @@ export class Coordinator {
         const id = event.detail.sessionId ?? `s-${event.id.toLowerCase()}`;
         const { spec } = event.detail;
         const queue = await this.#catalog.queue(spec.queue);
-        if (!queue && spec.queue !== DEFAULT_QUEUE && !(await store.getSession(id))) {
+        if (!queue && spec.queue !== DEFAULT_QUEUE && !(await store.getJob(id))) {
           return reject(
             `detail.spec.queue: no queue named "${spec.queue}" (create it with \`cairn queue create\`)`,
           );
@@ -227,32 +237,23 @@ export class Coordinator {
         // session's own, and the sum is what the session is queued by.
         const queued =
           queue && queue.priority !== 0 ? { ...spec, priority: spec.priority + queue.priority } : spec;
-        const created = await store.createSession(newSession(id, queued, clock.nowMs()));
-        if (!created.created)
-          this.#d.log.info("duplicate submission; session already exists", { sessionId: id });
-        await this.#d.executions.start(id, {
-          sessionId: id,
-          timeouts: { ...created.session.session.spec.timeouts },
-        });
-        dirty.sessions.add(id);
+        const outcome = await this.#jobs.submit(id, queued);
+        if (!outcome.ok) return reject(outcome.reason);
+        for (const sessionId of outcome.sessionIds) dirty.sessions.add(sessionId);
         return undefined;
       }
       case DetailType.SessionCancelRequested: {
         const { sessionId } = event.detail;
-        return this.#withSession(sessionId, reject, async (s) => {
-          if (TERMINAL_SESSION_STATUSES.has(s.session.status)) return "done";
-          if (s.session.cancelRequestedAtMs === undefined) {
-            await store.applyWrite({
-              sessionId,
-              expected: { status: s.session.status, version: s.session.version },
-              nowMs: clock.nowMs(),
-              cancelRequestedAtMs: clock.nowMs(),
-              history: [],
-            });
-          }
+        const reason = event.detail.reason ?? "cancel requested";
+        // A session, or a job of independent tasks (whose sessions are <id>-t<index>).
+        if (await this.#jobs.requestCancel(sessionId, reason)) {
           dirty.sessions.add(sessionId);
-          return "done";
-        });
+          return undefined;
+        }
+        const cancelled = await this.#jobs.cancelJob(sessionId, reason);
+        if (!cancelled) return reject(`detail.sessionId: no session or job ${sessionId}`);
+        for (const id of cancelled) dirty.sessions.add(id);
+        return undefined;
       }
       case DetailType.KernelStatusChanged: {
         const report = event.detail;

@@ -18,6 +18,10 @@ export function kernelCommand(
     sessionId: session.id,
     kernelIndex: kernel.index,
     numKernels: kernels.length,
+    // An independent task's identity is its job's, not its one-kernel session's.
+    ...(session.task
+      ? { jobId: session.task.jobId, taskIndex: session.task.index, numTasks: session.task.count }
+      : {}),
     runIndex: session.runIndex,
     command: [...session.spec.command],
     env: { ...session.spec.env },

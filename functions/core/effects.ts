@@ -60,6 +60,8 @@ export interface SessionWrite {
   readonly pendingReason?: string | null;
   /** A cancel request was accepted at this time (set once). */
   readonly cancelRequestedAtMs?: number;
+  /** Why the cancel was requested (set once, with the request). */
+  readonly cancelReason?: string;
   /** A new run begins: runIndex + 1. */
   readonly runIndex?: "increment";
   /** Replaces the session's retry counters. */

@@ -10,6 +10,8 @@ import type { HistoryRecord, HistoryResult } from "./model.ts";
 import { SchedulingResult } from "./scheduling.ts";
 import {
   SessionSpecSchema,
+  ID_PATTERN,
+  ID_PATTERN_MESSAGE,
   SPEC_LIMITS,
   commandSchema,
   cpuSchema,
@@ -47,14 +49,12 @@ export const MAX_ENTRY_BYTES = 256 * 1024;
 export const MAX_MESSAGE_LENGTH = 4096;
 
 /** Client-chosen or generated session ids: also the lifecycle execution name. */
-export const SESSION_ID_PATTERN = /^[a-z0-9][a-z0-9-]{2,62}$/;
+export const SESSION_ID_PATTERN = ID_PATTERN;
 
 // ---------------------------------------------------------------------------------------------
 // Field schemas.
 
-const sessionIdSchema = z.string().regex(SESSION_ID_PATTERN, {
-  error: "must be 3 to 63 lowercase letters, digits or '-', starting with a letter or digit",
-});
+const sessionIdSchema = z.string().regex(SESSION_ID_PATTERN, { error: ID_PATTERN_MESSAGE });
 const agentIdSchema = nameSchema;
 const epochMsSchema = z.number().int().min(0);
 const kernelIndexSchema = z
@@ -185,6 +185,10 @@ export const KernelCommandDetailSchema = strictObject({
   sessionId: sessionIdSchema,
   kernelIndex: kernelIndexSchema,
   numKernels: z.number().int().min(SPEC_LIMITS.replicas.min).max(SPEC_LIMITS.replicas.max),
+  /** An independent task's job and place in it (CAIRN_TASK_ID/INDEX, CAIRN_NUM_TASKS). */
+  jobId: sessionIdSchema.optional(),
+  taskIndex: kernelIndexSchema.optional(),
+  numTasks: z.number().int().min(SPEC_LIMITS.replicas.min).max(SPEC_LIMITS.replicas.max).optional(),
   runIndex: runIndexSchema,
   command: commandSchema,
   /** Includes Cairn's own `CAIRN_…` variables, so the reserved-prefix rule does not apply. */

@@ -44,6 +44,11 @@ export interface PromotionHandlerSpec {
   readonly matchType: KernelMatchType;
   /** Session status when promoted. Kernel statuses are never changed by a promotion. */
   readonly successSessionStatus: SessionStatus;
+  /**
+   * Cairn's refinement for gangs (issue 6): a kernel that exited 0 is left out of the match until
+   * every kernel has ended, so one task finishing early does not stop its siblings.
+   */
+  readonly succeededWaitForSiblings?: boolean;
 }
 
 const S = SessionStatus;
@@ -124,6 +129,7 @@ export const PROMOTION_HANDLERS: Readonly<Record<PromotionHandlerName, Promotion
     checkKernelStatuses: TERMINAL_KERNEL_STATUSES,
     matchType: KernelMatchType.ANY,
     successSessionStatus: S.TERMINATING,
+    succeededWaitForSiblings: true,
   },
 };
 

@@ -72,16 +72,23 @@ export function kernelReportPatch(
         ...(report.condition !== undefined ? { condition: report.condition } : {}),
         ...(report.message !== undefined ? { message: report.message } : {}),
         ...(report.failureCategory !== undefined ? { failureCategory: report.failureCategory } : {}),
-        outcome: attemptOutcome(report, context.cancelled),
+        outcome: attemptOutcome(report, context.cancelled, kernel.status === KernelStatus.TERMINATING),
         finishedAtMs: report.atMs,
       };
   }
 }
 
-function attemptOutcome(report: KernelReport, cancelled: boolean): AttemptOutcome {
+/**
+ * `stopped`: the control plane had asked the kernel to stop (it was TERMINATING). Short of a
+ * cancel, a preemption or the run-time limit (each named by its condition), a running kernel is
+ * stopped only because a sibling of its gang failed: seed 000's coscheduled cascade makes that
+ * WORKER_FAILED, which retries under the preemption budget and never counts as the job's failure.
+ */
+function attemptOutcome(report: KernelReport, cancelled: boolean, stopped: boolean): AttemptOutcome {
   if (report.condition === TerminationCondition.Preempted) return AttemptOutcome.PREEMPTED;
   if (report.condition === TerminationCondition.Evicted) return AttemptOutcome.WORKER_FAILED;
   if (report.exitCode === 0) return AttemptOutcome.SUCCEEDED;
   if (cancelled) return AttemptOutcome.KILLED;
+  if (stopped && report.condition === undefined) return AttemptOutcome.WORKER_FAILED;
   return AttemptOutcome.FAILED;
 }

@@ -8,6 +8,7 @@ import type { RetryState } from "./retry/evaluate.ts";
 import type { SchedulingResult } from "./scheduling.ts";
 import type {
   AttemptOutcome,
+  JobState,
   KernelStatus,
   SessionStatus,
   TerminationCondition,
@@ -43,8 +44,21 @@ export interface SessionSpec {
   readonly name: string;
   readonly queue: string;
   readonly priority: number;
-  /** Kernels in this session (a gang: placed all-or-nothing). */
+  /** Tasks of the job this spec describes (issue 6). */
   readonly replicas: number;
+  /**
+   * `true` (the default): the tasks are one gang, the kernels of one session, placed
+   * all-or-nothing and retried together. `false`: each task is its own session.
+   */
+  readonly coscheduled?: boolean;
+  /** Co-scheduled only: at most this many of the gang's tasks on one agent. @default 1 */
+  readonly perAgent?: number;
+  /** FAILED tasks the job tolerates before it fails and kills the rest. @default 0 */
+  readonly maxTaskFailures?: number;
+  /** Seconds a task may wait to be placed before it is UNSCHEDULABLE (sets `timeouts.pending`). */
+  readonly schedulingTimeout?: number;
+  /** The parent job: when it ends other than SUCCEEDED, this job is cancelled. */
+  readonly parent?: string;
   /** Per kernel. */
   readonly resources: ResourceRequest;
   readonly command: readonly string[];
@@ -101,6 +115,38 @@ export interface Session {
   readonly avoidAgentIds?: readonly string[];
   /** The latest history record, mirrored on the session so merging needs no extra read. */
   readonly lastHistory?: HistoryRecord;
+  /** Set when the session is one task of a job of independent tasks (`coscheduled: false`). */
+  readonly task?: TaskIdentity;
+  /** Why the cancel was requested (a user, the job's failure, a parent's end), for people. */
+  readonly cancelReason?: string;
+}
+
+/** Which task of which job a session runs. */
+export interface TaskIdentity {
+  readonly jobId: string;
+  readonly index: number;
+  readonly count: number;
+}
+
+/**
+ * A submission: one or more tasks (issue 6). A co-scheduled job is one session whose kernels are
+ * its tasks (session id = job id); a job of independent tasks is one session per task
+ * (`<job id>-t<index>`). The job's state is derived from its tasks (core/jobs.ts); only the final
+ * state is stored, once, so cascades run exactly once.
+ */
+export interface Job {
+  readonly id: string;
+  readonly spec: SessionSpec;
+  readonly sessionIds: readonly string[];
+  readonly parentId?: string;
+  /** Jobs that named this one as their parent. */
+  readonly childIds: readonly string[];
+  readonly createdAtMs: number;
+  readonly final?: {
+    readonly state: JobState;
+    readonly reason: string;
+    readonly atMs: number;
+  };
 }
 
 export interface Kernel {

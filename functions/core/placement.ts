@@ -26,7 +26,11 @@ export type Placement =
 export function placeKernels(
   kernels: readonly KernelDemand[],
   agents: readonly AgentFree[],
-  options: { readonly avoidAgentIds?: ReadonlySet<string> } = {},
+  options: {
+    readonly avoidAgentIds?: ReadonlySet<string>;
+    /** At most this many kernels on one agent (a gang's `perAgent`). */
+    readonly maxPerAgent?: number;
+  } = {},
 ): Placement {
   const candidates = agents.filter((a) => !options.avoidAgentIds?.has(a.id));
   if (candidates.length === 0) {
@@ -44,8 +48,17 @@ export function placeKernels(
       b.resources.cpu - a.resources.cpu || b.resources.memoryMiB - a.resources.memoryMiB || a.index - b.index,
   );
   const placed: { index: number; agentId: string }[] = [];
+  const perAgent = new Map<string, number>();
+  const maxPerAgent = options.maxPerAgent ?? Number.POSITIVE_INFINITY;
+  if (Math.ceil(kernels.length / maxPerAgent) > candidates.length) {
+    return {
+      ok: false,
+      reason: `needs ${Math.ceil(kernels.length / maxPerAgent)} agents (${kernels.length} tasks, at most ${maxPerAgent} per agent); ${candidates.length} ${candidates.length === 1 ? "is" : "are"} live`,
+    };
+  }
   for (const kernel of order) {
     const fits = [...free.entries()]
+      .filter(([id]) => (perAgent.get(id) ?? 0) < maxPerAgent)
       .filter(([, f]) => f.cpu >= kernel.resources.cpu && f.memoryMiB >= kernel.resources.memoryMiB)
       .sort(([ia, a], [ib, b]) => b.cpu - a.cpu || b.memoryMiB - a.memoryMiB || ia.localeCompare(ib));
     const chosen = fits[0];
@@ -55,6 +68,7 @@ export function placeKernels(
     const [agentId, f] = chosen;
     f.cpu -= kernel.resources.cpu;
     f.memoryMiB -= kernel.resources.memoryMiB;
+    perAgent.set(agentId, (perAgent.get(agentId) ?? 0) + 1);
     placed.push({ index: kernel.index, agentId });
   }
   placed.sort((a, b) => a.index - b.index);

@@ -5,9 +5,9 @@
  * formulation behaves (a session id absent from the kernel query result).
  */
 import type { PromotionHandlerSpec } from "./handlers.ts";
-import type { SessionWithKernels } from "./model.ts";
+import type { Kernel, SessionWithKernels } from "./model.ts";
 import { KernelMatchType } from "./scheduling.ts";
-import type { KernelStatus } from "./status.ts";
+import { AttemptOutcome, TERMINAL_KERNEL_STATUSES, type KernelStatus } from "./status.ts";
 
 export function kernelsMatch(
   kernelStatuses: readonly KernelStatus[],
@@ -34,10 +34,17 @@ export function sessionsToPromote(
       ({ session, kernels }) =>
         spec.targetSessionStatuses.includes(session.status) &&
         kernelsMatch(
-          kernels.map((k) => k.status),
+          matchedKernels(spec, kernels).map((k) => k.status),
           spec.checkKernelStatuses,
           spec.matchType,
         ),
     )
     .map(({ session }) => session.id);
+}
+
+function matchedKernels(spec: PromotionHandlerSpec, kernels: readonly Kernel[]): readonly Kernel[] {
+  if (!spec.succeededWaitForSiblings || kernels.every((k) => TERMINAL_KERNEL_STATUSES.has(k.status))) {
+    return kernels;
+  }
+  return kernels.filter((k) => k.outcome !== AttemptOutcome.SUCCEEDED);
 }

@@ -22,7 +22,13 @@ export const SPEC_LIMITS = {
   memoryMiB: { min: 1 },
   timeoutSeconds: { min: 1, max: ONE_YEAR_SECONDS },
   maxTries: { min: 1, max: 100 },
+  maxTaskFailures: { min: 0 },
 } as const;
+
+/** Session and job ids: 3 to 63 lowercase letters, digits or '-' (Step Functions execution names). */
+export const ID_PATTERN = /^[a-z0-9][a-z0-9-]{2,62}$/;
+export const ID_PATTERN_MESSAGE =
+  "must be 3 to 63 lowercase letters, digits or '-', starting with a letter or digit";
 
 /** Names (spec name, queue, agent id): a letter or digit, then letters, digits, `.`, `_`, `-`. */
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
@@ -32,10 +38,14 @@ export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const RESERVED_ENV_PREFIX = "CAIRN_";
 
 /** Every field a user may omit, and the value it takes. */
-export const SPEC_DEFAULTS: Omit<SessionSpec, "name" | "command"> = deepFreeze({
+export const SPEC_DEFAULTS: Omit<SessionSpec, "name" | "command"> &
+  Required<Pick<SessionSpec, "coscheduled" | "perAgent" | "maxTaskFailures">> = deepFreeze({
   queue: "default",
   priority: 0,
   replicas: 1,
+  coscheduled: true,
+  perAgent: 1,
+  maxTaskFailures: 0,
   resources: { cpu: 1, memoryMiB: 256 },
   env: {},
   timeouts: {
@@ -150,6 +160,23 @@ const sessionSpecShape = {
     .min(SPEC_LIMITS.replicas.min)
     .max(SPEC_LIMITS.replicas.max)
     .default(SPEC_DEFAULTS.replicas),
+  // Job fields (issue 6). Optional with the defaults in SPEC_DEFAULTS, read through core/jobs.ts,
+  // so a spec written before jobs existed reads back unchanged.
+  coscheduled: z.boolean().optional(),
+  perAgent: z.number().int().min(1).max(SPEC_LIMITS.replicas.max).optional(),
+  maxTaskFailures: z
+    .number()
+    .int()
+    .min(SPEC_LIMITS.maxTaskFailures.min)
+    .max(SPEC_LIMITS.replicas.max)
+    .optional(),
+  schedulingTimeout: z
+    .number()
+    .int()
+    .min(SPEC_LIMITS.timeoutSeconds.min)
+    .max(SPEC_LIMITS.timeoutSeconds.max)
+    .optional(),
+  parent: z.string().regex(ID_PATTERN, { error: ID_PATTERN_MESSAGE }).optional(),
   resources: resourcesSchema.prefault({}),
   command: commandSchema,
   env: userEnvSchema.prefault({}),
@@ -165,7 +192,35 @@ const sessionSpecShape = {
     .optional(),
 };
 
-export const SessionSpecSchema = strictObject(sessionSpecShape).readonly();
+export const SessionSpecSchema = strictObject(sessionSpecShape)
+  .superRefine((spec, ctx) => {
+    const issue = (path: string, message: string): void =>
+      ctx.addIssue({ code: "custom", path: [path], message });
+    if (spec.perAgent !== undefined && spec.coscheduled === false) {
+      issue("perAgent", "only applies to a co-scheduled job (coscheduled: true)");
+    }
+    if (spec.maxTaskFailures !== undefined && spec.maxTaskFailures >= spec.replicas) {
+      issue(
+        "maxTaskFailures",
+        `must be less than replicas (${spec.replicas}): otherwise the job could never fail`,
+      );
+    }
+    // schedulingTimeout is the PENDING stage's timer; a different explicit one is a contradiction.
+    const pending = spec.timeouts.pending;
+    if (
+      spec.schedulingTimeout !== undefined &&
+      pending !== SPEC_DEFAULTS.timeouts.pending &&
+      pending !== spec.schedulingTimeout
+    ) {
+      issue("schedulingTimeout", `conflicts with timeouts.pending (${pending}): set one of them`);
+    }
+  })
+  .transform((spec): SessionSpec =>
+    spec.schedulingTimeout === undefined || spec.schedulingTimeout === spec.timeouts.pending
+      ? spec
+      : { ...spec, timeouts: { ...spec.timeouts, pending: spec.schedulingTimeout } },
+  )
+  .readonly();
 
 /** What a user may write: every defaulted field optional. */
 export type SessionSpecInput = z.input<typeof SessionSpecSchema>;

@@ -95,3 +95,41 @@ export const TerminationCondition = {
 } as const;
 export type TerminationCondition = (typeof TerminationCondition)[keyof typeof TerminationCondition];
 export const TERMINATION_CONDITIONS = Object.values(TerminationCondition);
+
+/**
+ * Iris task states (seed 000), derived from a session and its kernels (core/jobs.ts): a task is
+ * one kernel of a co-scheduled session, or the one kernel of an independent task's session.
+ */
+export const TaskState = {
+  PENDING: "PENDING",
+  ASSIGNED: "ASSIGNED",
+  BUILDING: "BUILDING",
+  RUNNING: "RUNNING",
+  SUCCEEDED: "SUCCEEDED",
+  FAILED: "FAILED",
+  KILLED: "KILLED",
+  WORKER_FAILED: "WORKER_FAILED",
+  UNSCHEDULABLE: "UNSCHEDULABLE",
+  PREEMPTED: "PREEMPTED",
+} as const;
+export type TaskState = (typeof TaskState)[keyof typeof TaskState];
+
+/** Iris job states (seed 000): derived from task states, in the seed's order of precedence. */
+export const JobState = {
+  PENDING: "PENDING",
+  RUNNING: "RUNNING",
+  SUCCEEDED: "SUCCEEDED",
+  FAILED: "FAILED",
+  KILLED: "KILLED",
+  WORKER_FAILED: "WORKER_FAILED",
+  UNSCHEDULABLE: "UNSCHEDULABLE",
+} as const;
+export type JobState = (typeof JobState)[keyof typeof JobState];
+
+export const TERMINAL_JOB_STATES: ReadonlySet<JobState> = new Set([
+  JobState.SUCCEEDED,
+  JobState.FAILED,
+  JobState.KILLED,
+  JobState.WORKER_FAILED,
+  JobState.UNSCHEDULABLE,
+]);

@@ -5,6 +5,7 @@
  * reason, which becomes its pending reason.
  */
 import { LIFECYCLE_HANDLERS } from "../core/handlers.ts";
+import { jobSettings } from "../core/jobs.ts";
 import { placeKernels, type AgentFree } from "../core/placement.ts";
 import type { SessionWithKernels } from "../core/model.ts";
 import type { HandlerResult } from "../core/scheduling.ts";
@@ -34,7 +35,10 @@ export const scheduleNewSessions: LifecycleHandler = {
       const placement = placeKernels(
         kernels.map((k) => ({ index: k.index, resources: k.resources })),
         [...free.values()],
-        session.avoidAgentIds ? { avoidAgentIds: new Set(session.avoidAgentIds) } : {},
+        {
+          ...(session.avoidAgentIds ? { avoidAgentIds: new Set(session.avoidAgentIds) } : {}),
+          maxPerAgent: jobSettings(session.spec).perAgent,
+        },
       );
       if (!placement.ok) {
         result.skip(session.id, placement.reason);

@@ -40,9 +40,12 @@ export function buildKernelEnv(
   env.PATH ??= DEFAULT_PATH;
   Object.assign(env, launch.env);
   env.CAIRN_SESSION_ID = launch.sessionId;
-  env.CAIRN_TASK_INDEX = String(launch.kernelIndex);
-  env.CAIRN_NUM_TASKS = String(launch.numKernels);
-  env.CAIRN_TASK_ID = `${launch.jobId ?? launch.sessionId}/task-${launch.kernelIndex}`;
+  const jobId = launch.jobId ?? launch.sessionId;
+  const taskIndex = launch.taskIndex ?? launch.kernelIndex;
+  env.CAIRN_JOB_ID = jobId;
+  env.CAIRN_TASK_INDEX = String(taskIndex);
+  env.CAIRN_NUM_TASKS = String(launch.numTasks ?? launch.numKernels);
+  env.CAIRN_TASK_ID = `${jobId}/task-${taskIndex}`;
   env.CAIRN_RUN_INDEX = String(launch.runIndex);
   env.CAIRN_AGENT_ID = identity.agentId;
   env.CAIRN_TERMINATION_LOG = identity.terminationLogPath;

@@ -89,6 +89,11 @@ export function validateLaunch(launch: KernelLaunch): KernelLaunch {
   if (launch.jobId !== undefined && (typeof launch.jobId !== "string" || launch.jobId === "")) {
     throw new InvalidAgentInputError("launch.jobId", "must be a non-empty string when given");
   }
+  if (launch.taskIndex !== undefined) checkIndex("launch.taskIndex", launch.taskIndex);
+  if (launch.numTasks !== undefined) checkPositive("launch.numTasks", launch.numTasks);
+  if (launch.taskIndex !== undefined && launch.taskIndex >= (launch.numTasks ?? launch.numKernels)) {
+    throw new InvalidAgentInputError("launch.taskIndex", "must be less than numTasks");
+  }
   return launch;
 }
 

@@ -17,8 +17,11 @@ export interface KernelLaunch {
   readonly env: Readonly<Record<string, string>>;
   readonly cpu: number;
   readonly memoryMiB: number;
-  /** Job id for `CAIRN_TASK_ID`; the session id when absent. */
+  /** Job id for `CAIRN_JOB_ID` and `CAIRN_TASK_ID`; the session id when absent. */
   readonly jobId?: string;
+  /** The task's index and count in its job; the kernel's in its session when absent. */
+  readonly taskIndex?: number;
+  readonly numTasks?: number;
 }
 
 export const KernelReportStatus = {

@@ -40,6 +40,8 @@ export async function startTestRuntime(options: RuntimeOptions = {}): Promise<Te
   const dataDir = mkdtempSync(join(tmpdir(), "cairn-e2e-"));
   const runtime = await startRuntime({
     dataDir,
+    // Two agents unless a test asks for more: capacity tests count on filling both.
+    agents: 2,
     heartbeatMs: 500,
     sweepMs: 1_000,
     terminationGraceMs: 1_000,

@@ -10,6 +10,7 @@ import type {
   Agent,
   HistoryRecord,
   Kernel,
+  Job,
   Queue,
   RunRecord,
   Session,
@@ -73,6 +74,7 @@ import type { WriteMetricsSink } from "./metrics.ts";
 import { planCreateSession } from "./new-session.ts";
 import { decodeCursor, encodeCursor, mapConcurrently } from "./paging.ts";
 import type { QueueInput } from "./resource-items.ts";
+import { JobItems } from "./job-items.ts";
 import { RetryResources } from "./retry-resources.ts";
 import type { RetryOptions } from "./retry.ts";
 import { planSessionWrite } from "./session-write.ts";
@@ -110,6 +112,7 @@ export class DynamoSessionStore implements SessionStore {
   private readonly requests: DynamoRequests;
   private readonly agents: AgentCapacity;
   private readonly resources: RetryResources;
+  private readonly jobs: JobItems;
   private readonly layout: StoreLayout;
   private readonly maxAttempts: number;
   private readonly clock: () => number;
@@ -137,6 +140,7 @@ export class DynamoSessionStore implements SessionStore {
     this.requests = new DynamoRequests(options.client, options.tableName, retry, options.metrics);
     this.agents = new AgentCapacity(this.requests, this.layout, maxAttempts);
     this.resources = new RetryResources(this.requests, this.layout, maxAttempts);
+    this.jobs = new JobItems(this.requests);
     this.clock = options.clock ?? Date.now;
     this.readConcurrency = options.readConcurrency ?? 16;
   }
@@ -364,6 +368,28 @@ export class DynamoSessionStore implements SessionStore {
 
   allocationsOnAgent(agentId: string): Promise<Allocation[]> {
     return this.agents.allocationsOnAgent(agentId);
+  }
+
+  // ------------------------------------------------------------------------------------ jobs
+
+  createJob(job: Job): Promise<{ created: boolean; job: Job }> {
+    return this.jobs.create(job);
+  }
+
+  getJob(jobId: string): Promise<Job | undefined> {
+    return this.jobs.get(jobId);
+  }
+
+  getJobs(jobIds: readonly string[]): Promise<Job[]> {
+    return this.jobs.getMany(jobIds);
+  }
+
+  addChildJob(parentId: string, childId: string): Promise<Job | undefined> {
+    return this.jobs.addChild(parentId, childId);
+  }
+
+  finishJob(jobId: string, final: NonNullable<Job["final"]>): Promise<boolean> {
+    return this.jobs.finish(jobId, final);
   }
 
   // ------------------------------------------------- retry policies, queues and retry config

@@ -14,6 +14,7 @@ import type {
   RunRecord,
   Session,
   SessionSpec,
+  TaskIdentity,
   StageRecord,
 } from "../../core/model.ts";
 import type { Allocation } from "../../core/ports/session-store.ts";
@@ -53,6 +54,7 @@ export const ItemType = {
   RETRY_POLICY: "RETRY_POLICY",
   QUEUE: "QUEUE",
   CONFIG: "CONFIG",
+  JOB: "JOB",
 } as const;
 
 const MARSHALL_OPTIONS = { removeUndefinedValues: true } as const;
@@ -90,6 +92,8 @@ export function sessionFromItem(item: Item): Session {
   const lastHistory = r.optObject("lastHistory");
   const retry = r.optObject("retry");
   const avoidAgentIds = r.optStrings("avoidAgentIds");
+  const cancelReason = r.optString("cancelReason");
+  const task = r.optObject("task");
   return {
     id: r.string("id"),
     spec: r.object("spec") as unknown as SessionSpec,
@@ -105,10 +109,16 @@ export function sessionFromItem(item: Item): Session {
     ...(cancelRequestedAtMs !== undefined ? { cancelRequestedAtMs } : {}),
     ...(retry !== undefined ? { retry: retryStateFrom(new Fields(retry, "session.retry")) } : {}),
     ...(avoidAgentIds !== undefined ? { avoidAgentIds } : {}),
+    ...(cancelReason !== undefined ? { cancelReason } : {}),
+    ...(task !== undefined ? { task: taskFrom(new Fields(task, "session.task")) } : {}),
     ...(lastHistory !== undefined
       ? { lastHistory: historyFrom(new Fields(lastHistory, "session.lastHistory")) }
       : {}),
   };
+}
+
+function taskFrom(r: Fields): TaskIdentity {
+  return { jobId: r.string("jobId"), index: r.number("index"), count: r.number("count") };
 }
 
 function retryStateFrom(r: Fields): RetryState {

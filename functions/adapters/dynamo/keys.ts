@@ -18,13 +18,13 @@ export const RUN_SK_PREFIX = "RUN#";
 export const RETRY_POLICY_SK = "RETRY_POLICY";
 export const QUEUE_SK = "QUEUE";
 export const CONFIG_SK = "CONFIG";
+export const JOB_SK = "JOB";
 
 /** Key prefixes reserved for later item types (docs/data-model.md, "Reserved prefixes"). */
 export const RESERVED_PREFIXES = {
   /** Session partition: one item per kernel attempt, `ATTEMPT#<kernelIndex:4>#<runIndex:6>`. */
   attemptSortKey: "ATTEMPT#",
-  /** Jobs with tasks, `JOB#<id>` / `JOB` and `TASK#<index:6>`. */
-  jobPartition: "JOB#",
+  /** Job partition: per-task items, `TASK#<index:6>` (task states are derived today). */
   taskSortKey: "TASK#",
   /** GSI1: queue-scoped status queues and an agent's kernel attempts. */
   queueStatusIndex: "QUEUE_STATUS#",
@@ -54,6 +54,7 @@ export const USED_PREFIXES = [
   "QUEUE#",
   "QUEUES",
   "CONFIG#",
+  "JOB#",
 ] as const;
 
 export const sessionPk = (sessionId: string): string => `SESSION#${sessionId}`;
@@ -61,6 +62,8 @@ export const agentPk = (agentId: string): string => `AGENT#${agentId}`;
 export const dedupPk = (key: string): string => `DEDUP#${key}`;
 export const retryPolicyPk = (name: string): string => `RETRY_POLICY#${name}`;
 export const queuePk = (name: string): string => `QUEUE#${name}`;
+/** A job (issue 6): `JOB#<id>` / `JOB`. */
+export const jobPk = (id: string): string => `JOB#${id}`;
 /** Operator settings, one item each: `CONFIG#retry`. */
 export const configPk = (name: "retry"): string => `CONFIG#${name}`;
 

@@ -119,6 +119,12 @@ function sessionUpdate(write: SessionWrite, layout: StoreLayout): UpdateRequest 
           (e) => `if_not_exists(${e.path("cancelRequestedAtMs")}, ${e.value(write.cancelRequestedAtMs)})`,
         );
       }
+      if (write.cancelReason !== undefined) {
+        u.setTo(
+          "cancelReason",
+          (e) => `if_not_exists(${e.path("cancelReason")}, ${e.value(write.cancelReason)})`,
+        );
+      }
       if (write.runIndex === "increment") u.increment("runIndex", 1);
       if (write.retry !== undefined) u.set("retry", write.retry);
       if (write.avoidAgentIds === null) u.remove("avoidAgentIds");
@@ -180,6 +186,9 @@ export function validateSessionWrite(write: SessionWrite): void {
   }
   requireTime("nowMs", write.nowMs);
   if (write.cancelRequestedAtMs !== undefined) requireTime("cancelRequestedAtMs", write.cancelRequestedAtMs);
+  if (write.cancelReason !== undefined && write.cancelRequestedAtMs === undefined) {
+    throw new InvalidStoreRequestError("cancelReason", "only written with cancelRequestedAtMs");
+  }
   if (write.status !== undefined && !SESSION_STATUSES.includes(write.status)) {
     throw new InvalidStoreRequestError("status", `unknown session status ${String(write.status)}`);
   }

@@ -8,6 +8,7 @@ import type { SessionWrite } from "../effects.ts";
 import type {
   Agent,
   HistoryRecord,
+  Job,
   Queue,
   ResourceRequest,
   RunRecord,
@@ -171,6 +172,16 @@ export interface SessionStore {
 
   /** The retry configuration operators set at run time; undefined means the defaults. */
   getRetryConfig(): Promise<RetryConfig | undefined>;
+
+  // Jobs (issue 6).
+  /** Writes the job unless one with its id exists; returns the stored job either way. */
+  createJob(job: Job): Promise<{ readonly created: boolean; readonly job: Job }>;
+  getJob(jobId: string): Promise<Job | undefined>;
+  getJobs(jobIds: readonly string[]): Promise<Job[]>;
+  /** Adds a child to its parent's children; the parent after the write, undefined if it does not exist. */
+  addChildJob(parentId: string, childId: string): Promise<Job | undefined>;
+  /** Records the job's final state once: true if this call recorded it. */
+  finishJob(jobId: string, final: NonNullable<Job["final"]>): Promise<boolean>;
   putRetryConfig(config: RetryConfig, nowMs: number): Promise<void>;
 }
 

@@ -1,0 +1,116 @@
+/**
+ * Jobs (issue 6) as items: `JOB#<id>` / `JOB`. A job item holds the submitted spec, its session
+ * ids, its parent and its children (a string set, so adding a child twice is harmless), and its
+ * final state once — the conditional write that records it is what makes a job's cascades run
+ * exactly once. Task states are not stored: they are read off the sessions.
+ */
+import type { Job, SessionSpec } from "../../core/model.ts";
+import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+import type { JobState} from "../../core/status.ts";
+import { TERMINAL_JOB_STATES } from "../../core/status.ts";
+import { itemAbsent, itemExists } from "./conditions.ts";
+import type { DynamoRequests } from "./dynamo-requests.ts";
+import { Fields, fromItem, ItemType, toItem, type Item } from "./item-codec.ts";
+import { JOB_SK, jobPk } from "./keys.ts";
+import { requireId, requireTime } from "./validation.ts";
+
+export const jobKey = (id: string): Item => ({ pk: { S: jobPk(id) }, sk: { S: JOB_SK } });
+
+export function jobItem(job: Job): Item {
+  return toItem({
+    pk: jobPk(job.id),
+    sk: JOB_SK,
+    type: ItemType.JOB,
+    id: job.id,
+    spec: job.spec,
+    sessionIds: [...job.sessionIds],
+    parentId: job.parentId,
+    createdAtMs: job.createdAtMs,
+    final: job.final,
+    // A string set may not be empty: absent means no children.
+    childIds: job.childIds.length > 0 ? new Set(job.childIds) : undefined,
+  });
+}
+
+export function jobFromItem(item: Item): Job {
+  const r = new Fields(fromItem(item), "job");
+  const parentId = r.optString("parentId");
+  const final = r.optObject("final");
+  return {
+    id: r.string("id"),
+    spec: r.object("spec") as unknown as SessionSpec,
+    sessionIds: r.strings("sessionIds"),
+    ...(parentId !== undefined ? { parentId } : {}),
+    childIds: r.stringSet("childIds"),
+    createdAtMs: r.number("createdAtMs"),
+    ...(final !== undefined ? { final: finalFrom(new Fields(final, "job.final")) } : {}),
+  };
+}
+
+function finalFrom(r: Fields): NonNullable<Job["final"]> {
+  const state = r.string("state");
+  if (!TERMINAL_JOB_STATES.has(state as JobState)) r.fail("state", "a terminal job state");
+  return { state: state as JobState, reason: r.string("reason"), atMs: r.number("atMs") };
+}
+
+export class JobItems {
+  readonly #requests: DynamoRequests;
+
+  constructor(requests: DynamoRequests) {
+    this.#requests = requests;
+  }
+
+  /** Writes the job unless it exists; either way returns the stored job. */
+  async create(job: Job): Promise<{ created: boolean; job: Job }> {
+    requireId("job.id", job.id);
+    requireTime("job.createdAtMs", job.createdAtMs);
+    job.sessionIds.forEach((id, i) => requireId(`job.sessionIds[${i}]`, id));
+    if (job.parentId !== undefined) requireId("job.parentId", job.parentId);
+    if (job.parentId === job.id)
+      throw new InvalidStoreRequestError("job.parentId", "a job cannot be its own parent");
+    const created = await this.#requests.putItem("createJob", { Item: jobItem(job) }, itemAbsent);
+    if (created) return { created, job };
+    const stored = await this.get(job.id);
+    if (!stored) throw new Error(`job ${job.id} exists but could not be read back`);
+    return { created, job: stored };
+  }
+
+  async get(id: string): Promise<Job | undefined> {
+    const item = await this.#requests.getItem("getJob", jobKey(id));
+    return item ? jobFromItem(item) : undefined;
+  }
+
+  async getMany(ids: readonly string[]): Promise<Job[]> {
+    const items = await this.#requests.batchGet("getJobs", ids.map(jobKey));
+    return items.flatMap((item) => (item ? [jobFromItem(item)] : []));
+  }
+
+  /** Records `childId` under its parent; the parent as it is now, or undefined if there is none. */
+  async addChild(parentId: string, childId: string): Promise<Job | undefined> {
+    requireId("parentId", parentId);
+    requireId("childId", childId);
+    const out = await this.#requests.updateItem(
+      "addChildJob",
+      jobKey(parentId),
+      (u) => u.addToSet("childIds", new Set([childId])),
+      itemExists,
+    );
+    return out.ok ? jobFromItem(out.item) : undefined;
+  }
+
+  /** Records the final state once: true if this call did, false if it was already recorded. */
+  async finish(id: string, final: NonNullable<Job["final"]>): Promise<boolean> {
+    requireId("id", id);
+    requireTime("final.atMs", final.atMs);
+    if (!TERMINAL_JOB_STATES.has(final.state)) {
+      throw new InvalidStoreRequestError("final.state", `${final.state} is not a terminal job state`);
+    }
+    const out = await this.#requests.updateItem(
+      "finishJob",
+      jobKey(id),
+      (u) => u.set("final", final),
+      (e) => `${itemExists(e)} AND attribute_not_exists(${e.path("final")})`,
+    );
+    return out.ok;
+  }
+}

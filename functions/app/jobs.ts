@@ -1,0 +1,214 @@
+/**
+ * Jobs in the coordinator (issue 6): a submission expands into its sessions, a cancel of a job
+ * reaches all of them, and when a job's tasks end its state is derived (core/jobs.ts) and its
+ * cascades carried out: the remaining tasks are killed and, unless it SUCCEEDED, its child jobs
+ * are cancelled, recursively.
+ *
+ * Cascades are idempotent (a cancel request is set once) and run before the final state is
+ * recorded, so a run that stops half-way is finished by the next status change of the job.
+ */
+import {
+  deriveJobState,
+  jobCascade,
+  jobIdOf,
+  jobSettings,
+  jobTasks,
+  maxJobIdLength,
+  newJob,
+  taskSpec,
+} from "../core/jobs.ts";
+import type { Job, SessionSpec, SessionWithKernels } from "../core/model.ts";
+import type { SessionStore } from "../core/ports/session-store.ts";
+import { newSession } from "../core/sessions.ts";
+import { JobState, TERMINAL_JOB_STATES, TERMINAL_SESSION_STATUSES } from "../core/status.ts";
+import { errorCode } from "../lifecycle/handler.ts";
+import type { Logger } from "./logger.ts";
+import type { Clock, LifecycleExecutionsPort } from "./ports.ts";
+
+const MAX_CONFLICT_RETRIES = 5;
+/** Bounds a parent/child chain (and any cycle a hand-edited table could hold). */
+const MAX_CASCADE_DEPTH = 32;
+
+export interface JobDeps {
+  readonly store: SessionStore;
+  readonly executions: LifecycleExecutionsPort;
+  readonly clock: Clock;
+  readonly log: Logger;
+}
+
+export type SubmitOutcome =
+  | { readonly ok: true; readonly sessionIds: readonly string[] }
+  | { readonly ok: false; readonly reason: string };
+
+export class Jobs {
+  readonly #d: JobDeps;
+
+  constructor(deps: JobDeps) {
+    this.#d = deps;
+  }
+
+  /**
+   * Creates the job, its sessions and their executions. Safe to repeat (a redelivered event): every
+   * step is idempotent. A child of a parent that already ended other than SUCCEEDED is cancelled
+   * at once, so no child outlives a failed parent whichever came first.
+   */
+  async submit(jobId: string, spec: SessionSpec): Promise<SubmitOutcome> {
+    const { store, executions, clock } = this.#d;
+    const limit = maxJobIdLength(spec);
+    if (jobId.length > limit) {
+      return {
+        ok: false,
+        reason: `detail.sessionId: must be at most ${limit} characters for ${spec.replicas} independent tasks (their sessions are <id>-t<index>)`,
+      };
+    }
+    let parent: Job | undefined;
+    if (spec.parent !== undefined) {
+      if (spec.parent === jobId)
+        return { ok: false, reason: "detail.spec.parent: a job cannot be its own parent" };
+      parent = await store.getJob(spec.parent);
+      if (!parent) return { ok: false, reason: `detail.spec.parent: no job ${spec.parent}` };
+    }
+    const nowMs = clock.nowMs();
+    const { job } = await store.createJob(newJob(jobId, spec, nowMs));
+    if (parent) parent = (await store.addChildJob(parent.id, job.id)) ?? parent;
+    const { coscheduled } = jobSettings(job.spec);
+    for (const [index, sessionId] of job.sessionIds.entries()) {
+      const fresh = newSession(sessionId, taskSpec(job.spec), nowMs);
+      const input = coscheduled
+        ? fresh
+        : { ...fresh, session: { ...fresh.session, task: { jobId, index, count: job.spec.replicas } } };
+      const created = await store.createSession(input);
+      if (!created.created) this.#d.log.info("duplicate submission; session already exists", { sessionId });
+      await executions.start(sessionId, {
+        sessionId,
+        timeouts: { ...created.session.session.spec.timeouts },
+      });
+    }
+    const parentFinal = parent?.final;
+    if (parentFinal && parentFinal.state !== JobState.SUCCEEDED) {
+      await this.cancelJob(job.id, `parent job ${parentFinal.state}: ${parent?.id ?? ""}`);
+    }
+    return { ok: true, sessionIds: job.sessionIds };
+  }
+
+  /**
+   * Sets a cancel request (once) on a live session; the coordinator's cancel pass carries it out.
+   * Returns false when there is no such session.
+   */
+  async requestCancel(sessionId: string, reason: string): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      const s = await this.#d.store.getSession(sessionId);
+      if (!s) return false;
+      const { session } = s;
+      if (TERMINAL_SESSION_STATUSES.has(session.status) || session.cancelRequestedAtMs !== undefined)
+        return true;
+      try {
+        const nowMs = this.#d.clock.nowMs();
+        await this.#d.store.applyWrite({
+          sessionId,
+          expected: { status: session.status, version: session.version },
+          nowMs,
+          cancelRequestedAtMs: nowMs,
+          cancelReason: reason,
+          history: [],
+        });
+        return true;
+      } catch (error) {
+        if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
+      }
+    }
+  }
+
+  /**
+   * Cancels every live session of a job and of its descendants. Returns the sessions asked to
+   * cancel (for the coordinator's cancel pass), or undefined when there is no such job.
+   */
+  async cancelJob(jobId: string, reason: string): Promise<string[] | undefined> {
+    const job = await this.#d.store.getJob(jobId);
+    if (!job) return undefined;
+    const cancelled: string[] = [];
+    await this.#cancelTree(job, reason, new Set(), 0, cancelled);
+    return cancelled;
+  }
+
+  async #cancelTree(
+    job: Job,
+    reason: string,
+    seen: Set<string>,
+    depth: number,
+    out: string[],
+  ): Promise<void> {
+    if (seen.has(job.id) || depth > MAX_CASCADE_DEPTH) return;
+    seen.add(job.id);
+    for (const sessionId of job.sessionIds) {
+      if (await this.requestCancel(sessionId, reason)) out.push(sessionId);
+    }
+    if (job.childIds.length === 0) return;
+    const children = await this.#d.store.getJobs(job.childIds);
+    for (const child of children) {
+      await this.#cancelTree(child, `parent job ${job.id} cancelled`, seen, depth + 1, out);
+    }
+  }
+
+  /**
+   * Judges the jobs of sessions that just ended. A job whose derived state is terminal has its
+   * cascades carried out, then its final state recorded. Returns the sessions asked to cancel.
+   */
+  async settle(endedSessionIds: readonly string[]): Promise<string[]> {
+    if (endedSessionIds.length === 0) return [];
+    const { store } = this.#d;
+    const ended = await store.getSessions(endedSessionIds);
+    const jobIds = [...new Set(ended.map(({ session }) => jobIdOf(session)))];
+    const jobs = await store.getJobs(jobIds);
+    const cancelled: string[] = [];
+    for (const job of jobs) {
+      if (job.final) continue;
+      try {
+        cancelled.push(...(await this.#settleJob(job)));
+      } catch (error) {
+        // The job's next status change (or the sweep's) settles it.
+        this.#d.log.error("job could not be settled", { jobId: job.id, error: String(error) });
+      }
+    }
+    return cancelled;
+  }
+
+  async #settleJob(job: Job): Promise<string[]> {
+    const { store, clock, log } = this.#d;
+    const sessions: SessionWithKernels[] = await store.getSessions(job.sessionIds);
+    const verdict = deriveJobState(jobTasks(job, sessions), jobSettings(job.spec).maxTaskFailures);
+    if (!TERMINAL_JOB_STATES.has(verdict.state)) return [];
+    const cascade = jobCascade(verdict.state);
+    const cancelled: string[] = [];
+    const why = `job ${job.id} ${verdict.state}: ${verdict.reason}`;
+    if (cascade.killRemaining) {
+      for (const { session } of sessions) {
+        if (!TERMINAL_SESSION_STATUSES.has(session.status) && (await this.requestCancel(session.id, why))) {
+          cancelled.push(session.id);
+        }
+      }
+    }
+    if (cascade.cancelChildren && job.childIds.length > 0) {
+      const seen = new Set([job.id]);
+      for (const child of await store.getJobs(job.childIds)) {
+        await this.#cancelTree(child, `parent ${why}`, seen, 1, cancelled);
+      }
+    }
+    const recorded = await store.finishJob(job.id, {
+      state: verdict.state,
+      reason: verdict.reason,
+      atMs: clock.nowMs(),
+    });
+    if (recorded) log.info("job finished", { jobId: job.id, state: verdict.state, reason: verdict.reason });
+    // A child that joined between the read above and the record missed both this cascade and the
+    // final state its own submission checks: it is caught here.
+    if (cascade.cancelChildren) {
+      const known = new Set(job.childIds);
+      const late = ((await store.getJob(job.id))?.childIds ?? []).filter((id) => !known.has(id));
+      for (const child of await store.getJobs(late)) {
+        await this.#cancelTree(child, `parent ${why}`, new Set([job.id]), 1, cancelled);
+      }
+    }
+    return cancelled;
+  }
+}
