@@ -1,0 +1,294 @@
+/**
+ * The pieces `bench/local.ts` scenarios share: start the embedded runtime, submit sessions in
+ * PutEvents batches, watch their status events, wait with progress lines, and count what the
+ * control plane spent (Step Functions transitions, DynamoDB writes, events, coordinator batches).
+ * Figures only; nothing here asserts a timing.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { storeWriteMetrics } from "../functions/adapters/clients.ts";
+import { DetailType, toPutEventsEntry } from "../functions/core/events.ts";
+import type { SessionSpecInput } from "../functions/core/spec.ts";
+import { startRuntime, type Runtime } from "../local/runtime.ts";
+
+/** The session statuses that end a session. */
+const FINAL_STATUSES: readonly string[] = ["TERMINATED", "CANCELLED"];
+const PROGRESS_EVERY_MS = 5_000;
+const POLL_MS = 250;
+
+// ---------------------------------------------------------------------------------------------
+// Formatting.
+
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+export const fmtSeconds = (ms: number): string => (ms / 1000).toFixed(2) + " s";
+
+/** One summary line: the label in a fixed column, then the figures. */
+export function row(label: string, figures: string): void {
+  console.log(`${label.padEnd(36)} ${figures}`);
+}
+
+/** `label  p50 … p90 … p99 … max …` over unsorted samples, in seconds. */
+export function printLatency(label: string, samplesMs: readonly number[]): void {
+  const sorted = [...samplesMs].sort((a, b) => a - b);
+  const at = (p: number) => fmtSeconds(percentile(sorted, p));
+  row(label, `p50 ${at(50)}   p90 ${at(90)}   p99 ${at(99)}   max ${fmtSeconds(sorted.at(-1) ?? NaN)}`);
+}
+
+/** Parses a whole-number flag, naming the flag and the reason when it is not one. */
+export function intFlag(name: string, raw: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new BenchUsageError(`--${name} must be a whole number from ${min} to ${max} (got "${raw}")`);
+  }
+  return value;
+}
+
+export class BenchUsageError extends Error {
+  override readonly name = "BenchUsageError";
+  readonly code = "BENCH_USAGE";
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runtime and submissions.
+
+export interface BenchRuntime {
+  readonly runtime: Runtime;
+  readonly client: EventBridgeClient;
+  stop(): Promise<void>;
+}
+
+export async function startBenchRuntime(options: {
+  readonly agents: number;
+  readonly agentCpu: number;
+  readonly verbose: boolean;
+}): Promise<BenchRuntime> {
+  const dataDir = mkdtempSync(join(tmpdir(), "cairn-bench-"));
+  console.log(`bench: starting the embedded runtime (${options.agents} agents × ${options.agentCpu} cpu) …`);
+  const runtime = await startRuntime({
+    dataDir,
+    agents: options.agents,
+    agentCapacity: { cpu: options.agentCpu, memoryMiB: options.agentCpu * 1024 },
+    heartbeatMs: 2_000,
+    sweepMs: 5_000,
+    log: (line) => process.stderr.write(line + "\n"),
+    handlerLogLevel: options.verbose ? "info" : "warn",
+  });
+  const client = new EventBridgeClient({
+    endpoint: runtime.info.endpoints.eventBridge,
+    region: runtime.info.region,
+    credentials: { accessKeyId: "bench", secretAccessKey: "bench" },
+  });
+  return {
+    runtime,
+    client,
+    async stop() {
+      client.destroy();
+      await runtime.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Submission {
+  readonly sessionId: string;
+  readonly spec: SessionSpecInput;
+}
+
+/** Session ids unique to this run, so a rerun against a kept table cannot collide. */
+export function benchSessionIds(count: number, prefix = "bench"): string[] {
+  const run = Date.now().toString(36);
+  return Array.from({ length: count }, (_, i) => `${prefix}-${run}-${i}`);
+}
+
+/** What the bench saw of each session and kernel, from the bus's copy of every accepted event. */
+export class SessionWatch {
+  readonly submittedAtMs = new Map<string, number>();
+  readonly runningAtMs = new Map<string, number>();
+  readonly ended = new Map<string, { readonly atMs: number; readonly to: string }>();
+  /** sessionId → kernelIndex → the agent's first RUNNING report time (its own clock). */
+  readonly kernelRunningAtMs = new Map<string, Map<number, number>>();
+  readonly eventsByType = new Map<string, number>();
+  readonly #unsubscribe: () => void;
+
+  constructor(runtime: Runtime) {
+    this.#unsubscribe = runtime.bus.onEvent((event) => {
+      const type = event["detail-type"];
+      this.eventsByType.set(type, (this.eventsByType.get(type) ?? 0) + 1);
+      if (type === DetailType.SessionStatusChanged) this.#onSession(event.detail as SessionDetail);
+      if (type === DetailType.KernelStatusChanged) this.#onKernel(event.detail as KernelDetail);
+    });
+  }
+
+  #onSession(d: SessionDetail): void {
+    if (!this.submittedAtMs.has(d.sessionId)) return;
+    const nowMs = Date.now();
+    if (d.to === "RUNNING" && !this.runningAtMs.has(d.sessionId)) this.runningAtMs.set(d.sessionId, nowMs);
+    if (FINAL_STATUSES.includes(d.to) && !this.ended.has(d.sessionId)) {
+      this.ended.set(d.sessionId, { atMs: nowMs, to: d.to });
+    }
+  }
+
+  #onKernel(d: KernelDetail): void {
+    if (d.status !== "RUNNING" || !this.submittedAtMs.has(d.sessionId)) return;
+    const kernels = this.kernelRunningAtMs.get(d.sessionId) ?? new Map<number, number>();
+    if (!kernels.has(d.kernelIndex)) kernels.set(d.kernelIndex, d.atMs);
+    this.kernelRunningAtMs.set(d.sessionId, kernels);
+  }
+
+  /** Milliseconds from each session's submission to `at`, for the sessions that got there. */
+  sinceSubmit(ids: readonly string[], at: (id: string) => number | undefined): number[] {
+    return ids.flatMap((id) => {
+      const atMs = at(id);
+      const submitted = this.submittedAtMs.get(id);
+      return atMs === undefined || submitted === undefined ? [] : [atMs - submitted];
+    });
+  }
+
+  stop(): void {
+    this.#unsubscribe();
+  }
+}
+
+interface SessionDetail {
+  readonly sessionId: string;
+  readonly to: string;
+}
+interface KernelDetail {
+  readonly sessionId: string;
+  readonly kernelIndex: number;
+  readonly status: string;
+  readonly atMs: number;
+}
+
+/** PutEvents, 10 entries per call, `concurrency` calls in flight; records each submit time. */
+export async function submitAll(
+  bench: BenchRuntime,
+  watch: SessionWatch,
+  submissions: readonly Submission[],
+  concurrency: number,
+): Promise<void> {
+  const batches: Submission[][] = [];
+  for (let i = 0; i < submissions.length; i += 10) batches.push(submissions.slice(i, i + 10));
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < batches.length) {
+        const batch = batches[next++]!;
+        const entries = batch.map((s) =>
+          toPutEventsEntry(bench.runtime.info.eventBusName, DetailType.SessionSubmitted, s),
+        );
+        // Recorded before the call: a fast session may report a status before PutEvents returns.
+        const nowMs = Date.now();
+        for (const s of batch) watch.submittedAtMs.set(s.sessionId, nowMs);
+        const out = await bench.client.send(new PutEventsCommand({ Entries: entries }));
+        if (out.FailedEntryCount) throw new Error(`PutEvents failed: ${JSON.stringify(out.Entries)}`);
+      }
+    }),
+  );
+}
+
+/** Waits until every session ended or the deadline passed, printing progress every 5 s. */
+export async function waitForEnd(
+  watch: SessionWatch,
+  total: number,
+  options: { readonly startedAtMs: number; readonly deadlineMs: number; readonly unit: string },
+): Promise<void> {
+  let lastPrintMs = Date.now();
+  while (watch.ended.size < total && Date.now() < options.deadlineMs) {
+    await new Promise((r) => setTimeout(r, POLL_MS));
+    if (Date.now() - lastPrintMs >= PROGRESS_EVERY_MS) {
+      lastPrintMs = Date.now();
+      console.log(
+        `bench: ${watch.ended.size}/${total} ${options.unit} done, ${watch.runningAtMs.size}/${total} reached RUNNING (${fmtSeconds(Date.now() - options.startedAtMs)})`,
+      );
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Costs.
+
+export interface Costs {
+  readonly transitions: number;
+  readonly executionsMissing: number;
+  readonly writeOperations: number;
+  readonly writeItems: number;
+  readonly failedWrites: number;
+  readonly writesByOperation: ReadonlyMap<string, { readonly operations: number; readonly items: number }>;
+  readonly eventsByType: ReadonlyMap<string, number>;
+  readonly queue: { readonly batches: number; readonly sent: number } | undefined;
+}
+
+/** Clears the process-wide DynamoDB write counter so the costs cover this run only. */
+export function resetCosts(): void {
+  storeWriteMetrics.reset();
+}
+
+export async function collectCosts(
+  runtime: Runtime,
+  watch: SessionWatch,
+  ids: readonly string[],
+): Promise<Costs> {
+  let transitions = 0;
+  let executionsMissing = 0;
+  const executionPrefix = runtime.info.stateMachineArn.replace(":stateMachine:", ":execution:") + ":";
+  for (const id of ids) {
+    try {
+      const execution = await runtime.stepFunctions.describeExecution({ executionArn: executionPrefix + id });
+      transitions += execution.stateTransitions;
+    } catch {
+      executionsMissing++;
+    }
+  }
+  const w = storeWriteMetrics;
+  return {
+    transitions,
+    executionsMissing,
+    writeOperations: w.operations,
+    writeItems: w.items,
+    failedWrites: w.failedOperations,
+    writesByOperation: new Map([...w.byOperation].map(([op, c]) => [op, { ...c }])),
+    eventsByType: new Map(watch.eventsByType),
+    queue: [...runtime.queues.values()][0]?.stats(),
+  };
+}
+
+/** A denominator for per-unit figures: "per job" (count jobs), "per task" (count tasks). */
+export interface PerUnit {
+  readonly unit: string;
+  readonly count: number;
+}
+
+export function printCosts(costs: Costs, per: readonly PerUnit[]): void {
+  const each = (total: number) => per.map((p) => `${(total / p.count).toFixed(1)} per ${p.unit}`).join(", ");
+  const compact = (total: number) => per.map((p) => `${(total / p.count).toFixed(2)}/${p.unit}`).join(" ");
+  const missing = costs.executionsMissing ? ` (${costs.executionsMissing} executions never started)` : "";
+  row("Step Functions transitions", `${each(costs.transitions)}${missing}`);
+  row(
+    "DynamoDB write requests",
+    `${each(costs.writeOperations)} (${costs.failedWrites} conditional failures in all)`,
+  );
+  row("DynamoDB items written", each(costs.writeItems));
+  for (const [op, c] of costs.writesByOperation) {
+    row(`  ${op}`, `requests ${compact(c.operations)}   items ${compact(c.items)}`);
+  }
+  const events = [...costs.eventsByType.values()].reduce((a, b) => a + b, 0);
+  const heartbeats = costs.eventsByType.get(DetailType.AgentHeartbeat) ?? 0;
+  // Heartbeats scale with agents × wall time, not with the work: shown apart.
+  row("EventBridge events", `${each(events - heartbeats)} (+ ${heartbeats} agent heartbeats in all)`);
+  for (const [type, count] of costs.eventsByType) {
+    if (type !== DetailType.AgentHeartbeat) row(`  ${type}`, compact(count));
+  }
+  if (costs.queue) {
+    row(
+      "coordinator batches",
+      `${costs.queue.batches} (${(costs.queue.sent / Math.max(1, costs.queue.batches)).toFixed(1)} messages per batch)`,
+    );
+  }
+}
