@@ -19,6 +19,42 @@ describe("placeKernels", () => {
     }
   });
 
+  test("perAgent caps a gang's tasks per agent: 4 tasks, 2 per agent, on 2 of 3 agents", () => {
+    const result = placeKernels(
+      kernels(4, 1, 64),
+      [agent("a", 8, 4096), agent("b", 8, 4096), agent("c", 2, 4096)],
+      {
+        maxPerAgent: 2,
+      },
+    );
+    expect(result.ok).toBe(true);
+    if (result.ok) {
+      const perAgent = Map.groupBy(result.kernels, (k) => k.agentId);
+      expect([...perAgent.values()].every((ks) => ks.length <= 2)).toBe(true);
+      expect(result.kernels).toHaveLength(4);
+    }
+  });
+
+  test("perAgent 1 needs as many agents as tasks, and says so", () => {
+    const result = placeKernels(kernels(4, 1, 64), [agent("a", 64, 4096), agent("b", 64, 4096)], {
+      maxPerAgent: 1,
+    });
+    expect(result).toEqual({
+      ok: false,
+      reason: "needs 4 agents (4 tasks, at most 1 per agent); 2 are live",
+    });
+  });
+
+  test("perAgent with too little room per agent: the capacity reason", () => {
+    const result = placeKernels(kernels(2, 4, 64), [agent("a", 4, 4096), agent("b", 2, 4096)], {
+      maxPerAgent: 1,
+    });
+    expect(result).toEqual({
+      ok: false,
+      reason: "only 1 of 2 kernels (4 cpu, 64 MiB each) fit in the free capacity",
+    });
+  });
+
   test("all or nothing: a gang that does not fit whole is not placed at all", () => {
     const result = placeKernels(kernels(3, 4, 256), [agent("a", 4, 4096), agent("b", 4, 4096)]);
     expect(result).toEqual({
