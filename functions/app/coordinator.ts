@@ -37,6 +37,7 @@ import { PASSES, passName, passStatuses, type Pass } from "./passes.ts";
 import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
 import type { Logger } from "./logger.ts";
 import { Jobs } from "./jobs.ts";
+import { Preemption } from "./preemption.ts";
 import { RetryCatalog } from "./retry-catalog.ts";
 
 export interface CoordinatorDeps {
@@ -76,8 +77,8 @@ class Dirty {
   readonly byStatus = new Map<SessionStatus, Set<string>>();
   /** Sessions to check for a cancel request: cancels, and sessions that just entered a stage. */
   readonly sessions = new Set<string>();
-  /** Sessions that reached TERMINATED or CANCELLED: their jobs are judged. */
-  readonly ended = new Set<string>();
+  /** Sessions that reached TERMINATED or CANCELLED (and the events saying so): their jobs are judged. */
+  readonly ended = new Map<string, number[]>();
 
   touch(status: SessionStatus, sessionId: string): void {
     let ids = this.byStatus.get(status);
@@ -109,10 +110,12 @@ export class Coordinator {
   readonly #d: CoordinatorDeps;
   readonly #catalog: RetryCatalog;
   readonly #jobs: Jobs;
+  readonly #preemption: Preemption;
 
   constructor(deps: CoordinatorDeps) {
     this.#d = deps;
     this.#jobs = new Jobs(deps);
+    this.#preemption = new Preemption(deps);
     this.#catalog = new RetryCatalog(deps.store, deps.clock, deps.config.retryCacheMs);
   }
 
@@ -125,7 +128,7 @@ export class Coordinator {
     let applied = 0;
     for (const [i, envelope] of envelopes.entries()) {
       try {
-        const rejection = await this.#ingest(envelope, dirty);
+        const rejection = await this.#ingest(envelope, i, dirty);
         if (rejection) {
           rejected.push(rejection);
           this.#d.log.warn("event rejected", { ...rejection });
@@ -150,9 +153,11 @@ export class Coordinator {
     let completed = 0;
     const ctx = this.#context();
     try {
-      for (const id of await this.#jobs.settle([...dirty.ended])) dirty.sessions.add(id);
+      for (const id of await this.#jobs.settle([...dirty.ended.keys()])) dirty.sessions.add(id);
     } catch (error) {
-      this.#d.log.error("job pass failed", { error: errorMessage(error) });
+      // Cascades are idempotent: the status changes that asked for them are redelivered.
+      retry.push(...[...dirty.ended.values()].flat());
+      this.#d.log.error("job pass failed; its status changes will be redelivered", { error: errorMessage(error) });
     }
     completed += await this.#cancelPass(dirty, options.sweep === true);
     for (const pass of PASSES) {
@@ -196,12 +201,14 @@ export class Coordinator {
 
   // --- inbound events --------------------------------------------------------------------
 
-  async #ingest(envelope: unknown, dirty: Dirty): Promise<Rejection | undefined> {
+  async #ingest(envelope: unknown, index: number, dirty: Dirty): Promise<Rejection | undefined> {
     const own = ownStatusChange(envelope);
     if (own) {
       dirty.touch(own.to, own.sessionId);
       dirty.sessions.add(own.sessionId);
-      if (TERMINAL_SESSION_STATUSES.has(own.to)) dirty.ended.add(own.sessionId);
+      if (TERMINAL_SESSION_STATUSES.has(own.to)) {
+        dirty.ended.set(own.sessionId, [...(dirty.ended.get(own.sessionId) ?? []), index]);
+      }
       if (freesCapacity(own)) dirty.wakeAll(SessionStatus.PENDING);
       return undefined;
     }
@@ -344,8 +351,13 @@ export class Coordinator {
   ): Promise<PassOutcome> {
     const judged = targets.map(toJudged);
     let decisions: Decision[];
+    let preempted = 0;
     if (pass.kind === "lifecycle") {
-      const result = await pass.handler.execute(targets, ctx);
+      let result = await pass.handler.execute(targets, ctx);
+      // Sessions that could not be placed may preempt lower-priority ones (issue 6).
+      if (pass.handler.spec.name === "ScheduleNewSessions") {
+        ({ result, completed: preempted } = await this.#preemption.afterSchedule(targets, result));
+      }
       decisions = judge({
         handler: pass.handler.spec,
         result,
@@ -360,7 +372,7 @@ export class Coordinator {
         this.#d.clock.nowMs(),
       );
     }
-    const completed = await this.#carryOut(decisions, targets);
+    const completed = preempted + (await this.#carryOut(decisions, targets));
     return { targets: targets.length, decisions: decisions.length, completed };
   }
 

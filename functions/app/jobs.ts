@@ -153,6 +153,7 @@ export class Jobs {
   /**
    * Judges the jobs of sessions that just ended. A job whose derived state is terminal has its
    * cascades carried out, then its final state recorded. Returns the sessions asked to cancel.
+   * A failure is thrown: the caller redelivers the status changes that asked for this.
    */
   async settle(endedSessionIds: readonly string[]): Promise<string[]> {
     if (endedSessionIds.length === 0) return [];
@@ -162,13 +163,7 @@ export class Jobs {
     const jobs = await store.getJobs(jobIds);
     const cancelled: string[] = [];
     for (const job of jobs) {
-      if (job.final) continue;
-      try {
-        cancelled.push(...(await this.#settleJob(job)));
-      } catch (error) {
-        // The job's next status change (or the sweep's) settles it.
-        this.#d.log.error("job could not be settled", { jobId: job.id, error: String(error) });
-      }
+      if (!job.final) cancelled.push(...(await this.#settleJob(job)));
     }
     return cancelled;
   }

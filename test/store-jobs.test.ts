@@ -1,0 +1,108 @@
+/**
+ * Job items against DynamoDB Local (issue 6): created once, read back exactly, children added as
+ * a set, the final state recorded exactly once; and the task identity and cancel reason that
+ * independent tasks' sessions carry.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { newJob } from "../functions/core/jobs.ts";
+import { parseSessionSpec } from "../functions/core/spec.ts";
+import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
+
+describe("job items", () => {
+  let table: TestTable;
+  beforeAll(async () => {
+    table = await freshTable("cairn-store-jobs");
+  });
+  afterAll(() => table.drop());
+
+  const spec = parseSessionSpec({
+    name: "j",
+    command: ["true"],
+    replicas: 3,
+    coscheduled: false,
+    maxTaskFailures: 1,
+  });
+
+  test("a job reads back exactly; creating it again returns the stored one", async () => {
+    const store = table.store();
+    const job = newJob("job-one", spec, T0);
+    expect(await store.createJob(job)).toEqual({ created: true, job });
+    expect(await store.getJob("job-one")).toEqual(job);
+    const again = await store.createJob({ ...job, createdAtMs: T0 + 5 });
+    expect(again).toEqual({ created: false, job });
+    expect(await store.getJob("no-such-job")).toBeUndefined();
+  });
+
+  test("children are a set; a missing parent is reported as undefined", async () => {
+    const store = table.store();
+    await store.createJob(newJob("job-parent", spec, T0));
+    await store.addChildJob("job-parent", "job-c1");
+    await store.addChildJob("job-parent", "job-c2");
+    const parent = await store.addChildJob("job-parent", "job-c1");
+    expect(parent?.childIds).toEqual(["job-c1", "job-c2"]);
+    expect(await store.addChildJob("no-such-job", "job-c3")).toBeUndefined();
+    expect((await store.getJobs(["job-parent", "no-such-job", "job-one"])).map((j) => j.id).sort()).toEqual([
+      "job-one",
+      "job-parent",
+    ]);
+  });
+
+  test("the final state is recorded once; a second record is refused", async () => {
+    const store = table.store();
+    await store.createJob(newJob("job-final", spec, T0));
+    expect(
+      await store.finishJob("job-final", { state: "FAILED", reason: "2 tasks failed", atMs: T0 + 1 }),
+    ).toBe(true);
+    expect(await store.finishJob("job-final", { state: "KILLED", reason: "late", atMs: T0 + 2 })).toBe(false);
+    expect((await store.getJob("job-final"))?.final).toEqual({
+      state: "FAILED",
+      reason: "2 tasks failed",
+      atMs: T0 + 1,
+    });
+    expect(await store.finishJob("no-such-job", { state: "FAILED", reason: "x", atMs: T0 })).toBe(false);
+  });
+
+  test("bad input names the field", async () => {
+    const store = table.store();
+    expect(
+      (await caught(() => store.finishJob("job-one", { state: "RUNNING" as never, reason: "x", atMs: T0 })))
+        .message,
+    ).toBe("final.state: RUNNING is not a terminal job state");
+    expect(
+      (await caught(() => store.createJob({ ...newJob("job-self", spec, T0), parentId: "job-self" })))
+        .message,
+    ).toBe("job.parentId: a job cannot be its own parent");
+  });
+
+  test("a task session keeps its identity; a cancel request keeps its first reason", async () => {
+    const store = table.store();
+    const fresh = newSession("job-one-t1");
+    await store.createSession({
+      ...fresh,
+      session: { ...fresh.session, task: { jobId: "job-one", index: 1, count: 3 } },
+    });
+    const read = await store.getSession("job-one-t1");
+    expect(read?.session.task).toEqual({ jobId: "job-one", index: 1, count: 3 });
+    const expected = { status: read!.session.status, version: read!.session.version };
+    await store.applyWrite({
+      sessionId: "job-one-t1",
+      expected,
+      nowMs: T0 + 1,
+      cancelRequestedAtMs: T0 + 1,
+      cancelReason: "job job-one FAILED",
+      history: [],
+    });
+    await store.applyWrite({
+      sessionId: "job-one-t1",
+      expected: { ...expected, version: expected.version + 1 },
+      nowMs: T0 + 2,
+      cancelRequestedAtMs: T0 + 2,
+      cancelReason: "a later reason",
+      history: [],
+    });
+    expect((await store.getSession("job-one-t1"))?.session).toMatchObject({
+      cancelRequestedAtMs: T0 + 1,
+      cancelReason: "job job-one FAILED",
+    });
+  });
+});
