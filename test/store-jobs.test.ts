@@ -65,8 +65,7 @@ describe("job items", () => {
   test("bad input names the field", async () => {
     const store = table.store();
     expect(
-      (await caught(() => store.finishJob("job-one", { state: "RUNNING" as never, reason: "x", atMs: T0 })))
-        .message,
+      (await caught(() => store.finishJob("job-one", { state: "RUNNING", reason: "x", atMs: T0 }))).message,
     ).toBe("final.state: RUNNING is not a terminal job state");
     expect(
       (await caught(() => store.createJob({ ...newJob("job-self", spec, T0), parentId: "job-self" })))

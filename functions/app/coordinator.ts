@@ -135,7 +135,11 @@ export class Coordinator {
         } else applied++;
       } catch (error) {
         retry.push(i);
-        this.#d.log.error("event processing failed; it will be redelivered", { error: errorMessage(error) });
+        // Contention on one session (a gang's kernels reporting at once) outlasting the
+        // re-reads is expected under load and resolves on redelivery: not an error.
+        const message = "event processing failed; it will be redelivered";
+        if (errorCode(error) === "CONFLICT") this.#d.log.warn(message, { error: errorMessage(error) });
+        else this.#d.log.error(message, { error: errorMessage(error) });
       }
     }
     if (rejected.length > 0) {
@@ -157,7 +161,9 @@ export class Coordinator {
     } catch (error) {
       // Cascades are idempotent: the status changes that asked for them are redelivered.
       retry.push(...[...dirty.ended.values()].flat());
-      this.#d.log.error("job pass failed; its status changes will be redelivered", { error: errorMessage(error) });
+      this.#d.log.error("job pass failed; its status changes will be redelivered", {
+        error: errorMessage(error),
+      });
     }
     completed += await this.#cancelPass(dirty, options.sweep === true);
     for (const pass of PASSES) {
