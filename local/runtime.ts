@@ -65,6 +65,11 @@ export interface RuntimeInfo {
     readonly stepFunctions: string;
     readonly eventBridge: string;
   };
+  /**
+   * The local agents and where their kernels' files are: the CLI reads task logs from
+   * `<workRoot>/<sessionId>/<kernelIndex>/run-<runIndex>/` (local/agent/work-dir.ts).
+   */
+  readonly agents: readonly { readonly id: string; readonly workRoot: string }[];
   readonly pid: number;
 }
 
@@ -243,6 +248,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         stepFunctions: sfnServer.endpoint,
         eventBridge: eventBridge.endpoint,
       },
+      agents: agents.map(({ agent }) => ({ id: agent.id, workRoot: agent.workRoot })),
       pid: process.pid,
     };
     const runtimeFile = join(dataDir, "runtime.json");

@@ -61,6 +61,10 @@ const RUNTIME_FILE = {
     stepFunctions: "http://127.0.0.1:8001",
     eventBridge: "http://127.0.0.1:8002",
   },
+  agents: [
+    { id: "agent-1", workRoot: "/var/cairn/work" },
+    { id: "agent-2", workRoot: "work-2" },
+  ],
   pid: 1,
 };
 
@@ -149,6 +153,7 @@ describe("parseCommandLine", () => {
       sessionId: "my-run-1",
       wait: true,
       timeoutSeconds: 90,
+      streamLogs: false,
       output: "json",
       target: {},
     });
@@ -201,11 +206,11 @@ describe("parseCommandLine", () => {
   test.each([
     [
       "",
-      "missing command (expected one of submit, get, history, list, cancel, retry-policy, queue, retry-config)",
+      "missing command (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config)",
     ],
     [
       "launch x",
-      'unknown command "launch" (expected one of submit, get, history, list, cancel, retry-policy, queue, retry-config)',
+      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config)',
     ],
     ["get abc-1 --verbose", "unknown option --verbose"],
     ["list -x", "unknown option -x"],
@@ -244,7 +249,7 @@ describe("parseCommandLine", () => {
     ["list --endpoint localhost:4566", '--endpoint must be an http(s) URL, got "localhost:4566"'],
     [
       "help launch",
-      'unknown command "launch" (expected one of submit, get, history, list, cancel, retry-policy, queue, retry-config)',
+      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config)',
     ],
   ])("%j is an error: %s", (line, message) => {
     expect(usageError(line).message).toBe(message);
@@ -622,6 +627,37 @@ describe("resolveConnection", () => {
       tableName: "cairn",
       eventBusName: "cairn",
       stateMachineArn: RUNTIME_FILE.stateMachineArn,
+      // A relative work root is read as relative to the runtime file.
+      logs: {
+        readable: true,
+        agents: [
+          { id: "agent-1", workRoot: "/var/cairn/work" },
+          { id: "agent-2", workRoot: "/work/.cairn/work-2" },
+        ],
+      },
+    });
+  });
+
+  test("logs are readable only when the runtime file lists its agents: never through a stack or endpoint", async () => {
+    const { agents: _, ...older } = RUNTIME_FILE;
+    await expect(
+      resolveConnection({}, deps({ readFile: () => JSON.stringify(older) })),
+    ).resolves.toMatchObject({
+      logs: {
+        readable: false,
+        why: "the runtime file .cairn/runtime.json does not list its agents (an older runtime): restart it (`npm start`) to read logs",
+      },
+    });
+    const outputs = { TableName: "t", EventBusName: "b", StateMachineArn: "arn:sm" };
+    await expect(
+      resolveConnection({ stack: "Cairn" }, deps({ stackOutputs: () => Promise.resolve(outputs) })),
+    ).resolves.toMatchObject({
+      logs: {
+        readable: false,
+        why:
+          "stack Cairn keeps no task logs: they stay with the agents that ran the tasks, and only the local " +
+          "runtime's (`npm start`, .cairn/runtime.json) are readable by `cairn`",
+      },
     });
   });
 
@@ -903,6 +939,9 @@ function fakeWorld(
   const admin = new FakeAdmin();
   const store: SessionReader = {
     getSession: (id) => Promise.resolve(sessions[id]),
+    getSessions: (ids) =>
+      Promise.resolve(ids.flatMap((id) => (sessions[id] === undefined ? [] : [sessions[id]]))),
+    getJob: () => Promise.resolve(undefined),
     listHistory: () => Promise.resolve(HISTORY),
     listRuns: () => Promise.resolve([]),
     listRecentSessions: () => Promise.resolve({ items: Object.values(sessions).map((s) => s.session) }),
@@ -919,6 +958,7 @@ function fakeWorld(
     admin,
     eventBusName: "cairn",
     stateMachineArn: RUNTIME_FILE.stateMachineArn,
+    logs: { readable: false, why: "no logs in this fake" },
     put: (entry) => {
       puts.push(entry);
       return Promise.resolve();

@@ -60,11 +60,21 @@ export type Invocation =
       readonly sessionId?: string;
       readonly wait: boolean;
       readonly timeoutSeconds?: number;
+      readonly streamLogs: boolean;
     })
   | (Common & { readonly kind: "get"; readonly sessionId: string })
   | (Common & { readonly kind: "history"; readonly sessionId: string })
   | (Common & { readonly kind: "list"; readonly status?: SessionStatus; readonly limit: number })
   | (Common & { readonly kind: "cancel"; readonly sessionId: string; readonly reason?: string })
+  | (Common & { readonly kind: "job get" | "tasks"; readonly jobId: string })
+  | (Common & { readonly kind: "task"; readonly jobId: string; readonly index: number })
+  | (Common & {
+      readonly kind: "logs";
+      readonly jobId: string;
+      /** Undefined: every task. */
+      readonly task?: number;
+      readonly follow: boolean;
+    })
   | (Common & {
       readonly kind: "retry-policy create" | "retry-policy update";
       /** A path, or `-` for stdin. */
@@ -168,6 +178,26 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
         sessionId: sessionIdArgument(positionals[0], command),
         ...optional("reason", reasonOption(values["reason"])),
       };
+    case "job get":
+    case "tasks":
+      return { ...common, kind: command, jobId: jobIdArgument(positionals[0], command) };
+    case "task":
+      return {
+        ...common,
+        kind: "task",
+        jobId: jobIdArgument(positionals[0], command),
+        index: taskIndexValue("INDEX", positionals[1] ?? "", command),
+      };
+    case "logs": {
+      const task = stringValue(values, "task");
+      return {
+        ...common,
+        kind: "logs",
+        jobId: jobIdArgument(positionals[0], command),
+        ...optional("task", task === undefined ? undefined : taskIndexValue("--task", task, command)),
+        follow: values["follow"] === true,
+      };
+    }
   }
 }
 
@@ -178,12 +208,22 @@ function submitInvocation(common: Common, values: Values, positionals: readonly 
   if (rawTimeout !== undefined && !wait) {
     throw new UsageError("--timeout only applies with --wait", "submit");
   }
+  const streamLogs = values["stream-logs"] === true;
+  if (streamLogs && !wait) throw new UsageError("--stream-logs only applies with --wait", "submit");
+  if (streamLogs && common.output === "json") {
+    throw new UsageError(
+      "--stream-logs prints the tasks' output on stdout, which -o json keeps for one JSON document; " +
+        "leave one of them out (`cairn logs JOB_ID -o json` gives the output as JSON Lines)",
+      "submit",
+    );
+  }
   const id = stringValue(values, "id");
   return {
     ...common,
     kind: "submit",
     file,
     wait,
+    streamLogs,
     ...optional("sessionId", id === undefined ? undefined : sessionIdValue("--id", id, "submit")),
     ...optional("timeoutSeconds", rawTimeout === undefined ? undefined : timeoutOption(rawTimeout)),
   };
@@ -479,15 +519,33 @@ function sessionIdArgument(raw: string | undefined, command: CommandName): strin
   return sessionIdValue("SESSION_ID", raw ?? "", command);
 }
 
-function sessionIdValue(what: string, raw: string, command: CommandName): string {
+function sessionIdValue(what: string, raw: string, command: CommandName, noun = "session"): string {
   if (!SESSION_ID_PATTERN.test(raw)) {
     throw new UsageError(
-      `${what} "${raw}" is not a session id: 3 to 63 lowercase letters, digits or '-', ` +
+      `${what} "${raw}" is not a ${noun} id: 3 to 63 lowercase letters, digits or '-', ` +
         "starting with a letter or digit",
       command,
     );
   }
   return raw;
+}
+
+/** Job ids are session ids: the job's id is its submission's `sessionId`. */
+function jobIdArgument(raw: string | undefined, command: CommandName): string {
+  return sessionIdValue("JOB_ID", raw ?? "", command, "job");
+}
+
+/** A task's index in its job: 0 to replicas - 1 (checked against the job once it is read). */
+function taskIndexValue(what: string, raw: string, command: CommandName): number {
+  const max = SPEC_LIMITS.replicas.max - 1;
+  const index = Number(raw);
+  if (!/^\d+$/.test(raw) || index > max) {
+    throw new UsageError(
+      `${what} must be a task index, a whole number from 0 to ${max}, got "${raw}"`,
+      command,
+    );
+  }
+  return index;
 }
 
 function timeoutOption(raw: string): number {

@@ -1,7 +1,7 @@
 /**
- * What the commands need from Cairn: the session store's read side, the retry resources
- * operators manage (policies, queues, the retry configuration), and putting an inbound event on
- * the bus. Built on the application's own adapters (DynamoSessionStore, EventPublisher), so
+ * What the commands need from Cairn: the session store's read side (sessions, jobs, history,
+ * runs), the retry resources operators manage (policies, queues, the retry configuration),
+ * where the local agents keep logs, and putting an inbound event on the bus. Built on the application's own adapters (DynamoSessionStore, EventPublisher), so
  * the CLI reads and writes exactly what the control plane does.
  */
 import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
@@ -13,11 +13,17 @@ import type { PutEventsEntry } from "../../functions/core/events.ts";
 import type { SessionStore } from "../../functions/core/ports/session-store.ts";
 import { explainAwsError } from "./aws-errors.ts";
 import { UnreachableError } from "./errors.ts";
-import type { Connection, StackRequest } from "./target.ts";
+import type { Connection, LogAccess, StackRequest } from "./target.ts";
 
 export type SessionReader = Pick<
   SessionStore,
-  "getSession" | "listHistory" | "listRuns" | "listSessionsByStatus" | "listRecentSessions"
+  | "getSession"
+  | "getSessions"
+  | "getJob"
+  | "listHistory"
+  | "listRuns"
+  | "listSessionsByStatus"
+  | "listRecentSessions"
 >;
 
 /** Retry policies, queues and the retry configuration, written directly to the store. */
@@ -42,6 +48,8 @@ export interface CairnApi {
   readonly admin: RetryAdmin;
   readonly eventBusName: string;
   readonly stateMachineArn?: string;
+  /** Where the kernels' logs are, when this CLI can read them (the local runtime). */
+  readonly logs: LogAccess;
   /** Puts one inbound event (built by toPutEventsEntry); throws if the bus does not accept it. */
   put(entry: PutEventsEntry): Promise<void>;
   /** Releases the clients' sockets so the process can exit. */
@@ -72,6 +80,7 @@ export function openCairnApi(connection: Connection): CairnApi {
     admin: store,
     eventBusName: connection.eventBusName,
     ...(connection.stateMachineArn === undefined ? {} : { stateMachineArn: connection.stateMachineArn }),
+    logs: connection.logs,
     put: (entry) => publisher.publish([entry]),
     close: () => {
       dynamo.destroy();

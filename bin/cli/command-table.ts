@@ -134,13 +134,21 @@ export const COMMANDS = {
         value: "SECONDS",
         description: "with --wait: give up waiting after SECONDS (exit 124; the session keeps going)",
       },
+      "stream-logs": {
+        type: "boolean",
+        description:
+          "with --wait: print every task's output as it is written ([task N]-prefixed; local runtime)",
+      },
       output,
     },
     details:
       "The spec is validated locally first: an invalid spec prints every problem and sends nothing.\n" +
-      'Prints the session id (JSON: {"sessionId": ...}); with --wait, the final session as `cairn get` shows it.\n\n' +
+      'Prints the id (JSON: {"sessionId": ...}); with --wait, the final session as `cairn get` shows it, or\n' +
+      "for a job of many tasks (replicas > 1, or coscheduled: false) the final job as `cairn job get` shows it;\n" +
+      "exit 0 only if it succeeded. A job of independent tasks is waited for until all its tasks have ended.\n\n" +
       "examples:\n" +
       "  cairn submit -f examples/hello.yaml --wait\n" +
+      "  cairn submit -f examples/gang.yaml --wait --stream-logs\n" +
       '  id=$(cairn submit examples/hello.yaml) && cairn get "$id"',
     exitCodes: [ExitCode.SessionDidNotSucceed, ExitCode.Usage, ExitCode.Unreachable, ExitCode.WaitTimedOut],
   },
@@ -191,6 +199,73 @@ export const COMMANDS = {
     details:
       "A session that has not started its command ends CANCELLED; a running one is stopped and ends\n" +
       "TERMINATED with result cancelled. Follow it with `cairn get SESSION_ID`.",
+    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+  },
+  "job get": {
+    summary: "show a job: its state and why, settings, tasks by state, parent and children",
+    positionals: "JOB_ID",
+    minPositionals: 1,
+    maxPositionals: 1,
+    options: { output },
+    details:
+      "A job is what one submission describes (its id is the submitted id): `replicas` tasks that run as one\n" +
+      "gang (co-scheduled, one session whose kernels are the tasks) or independently (one session per task,\n" +
+      "JOB_ID-t<index>). Its state is derived from the task states (final once the control plane records it):\n" +
+      "SUCCEEDED, FAILED (more than maxTaskFailures failed), UNSCHEDULABLE, KILLED, WORKER_FAILED, RUNNING, PENDING.",
+    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+  },
+  tasks: {
+    summary: "list a job's tasks: state, agent, exit code, run, retries, why pending or how ended",
+    positionals: "JOB_ID",
+    minPositionals: 1,
+    maxPositionals: 1,
+    options: { output },
+    details:
+      "REASON is why a PENDING task waits (no agent matches, not enough capacity, the gang needs more\n" +
+      "agents, priority), or how an ended task ended. RETRIES counts runs retried after failures and\n" +
+      "preemptions (a gang's tasks share one count).",
+    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+  },
+  task: {
+    summary: "show one task: state, session, agent, exit code, reason and its part in every run",
+    positionals: "JOB_ID INDEX",
+    minPositionals: 2,
+    maxPositionals: 2,
+    options: { output },
+    details: "INDEX is the task's index in the job, from 0 (its CAIRN_TASK_INDEX).",
+    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+  },
+  logs: {
+    summary: "print a job's task output (local runtime); with --follow, until the tasks end",
+    positionals: "JOB_ID",
+    minPositionals: 1,
+    maxPositionals: 1,
+    options: {
+      task: {
+        type: "string",
+        value: "INDEX",
+        description: "only this task's output (default: every task's)",
+      },
+      follow: {
+        type: "boolean",
+        description: "keep printing new lines (and later runs') until the tasks have ended",
+      },
+      output: {
+        type: "string",
+        short: "o",
+        value: "FORMAT",
+        description: "text (default) or json: one JSON object per line (task, run, stream, text, at)",
+      },
+    },
+    details:
+      "Prints each task's current run (a task waiting to be retried: its previous run). Lines keep their\n" +
+      "stream (the program's stderr on stderr); lines of several tasks are merged in time order and\n" +
+      "prefixed `[task N]`. A task that has not started says so on stderr (exit 3 if none has).\n" +
+      "Logs stay with the agents that ran the tasks: only the local runtime's are readable (a deployed\n" +
+      "stack keeps none: exit 2).\n\n" +
+      "examples:\n" +
+      "  cairn logs gang-k3x9q2mf\n" +
+      "  cairn logs gang-k3x9q2mf --task 2 --follow",
     exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
   },
   "retry-policy create": {
@@ -354,6 +429,7 @@ export function isCommandName(name: string): name is CommandName {
 
 /** Commands written as two words, `cairn <group> <action>`: the group's name and summary. */
 export const COMMAND_GROUPS = {
+  job: "show a job of many tasks (see also `cairn tasks`, `cairn task`, `cairn logs`)",
   "retry-policy": "create, update, get, delete and list retry policies",
   queue: "create, update, get, delete and list queues",
   "retry-config": "get and set the global retry settings",

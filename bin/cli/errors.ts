@@ -66,10 +66,40 @@ export class SessionNotFoundError extends CliError {
   readonly code = "NOT_FOUND";
   readonly exitCode = ExitCode.NotFound;
   readonly sessionId: string;
-  constructor(sessionId: string) {
-    super(`session ${sessionId} not found`);
+  /** `hint`: where to look instead (the id names a job of independent tasks). */
+  constructor(sessionId: string, hint?: string) {
+    super(`session ${sessionId} not found${hint === undefined ? "" : `: ${hint}`}`);
     this.sessionId = sessionId;
   }
+}
+
+/** No job with the id, or no such task in it (`hint` says where to look instead, if anywhere). */
+export class JobNotFoundError extends CliError {
+  override readonly name = "JobNotFoundError";
+  readonly code = "NOT_FOUND";
+  readonly exitCode = ExitCode.NotFound;
+  readonly jobId: string;
+  constructor(jobId: string, hint?: string) {
+    super(`job ${jobId} not found${hint === undefined ? "" : `: ${hint}`}`);
+    this.jobId = jobId;
+  }
+}
+
+/** The task (or every task asked for) has not started a run yet: there is nothing to read. */
+export class NoLogsError extends CliError {
+  override readonly name = "NoLogsError";
+  readonly code = "NO_LOGS";
+  readonly exitCode = ExitCode.NotFound;
+}
+
+/**
+ * Logs are kept by the agents that ran the tasks, on their machines: only the local runtime
+ * tells the CLI where they are. A deployed stack stores none.
+ */
+export class LogsUnavailableError extends CliError {
+  override readonly name = "LogsUnavailableError";
+  readonly code = "LOGS_UNAVAILABLE";
+  readonly exitCode = ExitCode.Usage;
 }
 
 /** No runtime file, or the services did not answer, refused the credentials or lack a resource. */
@@ -101,5 +131,28 @@ export class WaitTimeoutError extends CliError {
     this.sessionId = sessionId;
     this.timeoutSeconds = timeoutSeconds;
     this.lastStatus = lastStatus;
+  }
+}
+
+/** `submit --wait --timeout` of a job of many tasks: the job had not ended in time. */
+export class JobWaitTimeoutError extends CliError {
+  override readonly name = "JobWaitTimeoutError";
+  readonly code = "WAIT_TIMEOUT";
+  readonly exitCode = ExitCode.WaitTimedOut;
+  readonly jobId: string;
+  readonly timeoutSeconds: number;
+  /** The last job state seen; undefined when the job was never recorded. */
+  readonly lastState: string | undefined;
+  constructor(jobId: string, timeoutSeconds: number, lastState: string | undefined) {
+    super(
+      lastState === undefined
+        ? `timed out after ${timeoutSeconds} s: job ${jobId} was never recorded ` +
+            `(is the control plane processing events?)`
+        : `timed out after ${timeoutSeconds} s waiting for job ${jobId} (last state ${lastState}); ` +
+            `it keeps going: follow it with \`cairn job get ${jobId}\`, or stop it with \`cairn cancel ${jobId}\``,
+    );
+    this.jobId = jobId;
+    this.timeoutSeconds = timeoutSeconds;
+    this.lastState = lastState;
   }
 }

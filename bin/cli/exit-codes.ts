@@ -1,13 +1,14 @@
 /** The CLI's exit codes: part of its interface (scripts branch on them), listed in `--help`. */
 export const ExitCode = {
   Ok: 0,
-  /** `submit --wait`: the session ended without succeeding (failed or cancelled). */
+  /** `submit --wait`: the session (or job) ended without succeeding (failed or cancelled). */
   SessionDidNotSucceed: 1,
   /**
    * Bad arguments, a spec or policy that does not parse or validate (nothing was sent), or a
    * change that clashes with what is stored (a name taken, a policy in use or unknown).
    */
   Usage: 2,
+  /** No such session, job, task, policy or queue; `logs`: the task has not started a run yet. */
   NotFound: 3,
   /** No runtime file, connection refused, no credentials, a missing table, bus or stack. */
   Unreachable: 4,
@@ -19,12 +20,18 @@ export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 /** One line per code, in the order the help shows them. */
 export const EXIT_CODE_HELP: readonly (readonly [ExitCode, string])[] = [
   [ExitCode.Ok, "ok"],
-  [ExitCode.SessionDidNotSucceed, "the session did not succeed (submit --wait: failed or cancelled)"],
+  [
+    ExitCode.SessionDidNotSucceed,
+    "the session or job did not succeed (submit --wait: failed, cancelled, killed, unschedulable)",
+  ],
   [
     ExitCode.Usage,
     "usage error, an invalid spec or policy, or a conflict (exists, in use); nothing was changed",
   ],
-  [ExitCode.NotFound, "session, retry policy or queue not found"],
+  [
+    ExitCode.NotFound,
+    "session, job, task, retry policy or queue not found (logs: the task has not started yet)",
+  ],
   [ExitCode.Unreachable, "cannot reach Cairn (no runtime, connection refused, missing stack/table/bus)"],
-  [ExitCode.WaitTimedOut, "submit --wait --timeout: the wait timed out (the session keeps running)"],
+  [ExitCode.WaitTimedOut, "submit --wait --timeout: the wait timed out (the session or job keeps running)"],
 ];

@@ -9,6 +9,8 @@ import { runCancel } from "./commands/cancel.ts";
 import type { CommandContext } from "./commands/context.ts";
 import { runGet } from "./commands/get.ts";
 import { runHistory } from "./commands/history.ts";
+import { runJobGet, runTask, runTasks } from "./commands/job.ts";
+import { runLogs } from "./commands/logs.ts";
 import { runList } from "./commands/list.ts";
 import { runQueueDelete, runQueueGet, runQueueList, runQueueWrite } from "./commands/queue.ts";
 import { runRetryConfigGet, runRetryConfigSet } from "./commands/retry-config.ts";
@@ -21,6 +23,7 @@ import type { CliIo } from "./io.ts";
 import { readPolicyFile, readSpecFile } from "./document-files.ts";
 import { newSessionId } from "./session-id.ts";
 import { explainStoreError } from "./store-errors.ts";
+import { maxJobIdLength } from "../../functions/core/jobs.ts";
 import type { RetryPolicy } from "../../functions/core/retry/policy.ts";
 import { resolveConnection, type Connection } from "./target.ts";
 
@@ -83,6 +86,14 @@ function dispatch(
       return runList(invocation, ctx);
     case "cancel":
       return runCancel(invocation, ctx);
+    case "job get":
+      return runJobGet(invocation, ctx);
+    case "tasks":
+      return runTasks(invocation, ctx);
+    case "task":
+      return runTask(invocation, ctx);
+    case "logs":
+      return runLogs(invocation, ctx);
     case "retry-policy create":
     case "retry-policy update":
       return runPolicyWrite(invocation, prepared.policy ?? readPolicyFile(invocation.file, ctx.io), ctx);
@@ -110,7 +121,16 @@ function dispatch(
 
 function submitRequest(invocation: Extract<Invocation, { kind: "submit" }>, io: CliIo): SubmitRequest {
   const spec = readSpecFile(invocation.file, io);
-  const sessionId = invocation.sessionId ?? newSessionId(spec.name, () => io.random());
+  // Independent tasks run as sessions <id>-t<index>: those ids must fit the id limit too.
+  const maxLength = maxJobIdLength(spec);
+  if (invocation.sessionId !== undefined && invocation.sessionId.length > maxLength) {
+    throw new UsageError(
+      `--id "${invocation.sessionId}" is too long for ${spec.replicas} independent tasks: at most ` +
+        `${maxLength} characters, so that their sessions (<id>-t<index>) are valid ids`,
+      "submit",
+    );
+  }
+  const sessionId = invocation.sessionId ?? newSessionId(spec.name, () => io.random(), maxLength);
   // Size and contract checks; the real bus name is filled in once Cairn is found.
   submittedEntry("-", sessionId, spec);
   return {
@@ -118,6 +138,7 @@ function submitRequest(invocation: Extract<Invocation, { kind: "submit" }>, io: 
     idChosen: invocation.sessionId !== undefined,
     spec,
     wait: invocation.wait,
+    streamLogs: invocation.streamLogs,
     output: invocation.output,
     ...(invocation.timeoutSeconds === undefined ? {} : { timeoutSeconds: invocation.timeoutSeconds }),
   };

@@ -83,7 +83,7 @@ export function renderRuns(runs: readonly RunView[]): string {
   );
 }
 
-function decisionText(run: RunView): string {
+export function decisionText(run: Pick<RunView, "decision" | "delayMs" | "avoidAgentId">): string {
   if (run.decision !== "retry") return run.decision;
   const wait = run.delayMs === null || run.delayMs === 0 ? "" : ` after ${formatDuration(run.delayMs)}`;
   const avoid = run.avoidAgentId === null ? "" : `, avoiding ${run.avoidAgentId}`;
@@ -158,7 +158,7 @@ export function ago(isoTime: string, nowMs: number): string {
   return elapsedMs < 0 ? "just now" : `${formatDuration(elapsedMs)} ago`;
 }
 
-function ran(startedAt: string | null, finishedAt: string | null, nowMs: number): string {
+export function ran(startedAt: string | null, finishedAt: string | null, nowMs: number): string {
   if (startedAt === null) return NONE;
   const endMs = finishedAt === null ? nowMs : Date.parse(finishedAt);
   const duration = formatDuration(Math.max(0, endMs - Date.parse(startedAt)));
@@ -181,12 +181,12 @@ function pad2(n: number): string {
   return String(n).padStart(2, "0");
 }
 
-function oneLine(text: string): string {
+export function oneLine(text: string): string {
   return text.replace(/\s+/g, " ").trim();
 }
 
 /** A table cell: one line, at most MAX_CELL characters (the JSON output has it all). */
-function cell(text: string | null): string {
+export function cell(text: string | null): string {
   if (text === null || text.trim() === "") return NONE;
   const line = oneLine(text);
   return line.length > MAX_CELL ? `${line.slice(0, MAX_CELL - 1)}…` : line;

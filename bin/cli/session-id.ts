@@ -10,14 +10,17 @@ const ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
 /** 63 characters at most, less "-" and the suffix. */
 const MAX_PREFIX_LENGTH = 63 - 1 - SUFFIX_LENGTH;
 
-/** `random` returns values in [0, 1), like Math.random. */
-export function newSessionId(specName: string, random: () => number): string {
+/**
+ * `random` returns values in [0, 1), like Math.random. `maxLength` (default 63) leaves room for
+ * what the control plane appends: a job of independent tasks names its sessions `<id>-t<index>`.
+ */
+export function newSessionId(specName: string, random: () => number, maxLength = 63): string {
   const prefix =
     specName
       .toLowerCase()
       .replace(/[^a-z0-9]+/g, "-")
       .replace(/^-+/, "")
-      .slice(0, MAX_PREFIX_LENGTH)
+      .slice(0, Math.min(MAX_PREFIX_LENGTH, maxLength - 1 - SUFFIX_LENGTH))
       .replace(/-+$/, "") || "session";
   let suffix = "";
   for (let i = 0; i < SUFFIX_LENGTH; i++) {

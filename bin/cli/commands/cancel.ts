@@ -1,4 +1,7 @@
-/** `cairn cancel SESSION_ID [--reason TEXT]`: puts a cancel request for a session that exists. */
+/**
+ * `cairn cancel SESSION_ID [--reason TEXT]`: puts a cancel request for a session, or a job of
+ * independent tasks, that exists and has not ended.
+ */
 import { DetailType, toPutEventsEntry } from "../../../functions/core/events.ts";
 import { sessionResult } from "../../../functions/core/sessions.ts";
 import { TERMINAL_SESSION_STATUSES } from "../../../functions/core/status.ts";
@@ -6,6 +9,7 @@ import type { OutputFormat } from "../args.ts";
 import { SessionNotFoundError } from "../errors.ts";
 import { ExitCode } from "../exit-codes.ts";
 import { printJson } from "../io.ts";
+import { readJob } from "../job-read.ts";
 import type { CommandContext } from "./context.ts";
 
 export async function runCancel(
@@ -14,7 +18,11 @@ export async function runCancel(
 ): Promise<ExitCode> {
   const { sessionId, reason } = invocation;
   const found = await ctx.api.store.getSession(sessionId);
-  if (found === undefined) throw new SessionNotFoundError(sessionId);
+  if (found === undefined) {
+    // A job of independent tasks has no session of its id; the control plane cancels every task.
+    if ((await ctx.api.store.getJob(sessionId)) === undefined) throw new SessionNotFoundError(sessionId);
+    return cancelJob(invocation, ctx);
+  }
   const status = found.session.status;
   const ended = TERMINAL_SESSION_STATUSES.has(status);
   if (!ended) {
@@ -34,6 +42,37 @@ export async function runCancel(
   } else {
     ctx.io.stdout(
       `cancel requested for session ${sessionId} (it was ${status}); follow it with \`cairn get ${sessionId}\``,
+    );
+  }
+  return ExitCode.Ok;
+}
+
+async function cancelJob(
+  invocation: { readonly sessionId: string; readonly reason?: string; readonly output: OutputFormat },
+  ctx: CommandContext,
+): Promise<ExitCode> {
+  const { sessionId: jobId, reason } = invocation;
+  const snapshot = await readJob(ctx.api.store, jobId);
+  const live =
+    snapshot.job.sessionIds.length -
+    snapshot.sessions.filter(({ session }) => TERMINAL_SESSION_STATUSES.has(session.status)).length;
+  if (live > 0) {
+    await ctx.api.put(
+      toPutEventsEntry(ctx.api.eventBusName, DetailType.SessionCancelRequested, {
+        sessionId: jobId,
+        ...(reason === undefined ? {} : { reason }),
+      }),
+    );
+  }
+  if (invocation.output === "json") {
+    printJson(ctx.io, { jobId, cancelRequested: live > 0, state: snapshot.state });
+  } else if (live === 0) {
+    ctx.io.stdout(`job ${jobId} has already ended (${snapshot.state}); nothing to cancel`);
+  } else {
+    const count = snapshot.job.sessionIds.length;
+    ctx.io.stdout(
+      `cancel requested for job ${jobId} (${live} of ${count} ${count === 1 ? "task" : "tasks"} not ended; ` +
+        `it was ${snapshot.state}); follow it with \`cairn job get ${jobId}\``,
     );
   }
   return ExitCode.Ok;

@@ -13,9 +13,28 @@ export async function runGet(
   ctx: CommandContext,
 ): Promise<ExitCode> {
   const found = await ctx.api.store.getSession(invocation.sessionId);
-  if (found === undefined) throw new SessionNotFoundError(invocation.sessionId);
+  if (found === undefined) throw await sessionNotFound(invocation.sessionId, ctx);
   await printSession(found, invocation.output, ctx);
   return ExitCode.Ok;
+}
+
+/**
+ * The error for a missing session, pointing at the job commands when the id names a job of
+ * independent tasks (whose sessions are `<id>-t<index>`, so no session has the job's id).
+ */
+export async function sessionNotFound(sessionId: string, ctx: CommandContext): Promise<SessionNotFoundError> {
+  const job = await ctx.api.store.getJob(sessionId);
+  if (job === undefined) return new SessionNotFoundError(sessionId);
+  const count = job.sessionIds.length;
+  const range =
+    count === 1
+      ? `${job.sessionIds[0] ?? ""}`
+      : `${job.sessionIds[0] ?? ""} … ${job.sessionIds.at(-1) ?? ""}`;
+  return new SessionNotFoundError(
+    sessionId,
+    `it is a job of ${job.spec.replicas} independent ${job.spec.replicas === 1 ? "task" : "tasks"} ` +
+      `(${count === 1 ? "session" : "sessions"} ${range}); see \`cairn job get ${sessionId}\` and \`cairn tasks ${sessionId}\``,
+  );
 }
 
 /** Shared with `submit --wait`, whose final summary is exactly what `get` prints. */

@@ -2,12 +2,12 @@
 import type { HistoryRecord } from "../../../functions/core/model.ts";
 import type { OutputFormat } from "../args.ts";
 import type { SessionReader } from "../cairn-api.ts";
-import { SessionNotFoundError } from "../errors.ts";
 import { ExitCode } from "../exit-codes.ts";
 import { printJson } from "../io.ts";
 import { renderHistory } from "../render.ts";
 import { historyView } from "../views.ts";
 import type { CommandContext } from "./context.ts";
+import { sessionNotFound } from "./get.ts";
 
 /** The store's page size for history reads. */
 const PAGE = 1000;
@@ -18,7 +18,7 @@ export async function runHistory(
 ): Promise<ExitCode> {
   const { sessionId } = invocation;
   // An empty history and a missing session look alike; only the session item tells them apart.
-  if ((await ctx.api.store.getSession(sessionId)) === undefined) throw new SessionNotFoundError(sessionId);
+  if ((await ctx.api.store.getSession(sessionId)) === undefined) throw await sessionNotFound(sessionId, ctx);
   const [records, runs] = await Promise.all([
     allHistory(ctx.api.store, sessionId),
     ctx.api.store.listRuns(sessionId),

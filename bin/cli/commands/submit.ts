@@ -1,18 +1,26 @@
 /**
  * `cairn submit`: puts a Session Submitted event for a spec validated beforehand (main.ts reads
- * it before connecting), then, with --wait, follows the session to its end.
+ * it before connecting), then, with --wait, follows the session (or the job of many tasks) to its
+ * end, with --stream-logs printing the tasks' output meanwhile.
  */
 import { isDeepStrictEqual } from "node:util";
 import { DetailType, toPutEventsEntry, type PutEventsEntry } from "../../../functions/core/events.ts";
 import type { SessionSpec } from "../../../functions/core/model.ts";
+import { jobSettings } from "../../../functions/core/jobs.ts";
 import { sessionResult } from "../../../functions/core/sessions.ts";
+import { JobState } from "../../../functions/core/status.ts";
 import type { OutputFormat } from "../args.ts";
 import { InvalidSpecError, UsageError } from "../errors.ts";
 import { ExitCode } from "../exit-codes.ts";
+import { followJob } from "../follow-job.ts";
 import { followSession } from "../follow.ts";
 import { printJson } from "../io.ts";
+import { isSingleSessionJob, readJob, taskRefs } from "../job-read.ts";
+import { AgentDirectory } from "../task-logs.ts";
 import type { CommandContext } from "./context.ts";
 import { printSession } from "./get.ts";
+import { printJob } from "./job.ts";
+import { followTaskLogs, logPrinter } from "./logs.ts";
 
 export interface SubmitRequest {
   readonly sessionId: string;
@@ -21,6 +29,8 @@ export interface SubmitRequest {
   readonly spec: SessionSpec;
   readonly wait: boolean;
   readonly timeoutSeconds?: number;
+  /** With wait: print every task's output lines as they are written. */
+  readonly streamLogs: boolean;
   readonly output: OutputFormat;
 }
 
@@ -41,37 +51,99 @@ export function submittedEntry(busName: string, sessionId: string, spec: Session
 }
 
 export async function runSubmit(request: SubmitRequest, ctx: CommandContext): Promise<ExitCode> {
-  const { sessionId, spec } = request;
-  const entry = submittedEntry(ctx.api.eventBusName, sessionId, spec);
+  const { sessionId: jobId, spec } = request;
+  const entry = submittedEntry(ctx.api.eventBusName, jobId, spec);
+  // Before anything is sent: a stack keeps no logs to stream.
+  const agents = request.streamLogs ? new AgentDirectory(ctx.api.logs) : undefined;
   // Submission is idempotent on the id: resubmitting the same spec is a no-op, so say so; a
   // different spec under a taken id would be silently ignored by the control plane.
-  const existing = request.idChosen ? await ctx.api.store.getSession(sessionId) : undefined;
+  const existing = request.idChosen ? await storedSubmission(jobId, ctx) : undefined;
   if (existing === undefined) {
     await ctx.api.put(entry);
-  } else if (isDeepStrictEqual(existing.session.spec, spec)) {
+  } else if (isDeepStrictEqual(existing.spec, spec)) {
     ctx.io.stderr(
-      `session ${sessionId} already exists with this spec (${existing.session.status}); not sent again`,
+      `${existing.what} ${jobId} already exists with this spec (${existing.state}); not sent again`,
     );
   } else {
     throw new UsageError(
-      `--id ${sessionId} is taken by another session (name "${existing.session.spec.name}", ` +
-        `${existing.session.status}); choose another id or leave --id out`,
+      `--id ${jobId} is taken by another ${existing.what} (name "${existing.spec.name}", ` +
+        `${existing.state}); choose another id or leave --id out`,
       "submit",
     );
   }
   if (!request.wait) {
-    if (request.output === "json") printJson(ctx.io, { sessionId });
-    else ctx.io.stdout(sessionId);
+    if (request.output === "json") printJson(ctx.io, { sessionId: jobId });
+    else ctx.io.stdout(jobId);
     return ExitCode.Ok;
   }
-  ctx.io.stderr(`submitted ${sessionId}; waiting for it to end (Ctrl-C stops waiting, not the session)`);
-  const ended = await followSession(sessionId, {
-    store: ctx.api.store,
+  const single = isSingleSessionJob(spec);
+  ctx.io.stderr(
+    single
+      ? `submitted ${jobId}; waiting for it to end (Ctrl-C stops waiting, not the session)`
+      : `submitted job ${jobId} of ${spec.replicas} ${jobSettings(spec).coscheduled ? "co-scheduled" : "independent"} ` +
+          "tasks; waiting for it to end (Ctrl-C stops waiting, not the job)",
+  );
+  const follow = {
     nowMs: () => ctx.io.nowMs(),
-    sleep: (ms) => ctx.io.sleep(ms),
-    progress: (line) => ctx.io.stderr(line),
+    sleep: (ms: number) => ctx.io.sleep(ms),
+    progress: (line: string) => ctx.io.stderr(line),
     ...(request.timeoutSeconds === undefined ? {} : { timeoutSeconds: request.timeoutSeconds }),
-  });
-  await printSession(ended, request.output, ctx);
-  return sessionResult(ended) === "succeeded" ? ExitCode.Ok : ExitCode.SessionDidNotSucceed;
+  };
+  const stop = new AbortController();
+  const streaming = agents === undefined ? undefined : streamLogs(jobId, spec, agents, stop.signal, ctx);
+  try {
+    if (single) {
+      const ended = await followSession(jobId, { ...follow, store: ctx.api.store });
+      await streaming;
+      await printSession(ended, request.output, ctx);
+      return sessionResult(ended) === "succeeded" ? ExitCode.Ok : ExitCode.SessionDidNotSucceed;
+    }
+    const ended = await followJob(jobId, { ...follow, store: ctx.api.store });
+    await streaming;
+    printJob(ended, request.output, ctx);
+    return ended.state === JobState.SUCCEEDED ? ExitCode.Ok : ExitCode.SessionDidNotSucceed;
+  } finally {
+    // A timeout (or any failure) stops the log followers too; after a normal end they are done.
+    stop.abort();
+    await streaming;
+  }
+}
+
+/** What is stored under the id: a job (any submission now), or a session from before jobs. */
+async function storedSubmission(
+  id: string,
+  ctx: CommandContext,
+): Promise<{ what: string; spec: SessionSpec; state: string } | undefined> {
+  const job = await ctx.api.store.getJob(id);
+  if (job !== undefined) {
+    const { state } = await readJob(ctx.api.store, id);
+    return { what: isSingleSessionJob(job.spec) ? "session" : "job", spec: job.spec, state };
+  }
+  const found = await ctx.api.store.getSession(id);
+  return found === undefined
+    ? undefined
+    : { what: "session", spec: found.session.spec, state: found.session.status };
+}
+
+/**
+ * Streams every task's lines, `[task N]`-prefixed, while the wait goes on. A failure to read logs
+ * is reported and does not end the wait: the job matters more than its output.
+ */
+async function streamLogs(
+  jobId: string,
+  spec: SessionSpec,
+  agents: AgentDirectory,
+  signal: AbortSignal,
+  ctx: CommandContext,
+): Promise<void> {
+  try {
+    await followTaskLogs(
+      jobId,
+      taskRefs(jobId, spec),
+      { store: ctx.api.store, agents, io: ctx.io, announceWaiting: false, signal },
+      logPrinter(ctx.io, "text", spec.replicas > 1),
+    );
+  } catch (error) {
+    ctx.io.stderr(`cairn: logs: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }

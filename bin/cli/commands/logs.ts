@@ -1,0 +1,159 @@
+/**
+ * `cairn logs JOB_ID [--task INDEX] [--follow]`: the tasks' output, read from the local agents'
+ * files (task-logs.ts). Program output keeps its stream (stdout lines on stdout, stderr lines on
+ * stderr); notes about tasks go to stderr as `cairn: task N: …`.
+ */
+import type { OutputFormat } from "../args.ts";
+import { NoLogsError } from "../errors.ts";
+import { ExitCode } from "../exit-codes.ts";
+import type { CliIo } from "../io.ts";
+import { readJob, taskOf, type TaskRef } from "../job-read.ts";
+import {
+  AgentDirectory,
+  followTaskLog,
+  mergeByTime,
+  readTaskLog,
+  sharedSessionReads,
+  taskLogJson,
+  taskLogText,
+  type TaskLogEvent,
+} from "../task-logs.ts";
+import type { SessionReader } from "../cairn-api.ts";
+import type { CommandContext } from "./context.ts";
+
+/** How often followers look at the store and the files. */
+export const LOG_POLL_MS = 250;
+
+export interface LogsInvocation {
+  readonly jobId: string;
+  /** Undefined: every task. */
+  readonly task?: number;
+  readonly follow: boolean;
+  readonly output: OutputFormat;
+}
+
+export async function runLogs(invocation: LogsInvocation, ctx: CommandContext): Promise<ExitCode> {
+  // Before any read: a stack has no logs to find, whatever the job.
+  const agents = new AgentDirectory(ctx.api.logs);
+  const { jobId } = invocation;
+  const snapshot = await readJob(ctx.api.store, jobId);
+  const tasks = invocation.task === undefined ? snapshot.tasks : [taskOf(snapshot, invocation.task)];
+  const refs: TaskRef[] = tasks.map((t) => ({
+    index: t.index,
+    sessionId: t.sessionId,
+    kernelIndex: t.kernelIndex,
+  }));
+  const print = logPrinter(
+    ctx.io,
+    invocation.output,
+    invocation.task === undefined && snapshot.tasks.length > 1,
+  );
+
+  if (invocation.follow) {
+    const ran = await followTaskLogs(
+      jobId,
+      refs,
+      { store: ctx.api.store, agents, io: ctx.io, announceWaiting: true },
+      print,
+    );
+    // Every task ended without running (the notes said why): as without --follow, nothing to show.
+    if (ran === 0) {
+      throw new NoLogsError(
+        refs.length === 1
+          ? `task ${refs[0]?.index ?? 0} of job ${jobId} never ran: no logs`
+          : `no task of job ${jobId} ran: no logs`,
+      );
+    }
+    return ExitCode.Ok;
+  }
+  const reads = await Promise.all(
+    refs.map((ref) => readTaskLog(jobId, ref, { store: ctx.api.store, agents })),
+  );
+  if (reads.every((r) => !r.started)) {
+    const first = reads[0];
+    const why = first === undefined || first.started ? "" : first.why;
+    const never = first !== undefined && !first.started && first.finished;
+    throw new NoLogsError(
+      invocation.task !== undefined || refs.length === 1
+        ? `task ${refs[0]?.index ?? 0} of job ${jobId} ${never ? "never ran" : "has not started yet"} (${why}): no logs`
+        : `no task of job ${jobId} has started yet (task 0: ${why}): no logs`,
+    );
+  }
+  const events: TaskLogEvent[][] = reads.map((read, i) => {
+    const task = refs[i]?.index ?? i;
+    if (!read.started) {
+      return [
+        { kind: "note", task, text: `${read.finished ? "never ran" : "has not started yet"} (${read.why})` },
+      ];
+    }
+    return [
+      ...(read.note === undefined ? [] : [{ kind: "note" as const, task, text: read.note }]),
+      ...read.lines.map((line) => ({ kind: "line" as const, task, line })),
+    ];
+  });
+  for (const event of mergeByTime(events)) print(event);
+  return ExitCode.Ok;
+}
+
+export interface StreamDeps {
+  readonly store: Pick<SessionReader, "getSessions" | "listRuns">;
+  readonly agents: AgentDirectory;
+  readonly io: Pick<CliIo, "nowMs" | "sleep">;
+  readonly announceWaiting: boolean;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Follows every task in `refs` at once; resolves when all of them are over and drained, with how
+ * many of them ran.
+ */
+export async function followTaskLogs(
+  jobId: string,
+  refs: readonly TaskRef[],
+  deps: StreamDeps,
+  emit: (event: TaskLogEvent) => void,
+): Promise<number> {
+  const sessions = sharedSessionReads(
+    deps.store,
+    refs.map((r) => r.sessionId),
+    () => deps.io.nowMs(),
+    // Followers waking together share one read.
+    LOG_POLL_MS / 2,
+  );
+  const ran = await Promise.all(
+    refs.map((ref) =>
+      followTaskLog(
+        jobId,
+        ref,
+        {
+          sessions,
+          store: deps.store,
+          agents: deps.agents,
+          sleep: (ms) => deps.io.sleep(ms),
+          pollMs: LOG_POLL_MS,
+          announceWaiting: deps.announceWaiting,
+          ...(deps.signal === undefined ? {} : { signal: deps.signal }),
+        },
+        emit,
+      ),
+    ),
+  );
+  return ran.filter(Boolean).length;
+}
+
+/**
+ * Text: each line on the stream the program wrote it to, `[task N] `-prefixed when several tasks'
+ * lines mix. JSON: one JSON Lines record per line on stdout. Notes: stderr, either way.
+ */
+export function logPrinter(
+  io: Pick<CliIo, "stdout" | "stderr">,
+  output: OutputFormat,
+  prefixed: boolean,
+): (event: TaskLogEvent) => void {
+  return (event) => {
+    if (event.kind === "note") io.stderr(`cairn: task ${event.task}: ${event.text}`);
+    else if (output === "json") io.stdout(taskLogJson(event));
+    else if (event.line.stream === "stderr") io.stderr(taskLogText(event, prefixed));
+    else io.stdout(taskLogText(event, prefixed));
+  };
+}
