@@ -79,9 +79,11 @@ export class JobNotFoundError extends CliError {
   readonly code = "NOT_FOUND";
   readonly exitCode = ExitCode.NotFound;
   readonly jobId: string;
+  readonly hint: string | undefined;
   constructor(jobId: string, hint?: string) {
     super(`job ${jobId} not found${hint === undefined ? "" : `: ${hint}`}`);
     this.jobId = jobId;
+    this.hint = hint;
   }
 }
 

@@ -4,10 +4,10 @@
  * stderr); notes about tasks go to stderr as `cairn: task N: …`.
  */
 import type { OutputFormat } from "../args.ts";
-import { NoLogsError } from "../errors.ts";
+import { JobNotFoundError, NoLogsError } from "../errors.ts";
 import { ExitCode } from "../exit-codes.ts";
 import type { CliIo } from "../io.ts";
-import { readJob, taskOf, type TaskRef } from "../job-read.ts";
+import { readJob, taskOf, type JobSnapshot, type TaskRef } from "../job-read.ts";
 import {
   AgentDirectory,
   followTaskLog,
@@ -23,6 +23,11 @@ import type { CommandContext } from "./context.ts";
 
 /** How often followers look at the store and the files. */
 export const LOG_POLL_MS = 250;
+/**
+ * `logs --follow` right after `submit` may run before the control plane has recorded the job
+ * (submission is an event): an unknown job is looked for this long before it is not found.
+ */
+export const SUBMISSION_GRACE_MS = 10_000;
 
 export interface LogsInvocation {
   readonly jobId: string;
@@ -36,7 +41,9 @@ export async function runLogs(invocation: LogsInvocation, ctx: CommandContext): 
   // Before any read: a stack has no logs to find, whatever the job.
   const agents = new AgentDirectory(ctx.api.logs);
   const { jobId } = invocation;
-  const snapshot = await readJob(ctx.api.store, jobId);
+  const snapshot = invocation.follow
+    ? await readJobOnceRecorded(ctx.api.store, jobId, ctx.io)
+    : await readJob(ctx.api.store, jobId);
   const tasks = invocation.task === undefined ? snapshot.tasks : [taskOf(snapshot, invocation.task)];
   const refs: TaskRef[] = tasks.map((t) => ({
     index: t.index,
@@ -93,6 +100,24 @@ export async function runLogs(invocation: LogsInvocation, ctx: CommandContext): 
   });
   for (const event of mergeByTime(events)) print(event);
   return ExitCode.Ok;
+}
+
+async function readJobOnceRecorded(
+  store: Parameters<typeof readJob>[0],
+  jobId: string,
+  io: Pick<CliIo, "nowMs" | "sleep">,
+): Promise<JobSnapshot> {
+  const deadlineMs = io.nowMs() + SUBMISSION_GRACE_MS;
+  for (;;) {
+    try {
+      return await readJob(store, jobId);
+    } catch (error) {
+      // Only a plain miss may be a submission on its way (not a task's id, not a missing task).
+      if (!(error instanceof JobNotFoundError) || error.hint !== undefined || io.nowMs() >= deadlineMs)
+        throw error;
+    }
+    await io.sleep(LOG_POLL_MS * 2);
+  }
 }
 
 export interface StreamDeps {

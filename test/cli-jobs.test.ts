@@ -1,0 +1,971 @@
+/**
+ * The job commands without a runtime: parsing, the JSON views and text (fixed clock), reading a
+ * job, `submit --wait` of a job on a simulated clock, task logs read and followed from real files
+ * laid out as the agents write them, and runCli end to end against in-memory fakes.
+ */
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { parseCommandLine, type Invocation } from "../bin/cli/args.ts";
+import type { CairnApi, SessionReader } from "../bin/cli/cairn-api.ts";
+import {
+  JobNotFoundError,
+  JobWaitTimeoutError,
+  LogsUnavailableError,
+  UsageError,
+} from "../bin/cli/errors.ts";
+import { followJob } from "../bin/cli/follow-job.ts";
+import type { CliIo } from "../bin/cli/io.ts";
+import { jobSnapshot, readJob, taskOf, taskRefs } from "../bin/cli/job-read.ts";
+import { renderJob, renderTask, renderTasks } from "../bin/cli/job-render.ts";
+import { jobView, taskDetailView, tasksView } from "../bin/cli/job-views.ts";
+import { runCli } from "../bin/cli/main.ts";
+import { newSessionId } from "../bin/cli/session-id.ts";
+import {
+  AgentDirectory,
+  followTaskLog,
+  mergeByTime,
+  readTaskLog,
+  sharedSessionReads,
+  taskLogJson,
+  taskLogText,
+  type TaskLogEvent,
+} from "../bin/cli/task-logs.ts";
+import type { LogAccess } from "../bin/cli/target.ts";
+import type { PutEventsEntry } from "../functions/core/events.ts";
+import { newJob, taskSessionId, taskSpec } from "../functions/core/jobs.ts";
+import type {
+  HistoryRecord,
+  Job,
+  Kernel,
+  RunRecord,
+  Session,
+  SessionSpec,
+  SessionWithKernels,
+} from "../functions/core/model.ts";
+import { newSession } from "../functions/core/sessions.ts";
+import { parseSpecText, SPEC_DEFAULTS } from "../functions/core/spec.ts";
+import type { SessionStatus } from "../functions/core/status.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures: a job of three independent tasks at literal times.
+
+const T0 = Date.UTC(2026, 10, 21, 12, 0, 0); // 2026-11-21T12:00:00.000Z
+const JOB_ID = "train-1";
+const SPEC_TEXT = "name: train\nreplicas: 3\ncoscheduled: false\nmaxTaskFailures: 1\ncommand: [/bin/true]\n";
+const SPEC: SessionSpec = parseSpecText(SPEC_TEXT);
+const JOB: Job = newJob(JOB_ID, SPEC, T0);
+
+function taskSession(
+  index: number,
+  status: SessionStatus,
+  kernel: Partial<Kernel> = {},
+  session: Partial<Session> = {},
+): SessionWithKernels {
+  const fresh = newSession(taskSessionId(JOB_ID, index), taskSpec(SPEC), T0);
+  return {
+    session: { ...fresh.session, task: { jobId: JOB_ID, index, count: 3 }, status, ...session },
+    kernels: [{ ...fresh.kernels[0]!, ...kernel }],
+  };
+}
+
+const DONE = taskSession(0, "TERMINATED", {
+  status: "TERMINATED",
+  agentId: "agent-1",
+  exitCode: 0,
+  outcome: "SUCCEEDED",
+  startedAtMs: T0 + 2_000,
+  finishedAtMs: T0 + 5_000,
+});
+const RUNNING = taskSession(1, "RUNNING", { status: "RUNNING", agentId: "agent-2", startedAtMs: T0 + 3_000 });
+const RETRY_WAITING = taskSession(
+  2,
+  "PENDING",
+  {},
+  {
+    runIndex: 1,
+    pendingReason: "no agent has 8 cpu free; largest free is 4",
+    retry: { failureCount: 1, preemptionCount: 0, totalRetries: 1, ruleRetries: {} },
+  },
+);
+const RUN_OF_TASK_2: RunRecord = {
+  sessionId: taskSessionId(JOB_ID, 2),
+  runIndex: 0,
+  name: taskSessionId(JOB_ID, 2),
+  outcome: "FAILED",
+  startedAtMs: T0 + 2_500,
+  endedAtMs: T0 + 4_000,
+  decision: "retry",
+  reason: "failure 1 of maxRetriesFailure 2",
+  kernels: [
+    {
+      index: 0,
+      agentId: "agent-3",
+      status: "TERMINATED",
+      outcome: "FAILED",
+      exitCode: 3,
+      message: "boom",
+      startedAtMs: T0 + 2_500,
+      finishedAtMs: T0 + 3_900,
+    },
+  ],
+};
+const NOW = T0 + 65_000;
+
+interface World {
+  jobs: Record<string, Job>;
+  sessions: Record<string, SessionWithKernels>;
+  runs: Record<string, RunRecord[]>;
+  history: Record<string, HistoryRecord[]>;
+}
+
+function fakeStore(world: World): SessionReader {
+  return {
+    getSession: (id) => Promise.resolve(world.sessions[id]),
+    getSessions: (ids) =>
+      Promise.resolve(ids.flatMap((id) => (world.sessions[id] === undefined ? [] : [world.sessions[id]]))),
+    getJob: (id) => Promise.resolve(world.jobs[id]),
+    listRuns: (id) => Promise.resolve(world.runs[id] ?? []),
+    listHistory: (id, query) =>
+      Promise.resolve((world.history[id] ?? []).filter((r) => r.seq >= (query?.fromSeq ?? 0))),
+    listRecentSessions: () => Promise.resolve({ items: [] }),
+    listSessionsByStatus: () => Promise.resolve({ items: [] }),
+  };
+}
+
+function trainWorld(): World {
+  return {
+    jobs: { [JOB_ID]: JOB },
+    sessions: Object.fromEntries([DONE, RUNNING, RETRY_WAITING].map((s) => [s.session.id, s])),
+    runs: { [taskSessionId(JOB_ID, 2)]: [RUN_OF_TASK_2] },
+    history: {},
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe("parsing the job commands", () => {
+  const parse = (line: string): Invocation => parseCommandLine(line.split(" ").filter((a) => a !== ""));
+  const usageError = (line: string): UsageError => {
+    try {
+      parse(line);
+    } catch (error) {
+      expect(error).toBeInstanceOf(UsageError);
+      return error as UsageError;
+    }
+    throw new Error(`"${line}" parsed without error`);
+  };
+
+  test("job get, tasks, task and logs", () => {
+    expect(parse("job get train-1 -o json")).toEqual({
+      kind: "job get",
+      jobId: "train-1",
+      output: "json",
+      target: {},
+    });
+    expect(parse("tasks train-1")).toEqual({ kind: "tasks", jobId: "train-1", output: "text", target: {} });
+    expect(parse("task train-1 2")).toEqual({
+      kind: "task",
+      jobId: "train-1",
+      index: 2,
+      output: "text",
+      target: {},
+    });
+    expect(parse("logs train-1")).toEqual({
+      kind: "logs",
+      jobId: "train-1",
+      follow: false,
+      output: "text",
+      target: {},
+    });
+    expect(parse("logs --follow train-1 --task 0 -o json")).toEqual({
+      kind: "logs",
+      jobId: "train-1",
+      task: 0,
+      follow: true,
+      output: "json",
+      target: {},
+    });
+    expect(parse("--runtime-file rt.json job get train-1")).toMatchObject({
+      target: { runtimeFile: "rt.json" },
+    });
+  });
+
+  test("submit --wait --stream-logs", () => {
+    expect(parse("submit job.yaml --wait --stream-logs")).toMatchObject({ wait: true, streamLogs: true });
+    expect(parse("submit job.yaml --wait")).toMatchObject({ streamLogs: false });
+  });
+
+  test.each([
+    ["job", "missing what to do with job (expected one of get)"],
+    ["job list", 'unknown job command "list" (expected one of get)'],
+    ["job get", "missing JOB_ID"],
+    [
+      "tasks Train",
+      `JOB_ID "Train" is not a job id: 3 to 63 lowercase letters, digits or '-', starting with a letter or digit`,
+    ],
+    ["task train-1", "missing JOB_ID INDEX"],
+    ["task train-1 x", 'INDEX must be a task index, a whole number from 0 to 63, got "x"'],
+    ["task train-1 64", 'INDEX must be a task index, a whole number from 0 to 63, got "64"'],
+    ["task train-1 1.5", 'INDEX must be a task index, a whole number from 0 to 63, got "1.5"'],
+    ["logs train-1 --task", "option --task needs a value (--task INDEX)"],
+    ["logs train-1 --task=-1", '--task must be a task index, a whole number from 0 to 63, got "-1"'],
+    ["logs train-1 --follow=yes", "option --follow takes no value"],
+    ["logs train-1 -o yaml", '--output must be text or json, got "yaml"'],
+    ["submit job.yaml --stream-logs", "--stream-logs only applies with --wait"],
+    [
+      "submit job.yaml --wait --stream-logs -o json",
+      "--stream-logs prints the tasks' output on stdout, which -o json keeps for one JSON document; " +
+        "leave one of them out (`cairn logs JOB_ID -o json` gives the output as JSON Lines)",
+    ],
+  ])("%j is an error: %s", (line, message) => {
+    expect(usageError(line).message).toBe(message);
+  });
+
+  test("generated ids leave room for the task sessions' -t<index>", () => {
+    const name = "a".repeat(80);
+    expect(newSessionId(name, () => 0)).toHaveLength(63);
+    const id = newSessionId(name, () => 0, 59);
+    expect(id).toHaveLength(59);
+    expect(taskSessionId(id, 63)).toHaveLength(63);
+  });
+});
+
+describe("job views and text (time passed in)", () => {
+  const snapshot = jobSnapshot(JOB, [DONE, RUNNING, RETRY_WAITING]);
+
+  test("job: every field, the state derived from the tasks while none is recorded", () => {
+    expect(jobView(snapshot)).toEqual({
+      jobId: "train-1",
+      name: "train",
+      state: "RUNNING",
+      reason: "1 of 3 tasks placed or running",
+      final: false,
+      replicas: 3,
+      coscheduled: false,
+      perAgent: null,
+      maxTaskFailures: 1,
+      schedulingTimeoutSeconds: 3600,
+      queue: "default",
+      priority: 0,
+      parent: null,
+      children: [],
+      sessions: ["train-1-t0", "train-1-t1", "train-1-t2"],
+      taskCounts: {
+        PENDING: 1,
+        ASSIGNED: 0,
+        BUILDING: 0,
+        RUNNING: 1,
+        SUCCEEDED: 1,
+        FAILED: 0,
+        KILLED: 0,
+        WORKER_FAILED: 0,
+        UNSCHEDULABLE: 0,
+        PREEMPTED: 0,
+      },
+      createdAt: "2026-11-21T12:00:00.000Z",
+      finishedAt: null,
+    });
+  });
+
+  test("a recorded final state wins over the derived one, with its time", () => {
+    const final = { state: "KILLED", reason: "cancelled by a user", atMs: T0 + 9_000 } as const;
+    const view = jobView(jobSnapshot({ ...JOB, final, parentId: "pre-1", childIds: ["post-1"] }, [DONE]));
+    expect(view).toMatchObject({
+      state: "KILLED",
+      reason: "cancelled by a user",
+      final: true,
+      parent: "pre-1",
+      children: ["post-1"],
+      finishedAt: "2026-11-21T12:00:09.000Z",
+    });
+  });
+
+  test("job get as text", () => {
+    expect(renderJob(jobView(snapshot), NOW)).toBe(
+      [
+        "job train-1 (train)",
+        "  state      RUNNING: 1 of 3 tasks placed or running",
+        "  tasks      3 tasks: 1 PENDING, 1 RUNNING, 1 SUCCEEDED",
+        "  kind       3 independent tasks, maxTaskFailures 1",
+        "  placement  within 1h00m, or the task is UNSCHEDULABLE",
+        "  queue      default, priority 0",
+        "  created    2026-11-21T12:00:00.000Z (1m05s ago)",
+        "  sessions   train-1-t0, train-1-t1, train-1-t2",
+        "  tasks: `cairn tasks train-1`, output: `cairn logs train-1`",
+      ].join("\n"),
+    );
+    const gang = newJob("gang-1", { ...SPEC, coscheduled: true, perAgent: 2, replicas: 4 }, T0);
+    expect(renderJob(jobView(jobSnapshot(gang, [])), NOW)).toContain(
+      "  kind       one gang of 4 (co-scheduled), at most 2 per agent, maxTaskFailures 1\n",
+    );
+  });
+
+  test("tasks as a table: why the pending one waits, runs and retries", () => {
+    const view = tasksView(snapshot);
+    expect(view.tasks[2]).toEqual({
+      index: 2,
+      state: "PENDING",
+      finished: false,
+      sessionId: "train-1-t2",
+      kernelIndex: 0,
+      sessionStatus: "PENDING",
+      runIndex: 1,
+      runName: "train-1-t2.1",
+      agent: null,
+      exitCode: null,
+      reason: "no agent has 8 cpu free; largest free is 4",
+      failureCount: 1,
+      preemptionCount: 0,
+      startedAt: null,
+      finishedAt: null,
+    });
+    expect(renderTasks(view, NOW)).toBe(
+      [
+        "job train-1: RUNNING (1 of 3 tasks placed or running)",
+        "TASK  STATE      AGENT    EXIT  RUN  RETRIES    RAN     REASON",
+        "0     SUCCEEDED  agent-1  0     0    -          3.0s    -",
+        "1     RUNNING    agent-2  -     0    -          1m02s…  -",
+        "2     PENDING    -        -     1    1 failure  -       no agent has 8 cpu free; largest free is 4",
+      ].join("\n"),
+    );
+  });
+
+  test("one task in detail, with its part in each finished run", () => {
+    const task = taskOf(snapshot, 2);
+    const view = taskDetailView(snapshot, task, RETRY_WAITING.kernels[0], [RUN_OF_TASK_2]);
+    expect(view.runs).toEqual([
+      {
+        runIndex: 0,
+        name: "train-1-t2",
+        outcome: "FAILED",
+        decision: "retry",
+        reason: "failure 1 of maxRetriesFailure 2",
+        delayMs: null,
+        avoidAgentId: null,
+        startedAt: "2026-11-21T12:00:02.500Z",
+        endedAt: "2026-11-21T12:00:04.000Z",
+        task: {
+          index: 0,
+          status: "TERMINATED",
+          agent: "agent-3",
+          outcome: "FAILED",
+          exitCode: 3,
+          condition: null,
+          message: "boom",
+          startedAt: "2026-11-21T12:00:02.500Z",
+          finishedAt: "2026-11-21T12:00:03.900Z",
+        },
+      },
+    ]);
+    expect(view).toMatchObject({ jobId: "train-1", jobState: "RUNNING", condition: null, error: null });
+    expect(renderTask(view, NOW)).toBe(
+      [
+        "task 2 of job train-1 (job RUNNING)",
+        "  state    PENDING",
+        "  session  train-1-t2 (PENDING)",
+        "  run      train-1-t2.1 (run 1)",
+        "  agent    -",
+        "  retries  1 failure",
+        "  waiting  no agent has 8 cpu free; largest free is 4",
+        "  runs:",
+        "    RUN  NAME        OUTCOME  AGENT    EXIT  DECISION  ENDED                     MESSAGE  REASON",
+        "    0    train-1-t2  FAILED   agent-3  3     retry     2026-11-21T12:00:04.000Z  boom     failure 1 of maxRetriesFailure 2",
+      ].join("\n"),
+    );
+  });
+});
+
+describe("readJob", () => {
+  test("the job and its sessions; a missing session is a PENDING task being submitted", async () => {
+    const world = trainWorld();
+    delete world.sessions["train-1-t2"];
+    const snapshot = await readJob(fakeStore(world), JOB_ID);
+    expect(snapshot.tasks.map((t) => [t.index, t.state, t.reason])).toEqual([
+      [0, "SUCCEEDED", undefined],
+      [1, "RUNNING", undefined],
+      [2, "PENDING", "being submitted"],
+    ]);
+    expect(snapshot.ended).toBe(false);
+  });
+
+  test("a session from before jobs is the job of its kernels", async () => {
+    const old = newSession("old-1", { ...SPEC_DEFAULTS, name: "old", command: ["/bin/true"] }, T0);
+    const snapshot = await readJob(fakeStore({ ...trainWorld(), sessions: { "old-1": old } }), "old-1");
+    expect(snapshot.job).toEqual({
+      id: "old-1",
+      spec: old.session.spec,
+      sessionIds: ["old-1"],
+      childIds: [],
+      createdAtMs: T0,
+    });
+    expect(snapshot.tasks).toHaveLength(1);
+  });
+
+  test("not found: unknown ids, a task's session id (pointing at its job), an index past the last task", async () => {
+    const store = fakeStore(trainWorld());
+    await expect(readJob(store, "nope-1")).rejects.toThrow(new JobNotFoundError("nope-1"));
+    await expect(readJob(store, "train-1-t1")).rejects.toThrow(
+      "job train-1-t1 not found: train-1-t1 is task 1 of job train-1 (see `cairn task train-1 1`)",
+    );
+    expect(() => taskOf(jobSnapshot(JOB, []), 3)).toThrow(
+      "job train-1 task 3 not found: job train-1 has 3 tasks (0 to 2)",
+    );
+  });
+
+  test("task refs from the spec alone: a gang's kernels, or one session per task", () => {
+    expect(taskRefs("g-1", { ...SPEC, coscheduled: true, replicas: 2 })).toEqual([
+      { index: 0, sessionId: "g-1", kernelIndex: 0 },
+      { index: 1, sessionId: "g-1", kernelIndex: 1 },
+    ]);
+    expect(taskRefs("i-1", { ...SPEC, replicas: 2 })).toEqual([
+      { index: 0, sessionId: "i-1-t0", kernelIndex: 0 },
+      { index: 1, sessionId: "i-1-t1", kernelIndex: 0 },
+    ]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+function simulatedClock() {
+  let nowMs = T0;
+  const sleeps: number[] = [];
+  return {
+    nowMs: () => nowMs,
+    sleep: (ms: number) => {
+      sleeps.push(ms);
+      nowMs += ms;
+      return Promise.resolve();
+    },
+    sleeps,
+  };
+}
+
+function record(sessionId: string, seq: number, fields: Partial<HistoryRecord>): HistoryRecord {
+  return {
+    sessionId,
+    seq,
+    handler: "ScheduleNewSessions",
+    result: "SUCCESS",
+    fromStatus: "PENDING",
+    count: 1,
+    firstAtMs: T0,
+    lastAtMs: T0,
+    ...fields,
+  };
+}
+
+describe("followJob (submit --wait of a job)", () => {
+  /** One scripted world per poll: the job appears, its tasks run, then end. */
+  function scripted(steps: readonly World[]) {
+    let poll = -1;
+    const world = () => steps[Math.min(poll, steps.length - 1)]!;
+    const store: Pick<SessionReader, "getJob" | "getSessions" | "listHistory"> = {
+      getJob: (id) => {
+        poll++;
+        return fakeStore(world()).getJob(id);
+      },
+      getSessions: (ids) => fakeStore(world()).getSessions(ids),
+      listHistory: (id, query) => fakeStore(world()).listHistory(id, query),
+    };
+    return store;
+  }
+  const t = (i: number) => taskSessionId(JOB_ID, i);
+  const placed = (i: number) =>
+    record(t(i), 1, { toStatus: "SCHEDULED", message: `placed on agent-${i + 1}` });
+  const submitted = (i: number) => record(t(i), 0, { handler: "Submit", result: "SUBMITTED" });
+  const ended = (i: number, exitCode: number): SessionWithKernels =>
+    taskSession(i, "TERMINATED", {
+      status: "TERMINATED",
+      agentId: `agent-${i + 1}`,
+      exitCode,
+      outcome: exitCode === 0 ? "SUCCEEDED" : "FAILED",
+    });
+  const world = (
+    sessions: SessionWithKernels[],
+    history: Record<string, HistoryRecord[]>,
+    final?: Job["final"],
+  ) => ({
+    jobs: { [JOB_ID]: { ...JOB, ...(final === undefined ? {} : { final }) } },
+    sessions: Object.fromEntries(sessions.map((s) => [s.session.id, s])),
+    runs: {},
+    history,
+  });
+
+  test("task-prefixed history, each job state once, and the recorded final state", async () => {
+    const clock = simulatedClock();
+    const pending = [0, 1, 2].map((i) => taskSession(i, "PENDING"));
+    const running = [0, 1, 2].map((i) =>
+      taskSession(i, "SCHEDULED", { status: "SCHEDULED", agentId: `agent-${i + 1}` }, { version: 1 }),
+    );
+    const history = Object.fromEntries([0, 1, 2].map((i) => [t(i), [submitted(i), placed(i)]]));
+    const firstOnly = Object.fromEntries([0, 1, 2].map((i) => [t(i), [submitted(i)]]));
+    const done = [ended(0, 0), ended(1, 0), ended(2, 3)].map((s) => ({
+      ...s,
+      session: { ...s.session, version: 2 },
+    }));
+    const final = {
+      state: "SUCCEEDED",
+      reason: "2 of 3 tasks succeeded; 1 failed within maxTaskFailures 1",
+      atMs: T0,
+    } as const;
+    const store = scripted([
+      { jobs: {}, sessions: {}, runs: {}, history: {} },
+      world(pending, firstOnly),
+      world(running, history),
+      world(done, history),
+      world(done, history, final),
+    ]);
+    const lines: string[] = [];
+    const result = await followJob(JOB_ID, { store, ...clock, progress: (l) => lines.push(l) });
+    expect(result).toMatchObject({ state: "SUCCEEDED", final: true, ended: true });
+    expect(lines).toEqual([
+      "[task 0] PENDING: submitted",
+      "[task 1] PENDING: submitted",
+      "[task 2] PENDING: submitted",
+      "job PENDING: no task has been placed yet",
+      "[task 0] PENDING → SCHEDULED (placed on agent-1)",
+      "[task 1] PENDING → SCHEDULED (placed on agent-2)",
+      "[task 2] PENDING → SCHEDULED (placed on agent-3)",
+      "job RUNNING: 3 of 3 tasks placed or running",
+      "job SUCCEEDED: 2 of 3 tasks succeeded; 1 failed within maxTaskFailures 1",
+    ]);
+    expect(clock.sleeps).toEqual([500, 500, 500, 500]);
+  });
+
+  test("all sessions ended but no final state recorded: the derived one after the grace period", async () => {
+    const clock = simulatedClock();
+    const store = scripted([world([ended(0, 0), ended(1, 1), ended(2, 1)], {})]);
+    const result = await followJob(JOB_ID, { store, ...clock, progress: () => {}, finalGraceMs: 1_000 });
+    expect(result).toMatchObject({
+      state: "FAILED",
+      final: false,
+      reason: "2 tasks failed (maxTaskFailures 1)",
+    });
+    expect(clock.sleeps).toEqual([500, 500]);
+  });
+
+  test("times out with the last job state seen", async () => {
+    const clock = simulatedClock();
+    const store = scripted([world([RUNNING], {})]);
+    const error = await followJob(JOB_ID, { store, ...clock, progress: () => {}, timeoutSeconds: 1.2 }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(JobWaitTimeoutError);
+    expect((error as Error).message).toBe(
+      "timed out after 1.2 s waiting for job train-1 (last state RUNNING); it keeps going: " +
+        "follow it with `cairn job get train-1`, or stop it with `cairn cancel train-1`",
+    );
+    expect(clock.sleeps).toEqual([500, 500, 200]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Task logs: files laid out as the agents write them (local/agent/work-dir.ts).
+
+let root: string;
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), "cairn-cli-logs-"));
+});
+
+afterAll(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** A work root per test, with both agents in it. */
+function workRoots(name: string): {
+  access: LogAccess;
+  write: (agent: string, sessionId: string, run: number, ...lines: [number, string, string?][]) => void;
+} {
+  const base = join(root, name);
+  const access: LogAccess = {
+    readable: true,
+    agents: ["agent-1", "agent-2", "agent-3"].map((id) => ({ id, workRoot: join(base, id) })),
+  };
+  return {
+    access,
+    /** Appends lines `[atMs offset, text, stream]` to a run's output.jsonl (creating its directory). */
+    write: (agent, sessionId, run, ...lines) => {
+      const dir = join(base, agent, sessionId, "0", `run-${run}`);
+      mkdirSync(dir, { recursive: true });
+      for (const [offsetMs, text, stream] of lines) {
+        appendFileSync(
+          join(dir, "output.jsonl"),
+          JSON.stringify({ atMs: T0 + offsetMs, stream: stream ?? "stdout", text }) + "\n",
+        );
+      }
+    },
+  };
+}
+
+const ref = (index: number) => ({ index, sessionId: taskSessionId(JOB_ID, index), kernelIndex: 0 });
+
+describe("reading task logs", () => {
+  test("the current run's lines; a retry waiting to run shows the previous run's, with a note", async () => {
+    const { access, write } = workRoots("read");
+    write("agent-1", "train-1-t0", 0, [1_000, "epoch 1"], [2_000, "warn", "stderr"]);
+    write("agent-3", "train-1-t2", 0, [1_500, "about to fail"]);
+    const deps = { store: fakeStore(trainWorld()), agents: new AgentDirectory(access) };
+    const done = await readTaskLog(JOB_ID, ref(0), deps);
+    expect(done).toMatchObject({ started: true, runIndex: 0 });
+    expect(done.started && done.lines.map((l) => [l.stream, l.text, l.atMs - T0])).toEqual([
+      ["stdout", "epoch 1", 1_000],
+      ["stderr", "warn", 2_000],
+    ]);
+    expect(await readTaskLog(JOB_ID, ref(2), deps)).toMatchObject({
+      started: true,
+      runIndex: 0,
+      note: "run 1 has not started (PENDING: no agent has 8 cpu free; largest free is 4); showing run 0",
+    });
+    // Placed, but its agent has not made the run's directory yet.
+    expect(await readTaskLog(JOB_ID, ref(1), deps)).toEqual({
+      started: false,
+      finished: false,
+      why: "RUNNING",
+    });
+  });
+
+  test("a task that never ran says why; a deployed stack or an unknown agent cannot be read", async () => {
+    const { access } = workRoots("never");
+    const killed = taskSession(1, "CANCELLED", {}, { cancelRequestedAtMs: T0, cancelReason: "not needed" });
+    const world = { ...trainWorld(), sessions: { [killed.session.id]: killed } };
+    const agents = new AgentDirectory(access);
+    expect(await readTaskLog(JOB_ID, ref(1), { store: fakeStore(world), agents })).toEqual({
+      started: false,
+      finished: true,
+      why: "KILLED: not needed",
+    });
+    expect(() => new AgentDirectory({ readable: false, why: "stack Cairn keeps no task logs" })).toThrow(
+      new LogsUnavailableError("stack Cairn keeps no task logs"),
+    );
+    expect(() => agents.paths("agent-9", "train-1-t1", 0, 0)).toThrow(
+      "session train-1-t1 ran on agent agent-9, which is not one of this runtime's agents " +
+        "(agent-1, agent-2, agent-3): its logs are with that agent",
+    );
+  });
+
+  test("several tasks merge by time, each task's own order kept; text and JSON Lines", () => {
+    const line = (task: number, atMs: number, text: string): TaskLogEvent => ({
+      kind: "line",
+      task,
+      line: { sessionId: `s-${task}`, kernelIndex: 0, runIndex: 0, stream: "stdout", text, atMs },
+    });
+    const merged = mergeByTime([
+      [line(0, 10, "a"), line(0, 30, "c"), line(0, 30, "d")],
+      [{ kind: "note", task: 1, text: "note" }, line(1, 20, "b"), line(1, 30, "e")],
+    ]);
+    expect(merged.map((e) => (e.kind === "line" ? e.line.text : e.text))).toEqual([
+      "note",
+      "a",
+      "b",
+      "c",
+      "d",
+      "e",
+    ]);
+    const first = line(2, T0, "hello");
+    if (first.kind !== "line") throw new Error("unreachable");
+    expect(taskLogText(first, true)).toBe("[task 2] hello");
+    expect(taskLogText(first, false)).toBe("hello");
+    expect(JSON.parse(taskLogJson(first))).toEqual({
+      task: 2,
+      sessionId: "s-2",
+      kernelIndex: 0,
+      runIndex: 0,
+      stream: "stdout",
+      text: "hello",
+      at: "2026-11-21T12:00:00.000Z",
+    });
+  });
+
+  test("followers polling together share one store read", async () => {
+    let reads = 0;
+    let nowMs = T0;
+    const source = sharedSessionReads(
+      {
+        getSessions: (ids) => {
+          reads++;
+          return fakeStore(trainWorld()).getSessions(ids);
+        },
+      },
+      ["train-1-t0", "train-1-t1"],
+      () => nowMs,
+      100,
+    );
+    await Promise.all([source.get("train-1-t0"), source.get("train-1-t1")]);
+    expect((await source.get("train-1-t1"))?.session.status).toBe("RUNNING");
+    expect(reads).toBe(1);
+    nowMs += 100;
+    await source.get("train-1-t0");
+    expect(reads).toBe(2);
+  });
+});
+
+describe("following a task's logs", () => {
+  /** The task's session as the store shows it at each step; `sleep` advances the script. */
+  function followWorld(steps: readonly (() => SessionWithKernels)[]) {
+    let current = steps[0]!();
+    let at = 1;
+    const sleeps: number[] = [];
+    return {
+      sessions: { get: () => Promise.resolve(current) },
+      sleep: (ms: number) => {
+        sleeps.push(ms);
+        const step = steps[at++];
+        if (step !== undefined) current = step();
+        return Promise.resolve();
+      },
+      sleeps,
+    };
+  }
+  const placed = (runIndex: number, agentId: string, status: SessionStatus = "RUNNING") =>
+    taskSession(
+      1,
+      status,
+      { status: status === "TERMINATED" ? "TERMINATED" : "RUNNING", agentId },
+      { runIndex },
+    );
+
+  test("waits to start, streams as lines are written, follows the retry's run, ends once drained", async () => {
+    const { access, write } = workRoots("follow");
+    const sid = "train-1-t1";
+    const world = followWorld([
+      () => taskSession(1, "PENDING", {}, { pendingReason: "waiting for capacity" }),
+      () => placed(0, "agent-1"),
+      () => (write("agent-1", sid, 0, [1, "one"]), placed(0, "agent-1")),
+      // The run writes its last line and fails; the session is requeued for run 1.
+      () => (write("agent-1", sid, 0, [2, "two"]), taskSession(1, "PENDING", {}, { runIndex: 1 })),
+      () => placed(1, "agent-2"),
+      () => (write("agent-2", sid, 1, [3, "three"]), placed(1, "agent-2", "TERMINATED")),
+    ]);
+    const events: TaskLogEvent[] = [];
+    const ran = await followTaskLog(
+      JOB_ID,
+      ref(1),
+      {
+        sessions: world.sessions,
+        store: fakeStore(trainWorld()),
+        agents: new AgentDirectory(access),
+        sleep: world.sleep,
+        pollMs: 250,
+        announceWaiting: true,
+      },
+      (e) => events.push(e),
+    );
+    expect(ran).toBe(true);
+    expect(
+      events.map((e) => (e.kind === "line" ? `${e.line.runIndex}: ${e.line.text}` : `note: ${e.text}`)),
+    ).toEqual([
+      "note: waiting to start (PENDING: waiting for capacity)",
+      "0: one",
+      "0: two",
+      "note: run 1 started on agent-2",
+      "1: three",
+    ]);
+    expect(world.sleeps.every((ms) => ms === 250)).toBe(true);
+  });
+
+  test("a task that ends without running: a note, and false", async () => {
+    const { access } = workRoots("follow-never");
+    const world = followWorld([
+      () => taskSession(1, "PENDING"),
+      () => taskSession(1, "CANCELLED", {}, { cancelRequestedAtMs: T0, cancelReason: "job train-1 FAILED" }),
+    ]);
+    const events: TaskLogEvent[] = [];
+    const ran = await followTaskLog(
+      JOB_ID,
+      ref(1),
+      {
+        sessions: world.sessions,
+        store: fakeStore(trainWorld()),
+        agents: new AgentDirectory(access),
+        sleep: world.sleep,
+        pollMs: 250,
+        announceWaiting: false,
+      },
+      (e) => events.push(e),
+    );
+    expect(ran).toBe(false);
+    expect(events).toEqual([{ kind: "note", task: 1, text: "never ran (KILLED: job train-1 FAILED)" }]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// runCli against in-memory fakes.
+
+const RUNTIME_FILE = {
+  region: "local",
+  tableName: "cairn",
+  eventBusName: "cairn",
+  stateMachineArn: "arn:aws:states:local:000000000000:stateMachine:SessionLifecycle",
+  endpoints: { dynamoDb: "http://127.0.0.1:8000", eventBridge: "http://127.0.0.1:8002" },
+  pid: 1,
+};
+
+function cli(world: World, logs: LogAccess, files: Record<string, string> = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const puts: PutEventsEntry[] = [];
+  const api: CairnApi = {
+    store: fakeStore(world),
+    admin: {} as CairnApi["admin"],
+    eventBusName: "cairn",
+    logs,
+    put: (entry) => {
+      puts.push(entry);
+      return Promise.resolve();
+    },
+    close: () => {},
+  };
+  const all: Record<string, string> = { "/work/.cairn/runtime.json": JSON.stringify(RUNTIME_FILE), ...files };
+  let nowMs = NOW;
+  const sleeps: number[] = [];
+  const io: CliIo = {
+    stdout: (t) => void out.push(t),
+    stderr: (t) => void err.push(t),
+    cwd: "/work",
+    env: {},
+    readFile: (path) => {
+      const text = all[path];
+      if (text === undefined) throw Object.assign(new Error(`ENOENT: ${path}`), { code: "ENOENT" });
+      return text;
+    },
+    readStdin: () => "",
+    nowMs: () => nowMs,
+    sleep: (ms) => {
+      sleeps.push(ms);
+      nowMs += ms;
+      return Promise.resolve();
+    },
+    random: () => 0,
+    openApi: () => Promise.resolve(api),
+    stackOutputs: () => Promise.resolve({ TableName: "t", EventBusName: "b", StateMachineArn: "arn:sm" }),
+  };
+  return { io, out, err, puts, sleeps };
+}
+
+const NO_LOGS: LogAccess = { readable: false, why: "stack Cairn keeps no task logs" };
+
+describe("runCli: jobs", () => {
+  test("job get, tasks and task print the views; unknown ids are exit 3", async () => {
+    const c = cli(trainWorld(), NO_LOGS);
+    expect(await runCli(["job", "get", JOB_ID, "-o", "json"], c.io)).toBe(0);
+    expect(JSON.parse(c.out.join(""))).toMatchObject({ jobId: JOB_ID, state: "RUNNING" });
+    const t = cli(trainWorld(), NO_LOGS);
+    expect(await runCli(["tasks", JOB_ID], t.io)).toBe(0);
+    expect(t.out[0]).toMatch(/^job train-1: RUNNING/);
+    const one = cli(trainWorld(), NO_LOGS);
+    expect(await runCli(["task", JOB_ID, "2", "-o", "json"], one.io)).toBe(0);
+    expect(JSON.parse(one.out.join(""))).toMatchObject({ index: 2, runs: [{ runIndex: 0 }] });
+    for (const args of [
+      ["job", "get", "nope-1"],
+      ["tasks", "nope-1"],
+      ["task", JOB_ID, "5"],
+    ]) {
+      const missing = cli(trainWorld(), NO_LOGS);
+      expect(await runCli(args, missing.io)).toBe(3);
+      expect(missing.err[0]).toMatch(/^cairn: job .* not found/);
+    }
+  });
+
+  test("get of a job of independent tasks points at the job commands; cancel of it cancels the job", async () => {
+    const get = cli(trainWorld(), NO_LOGS);
+    expect(await runCli(["get", JOB_ID], get.io)).toBe(3);
+    expect(get.err).toEqual([
+      "cairn: session train-1 not found: it is a job of 3 independent tasks (sessions train-1-t0 … train-1-t2); " +
+        "see `cairn job get train-1` and `cairn tasks train-1`",
+    ]);
+    const cancel = cli(trainWorld(), NO_LOGS);
+    expect(await runCli(["cancel", JOB_ID, "--reason", "enough"], cancel.io)).toBe(0);
+    expect(cancel.puts.map((p) => [p.DetailType, JSON.parse(p.Detail) as unknown])).toEqual([
+      ["Session Cancel Requested", { sessionId: JOB_ID, reason: "enough" }],
+    ]);
+    expect(cancel.out).toEqual([
+      "cancel requested for job train-1 (2 of 3 tasks not ended; it was RUNNING); follow it with `cairn job get train-1`",
+    ]);
+  });
+
+  test("logs: the files of every task, prefixed and merged; a task not started is noted; none started is exit 3", async () => {
+    const { access, write } = workRoots("cli");
+    write("agent-1", "train-1-t0", 0, [1_000, "t0 first"], [3_000, "t0 second"]);
+    write("agent-3", "train-1-t2", 0, [2_000, "t2 failing", "stderr"]);
+    const c = cli(trainWorld(), access);
+    expect(await runCli(["logs", JOB_ID], c.io)).toBe(0);
+    expect(c.out).toEqual(["[task 0] t0 first", "[task 0] t0 second"]);
+    expect(c.err).toEqual([
+      "cairn: task 1: has not started yet (RUNNING)",
+      "cairn: task 2: run 1 has not started (PENDING: no agent has 8 cpu free; largest free is 4); showing run 0",
+      "[task 2] t2 failing",
+    ]);
+    const one = cli(trainWorld(), access);
+    expect(await runCli(["logs", JOB_ID, "--task", "0", "-o", "json"], one.io)).toBe(0);
+    expect(one.out.map((l) => (JSON.parse(l) as { text: string }).text)).toEqual(["t0 first", "t0 second"]);
+    const none = cli(trainWorld(), access);
+    expect(await runCli(["logs", JOB_ID, "--task", "1"], none.io)).toBe(3);
+    expect(none.err).toEqual(["cairn: task 1 of job train-1 has not started yet (RUNNING): no logs"]);
+  });
+
+  test("logs --follow right after submit looks for the job a while before it is not found", async () => {
+    const { access } = workRoots("grace");
+    const c = cli({ jobs: {}, sessions: {}, runs: {}, history: {} }, access);
+    expect(await runCli(["logs", "fresh-1", "--follow"], c.io)).toBe(3);
+    expect(c.err).toEqual(["cairn: job fresh-1 not found"]);
+    expect(c.sleeps.reduce((a, b) => a + b, 0)).toBe(10_000);
+    // Without --follow there is nothing to wait for.
+    const now = cli({ jobs: {}, sessions: {}, runs: {}, history: {} }, access);
+    expect(await runCli(["logs", "fresh-1"], now.io)).toBe(3);
+    expect(now.sleeps).toEqual([]);
+  });
+
+  test("logs against a stack: exit 2 saying where logs are, before reading anything", async () => {
+    const c = cli({ jobs: {}, sessions: {}, runs: {}, history: {} }, NO_LOGS);
+    expect(await runCli(["logs", "anything-1", "--follow"], c.io)).toBe(2);
+    expect(c.err).toEqual(["cairn: stack Cairn keeps no task logs"]);
+  });
+
+  test("submit --wait of independent tasks waits for the job and exits 1 when it failed", async () => {
+    const failed = {
+      ...trainWorld(),
+      jobs: {
+        [JOB_ID]: {
+          ...JOB,
+          final: { state: "FAILED", reason: "2 tasks failed (maxTaskFailures 1)", atMs: T0 },
+        },
+      },
+      sessions: Object.fromEntries(
+        [0, 1, 2].map((i) => {
+          const s = taskSession(i, "TERMINATED", {
+            status: "TERMINATED",
+            agentId: "agent-1",
+            exitCode: i === 0 ? 0 : 1,
+            outcome: i === 0 ? "SUCCEEDED" : "FAILED",
+          });
+          return [s.session.id, s];
+        }),
+      ),
+    } as World;
+    const c = cli(failed, NO_LOGS, { "/work/job.yaml": SPEC_TEXT });
+    expect(await runCli(["submit", "job.yaml", "--id", JOB_ID, "--wait", "-o", "json"], c.io)).toBe(1);
+    // The job was already stored with this spec (the fake's): nothing was sent again.
+    expect(c.err[0]).toBe("job train-1 already exists with this spec (FAILED); not sent again");
+    expect(c.err).toContain("job FAILED: 2 tasks failed (maxTaskFailures 1)");
+    expect(JSON.parse(c.out.join(""))).toMatchObject({ jobId: JOB_ID, state: "FAILED", final: true });
+  });
+
+  test("submit refuses what cannot work before sending anything", async () => {
+    const spec = "name: wide\nreplicas: 12\ncoscheduled: false\ncommand: [/bin/true]\n";
+    const long = `w-${"x".repeat(58)}`;
+    const c = cli({ jobs: {}, sessions: {}, runs: {}, history: {} }, NO_LOGS, { "/work/job.yaml": spec });
+    expect(await runCli(["submit", "job.yaml", "--id", long], c.io)).toBe(2);
+    expect(c.err[0]).toBe(
+      `cairn: --id "${long}" is too long for 12 independent tasks: at most 59 characters, so that their sessions (<id>-t<index>) are valid ids`,
+    );
+    const stream = cli({ jobs: {}, sessions: {}, runs: {}, history: {} }, NO_LOGS, {
+      "/work/job.yaml": spec,
+    });
+    expect(await runCli(["submit", "job.yaml", "--wait", "--stream-logs"], stream.io)).toBe(2);
+    expect(stream.err).toEqual(["cairn: stack Cairn keeps no task logs"]);
+    expect([...c.puts, ...stream.puts]).toEqual([]);
+  });
+});
