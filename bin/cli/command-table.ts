@@ -188,7 +188,7 @@ export const COMMANDS = {
     exitCodes: [ExitCode.Usage, ExitCode.Unreachable],
   },
   cancel: {
-    summary: "ask Cairn to cancel a session",
+    summary: "ask Cairn to cancel a session, or every task of a job",
     positionals: "SESSION_ID",
     minPositionals: 1,
     maxPositionals: 1,
@@ -198,7 +198,8 @@ export const COMMANDS = {
     },
     details:
       "A session that has not started its command ends CANCELLED; a running one is stopped and ends\n" +
-      "TERMINATED with result cancelled. Follow it with `cairn get SESSION_ID`.",
+      "TERMINATED with result cancelled. Follow it with `cairn get SESSION_ID`. The id of a job of\n" +
+      "independent tasks cancels every task: follow it with `cairn job get JOB_ID`.",
     exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
   },
   "job get": {

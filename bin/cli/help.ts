@@ -14,7 +14,7 @@ import { EXIT_CODE_HELP } from "./exit-codes.ts";
 export function mainHelp(): string {
   const width = Math.max(...COMMAND_NAMES.map((n) => n.length));
   return [
-    "cairn: submit, follow and cancel Cairn sessions; manage queues and retry policies",
+    "cairn: submit, follow and cancel Cairn sessions and jobs; read task logs; manage queues and retry policies",
     "",
     "usage: cairn <command> [options]",
     "",
