@@ -8,14 +8,13 @@
  */
 import type { Job, Kernel, Session, SessionSpec, SessionWithKernels } from "./model.ts";
 import { SPEC_DEFAULTS } from "./spec.ts";
-import type {
-  AttemptOutcome,
-  KernelStatus} from "./status.ts";
+import type { AttemptOutcome, KernelStatus } from "./status.ts";
 import {
   JobState,
   SessionStatus,
   TaskState,
   TERMINAL_SESSION_STATUSES,
+  type TerminationCondition,
 } from "./status.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -93,6 +92,8 @@ export interface TaskView {
   readonly runIndex: number;
   readonly agentId?: string;
   readonly exitCode?: number;
+  /** Why the kernel ended beyond its exit code (OOMKilled, DeadlineExceeded, Preempted, …). */
+  readonly condition?: TerminationCondition;
   /** Why it waits (pending) or how it ended. */
   readonly reason?: string;
   readonly startedAtMs?: number;
@@ -167,7 +168,7 @@ export function taskView(jobId: string, index: number, session: Session, kernel:
         ? (session.lastHistory?.message ?? "not placed before the scheduling timeout")
         : state === TaskState.KILLED && session.cancelReason !== undefined
           ? session.cancelReason
-          : kernel.message;
+          : (kernel.message ?? kernel.condition ?? exitDescription(kernel.exitCode));
   return {
     jobId,
     index,
@@ -179,12 +180,17 @@ export function taskView(jobId: string, index: number, session: Session, kernel:
     runIndex: session.runIndex,
     ...(kernel.agentId !== undefined && state !== TaskState.PENDING ? { agentId: kernel.agentId } : {}),
     ...(kernel.exitCode !== undefined ? { exitCode: kernel.exitCode } : {}),
+    ...(kernel.condition !== undefined ? { condition: kernel.condition } : {}),
     ...(reason !== undefined ? { reason } : {}),
     ...(kernel.startedAtMs !== undefined ? { startedAtMs: kernel.startedAtMs } : {}),
     ...(kernel.finishedAtMs !== undefined ? { finishedAtMs: kernel.finishedAtMs } : {}),
     failureCount: session.retry?.failureCount ?? 0,
     preemptionCount: session.retry?.preemptionCount ?? 0,
   };
+}
+
+function exitDescription(exitCode: number | undefined): string | undefined {
+  return exitCode === undefined || exitCode === 0 ? undefined : `exit code ${exitCode}`;
 }
 
 /**

@@ -339,6 +339,22 @@ describe("task states from sessions", () => {
     ]);
   });
 
+  test("an ended task without a message says its condition or exit code", () => {
+    const tasks = jobTasks(independentJob(2), [
+      one("job-a", 0, "TERMINATED", {
+        status: "TERMINATED",
+        outcome: "FAILED",
+        exitCode: 137,
+        condition: "OOMKilled",
+      }),
+      one("job-a", 1, "TERMINATED", { status: "TERMINATED", outcome: "FAILED", exitCode: 3 }),
+    ]);
+    expect(tasks.map((t) => [t.reason, t.condition])).toEqual([
+      ["OOMKilled", "OOMKilled"],
+      ["exit code 3", undefined],
+    ]);
+  });
+
   test("a task whose session is not created yet is PENDING", () => {
     const tasks = jobTasks(independentJob(3), [
       one("job-a", 0, "RUNNING", { status: "RUNNING", agentId: "a" }),
