@@ -92,6 +92,7 @@ function coreEdges(): Set<string> {
     add(stage.status, stage.onCancel);
     add(stage.status, stage.onExpired);
     add(stage.status, stage.onRequeue);
+    add(stage.status, stage.onPreempt);
   }
   return edges;
 }

@@ -5,7 +5,15 @@
  */
 import type { Decision } from "./coordinator/decide.ts";
 import { placeHistory } from "./history.ts";
-import type { HistoryRecord, Kernel, RunRecord, Session, StageRecord, StageTransition } from "./model.ts";
+import type {
+  HistoryRecord,
+  Kernel,
+  PreemptionMark,
+  RunRecord,
+  Session,
+  StageRecord,
+  StageTransition,
+} from "./model.ts";
 import type { RetryState } from "./retry/evaluate.ts";
 import { stageKey } from "./model.ts";
 import { transitionKernelStatus } from "./transitions.ts";
@@ -70,6 +78,8 @@ export interface SessionWrite {
   readonly avoidAgentIds?: readonly string[] | null;
   /** The finished run's record, written in the same transaction (item RUN#<runIndex>). */
   readonly run?: RunRecord;
+  /** A higher-priority session preempted this one (written with the claim); `null` clears it. */
+  readonly preemption?: PreemptionMark | null;
 }
 
 /** The coordinator's write for one decision. A status change is left to the stage entry. */
@@ -161,6 +171,8 @@ export function stageEntryWrite({
       },
     ]),
     ...(transition.from === SessionStatus.PENDING ? { pendingReason: null } : {}),
+    // Back in the queue: a preemption is over, and the next run starts unmarked.
+    ...(to === SessionStatus.PENDING && session.preemption !== undefined ? { preemption: null } : {}),
     ...(transition.run ? { run: transition.run } : {}),
     ...(transition.requeue
       ? {

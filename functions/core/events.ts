@@ -73,6 +73,7 @@ const historyResultSchema = z.enum({
   CANCELLED: "CANCELLED",
   SUBMITTED: "SUBMITTED",
   REQUEUED: "REQUEUED",
+  PREEMPTED: "PREEMPTED",
 });
 const historyHandlerSchema = z.enum({
   ...LifecycleHandlerName,
@@ -81,6 +82,7 @@ const historyHandlerSchema = z.enum({
   Cancel: "Cancel",
   Submit: "Submit",
   Retry: "Retry",
+  Preempt: "Preempt",
 });
 
 /** Kernel statuses an agent reports; the others are the control plane's to set. */

@@ -159,6 +159,12 @@ export interface StageSpec {
    * policies). Only TERMINATING has one: a run is judged once all its kernels have ended.
    */
   readonly onRequeue?: SessionStatus;
+  /**
+   * Status a session goes to when a higher-priority one preempts it (issue 6): back to PENDING
+   * before it runs (free: the run never started), TERMINATING once it runs (the run ends as
+   * PREEMPTED and is judged under the preemption budget). Absent: not preemptible here.
+   */
+  readonly onPreempt?: SessionStatus;
 }
 
 export const STAGES: Readonly<Record<WaitingSessionStatus, StageSpec>> = {
@@ -177,6 +183,7 @@ export const STAGES: Readonly<Record<WaitingSessionStatus, StageSpec>> = {
     onGiveUp: S.PENDING,
     onSuccess: [S.PREPARING, S.PREPARED],
     onCancel: S.CANCELLED,
+    onPreempt: S.PENDING,
   },
   PREPARING: {
     status: S.PREPARING,
@@ -185,6 +192,7 @@ export const STAGES: Readonly<Record<WaitingSessionStatus, StageSpec>> = {
     onGiveUp: S.PENDING,
     onSuccess: [S.PREPARED],
     onCancel: S.CANCELLED,
+    onPreempt: S.PENDING,
   },
   PREPARED: {
     status: S.PREPARED,
@@ -193,6 +201,7 @@ export const STAGES: Readonly<Record<WaitingSessionStatus, StageSpec>> = {
     onGiveUp: S.PENDING,
     onSuccess: [S.CREATING],
     onCancel: S.CANCELLED,
+    onPreempt: S.PENDING,
   },
   CREATING: {
     status: S.CREATING,
@@ -201,6 +210,7 @@ export const STAGES: Readonly<Record<WaitingSessionStatus, StageSpec>> = {
     onGiveUp: S.PENDING,
     onSuccess: [S.RUNNING],
     onCancel: S.CANCELLED,
+    onPreempt: S.PENDING,
   },
   RUNNING: {
     status: S.RUNNING,
@@ -209,6 +219,7 @@ export const STAGES: Readonly<Record<WaitingSessionStatus, StageSpec>> = {
     onGiveUp: undefined,
     onSuccess: [S.TERMINATING],
     onCancel: S.TERMINATING,
+    onPreempt: S.TERMINATING,
   },
   TERMINATING: {
     status: S.TERMINATING,

@@ -119,6 +119,16 @@ export interface Session {
   readonly task?: TaskIdentity;
   /** Why the cancel was requested (a user, the job's failure, a parent's end), for people. */
   readonly cancelReason?: string;
+  /** Set when a higher-priority session preempted this run; cleared when it is queued again. */
+  readonly preemption?: PreemptionMark;
+}
+
+/** Who preempted a session's run, and when (the preemption is under way until it is PENDING). */
+export interface PreemptionMark {
+  readonly atMs: number;
+  /** The session that needed the capacity. */
+  readonly by: string;
+  readonly byPriority: number;
 }
 
 /** Which task of which job a session runs. */
@@ -186,14 +196,16 @@ export interface Agent {
  * An outcome recorded in a session's history. CANCELLED marks a honoured cancel request;
  * SUBMITTED is the first record of every session (the execution's first PENDING entry);
  * REQUEUED marks a finished run that is retried (TERMINATING → PENDING, runIndex + 1).
+ * PREEMPTED marks a session preempted for a higher-priority one (RUNNING → TERMINATING, or
+ * back to PENDING from a stage before RUNNING).
  */
-export type HistoryResult = SchedulingResult | "CANCELLED" | "SUBMITTED" | "REQUEUED";
+export type HistoryResult = SchedulingResult | "CANCELLED" | "SUBMITTED" | "REQUEUED" | "PREEMPTED";
 
 export interface HistoryRecord {
   readonly sessionId: string;
   /** Position in the session's history, from 0. */
   readonly seq: number;
-  readonly handler: HandlerName | "Lifecycle" | "Cancel" | "Submit" | "Retry";
+  readonly handler: HandlerName | "Lifecycle" | "Cancel" | "Submit" | "Retry" | "Preempt";
   readonly result: HistoryResult;
   readonly fromStatus: SessionStatus;
   /** Absent when the status was maintained. */

@@ -19,6 +19,9 @@ export function transitionKernelStatus(t: StageTransition): KernelStatus | undef
   if (t.result === "SKIPPED" || t.result === "SUBMITTED") return undefined;
   // A retried run starts from scratch: every kernel back to PENDING, to be placed again.
   if (t.result === "REQUEUED") return KernelStatus.PENDING;
+  // Preempted before RUNNING: placed again from scratch. A RUNNING one is stopped by
+  // TerminateSessions, whose agents report how each kernel ended.
+  if (t.result === "PREEMPTED") return t.to === SessionStatus.PENDING ? KernelStatus.PENDING : undefined;
   if (isLifecycleHandler(t.handler)) {
     return transitionFor(LIFECYCLE_HANDLERS[t.handler].transitions, t.result)?.kernel;
   }

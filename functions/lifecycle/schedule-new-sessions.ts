@@ -2,7 +2,8 @@
  * ScheduleNewSessions (PENDING): places every kernel of a session on agents with enough free
  * cpu and memory, all or none, highest priority first then oldest (the order targets arrive
  * in), and reserves the capacity atomically. A session that cannot be placed is SKIPPED with the
- * reason, which becomes its pending reason.
+ * reason, which becomes its pending reason; when sessions ahead of it in this pass took the
+ * capacity it would have fitted in, the reason says so (it waits for priority, not for room).
  */
 import { LIFECYCLE_HANDLERS } from "../core/handlers.ts";
 import { jobSettings } from "../core/jobs.ts";
@@ -21,9 +22,18 @@ export const scheduleNewSessions: LifecycleHandler = {
   spec: LIFECYCLE_HANDLERS.ScheduleNewSessions,
   async execute(targets: readonly SessionWithKernels[], ctx: HandlerContext): Promise<HandlerResult> {
     const result = new ResultBuilder();
+    // Free capacity as it is now, not the run's snapshot: passes earlier in this run may have
+    // released capacity, and a higher-priority session must not miss it to a later, targeted
+    // pass that places a lower-priority one (priority inversion, then a needless preemption).
+    const sinceMs = ctx.nowMs - ctx.config.agentTimeoutMs;
     const free = new Map<string, AgentFree>(
-      [...(await ctx.liveAgents()).values()].map((a) => [a.id, { id: a.id, free: { ...a.free } }]),
+      (await ctx.store.listAgents())
+        .filter((a) => a.lastHeartbeatAtMs >= sinceMs)
+        .map((a) => [a.id, { id: a.id, free: { ...a.free } }]),
     );
+    const freeAtStart = [...free.values()];
+    /** Priorities of the sessions placed so far in this pass (they were ahead in queue order). */
+    const placedAhead: number[] = [];
     for (const target of targets) {
       const { session, kernels } = target;
       // Reserved by an earlier run that stopped before its outcome was recorded.
@@ -32,16 +42,18 @@ export const scheduleNewSessions: LifecycleHandler = {
         continue;
       }
       // Anti-affinity: a retry avoids the agent of the run that failed (most recent only).
-      const placement = placeKernels(
-        kernels.map((k) => ({ index: k.index, resources: k.resources })),
-        [...free.values()],
-        {
-          ...(session.avoidAgentIds ? { avoidAgentIds: new Set(session.avoidAgentIds) } : {}),
-          maxPerAgent: jobSettings(session.spec).perAgent,
-        },
-      );
+      const demand = kernels.map((k) => ({ index: k.index, resources: k.resources }));
+      const options = {
+        ...(session.avoidAgentIds ? { avoidAgentIds: new Set(session.avoidAgentIds) } : {}),
+        maxPerAgent: jobSettings(session.spec).perAgent,
+      };
+      const placement = placeKernels(demand, [...free.values()], options);
       if (!placement.ok) {
-        result.skip(session.id, placement.reason);
+        const tookIt = placedAhead.length > 0 && placeKernels(demand, freeAtStart, options).ok;
+        result.skip(
+          session.id,
+          tookIt ? aheadReason(session.spec.priority, placedAhead, placement.reason) : placement.reason,
+        );
         continue;
       }
       try {
@@ -79,6 +91,7 @@ export const scheduleNewSessions: LifecycleHandler = {
           });
         }
       }
+      placedAhead.push(session.spec.priority);
       result.success(
         session.id,
         `placed on ${[...new Set(placement.kernels.map((p) => p.agentId))].join(", ")}`,
@@ -87,6 +100,20 @@ export const scheduleNewSessions: LifecycleHandler = {
     return result.build();
   },
 };
+
+/**
+ * "capacity: 2 higher-priority sessions were placed first (…)": the session would have fitted in
+ * the capacity free when the pass began; sessions ahead of it in queue order took it.
+ */
+function aheadReason(priority: number, ahead: readonly number[], reason: string): string {
+  const higher = ahead.filter((p) => p > priority).length;
+  const equal = ahead.length - higher;
+  const parts = [
+    ...(higher > 0 ? [`${higher} higher-priority session${higher === 1 ? "" : "s"}`] : []),
+    ...(equal > 0 ? [`${equal} earlier session${equal === 1 ? "" : "s"} of the same priority`] : []),
+  ];
+  return `capacity: ${parts.join(" and ")} ${ahead.length === 1 ? "was" : "were"} placed first (${reason})`;
+}
 
 function placedMessage({ kernels }: SessionWithKernels): string {
   return `placed on ${[...new Set(kernels.map((k) => k.agentId))].join(", ")}`;

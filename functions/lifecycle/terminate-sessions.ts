@@ -4,7 +4,8 @@
  * grace period) and are marked TERMINATING so the command is sent once. The session succeeds
  * (→ TERMINATED) when no kernel is left alive; until then PromoteToTerminated watches the agents'
  * reports. A kernel on a lost agent is a failure: after maxTries the coordinator gives up and
- * the session is TERMINATED anyway (the seed's give_up → TERMINATED).
+ * the session is TERMINATED anyway (the seed's give_up → TERMINATED). A preempted session's
+ * kernels are stopped as Preempted, so their run ends PREEMPTED (the preemption budget's).
  */
 import { LIFECYCLE_HANDLERS } from "../core/handlers.ts";
 import type { KernelPatch } from "../core/effects.ts";
@@ -52,7 +53,19 @@ export const terminateSessions: LifecycleHandler = {
       // RUNNING's timer is the run-time limit: its expiry stops the kernels as DeadlineExceeded.
       const last = session.lastHistory;
       const deadline = last?.fromStatus === SessionStatus.RUNNING && last.result === "EXPIRED";
-      const stopReason = session.cancelRequestedAtMs !== undefined ? "session cancelled" : undefined;
+      const cancelled = session.cancelRequestedAtMs !== undefined;
+      // A cancel wins over a preemption: the run is then KILLED, not retried.
+      const preempted = !cancelled && session.preemption !== undefined;
+      const condition = preempted
+        ? TerminationCondition.Preempted
+        : deadline
+          ? TerminationCondition.DeadlineExceeded
+          : undefined;
+      const stopReason = cancelled
+        ? "session cancelled"
+        : session.preemption
+          ? `preempted by ${session.preemption.by} (priority ${session.preemption.byPriority})`
+          : undefined;
       const patches: KernelPatch[] = [];
       for (const k of alive) {
         if (NOT_STARTED.has(k.status)) {
@@ -60,7 +73,7 @@ export const terminateSessions: LifecycleHandler = {
             index: k.index,
             status: KernelStatus.CANCELLED,
             finishedAtMs: ctx.nowMs,
-            outcome: "KILLED",
+            outcome: preempted ? "PREEMPTED" : "KILLED",
           });
         } else if (k.status !== KernelStatus.TERMINATING) {
           patches.push({ index: k.index, status: KernelStatus.TERMINATING });
@@ -68,7 +81,7 @@ export const terminateSessions: LifecycleHandler = {
             sessionId: session.id,
             detail: kernelCommand(target, k, "stop", {
               graceMs: ctx.config.terminationGraceMs,
-              ...(deadline ? { condition: TerminationCondition.DeadlineExceeded } : {}),
+              ...(condition ? { condition } : {}),
               ...(stopReason ? { reason: stopReason } : {}),
             }),
           });

@@ -63,6 +63,7 @@ import {
   historySk,
   KERNEL_SK_PREFIX,
   kernelStatusPk,
+  queueSkBelowPriority,
   RUN_SK_PREFIX,
   SESSION_SK,
   sessionIdFromPk,
@@ -195,19 +196,27 @@ export class DynamoSessionStore implements SessionStore {
     requireLimit("limit", query.limit, MAX_QUERY_LIMIT);
     const targetable = query.targetableOnly === true;
     const statuses = new Set(query.statuses);
+    // Lower priorities sort after higher ones: read from the end of the queue down to the floor.
+    const below = query.belowPriority;
+    const floor = below === undefined ? undefined : queueSkBelowPriority(below);
+    if (below !== undefined && floor === undefined) return [];
+    const range = below === undefined ? {} : { descending: true, atLeast: floor };
     const fetchers = [...statuses].flatMap((status) =>
       this.shardIndexes().map((shard) =>
         targetable
-          ? this.indexFetcher(TARGET_INDEX, "gsi2pk", targetPk(status, shard), query.limit)
-          : this.indexFetcher(STATUS_INDEX, "gsi1pk", sessionStatusPk(status, shard), query.limit),
+          ? this.indexFetcher(TARGET_INDEX, "gsi2pk", targetPk(status, shard), query.limit, range)
+          : this.indexFetcher(STATUS_INDEX, "gsi1pk", sessionStatusPk(status, shard), query.limit, range),
       ),
     );
     // Index entries are eventually consistent: each candidate is re-read and kept only if the
     // item itself still qualifies.
     return this.collectSessions(
-      new MergedIndexStream(fetchers, "gsi1sk"),
+      new MergedIndexStream(fetchers, "gsi1sk", below !== undefined),
       query.limit,
-      (s) => statuses.has(s.session.status) && (!targetable || s.session.stage.taskToken !== undefined),
+      (s) =>
+        statuses.has(s.session.status) &&
+        (!targetable || s.session.stage.taskToken !== undefined) &&
+        (below === undefined || s.session.spec.priority < below),
     );
   }
 
@@ -479,24 +488,30 @@ export class DynamoSessionStore implements SessionStore {
     pkAttribute: string,
     pkValue: string,
     pageSize: number,
-    range: { after?: string | undefined; descending?: boolean } = {},
+    range: { after?: string | undefined; atLeast?: string | undefined; descending?: boolean } = {},
   ): PageFetcher {
     const sortAttribute = indexName === LISTING_INDEX ? "gsi3sk" : "gsi1sk";
+    if (range.after !== undefined && range.atLeast !== undefined) {
+      throw new InvalidStoreRequestError("range", "after and atLeast cannot be combined");
+    }
+    const bound =
+      range.after !== undefined
+        ? { op: range.descending ? "<" : ">", value: range.after }
+        : range.atLeast
+          ? { op: ">=", value: range.atLeast }
+          : undefined;
     return async (startKey) => {
       const page = await this.requests.query(`query ${indexName}`, {
         TableName: this.tableName,
         IndexName: indexName,
-        KeyConditionExpression:
-          range.after === undefined
-            ? "#pk = :pk"
-            : `#pk = :pk AND #sk ${range.descending ? "<" : ">"} :after`,
+        KeyConditionExpression: bound === undefined ? "#pk = :pk" : `#pk = :pk AND #sk ${bound.op} :bound`,
         ExpressionAttributeNames: {
           "#pk": pkAttribute,
-          ...(range.after !== undefined ? { "#sk": sortAttribute } : {}),
+          ...(bound !== undefined ? { "#sk": sortAttribute } : {}),
         },
         ExpressionAttributeValues: {
           ":pk": { S: pkValue },
-          ...(range.after !== undefined ? { ":after": { S: range.after } } : {}),
+          ...(bound !== undefined ? { ":bound": { S: bound.value } } : {}),
         },
         ScanIndexForward: range.descending !== true,
         Limit: Math.min(Math.max(pageSize, 1), MAX_QUERY_LIMIT),

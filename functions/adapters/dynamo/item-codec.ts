@@ -9,6 +9,7 @@ import type {
   Agent,
   HistoryRecord,
   Kernel,
+  PreemptionMark,
   ResourceRequest,
   RunKernelRecord,
   RunRecord,
@@ -94,6 +95,7 @@ export function sessionFromItem(item: Item): Session {
   const avoidAgentIds = r.optStrings("avoidAgentIds");
   const cancelReason = r.optString("cancelReason");
   const task = r.optObject("task");
+  const preemption = r.optObject("preemption");
   return {
     id: r.string("id"),
     spec: r.object("spec") as unknown as SessionSpec,
@@ -111,10 +113,17 @@ export function sessionFromItem(item: Item): Session {
     ...(avoidAgentIds !== undefined ? { avoidAgentIds } : {}),
     ...(cancelReason !== undefined ? { cancelReason } : {}),
     ...(task !== undefined ? { task: taskFrom(new Fields(task, "session.task")) } : {}),
+    ...(preemption !== undefined
+      ? { preemption: preemptionFrom(new Fields(preemption, "session.preemption")) }
+      : {}),
     ...(lastHistory !== undefined
       ? { lastHistory: historyFrom(new Fields(lastHistory, "session.lastHistory")) }
       : {}),
   };
+}
+
+function preemptionFrom(r: Fields): PreemptionMark {
+  return { atMs: r.number("atMs"), by: r.string("by"), byPriority: r.number("byPriority") };
 }
 
 function taskFrom(r: Fields): TaskIdentity {

@@ -118,6 +118,19 @@ export function queueSk(priority: number, createdAtMs: number, sessionId: string
   return `${pad(PRIORITY_CEILING - priority, 10)}#${pad(createdAtMs, 15)}#${sessionId}`;
 }
 
+/**
+ * The smallest queue key of a priority below `priority`: sessions of a lower priority sort at or
+ * after it. Undefined when no priority is lower; "" when every priority is.
+ */
+export function queueSkBelowPriority(priority: number): string | undefined {
+  if (!Number.isInteger(priority)) {
+    throw new InvalidStoreRequestError("belowPriority", `must be an integer, got ${priority}`);
+  }
+  if (priority <= MIN_PRIORITY) return undefined;
+  if (priority > MAX_PRIORITY) return "";
+  return pad(PRIORITY_CEILING - priority + 1, 10);
+}
+
 /** A kernel's entry sorts right after its session's queue position. */
 export const kernelQueueSk = (sessionQueueSk: string, index: number): string =>
   `${sessionQueueSk}#${pad(index, 4)}`;

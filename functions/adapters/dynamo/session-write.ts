@@ -129,6 +129,8 @@ function sessionUpdate(write: SessionWrite, layout: StoreLayout): UpdateRequest 
       if (write.retry !== undefined) u.set("retry", write.retry);
       if (write.avoidAgentIds === null) u.remove("avoidAgentIds");
       else if (write.avoidAgentIds !== undefined) u.set("avoidAgentIds", [...write.avoidAgentIds]);
+      if (write.preemption === null) u.remove("preemption");
+      else if (write.preemption !== undefined) u.set("preemption", write.preemption);
       if (latest !== undefined) u.set("lastHistory", latest);
     },
     all(itemExists, sessionAt(write.expected)),
@@ -234,6 +236,16 @@ export function validateSessionWrite(write: SessionWrite): void {
     throw new InvalidStoreRequestError("runIndex", `must be "increment", got ${String(write.runIndex)}`);
   }
   if (write.retry !== undefined) validateRetryState(write.retry);
+  if (write.preemption) {
+    requireTime("preemption.atMs", write.preemption.atMs);
+    requireId("preemption.by", write.preemption.by);
+    if (!Number.isInteger(write.preemption.byPriority)) {
+      throw new InvalidStoreRequestError(
+        "preemption.byPriority",
+        `must be an integer, got ${String(write.preemption.byPriority)}`,
+      );
+    }
+  }
   (write.avoidAgentIds ?? []).forEach((id, i) => requireId(`avoidAgentIds[${i}]`, id));
   if (write.run !== undefined) validateRun(write.sessionId, write.run);
   const seqs = new Set<number>();

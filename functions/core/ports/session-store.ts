@@ -37,6 +37,11 @@ export interface TargetQuery {
   readonly limit: number;
   /** Only sessions waiting in a stage nobody has claimed (`stage.taskToken` present). */
   readonly targetableOnly?: boolean;
+  /**
+   * Only sessions of a priority lower than this, and in the reverse order: lowest priority
+   * first, then newest (preemption's candidates, cheapest to preempt first).
+   */
+  readonly belowPriority?: number;
 }
 
 export interface KernelStatusQuery {

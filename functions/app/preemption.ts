@@ -1,0 +1,234 @@
+/**
+ * Priority preemption in the coordinator (issue 6): after ScheduleNewSessions, the sessions it
+ * could not place may preempt sessions of lower priority bands holding capacity. The pure core
+ * (core/preemption.ts) chooses the victims; this module reads what it needs and carries the plan
+ * out, the way a cancel is carried out: claim the victim's stage, complete it with a transition.
+ *
+ * - A victim not yet running (SCHEDULED … CREATING) goes back to PENDING, recorded PREEMPTED; its
+ *   stage entry gives the capacity back. It never started, so it costs no budget and keeps its
+ *   run index.
+ * - A RUNNING victim goes to TERMINATING, recorded PREEMPTED; TerminateSessions stops its kernels
+ *   as Preempted, and the finished run is judged under the preemption budget (the coordinator's
+ *   retry judgment), which requeues it as a new run.
+ *
+ * The claim also marks the victim (`session.preemption`) until it is queued again, so capacity it
+ * is releasing counts as freed: a session waiting for it preempts no one else, and its pending
+ * reason says what it waits for.
+ */
+import type { CairnConfig } from "../config.ts";
+import { STAGES } from "../core/handlers.ts";
+import { jobSettings } from "../core/jobs.ts";
+import type { SessionWithKernels, StageTransition } from "../core/model.ts";
+import type { AgentFree } from "../core/placement.ts";
+import type { SessionStore } from "../core/ports/session-store.ts";
+import {
+  describePlan,
+  planPreemptions,
+  type HeldCapacity,
+  type PreemptionCandidate,
+  type Preemptor,
+} from "../core/preemption.ts";
+import type { HandlerResult } from "../core/scheduling.ts";
+import { isWaitingStatus, SessionStatus } from "../core/status.ts";
+import { errorCode, errorMessage } from "../lifecycle/handler.ts";
+import type { Logger } from "./logger.ts";
+import type { Clock, LifecycleExecutionsPort } from "./ports.ts";
+
+export interface PreemptionDeps {
+  readonly store: SessionStore;
+  readonly executions: LifecycleExecutionsPort;
+  readonly config: CairnConfig;
+  readonly clock: Clock;
+  readonly log: Logger;
+}
+
+/** Statuses in which a session holds capacity on agents. */
+const HOLDING: readonly SessionStatus[] = [
+  SessionStatus.SCHEDULED,
+  SessionStatus.PREPARING,
+  SessionStatus.PREPARED,
+  SessionStatus.CREATING,
+  SessionStatus.RUNNING,
+  SessionStatus.TERMINATING,
+];
+
+export class Preemption {
+  readonly #d: PreemptionDeps;
+
+  constructor(deps: PreemptionDeps) {
+    this.#d = deps;
+  }
+
+  /**
+   * For the sessions a scheduling pass skipped (`targets` in queue order): preempts what makes
+   * room for them, and returns the pass's result with their pending reasons saying so, and how
+   * many stages it completed. A failure here is logged and leaves the result as it was.
+   */
+  async afterSchedule(
+    targets: readonly SessionWithKernels[],
+    result: HandlerResult,
+  ): Promise<{ result: HandlerResult; completed: number }> {
+    try {
+      return await this.#afterSchedule(targets, result);
+    } catch (error) {
+      this.#d.log.error("preemption pass failed", { error: errorMessage(error) });
+      return { result, completed: 0 };
+    }
+  }
+
+  async #afterSchedule(
+    targets: readonly SessionWithKernels[],
+    result: HandlerResult,
+  ): Promise<{ result: HandlerResult; completed: number }> {
+    const skipped = new Set(result.skipped);
+    const waiting = targets.filter(
+      ({ session }) => skipped.has(session.id) && session.cancelRequestedAtMs === undefined,
+    );
+    if (waiting.length === 0) return { result, completed: 0 };
+    const { store, config } = this.#d;
+    // One read, bounded by the highest waiting priority: with no lower-priority session holding
+    // capacity (the common backlog of equals), this is all preemption costs.
+    const holders = await store.targetsByStatus({
+      statuses: HOLDING,
+      limit: config.batchLimit,
+      belowPriority: Math.max(...waiting.map((t) => t.session.spec.priority)),
+    });
+    const candidates = holders.flatMap(toCandidate);
+    if (candidates.length === 0) return { result, completed: 0 };
+    const lowest = Math.min(...candidates.map((c) => c.priority));
+    const preemptors = waiting.filter((t) => t.session.spec.priority > lowest).map(toPreemptor);
+    if (preemptors.length === 0) return { result, completed: 0 };
+    const plans = planPreemptions({ preemptors, agents: await this.#liveAgents(), candidates });
+
+    const byId = new Map(holders.map((h) => [h.session.id, h]));
+    // Another coordinator run may have placed a preemptor since this pass skipped it (this pass
+    // read its agents earlier): preempting for it then would be for nothing. Re-read them.
+    const toPreempt = preemptors.filter((p) => plans.get(p.sessionId)?.kind === "preempt");
+    const stillWaiting = new Set(
+      toPreempt.length === 0
+        ? []
+        : (await store.getSessions(toPreempt.map((p) => p.sessionId)))
+            .filter(isWaiting)
+            .map((s) => s.session.id),
+    );
+    const messages: Record<string, string> = { ...result.messages };
+    let completed = 0;
+    for (const p of preemptors) {
+      const plan = plans.get(p.sessionId);
+      if (!plan) continue;
+      if (plan.kind === "preempt") {
+        if (!stillWaiting.has(p.sessionId)) continue;
+        for (const victim of plan.victims) {
+          const holder = byId.get(victim.sessionId);
+          if (holder && (await this.#preempt(holder, p))) completed++;
+        }
+      }
+      const text = describePlan(plan);
+      if (text === undefined) continue;
+      const before = messages[p.sessionId];
+      messages[p.sessionId] = plan.kind === "none" && before !== undefined ? `${before}; ${text}` : text;
+    }
+    return { result: { ...result, messages }, completed };
+  }
+
+  /** Agents heartbeating now, with their free capacity after this run's placements. */
+  async #liveAgents(): Promise<AgentFree[]> {
+    const sinceMs = this.#d.clock.nowMs() - this.#d.config.agentTimeoutMs;
+    return (await this.#d.store.listAgents())
+      .filter((a) => a.lastHeartbeatAtMs >= sinceMs)
+      .map((a) => ({ id: a.id, free: { ...a.free } }));
+  }
+
+  /** Claims the victim's stage, marking it preempted, and completes it. False if it moved on. */
+  async #preempt({ session }: SessionWithKernels, by: Preemptor): Promise<boolean> {
+    const token = session.stage.taskToken;
+    const to = isWaitingStatus(session.status) ? STAGES[session.status].onPreempt : undefined;
+    if (to === undefined || token === undefined) return false;
+    const nowMs = this.#d.clock.nowMs();
+    try {
+      await this.#d.store.applyWrite({
+        sessionId: session.id,
+        expected: { status: session.status, version: session.version },
+        nowMs,
+        claimStage: true,
+        preemption: { atMs: nowMs, by: by.sessionId, byPriority: by.priority },
+      });
+    } catch (error) {
+      // It moved on since it was read (a report, its own transition): the next pass sees it anew.
+      if (errorCode(error) === "CONFLICT") return false;
+      throw error;
+    }
+    const free = to === SessionStatus.PENDING;
+    const transition: StageTransition = {
+      from: session.status,
+      to,
+      result: "PREEMPTED",
+      handler: "Preempt",
+      message:
+        `preempted by ${by.sessionId} (priority ${by.priority})` +
+        (free ? ": queued again at no cost, it had not started running" : ""),
+    };
+    const outcome = await this.#d.executions.complete(token, transition);
+    this.#d.log.info("session preempted", {
+      sessionId: session.id,
+      priority: session.spec.priority,
+      from: session.status,
+      to,
+      by: by.sessionId,
+      byPriority: by.priority,
+      ...(outcome === "already-closed" ? { note: "its stage had already closed" } : {}),
+    });
+    return outcome === "completed";
+  }
+}
+
+/** Still PENDING, unplaced and not cancelled: a preemption would still be for something. */
+function isWaiting({ session, kernels }: SessionWithKernels): boolean {
+  return (
+    session.status === SessionStatus.PENDING &&
+    session.stage.taskToken !== undefined &&
+    session.cancelRequestedAtMs === undefined &&
+    kernels.every((k) => k.agentId === undefined)
+  );
+}
+
+/** A session holding capacity, as the core sees it; none when it holds nothing it could give. */
+function toCandidate({ session, kernels }: SessionWithKernels): PreemptionCandidate[] {
+  const held = new Map<string, { cpu: number; memoryMiB: number }>();
+  for (const k of kernels) {
+    if (k.agentId === undefined) continue;
+    const h = held.get(k.agentId) ?? { cpu: 0, memoryMiB: 0 };
+    held.set(k.agentId, { cpu: h.cpu + k.resources.cpu, memoryMiB: h.memoryMiB + k.resources.memoryMiB });
+  }
+  if (held.size === 0) return [];
+  const releasing =
+    session.preemption !== undefined
+      ? "preempted"
+      : session.status === SessionStatus.TERMINATING || session.cancelRequestedAtMs !== undefined
+        ? "ending"
+        : false;
+  // Claimed by another transition (no token) and not known to be leaving: it can neither be
+  // preempted now nor counted on; the next pass sees where it went.
+  if (releasing === false && session.stage.taskToken === undefined) return [];
+  const holds: HeldCapacity[] = [...held.entries()].map(([agentId, resources]) => ({ agentId, resources }));
+  return [
+    {
+      sessionId: session.id,
+      priority: session.spec.priority,
+      createdAtMs: session.createdAtMs,
+      started: session.status === SessionStatus.RUNNING || kernels.some((k) => k.startedAtMs !== undefined),
+      holds,
+      releasing,
+    },
+  ];
+}
+
+function toPreemptor({ session, kernels }: SessionWithKernels): Preemptor {
+  return {
+    sessionId: session.id,
+    priority: session.spec.priority,
+    kernels: kernels.map((k) => ({ index: k.index, resources: k.resources })),
+    ...(session.avoidAgentIds ? { avoidAgentIds: new Set(session.avoidAgentIds) } : {}),
+    maxPerAgent: jobSettings(session.spec).perAgent,
+  };
+}

@@ -1,0 +1,343 @@
+/**
+ * Preemption against DynamoDB Local, one step at a time with a frozen clock: the store's
+ * lowest-priority-first read, the preemption step after a scheduling pass (victims claimed and
+ * their stages completed with a PREEMPTED transition), the victim's stage entry (free requeue,
+ * or TERMINATING whose kernels are stopped as Preempted), and the pending reasons on the way.
+ * The lifecycle executions and the bus are fakes that record what they are asked to do.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "vitest";
+import type { CairnConfig } from "../functions/config.ts";
+import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
+import { enterStage } from "../functions/app/enter-stage.ts";
+import type { KernelCommandDetailInput } from "../functions/app/event-types.ts";
+import type { Logger } from "../functions/app/logger.ts";
+import type { EventsPort, LifecycleExecutionsPort } from "../functions/app/ports.ts";
+import { Preemption } from "../functions/app/preemption.ts";
+import type { Agent, SessionWithKernels, StageTransition } from "../functions/core/model.ts";
+import type { HandlerResult } from "../functions/core/scheduling.ts";
+import type { HandlerContext } from "../functions/lifecycle/handler.ts";
+import { scheduleNewSessions } from "../functions/lifecycle/schedule-new-sessions.ts";
+import { terminateSessions } from "../functions/lifecycle/terminate-sessions.ts";
+import type { KernelStatus, SessionStatus } from "../functions/core/status.ts";
+import { freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
+
+const NOW = T0 + 60_000;
+const clock = { nowMs: () => NOW };
+const quiet: Logger = { info: () => {}, warn: () => {}, error: () => {} };
+const config: CairnConfig = {
+  tableName: "unused",
+  eventBusName: "unused",
+  stateMachineArn: "unused",
+  shards: 4,
+  agentTimeoutMs: 30_000,
+  batchLimit: 50,
+  terminationGraceMs: 1_000,
+  logLevel: "error",
+  retryCacheMs: 0,
+};
+
+class RecordingExecutions implements LifecycleExecutionsPort {
+  readonly completed: { token: string; transition: StageTransition }[] = [];
+  start(): Promise<string> {
+    return Promise.reject(new Error("not used"));
+  }
+  complete(token: string, transition: StageTransition): Promise<"completed"> {
+    this.completed.push({ token, transition });
+    return Promise.resolve("completed");
+  }
+}
+
+class RecordingEvents implements EventsPort {
+  readonly commands: KernelCommandDetailInput[] = [];
+  statusChanged(): Promise<void> {
+    return Promise.resolve();
+  }
+  kernelCommands(details: readonly KernelCommandDetailInput[]): Promise<void> {
+    this.commands.push(...details);
+    return Promise.resolve();
+  }
+  rejected(): Promise<void> {
+    return Promise.resolve();
+  }
+  requeued(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+let table: TestTable;
+let store: DynamoSessionStore;
+let executions: RecordingExecutions;
+let events: RecordingEvents;
+let preemption: Preemption;
+
+beforeEach(async () => {
+  table = await freshTable("cairn-preemption");
+  store = table.store({ clock: () => NOW });
+  executions = new RecordingExecutions();
+  events = new RecordingEvents();
+  preemption = new Preemption({ store, executions, config, clock, log: quiet });
+});
+
+afterEach(() => table.drop());
+
+function ctx(): HandlerContext {
+  return {
+    store,
+    events,
+    config,
+    nowMs: NOW,
+    liveAgents: async () => new Map((await store.listAgents()).map((a): [string, Agent] => [a.id, a])),
+  };
+}
+
+async function agents(...ids: string[]): Promise<void> {
+  for (const agentId of ids) {
+    await store.heartbeatAgent({ agentId, capacity: { cpu: 2, memoryMiB: 2048 }, nowMs: NOW });
+  }
+}
+
+/** A one-kernel session of 2 cpu, in `status`, holding its capacity on `agentId` when given. */
+async function session(
+  id: string,
+  priority: number,
+  status: SessionStatus,
+  agentId?: string,
+  more: { createdAtMs?: number; kernelStatus?: KernelStatus; cpu?: number } = {},
+): Promise<void> {
+  const s = newSession(id, {
+    priority,
+    status,
+    replicas: 1,
+    resources: { cpu: more.cpu ?? 2, memoryMiB: 512 },
+    createdAtMs: more.createdAtMs ?? T0,
+    ...(more.kernelStatus ? { kernelStatus: more.kernelStatus } : {}),
+  });
+  const running = more.kernelStatus === "RUNNING";
+  await store.createSession({
+    session: s.session,
+    kernels: s.kernels.map((k) => (running ? { ...k, startedAtMs: T0 + 1 } : k)),
+  });
+  if (agentId !== undefined) {
+    await store.reserveCapacity({
+      sessionId: id,
+      expected: { status, version: 0 },
+      nowMs: T0,
+      placements: [{ kernelIndex: 0, agentId, resources: { cpu: more.cpu ?? 2, memoryMiB: 512 } }],
+    });
+  }
+}
+
+async function read(id: string): Promise<SessionWithKernels> {
+  const s = await store.getSession(id);
+  if (!s) throw new Error(`no session ${id}`);
+  return s;
+}
+
+/** One scheduling pass over `ids` (PENDING, in queue order), then the preemption step. */
+async function schedule(...ids: string[]): Promise<HandlerResult> {
+  const targets = await store.getSessions(ids);
+  const placed = await scheduleNewSessions.execute(targets, ctx());
+  return (await preemption.afterSchedule(targets, placed)).result;
+}
+
+describe("the store's preemption read", () => {
+  test("lower priorities only, lowest first, newest first within a priority", async () => {
+    await session("p0-old", 0, "RUNNING", undefined, { createdAtMs: T0 });
+    await session("p0-new", 0, "RUNNING", undefined, { createdAtMs: T0 + 5 });
+    await session("p5", 5, "SCHEDULED");
+    await session("p10", 10, "RUNNING");
+    await session("p-neg", -3, "TERMINATING");
+    const below = (priority: number, targetableOnly = false) =>
+      store
+        .targetsByStatus({
+          statuses: ["SCHEDULED", "RUNNING", "TERMINATING"],
+          limit: 10,
+          belowPriority: priority,
+          targetableOnly,
+        })
+        .then((ss) => ss.map((s) => s.session.id));
+
+    expect(await below(10)).toEqual(["p-neg", "p0-new", "p0-old", "p5"]);
+    expect(await below(5)).toEqual(["p-neg", "p0-new", "p0-old"]);
+    expect(await below(0)).toEqual(["p-neg"]);
+    expect(await below(-3)).toEqual([]);
+    expect(await below(-1_000_000_000)).toEqual([]);
+    expect(await below(1_000_000_001)).toEqual(["p-neg", "p0-new", "p0-old", "p5", "p10"]);
+    expect(await below(10, true)).toEqual(["p-neg", "p0-new", "p0-old", "p5"]);
+    await expect(below(1.5)).rejects.toMatchObject({ code: "INVALID_STORE_REQUEST", field: "belowPriority" });
+  });
+});
+
+describe("preemption after a scheduling pass", () => {
+  test("a victim not yet running goes back to PENDING at no cost, and the preemptor then takes its place", async () => {
+    await agents("a1", "a2");
+    await session("low-scheduled", 0, "SCHEDULED", "a1", { kernelStatus: "SCHEDULED" });
+    await session("low-running", 0, "RUNNING", "a2", { kernelStatus: "RUNNING" });
+    await session("high", 10, "PENDING");
+
+    const first = await schedule("high");
+
+    // The unstarted one is chosen (free), and only it.
+    expect(executions.completed).toEqual([
+      {
+        token: "token-low-scheduled",
+        transition: {
+          from: "SCHEDULED",
+          to: "PENDING",
+          result: "PREEMPTED",
+          handler: "Preempt",
+          message: "preempted by high (priority 10): queued again at no cost, it had not started running",
+        },
+      },
+    ]);
+    expect(first.skipped).toEqual(["high"]);
+    expect(first.messages?.["high"]).toBe(
+      "preempting 1 lower-priority session (low-scheduled, priority 0) to make room",
+    );
+    const claimed = (await read("low-scheduled")).session;
+    expect(claimed.stage.taskToken).toBeUndefined();
+    expect(claimed.preemption).toEqual({ atMs: NOW, by: "high", byPriority: 10 });
+
+    // Until the victim has left, the preemptor waits for it and preempts no one else.
+    const second = await schedule("high");
+    expect(executions.completed).toHaveLength(1);
+    expect(second.messages?.["high"]).toBe(
+      "waiting for 1 preempted session (low-scheduled, priority 0) to release capacity",
+    );
+
+    // The lifecycle execution enters PENDING with the transition: capacity back, kernel reset.
+    await enterStage(
+      {
+        sessionId: "low-scheduled",
+        status: "PENDING",
+        transition: executions.completed[0]!.transition,
+        taskToken: "token-2",
+        executionName: "low-scheduled",
+      },
+      { store, events, clock, log: quiet, terminationGraceMs: 1_000 },
+    );
+    const requeued = await read("low-scheduled");
+    expect(requeued.session).toMatchObject({ status: "PENDING", runIndex: 0 });
+    expect(requeued.session.retry).toBeUndefined();
+    expect(requeued.session.preemption).toBeUndefined();
+    expect(requeued.kernels.map((k) => [k.status, k.agentId])).toEqual([["PENDING", undefined]]);
+    expect(requeued.session.lastHistory).toMatchObject({
+      handler: "Preempt",
+      result: "PREEMPTED",
+      fromStatus: "SCHEDULED",
+      toStatus: "PENDING",
+    });
+    expect(await store.listRuns("low-scheduled")).toEqual([]);
+    expect((await store.getAgent("a1"))?.free).toEqual({ cpu: 2, memoryMiB: 2048 });
+
+    // The next pass places the preemptor first; the victim waits, and its reason says why.
+    const third = await scheduleNewSessions.execute(
+      await store.getSessions(["high", "low-scheduled"]),
+      ctx(),
+    );
+    expect(third.successes).toEqual(["high"]);
+    expect(third.messages?.["low-scheduled"]).toBe(
+      "capacity: 1 higher-priority session was placed first (no agent has 2 cpu free; largest free is 0)",
+    );
+  });
+
+  test("a running victim goes to TERMINATING and its kernels are stopped as Preempted", async () => {
+    await agents("b1");
+    await session("low", 0, "RUNNING", "b1", { kernelStatus: "RUNNING" });
+    await session("high", 5, "PENDING");
+
+    await schedule("high");
+    expect(executions.completed.map((c) => c.transition)).toEqual([
+      {
+        from: "RUNNING",
+        to: "TERMINATING",
+        result: "PREEMPTED",
+        handler: "Preempt",
+        message: "preempted by high (priority 5)",
+      },
+    ]);
+    await enterStage(
+      {
+        sessionId: "low",
+        status: "TERMINATING",
+        transition: executions.completed[0]!.transition,
+        taskToken: "token-t",
+        executionName: "low",
+      },
+      { store, events, clock, log: quiet, terminationGraceMs: 1_000 },
+    );
+    const terminating = await read("low");
+    expect(terminating.session.status).toBe("TERMINATING");
+    expect(terminating.session.preemption).toEqual({ atMs: NOW, by: "high", byPriority: 5 });
+    // Still holding its capacity until its kernels have stopped.
+    expect((await store.getAgent("b1"))?.free.cpu).toBe(0);
+
+    await terminateSessions.execute([terminating], ctx());
+    expect(events.commands).toEqual([
+      expect.objectContaining({
+        action: "stop",
+        sessionId: "low",
+        agentId: "b1",
+        condition: "Preempted",
+        reason: "preempted by high (priority 5)",
+      }),
+    ]);
+
+    // Terminating counts as leaving: the preemptor waits and preempts nothing more.
+    const again = await schedule("high");
+    expect(executions.completed).toHaveLength(1);
+    expect(again.messages?.["high"]).toBe(
+      "waiting for 1 preempted session (low, priority 0) to release capacity",
+    );
+  });
+
+  test("nobody is preempted for a session that would not fit even if every lower-priority one were", async () => {
+    await agents("c1", "c2");
+    await session("low-1", 0, "RUNNING", "c1", { kernelStatus: "RUNNING" });
+    await session("low-2", 0, "RUNNING", "c2", { kernelStatus: "RUNNING" });
+    await session("huge", 10, "PENDING", undefined, { cpu: 3 });
+
+    const result = await schedule("huge");
+
+    expect(executions.completed).toEqual([]);
+    expect((await read("low-1")).session.preemption).toBeUndefined();
+    expect(result.messages?.["huge"]).toBe(
+      "no agent has 3 cpu free; largest free is 0; preempting every lower-priority session (2) would not make room",
+    );
+  });
+
+  test("sessions of the same priority are never preempted", async () => {
+    await agents("d1");
+    await session("peer", 10, "RUNNING", "d1", { kernelStatus: "RUNNING" });
+    await session("late", 10, "PENDING");
+    const result = await schedule("late");
+    expect(executions.completed).toEqual([]);
+    expect(result.messages?.["late"]).toBe("no agent has 2 cpu free; largest free is 0");
+  });
+
+  test("a victim that moved on since it was read is left alone", async () => {
+    await agents("e1");
+    await session("low", 0, "RUNNING", "e1", { kernelStatus: "RUNNING" });
+    await session("high", 10, "PENDING");
+    const targets = await store.getSessions(["high"]);
+    const placed = await scheduleNewSessions.execute(targets, ctx());
+    // A kernel report lands between the read and the claim: the claim conflicts.
+    const real = store.targetsByStatus.bind(store);
+    store.targetsByStatus = async (query) => {
+      const found = await real(query);
+      const low = found.find((s) => s.session.id === "low")!;
+      await store.applyWrite({
+        sessionId: "low",
+        expected: { status: "RUNNING", version: low.session.version },
+        nowMs: NOW,
+        kernels: [{ index: 0, message: "still here" }],
+      });
+      return found;
+    };
+    const { result, completed } = await preemption.afterSchedule(targets, placed);
+    expect(completed).toBe(0);
+    expect(executions.completed).toEqual([]);
+    expect((await read("low")).session.preemption).toBeUndefined();
+    expect(result.messages?.["high"]).toMatch(/^preempting 1 lower-priority session/);
+  });
+});
