@@ -340,4 +340,42 @@ describe("preemption after a scheduling pass", () => {
     expect((await read("low")).session.preemption).toBeUndefined();
     expect(result.messages?.["high"]).toMatch(/^preempting 1 lower-priority session/);
   });
+
+  test("with no lower-priority holder, the read is trusted for a while, and forgotten when one is placed", async () => {
+    await agents("f1");
+    await session("peer", 10, "RUNNING", "f1", { kernelStatus: "RUNNING" });
+    await session("late", 10, "PENDING");
+    await session("small", 0, "PENDING", undefined, { cpu: 1 });
+    let nowMs = NOW;
+    const memo = new Preemption({
+      store,
+      executions,
+      config,
+      clock: { nowMs: () => nowMs },
+      log: quiet,
+      noLowerPriorityCacheMs: 1_000,
+    });
+    let reads = 0;
+    const real = store.targetsByStatus.bind(store);
+    store.targetsByStatus = (query) => {
+      if (query.belowPriority !== undefined) reads++;
+      return real(query);
+    };
+    const [late, small] = await store.getSessions(["late", "small"]);
+    const skippedLate: HandlerResult = { successes: [], failures: [], skipped: ["late"] };
+
+    await memo.afterSchedule([late!], skippedLate);
+    await memo.afterSchedule([late!], skippedLate);
+    expect(reads).toBe(1);
+    // A pass that placed a lower-priority session: it may now be worth preempting.
+    await memo.afterSchedule([late!, small!], { successes: ["small"], failures: [], skipped: ["late"] });
+    expect(reads).toBe(2);
+    // (It found none again: remembered afresh.)
+    await memo.afterSchedule([late!], skippedLate);
+    expect(reads).toBe(2);
+    nowMs += 1_000;
+    await memo.afterSchedule([late!], skippedLate);
+    expect(reads).toBe(3);
+    expect(executions.completed).toEqual([]);
+  });
 });

@@ -40,6 +40,12 @@ export interface PreemptionDeps {
   readonly config: CairnConfig;
   readonly clock: Clock;
   readonly log: Logger;
+  /**
+   * How long "no session below priority P holds capacity" is trusted without reading again.
+   * Placements this instance makes invalidate it at once; other instances' within this time.
+   * @default 2000
+   */
+  readonly noLowerPriorityCacheMs?: number;
 }
 
 /** Statuses in which a session holds capacity on agents. */
@@ -54,6 +60,11 @@ const HOLDING: readonly SessionStatus[] = [
 
 export class Preemption {
   readonly #d: PreemptionDeps;
+  /**
+   * A backlog of equal priorities is skipped pass after pass, and each look for lower-priority
+   * holders reads every shard of six status indexes: remember when there were none.
+   */
+  #noneBelow: { readonly priority: number; readonly untilMs: number } | undefined;
 
   constructor(deps: PreemptionDeps) {
     this.#d = deps;
@@ -80,19 +91,28 @@ export class Preemption {
     targets: readonly SessionWithKernels[],
     result: HandlerResult,
   ): Promise<{ result: HandlerResult; completed: number }> {
+    const { store, config, clock } = this.#d;
+    const nowMs = clock.nowMs();
+    this.#forgetIfPlacedBelow(targets, result.successes);
     const skipped = new Set(result.skipped);
     const waiting = targets.filter(
       ({ session }) => skipped.has(session.id) && session.cancelRequestedAtMs === undefined,
     );
     if (waiting.length === 0) return { result, completed: 0 };
-    const { store, config } = this.#d;
+    const top = Math.max(...waiting.map((t) => t.session.spec.priority));
+    if (this.#noneBelow && top <= this.#noneBelow.priority && nowMs < this.#noneBelow.untilMs) {
+      return { result, completed: 0 };
+    }
     // One read, bounded by the highest waiting priority: with no lower-priority session holding
     // capacity (the common backlog of equals), this is all preemption costs.
     const holders = await store.targetsByStatus({
       statuses: HOLDING,
       limit: config.batchLimit,
-      belowPriority: Math.max(...waiting.map((t) => t.session.spec.priority)),
+      belowPriority: top,
     });
+    if (holders.length === 0) {
+      this.#noneBelow = { priority: top, untilMs: nowMs + (this.#d.noLowerPriorityCacheMs ?? 2_000) };
+    }
     const candidates = holders.flatMap(toCandidate);
     if (candidates.length === 0) return { result, completed: 0 };
     const lowest = Math.min(...candidates.map((c) => c.priority));
@@ -129,6 +149,16 @@ export class Preemption {
       messages[p.sessionId] = plan.kind === "none" && before !== undefined ? `${before}; ${text}` : text;
     }
     return { result: { ...result, messages }, completed };
+  }
+
+  /** A session placed below the remembered priority holds capacity there now. */
+  #forgetIfPlacedBelow(targets: readonly SessionWithKernels[], placedIds: readonly string[]): void {
+    const memo = this.#noneBelow;
+    if (!memo || placedIds.length === 0) return;
+    const placed = new Set(placedIds);
+    if (targets.some((t) => placed.has(t.session.id) && t.session.spec.priority < memo.priority)) {
+      this.#noneBelow = undefined;
+    }
   }
 
   /** Agents heartbeating now, with their free capacity after this run's placements. */
