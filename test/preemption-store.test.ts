@@ -237,7 +237,7 @@ describe("preemption after a scheduling pass", () => {
     );
     expect(third.successes).toEqual(["high"]);
     expect(third.messages?.["low-scheduled"]).toBe(
-      "capacity: 1 higher-priority session was placed first (no agent has 2 cpu free; largest free is 0)",
+      "capacity: higher-priority sessions were placed first (no agent has 2 cpu free; largest free is 0)",
     );
   });
 
@@ -377,5 +377,21 @@ describe("preemption after a scheduling pass", () => {
     await memo.afterSchedule([late!], skippedLate);
     expect(reads).toBe(3);
     expect(executions.completed).toEqual([]);
+  });
+
+  test("a session waiting behind an older one of its own priority is told plain capacity, not priority", async () => {
+    await agents("g1");
+    await session("first", 10, "PENDING", undefined, { createdAtMs: T0 });
+    await session("second", 10, "PENDING", undefined, { createdAtMs: T0 + 1 });
+    await session("lower", 5, "PENDING", undefined, { createdAtMs: T0 });
+    const result = await scheduleNewSessions.execute(
+      await store.getSessions(["first", "second", "lower"]),
+      ctx(),
+    );
+    expect(result.successes).toEqual(["first"]);
+    expect(result.messages?.["second"]).toBe("no agent has 2 cpu free; largest free is 0");
+    expect(result.messages?.["lower"]).toBe(
+      "capacity: higher-priority sessions were placed first (no agent has 2 cpu free; largest free is 0)",
+    );
   });
 });

@@ -2,8 +2,8 @@
  * ScheduleNewSessions (PENDING): places every kernel of a session on agents with enough free
  * cpu and memory, all or none, highest priority first then oldest (the order targets arrive
  * in), and reserves the capacity atomically. A session that cannot be placed is SKIPPED with the
- * reason, which becomes its pending reason; when sessions ahead of it in this pass took the
- * capacity it would have fitted in, the reason says so (it waits for priority, not for room).
+ * reason, which becomes its pending reason; when higher-priority sessions placed ahead of it in
+ * this pass took the capacity it would have fitted in, the reason says so (it waits for priority).
  */
 import { LIFECYCLE_HANDLERS } from "../core/handlers.ts";
 import { jobSettings } from "../core/jobs.ts";
@@ -34,6 +34,10 @@ export const scheduleNewSessions: LifecycleHandler = {
     const freeAtStart = [...free.values()];
     /** Priorities of the sessions placed so far in this pass (they were ahead in queue order). */
     const placedAhead: number[] = [];
+    // No count in the reason: it would differ pass after pass, and a reason that repeats is
+    // not rewritten (a backlog would otherwise write a history record per session per pass).
+    const aheadReason = (reason: string) =>
+      `capacity: higher-priority sessions were placed first (${reason})`;
     for (const target of targets) {
       const { session, kernels } = target;
       // Reserved by an earlier run that stopped before its outcome was recorded.
@@ -49,11 +53,10 @@ export const scheduleNewSessions: LifecycleHandler = {
       };
       const placement = placeKernels(demand, [...free.values()], options);
       if (!placement.ok) {
-        const tookIt = placedAhead.length > 0 && placeKernels(demand, freeAtStart, options).ok;
-        result.skip(
-          session.id,
-          tookIt ? aheadReason(session.spec.priority, placedAhead, placement.reason) : placement.reason,
-        );
+        // Sessions of the same priority ahead of it are plain first come, first served.
+        const tookIt =
+          placedAhead.some((p) => p > session.spec.priority) && placeKernels(demand, freeAtStart, options).ok;
+        result.skip(session.id, tookIt ? aheadReason(placement.reason) : placement.reason);
         continue;
       }
       try {
@@ -100,20 +103,6 @@ export const scheduleNewSessions: LifecycleHandler = {
     return result.build();
   },
 };
-
-/**
- * "capacity: 2 higher-priority sessions were placed first (…)": the session would have fitted in
- * the capacity free when the pass began; sessions ahead of it in queue order took it.
- */
-function aheadReason(priority: number, ahead: readonly number[], reason: string): string {
-  const higher = ahead.filter((p) => p > priority).length;
-  const equal = ahead.length - higher;
-  const parts = [
-    ...(higher > 0 ? [`${higher} higher-priority session${higher === 1 ? "" : "s"}`] : []),
-    ...(equal > 0 ? [`${equal} earlier session${equal === 1 ? "" : "s"} of the same priority`] : []),
-  ];
-  return `capacity: ${parts.join(" and ")} ${ahead.length === 1 ? "was" : "were"} placed first (${reason})`;
-}
 
 function placedMessage({ kernels }: SessionWithKernels): string {
   return `placed on ${[...new Set(kernels.map((k) => k.agentId))].join(", ")}`;
