@@ -28,6 +28,8 @@ const config = loadConfig({
   CAIRN_STATE_MACHINE_ARN: "arn:aws:states:local:000000000000:stateMachine:unused",
 });
 
+const published: string[] = [];
+
 function coordinator(store: SessionStore) {
   const started: string[] = [];
   const executions: LifecycleExecutionsPort = {
@@ -42,6 +44,10 @@ function coordinator(store: SessionStore) {
     kernelCommands: () => Promise.resolve(),
     rejected: () => Promise.resolve(),
     requeued: () => Promise.resolve(),
+    jobStateChanged: (details) => {
+      published.push(...details.map((d) => `${d.jobId} ${d.state}`));
+      return Promise.resolve();
+    },
   };
   const errors: string[] = [];
   const c = new Coordinator({
@@ -114,6 +120,10 @@ describe("job pass", () => {
     await c.run([statusChanged("job-pass-a-t1", "PENDING", "TERMINATED")]);
     const job = await store.getJob("job-pass-a");
     expect(job?.final).toMatchObject({ state: "FAILED", reason: "1 task failed (maxTaskFailures 0)" });
+    expect(published).toContain("job-pass-a FAILED");
+    // Judged again (another task's end): recorded already, so neither cascaded nor published twice.
+    await c.run([statusChanged("job-pass-a-t1", "PENDING", "TERMINATED")]);
+    expect(published.filter((p) => p === "job-pass-a FAILED")).toHaveLength(1);
     for (const id of ["job-pass-a-t0", "job-pass-a-t2"]) {
       expect((await store.getSession(id))?.session).toMatchObject({
         cancelReason: "job job-pass-a FAILED: 1 task failed (maxTaskFailures 0)",

@@ -15,8 +15,13 @@ let n = 0;
 const newId = (label: string) => `job-${label}-${Date.now().toString(36)}-${n++}`;
 const sh = (script: string) => ["/bin/sh", "-c", script];
 
+const jobEvents: Record<string, unknown>[] = [];
+
 beforeAll(async () => {
   rt = await startTestRuntime({ agents: 4, agentCapacity: { cpu: 4, memoryMiB: 4096 } });
+  rt.runtime.bus.onEvent((e) => {
+    if (e["detail-type"] === "Job State Changed") jobEvents.push(e.detail as Record<string, unknown>);
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -95,6 +100,9 @@ describe("co-scheduled gang", () => {
     ]);
     expect(done.tasks[2]).toMatchObject({ exitCode: 1, finished: true });
     expect(done.job.final).toMatchObject({ state: "FAILED", reason: "1 task failed (maxTaskFailures 0)" });
+    await expect
+      .poll(() => jobEvents.filter((e) => e["jobId"] === id))
+      .toEqual([expect.objectContaining({ state: "FAILED", tasks: { FAILED: 1, WORKER_FAILED: 3 } })]);
     const [run] = await rt.store.listRuns(id);
     expect(run).toMatchObject({ outcome: "FAILED", decision: "finished" });
     await expect.poll(() => noAllocations([id]), { timeout: 5_000 }).toBe(true);

@@ -62,6 +62,9 @@ class RecordingEvents implements EventsPort {
   requeued(): Promise<void> {
     return Promise.resolve();
   }
+  jobStateChanged(): Promise<void> {
+    return Promise.resolve();
+  }
 }
 
 let table: TestTable;

@@ -5,3 +5,4 @@ export type SessionStatusChangedDetailInput = EventDetailInput<"Session Status C
 export type KernelCommandDetailInput = EventDetailInput<"Kernel Command">;
 export type EventRejectedDetailInput = EventDetailInput<"Event Rejected">;
 export type SessionRequeuedDetailInput = EventDetailInput<"Session Requeued">;
+export type JobStateChangedDetailInput = EventDetailInput<"Job State Changed">;

@@ -17,13 +17,15 @@ import {
   newJob,
   taskSpec,
 } from "../core/jobs.ts";
+import type { TaskView } from "../core/jobs.ts";
 import type { Job, SessionSpec, SessionWithKernels } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
+import { MAX_MESSAGE_LENGTH } from "../core/events.ts";
 import { newSession } from "../core/sessions.ts";
 import { JobState, TERMINAL_JOB_STATES, TERMINAL_SESSION_STATUSES } from "../core/status.ts";
 import { errorCode } from "../lifecycle/handler.ts";
 import type { Logger } from "./logger.ts";
-import type { Clock, LifecycleExecutionsPort } from "./ports.ts";
+import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
 
 const MAX_CONFLICT_RETRIES = 5;
 /** Bounds a parent/child chain (and any cycle a hand-edited table could hold). */
@@ -31,6 +33,7 @@ const MAX_CASCADE_DEPTH = 32;
 
 export interface JobDeps {
   readonly store: SessionStore;
+  readonly events: EventsPort;
   readonly executions: LifecycleExecutionsPort;
   readonly clock: Clock;
   readonly log: Logger;
@@ -171,7 +174,8 @@ export class Jobs {
   async #settleJob(job: Job): Promise<string[]> {
     const { store, clock, log } = this.#d;
     const sessions: SessionWithKernels[] = await store.getSessions(job.sessionIds);
-    const verdict = deriveJobState(jobTasks(job, sessions), jobSettings(job.spec).maxTaskFailures);
+    const tasks = jobTasks(job, sessions);
+    const verdict = deriveJobState(tasks, jobSettings(job.spec).maxTaskFailures);
     if (!TERMINAL_JOB_STATES.has(verdict.state)) return [];
     const cascade = jobCascade(verdict.state);
     const cancelled: string[] = [];
@@ -189,12 +193,21 @@ export class Jobs {
         await this.#cancelTree(child, `parent ${why}`, seen, 1, cancelled);
       }
     }
-    const recorded = await store.finishJob(job.id, {
-      state: verdict.state,
-      reason: verdict.reason,
-      atMs: clock.nowMs(),
-    });
-    if (recorded) log.info("job finished", { jobId: job.id, state: verdict.state, reason: verdict.reason });
+    const atMs = clock.nowMs();
+    const recorded = await store.finishJob(job.id, { state: verdict.state, reason: verdict.reason, atMs });
+    if (recorded) {
+      log.info("job finished", { jobId: job.id, state: verdict.state, reason: verdict.reason });
+      await this.#d.events.jobStateChanged([
+        {
+          jobId: job.id,
+          state: verdict.state,
+          reason: verdict.reason.slice(0, MAX_MESSAGE_LENGTH),
+          tasks: countByState(tasks),
+          ...(job.parentId !== undefined ? { parentId: job.parentId } : {}),
+          atMs,
+        },
+      ]);
+    }
     // A child that joined between the read above and the record missed both this cascade and the
     // final state its own submission checks: it is caught here.
     if (cascade.cancelChildren) {
@@ -206,4 +219,10 @@ export class Jobs {
     }
     return cancelled;
   }
+}
+
+function countByState(tasks: readonly TaskView[]): Partial<Record<TaskView["state"], number>> {
+  const counts: Partial<Record<TaskView["state"], number>> = {};
+  for (const t of tasks) counts[t.state] = (counts[t.state] ?? 0) + 1;
+  return counts;
 }

@@ -4,6 +4,7 @@
  */
 import type {
   EventRejectedDetailInput,
+  JobStateChangedDetailInput,
   KernelCommandDetailInput,
   SessionRequeuedDetailInput,
   SessionStatusChangedDetailInput,
@@ -29,4 +30,6 @@ export interface EventsPort {
   rejected(details: readonly EventRejectedDetailInput[]): Promise<void>;
   /** A finished run is retried. */
   requeued(details: readonly SessionRequeuedDetailInput[]): Promise<void>;
+  /** A job reached its final state. */
+  jobStateChanged(details: readonly JobStateChangedDetailInput[]): Promise<void>;
 }

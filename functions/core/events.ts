@@ -22,7 +22,7 @@ import {
   strictObject,
   type ValidationIssue,
 } from "./spec.ts";
-import { KernelStatus, SessionStatus, TerminationCondition } from "./status.ts";
+import { JobState, KernelStatus, SessionStatus, TaskState, TerminationCondition } from "./status.ts";
 
 export const EventSource = {
   Client: "cairn.client",
@@ -40,6 +40,7 @@ export const DetailType = {
   KernelCommand: "Kernel Command",
   EventRejected: "Event Rejected",
   SessionRequeued: "Session Requeued",
+  JobStateChanged: "Job State Changed",
 } as const;
 export type DetailType = (typeof DetailType)[keyof typeof DetailType];
 
@@ -169,6 +170,17 @@ export const SessionRequeuedDetailSchema = strictObject({
   atMs: epochMsSchema,
 }).readonly();
 
+/** A job reached its final state (issue 6): published once, after its cascades ran. */
+export const JobStateChangedDetailSchema = strictObject({
+  jobId: sessionIdSchema,
+  state: z.enum(JobState),
+  reason: messageSchema,
+  /** Task counts by state when the job ended. */
+  tasks: z.partialRecord(z.enum(TaskState), z.number().int().min(0)),
+  parentId: sessionIdSchema.optional(),
+  atMs: epochMsSchema,
+}).readonly();
+
 /** An inbound event the control plane refused, with the field and reason: recorded, never silent. */
 export const EventRejectedDetailSchema = strictObject({
   eventId: z.string().max(256).optional(),
@@ -274,6 +286,7 @@ export const EVENT_CONTRACTS = {
   [DetailType.KernelCommand]: contract(EventSource.ControlPlane, "outbound", KernelCommandDetailSchema),
   [DetailType.EventRejected]: contract(EventSource.ControlPlane, "outbound", EventRejectedDetailSchema),
   [DetailType.SessionRequeued]: contract(EventSource.ControlPlane, "outbound", SessionRequeuedDetailSchema),
+  [DetailType.JobStateChanged]: contract(EventSource.ControlPlane, "outbound", JobStateChangedDetailSchema),
 } as const satisfies Record<DetailType, Contract<EventSource, Direction, z.ZodType>>;
 
 type Contracts = typeof EVENT_CONTRACTS;

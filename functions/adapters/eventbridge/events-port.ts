@@ -3,6 +3,7 @@ import { DetailType, toPutEventsEntry } from "../../core/events.ts";
 import type { EventsPort } from "../../app/ports.ts";
 import type {
   EventRejectedDetailInput,
+  JobStateChangedDetailInput,
   KernelCommandDetailInput,
   SessionRequeuedDetailInput,
   SessionStatusChangedDetailInput,
@@ -19,5 +20,7 @@ export function eventBridgeEvents(publisher: EventPublisher, busName: string): E
       publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.EventRejected, d))),
     requeued: (details: readonly SessionRequeuedDetailInput[]) =>
       publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.SessionRequeued, d))),
+    jobStateChanged: (details: readonly JobStateChangedDetailInput[]) =>
+      publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.JobStateChanged, d))),
   };
 }
