@@ -2,7 +2,8 @@
  * Issue 6's priority preemption end to end, with real processes on two local agents of 2 cpu:
  * a high-priority job that cannot be placed preempts a running low-priority task, which is
  * stopped as Preempted, retried under the preemption budget, and resumes once the high-priority
- * job is done; and a session that would not fit even after preempting everything preempts no one.
+ * job is done; and a gang that would not fit even after preempting every lower-priority session
+ * preempts no one.
  * The victim still before RUNNING (requeued free) is covered step by step in
  * test/preemption-store.test.ts: in this runtime the window between placement and RUNNING is
  * too short to aim at.
@@ -124,44 +125,55 @@ describe("priority preemption", () => {
     expect(placedAtMs(victimHistory, preemptedSeq)).toBeGreaterThanOrEqual(placedAtMs(highHistory)!);
   }, 90_000);
 
-  test("a session that would not fit even after preempting every lower-priority one preempts nobody", async () => {
+  test("a gang that would not fit even after preempting every lower-priority session preempts nobody", async () => {
+    // One agent runs a session of the gang's own priority, the other a low-priority one: the gang
+    // needs both agents, and preempting the low one alone would not make room.
+    const peer = newId("peer");
     const low = newId("low");
-    const huge = newId("huge");
-    const tasks = [`${low}-t0`, `${low}-t1`];
-    const gate = untilReleased(low);
-    await submit(low, {
-      name: "low",
-      priority: 0,
-      replicas: 2,
-      coscheduled: false,
+    const gang = newId("gang");
+    const gate = untilReleased(peer);
+    await submit(peer, {
+      name: "peer",
+      priority: 10,
       resources: WHOLE_AGENT,
       command: gate.command,
       env: gate.env,
     });
-    for (const id of tasks) await rt.waitFor(id, running, "RUNNING", 60_000);
+    await rt.waitFor(peer, running, "RUNNING", 60_000);
+    await submit(low, {
+      name: "low",
+      priority: 0,
+      resources: WHOLE_AGENT,
+      command: gate.command,
+      env: gate.env,
+    });
+    await rt.waitFor(low, running, "RUNNING", 60_000);
 
-    await submit(huge, {
-      name: "huge",
+    await submit(gang, {
+      name: "gang",
       priority: 10,
-      resources: { cpu: 3, memoryMiB: 512 },
+      replicas: 2,
+      coscheduled: true,
+      perAgent: 1,
+      resources: WHOLE_AGENT,
       command: sh("exit 0"),
     });
     const waiting = await rt.waitFor(
-      huge,
+      gang,
       (s) => s.session.pendingReason?.includes("would not make room") === true,
       "a pending reason saying preemption would not help",
       60_000,
     );
     expect(waiting.session.pendingReason).toBe(
-      "no agent has 3 cpu free; largest free is 0; preempting every lower-priority session (2) would not make room",
+      "no agent has 2 cpu free; largest free is 0; preempting every lower-priority session (1) would not make room",
     );
-    await rt.cancel(huge, "cannot fit");
-    expect((await rt.waitForEnd(huge)).session.status).toBe("CANCELLED");
+    await rt.cancel(gang, "cannot fit");
+    expect((await rt.waitForEnd(gang)).session.status).toBe("CANCELLED");
     gate.release();
 
-    const ended = await Promise.all(tasks.map((id) => rt.waitForEnd(id, 60_000)));
+    const ended = await Promise.all([peer, low].map((id) => rt.waitForEnd(id, 60_000)));
     expect(ended.map(sessionResult)).toEqual(["succeeded", "succeeded"]);
-    for (const id of tasks) {
+    for (const id of [peer, low]) {
       expect((await rt.store.listRuns(id)).map((r) => r.outcome)).toEqual(["SUCCEEDED"]);
       expect((await rt.store.listHistory(id)).some((h) => h.result === "PREEMPTED")).toBe(false);
     }

@@ -105,12 +105,12 @@ async function session(
   priority: number,
   status: SessionStatus,
   agentId?: string,
-  more: { createdAtMs?: number; kernelStatus?: KernelStatus; cpu?: number } = {},
+  more: { createdAtMs?: number; kernelStatus?: KernelStatus; cpu?: number; replicas?: number } = {},
 ): Promise<void> {
   const s = newSession(id, {
     priority,
     status,
-    replicas: 1,
+    replicas: more.replicas ?? 1,
     resources: { cpu: more.cpu ?? 2, memoryMiB: 512 },
     createdAtMs: more.createdAtMs ?? T0,
     ...(more.kernelStatus ? { kernelStatus: more.kernelStatus } : {}),
@@ -295,18 +295,38 @@ describe("preemption after a scheduling pass", () => {
   });
 
   test("nobody is preempted for a session that would not fit even if every lower-priority one were", async () => {
+    // A gang of two needs both agents; one is held by a session of its own priority.
     await agents("c1", "c2");
-    await session("low-1", 0, "RUNNING", "c1", { kernelStatus: "RUNNING" });
-    await session("low-2", 0, "RUNNING", "c2", { kernelStatus: "RUNNING" });
-    await session("huge", 10, "PENDING", undefined, { cpu: 3 });
+    await session("peer", 10, "RUNNING", "c1", { kernelStatus: "RUNNING" });
+    await session("low", 0, "RUNNING", "c2", { kernelStatus: "RUNNING" });
+    await session("gang", 10, "PENDING", undefined, { replicas: 2 });
 
-    const result = await schedule("huge");
+    const result = await schedule("gang");
 
     expect(executions.completed).toEqual([]);
-    expect((await read("low-1")).session.preemption).toBeUndefined();
-    expect(result.messages?.["huge"]).toBe(
-      "no agent has 3 cpu free; largest free is 0; preempting every lower-priority session (2) would not make room",
+    expect((await read("low")).session.preemption).toBeUndefined();
+    expect(result.messages?.["gang"]).toBe(
+      "no agent has 2 cpu free; largest free is 0; preempting every lower-priority session (1) would not make room",
     );
+    // Remembered for a while, reason included: the next pass says the same without looking.
+    const again = await schedule("gang");
+    expect(again.messages?.["gang"]).toBe(result.messages?.["gang"]);
+  });
+
+  test("a session no live agent could hold even idle is not looked at: it waits for an agent", async () => {
+    await agents("h1");
+    await session("low", 0, "RUNNING", "h1", { kernelStatus: "RUNNING" });
+    await session("huge", 10, "PENDING", undefined, { cpu: 3 });
+    let reads = 0;
+    const real = store.targetsByStatus.bind(store);
+    store.targetsByStatus = (query) => {
+      if (query.belowPriority !== undefined) reads++;
+      return real(query);
+    };
+    const result = await schedule("huge");
+    expect(reads).toBe(0);
+    expect(executions.completed).toEqual([]);
+    expect(result.messages?.["huge"]).toBe("no agent has 3 cpu free; largest free is 0");
   });
 
   test("sessions of the same priority are never preempted", async () => {

@@ -18,8 +18,8 @@
 import type { CairnConfig } from "../config.ts";
 import { STAGES } from "../core/handlers.ts";
 import { jobSettings } from "../core/jobs.ts";
-import type { SessionWithKernels, StageTransition } from "../core/model.ts";
-import type { AgentFree } from "../core/placement.ts";
+import type { Agent, SessionWithKernels, StageTransition } from "../core/model.ts";
+import { placeKernels, type AgentFree } from "../core/placement.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
 import {
   describePlan,
@@ -41,8 +41,9 @@ export interface PreemptionDeps {
   readonly clock: Clock;
   readonly log: Logger;
   /**
-   * How long "no session below priority P holds capacity" is trusted without reading again.
-   * Placements this instance makes invalidate it at once; other instances' within this time.
+   * How long "preempting cannot help sessions up to priority P" (no lower-priority session holds
+   * capacity, or preempting them would not make room) is trusted without looking again.
+   * Placements this instance makes below P forget it at once; other instances' within this time.
    * @default 2000
    */
   readonly noLowerPriorityCacheMs?: number;
@@ -61,10 +62,17 @@ const HOLDING: readonly SessionStatus[] = [
 export class Preemption {
   readonly #d: PreemptionDeps;
   /**
-   * A backlog of equal priorities is skipped pass after pass, and each look for lower-priority
-   * holders reads every shard of six status indexes: remember when there were none.
+   * A backlog is skipped pass after pass, and each look for lower-priority holders reads every
+   * shard of six status indexes (and each holder found): remember when it found nothing to do,
+   * with what it told the sessions it looked at, so their pending reasons stay the same.
    */
-  #noneBelow: { readonly priority: number; readonly untilMs: number } | undefined;
+  #noneBelow:
+    | {
+        readonly priority: number;
+        readonly untilMs: number;
+        readonly notes: ReadonlyMap<string, string>;
+      }
+    | undefined;
 
   constructor(deps: PreemptionDeps) {
     this.#d = deps;
@@ -100,25 +108,47 @@ export class Preemption {
     );
     if (waiting.length === 0) return { result, completed: 0 };
     const top = Math.max(...waiting.map((t) => t.session.spec.priority));
-    if (this.#noneBelow && top <= this.#noneBelow.priority && nowMs < this.#noneBelow.untilMs) {
-      return { result, completed: 0 };
+    const memo = this.#noneBelow;
+    if (memo && top <= memo.priority && nowMs < memo.untilMs) {
+      return { result: withNotes(result, memo.notes), completed: 0 };
     }
+    const agents = await this.#liveAgents();
+    // A session no live agent could hold even idle waits for an agent, not for preemption.
+    const idle = agents.map((a) => ({ id: a.id, free: a.capacity }));
+    const could = waiting.filter((t) => fitsOn(t, idle));
+    if (could.length === 0) return { result, completed: 0 };
+    const remember = (notes: ReadonlyMap<string, string>) => {
+      this.#noneBelow = { priority: top, untilMs: nowMs + (this.#d.noLowerPriorityCacheMs ?? 2_000), notes };
+    };
     // One read, bounded by the highest waiting priority: with no lower-priority session holding
     // capacity (the common backlog of equals), this is all preemption costs.
     const holders = await store.targetsByStatus({
       statuses: HOLDING,
       limit: config.batchLimit,
-      belowPriority: top,
+      belowPriority: Math.max(...could.map((t) => t.session.spec.priority)),
     });
-    if (holders.length === 0) {
-      this.#noneBelow = { priority: top, untilMs: nowMs + (this.#d.noLowerPriorityCacheMs ?? 2_000) };
-    }
     const candidates = holders.flatMap(toCandidate);
-    if (candidates.length === 0) return { result, completed: 0 };
     const lowest = Math.min(...candidates.map((c) => c.priority));
-    const preemptors = waiting.filter((t) => t.session.spec.priority > lowest).map(toPreemptor);
-    if (preemptors.length === 0) return { result, completed: 0 };
-    const plans = planPreemptions({ preemptors, agents: await this.#liveAgents(), candidates });
+    const preemptors = could.filter((t) => t.session.spec.priority > lowest).map(toPreemptor);
+    if (preemptors.length === 0) {
+      if (holders.length === 0) remember(new Map());
+      return { result, completed: 0 };
+    }
+    const plans = planPreemptions({
+      preemptors,
+      agents: agents.map((a) => ({ id: a.id, free: a.free })),
+      candidates,
+    });
+    if ([...plans.values()].every((p) => p.kind === "none" || p.kind === "fits")) {
+      const notes = new Map(
+        [...plans].flatMap(([id, plan]) => {
+          const text = describePlan(plan);
+          return text === undefined ? [] : [[id, text] as const];
+        }),
+      );
+      remember(notes);
+      return { result: withNotes(result, notes), completed: 0 };
+    }
 
     const byId = new Map(holders.map((h) => [h.session.id, h]));
     // Another coordinator run may have placed a preemptor since this pass skipped it (this pass
@@ -162,11 +192,9 @@ export class Preemption {
   }
 
   /** Agents heartbeating now, with their free capacity after this run's placements. */
-  async #liveAgents(): Promise<AgentFree[]> {
+  async #liveAgents(): Promise<Agent[]> {
     const sinceMs = this.#d.clock.nowMs() - this.#d.config.agentTimeoutMs;
-    return (await this.#d.store.listAgents())
-      .filter((a) => a.lastHeartbeatAtMs >= sinceMs)
-      .map((a) => ({ id: a.id, free: { ...a.free } }));
+    return (await this.#d.store.listAgents()).filter((a) => a.lastHeartbeatAtMs >= sinceMs);
   }
 
   /** Claims the victim's stage, marking it preempted, and completes it. False if it moved on. */
@@ -210,6 +238,31 @@ export class Preemption {
     });
     return outcome === "completed";
   }
+}
+
+/** The skip reasons with what preemption found appended ("…; preempting every … would not …"). */
+function withNotes(result: HandlerResult, notes: ReadonlyMap<string, string>): HandlerResult {
+  if (notes.size === 0) return result;
+  const skipped = new Set(result.skipped);
+  const messages: Record<string, string> = { ...result.messages };
+  for (const [id, note] of notes) {
+    if (!skipped.has(id)) continue;
+    const before = messages[id];
+    messages[id] = before !== undefined ? `${before}; ${note}` : note;
+  }
+  return { ...result, messages };
+}
+
+/** Whether the session's kernels fit on these agents at all. */
+function fitsOn({ session, kernels }: SessionWithKernels, agents: readonly AgentFree[]): boolean {
+  return placeKernels(
+    kernels.map((k) => ({ index: k.index, resources: k.resources })),
+    agents,
+    {
+      ...(session.avoidAgentIds ? { avoidAgentIds: new Set(session.avoidAgentIds) } : {}),
+      maxPerAgent: jobSettings(session.spec).perAgent,
+    },
+  ).ok;
 }
 
 /** Still PENDING, unplaced and not cancelled: a preemption would still be for something. */
