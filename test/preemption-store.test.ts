@@ -105,12 +105,20 @@ async function session(
   priority: number,
   status: SessionStatus,
   agentId?: string,
-  more: { createdAtMs?: number; kernelStatus?: KernelStatus; cpu?: number; replicas?: number } = {},
+  more: {
+    createdAtMs?: number;
+    kernelStatus?: KernelStatus;
+    cpu?: number;
+    replicas?: number;
+    /** The stage was claimed by a transition under way. */
+    claimed?: boolean;
+  } = {},
 ): Promise<void> {
   const s = newSession(id, {
     priority,
     status,
     replicas: more.replicas ?? 1,
+    ...(more.claimed ? { taskToken: null } : {}),
     resources: { cpu: more.cpu ?? 2, memoryMiB: 512 },
     createdAtMs: more.createdAtMs ?? T0,
     ...(more.kernelStatus ? { kernelStatus: more.kernelStatus } : {}),
@@ -415,6 +423,22 @@ describe("preemption after a scheduling pass", () => {
     expect(result.messages?.["second"]).toBe("no agent has 2 cpu free; largest free is 0");
     expect(result.messages?.["lower"]).toBe(
       "capacity: higher-priority sessions were placed first (no agent has 2 cpu free; largest free is 0)",
+    );
+  });
+
+  test("a chosen victim between two stages is not replaced by a worse one: the preemptor waits a pass", async () => {
+    await agents("i1", "i2");
+    // Just placed and on its way to PREPARING (stage claimed): the cheapest victim, not claimable yet.
+    await session("moving", 0, "SCHEDULED", "i1", { kernelStatus: "SCHEDULED", claimed: true });
+    await session("running", 0, "RUNNING", "i2", { kernelStatus: "RUNNING" });
+    await session("high", 10, "PENDING");
+
+    const result = await schedule("high");
+
+    expect(executions.completed).toEqual([]);
+    expect((await read("running")).session.preemption).toBeUndefined();
+    expect(result.messages?.["high"]).toBe(
+      "preempting 1 lower-priority session (moving, priority 0) to make room",
     );
   });
 });

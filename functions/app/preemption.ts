@@ -112,9 +112,8 @@ export class Preemption {
     if (memo && top <= memo.priority && nowMs < memo.untilMs) {
       return { result: withNotes(result, memo.notes), completed: 0 };
     }
-    const agents = await this.#liveAgents();
     // A session no live agent could hold even idle waits for an agent, not for preemption.
-    const idle = agents.map((a) => ({ id: a.id, free: a.capacity }));
+    const idle = (await this.#liveAgents()).map((a) => ({ id: a.id, free: a.capacity }));
     const could = waiting.filter((t) => fitsOn(t, idle));
     if (could.length === 0) return { result, completed: 0 };
     const remember = (notes: ReadonlyMap<string, string>) => {
@@ -134,11 +133,11 @@ export class Preemption {
       if (holders.length === 0) remember(new Map());
       return { result, completed: 0 };
     }
-    const plans = planPreemptions({
-      preemptors,
-      agents: agents.map((a) => ({ id: a.id, free: a.free })),
-      candidates,
-    });
+    // Free capacity is read after the holders, never before: a session gives its capacity back
+    // before it leaves the statuses read above, so a release between the two reads is counted
+    // twice (nothing preempted this pass) rather than not at all (a needless preemption).
+    const agents = (await this.#liveAgents()).map((a) => ({ id: a.id, free: a.free }));
+    const plans = planPreemptions({ preemptors, agents, candidates });
     if ([...plans.values()].every((p) => p.kind === "none" || p.kind === "fits")) {
       const notes = new Map(
         [...plans].flatMap(([id, plan]) => {
@@ -168,7 +167,13 @@ export class Preemption {
       if (!plan) continue;
       if (plan.kind === "preempt") {
         if (!stillWaiting.has(p.sessionId)) continue;
-        for (const victim of plan.victims) {
+        // A victim between two stages (its stage claimed by another transition) cannot be claimed
+        // now; preempting the others instead would pick a worse set (often a running session
+        // over one that has not started). The next pass claims it wherever it has landed.
+        const inTransit = plan.victims.some(
+          (v) => byId.get(v.sessionId)?.session.stage.taskToken === undefined,
+        );
+        for (const victim of inTransit ? [] : plan.victims) {
           const holder = byId.get(victim.sessionId);
           if (holder && (await this.#preempt(holder, p))) completed++;
         }
@@ -290,9 +295,6 @@ function toCandidate({ session, kernels }: SessionWithKernels): PreemptionCandid
       : session.status === SessionStatus.TERMINATING || session.cancelRequestedAtMs !== undefined
         ? "ending"
         : false;
-  // Claimed by another transition (no token) and not known to be leaving: it can neither be
-  // preempted now nor counted on; the next pass sees where it went.
-  if (releasing === false && session.stage.taskToken === undefined) return [];
   const holds: HeldCapacity[] = [...held.entries()].map(([agentId, resources]) => ({ agentId, resources }));
   return [
     {
