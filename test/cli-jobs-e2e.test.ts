@@ -243,11 +243,11 @@ describe("jobs through the CLI", { timeout: TEST_TIMEOUT_MS }, () => {
         index: 1,
         state: "PENDING",
         agent: null,
-        reason: expect.stringMatching(/^no agent has 64 cpu free/) as unknown,
+        reason: expect.stringMatching(/^no agent matches: a task needs 64 cpu/) as unknown,
       });
       expect(logs.code).toBe(3);
       expect(logs.stderr).toMatch(
-        /^cairn: task 1 of job cj-huge has not started yet \(PENDING: no agent has 64 cpu free.*\): no logs$/m,
+        /^cairn: task 1 of job cj-huge has not started yet \(PENDING: no agent matches: a task needs 64 cpu.*\): no logs$/m,
       );
 
       const cancel = await cairn("cancel", "cj-huge", "--reason", "too big");

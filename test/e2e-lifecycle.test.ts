@@ -109,7 +109,9 @@ describe("the session lifecycle, end to end", () => {
       spec: { name: "too-big", command: ["true"], resources: { cpu: 64 }, timeouts: { pending: 3 } },
     });
     const skipped = await rt.waitFor(id, (s) => s.session.pendingReason !== undefined, "a pending reason");
-    expect(skipped.session.pendingReason).toBe("no agent has 64 cpu free; largest free is 4");
+    expect(skipped.session.pendingReason).toBe(
+      "no agent matches: a task needs 64 cpu and 256 MiB; the largest agent has 4 cpu and 4096 MiB",
+    );
 
     const done = await rt.waitForEnd(id);
     expect(done.session.status).toBe("CANCELLED");
@@ -120,7 +122,8 @@ describe("the session lifecycle, end to end", () => {
         handler: "ScheduleNewSessions",
         result: "SKIPPED",
         fromStatus: "PENDING",
-        message: "no agent has 64 cpu free; largest free is 4",
+        message:
+          "no agent matches: a task needs 64 cpu and 256 MiB; the largest agent has 4 cpu and 4096 MiB",
       }),
     );
     expect(history.at(-1)).toMatchObject({ result: "EXPIRED", fromStatus: "PENDING", toStatus: "CANCELLED" });

@@ -8,6 +8,8 @@ import type { ResourceRequest } from "./model.ts";
 export interface AgentFree {
   readonly id: string;
   readonly free: ResourceRequest;
+  /** The agent's whole capacity, when known: tells "no agent matches" from "wait for capacity". */
+  readonly capacity?: ResourceRequest;
 }
 
 export interface KernelDemand {
@@ -81,6 +83,13 @@ function explain(
   placedSoFar: number,
   agents: readonly AgentFree[],
 ): string {
+  const sizes = agents.flatMap((a) => (a.capacity ? [a.capacity] : []));
+  const holds = (c: ResourceRequest) => c.cpu >= need.cpu && c.memoryMiB >= need.memoryMiB;
+  if (sizes.length === agents.length && !sizes.some(holds)) {
+    // Waiting cannot help: no agent could hold the task even idle.
+    const largest = [...sizes].sort((a, b) => b.cpu - a.cpu || b.memoryMiB - a.memoryMiB)[0];
+    return `no agent matches: a task needs ${need.cpu} cpu and ${need.memoryMiB} MiB; the largest agent has ${largest?.cpu ?? 0} cpu and ${largest?.memoryMiB ?? 0} MiB`;
+  }
   const maxCpu = Math.max(...agents.map((a) => a.free.cpu));
   const maxMem = Math.max(...agents.map((a) => a.free.memoryMiB));
   const cpuOk = agents.some((a) => a.free.cpu >= need.cpu);

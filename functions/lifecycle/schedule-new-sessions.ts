@@ -29,7 +29,7 @@ export const scheduleNewSessions: LifecycleHandler = {
     const free = new Map<string, AgentFree>(
       (await ctx.store.listAgents())
         .filter((a) => a.lastHeartbeatAtMs >= sinceMs)
-        .map((a) => [a.id, { id: a.id, free: { ...a.free } }]),
+        .map((a) => [a.id, { id: a.id, free: { ...a.free }, capacity: a.capacity }]),
     );
     const freeAtStart = [...free.values()];
     /** Priorities of the sessions placed so far in this pass (they were ahead in queue order). */
@@ -76,7 +76,7 @@ export const scheduleNewSessions: LifecycleHandler = {
           // Another run took the capacity first: not this session's failure, so no try is spent.
           result.skip(session.id, `capacity changed while placing: ${errorMessage(error)}`);
           const agent = await ctx.store.getAgent((error as { agentId: string }).agentId);
-          if (agent) free.set(agent.id, { id: agent.id, free: { ...agent.free } });
+          if (agent) free.set(agent.id, { id: agent.id, free: { ...agent.free }, capacity: agent.capacity });
         } else if (code === "CONFLICT" || code === "NOT_FOUND") {
           // The session moved on (cancelled, or another run placed it): nothing to judge.
         } else {
@@ -89,7 +89,7 @@ export const scheduleNewSessions: LifecycleHandler = {
         const need = kernels[p.index]?.resources;
         if (agent && need) {
           free.set(p.agentId, {
-            id: agent.id,
+            ...agent,
             free: { cpu: agent.free.cpu - need.cpu, memoryMiB: agent.free.memoryMiB - need.memoryMiB },
           });
         }

@@ -35,6 +35,23 @@ describe("placeKernels", () => {
     }
   });
 
+  test("a task no agent could hold even idle: 'no agent matches', not a wait for capacity", () => {
+    const sized = (id: string, free: number, capacity: number): AgentFree => ({
+      id,
+      free: { cpu: free, memoryMiB: 4096 },
+      capacity: { cpu: capacity, memoryMiB: 4096 },
+    });
+    expect(placeKernels(kernels(1, 64, 256), [sized("a", 2, 4), sized("b", 8, 8)])).toEqual({
+      ok: false,
+      reason: "no agent matches: a task needs 64 cpu and 256 MiB; the largest agent has 8 cpu and 4096 MiB",
+    });
+    // It would fit an idle agent: a wait for capacity.
+    expect(placeKernels(kernels(1, 6, 256), [sized("a", 2, 4), sized("b", 4, 8)])).toEqual({
+      ok: false,
+      reason: "no agent has 6 cpu free; largest free is 4",
+    });
+  });
+
   test("perAgent 1 needs as many agents as tasks, and says so", () => {
     const result = placeKernels(kernels(4, 1, 64), [agent("a", 64, 4096), agent("b", 64, 4096)], {
       maxPerAgent: 1,
