@@ -152,7 +152,7 @@ async function schedule(...ids: string[]): Promise<HandlerResult> {
 }
 
 describe("the store's preemption read", () => {
-  test("lower priorities only, lowest first, newest first within a priority", async () => {
+  test("below a priority: lowest first, newest first; above one: queue order", async () => {
     await session("p0-old", 0, "RUNNING", undefined, { createdAtMs: T0 });
     await session("p0-new", 0, "RUNNING", undefined, { createdAtMs: T0 + 5 });
     await session("p5", 5, "SCHEDULED");
@@ -176,6 +176,23 @@ describe("the store's preemption read", () => {
     expect(await below(1_000_000_001)).toEqual(["p-neg", "p0-new", "p0-old", "p5", "p10"]);
     expect(await below(10, true)).toEqual(["p-neg", "p0-new", "p0-old", "p5"]);
     await expect(below(1.5)).rejects.toMatchObject({ code: "INVALID_STORE_REQUEST", field: "belowPriority" });
+    const above = (priority: number) =>
+      store
+        .targetsByStatus({
+          statuses: ["SCHEDULED", "RUNNING", "TERMINATING"],
+          limit: 10,
+          abovePriority: priority,
+        })
+        .then((ss) => ss.map((s) => s.session.id));
+    // Queue order: highest priority first, then oldest.
+    expect(await above(0)).toEqual(["p10", "p5"]);
+    expect(await above(-3)).toEqual(["p10", "p5", "p0-old", "p0-new"]);
+    expect(await above(10)).toEqual([]);
+    expect(await above(-1_000_000_001)).toEqual(["p10", "p5", "p0-old", "p0-new", "p-neg"]);
+    expect(await above(1_000_000_000)).toEqual([]);
+    await expect(
+      store.targetsByStatus({ statuses: ["RUNNING"], limit: 1, abovePriority: 1, belowPriority: 5 }),
+    ).rejects.toMatchObject({ code: "INVALID_STORE_REQUEST", field: "abovePriority" });
   });
 });
 
@@ -331,10 +348,13 @@ describe("preemption after a scheduling pass", () => {
       if (query.belowPriority !== undefined) reads++;
       return real(query);
     };
-    const result = await schedule("huge");
+    const targets = await store.getSessions(["huge"]);
+    const placed = await scheduleNewSessions.execute(targets, ctx());
+    const { result } = await preemption.afterSchedule(targets, placed);
     expect(reads).toBe(0);
     expect(executions.completed).toEqual([]);
-    expect(result.messages?.["huge"]).toBe("no agent has 3 cpu free; largest free is 0");
+    // Its reason is placement's own, untouched.
+    expect(result.messages?.["huge"]).toBe(placed.messages?.["huge"]);
   });
 
   test("sessions of the same priority are never preempted", async () => {

@@ -103,6 +103,8 @@ interface PassOutcome {
 }
 
 const MAX_CONFLICT_RETRIES = 5;
+/** Higher-priority waiting sessions a targeted scheduling pass also tries, first. */
+const WAITING_AHEAD_LIMIT = 10;
 /** Sessions name no queue: they are in this one, which need not have been created. */
 const DEFAULT_QUEUE = "default";
 
@@ -344,10 +346,33 @@ export class Coordinator {
     }
     const ids = dirty.touched(statuses);
     if (ids.length === 0) return [];
-    const sessions = await this.#d.store.getSessions([...new Set(ids)]);
-    return sessions
-      .filter(({ session }) => statuses.includes(session.status) && session.stage.taskToken !== undefined)
-      .sort(queueOrder);
+    const sessions = (await this.#d.store.getSessions([...new Set(ids)])).filter(
+      ({ session }) => statuses.includes(session.status) && session.stage.taskToken !== undefined,
+    );
+    return [...sessions, ...(await this.#waitingAhead(statuses, sessions))].sort(queueOrder);
+  }
+
+  /**
+   * A targeted scheduling pass lets the waiting sessions of higher priority go first, as a full
+   * pass does: otherwise a lower-priority session (say, a preempted one back in the queue) could
+   * take capacity a higher-priority one waits for, and be preempted again. A few are enough: it
+   * is the head of the queue that is owed the capacity.
+   */
+  async #waitingAhead(
+    statuses: readonly SessionStatus[],
+    targets: readonly SessionWithKernels[],
+  ): Promise<SessionWithKernels[]> {
+    if (!statuses.includes(SessionStatus.PENDING)) return [];
+    const pending = targets.filter((t) => t.session.status === SessionStatus.PENDING);
+    if (pending.length === 0) return [];
+    const have = new Set(targets.map((t) => t.session.id));
+    const ahead = await this.#d.store.targetsByStatus({
+      statuses: [SessionStatus.PENDING],
+      limit: Math.min(this.#d.config.batchLimit, WAITING_AHEAD_LIMIT),
+      targetableOnly: true,
+      abovePriority: Math.min(...pending.map((t) => t.session.spec.priority)),
+    });
+    return ahead.filter((s) => !have.has(s.session.id));
   }
 
   async #runPass(

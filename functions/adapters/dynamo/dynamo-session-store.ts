@@ -63,6 +63,7 @@ import {
   historySk,
   KERNEL_SK_PREFIX,
   kernelStatusPk,
+  queueSkAbovePriority,
   queueSkBelowPriority,
   RUN_SK_PREFIX,
   SESSION_SK,
@@ -196,11 +197,23 @@ export class DynamoSessionStore implements SessionStore {
     requireLimit("limit", query.limit, MAX_QUERY_LIMIT);
     const targetable = query.targetableOnly === true;
     const statuses = new Set(query.statuses);
-    // Lower priorities sort after higher ones: read from the end of the queue down to the floor.
-    const below = query.belowPriority;
+    // Lower priorities sort after higher ones: read from the end of the queue down to the floor,
+    // or from its start up to the ceiling.
+    const { belowPriority: below, abovePriority: above } = query;
+    if (below !== undefined && above !== undefined) {
+      throw new InvalidStoreRequestError("abovePriority", "cannot be combined with belowPriority");
+    }
     const floor = below === undefined ? undefined : queueSkBelowPriority(below);
-    if (below !== undefined && floor === undefined) return [];
-    const range = below === undefined ? {} : { descending: true, atLeast: floor };
+    const ceiling = above === undefined ? undefined : queueSkAbovePriority(above);
+    if ((below !== undefined && floor === undefined) || (above !== undefined && ceiling === undefined)) {
+      return [];
+    }
+    const range =
+      below !== undefined
+        ? { descending: true, atLeast: floor }
+        : above !== undefined
+          ? { lessThan: ceiling }
+          : {};
     const fetchers = [...statuses].flatMap((status) =>
       this.shardIndexes().map((shard) =>
         targetable
@@ -216,7 +229,8 @@ export class DynamoSessionStore implements SessionStore {
       (s) =>
         statuses.has(s.session.status) &&
         (!targetable || s.session.stage.taskToken !== undefined) &&
-        (below === undefined || s.session.spec.priority < below),
+        (below === undefined || s.session.spec.priority < below) &&
+        (above === undefined || s.session.spec.priority > above),
     );
   }
 
@@ -488,18 +502,26 @@ export class DynamoSessionStore implements SessionStore {
     pkAttribute: string,
     pkValue: string,
     pageSize: number,
-    range: { after?: string | undefined; atLeast?: string | undefined; descending?: boolean } = {},
+    range: {
+      after?: string | undefined;
+      atLeast?: string | undefined;
+      lessThan?: string | undefined;
+      descending?: boolean;
+    } = {},
   ): PageFetcher {
     const sortAttribute = indexName === LISTING_INDEX ? "gsi3sk" : "gsi1sk";
-    if (range.after !== undefined && range.atLeast !== undefined) {
-      throw new InvalidStoreRequestError("range", "after and atLeast cannot be combined");
+    const bounds = [range.after, range.atLeast, range.lessThan].filter((b) => b !== undefined);
+    if (bounds.length > 1) {
+      throw new InvalidStoreRequestError("range", "after, atLeast and lessThan cannot be combined");
     }
     const bound =
       range.after !== undefined
         ? { op: range.descending ? "<" : ">", value: range.after }
         : range.atLeast
           ? { op: ">=", value: range.atLeast }
-          : undefined;
+          : range.lessThan !== undefined
+            ? { op: "<", value: range.lessThan }
+            : undefined;
     return async (startKey) => {
       const page = await this.requests.query(`query ${indexName}`, {
         TableName: this.tableName,

@@ -131,6 +131,18 @@ export function queueSkBelowPriority(priority: number): string | undefined {
   return pad(PRIORITY_CEILING - priority + 1, 10);
 }
 
+/**
+ * The queue key every session of a priority above `priority` sorts before. Undefined when no
+ * priority is higher.
+ */
+export function queueSkAbovePriority(priority: number): string | undefined {
+  if (!Number.isInteger(priority)) {
+    throw new InvalidStoreRequestError("abovePriority", `must be an integer, got ${priority}`);
+  }
+  if (priority >= MAX_PRIORITY) return undefined;
+  return pad(PRIORITY_CEILING - Math.max(priority, MIN_PRIORITY - 1), 10);
+}
+
 /** A kernel's entry sorts right after its session's queue position. */
 export const kernelQueueSk = (sessionQueueSk: string, index: number): string =>
   `${sessionQueueSk}#${pad(index, 4)}`;

@@ -42,6 +42,11 @@ export interface TargetQuery {
    * first, then newest (preemption's candidates, cheapest to preempt first).
    */
   readonly belowPriority?: number;
+  /**
+   * Only sessions of a priority higher than this, in queue order (the sessions a targeted
+   * scheduling pass must let go first). Not combined with `belowPriority`.
+   */
+  readonly abovePriority?: number;
 }
 
 export interface KernelStatusQuery {
