@@ -164,8 +164,9 @@ describe("priority preemption", () => {
       "a pending reason saying preemption would not help",
       60_000,
     );
-    expect(waiting.session.pendingReason).toBe(
-      "no agent has 2 cpu free; largest free is 0; preempting every lower-priority session (1) would not make room",
+    // Placement's reason, then preemption's verdict.
+    expect(waiting.session.pendingReason).toMatch(
+      /^no agent has 2 cpu free.*; preempting every lower-priority session \(1\) would not make room$/,
     );
     await rt.cancel(gang, "cannot fit");
     expect((await rt.waitForEnd(gang)).session.status).toBe("CANCELLED");
