@@ -3,18 +3,13 @@
  * job, `submit --wait` of a job on a simulated clock, task logs read and followed from real files
  * laid out as the agents write them, and runCli end to end against in-memory fakes.
  */
+import { parseLine, usageErrorOf } from "./support/cli-parse.ts";
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { parseCommandLine, type Invocation } from "../bin/cli/args.ts";
 import type { CairnApi, SessionReader } from "../bin/cli/cairn-api.ts";
-import {
-  JobNotFoundError,
-  JobWaitTimeoutError,
-  LogsUnavailableError,
-  UsageError,
-} from "../bin/cli/errors.ts";
+import { JobNotFoundError, JobWaitTimeoutError, LogsUnavailableError } from "../bin/cli/errors.ts";
 import { followJob } from "../bin/cli/follow-job.ts";
 import type { CliIo } from "../bin/cli/io.ts";
 import { jobSnapshot, readJob, taskOf, taskRefs } from "../bin/cli/job-read.ts";
@@ -146,16 +141,8 @@ function trainWorld(): World {
 // ---------------------------------------------------------------------------------------------
 
 describe("parsing the job commands", () => {
-  const parse = (line: string): Invocation => parseCommandLine(line.split(" ").filter((a) => a !== ""));
-  const usageError = (line: string): UsageError => {
-    try {
-      parse(line);
-    } catch (error) {
-      expect(error).toBeInstanceOf(UsageError);
-      return error as UsageError;
-    }
-    throw new Error(`"${line}" parsed without error`);
-  };
+  const parse = parseLine;
+  const usageError = usageErrorOf;
 
   test("job get, tasks, task and logs", () => {
     expect(parse("job get train-1 -o json")).toEqual({

@@ -3,6 +3,7 @@
  * clock), session ids, --wait's follow loop on a simulated clock, where-is-Cairn resolution,
  * AWS error mapping, and runCli end to end against recording fakes.
  */
+import { parseLine, usageErrorOf } from "./support/cli-parse.ts";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import fc from "fast-check";
@@ -135,16 +136,8 @@ const HISTORY: HistoryRecord[] = [
 // ---------------------------------------------------------------------------------------------
 
 describe("parseCommandLine", () => {
-  const parse = (line: string): Invocation => parseCommandLine(line.split(" ").filter((a) => a !== ""));
-  const usageError = (line: string): UsageError => {
-    try {
-      parse(line);
-    } catch (error) {
-      expect(error).toBeInstanceOf(UsageError);
-      return error as UsageError;
-    }
-    throw new Error(`"${line}" parsed without error`);
-  };
+  const parse = parseLine;
+  const usageError = usageErrorOf;
 
   test("submit with every option", () => {
     expect(parse("submit -f spec.yaml --id my-run-1 --wait --timeout 90 --output json")).toEqual({

@@ -29,7 +29,7 @@ import {
   type Preemptor,
 } from "../core/preemption.ts";
 import type { HandlerResult } from "../core/scheduling.ts";
-import { isWaitingStatus, SessionStatus } from "../core/status.ts";
+import { isWaitingStatus, SessionStatus, WAITING_SESSION_STATUSES } from "../core/status.ts";
 import { errorCode, errorMessage } from "../lifecycle/handler.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock, LifecycleExecutionsPort } from "./ports.ts";
@@ -49,15 +49,8 @@ export interface PreemptionDeps {
   readonly noLowerPriorityCacheMs?: number;
 }
 
-/** Statuses in which a session holds capacity on agents. */
-const HOLDING: readonly SessionStatus[] = [
-  SessionStatus.SCHEDULED,
-  SessionStatus.PREPARING,
-  SessionStatus.PREPARED,
-  SessionStatus.CREATING,
-  SessionStatus.RUNNING,
-  SessionStatus.TERMINATING,
-];
+/** Statuses in which a session holds capacity on agents: every waiting stage after PENDING. */
+const HOLDING: readonly SessionStatus[] = WAITING_SESSION_STATUSES.filter((s) => s !== SessionStatus.PENDING);
 
 export class Preemption {
   readonly #d: PreemptionDeps;

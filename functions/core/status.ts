@@ -105,12 +105,8 @@ export const TaskState = {
   ASSIGNED: "ASSIGNED",
   BUILDING: "BUILDING",
   RUNNING: "RUNNING",
-  SUCCEEDED: "SUCCEEDED",
-  FAILED: "FAILED",
-  KILLED: "KILLED",
-  WORKER_FAILED: "WORKER_FAILED",
-  UNSCHEDULABLE: "UNSCHEDULABLE",
-  PREEMPTED: "PREEMPTED",
+  // How a task's attempt ended is one of its states (KILLED, UNSCHEDULABLE are never retried).
+  ...AttemptOutcome,
 } as const;
 export type TaskState = (typeof TaskState)[keyof typeof TaskState];
 
