@@ -6,7 +6,7 @@
  */
 import type { Job, SessionSpec } from "../../core/model.ts";
 import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
-import type { JobState} from "../../core/status.ts";
+import type { JobState } from "../../core/status.ts";
 import { TERMINAL_JOB_STATES } from "../../core/status.ts";
 import { itemAbsent, itemExists } from "./conditions.ts";
 import type { DynamoRequests } from "./dynamo-requests.ts";
