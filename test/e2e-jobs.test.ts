@@ -290,6 +290,7 @@ describe("parent and child jobs", () => {
     const lateDone = await waitForJob(late, settled, "the late child to be cancelled");
     expect(lateDone.job.final?.state).toBe("KILLED");
     expect(lateDone.tasks[0]?.sessionStatus).toBe("CANCELLED");
+    expect(lateDone.tasks[0]?.reason).toBe(`parent job ${parent} FAILED: 1 task failed (maxTaskFailures 0)`);
   }, 90_000);
 
   test("a parent that succeeds leaves its children alone", async () => {

@@ -87,9 +87,8 @@ export class Jobs {
         timeouts: { ...created.session.session.spec.timeouts },
       });
     }
-    const parentFinal = parent?.final;
-    if (parentFinal && parentFinal.state !== JobState.SUCCEEDED) {
-      await this.cancelJob(job.id, `parent job ${parentFinal.state}: ${parent?.id ?? ""}`);
+    if (parent?.final && parent.final.state !== JobState.SUCCEEDED) {
+      await this.cancelJob(job.id, `parent job ${parent.id} ${parent.final.state}: ${parent.final.reason}`);
     }
     return { ok: true, sessionIds: job.sessionIds };
   }
