@@ -457,7 +457,9 @@ describe("examples/", () => {
   const files = readdirSync(dir).filter((f) => /\.(ya?ml|json)$/.test(f));
 
   test("holds the documented examples", () => {
-    expect(files).toEqual(expect.arrayContaining(["hello.yaml", "gang.yaml", "fail.yaml", "oom.yaml"]));
+    expect(files).toEqual(
+      expect.arrayContaining(["hello.yaml", "gang.yaml", "tasks.yaml", "fail.yaml", "oom.yaml"]),
+    );
   });
 
   test.each(files)("%s parses", (file) => {
@@ -466,6 +468,14 @@ describe("examples/", () => {
       file.endsWith(".json") ? "json" : "yaml",
     );
     expect(spec.name).toBe(file.replace(/\.(ya?ml|json)$/, ""));
+  });
+
+  test("gang.yaml is co-scheduled, one task per agent; tasks.yaml is independent tasks tolerating one failure", () => {
+    const gang = parseSpecText(readFileSync(join(dir, "gang.yaml"), "utf8"));
+    expect(jobSettings(gang)).toEqual({ coscheduled: true, perAgent: 1, maxTaskFailures: 0 });
+    const tasks = parseSpecText(readFileSync(join(dir, "tasks.yaml"), "utf8"));
+    expect(jobSettings(tasks)).toEqual({ coscheduled: false, perAgent: 1, maxTaskFailures: 1 });
+    expect(tasks.timeouts.pending).toBe(120);
   });
 
   test("gang.yaml is a gang of four and oom.yaml is capped at 64 MiB", () => {
