@@ -3,7 +3,7 @@
  * job, `submit --wait` of a job on a simulated clock, task logs read and followed from real files
  * laid out as the agents write them, and runCli end to end against in-memory fakes.
  */
-import { parseLine, usageErrorOf } from "./support/cli-parse.ts";
+import { parseLine, simulatedClock, usageErrorOf } from "./support/cli-helpers.ts";
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -415,20 +415,6 @@ describe("readJob", () => {
 
 // ---------------------------------------------------------------------------------------------
 
-function simulatedClock() {
-  let nowMs = T0;
-  const sleeps: number[] = [];
-  return {
-    nowMs: () => nowMs,
-    sleep: (ms: number) => {
-      sleeps.push(ms);
-      nowMs += ms;
-      return Promise.resolve();
-    },
-    sleeps,
-  };
-}
-
 function record(sessionId: string, seq: number, fields: Partial<HistoryRecord>): HistoryRecord {
   return {
     sessionId,
@@ -481,7 +467,7 @@ describe("followJob (submit --wait of a job)", () => {
   });
 
   test("task-prefixed history, each job state once, and the recorded final state", async () => {
-    const clock = simulatedClock();
+    const clock = simulatedClock(T0);
     const pending = [0, 1, 2].map((i) => taskSession(i, "PENDING"));
     const running = [0, 1, 2].map((i) =>
       taskSession(i, "SCHEDULED", { status: "SCHEDULED", agentId: `agent-${i + 1}` }, { version: 1 }),
@@ -522,7 +508,7 @@ describe("followJob (submit --wait of a job)", () => {
   });
 
   test("all sessions ended but no final state recorded: the derived one after the grace period", async () => {
-    const clock = simulatedClock();
+    const clock = simulatedClock(T0);
     const store = scripted([world([ended(0, 0), ended(1, 1), ended(2, 1)], {})]);
     const result = await followJob(JOB_ID, { store, ...clock, progress: () => {}, finalGraceMs: 1_000 });
     expect(result).toMatchObject({
@@ -534,7 +520,7 @@ describe("followJob (submit --wait of a job)", () => {
   });
 
   test("times out with the last job state seen", async () => {
-    const clock = simulatedClock();
+    const clock = simulatedClock(T0);
     const store = scripted([world([RUNNING], {})]);
     const error = await followJob(JOB_ID, { store, ...clock, progress: () => {}, timeoutSeconds: 1.2 }).catch(
       (e: unknown) => e,

@@ -3,7 +3,7 @@
  * clock), session ids, --wait's follow loop on a simulated clock, where-is-Cairn resolution,
  * AWS error mapping, and runCli end to end against recording fakes.
  */
-import { parseLine, usageErrorOf } from "./support/cli-parse.ts";
+import { parseLine, simulatedClock, usageErrorOf } from "./support/cli-helpers.ts";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import fc from "fast-check";
@@ -521,23 +521,9 @@ function scriptedStore(
   return { store, historyReads };
 }
 
-function simulatedClock() {
-  let nowMs = T0;
-  const sleeps: number[] = [];
-  return {
-    nowMs: () => nowMs,
-    sleep: (ms: number) => {
-      sleeps.push(ms);
-      nowMs += ms;
-      return Promise.resolve();
-    },
-    sleeps,
-  };
-}
-
 describe("followSession", () => {
   test("reports each new record once, in order, and returns the ended session", async () => {
-    const clock = simulatedClock();
+    const clock = simulatedClock(T0);
     const ended = { ...FAILED };
     const { store, historyReads } = scriptedStore([undefined, RUNNING, RUNNING, ended], HISTORY);
     const lines: string[] = [];
@@ -554,7 +540,7 @@ describe("followSession", () => {
   });
 
   test("times out with the last status seen, sleeping no longer than the time left", async () => {
-    const clock = simulatedClock();
+    const clock = simulatedClock(T0);
     const { store } = scriptedStore([RUNNING], []);
     const error = await followSession("hello-abc12345", {
       store,
@@ -572,7 +558,7 @@ describe("followSession", () => {
   });
 
   test("says once that a session is slow to be recorded", async () => {
-    const clock = simulatedClock();
+    const clock = simulatedClock(T0);
     const { store } = scriptedStore([undefined], []);
     const lines: string[] = [];
     await expect(

@@ -1,4 +1,4 @@
-/** Parsing a command line the way a shell would split a simple one, for the CLI's parser tests. */
+/** Helpers for the CLI's unit tests: parsing a simple command line, and a simulated clock. */
 import { expect } from "vitest";
 import { parseCommandLine, type Invocation } from "../../bin/cli/args.ts";
 import { UsageError } from "../../bin/cli/errors.ts";
@@ -15,4 +15,19 @@ export function usageErrorOf(line: string): UsageError {
     return error as UsageError;
   }
   throw new Error(`"${line}" parsed without error`);
+}
+
+/** A clock that jumps forward by whatever is slept, recording each sleep. */
+export function simulatedClock(startMs: number) {
+  let nowMs = startMs;
+  const sleeps: number[] = [];
+  return {
+    nowMs: () => nowMs,
+    sleep: (ms: number) => {
+      sleeps.push(ms);
+      nowMs += ms;
+      return Promise.resolve();
+    },
+    sleeps,
+  };
 }
