@@ -3,7 +3,7 @@
  * job, `submit --wait` of a job on a simulated clock, task logs read and followed from real files
  * laid out as the agents write them, and runCli end to end against in-memory fakes.
  */
-import { parseLine, simulatedClock, usageErrorOf } from "./support/cli-helpers.ts";
+import { fakeCliIo, parseLine, simulatedClock, usageErrorOf } from "./support/cli-helpers.ts";
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +11,6 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { CairnApi, SessionReader } from "../bin/cli/cairn-api.ts";
 import { JobNotFoundError, JobWaitTimeoutError, LogsUnavailableError } from "../bin/cli/errors.ts";
 import { followJob } from "../bin/cli/follow-job.ts";
-import type { CliIo } from "../bin/cli/io.ts";
 import { jobSnapshot, readJob, taskOf, taskRefs } from "../bin/cli/job-read.ts";
 import { renderJob, renderTask, renderTasks } from "../bin/cli/job-render.ts";
 import { jobView, taskDetailView, tasksView } from "../bin/cli/job-views.ts";
@@ -777,8 +776,6 @@ const RUNTIME_FILE = {
 };
 
 function cli(world: World, logs: LogAccess, files: Record<string, string> = {}) {
-  const out: string[] = [];
-  const err: string[] = [];
   const puts: PutEventsEntry[] = [];
   const api: CairnApi = {
     store: fakeStore(world),
@@ -791,31 +788,17 @@ function cli(world: World, logs: LogAccess, files: Record<string, string> = {}) 
     },
     close: () => {},
   };
-  const all: Record<string, string> = { "/work/.cairn/runtime.json": JSON.stringify(RUNTIME_FILE), ...files };
-  let nowMs = NOW;
-  const sleeps: number[] = [];
-  const io: CliIo = {
-    stdout: (t) => void out.push(t),
-    stderr: (t) => void err.push(t),
-    cwd: "/work",
-    env: {},
-    readFile: (path) => {
-      const text = all[path];
-      if (text === undefined) throw Object.assign(new Error(`ENOENT: ${path}`), { code: "ENOENT" });
-      return text;
+  const clock = simulatedClock(NOW);
+  const { io, out, err } = fakeCliIo(
+    { "/work/.cairn/runtime.json": JSON.stringify(RUNTIME_FILE), ...files },
+    {
+      nowMs: clock.nowMs,
+      sleep: clock.sleep,
+      openApi: () => Promise.resolve(api),
+      stackOutputs: () => Promise.resolve({ TableName: "t", EventBusName: "b", StateMachineArn: "arn:sm" }),
     },
-    readStdin: () => "",
-    nowMs: () => nowMs,
-    sleep: (ms) => {
-      sleeps.push(ms);
-      nowMs += ms;
-      return Promise.resolve();
-    },
-    random: () => 0,
-    openApi: () => Promise.resolve(api),
-    stackOutputs: () => Promise.resolve({ TableName: "t", EventBusName: "b", StateMachineArn: "arn:sm" }),
-  };
-  return { io, out, err, puts, sleeps };
+  );
+  return { io, out, err, puts, sleeps: clock.sleeps };
 }
 
 const NO_LOGS: LogAccess = { readable: false, why: "stack Cairn keeps no task logs" };

@@ -3,7 +3,7 @@
  * clock), session ids, --wait's follow loop on a simulated clock, where-is-Cairn resolution,
  * AWS error mapping, and runCli end to end against recording fakes.
  */
-import { parseLine, simulatedClock, usageErrorOf } from "./support/cli-helpers.ts";
+import { fakeCliIo, parseLine, simulatedClock, usageErrorOf } from "./support/cli-helpers.ts";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import fc from "fast-check";
@@ -911,8 +911,6 @@ function fakeWorld(
   files: Record<string, string> = {},
   storeOverrides: Partial<SessionReader> = {},
 ): FakeWorld {
-  const out: string[] = [];
-  const err: string[] = [];
   const puts: PutEventsEntry[] = [];
   const opened: number[] = [];
   const admin = new FakeAdmin();
@@ -944,30 +942,18 @@ function fakeWorld(
     },
     close: () => {},
   };
-  const allFiles: Record<string, string> = {
-    "/work/.cairn/runtime.json": JSON.stringify(RUNTIME_FILE),
-    ...files,
-  };
-  const io: CliIo = {
-    stdout: (t) => void out.push(t),
-    stderr: (t) => void err.push(t),
-    cwd: "/work",
-    env: {},
-    readFile: (path) => {
-      const text = allFiles[path];
-      if (text === undefined) throw Object.assign(new Error(`ENOENT: ${path}`), { code: "ENOENT" });
-      return text;
+  const { io, out, err } = fakeCliIo(
+    { "/work/.cairn/runtime.json": JSON.stringify(RUNTIME_FILE), ...files },
+    {
+      nowMs: () => T0 + 65_000,
+      sleep: () => Promise.resolve(),
+      openApi: () => {
+        opened.push(1);
+        return Promise.resolve(api);
+      },
+      stackOutputs: () => Promise.reject(new Error("unexpected")),
     },
-    readStdin: () => "",
-    nowMs: () => T0 + 65_000,
-    sleep: () => Promise.resolve(),
-    random: () => 0,
-    openApi: () => {
-      opened.push(1);
-      return Promise.resolve(api);
-    },
-    stackOutputs: () => Promise.reject(new Error("unexpected")),
-  };
+  );
   return { io, out, err, puts, opened, admin };
 }
 
