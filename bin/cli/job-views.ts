@@ -3,10 +3,11 @@
  * stable field names, ISO 8601 times, `null` for what is not known. Pure.
  */
 import type { TaskView } from "../../functions/core/jobs.ts";
-import { jobSettings } from "../../functions/core/jobs.ts";
+import { countTaskStates, jobSettings } from "../../functions/core/jobs.ts";
 import type { Kernel, RunRecord } from "../../functions/core/model.ts";
 import { runName } from "../../functions/core/retry/naming.ts";
-import { TaskState, type JobState, type SessionStatus } from "../../functions/core/status.ts";
+import type { TaskState } from "../../functions/core/status.ts";
+import { type JobState, type SessionStatus } from "../../functions/core/status.ts";
 import type { JobSnapshot } from "./job-read.ts";
 import { iso, runView, type RunKernelView, type RunView } from "./views.ts";
 
@@ -102,7 +103,7 @@ export function jobView(snapshot: JobSnapshot): JobView {
     parent: job.parentId ?? null,
     children: [...job.childIds],
     sessions: [...job.sessionIds],
-    taskCounts: countTasks(snapshot.tasks),
+    taskCounts: countTaskStates(snapshot.tasks),
     createdAt: iso(job.createdAtMs),
     finishedAt: job.final === undefined ? null : iso(job.final.atMs),
   };
@@ -155,10 +156,4 @@ export function taskDetailView(
       return { ...rest, task: kernels.find((k) => k.index === task.kernelIndex) ?? null };
     }),
   };
-}
-
-function countTasks(tasks: readonly Pick<TaskView, "state">[]): Record<TaskState, number> {
-  const counts = Object.fromEntries(Object.values(TaskState).map((s) => [s, 0])) as Record<TaskState, number>;
-  for (const task of tasks) counts[task.state]++;
-  return counts;
 }

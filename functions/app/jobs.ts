@@ -8,6 +8,7 @@
  * recorded, so a run that stops half-way is finished by the next status change of the job.
  */
 import {
+  countTaskStates,
   deriveJobState,
   jobCascade,
   jobIdOf,
@@ -17,7 +18,6 @@ import {
   newJob,
   taskSpec,
 } from "../core/jobs.ts";
-import type { TaskView } from "../core/jobs.ts";
 import type { Job, SessionSpec, SessionWithKernels } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
 import { MAX_MESSAGE_LENGTH } from "../core/events.ts";
@@ -201,7 +201,8 @@ export class Jobs {
           jobId: job.id,
           state: verdict.state,
           reason: verdict.reason.slice(0, MAX_MESSAGE_LENGTH),
-          tasks: countByState(tasks),
+          // Only the states some task is in.
+          tasks: Object.fromEntries(Object.entries(countTaskStates(tasks)).filter(([, n]) => n > 0)),
           ...(job.parentId !== undefined ? { parentId: job.parentId } : {}),
           atMs,
         },
@@ -218,10 +219,4 @@ export class Jobs {
     }
     return cancelled;
   }
-}
-
-function countByState(tasks: readonly TaskView[]): Partial<Record<TaskView["state"], number>> {
-  const counts: Partial<Record<TaskView["state"], number>> = {};
-  for (const t of tasks) counts[t.state] = (counts[t.state] ?? 0) + 1;
-  return counts;
 }

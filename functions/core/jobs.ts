@@ -9,13 +9,7 @@
 import type { Job, Kernel, Session, SessionSpec, SessionWithKernels } from "./model.ts";
 import { SPEC_DEFAULTS } from "./spec.ts";
 import type { AttemptOutcome, KernelStatus } from "./status.ts";
-import {
-  JobState,
-  SessionStatus,
-  TaskState,
-  TERMINAL_SESSION_STATUSES,
-  type TerminationCondition,
-} from "./status.ts";
+import { JobState, SessionStatus, TaskState, type TerminationCondition } from "./status.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Settings and identity.
@@ -132,7 +126,7 @@ const LIVE_KERNEL_TASK_STATE: Readonly<Record<KernelStatus, TaskState>> = {
  * A session that ended in PENDING without being placed, because its scheduling timeout expired
  * (or scheduling gave up), never ran: its tasks are UNSCHEDULABLE, not KILLED.
  */
-export function endedUnscheduled(session: Session): boolean {
+function endedUnscheduled(session: Session): boolean {
   const last = session.lastHistory;
   return (
     session.status === SessionStatus.CANCELLED &&
@@ -249,7 +243,7 @@ export function deriveJobState(
   tasks: readonly Pick<TaskView, "state" | "finished">[],
   maxTaskFailures: number,
 ): JobStateVerdict {
-  const finished = countStates(tasks.filter((t) => t.finished));
+  const finished = countTaskStates(tasks.filter((t) => t.finished));
   const total = tasks.length;
   const allFinished = tasks.every((t) => t.finished);
   if (total > 0 && finished.SUCCEEDED === total) {
@@ -291,7 +285,8 @@ export function deriveJobState(
   return { state: JobState.PENDING, reason: "no task has been placed yet" };
 }
 
-function countStates(tasks: readonly Pick<TaskView, "state">[]): TaskCounts {
+/** How many tasks are in each state (every state present, zero when none). */
+export function countTaskStates(tasks: readonly Pick<TaskView, "state">[]): TaskCounts {
   const counts = Object.fromEntries(Object.values(TaskState).map((s) => [s, 0])) as Record<TaskState, number>;
   for (const t of tasks) counts[t.state]++;
   return counts;
@@ -324,11 +319,4 @@ export function jobCascade(state: JobState): JobCascade {
     case JobState.WORKER_FAILED:
       return { killRemaining: true, cancelChildren: true };
   }
-}
-
-/** Sessions of the job that are still live (not TERMINATED or CANCELLED). */
-export function liveSessionIds(sessions: readonly SessionWithKernels[]): string[] {
-  return sessions
-    .filter(({ session }) => !TERMINAL_SESSION_STATUSES.has(session.status))
-    .map(({ session }) => session.id);
 }
