@@ -9,20 +9,11 @@ import type { SessionReader } from "./cairn-api.ts";
 import { JobWaitTimeoutError } from "./errors.ts";
 import { jobSnapshot, type JobSnapshot } from "./job-read.ts";
 import { oneLine, renderProgress } from "./render.ts";
+import type { PollOptions } from "./follow.ts";
 import { historyRecordView } from "./views.ts";
 
-export interface FollowJobOptions {
+export interface FollowJobOptions extends PollOptions {
   readonly store: Pick<SessionReader, "getJob" | "getSessions" | "listHistory">;
-  readonly nowMs: () => number;
-  readonly sleep: (ms: number) => Promise<void>;
-  /** Receives one line per new history record, per job state change, and slow-start notices. */
-  readonly progress: (line: string) => void;
-  /** Undefined: wait as long as it takes. */
-  readonly timeoutSeconds?: number;
-  /** @default 500 */
-  readonly pollMs?: number;
-  /** After this long without the job being recorded, say so once. @default 30000 */
-  readonly notRecordedNoticeMs?: number;
   /**
    * Once every session has ended, how long to wait for the control plane to record the job's
    * final state before returning the state derived from the tasks (the same rules). @default 2000

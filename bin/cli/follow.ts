@@ -10,18 +10,22 @@ import { WaitTimeoutError } from "./errors.ts";
 import { renderProgress } from "./render.ts";
 import { historyRecordView } from "./views.ts";
 
-export interface FollowOptions {
-  readonly store: Pick<SessionReader, "getSession" | "listHistory">;
+/** How a follower polls and reports; shared with follow-job.ts. */
+export interface PollOptions {
   readonly nowMs: () => number;
   readonly sleep: (ms: number) => Promise<void>;
-  /** Receives one line per new history record (and a note if the session is slow to appear). */
+  /** Receives one line per new history record (and a note if it is slow to appear). */
   readonly progress: (line: string) => void;
   /** Undefined: wait as long as it takes. */
   readonly timeoutSeconds?: number;
   /** @default 500 */
   readonly pollMs?: number;
-  /** After this long without the session being recorded, say so once. @default 30000 */
+  /** After this long without the session (or job) being recorded, say so once. @default 30000 */
   readonly notRecordedNoticeMs?: number;
+}
+
+export interface FollowOptions extends PollOptions {
+  readonly store: Pick<SessionReader, "getSession" | "listHistory">;
 }
 
 /** Resolves with the ended session; throws WaitTimeoutError when the timeout passes first. */
