@@ -10,7 +10,7 @@ import {
   toPutEventsEntry,
   EventSource,
 } from "../functions/core/events.ts";
-import { LocalAgent, type KernelReport } from "./agent/index.ts";
+import { LocalAgent, type KernelReport } from "../agent/index.ts";
 import type { LocalEventBus } from "./eventbridge/index.ts";
 
 export interface AgentHostOptions {

@@ -67,7 +67,7 @@ export interface RuntimeInfo {
   };
   /**
    * The local agents and where their kernels' files are: the CLI reads task logs from
-   * `<workRoot>/<sessionId>/<kernelIndex>/run-<runIndex>/` (local/agent/work-dir.ts).
+   * `<workRoot>/<sessionId>/<kernelIndex>/run-<runIndex>/` (agent/work-dir.ts).
    */
   readonly agents: readonly { readonly id: string; readonly workRoot: string }[];
   readonly pid: number;

@@ -534,7 +534,7 @@ describe("followJob (submit --wait of a job)", () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Task logs: files laid out as the agents write them (local/agent/work-dir.ts).
+// Task logs: files laid out as the agents write them (agent/work-dir.ts).
 
 let root: string;
 

@@ -38,7 +38,7 @@ export interface Connection {
   readonly logs: LogAccess;
 }
 
-/** One local agent and the directory its kernels' files are under (local/agent/work-dir.ts). */
+/** One local agent and the directory its kernels' files are under (agent/work-dir.ts). */
 export interface AgentWorkRoot {
   readonly id: string;
   readonly workRoot: string;

@@ -1,13 +1,13 @@
 /**
  * Task output for `cairn logs` and `submit --stream-logs`. Logs stay with the agents that ran
  * the kernels: a run writes `<workRoot>/<sessionId>/<kernelIndex>/run-<runIndex>/output.jsonl`
- * (local/agent/work-dir.ts), and the local runtime's file says where each agent's work root is.
+ * (agent/work-dir.ts), and the local runtime's file says where each agent's work root is.
  * The CLI is another process, so it reads those files with the agents' own reader
- * (local/agent/log-reader.ts) and learns from the store which run is current and when it is over.
+ * (agent/log-reader.ts) and learns from the store which run is current and when it is over.
  */
-import { followCombinedLog, readCombinedLog } from "../../local/agent/log-reader.ts";
-import type { LogLine, LogPaths } from "../../local/agent/types.ts";
-import { runLogPaths } from "../../local/agent/work-dir.ts";
+import { followCombinedLog, readCombinedLog } from "../../agent/log-reader.ts";
+import type { LogLine, LogPaths } from "../../agent/types.ts";
+import { runLogPaths } from "../../agent/work-dir.ts";
 import { taskView } from "../../functions/core/jobs.ts";
 import type { Kernel, SessionWithKernels } from "../../functions/core/model.ts";
 import { TERMINAL_SESSION_STATUSES } from "../../functions/core/status.ts";

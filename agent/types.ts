@@ -3,7 +3,7 @@
  * it reports back (`KernelReport`). Transport-free: whoever wires the agent to EventBridge maps
  * these to and from events.
  */
-import type { TerminationCondition } from "../../functions/core/status.ts";
+import type { TerminationCondition } from "../functions/core/status.ts";
 
 /** One run of one kernel, as the control plane asks for it. */
 export interface KernelLaunch {

@@ -1,4 +1,4 @@
-/** The local agent: runs kernels as real child processes for the embedded runtime. */
+/** The agent: runs kernels as real child processes on its host (cairn agent, and npm start's agents). */
 export { LocalAgent, type LocalAgentOptions, type LogListener } from "./local-agent.ts";
 export {
   ExecutableNotFoundError,

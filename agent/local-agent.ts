@@ -1,5 +1,6 @@
 /**
- * A worker host inside the embedded runtime: runs kernels as real child processes, each in its
+ * The agent's kernel runner (`cairn agent`, and so every agent of the embedded runtime): runs
+ * kernels as real child processes, each in its
  * own process group and work directory, enforces their memory requests, and reports every
  * kernel status change through `onReport`. Transport-free: the caller maps commands and
  * reports to events.

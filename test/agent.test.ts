@@ -12,8 +12,8 @@ import {
   type KernelReport,
   type LocalAgentOptions,
   type LogLine,
-} from "../local/agent/index.ts";
-import { processTrees, ProcessTreeSampler, readRssBytes } from "../local/agent/proc-table.ts";
+} from "../agent/index.ts";
+import { processTrees, ProcessTreeSampler, readRssBytes } from "../agent/proc-table.ts";
 
 const workRoot = mkdtempSync(join(tmpdir(), "cairn-agent-test-"));
 const NODE = process.execPath;
