@@ -18,6 +18,7 @@ import type * as sqs from "aws-cdk-lib/aws-sqs";
 import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
 import { FUNCTIONS, type FunctionName } from "../functions/topology.ts";
+import { CairnEventSchemas } from "./event-schemas.ts";
 import { CairnFunctions } from "./functions.ts";
 import { CairnMonitoring } from "./monitoring.ts";
 import { grantUses } from "./permissions.ts";
@@ -103,5 +104,8 @@ export class Cairn extends Construct {
     });
     this.dashboard = monitoring.dashboard;
     this.alarms = monitoring.alarms;
+
+    if (settings.eventSchemas)
+      new CairnEventSchemas(this, "EventSchemas", { registryName: Stack.of(this).stackName });
   }
 }

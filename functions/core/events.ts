@@ -98,16 +98,22 @@ const ENDED_STATUSES: readonly string[] = [KernelStatus.TERMINATED, KernelStatus
 // ---------------------------------------------------------------------------------------------
 // Detail schemas.
 
+/** A client submits a session: Cairn starts its lifecycle execution, named by the session id. */
 export const SessionSubmittedDetailSchema = strictObject({
+  /** The session's id, unique in the deployment; without one Cairn uses `s-<event id>`. */
   sessionId: sessionIdSchema.optional(),
+  /** The session spec, as a user writes it (README, "A session's spec"); defaults apply on receipt. */
   spec: SessionSpecSchema,
 }).readonly();
 
+/** A client cancels a session (or a job, by its id): one not yet running ends CANCELLED, a running one TERMINATED. */
 export const SessionCancelRequestedDetailSchema = strictObject({
   sessionId: sessionIdSchema,
+  /** Recorded in the session's history. */
   reason: messageSchema.optional(),
 }).readonly();
 
+/** An agent reports that one of its kernels changed status (prepared, running, ended). */
 export const KernelStatusChangedDetailSchema = strictObject({
   agentId: agentIdSchema,
   sessionId: sessionIdSchema,
@@ -140,12 +146,14 @@ export const KernelStatusChangedDetailSchema = strictObject({
   })
   .readonly();
 
+/** An agent is alive and offers this capacity; an agent silent past the agent timeout is lost. */
 export const AgentHeartbeatDetailSchema = strictObject({
   agentId: agentIdSchema,
   capacity: strictObject({ cpu: z.number().gt(0), memoryMiB: memoryMiBSchema }).readonly(),
   atMs: epochMsSchema,
 }).readonly();
 
+/** A session entered a status: published by the lifecycle execution's stage entry, with the history record's result. */
 export const SessionStatusChangedDetailSchema = strictObject({
   sessionId: sessionIdSchema,
   executionName: z.string().min(1).max(80),
