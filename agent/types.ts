@@ -32,8 +32,8 @@ export const KernelReportStatus = {
 } as const;
 export type KernelReportStatus = (typeof KernelReportStatus)[keyof typeof KernelReportStatus];
 
-/** Conditions the agent itself can cause (never Unschedulable: that is the scheduler's). */
-export type AgentCondition = Exclude<TerminationCondition, "Unschedulable">;
+/** Conditions the agent itself can cause (never Unschedulable, the scheduler's, nor AgentLost, the control plane's). */
+export type AgentCondition = Exclude<TerminationCondition, "Unschedulable" | "AgentLost">;
 
 export interface KernelReport {
   readonly agentId: string;

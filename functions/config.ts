@@ -17,6 +17,8 @@ export interface CairnConfig {
   readonly logLevel: "info" | "warn" | "error";
   /** How long retry policies, queues and the retry config are cached by a function. */
   readonly retryCacheMs: number;
+  /** Agent queues are named `<prefix><agentId>` (docs/agents.md). */
+  readonly agentQueuePrefix: string;
 }
 
 export class ConfigError extends Error {
@@ -49,6 +51,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     terminationGraceMs: int("CAIRN_TERMINATION_GRACE_MS", 5_000),
     logLevel: logLevel(env["CAIRN_LOG_LEVEL"]),
     retryCacheMs: int("CAIRN_RETRY_CACHE_MS", 5_000),
+    agentQueuePrefix: queuePrefix(env["CAIRN_AGENT_QUEUE_PREFIX"]),
   };
 }
 
@@ -56,4 +59,15 @@ function logLevel(raw: string | undefined): CairnConfig["logLevel"] {
   if (raw === undefined || raw === "") return "info";
   if (raw === "info" || raw === "warn" || raw === "error") return raw;
   throw new ConfigError(`environment variable CAIRN_LOG_LEVEL must be info, warn or error, got "${raw}"`);
+}
+
+/** SQS names are 1 to 80 of letters, digits, '-' and '_'; agent ids take up to 40 of them. */
+function queuePrefix(raw: string | undefined): string {
+  if (raw === undefined || raw === "") return "cairn-agent-";
+  if (!/^[A-Za-z0-9_-]{1,40}$/.test(raw)) {
+    throw new ConfigError(
+      `environment variable CAIRN_AGENT_QUEUE_PREFIX must be 1 to 40 of letters, digits, '-' and '_', got "${raw}"`,
+    );
+  }
+  return raw;
 }

@@ -22,7 +22,16 @@ export interface FunctionDecl {
   readonly timeoutSeconds: number;
   readonly memoryMiB: number;
   /** What the function touches, for least-privilege grants. */
-  readonly uses: readonly ("table" | "bus:put" | "statemachine:start" | "statemachine:callback")[];
+  readonly uses: readonly (
+    | "table"
+    | "bus:put"
+    | "statemachine:start"
+    | "statemachine:callback"
+    /** Creates agents' queues (on registration) — functions/adapters/sqs/agent-channel.ts. */
+    | "agents:open"
+    /** Sends to agents' queues. */
+    | "agents:send"
+  )[];
 }
 
 export const FUNCTIONS: readonly FunctionDecl[] = [
@@ -32,7 +41,7 @@ export const FUNCTIONS: readonly FunctionDecl[] = [
     description: "Applies inbound events and runs the lifecycle handlers and promotions in batches",
     timeoutSeconds: 60,
     memoryMiB: 512,
-    uses: ["table", "bus:put", "statemachine:start", "statemachine:callback"],
+    uses: ["table", "bus:put", "statemachine:start", "statemachine:callback", "agents:open", "agents:send"],
   },
   {
     name: FunctionName.EnterStage,
@@ -40,7 +49,8 @@ export const FUNCTIONS: readonly FunctionDecl[] = [
     description: "Records a session's status, task token and entry time as its execution enters a state",
     timeoutSeconds: 30,
     memoryMiB: 256,
-    uses: ["table", "bus:put"],
+    // Stops what a session leaves running when it leaves its agents.
+    uses: ["table", "bus:put", "agents:send"],
   },
 ];
 
@@ -107,10 +117,10 @@ export const RULES: readonly RuleDecl[] = [
   },
   {
     name: "AgentHeartbeats",
-    description: "Agent heartbeats (their own queue: liveness must not wait behind work)",
+    description: "Agent registrations and heartbeats (their own queue: liveness must not wait behind work)",
     eventPattern: {
       source: [EventSource.Agent],
-      "detail-type": [DetailType.AgentHeartbeat],
+      "detail-type": [DetailType.AgentHeartbeat, DetailType.AgentRegistrationRequested],
     },
     target: { queue: QueueName.HeartbeatQueue },
   },

@@ -68,6 +68,7 @@ const config: CairnConfig = {
   terminationGraceMs: 5_000,
   logLevel: "warn",
   retryCacheMs: 5_000,
+  agentQueuePrefix: "cairn-agent-",
 };
 
 describe("what each entry point records", () => {

@@ -41,7 +41,6 @@ function coordinator(store: SessionStore) {
   };
   const events: EventsPort = {
     statusChanged: () => Promise.resolve(),
-    kernelCommands: () => Promise.resolve(),
     rejected: () => Promise.resolve(),
     requeued: () => Promise.resolve(),
     jobStateChanged: (details) => {
@@ -54,6 +53,7 @@ function coordinator(store: SessionStore) {
     store,
     executions,
     events,
+    channel: { open: () => Promise.resolve(), send: () => Promise.resolve() },
     config,
     clock: { nowMs: () => T0 + 10_000 },
     log: { info: () => {}, warn: () => {}, error: (m) => errors.push(m) },

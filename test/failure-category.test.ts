@@ -15,6 +15,8 @@ import { freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts"
 
 const report = {
   agentId: "agent-1",
+  incarnation: "incarnation-1",
+  signature: "0".repeat(64),
   sessionId: "s-cat",
   kernelIndex: 0,
   runIndex: 0,

@@ -11,7 +11,13 @@ import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-ses
 import { enterStage } from "../functions/app/enter-stage.ts";
 import type { KernelCommandDetailInput } from "../functions/app/event-types.ts";
 import type { Logger } from "../functions/app/logger.ts";
-import type { EventsPort, LifecycleExecutionsPort } from "../functions/app/ports.ts";
+import { KernelCommands } from "../functions/app/kernel-commands.ts";
+import type {
+  AgentChannelPort,
+  AgentDelivery,
+  EventsPort,
+  LifecycleExecutionsPort,
+} from "../functions/app/ports.ts";
 import { Preemption } from "../functions/app/preemption.ts";
 import type { Agent, SessionWithKernels, StageTransition } from "../functions/core/model.ts";
 import type { HandlerResult } from "../functions/core/scheduling.ts";
@@ -34,6 +40,7 @@ const config: CairnConfig = {
   terminationGraceMs: 1_000,
   logLevel: "error",
   retryCacheMs: 0,
+  agentQueuePrefix: "cairn-agent-",
 };
 
 class RecordingExecutions implements LifecycleExecutionsPort {
@@ -47,13 +54,20 @@ class RecordingExecutions implements LifecycleExecutionsPort {
   }
 }
 
-class RecordingEvents implements EventsPort {
+/** Kernel commands as the agents' queues would receive them. */
+class RecordingChannel implements AgentChannelPort {
   readonly commands: KernelCommandDetailInput[] = [];
-  statusChanged(): Promise<void> {
+  open(): Promise<void> {
     return Promise.resolve();
   }
-  kernelCommands(details: readonly KernelCommandDetailInput[]): Promise<void> {
-    this.commands.push(...details);
+  send(deliveries: readonly AgentDelivery[]): Promise<void> {
+    for (const { message } of deliveries) if (message.type === "command") this.commands.push(message.command);
+    return Promise.resolve();
+  }
+}
+
+class RecordingEvents implements EventsPort {
+  statusChanged(): Promise<void> {
     return Promise.resolve();
   }
   rejected(): Promise<void> {
@@ -71,6 +85,7 @@ let table: TestTable;
 let store: DynamoSessionStore;
 let executions: RecordingExecutions;
 let events: RecordingEvents;
+let channel: RecordingChannel;
 let preemption: Preemption;
 
 beforeEach(async () => {
@@ -78,6 +93,7 @@ beforeEach(async () => {
   store = table.store({ clock: () => NOW });
   executions = new RecordingExecutions();
   events = new RecordingEvents();
+  channel = new RecordingChannel();
   preemption = new Preemption({ store, executions, config, clock, log: quiet });
 });
 
@@ -87,6 +103,7 @@ function ctx(): HandlerContext {
   return {
     store,
     events,
+    commands: new KernelCommands(store, channel),
     config,
     nowMs: NOW,
     liveAgents: async () => new Map((await store.listAgents()).map((a): [string, Agent] => [a.id, a])),
@@ -95,7 +112,14 @@ function ctx(): HandlerContext {
 
 async function agents(...ids: string[]): Promise<void> {
   for (const agentId of ids) {
-    await store.heartbeatAgent({ agentId, capacity: { cpu: 2, memoryMiB: 2048 }, nowMs: NOW });
+    await store.registerAgent({
+      agentId,
+      incarnation: `${agentId}-incarnation`,
+      capacity: { cpu: 2, memoryMiB: 2048 },
+      labels: {},
+      signingKey: "k".repeat(32),
+      nowMs: NOW,
+    });
   }
 }
 
@@ -242,7 +266,14 @@ describe("preemption after a scheduling pass", () => {
         taskToken: "token-2",
         executionName: "low-scheduled",
       },
-      { store, events, clock, log: quiet, terminationGraceMs: 1_000 },
+      {
+        store,
+        events,
+        commands: new KernelCommands(store, channel),
+        clock,
+        log: quiet,
+        terminationGraceMs: 1_000,
+      },
     );
     const requeued = await read("low-scheduled");
     expect(requeued.session).toMatchObject({ status: "PENDING", runIndex: 0 });
@@ -292,7 +323,14 @@ describe("preemption after a scheduling pass", () => {
         taskToken: "token-t",
         executionName: "low",
       },
-      { store, events, clock, log: quiet, terminationGraceMs: 1_000 },
+      {
+        store,
+        events,
+        commands: new KernelCommands(store, channel),
+        clock,
+        log: quiet,
+        terminationGraceMs: 1_000,
+      },
     );
     const terminating = await read("low");
     expect(terminating.session.status).toBe("TERMINATING");
@@ -301,7 +339,7 @@ describe("preemption after a scheduling pass", () => {
     expect((await store.getAgent("b1"))?.free.cpu).toBe(0);
 
     await terminateSessions.execute([terminating], ctx());
-    expect(events.commands).toEqual([
+    expect(channel.commands).toEqual([
       expect.objectContaining({
         action: "stop",
         sessionId: "low",

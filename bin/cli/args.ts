@@ -3,6 +3,7 @@
  * argument. Pure (no I/O). `node:util` parseArgs tokenises; the checks are ours, so every
  * message names the flag and the command's help.
  */
+import { AGENT_ID_PATTERN, labelsSchema } from "../../functions/core/event-fields.ts";
 import { parseArgs } from "node:util";
 import { MAX_MESSAGE_LENGTH, SESSION_ID_PATTERN } from "../../functions/core/events.ts";
 import { NAME_PATTERN, SPEC_LIMITS } from "../../functions/core/spec.ts";
@@ -91,7 +92,19 @@ export type Invocation =
       readonly priority?: number;
       readonly retryPolicies?: readonly string[];
     })
-  | (Common & { readonly kind: "retry-config set"; readonly changes: RetryConfigChanges });
+  | (Common & { readonly kind: "retry-config set"; readonly changes: RetryConfigChanges })
+  | (Common & { readonly kind: "agent"; readonly agent: AgentOptions });
+
+/** `cairn agent`'s flags; absent ones take the host's defaults (commands/agent.ts). */
+export interface AgentOptions {
+  readonly id?: string;
+  readonly cpu?: number;
+  readonly memoryMiB?: number;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly workRoot?: string;
+  readonly heartbeatMs?: number;
+  readonly drainGraceMs?: number;
+}
 
 type Values = Readonly<Record<string, string | true | undefined>>;
 
@@ -188,6 +201,8 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
         jobId: jobIdArgument(positionals[0], command),
         index: taskIndexValue("INDEX", positionals[1] ?? "", command),
       };
+    case "agent":
+      return { ...common, kind: "agent", agent: agentOptions(values) };
     case "logs": {
       const task = stringValue(values, "task");
       return {
@@ -591,4 +606,54 @@ function reasonOption(raw: string | true | undefined): string | undefined {
 /** `{ key: value }` when value is defined, else `{}`: keeps absent options absent. */
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+function agentOptions(values: Values): AgentOptions {
+  const id = stringValue(values, "id");
+  if (id !== undefined && !AGENT_ID_PATTERN.test(id)) {
+    throw new UsageError(
+      `--id must be 1 to 40 letters, digits, '-' or '_', starting with a letter or digit, got "${id}"`,
+      "agent",
+    );
+  }
+  const number = (flag: string, integer: boolean, scale = 1): number | undefined => {
+    const raw = stringValue(values, flag);
+    if (raw === undefined) return undefined;
+    const value = Number(raw);
+    if (raw.trim() === "" || !Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
+      throw new UsageError(
+        `--${flag} must be a ${integer ? "whole " : ""}number greater than 0, got "${raw}"`,
+        "agent",
+      );
+    }
+    return value * scale;
+  };
+  const workRoot = stringValue(values, "work-root");
+  return {
+    ...optional("id", id),
+    ...optional("cpu", number("cpu", false)),
+    ...optional("memoryMiB", number("memory-mib", true)),
+    labels: labelsOption(stringValue(values, "labels")),
+    ...optional("workRoot", workRoot),
+    ...optional("heartbeatMs", number("heartbeat-seconds", false, 1000)),
+    ...optional("drainGraceMs", number("drain-grace-seconds", false, 1000)),
+  };
+}
+
+/** `k=v,k2=v2` → a label map; every pair checked as the agent registration checks it. */
+function labelsOption(raw: string | undefined): Record<string, string> {
+  if (raw === undefined || raw.trim() === "") return {};
+  const labels: Record<string, string> = {};
+  for (const pair of raw.split(",")) {
+    const eq = pair.indexOf("=");
+    const key = eq < 0 ? pair : pair.slice(0, eq);
+    if (eq < 0) throw new UsageError(`--labels: "${pair}" is not KEY=VALUE`, "agent");
+    if (Object.hasOwn(labels, key)) throw new UsageError(`--labels: "${key}" is given twice`, "agent");
+    labels[key] = pair.slice(eq + 1);
+  }
+  const parsed = labelsSchema.safeParse(labels);
+  if (!parsed.success) {
+    throw new UsageError(`--labels: ${parsed.error.issues.map((i) => i.message).join("; ")}`, "agent");
+  }
+  return labels;
 }

@@ -419,6 +419,55 @@ export const COMMANDS = {
       "example: cairn retry-config set --global-max-retries 5 --default-backoff-initial 10s",
     exitCodes: [ExitCode.Usage, ExitCode.Unreachable],
   },
+  agent: {
+    summary: "run an agent on this host: kernels of Cairn's sessions run here as child processes",
+    positionals: "",
+    minPositionals: 0,
+    maxPositionals: 0,
+    options: {
+      id: {
+        type: "string",
+        value: "ID",
+        description: "the agent's id (1-40 of letters, digits, '-', '_'; default: this host's name)",
+      },
+      cpu: { type: "string", value: "N", description: "cpu it offers (default: this host's cpu count)" },
+      "memory-mib": {
+        type: "string",
+        value: "N",
+        description: "memory it offers, in MiB (default: 90% of this host's memory)",
+      },
+      labels: {
+        type: "string",
+        value: "K=V,...",
+        description: "labels a spec's nodeSelector can ask for (e.g. gpu=a100,zone=b)",
+      },
+      "work-root": {
+        type: "string",
+        value: "DIR",
+        description: "where kernels' work directories go (default: ./cairn-work)",
+      },
+      "heartbeat-seconds": {
+        type: "string",
+        value: "N",
+        description: "how often it tells Cairn it is alive (default 5)",
+      },
+      "drain-grace-seconds": {
+        type: "string",
+        value: "N",
+        description: "on SIGTERM/SIGINT, how long each kernel gets between SIGTERM and SIGKILL (default 10)",
+      },
+    },
+    details:
+      "Runs until SIGTERM or SIGINT, then drains: takes no more work, stops its kernels (each is retried\n" +
+      "elsewhere under the preemption budget), reports how each ended, and exits. Talks to Cairn only\n" +
+      "through AWS APIs: commands from its own SQS queue, reports and heartbeats on the event bus (needs\n" +
+      "the stack's AgentPolicy; see docs/agents.md).\n\n" +
+      "examples:\n" +
+      "  cairn agent --stack Cairn --labels gpu=a100\n" +
+      "  cairn agent --id agent-9 --cpu 2 --memory-mib 2048   # against the local runtime (npm start)",
+    exitCodes: [ExitCode.SessionDidNotSucceed, ExitCode.Usage, ExitCode.Unreachable],
+    outputs: ["text"],
+  },
 } as const satisfies Record<string, CommandDef>;
 
 export type CommandName = keyof typeof COMMANDS;

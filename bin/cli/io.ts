@@ -4,6 +4,7 @@
  */
 import { randomInt } from "node:crypto";
 import { readFileSync } from "node:fs";
+import type { AgentOptions } from "./args.ts";
 import type { CairnApi } from "./cairn-api.ts";
 import type { Connection, StackRequest } from "./target.ts";
 
@@ -23,6 +24,8 @@ export interface CliIo {
   random(): number;
   openApi(connection: Connection): Promise<CairnApi>;
   stackOutputs(request: StackRequest): Promise<Readonly<Record<string, string>>>;
+  /** `cairn agent`: runs the agent in this process until it is stopped. */
+  runAgent?(options: AgentOptions, connection: Connection): Promise<number>;
 }
 
 export function processIo(): CliIo {
@@ -40,6 +43,9 @@ export function processIo(): CliIo {
     // The AWS SDK takes a third of a second to load: help and usage errors do without it.
     openApi: async (connection) => (await import("./cairn-api.ts")).openCairnApi(connection),
     stackOutputs: async (request) => (await import("./cairn-api.ts")).describeStackOutputs(request),
+    runAgent: async function (options, connection) {
+      return (await import("./commands/agent.ts")).runAgent(options, connection, this);
+    },
   };
 }
 

@@ -55,6 +55,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       readFile: (path) => io.readFile(path),
       stackOutputs: (request) => io.stackOutputs(request),
     });
+    if (invocation.kind === "agent") {
+      if (!io.runAgent) throw new UsageError("`cairn agent` cannot run here", "agent");
+      return await io.runAgent(invocation.agent, connection);
+    }
     api = await io.openApi(connection);
     return await dispatch(invocation, { submit, policy }, { io, api });
   } catch (error) {
@@ -116,6 +120,8 @@ function dispatch(
       return runRetryConfigGet(invocation, ctx);
     case "retry-config set":
       return runRetryConfigSet(invocation, ctx);
+    case "agent":
+      throw new UsageError("`cairn agent` runs without a session store", "agent");
   }
 }
 

@@ -17,6 +17,9 @@ export const STACK_OUTPUT_KEYS = {
   stateMachineArn: "StateMachineArn",
 } as const;
 
+/** Outputs only `cairn agent` needs: an older stack without them still serves every other command. */
+export const AGENT_OUTPUT_KEYS = { agentQueuePrefix: "AgentQueuePrefix" } as const;
+
 export interface Connection {
   /** Where Cairn is, for messages: "the local runtime (.cairn/runtime.json)", "stack Cairn", … */
   readonly where: string;
@@ -27,7 +30,11 @@ export interface Connection {
   /** Undefined: the SDK's default credential chain. */
   readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string };
   /** Per service; undefined: the SDK's default (AWS, or AWS_ENDPOINT_URL…). */
-  readonly endpoints: { readonly dynamoDb?: string; readonly eventBridge?: string };
+  readonly endpoints: { readonly dynamoDb?: string; readonly eventBridge?: string; readonly sqs?: string };
+  /** Agent queues are `<prefix><agentId>` (docs/agents.md); undefined when the stack predates agents. */
+  readonly agentQueuePrefix?: string;
+  /** The local runtime's credentials for agents (its EventBridge lets only them send agent events). */
+  readonly agentCredentials?: { readonly accessKeyId: string; readonly secretAccessKey: string };
   readonly tableName: string;
   readonly eventBusName: string;
   /** For the execution ARN in `get`; undefined when not known. */
@@ -75,7 +82,14 @@ const RuntimeFileSchema = z.object({
   tableName: z.string().min(1),
   eventBusName: z.string().min(1),
   stateMachineArn: z.string().min(1),
-  endpoints: z.object({ dynamoDb: z.url(), eventBridge: z.url() }),
+  endpoints: z.object({ dynamoDb: z.url(), eventBridge: z.url(), sqs: z.url().optional() }),
+  agentQueuePrefix: z.string().min(1).optional(),
+  credentials: z
+    .object({
+      client: z.object({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }),
+      agent: z.object({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }),
+    })
+    .optional(),
   // Optional: a runtime file written before logs were readable still serves every other command.
   agents: z.array(z.object({ id: z.string().min(1), workRoot: z.string().min(1) })).optional(),
 });
@@ -103,7 +117,9 @@ export async function resolveConnection(options: TargetOptions, deps: TargetDeps
   const region =
     options.region ?? nonEmpty(deps.env["AWS_REGION"]) ?? nonEmpty(deps.env["AWS_DEFAULT_REGION"]);
   const endpoints =
-    options.endpoint === undefined ? {} : { dynamoDb: options.endpoint, eventBridge: options.endpoint };
+    options.endpoint === undefined
+      ? {}
+      : { dynamoDb: options.endpoint, eventBridge: options.endpoint, sqs: options.endpoint };
   const at = options.endpoint === undefined ? "" : ` at ${options.endpoint}`;
   const base = {
     ...(region === undefined ? {} : { region }),
@@ -132,6 +148,9 @@ export async function resolveConnection(options: TargetOptions, deps: TargetDeps
       tableName: outputs[STACK_OUTPUT_KEYS.tableName] ?? "",
       eventBusName: outputs[STACK_OUTPUT_KEYS.eventBusName] ?? "",
       stateMachineArn: outputs[STACK_OUTPUT_KEYS.stateMachineArn] ?? "",
+      ...(nonEmpty(outputs[AGENT_OUTPUT_KEYS.agentQueuePrefix]) === undefined
+        ? {}
+        : { agentQueuePrefix: outputs[AGENT_OUTPUT_KEYS.agentQueuePrefix] }),
     };
   }
   // --endpoint alone: the names come from the environment the functions use.
@@ -144,7 +163,9 @@ export async function resolveConnection(options: TargetOptions, deps: TargetDeps
     );
   }
   const stateMachineArn = nonEmpty(deps.env["CAIRN_STATE_MACHINE_ARN"]);
+  const agentQueuePrefix = nonEmpty(deps.env["CAIRN_AGENT_QUEUE_PREFIX"]);
   return {
+    ...(agentQueuePrefix === undefined ? {} : { agentQueuePrefix }),
     ...base,
     where: `endpoint ${options.endpoint ?? ""}`,
     logs: noLogStore(`endpoint ${options.endpoint ?? ""}`),
@@ -191,8 +212,14 @@ function localConnection(runtimeFile: string, shards: number | undefined, deps: 
     where: `the local runtime (${runtimeFile})`,
     hint: `is \`npm start\` still running? Otherwise ${hint}`,
     region: info.region,
-    credentials: LOCAL_CREDENTIALS,
-    endpoints: { dynamoDb: info.endpoints.dynamoDb, eventBridge: info.endpoints.eventBridge },
+    credentials: info.credentials?.client ?? LOCAL_CREDENTIALS,
+    ...(info.credentials ? { agentCredentials: info.credentials.agent } : {}),
+    endpoints: {
+      dynamoDb: info.endpoints.dynamoDb,
+      eventBridge: info.endpoints.eventBridge,
+      ...(info.endpoints.sqs ? { sqs: info.endpoints.sqs } : {}),
+    },
+    ...(info.agentQueuePrefix ? { agentQueuePrefix: info.agentQueuePrefix } : {}),
     tableName: info.tableName,
     eventBusName: info.eventBusName,
     stateMachineArn: info.stateMachineArn,

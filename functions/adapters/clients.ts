@@ -6,6 +6,9 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SFNClient } from "@aws-sdk/client-sfn";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { KernelCommands } from "../app/kernel-commands.ts";
+import { SqsAgentChannel } from "./sqs/agent-channel.ts";
 import { Coordinator } from "../app/coordinator.ts";
 import type { EnterStageDeps } from "../app/enter-stage.ts";
 import { jsonLogger, type Logger } from "../app/logger.ts";
@@ -59,11 +62,13 @@ export function wire(config: CairnConfig, instrumentation: Instrumentation = pla
     config.eventBusName,
   );
   const executions = new LifecycleExecutions(captureClient(new SFNClient({})), config.stateMachineArn);
+  const channel = new SqsAgentChannel(captureClient(new SQSClient({})), config.agentQueuePrefix);
   return {
     coordinator: new Coordinator({
       store,
       executions,
       events,
+      channel,
       config,
       clock: systemClock,
       log: instrumentation.logger("coordinator"),
@@ -71,6 +76,7 @@ export function wire(config: CairnConfig, instrumentation: Instrumentation = pla
     enterStage: {
       store,
       events,
+      commands: new KernelCommands(store, channel),
       clock: systemClock,
       log: instrumentation.logger("enter-stage"),
       terminationGraceMs: config.terminationGraceMs,

@@ -18,7 +18,13 @@ import {
 import { STAGES } from "../core/handlers.ts";
 import { isRecentRepeat } from "../core/history.ts";
 import { kernelReportPatch } from "../core/kernel-reports.ts";
-import { stageKey, type Agent, type SessionWithKernels, type StageTransition } from "../core/model.ts";
+import {
+  isLiveAgent,
+  stageKey,
+  type Agent,
+  type SessionWithKernels,
+  type StageTransition,
+} from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
 import { sessionsToPromote } from "../core/promotion.ts";
 import { SchedulingResult } from "../core/scheduling.ts";
@@ -34,7 +40,9 @@ import {
 } from "../core/status.ts";
 import { errorCode, errorMessage, type HandlerContext } from "../lifecycle/handler.ts";
 import { PASSES, passName, passStatuses, type Pass } from "./passes.ts";
-import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
+import type { AgentChannelPort, Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
+import { Agents } from "./agents.ts";
+import { KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
 import { Jobs } from "./jobs.ts";
 import { Preemption } from "./preemption.ts";
@@ -44,6 +52,7 @@ export interface CoordinatorDeps {
   readonly store: SessionStore;
   readonly executions: LifecycleExecutionsPort;
   readonly events: EventsPort;
+  readonly channel: AgentChannelPort;
   readonly config: CairnConfig;
   readonly clock: Clock;
   readonly log: Logger;
@@ -79,6 +88,8 @@ class Dirty {
   readonly sessions = new Set<string>();
   /** Sessions that reached TERMINATED or CANCELLED (and the events saying so): their jobs are judged. */
   readonly ended = new Map<string, number[]>();
+  /** The batch carried heartbeats or registrations: a moment to look for agents that fell silent. */
+  agentsHeard = false;
 
   touch(status: SessionStatus, sessionId: string): void {
     let ids = this.byStatus.get(status);
@@ -113,9 +124,13 @@ export class Coordinator {
   readonly #catalog: RetryCatalog;
   readonly #jobs: Jobs;
   readonly #preemption: Preemption;
+  readonly #agents: Agents;
+  readonly #commands: KernelCommands;
 
   constructor(deps: CoordinatorDeps) {
     this.#d = deps;
+    this.#agents = new Agents(deps);
+    this.#commands = new KernelCommands(deps.store, deps.channel);
     this.#jobs = new Jobs(deps);
     this.#preemption = new Preemption(deps);
     this.#catalog = new RetryCatalog(deps.store, deps.clock, deps.config.retryCacheMs);
@@ -155,6 +170,16 @@ export class Coordinator {
         })),
       );
     }
+    try {
+      if (options.sweep || dirty.agentsHeard) {
+        if ((await this.#agents.sweepLost({ sweep: options.sweep === true })) > 0) {
+          for (const s of SESSION_STATUSES) dirty.wakeAll(s);
+        }
+      }
+    } catch (error) {
+      // The next heartbeat batch or sweep looks again.
+      this.#d.log.error("looking for lost agents failed", { error: errorMessage(error) });
+    }
     const passes: RunReport["passes"][number][] = [];
     let completed = 0;
     const ctx = this.#context();
@@ -193,6 +218,7 @@ export class Coordinator {
     return {
       store,
       events,
+      commands: this.#commands,
       config,
       nowMs,
       liveAgents: () =>
@@ -200,9 +226,7 @@ export class Coordinator {
           .listAgents()
           .then(
             (all) =>
-              new Map(
-                all.filter((a) => a.lastHeartbeatAtMs >= nowMs - config.agentTimeoutMs).map((a) => [a.id, a]),
-              ),
+              new Map(all.filter((a) => isLiveAgent(a, nowMs, config.agentTimeoutMs)).map((a) => [a.id, a])),
           )),
     };
   }
@@ -273,16 +297,10 @@ export class Coordinator {
       case DetailType.KernelStatusChanged: {
         const report = event.detail;
         return this.#withSession(report.sessionId, reject, async (s) => {
-          const kernel = s.kernels.find((k) => k.index === report.kernelIndex);
-          if (!kernel)
-            return reject(
-              `detail.kernelIndex: session ${report.sessionId} has no kernel ${report.kernelIndex}`,
-            );
-          // A report from an earlier run, or from an agent the kernel no longer runs on, is stale.
-          if (report.runIndex !== s.session.runIndex || kernel.agentId !== report.agentId) {
-            this.#d.log.info("stale kernel report ignored", { ...report });
-            return "done";
-          }
+          // Only the agent the kernel is placed on may report it, signed, for the current run.
+          const refusal = await this.#agents.checkReport(report, s);
+          if (refusal) return reject(refusal.refused);
+          const kernel = s.kernels.find((k) => k.index === report.kernelIndex)!;
           const patch = kernelReportPatch(kernel, report, {
             cancelled: s.session.cancelRequestedAtMs !== undefined,
           });
@@ -299,17 +317,18 @@ export class Coordinator {
         });
       }
       case DetailType.AgentHeartbeat: {
-        const { agentId, capacity } = event.detail;
-        const nowMs = clock.nowMs();
-        const before = await store.getAgent(agentId);
-        await store.heartbeatAgent({ agentId, capacity, nowMs });
-        // Capacity only appears with a new or returning agent, or a resized one; a routine
-        // heartbeat must not trigger a scheduling pass over the whole queue.
-        const returning = !before || before.lastHeartbeatAtMs < nowMs - this.#d.config.agentTimeoutMs;
-        const resized =
-          before !== undefined &&
-          (before.capacity.cpu !== capacity.cpu || before.capacity.memoryMiB !== capacity.memoryMiB);
-        if (returning || resized) dirty.wakeAll(SessionStatus.PENDING);
+        dirty.agentsHeard = true;
+        const outcome = await this.#agents.heartbeat(event.detail);
+        if ("refused" in outcome) return reject(outcome.refused);
+        // Capacity only appears with a returning agent (or leaves with a draining one); a
+        // routine heartbeat must not trigger a scheduling pass over the whole queue.
+        if (outcome.wake) dirty.wakeAll(SessionStatus.PENDING);
+        return undefined;
+      }
+      case DetailType.AgentRegistrationRequested: {
+        dirty.agentsHeard = true;
+        await this.#agents.register(event.detail);
+        dirty.wakeAll(SessionStatus.PENDING);
         return undefined;
       }
     }

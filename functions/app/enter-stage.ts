@@ -20,6 +20,7 @@ import { errorCode } from "../lifecycle/handler.ts";
 import { kernelCommand } from "./kernel-commands.ts";
 import type { KernelCommandDetailInput } from "./event-types.ts";
 import type { Clock, EventsPort } from "./ports.ts";
+import type { KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
 
 export interface EnterStageInput {
@@ -34,6 +35,7 @@ export interface EnterStageInput {
 export interface EnterStageDeps {
   readonly store: SessionStore;
   readonly events: EventsPort;
+  readonly commands: KernelCommands;
   readonly clock: Clock;
   readonly log: Logger;
   readonly terminationGraceMs: number;
@@ -182,5 +184,5 @@ async function stopLeftoverKernels(
         reason: `session ${transition.result.toLowerCase()}: ${transition.from} → ${input.status}`,
       }),
     );
-  if (commands.length > 0) await deps.events.kernelCommands(commands);
+  if (commands.length > 0) await deps.commands.send(commands, new Map(), { skipUnregistered: true });
 }

@@ -2,7 +2,7 @@
 import type { EventDetailInput } from "../core/events.ts";
 
 export type SessionStatusChangedDetailInput = EventDetailInput<"Session Status Changed">;
-export type KernelCommandDetailInput = EventDetailInput<"Kernel Command">;
+export type { KernelCommandInput as KernelCommandDetailInput } from "../core/agent-protocol.ts";
 export type EventRejectedDetailInput = EventDetailInput<"Event Rejected">;
 export type SessionRequeuedDetailInput = EventDetailInput<"Session Requeued">;
 export type JobStateChangedDetailInput = EventDetailInput<"Job State Changed">;

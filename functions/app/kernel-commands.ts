@@ -1,7 +1,10 @@
-/** Builds the commands agents receive for a session's kernels. */
-import type { Kernel, SessionWithKernels } from "../core/model.ts";
+/** Builds the commands agents receive for a session's kernels, and sends them on their queues. */
+import { AgentMessageType } from "../core/agent-protocol.ts";
+import type { Agent, Kernel, SessionWithKernels } from "../core/model.ts";
+import type { SessionStore } from "../core/ports/session-store.ts";
 import type { TerminationCondition } from "../core/status.ts";
 import type { KernelCommandDetailInput } from "./event-types.ts";
+import type { AgentChannelPort } from "./ports.ts";
 
 export function kernelCommand(
   { session, kernels }: SessionWithKernels,
@@ -35,4 +38,62 @@ export function kernelCommand(
         }
       : {}),
   };
+}
+
+/** An agent never registered under the protocol (or gone from the store): nothing can reach it. */
+export class AgentUnreachableError extends Error {
+  override readonly name = "AgentUnreachableError";
+  readonly code = "AGENT_UNREACHABLE";
+  readonly agentId: string;
+  constructor(agentId: string) {
+    super(`agent ${agentId} is not registered: it has no queue to send commands to`);
+    this.agentId = agentId;
+  }
+}
+
+/**
+ * Sends kernel commands to their agents' queues, each addressed to the agent's current
+ * incarnation, so a restarted agent can tell commands meant for its previous life.
+ */
+export class KernelCommands {
+  readonly #store: Pick<SessionStore, "getAgent">;
+  readonly #channel: AgentChannelPort;
+
+  constructor(store: Pick<SessionStore, "getAgent">, channel: AgentChannelPort) {
+    this.#store = store;
+    this.#channel = channel;
+  }
+
+  /**
+   * `known` are agents the caller has already read (a handler's live agents); the others are
+   * read here.
+   */
+  async send(
+    commands: readonly KernelCommandDetailInput[],
+    known: ReadonlyMap<string, Agent> = new Map(),
+    options: {
+      /** Stops for an agent that was never registered: there is nothing there to stop. */
+      readonly skipUnregistered?: boolean;
+    } = {},
+  ): Promise<void> {
+    if (commands.length === 0) return;
+    const agents = new Map(known);
+    for (const agentId of new Set(commands.map((c) => c.agentId))) {
+      if (agents.has(agentId)) continue;
+      const agent = await this.#store.getAgent(agentId);
+      if (agent) agents.set(agentId, agent);
+    }
+    await this.#channel.send(
+      commands.flatMap((command) => {
+        const incarnation = agents.get(command.agentId)?.incarnation;
+        if (incarnation === undefined) {
+          if (options.skipUnregistered) return [];
+          throw new AgentUnreachableError(command.agentId);
+        }
+        return [
+          { agentId: command.agentId, message: { type: AgentMessageType.command, incarnation, command } },
+        ];
+      }),
+    );
+  }
 }

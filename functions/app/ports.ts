@@ -2,10 +2,10 @@
  * What the application layer needs from the outside world besides storage. Adapters implement
  * these with the AWS SDK; the embedded runtime points the same adapters at local endpoints.
  */
+import type { AgentMessage } from "../core/agent-protocol.ts";
 import type {
   EventRejectedDetailInput,
   JobStateChangedDetailInput,
-  KernelCommandDetailInput,
   SessionRequeuedDetailInput,
   SessionStatusChangedDetailInput,
 } from "./event-types.ts";
@@ -22,14 +22,30 @@ export interface LifecycleExecutionsPort {
   complete(taskToken: string, transition: StageTransition): Promise<"completed" | "already-closed">;
 }
 
-/** Outbound events: status changes for subscribers, commands for agents. */
+/** Outbound events on the bus, for subscribers. */
 export interface EventsPort {
   statusChanged(details: readonly SessionStatusChangedDetailInput[]): Promise<void>;
-  kernelCommands(details: readonly KernelCommandDetailInput[]): Promise<void>;
   /** Inbound events refused at the edge, so a rejection is visible to whoever sent it. */
   rejected(details: readonly EventRejectedDetailInput[]): Promise<void>;
   /** A finished run is retried. */
   requeued(details: readonly SessionRequeuedDetailInput[]): Promise<void>;
   /** A job reached its final state. */
   jobStateChanged(details: readonly JobStateChangedDetailInput[]): Promise<void>;
+}
+
+/** One message for one agent's queue. */
+export interface AgentDelivery {
+  readonly agentId: string;
+  readonly message: AgentMessage;
+}
+
+/**
+ * The agents' channel (docs/agents.md): one durable queue per agent, created when the agent
+ * registers. Only the agent reads its queue.
+ */
+export interface AgentChannelPort {
+  /** Creates the agent's queue if it does not exist yet. Idempotent. */
+  open(agentId: string): Promise<void>;
+  /** Delivers every message to its agent's queue; throws when any could not be delivered. */
+  send(deliveries: readonly AgentDelivery[]): Promise<void>;
 }

@@ -18,7 +18,7 @@
 import type { CairnConfig } from "../config.ts";
 import { STAGES } from "../core/handlers.ts";
 import { jobSettings } from "../core/jobs.ts";
-import type { Agent, SessionWithKernels, StageTransition } from "../core/model.ts";
+import { isLiveAgent, type Agent, type SessionWithKernels, type StageTransition } from "../core/model.ts";
 import { placeKernels, type AgentFree } from "../core/placement.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
 import {
@@ -106,7 +106,11 @@ export class Preemption {
       return { result: withNotes(result, memo.notes), completed: 0 };
     }
     // A session no live agent could hold even idle waits for an agent, not for preemption.
-    const idle = (await this.#liveAgents()).map((a) => ({ id: a.id, free: a.capacity }));
+    const idle = (await this.#liveAgents()).map((a) => ({
+      id: a.id,
+      free: a.capacity,
+      ...(a.labels ? { labels: a.labels } : {}),
+    }));
     const could = waiting.filter((t) => fitsOn(t, idle));
     if (could.length === 0) return { result, completed: 0 };
     const remember = (notes: ReadonlyMap<string, string>) => {
@@ -129,7 +133,11 @@ export class Preemption {
     // Free capacity is read after the holders, never before: a session gives its capacity back
     // before it leaves the statuses read above, so a release between the two reads is counted
     // twice (nothing preempted this pass) rather than not at all (a needless preemption).
-    const agents = (await this.#liveAgents()).map((a) => ({ id: a.id, free: a.free }));
+    const agents = (await this.#liveAgents()).map((a) => ({
+      id: a.id,
+      free: a.free,
+      ...(a.labels ? { labels: a.labels } : {}),
+    }));
     const plans = planPreemptions({ preemptors, agents, candidates });
     if ([...plans.values()].every((p) => p.kind === "none" || p.kind === "fits")) {
       const notes = new Map(
@@ -191,8 +199,10 @@ export class Preemption {
 
   /** Agents heartbeating now, with their free capacity after this run's placements. */
   async #liveAgents(): Promise<Agent[]> {
-    const sinceMs = this.#d.clock.nowMs() - this.#d.config.agentTimeoutMs;
-    return (await this.#d.store.listAgents()).filter((a) => a.lastHeartbeatAtMs >= sinceMs);
+    const nowMs = this.#d.clock.nowMs();
+    return (await this.#d.store.listAgents()).filter((a) =>
+      isLiveAgent(a, nowMs, this.#d.config.agentTimeoutMs),
+    );
   }
 
   /** Claims the victim's stage, marking it preempted, and completes it. False if it moved on. */
@@ -259,6 +269,7 @@ function fitsOn({ session, kernels }: SessionWithKernels, agents: readonly Agent
     {
       ...(session.avoidAgentIds ? { avoidAgentIds: new Set(session.avoidAgentIds) } : {}),
       maxPerAgent: jobSettings(session.spec).perAgent,
+      ...(session.spec.nodeSelector ? { nodeSelector: session.spec.nodeSelector } : {}),
     },
   ).ok;
 }
@@ -308,5 +319,6 @@ function toPreemptor({ session, kernels }: SessionWithKernels): Preemptor {
     kernels: kernels.map((k) => ({ index: k.index, resources: k.resources })),
     ...(session.avoidAgentIds ? { avoidAgentIds: new Set(session.avoidAgentIds) } : {}),
     maxPerAgent: jobSettings(session.spec).perAgent,
+    ...(session.spec.nodeSelector ? { nodeSelector: session.spec.nodeSelector } : {}),
   };
 }

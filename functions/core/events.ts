@@ -9,20 +9,26 @@ import { LifecycleHandlerName, PromotionHandlerName } from "./handlers.ts";
 import type { HistoryRecord, HistoryResult } from "./model.ts";
 import { SchedulingResult } from "./scheduling.ts";
 import {
+  agentIdSchema,
+  capacitySchema,
+  epochMsSchema,
+  incarnationSchema,
+  kernelIndexSchema,
+  labelsSchema,
+  messageSchema,
+  reportedConditionSchema,
+  runIndexSchema,
+  sessionIdSchema,
+  signatureSchema,
+} from "./event-fields.ts";
+import {
   SessionSpecSchema,
   ID_PATTERN,
-  ID_PATTERN_MESSAGE,
-  SPEC_LIMITS,
-  commandSchema,
-  cpuSchema,
-  envSchema,
-  memoryMiBSchema,
-  nameSchema,
   safeParseWithIssues,
   strictObject,
   type ValidationIssue,
 } from "./spec.ts";
-import { JobState, KernelStatus, SessionStatus, TaskState, TerminationCondition } from "./status.ts";
+import { JobState, KernelStatus, SessionStatus, TaskState } from "./status.ts";
 
 export const EventSource = {
   Client: "cairn.client",
@@ -36,8 +42,8 @@ export const DetailType = {
   SessionCancelRequested: "Session Cancel Requested",
   KernelStatusChanged: "Kernel Status Changed",
   AgentHeartbeat: "Agent Heartbeat",
+  AgentRegistrationRequested: "Agent Registration Requested",
   SessionStatusChanged: "Session Status Changed",
-  KernelCommand: "Kernel Command",
   EventRejected: "Event Rejected",
   SessionRequeued: "Session Requeued",
   JobStateChanged: "Job State Changed",
@@ -46,8 +52,7 @@ export type DetailType = (typeof DetailType)[keyof typeof DetailType];
 
 /** EventBridge's limit on one PutEvents entry (source + detail-type + detail, UTF-8). */
 export const MAX_ENTRY_BYTES = 256 * 1024;
-/** Longest free-text message carried in an event (kernel messages, cancel reasons). */
-export const MAX_MESSAGE_LENGTH = 4096;
+export { MAX_MESSAGE_LENGTH } from "./event-fields.ts";
 
 /** Client-chosen or generated session ids: also the lifecycle execution name. */
 export const SESSION_ID_PATTERN = ID_PATTERN;
@@ -55,17 +60,6 @@ export const SESSION_ID_PATTERN = ID_PATTERN;
 // ---------------------------------------------------------------------------------------------
 // Field schemas.
 
-const sessionIdSchema = z.string().regex(SESSION_ID_PATTERN, { error: ID_PATTERN_MESSAGE });
-const agentIdSchema = nameSchema;
-const epochMsSchema = z.number().int().min(0);
-const kernelIndexSchema = z
-  .number()
-  .int()
-  .min(0)
-  .max(SPEC_LIMITS.replicas.max - 1);
-const runIndexSchema = z.number().int().min(0);
-const messageSchema = z.string().max(MAX_MESSAGE_LENGTH);
-const conditionSchema = z.enum(TerminationCondition);
 const signalSchema = z.string().regex(/^SIG[A-Z0-9]+$/, { error: 'must be a signal name such as "SIGKILL"' });
 
 const sessionStatusSchema = z.enum(SessionStatus);
@@ -75,6 +69,7 @@ const historyResultSchema = z.enum({
   SUBMITTED: "SUBMITTED",
   REQUEUED: "REQUEUED",
   PREEMPTED: "PREEMPTED",
+  AGENT_LOST: "AGENT_LOST",
 });
 const historyHandlerSchema = z.enum({
   ...LifecycleHandlerName,
@@ -84,6 +79,7 @@ const historyHandlerSchema = z.enum({
   Submit: "Submit",
   Retry: "Retry",
   Preempt: "Preempt",
+  Liveness: "Liveness",
 });
 
 /** Kernel statuses an agent reports; the others are the control plane's to set. */
@@ -116,13 +112,15 @@ export const SessionCancelRequestedDetailSchema = strictObject({
 /** An agent reports that one of its kernels changed status (prepared, running, ended). */
 export const KernelStatusChangedDetailSchema = strictObject({
   agentId: agentIdSchema,
+  /** The reporting agent's registration; reports of an earlier one are refused. */
+  incarnation: incarnationSchema,
   sessionId: sessionIdSchema,
   kernelIndex: kernelIndexSchema,
   runIndex: runIndexSchema,
   status: z.enum(REPORTED_KERNEL_STATUSES),
   exitCode: z.number().int().optional(),
   signal: signalSchema.optional(),
-  condition: conditionSchema.optional(),
+  condition: reportedConditionSchema.optional(),
   message: messageSchema.optional(),
   /** How the agent classified the failure (Armada's error categories), for retry rules. */
   failureCategory: z
@@ -130,6 +128,8 @@ export const KernelStatusChangedDetailSchema = strictObject({
     .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, { error: "must be 1 to 64 of a-z, 0-9, '_', '.', '-'" })
     .optional(),
   atMs: epochMsSchema,
+  /** HMAC-SHA256 of the signing payload with the key the agent got at registration (agent-protocol.ts). */
+  signature: signatureSchema,
 })
   .superRefine((detail, ctx) => {
     // How a kernel ended only makes sense once it has.
@@ -149,7 +149,28 @@ export const KernelStatusChangedDetailSchema = strictObject({
 /** An agent is alive and offers this capacity; an agent silent past the agent timeout is lost. */
 export const AgentHeartbeatDetailSchema = strictObject({
   agentId: agentIdSchema,
-  capacity: strictObject({ cpu: z.number().gt(0), memoryMiB: memoryMiBSchema }).readonly(),
+  incarnation: incarnationSchema,
+  /** What the agent offers now: at most what it registered with (a heartbeat cannot raise it). */
+  capacity: capacitySchema.readonly(),
+  /** Shutting down: no new work is placed on it. */
+  draining: z.boolean().optional(),
+  /** Kernel runs the agent holds, so the control plane can tell what it lost. */
+  running: z.number().int().min(0).optional(),
+  atMs: epochMsSchema,
+  signature: signatureSchema,
+}).readonly();
+
+/**
+ * First contact of an agent process (a new incarnation). The control plane creates the agent's
+ * queue and answers on it with the key the incarnation signs with; the registration's capacity
+ * is the most the agent can ever offer until it registers again. Allowed only to principals
+ * with the agent policy (events:source = cairn.agent).
+ */
+export const AgentRegistrationRequestedDetailSchema = strictObject({
+  agentId: agentIdSchema,
+  incarnation: incarnationSchema,
+  capacity: capacitySchema.readonly(),
+  labels: labelsSchema.optional(),
   atMs: epochMsSchema,
 }).readonly();
 
@@ -198,48 +219,6 @@ export const EventRejectedDetailSchema = strictObject({
   atMs: epochMsSchema,
 }).readonly();
 
-export const KernelAction = { prepare: "prepare", start: "start", stop: "stop" } as const;
-export type KernelAction = (typeof KernelAction)[keyof typeof KernelAction];
-
-export const KernelCommandDetailSchema = strictObject({
-  agentId: agentIdSchema,
-  action: z.enum(KernelAction),
-  sessionId: sessionIdSchema,
-  kernelIndex: kernelIndexSchema,
-  numKernels: z.number().int().min(SPEC_LIMITS.replicas.min).max(SPEC_LIMITS.replicas.max),
-  /** An independent task's job and place in it (CAIRN_TASK_ID/INDEX, CAIRN_NUM_TASKS). */
-  jobId: sessionIdSchema.optional(),
-  taskIndex: kernelIndexSchema.optional(),
-  numTasks: z.number().int().min(SPEC_LIMITS.replicas.min).max(SPEC_LIMITS.replicas.max).optional(),
-  runIndex: runIndexSchema,
-  command: commandSchema,
-  /** Includes Cairn's own `CAIRN_…` variables, so the reserved-prefix rule does not apply. */
-  env: envSchema,
-  cpu: cpuSchema,
-  memoryMiB: memoryMiBSchema,
-  /** stop only: how long the kernel gets between SIGTERM and SIGKILL. */
-  graceMs: z.number().int().min(0).optional(),
-  /** stop only: why the kernel is being stopped, recorded as its termination condition. */
-  condition: conditionSchema.optional(),
-  reason: messageSchema.optional(),
-})
-  .superRefine((detail, ctx) => {
-    if (detail.kernelIndex >= detail.numKernels) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["kernelIndex"],
-        message: `must be less than numKernels (${detail.numKernels})`,
-      });
-    }
-    if (detail.action === KernelAction.stop) return;
-    for (const field of ["graceMs", "condition"] as const) {
-      if (detail[field] !== undefined) {
-        ctx.addIssue({ code: "custom", path: [field], message: 'only allowed when action is "stop"' });
-      }
-    }
-  })
-  .readonly();
-
 export type SessionSubmittedDetail = z.output<typeof SessionSubmittedDetailSchema>;
 /** What a client sends: the spec before defaults. */
 export type SessionSubmittedDetailInput = z.input<typeof SessionSubmittedDetailSchema>;
@@ -247,8 +226,8 @@ export type SessionCancelRequestedDetail = z.output<typeof SessionCancelRequeste
 export type KernelStatusChangedDetail = z.output<typeof KernelStatusChangedDetailSchema>;
 export type ReportedKernelStatus = KernelStatusChangedDetail["status"];
 export type AgentHeartbeatDetail = z.output<typeof AgentHeartbeatDetailSchema>;
+export type AgentRegistrationRequestedDetail = z.output<typeof AgentRegistrationRequestedDetailSchema>;
 export type SessionStatusChangedDetail = z.output<typeof SessionStatusChangedDetailSchema>;
-export type KernelCommandDetail = z.output<typeof KernelCommandDetailSchema>;
 export type EventRejectedDetail = z.output<typeof EventRejectedDetailSchema>;
 
 // The event's vocabulary must be the model's (a new handler or result fails to compile here).
@@ -286,12 +265,16 @@ export const EVENT_CONTRACTS = {
   ),
   [DetailType.KernelStatusChanged]: contract(EventSource.Agent, "inbound", KernelStatusChangedDetailSchema),
   [DetailType.AgentHeartbeat]: contract(EventSource.Agent, "inbound", AgentHeartbeatDetailSchema),
+  [DetailType.AgentRegistrationRequested]: contract(
+    EventSource.Agent,
+    "inbound",
+    AgentRegistrationRequestedDetailSchema,
+  ),
   [DetailType.SessionStatusChanged]: contract(
     EventSource.ControlPlane,
     "outbound",
     SessionStatusChangedDetailSchema,
   ),
-  [DetailType.KernelCommand]: contract(EventSource.ControlPlane, "outbound", KernelCommandDetailSchema),
   [DetailType.EventRejected]: contract(EventSource.ControlPlane, "outbound", EventRejectedDetailSchema),
   [DetailType.SessionRequeued]: contract(EventSource.ControlPlane, "outbound", SessionRequeuedDetailSchema),
   [DetailType.JobStateChanged]: contract(EventSource.ControlPlane, "outbound", JobStateChangedDetailSchema),

@@ -87,6 +87,7 @@ export function kernelReportPatch(
 function attemptOutcome(report: KernelReport, cancelled: boolean, stopped: boolean): AttemptOutcome {
   if (report.condition === TerminationCondition.Preempted) return AttemptOutcome.PREEMPTED;
   if (report.condition === TerminationCondition.Evicted) return AttemptOutcome.WORKER_FAILED;
+  if (report.condition === TerminationCondition.AgentLost) return AttemptOutcome.WORKER_FAILED;
   if (report.exitCode === 0) return AttemptOutcome.SUCCEEDED;
   if (cancelled) return AttemptOutcome.KILLED;
   if (stopped && report.condition === undefined) return AttemptOutcome.WORKER_FAILED;

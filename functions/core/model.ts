@@ -59,6 +59,8 @@ export interface SessionSpec {
   readonly schedulingTimeout?: number;
   /** The parent job: when it ends other than SUCCEEDED, this job is cancelled. */
   readonly parent?: string;
+  /** Only agents carrying all these labels may run the kernels. */
+  readonly nodeSelector?: Readonly<Record<string, string>>;
   /** Per kernel. */
   readonly resources: ResourceRequest;
   readonly command: readonly string[];
@@ -186,10 +188,29 @@ export interface SessionWithKernels {
 
 export interface Agent {
   readonly id: string;
+  /** Declared at registration; a heartbeat cannot raise it. */
   readonly capacity: ResourceRequest;
   readonly free: ResourceRequest;
   readonly lastHeartbeatAtMs: number;
   readonly version: number;
+  /** Node labels, matched by a spec's `nodeSelector`. */
+  readonly labels?: Readonly<Record<string, string>>;
+  /** The registered process (a fresh id per agent start); its reports carry it. */
+  readonly incarnation?: string;
+  /** The key the incarnation signs its reports with (sent to it on its own queue only). */
+  readonly signingKey?: string;
+  readonly registeredAtMs?: number;
+  /** Declared lost (silent past the liveness window): fenced until it registers again. */
+  readonly lostAtMs?: number;
+  /** Shutting down: takes no new work, finishes (stops) what it has. */
+  readonly draining?: boolean;
+}
+
+/** An agent work may be placed on: registered, heard from within the window, not lost or draining. */
+export function isLiveAgent(agent: Agent, nowMs: number, timeoutMs: number): boolean {
+  return (
+    agent.lastHeartbeatAtMs >= nowMs - timeoutMs && agent.lostAtMs === undefined && agent.draining !== true
+  );
 }
 
 /**
@@ -199,13 +220,14 @@ export interface Agent {
  * PREEMPTED marks a session preempted for a higher-priority one (RUNNING → TERMINATING, or
  * back to PENDING from a stage before RUNNING).
  */
-export type HistoryResult = SchedulingResult | "CANCELLED" | "SUBMITTED" | "REQUEUED" | "PREEMPTED";
+export type HistoryResult =
+  SchedulingResult | "CANCELLED" | "SUBMITTED" | "REQUEUED" | "PREEMPTED" | "AGENT_LOST";
 
 export interface HistoryRecord {
   readonly sessionId: string;
   /** Position in the session's history, from 0. */
   readonly seq: number;
-  readonly handler: HandlerName | "Lifecycle" | "Cancel" | "Submit" | "Retry" | "Preempt";
+  readonly handler: HandlerName | "Lifecycle" | "Cancel" | "Submit" | "Retry" | "Preempt" | "Liveness";
   readonly result: HistoryResult;
   readonly fromStatus: SessionStatus;
   /** Absent when the status was maintained. */

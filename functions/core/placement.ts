@@ -10,6 +10,17 @@ export interface AgentFree {
   readonly free: ResourceRequest;
   /** The agent's whole capacity, when known: tells "no agent matches" from "wait for capacity". */
   readonly capacity?: ResourceRequest;
+  /** The agent's labels, for a session's nodeSelector. */
+  readonly labels?: Readonly<Record<string, string>>;
+}
+
+/** Whether an agent carries every label the selector asks for, with the same value. */
+export function matchesSelector(
+  labels: Readonly<Record<string, string>> | undefined,
+  selector: Readonly<Record<string, string>> | undefined,
+): boolean {
+  if (!selector) return true;
+  return Object.entries(selector).every(([key, value]) => labels?.[key] === value);
 }
 
 export interface KernelDemand {
@@ -32,16 +43,25 @@ export function placeKernels(
     readonly avoidAgentIds?: ReadonlySet<string>;
     /** At most this many kernels on one agent (a gang's `perAgent`). */
     readonly maxPerAgent?: number;
+    /** Only agents with these labels (the spec's nodeSelector). */
+    readonly nodeSelector?: Readonly<Record<string, string>>;
   } = {},
 ): Placement {
-  const candidates = agents.filter((a) => !options.avoidAgentIds?.has(a.id));
+  const selected = agents.filter((a) => matchesSelector(a.labels, options.nodeSelector));
+  const candidates = selected.filter((a) => !options.avoidAgentIds?.has(a.id));
   if (candidates.length === 0) {
     return {
       ok: false,
       reason:
         agents.length === 0
           ? "no live agents are registered"
-          : "every live agent is excluded for this session",
+          : selected.length === 0
+            ? `no live agent has the labels nodeSelector asks for (${Object.entries(
+                options.nodeSelector ?? {},
+              )
+                .map(([k, v]) => `${k}=${v}`)
+                .join(", ")})`
+            : "every live agent is excluded for this session",
     };
   }
   const free = new Map(candidates.map((a) => [a.id, { cpu: a.free.cpu, memoryMiB: a.free.memoryMiB }]));

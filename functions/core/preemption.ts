@@ -49,6 +49,8 @@ export interface Preemptor {
   readonly kernels: readonly KernelDemand[];
   readonly avoidAgentIds?: ReadonlySet<string>;
   readonly maxPerAgent?: number;
+  /** The spec's nodeSelector: only agents with these labels can hold it. */
+  readonly nodeSelector?: Readonly<Record<string, string>>;
 }
 
 export type PreemptionPlan =
@@ -83,6 +85,7 @@ export class PreemptionInputError extends Error {
 export function planPreemptions(input: PreemptionInput): Map<string, PreemptionPlan> {
   checkInput(input);
   const agentIds = new Set(input.agents.map((a) => a.id));
+  const labels = new Map(input.agents.map((a) => [a.id, a.labels]));
   // Free capacity as it will be once what is already leaving has gone.
   const free = new Map(input.agents.map((a) => [a.id, { ...a.free }]));
   const releasing: PreemptionCandidate[] = [];
@@ -96,7 +99,7 @@ export function planPreemptions(input: PreemptionInput): Map<string, PreemptionP
   }
   const plans = new Map<string, PreemptionPlan>();
   for (const p of input.preemptors) {
-    const plan = planOne(p, free, pool, releasing, agentIds);
+    const plan = planOne(p, free, pool, releasing, agentIds, labels);
     plans.set(p.sessionId, plan.plan);
     if (plan.plan.kind === "none") continue;
     if (plan.plan.kind === "preempt") {
@@ -125,14 +128,19 @@ function planOne(
   pool: readonly PreemptionCandidate[],
   releasing: readonly PreemptionCandidate[],
   agentIds: ReadonlySet<string>,
+  labels: ReadonlyMap<string, Readonly<Record<string, string>> | undefined>,
 ): { plan: PreemptionPlan; placement: Placed } {
   const place = (model: ReadonlyMap<string, ResourceRequest>) =>
     placeKernels(
       p.kernels,
-      [...model.entries()].map(([id, f]) => ({ id, free: f })),
+      [...model.entries()].map(([id, f]) => {
+        const l = labels.get(id);
+        return { id, free: f, ...(l ? { labels: l } : {}) };
+      }),
       {
         ...(p.avoidAgentIds ? { avoidAgentIds: p.avoidAgentIds } : {}),
         ...(p.maxPerAgent !== undefined ? { maxPerAgent: p.maxPerAgent } : {}),
+        ...(p.nodeSelector ? { nodeSelector: p.nodeSelector } : {}),
       },
     );
   const awaitingOn = (placement: Placed) => {

@@ -145,6 +145,17 @@ const maxTriesSchema = perStage((stage) =>
 // ---------------------------------------------------------------------------------------------
 // The session spec. One line per field: a new field is its schema with its default.
 
+export const LABEL_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$/;
+/** Node labels an agent declares and a spec's nodeSelector matches. */
+export const labelsSchema = z
+  .record(
+    z.string().regex(LABEL_KEY_PATTERN, {
+      error: "label keys are 1 to 63 of letters, digits, '.', '_', '/', '-', starting with a letter or digit",
+    }),
+    z.string().max(63),
+  )
+  .refine((labels) => Object.keys(labels).length <= 32, { error: "at most 32 labels" });
+
 const sessionSpecShape = {
   name: nameSchema,
   queue: nameSchema.default(SPEC_DEFAULTS.queue),
@@ -177,6 +188,8 @@ const sessionSpecShape = {
     .max(SPEC_LIMITS.timeoutSeconds.max)
     .optional(),
   parent: z.string().regex(ID_PATTERN, { error: ID_PATTERN_MESSAGE }).optional(),
+  /** Only agents carrying every one of these labels (`cairn agent --labels k=v`) may run the kernels. */
+  nodeSelector: labelsSchema.optional(),
   resources: resourcesSchema.prefault({}),
   command: commandSchema,
   env: userEnvSchema.prefault({}),

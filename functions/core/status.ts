@@ -92,6 +92,8 @@ export const TerminationCondition = {
   Preempted: "Preempted",
   DeadlineExceeded: "DeadlineExceeded",
   Unschedulable: "Unschedulable",
+  /** The kernel's agent went silent past the liveness window (or restarted without it): set by the control plane. */
+  AgentLost: "AgentLost",
 } as const;
 export type TerminationCondition = (typeof TerminationCondition)[keyof typeof TerminationCondition];
 export const TERMINATION_CONDITIONS = Object.values(TerminationCondition);

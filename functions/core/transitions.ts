@@ -21,7 +21,9 @@ export function transitionKernelStatus(t: StageTransition): KernelStatus | undef
   if (t.result === "REQUEUED") return KernelStatus.PENDING;
   // Preempted before RUNNING: placed again from scratch. A RUNNING one is stopped by
   // TerminateSessions, whose agents report how each kernel ended.
-  if (t.result === "PREEMPTED") return t.to === SessionStatus.PENDING ? KernelStatus.PENDING : undefined;
+  if (t.result === "PREEMPTED" || t.result === "AGENT_LOST") {
+    return t.to === SessionStatus.PENDING ? KernelStatus.PENDING : undefined;
+  }
   if (isLifecycleHandler(t.handler)) {
     return transitionFor(LIFECYCLE_HANDLERS[t.handler].transitions, t.result)?.kernel;
   }

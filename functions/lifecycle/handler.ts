@@ -10,11 +10,14 @@ import type { Agent, SessionWithKernels } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
 import type { HandlerResult } from "../core/scheduling.ts";
 import type { KernelCommandDetailInput } from "../app/event-types.ts";
+import type { KernelCommands } from "../app/kernel-commands.ts";
 import type { EventsPort } from "../app/ports.ts";
 
 export interface HandlerContext {
   readonly store: SessionStore;
   readonly events: EventsPort;
+  /** Kernel commands, onto the agents' own queues. */
+  readonly commands: KernelCommands;
   readonly config: CairnConfig;
   readonly nowMs: number;
   /** Agents whose heartbeat is recent, read once per coordinator run. */
@@ -131,7 +134,10 @@ export async function dispatch(
 ): Promise<void> {
   if (commands.length === 0) return;
   try {
-    await ctx.events.kernelCommands(commands.map((c) => c.detail));
+    await ctx.commands.send(
+      commands.map((c) => c.detail),
+      await ctx.liveAgents(),
+    );
   } catch (error) {
     const failed = new Set(commands.map((c) => c.sessionId));
     for (const id of failed) {

@@ -8,7 +8,7 @@
 import { LIFECYCLE_HANDLERS } from "../core/handlers.ts";
 import { jobSettings } from "../core/jobs.ts";
 import { placeKernels, type AgentFree } from "../core/placement.ts";
-import type { SessionWithKernels } from "../core/model.ts";
+import { isLiveAgent, type Agent, type SessionWithKernels } from "../core/model.ts";
 import type { HandlerResult } from "../core/scheduling.ts";
 import {
   errorCode,
@@ -25,11 +25,10 @@ export const scheduleNewSessions: LifecycleHandler = {
     // Free capacity as it is now, not the run's snapshot: passes earlier in this run may have
     // released capacity, and a higher-priority session must not miss it to a later, targeted
     // pass that places a lower-priority one (priority inversion, then a needless preemption).
-    const sinceMs = ctx.nowMs - ctx.config.agentTimeoutMs;
     const free = new Map<string, AgentFree>(
       (await ctx.store.listAgents())
-        .filter((a) => a.lastHeartbeatAtMs >= sinceMs)
-        .map((a) => [a.id, { id: a.id, free: { ...a.free }, capacity: a.capacity }]),
+        .filter((a) => isLiveAgent(a, ctx.nowMs, ctx.config.agentTimeoutMs))
+        .map((a) => [a.id, toAgentFree(a)]),
     );
     const freeAtStart = [...free.values()];
     /** Priorities of the sessions placed so far in this pass (they were ahead in queue order). */
@@ -50,6 +49,7 @@ export const scheduleNewSessions: LifecycleHandler = {
       const options = {
         ...(session.avoidAgentIds ? { avoidAgentIds: new Set(session.avoidAgentIds) } : {}),
         maxPerAgent: jobSettings(session.spec).perAgent,
+        ...(session.spec.nodeSelector ? { nodeSelector: session.spec.nodeSelector } : {}),
       };
       const placement = placeKernels(demand, [...free.values()], options);
       if (!placement.ok) {
@@ -76,7 +76,7 @@ export const scheduleNewSessions: LifecycleHandler = {
           // Another run took the capacity first: not this session's failure, so no try is spent.
           result.skip(session.id, `capacity changed while placing: ${errorMessage(error)}`);
           const agent = await ctx.store.getAgent((error as { agentId: string }).agentId);
-          if (agent) free.set(agent.id, { id: agent.id, free: { ...agent.free }, capacity: agent.capacity });
+          if (agent) free.set(agent.id, toAgentFree(agent));
         } else if (code === "CONFLICT" || code === "NOT_FOUND") {
           // The session moved on (cancelled, or another run placed it): nothing to judge.
         } else {
@@ -106,4 +106,8 @@ export const scheduleNewSessions: LifecycleHandler = {
 
 function placedMessage({ kernels }: SessionWithKernels): string {
   return `placed on ${[...new Set(kernels.map((k) => k.agentId))].join(", ")}`;
+}
+
+function toAgentFree(a: Agent): AgentFree {
+  return { id: a.id, free: { ...a.free }, capacity: a.capacity, ...(a.labels ? { labels: a.labels } : {}) };
 }

@@ -38,6 +38,8 @@ const VALID = {
   cancel: { sessionId: "train-42", reason: "no longer needed" },
   kernel: {
     agentId: "agent-1",
+    incarnation: "0b7c1e2a-3f4d-4c5e-8a9b-0c1d2e3f4a5b",
+    signature: "ab".repeat(32),
     sessionId: "train-42",
     kernelIndex: 0,
     runIndex: 0,
@@ -48,7 +50,13 @@ const VALID = {
     message: "killed at 64 MiB",
     atMs: AT_MS,
   },
-  heartbeat: { agentId: "agent-1", capacity: { cpu: 8, memoryMiB: 16_384 }, atMs: AT_MS },
+  heartbeat: {
+    agentId: "agent-1",
+    incarnation: "0b7c1e2a-3f4d-4c5e-8a9b-0c1d2e3f4a5b",
+    capacity: { cpu: 8, memoryMiB: 16_384 },
+    atMs: AT_MS,
+    signature: "ab".repeat(32),
+  },
 } as const;
 
 function rejection(env: unknown): EventValidationError {
@@ -156,7 +164,7 @@ describe("each inbound detail-type is rejected with the right path", () => {
   test.each([
     ["detail.status: must be one of PREPARED, RUNNING, TERMINATED, ERROR", { status: "PULLING" }],
     [
-      "detail.condition: must be one of OOMKilled, Evicted, Preempted, DeadlineExceeded, Unschedulable",
+      "detail.condition: must be one of OOMKilled, Evicted, Preempted, DeadlineExceeded",
       { condition: "OOM" },
     ],
     ["detail.kernelIndex: must be at least 0", { kernelIndex: -1 }],
@@ -206,7 +214,7 @@ describe("envelopes", () => {
 
   test("an unknown detail-type names the ones accepted", () => {
     expect(reasons(envelope("Session Exploded", "cairn.client", {}))).toEqual([
-      'detail-type: unknown detail-type "Session Exploded" (expected one of Session Submitted, Session Cancel Requested, Kernel Status Changed, Agent Heartbeat)',
+      'detail-type: unknown detail-type "Session Exploded" (expected one of Session Submitted, Session Cancel Requested, Kernel Status Changed, Agent Heartbeat, Agent Registration Requested)',
     ]);
   });
 
@@ -292,7 +300,7 @@ describe("a batch of mixed envelopes", () => {
       "rejected event bad-1 (Session Submitted): detail.spec.command: required",
       'rejected event bad-2 (Kernel Status Changed): source: must be "cairn.agent" for detail-type "Kernel Status Changed", got "cairn.client"',
       "rejected event <no id> (<no detail-type>): (root): expected an object, got a string",
-      "rejected event bad-3 (Agent Heartbeat): detail.extra: unknown field (expected one of agentId, capacity, atMs)",
+      "rejected event bad-3 (Agent Heartbeat): detail.extra: unknown field (expected one of agentId, incarnation, capacity, draining, running, atMs, signature)",
     ]);
   });
 });
@@ -307,22 +315,6 @@ describe("outbound entries", () => {
     handler: "ScheduleNewSessions",
     atMs: AT_MS,
   };
-  const stop: EventDetailInput<"Kernel Command"> = {
-    agentId: "agent-1",
-    action: "stop",
-    sessionId: "train-42",
-    kernelIndex: 1,
-    numKernels: 2,
-    runIndex: 0,
-    command: ["python", "train.py"],
-    env: { CAIRN_SESSION_ID: "train-42" },
-    cpu: 1,
-    memoryMiB: 256,
-    graceMs: 5000,
-    condition: "DeadlineExceeded",
-    reason: "run-time limit",
-  };
-
   test("Session Status Changed becomes a plain PutEvents entry from the control plane", () => {
     expect(toPutEventsEntry("cairn-bus", "Session Status Changed", statusChanged)).toEqual({
       Source: "cairn.control-plane",
@@ -332,22 +324,7 @@ describe("outbound entries", () => {
     });
   });
 
-  test("Kernel Command round-trips through JSON", () => {
-    const entry = toPutEventsEntry("cairn-bus", DetailType.KernelCommand, stop);
-    expect(entry.Source).toBe(EventSource.ControlPlane);
-    expect(JSON.parse(entry.Detail)).toEqual(stop);
-  });
-
   test("an invalid outbound detail throws, naming each problem", () => {
-    expect(() =>
-      toPutEventsEntry("cairn-bus", "Kernel Command", { ...stop, action: "start", kernelIndex: 2 }),
-    ).toThrow(
-      new EventValidationError(undefined, "Kernel Command", [
-        { path: "detail.kernelIndex", message: "must be less than numKernels (2)" },
-        { path: "detail.graceMs", message: 'only allowed when action is "stop"' },
-        { path: "detail.condition", message: 'only allowed when action is "stop"' },
-      ]),
-    );
     expect(() =>
       toPutEventsEntry("cairn-bus", "Session Status Changed", {
         ...statusChanged,
@@ -369,12 +346,15 @@ describe("outbound entries", () => {
 
   test("an entry over EventBridge's 256 KiB limit is refused before it is sent", () => {
     const big = {
-      ...stop,
-      env: Object.fromEntries(Array.from({ length: 70 }, (_, i) => [`V${i}`, "x".repeat(4000)])),
+      ...VALID.submitted,
+      spec: {
+        ...VALID.submitted.spec,
+        env: Object.fromEntries(Array.from({ length: 70 }, (_, i) => [`V${i}`, "x".repeat(4000)])),
+      },
     };
     const error = (() => {
       try {
-        toPutEventsEntry("bus", "Kernel Command", big);
+        toPutEventsEntry("bus", "Session Submitted", big);
       } catch (e) {
         return e as EventTooLargeError;
       }
@@ -384,7 +364,7 @@ describe("outbound entries", () => {
     expect(error.code).toBe("EVENT_TOO_LARGE");
     expect(error.sizeBytes).toBeGreaterThan(MAX_ENTRY_BYTES);
     expect(error.message).toBe(
-      `Kernel Command event is ${error.sizeBytes} bytes; EventBridge accepts at most 262144 per entry`,
+      `Session Submitted event is ${error.sizeBytes} bytes; EventBridge accepts at most 262144 per entry`,
     );
   });
 

@@ -8,12 +8,23 @@ import {
   CapacityError,
   NotFoundError,
   StoreUnavailableError,
+  type AgentRegistration,
   type AgentHeartbeat,
   type Allocation,
   type ReservationRequest,
 } from "../../core/ports/session-store.ts";
 import { planRelease, planReservation, RELEASE_BATCH } from "./capacity.ts";
-import { capacityIs, heartbeatNotAfter, itemAbsent, itemExists, versionIs } from "./conditions.ts";
+import {
+  capacityIs,
+  heartbeatBefore,
+  heartbeatNotAfter,
+  incarnationIs,
+  itemAbsent,
+  itemExists,
+  noIncarnation,
+  notLost,
+  versionIs,
+} from "./conditions.ts";
 import { tableKey, type DynamoRequests } from "./dynamo-requests.ts";
 import { all } from "./expressions.ts";
 import { transactionError } from "./failures.ts";
@@ -48,16 +59,33 @@ export class AgentCapacity {
     requireResources("capacity", capacity);
     requireTime("nowMs", nowMs);
     const key = { pk: { S: agentPk(agentId) }, sk: { S: AGENT_SK } };
+    const { incarnation, draining } = heartbeat;
     for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
       // The usual heartbeat: same capacity, one conditional update.
       const beat = await this.requests.updateItem(
         "heartbeatAgent",
         key,
-        (u) => u.set("lastHeartbeatAtMs", nowMs).increment("version", 1),
-        all(itemExists, capacityIs(capacity), heartbeatNotAfter(nowMs)),
+        (u) => {
+          u.set("lastHeartbeatAtMs", nowMs).increment("version", 1);
+          if (draining === true) u.set("draining", true);
+          else if (draining === false) u.remove("draining");
+        },
+        all(
+          itemExists,
+          capacityIs(capacity),
+          heartbeatNotAfter(nowMs),
+          ...(incarnation !== undefined ? [incarnationIs(incarnation), notLost] : []),
+        ),
       );
       if (beat.ok) return agentFromItem(beat.item);
+      if (incarnation !== undefined && beat.old !== undefined) {
+        const old = agentFromItem(beat.old);
+        if (old.incarnation !== incarnation || old.lostAtMs !== undefined) {
+          throw new AgentFencedError(agentId, incarnation, old);
+        }
+      }
       if (beat.old === undefined) {
+        if (incarnation !== undefined) throw new NotFoundError("agent", agentId);
         const agent: Agent = { id: agentId, capacity, free: capacity, lastHeartbeatAtMs: nowMs, version: 0 };
         if (await this.requests.putItem("heartbeatAgent", { Item: agentItem(agent) }, itemAbsent))
           return agent;
@@ -82,6 +110,64 @@ export class AgentCapacity {
       if (resized.ok) return agentFromItem(resized.item);
     }
     throw new StoreUnavailableError("heartbeatAgent", this.maxAttempts, `agent ${agentId} kept changing`);
+  }
+
+  async register(registration: AgentRegistration): Promise<{ agent: Agent; previous?: Agent }> {
+    const { agentId, incarnation, capacity, labels, signingKey, nowMs } = registration;
+    requireId("agentId", agentId);
+    requireResources("capacity", capacity);
+    requireTime("nowMs", nowMs);
+    for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
+      const old = await this.getAgent(agentId);
+      if (old?.incarnation === incarnation) return { agent: old };
+      const agent: Agent = {
+        id: agentId,
+        capacity,
+        // Sessions still hold what they held; free moves by the change in capacity.
+        free: old
+          ? {
+              cpu: round(old.free.cpu + capacity.cpu - old.capacity.cpu),
+              memoryMiB: round(old.free.memoryMiB + capacity.memoryMiB - old.capacity.memoryMiB),
+            }
+          : capacity,
+        lastHeartbeatAtMs: nowMs,
+        version: (old?.version ?? -1) + 1,
+        labels,
+        incarnation,
+        signingKey,
+        registeredAtMs: nowMs,
+      };
+      const written = await this.requests.putItem(
+        "registerAgent",
+        { Item: agentItem(agent) },
+        old ? versionIs(old.version) : itemAbsent,
+      );
+      if (written) return old ? { agent, previous: old } : { agent };
+    }
+    throw new StoreUnavailableError("registerAgent", this.maxAttempts, `agent ${agentId} kept changing`);
+  }
+
+  async markLost(request: {
+    readonly agentId: string;
+    readonly incarnation: string | undefined;
+    readonly silentSinceMs?: number;
+    readonly nowMs: number;
+  }): Promise<boolean> {
+    const { agentId, incarnation, silentSinceMs, nowMs } = request;
+    requireId("agentId", agentId);
+    requireTime("nowMs", nowMs);
+    const out = await this.requests.updateItem(
+      "markAgentLost",
+      { pk: { S: agentPk(agentId) }, sk: { S: AGENT_SK } },
+      (u) => u.set("lostAtMs", nowMs).increment("version", 1),
+      all(
+        itemExists,
+        notLost,
+        incarnation !== undefined ? incarnationIs(incarnation) : noIncarnation,
+        ...(silentSinceMs !== undefined ? [heartbeatBefore(silentSinceMs)] : []),
+      ),
+    );
+    return out.ok;
   }
 
   async getAgent(agentId: string): Promise<Agent | undefined> {
@@ -216,4 +302,23 @@ export class AgentCapacity {
 /** Capacity arithmetic in JS (a resize) must not leave binary noise in stored numbers. */
 function round(value: number): number {
   return Math.round(value * 1e6) / 1e6;
+}
+
+/** A heartbeat from an incarnation that was replaced or declared lost: it must register again. */
+export class AgentFencedError extends Error {
+  override readonly name = "AgentFencedError";
+  readonly code = "AGENT_FENCED";
+  readonly agentId: string;
+  readonly incarnation: string;
+  readonly current: Agent;
+  constructor(agentId: string, incarnation: string, current: Agent) {
+    super(
+      current.incarnation !== incarnation
+        ? `agent ${agentId} incarnation ${incarnation} was replaced by ${current.incarnation ?? "none"}`
+        : `agent ${agentId} incarnation ${incarnation} was declared lost at ${new Date(current.lostAtMs ?? 0).toISOString()}`,
+    );
+    this.agentId = agentId;
+    this.incarnation = incarnation;
+    this.current = current;
+  }
 }

@@ -37,6 +37,20 @@ export const versionIs =
     `${e.path("version")} = ${e.value(version)}`;
 
 /** An out-of-order heartbeat must not move the clock back. */
+export const heartbeatBefore =
+  (ms: number): Clause =>
+  (e) =>
+    `${e.path("lastHeartbeatAtMs")} < ${e.value(ms)}`;
+
+export const incarnationIs =
+  (incarnation: string): Clause =>
+  (e) =>
+    `${e.path("incarnation")} = ${e.value(incarnation)}`;
+
+export const noIncarnation: Clause = (e) => `attribute_not_exists(${e.path("incarnation")})`;
+
+export const notLost: Clause = (e) => `attribute_not_exists(${e.path("lostAtMs")})`;
+
 export const heartbeatNotAfter =
   (nowMs: number): Clause =>
   (e) =>

@@ -21,6 +21,7 @@ import {
   NotFoundError,
   StoreUnavailableError,
   type AgentHeartbeat,
+  type AgentRegistration,
   type Allocation,
   type AppliedWrite,
   type CreateSessionResult,
@@ -367,6 +368,14 @@ export class DynamoSessionStore implements SessionStore {
 
   heartbeatAgent(heartbeat: AgentHeartbeat): Promise<Agent> {
     return this.agents.heartbeat(heartbeat);
+  }
+
+  registerAgent(registration: AgentRegistration): Promise<{ agent: Agent; previous?: Agent }> {
+    return this.agents.register(registration);
+  }
+
+  markAgentLost(request: Parameters<SessionStore["markAgentLost"]>[0]): Promise<boolean> {
+    return this.agents.markLost(request);
   }
 
   getAgent(agentId: string): Promise<Agent | undefined> {

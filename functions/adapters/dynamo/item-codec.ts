@@ -301,6 +301,14 @@ export function agentFromItem(item: Item): Agent {
     free: resourcesFrom(new Fields(r.object("free"), "agent.free")),
     lastHeartbeatAtMs: r.number("lastHeartbeatAtMs"),
     version: r.number("version"),
+    ...definedOnly({
+      labels: r.optObject("labels") as Record<string, string> | undefined,
+      incarnation: r.optString("incarnation"),
+      signingKey: r.optString("signingKey"),
+      registeredAtMs: r.optNumber("registeredAtMs"),
+      lostAtMs: r.optNumber("lostAtMs"),
+      draining: r.optBoolean("draining"),
+    }),
   };
 }
 
@@ -402,6 +410,12 @@ export class Fields {
 
   optString(field: string): string | undefined {
     return this.record[field] === undefined ? undefined : this.string(field);
+  }
+
+  optBoolean(field: string): boolean | undefined {
+    const v = this.record[field];
+    if (v === undefined) return undefined;
+    return typeof v === "boolean" ? v : this.fail(field, "a boolean");
   }
 
   optNumber(field: string): number | undefined {

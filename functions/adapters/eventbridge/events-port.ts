@@ -4,7 +4,6 @@ import type { EventsPort } from "../../app/ports.ts";
 import type {
   EventRejectedDetailInput,
   JobStateChangedDetailInput,
-  KernelCommandDetailInput,
   SessionRequeuedDetailInput,
   SessionStatusChangedDetailInput,
 } from "../../app/event-types.ts";
@@ -14,8 +13,6 @@ export function eventBridgeEvents(publisher: EventPublisher, busName: string): E
   return {
     statusChanged: (details: readonly SessionStatusChangedDetailInput[]) =>
       publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.SessionStatusChanged, d))),
-    kernelCommands: (details: readonly KernelCommandDetailInput[]) =>
-      publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.KernelCommand, d))),
     rejected: (details: readonly EventRejectedDetailInput[]) =>
       publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.EventRejected, d))),
     requeued: (details: readonly SessionRequeuedDetailInput[]) =>

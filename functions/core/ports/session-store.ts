@@ -81,6 +81,19 @@ export interface AgentHeartbeat {
   readonly agentId: string;
   readonly capacity: ResourceRequest;
   readonly nowMs: number;
+  /** Only while this incarnation is registered and not declared lost. */
+  readonly incarnation?: string;
+  readonly draining?: boolean;
+}
+
+/** A new agent process: its declared capacity and labels, and the key it signs with. */
+export interface AgentRegistration {
+  readonly agentId: string;
+  readonly incarnation: string;
+  readonly capacity: ResourceRequest;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly signingKey: string;
+  readonly nowMs: number;
 }
 
 /** One kernel's placement in a reservation. */
@@ -138,6 +151,22 @@ export interface SessionStore {
   /** Registers an agent or records its heartbeat; a changed capacity adjusts `free` by the difference. */
   heartbeatAgent(heartbeat: AgentHeartbeat): Promise<Agent>;
   getAgent(agentId: string): Promise<Agent | undefined>;
+  /**
+   * Registers an agent incarnation: declared capacity and labels, a fresh signing key, not lost,
+   * not draining. The same incarnation again changes nothing (redelivery) and returns what is
+   * stored. `previous` is the agent as it was when another incarnation held the id.
+   */
+  registerAgent(registration: AgentRegistration): Promise<{ agent: Agent; previous?: Agent }>;
+  /**
+   * Declares the incarnation lost (silent since before `silentSinceMs`, or replaced). False when
+   * it heartbeated since, registered anew or was already declared lost.
+   */
+  markAgentLost(request: {
+    readonly agentId: string;
+    readonly incarnation: string | undefined;
+    readonly silentSinceMs?: number;
+    readonly nowMs: number;
+  }): Promise<boolean>;
   listAgents(): Promise<Agent[]>;
   /**
    * Reserves capacity for all placements or none. Throws CapacityError (an agent lacks room),

@@ -218,7 +218,7 @@ describe("invalid documents are rejected with every problem named", () => {
         "  spec.rules[2].onTerminationMessage.pattern: is not a valid regular expression: Unterminated group",
         "  spec.rules[2].retryLimit: applies only to rules with action Retry",
         '  spec.rules[3].containerName: must be a kernel index (0 to 63) or "*"',
-        "  spec.rules[3].onConditions[0]: must be one of OOMKilled, Evicted, Preempted, DeadlineExceeded, Unschedulable",
+        "  spec.rules[3].onConditions[0]: must be one of OOMKilled, Evicted, Preempted, DeadlineExceeded, Unschedulable, AgentLost",
         '  spec.rules[3].backoff.initialDelay: must be a duration such as "30s", "5m" or "1h30m"',
         "  spec.rules[4].action: must be one of Retry, Fail",
         "  spec.rules[4].onFailureCategory: must not be empty",

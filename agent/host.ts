@@ -1,0 +1,433 @@
+/**
+ * `cairn agent`: one agent process on any host, talking to Cairn only through AWS APIs
+ * (docs/agents.md). It registers (an `Agent Registration Requested` event), long-polls its own
+ * SQS queue for the answer and for kernel commands, runs kernels as child processes
+ * (local-agent.ts), and puts signed reports and heartbeats on the bus.
+ *
+ * - Registration: each start is a new incarnation. The control plane answers on the queue with
+ *   the incarnation's signing key; until then the agent acts on nothing. A `registered` answer
+ *   for another incarnation after this one registered means another process took this agent's
+ *   id: this one stops its kernels and exits.
+ * - Commands name the incarnation they are for; others are refused (logged), so a restarted
+ *   agent does not act on what was meant for its previous life.
+ * - `fenced`: the control plane declared this incarnation lost and gave its kernels up. The agent
+ *   stops every kernel and registers again.
+ * - Draining (SIGTERM/SIGINT): stop taking commands, say so in a heartbeat (no new placements),
+ *   stop every kernel with its grace period (each ends WORKER_FAILED: retried elsewhere under
+ *   the preemption budget), report every end, then exit.
+ * - At start, kernels an earlier process of this agent left running (it was killed with
+ *   SIGKILL; kernels run in their own process groups) are found by their environment and
+ *   stopped: the control plane has already given them up.
+ */
+import { randomUUID } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { PutEventsCommand, type EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import {
+  DeleteMessageCommand,
+  GetQueueUrlCommand,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from "@aws-sdk/client-sqs";
+import {
+  AgentMessageType,
+  parseAgentMessage,
+  type CommandMessage,
+  type KernelCommand,
+} from "../functions/core/agent-protocol.ts";
+import { DetailType, toPutEventsEntry, type EventDetailInput } from "../functions/core/events.ts";
+import { signDetail } from "../functions/app/agent-signature.ts";
+import { LocalAgent } from "./local-agent.ts";
+import type { AgentCapacity, KernelLaunch, KernelReport } from "./types.ts";
+
+export interface AgentHostOptions {
+  readonly id: string;
+  readonly capacity: AgentCapacity;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly workRoot: string;
+  readonly busName: string;
+  /** The agent's queue: `<prefix><id>`, created by the control plane on registration. */
+  readonly queueName: string;
+  readonly events: EventBridgeClient;
+  readonly sqs: SQSClient;
+  /** @default 5000 */
+  readonly heartbeatMs?: number;
+  /** Long-poll wait of each ReceiveMessage, in seconds (0–20). @default 20 */
+  readonly waitSeconds?: number;
+  /** Grace between SIGTERM and SIGKILL for kernels stopped by a drain. @default 10000 */
+  readonly drainGraceMs?: number;
+  readonly log: (line: string) => void;
+  /** The kernel runner; built from the options above when absent. */
+  readonly agent?: LocalAgent;
+}
+
+type State = "registering" | "ready" | "draining" | "stopped";
+
+const REGISTRATION_RESEND_MS = 5_000;
+
+export class AgentHost {
+  readonly agent: LocalAgent;
+  readonly #o: AgentHostOptions;
+  #incarnation = newIncarnation();
+  #signingKey: string | undefined;
+  #state: State = "registering";
+  #queueUrl: string | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #poll: Promise<void> | undefined;
+  readonly #abort = new AbortController();
+  readonly #pending = new Set<Promise<unknown>>();
+  #registered!: { promise: Promise<void>; resolve: () => void };
+  #exitReason: string | undefined;
+
+  constructor(options: AgentHostOptions) {
+    this.#o = options;
+    this.agent =
+      options.agent ??
+      new LocalAgent({
+        id: options.id,
+        capacity: options.capacity,
+        workRoot: options.workRoot,
+        onReport: (report) => this.#track(this.#report(report)),
+        warn: (message, error) => options.log(`agent ${options.id}: ${message}${error ? `: ${String(error)}` : ""}`),
+      });
+    this.#resetRegistered();
+  }
+
+  get incarnation(): string {
+    return this.#incarnation;
+  }
+
+  get state(): State {
+    return this.#state;
+  }
+
+  /** Why the agent stopped on its own (another process took its id), if it did. */
+  get exitReason(): string | undefined {
+    return this.#exitReason;
+  }
+
+  /** Registers and starts acting on commands; resolves once registered. */
+  async start(): Promise<void> {
+    const reaped = reapOrphans(this.#o.id, this.#o.workRoot);
+    if (reaped.length > 0) {
+      this.#o.log(
+        `agent ${this.#o.id}: stopped ${reaped.length} kernel process(es) an earlier run of this agent left behind (pids ${reaped.join(", ")})`,
+      );
+    }
+    this.#poll = this.#pollLoop();
+    await this.#register();
+  }
+
+  /** Resolves when the agent has stopped (a drain finished, or another process took its id). */
+  async stopped(): Promise<void> {
+    await this.#poll;
+  }
+
+  /**
+   * Drains: no more commands, a draining heartbeat, every kernel stopped with its grace
+   * period and its end reported, then the poll loop ends.
+   */
+  async drain(reason = "agent draining"): Promise<void> {
+    if (this.#state === "draining" || this.#state === "stopped") return this.stopped();
+    const wasReady = this.#state === "ready";
+    this.#state = "draining";
+    this.#abort.abort();
+    if (wasReady) await this.#sendHeartbeat().catch(() => {});
+    await this.agent.shutdown({
+      graceMs: this.#o.drainGraceMs ?? 10_000,
+      condition: "Evicted",
+      reason: `${reason}: agent ${this.#o.id} is shutting down`,
+    });
+    await this.#settle();
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    this.#state = "stopped";
+    await this.#poll;
+  }
+
+  // --- registration ------------------------------------------------------------------------
+
+  #resetRegistered(): void {
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    this.#registered = { promise, resolve };
+  }
+
+  async #register(): Promise<void> {
+    const { id, capacity, labels } = this.#o;
+    this.#o.log(`agent ${id}: registering as ${this.#incarnation} (cpu ${capacity.cpu}, memory ${capacity.memoryMiB} MiB)`);
+    const request = () =>
+      this.#put(
+        toPutEventsEntry(this.#o.busName, DetailType.AgentRegistrationRequested, {
+          agentId: id,
+          incarnation: this.#incarnation,
+          capacity: { cpu: capacity.cpu, memoryMiB: capacity.memoryMiB },
+          ...(Object.keys(labels).length > 0 ? { labels: { ...labels } } : {}),
+          atMs: Date.now(),
+        }),
+      );
+    await request();
+    // The answer comes on the queue; a lost request (or a queue not created yet) is asked again.
+    for (;;) {
+      const answered = await Promise.race([
+        this.#registered.promise.then(() => true),
+        sleep(REGISTRATION_RESEND_MS, this.#abort.signal).then(() => false),
+      ]);
+      if (answered || this.#abort.signal.aborted) return;
+      this.#o.log(`agent ${id}: no answer to the registration yet; asking again`);
+      await request();
+    }
+  }
+
+  #onRegistered(incarnation: string, signingKey: string): void {
+    if (incarnation !== this.#incarnation) {
+      if (this.#state === "ready" && this.#signingKey !== undefined) {
+        // Someone else registered this agent id after this process did.
+        this.#exitReason = `another process registered as agent ${this.#o.id} (incarnation ${incarnation})`;
+        this.#o.log(`agent ${this.#o.id}: ${this.#exitReason}; stopping`);
+        this.#track(this.drain("agent id taken over"));
+      }
+      return;
+    }
+    if (this.#signingKey === signingKey) return; // a redelivered answer
+    this.#signingKey = signingKey;
+    if (this.#state === "registering") this.#state = "ready";
+    this.#o.log(`agent ${this.#o.id}: registered (${incarnation})`);
+    this.#registered.resolve();
+    this.#track(this.#sendHeartbeat());
+    if (!this.#heartbeat) {
+      this.#heartbeat = setInterval(() => this.#track(this.#sendHeartbeat()), this.#o.heartbeatMs ?? 5_000);
+    }
+  }
+
+  async #onFenced(incarnation: string, reason: string): Promise<void> {
+    if (incarnation !== this.#incarnation || this.#state !== "ready") return;
+    this.#o.log(`agent ${this.#o.id}: fenced: ${reason}`);
+    this.#state = "registering";
+    this.#signingKey = undefined;
+    await this.agent.stopAll({ graceMs: 0, condition: "Evicted", reason: `agent ${this.#o.id} was fenced` });
+    this.#incarnation = newIncarnation();
+    this.#resetRegistered();
+    await this.#register();
+  }
+
+  // --- commands ----------------------------------------------------------------------------
+
+  async #pollLoop(): Promise<void> {
+    const { sqs, queueName, log, id } = this.#o;
+    const signal = this.#abort.signal;
+    let backoffMs = 250;
+    while (!signal.aborted) {
+      try {
+        this.#queueUrl ??= (await sqs.send(new GetQueueUrlCommand({ QueueName: queueName }), { abortSignal: signal }))
+          .QueueUrl;
+        const out = await sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: this.#queueUrl,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: this.#o.waitSeconds ?? 20,
+          }),
+          { abortSignal: signal },
+        );
+        backoffMs = 250;
+        for (const m of out.Messages ?? []) {
+          if (signal.aborted) break; // left in the queue: it reappears for the next incarnation to judge
+          await this.#handle(m.Body ?? "");
+          if (m.ReceiptHandle) {
+            await sqs.send(new DeleteMessageCommand({ QueueUrl: this.#queueUrl, ReceiptHandle: m.ReceiptHandle }));
+          }
+        }
+      } catch (error) {
+        if (signal.aborted) break;
+        // The queue does not exist until the control plane handles the registration.
+        if ((error as { name?: string }).name !== "QueueDoesNotExist") {
+          log(`agent ${id}: receiving commands failed: ${String(error)}`);
+        }
+        await sleep(backoffMs, signal);
+        backoffMs = Math.min(backoffMs * 2, 5_000);
+      }
+    }
+  }
+
+  async #handle(body: string): Promise<void> {
+    const parsed = parseAgentMessage(body);
+    if (!parsed.ok) {
+      this.#o.log(
+        `agent ${this.#o.id}: refused a malformed message: ${parsed.issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`,
+      );
+      return;
+    }
+    const message = parsed.message;
+    switch (message.type) {
+      case AgentMessageType.registered:
+        return this.#onRegistered(message.incarnation, message.signingKey);
+      case AgentMessageType.fenced:
+        this.#track(this.#onFenced(message.incarnation, message.reason));
+        return;
+      case AgentMessageType.command:
+        return this.#command(message);
+    }
+  }
+
+  async #command(message: CommandMessage): Promise<void> {
+    const c = message.command as KernelCommand;
+    const what = `${c.action} ${c.sessionId}/${c.kernelIndex} run ${c.runIndex}`;
+    if (message.incarnation !== this.#incarnation) {
+      this.#o.log(`agent ${this.#o.id}: refused ${what}: it was meant for incarnation ${message.incarnation}, not ${this.#incarnation}`);
+      return;
+    }
+    if (this.#state !== "ready") {
+      this.#o.log(`agent ${this.#o.id}: refused ${what}: the agent is ${this.#state}`);
+      return;
+    }
+    const launch: KernelLaunch = {
+      sessionId: c.sessionId,
+      kernelIndex: c.kernelIndex,
+      numKernels: c.numKernels,
+      ...(c.jobId !== undefined ? { jobId: c.jobId } : {}),
+      ...(c.taskIndex !== undefined ? { taskIndex: c.taskIndex } : {}),
+      ...(c.numTasks !== undefined ? { numTasks: c.numTasks } : {}),
+      runIndex: c.runIndex,
+      command: c.command,
+      env: c.env,
+      cpu: c.cpu,
+      memoryMiB: c.memoryMiB,
+    };
+    switch (c.action) {
+      case "prepare":
+        return this.agent.prepare(launch);
+      case "start":
+        return this.agent.start(launch);
+      case "stop":
+        // Not awaited: the queue should not wait out a grace period.
+        this.#track(
+          this.agent.stop(c.sessionId, c.kernelIndex, {
+            ...(c.graceMs !== undefined ? { graceMs: c.graceMs } : {}),
+            ...(c.condition !== undefined && c.condition !== "Unschedulable" && c.condition !== "AgentLost"
+              ? { condition: c.condition }
+              : {}),
+            ...(c.reason !== undefined ? { reason: c.reason } : {}),
+          }),
+        );
+        return;
+    }
+  }
+
+  // --- reports -----------------------------------------------------------------------------
+
+  async #report(report: KernelReport): Promise<void> {
+    const key = this.#signingKey;
+    if (key === undefined) {
+      this.#o.log(`agent ${this.#o.id}: a report for ${report.sessionId}/${report.kernelIndex} while unregistered was not sent`);
+      return;
+    }
+    const { pid: _pid, signal, ...rest } = report;
+    const detail: EventDetailInput<"Kernel Status Changed"> = {
+      ...rest,
+      incarnation: this.#incarnation,
+      ...(signal !== undefined && (report.status === "TERMINATED" || report.status === "ERROR") ? { signal } : {}),
+      signature: "",
+    };
+    await this.#put(
+      toPutEventsEntry(this.#o.busName, DetailType.KernelStatusChanged, {
+        ...detail,
+        signature: signDetail(key, DetailType.KernelStatusChanged, detail),
+      }),
+    );
+  }
+
+  async #sendHeartbeat(): Promise<void> {
+    const key = this.#signingKey;
+    if (key === undefined) return;
+    const detail: EventDetailInput<"Agent Heartbeat"> = {
+      agentId: this.#o.id,
+      incarnation: this.#incarnation,
+      capacity: { cpu: this.#o.capacity.cpu, memoryMiB: this.#o.capacity.memoryMiB },
+      ...(this.#state === "draining" ? { draining: true } : {}),
+      running: this.agent.running().length,
+      atMs: Date.now(),
+      signature: "",
+    };
+    await this.#put(
+      toPutEventsEntry(this.#o.busName, DetailType.AgentHeartbeat, {
+        ...detail,
+        signature: signDetail(key, DetailType.AgentHeartbeat, detail),
+      }),
+    );
+  }
+
+  /** Reports must not be lost: retry a few times, then say so loudly. */
+  async #put(entry: ReturnType<typeof toPutEventsEntry>): Promise<void> {
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      try {
+        const out = await this.#o.events.send(new PutEventsCommand({ Entries: [entry] }));
+        if (!out.FailedEntryCount) return;
+        this.#o.log(`agent ${this.#o.id}: ${entry.DetailType} rejected: ${out.Entries?.[0]?.ErrorMessage ?? "unknown"}`);
+      } catch (error) {
+        if (attempt === 5 || (error as { $fault?: string }).$fault === "client") {
+          this.#o.log(`agent ${this.#o.id}: could not send ${entry.DetailType}: ${String(error)}`);
+          return;
+        }
+      }
+      await sleep(100 * 2 ** attempt);
+    }
+  }
+
+  #track(p: Promise<unknown>): void {
+    this.#pending.add(p);
+    void p.catch((error: unknown) => this.#o.log(`agent ${this.#o.id}: ${String(error)}`)).finally(() => this.#pending.delete(p));
+  }
+
+  async #settle(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+  }
+}
+
+function newIncarnation(): string {
+  return randomUUID();
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/**
+ * Kernel processes an earlier run of this agent left behind: they carry the agent's id and a
+ * termination log under its work root in their environment (agent/environment.ts). Linux only;
+ * elsewhere nothing is found. Returns the pids signalled (SIGKILL to each one's process group).
+ */
+export function reapOrphans(agentId: string, workRoot: string): number[] {
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
+  } catch {
+    return [];
+  }
+  const reaped: number[] = [];
+  for (const name of pids) {
+    const pid = Number(name);
+    if (pid === process.pid) continue;
+    let environ: string;
+    try {
+      environ = readFileSync(`/proc/${name}/environ`, "latin1");
+    } catch {
+      continue;
+    }
+    const vars = environ.split("\0");
+    if (!vars.includes(`CAIRN_AGENT_ID=${agentId}`)) continue;
+    const log = vars.find((v) => v.startsWith("CAIRN_TERMINATION_LOG="))?.slice("CAIRN_TERMINATION_LOG=".length);
+    if (log === undefined || !log.startsWith(workRoot)) continue;
+    try {
+      process.kill(pid, "SIGKILL");
+      reaped.push(pid);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return reaped;
+}

@@ -1,0 +1,87 @@
+/**
+ * `cairn agent`: runs agent/host.ts in this process until SIGTERM or SIGINT, against whatever
+ * the global options point at (a stack, an endpoint, or the local runtime). Only the endpoints
+ * differ between them: the agent talks to Cairn through SQS and EventBridge alone.
+ */
+import { hostname, availableParallelism, totalmem } from "node:os";
+import { resolve } from "node:path";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { AgentHost } from "../../../agent/host.ts";
+import type { AgentOptions } from "../args.ts";
+import { UnreachableError } from "../errors.ts";
+import { ExitCode } from "../exit-codes.ts";
+import type { CliIo } from "../io.ts";
+import type { Connection } from "../target.ts";
+
+/** The agent's id when --id is not given: this host's name in the agent id alphabet. */
+export function defaultAgentId(host = hostname()): string {
+  const id = host
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, "-")
+    .replace(/^[^a-z0-9]+/, "")
+    .slice(0, 40)
+    .replace(/-+$/, "");
+  return id === "" ? "agent" : id;
+}
+
+export async function runAgent(options: AgentOptions, connection: Connection, io: CliIo): Promise<ExitCode> {
+  if (connection.agentQueuePrefix === undefined) {
+    throw new UnreachableError(
+      `${connection.where} names no agent queues (the AgentQueuePrefix output): deploy the current Cairn stack ` +
+        "(or restart `npm start`) to run agents",
+    );
+  }
+  const id = options.id ?? defaultAgentId();
+  const capacity = {
+    cpu: options.cpu ?? availableParallelism(),
+    memoryMiB: options.memoryMiB ?? Math.floor((totalmem() / 1024 / 1024) * 0.9),
+  };
+  const common = {
+    ...(connection.region === undefined ? {} : { region: connection.region }),
+    // The local runtime gives agents their own credentials; elsewhere the SDK's chain (an instance role).
+    ...((connection.agentCredentials ?? connection.credentials) === undefined
+      ? {}
+      : { credentials: connection.agentCredentials ?? connection.credentials }),
+  };
+  const events = new EventBridgeClient({
+    ...common,
+    ...(connection.endpoints.eventBridge === undefined ? {} : { endpoint: connection.endpoints.eventBridge }),
+  });
+  const sqs = new SQSClient({
+    ...common,
+    ...(connection.endpoints.sqs === undefined ? {} : { endpoint: connection.endpoints.sqs }),
+  });
+  const log = (line: string) => io.stderr(`${new Date(io.nowMs()).toISOString()} ${line}`);
+  const host = new AgentHost({
+    id,
+    capacity,
+    labels: options.labels,
+    workRoot: resolve(io.cwd, options.workRoot ?? "cairn-work"),
+    busName: connection.eventBusName,
+    queueName: `${connection.agentQueuePrefix}${id}`,
+    events,
+    sqs,
+    ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
+    ...(options.drainGraceMs === undefined ? {} : { drainGraceMs: options.drainGraceMs }),
+    log,
+  });
+  const drain = (signal: string) => {
+    log(`agent ${id}: ${signal}: draining`);
+    void host.drain(`agent received ${signal}`);
+  };
+  process.once("SIGTERM", () => drain("SIGTERM"));
+  process.once("SIGINT", () => drain("SIGINT"));
+  // Kernels run in their own process groups: if this process dies of anything else, stop them.
+  process.once("exit", () => host.agent.killAllNow());
+  try {
+    await host.start();
+    log(`agent ${id}: ready on ${connection.where} (queue ${connection.agentQueuePrefix}${id})`);
+    await host.stopped();
+  } finally {
+    events.destroy();
+    sqs.destroy();
+  }
+  log(`agent ${id}: stopped`);
+  return host.exitReason === undefined ? ExitCode.Ok : ExitCode.SessionDidNotSucceed;
+}

@@ -1,0 +1,135 @@
+/**
+ * The agents' channel on SQS (docs/agents.md): one standard queue per agent, named
+ * `<prefix><agentId>`, created by the control plane when the agent registers. Messages are
+ * sent in batches of 10 (SendMessageBatch's limit), resending entries that failed one by one;
+ * whatever still fails raises, so a command is never dropped silently.
+ */
+import {
+  CreateQueueCommand,
+  GetQueueUrlCommand,
+  SendMessageBatchCommand,
+  type SendMessageBatchRequestEntry,
+  type SQSClient,
+} from "@aws-sdk/client-sqs";
+import { MAX_AGENT_MESSAGE_BYTES } from "../../core/agent-protocol.ts";
+import type { AgentChannelPort, AgentDelivery } from "../../app/ports.ts";
+
+/** Queue settings every agent queue is created with (CreateQueue is idempotent only for equal attributes). */
+export const AGENT_QUEUE_ATTRIBUTES = {
+  /** An agent acts on a command within seconds; a crash mid-way redelivers it after this. */
+  VisibilityTimeout: "60",
+  /** Commands older than this are moot: every stage before RUNNING times out sooner, and an agent away longer was declared lost. */
+  MessageRetentionPeriod: "3600",
+  ReceiveMessageWaitTimeSeconds: "20",
+  SqsManagedSseEnabled: "true",
+} as const;
+
+export class AgentChannelError extends Error {
+  override readonly name = "AgentChannelError";
+  readonly code = "AGENT_CHANNEL";
+  /** Whether sending again may succeed (throttling, a service fault) rather than never (too large). */
+  readonly retryable: boolean;
+  constructor(message: string, retryable: boolean) {
+    super(message);
+    this.retryable = retryable;
+  }
+}
+
+const MAX_BATCH = 10;
+
+export function agentQueueName(prefix: string, agentId: string): string {
+  return `${prefix}${agentId}`;
+}
+
+export class SqsAgentChannel implements AgentChannelPort {
+  readonly #client: SQSClient;
+  readonly #prefix: string;
+  readonly #attempts: number;
+  /** Queue URLs by agent id: the URL of a queue never changes while it exists. */
+  readonly #urls = new Map<string, string>();
+  /** Messages accepted, for the benchmark's per-session figures. */
+  sent = 0;
+
+  constructor(client: SQSClient, prefix: string, attempts = 4) {
+    this.#client = client;
+    this.#prefix = prefix;
+    this.#attempts = attempts;
+  }
+
+  async open(agentId: string): Promise<void> {
+    const out = await this.#client.send(
+      new CreateQueueCommand({
+        QueueName: agentQueueName(this.#prefix, agentId),
+        Attributes: { ...AGENT_QUEUE_ATTRIBUTES },
+        tags: { "cairn:agent-id": agentId },
+      }),
+    );
+    if (out.QueueUrl) this.#urls.set(agentId, out.QueueUrl);
+  }
+
+  async send(deliveries: readonly AgentDelivery[]): Promise<void> {
+    const byAgent = new Map<string, string[]>();
+    for (const { agentId, message } of deliveries) {
+      const body = JSON.stringify(message);
+      const bytes = Buffer.byteLength(body);
+      if (bytes > MAX_AGENT_MESSAGE_BYTES) {
+        throw new AgentChannelError(
+          `a ${message.type} message for agent ${agentId} is ${bytes} bytes; an agent message may be at most ${MAX_AGENT_MESSAGE_BYTES}`,
+          false,
+        );
+      }
+      byAgent.set(agentId, [...(byAgent.get(agentId) ?? []), body]);
+    }
+    await Promise.all(
+      [...byAgent].map(async ([agentId, bodies]) => {
+        const url = await this.#url(agentId);
+        for (let i = 0; i < bodies.length; i += MAX_BATCH) {
+          await this.#sendBatch(agentId, url, bodies.slice(i, i + MAX_BATCH));
+        }
+      }),
+    );
+  }
+
+  async #url(agentId: string): Promise<string> {
+    const cached = this.#urls.get(agentId);
+    if (cached) return cached;
+    const out = await this.#client.send(
+      new GetQueueUrlCommand({ QueueName: agentQueueName(this.#prefix, agentId) }),
+    );
+    if (!out.QueueUrl) throw new AgentChannelError(`no queue URL for agent ${agentId}`, true);
+    this.#urls.set(agentId, out.QueueUrl);
+    return out.QueueUrl;
+  }
+
+  async #sendBatch(agentId: string, url: string, bodies: readonly string[]): Promise<void> {
+    let pending: SendMessageBatchRequestEntry[] = bodies.map((MessageBody, i) => ({
+      Id: String(i),
+      MessageBody,
+    }));
+    let lastError = "";
+    for (let attempt = 1; attempt <= this.#attempts && pending.length > 0; attempt++) {
+      if (attempt > 1) await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+      const out = await this.#client.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: pending }));
+      const failedIds = new Set<string>();
+      for (const failure of out.Failed ?? []) {
+        // A sender fault (a malformed entry) will fail again: give up on it at once.
+        if (failure.SenderFault) {
+          throw new AgentChannelError(
+            `agent ${agentId}'s queue refused a message: ${failure.Code ?? "?"}: ${failure.Message ?? ""}`,
+            false,
+          );
+        }
+        if (failure.Id !== undefined) failedIds.add(failure.Id);
+        lastError = `${failure.Code ?? "?"}: ${failure.Message ?? ""}`;
+      }
+      this.sent += pending.length - failedIds.size;
+      pending = pending.filter((e) => e.Id !== undefined && failedIds.has(e.Id));
+    }
+    if (pending.length > 0) {
+      throw new AgentChannelError(
+        `${pending.length} message(s) for agent ${agentId} were not accepted after ${this.#attempts} attempts (${lastError})`,
+        true,
+      );
+    }
+  }
+}

@@ -1,0 +1,290 @@
+/**
+ * The coordinator's side of the agent protocol (docs/agents.md): registration, heartbeats,
+ * report authentication and dead agents.
+ *
+ * - Registration creates the agent's queue and answers on it with the incarnation's signing
+ *   key. A new incarnation of a known agent first retires the old one: whatever the old
+ *   process ran is lost (its kernels WORKER_FAILED), so nothing waits for reports that cannot come.
+ * - A heartbeat or report counts only if it is signed with the current incarnation's key; the
+ *   payload's `agentId` alone proves nothing. A heartbeat cannot offer more than was registered.
+ * - An agent silent past the liveness window is declared lost (`markLost`): its sessions leave
+ *   their stages at once (core/agent-loss.ts). A lost incarnation that speaks again is fenced:
+ *   refused, and told on its queue to stop everything and register anew.
+ */
+import type { CairnConfig } from "../config.ts";
+import { AgentMessageType, type FencedMessage, type RegisteredMessage } from "../core/agent-protocol.ts";
+import { agentLossPlan } from "../core/agent-loss.ts";
+import {
+  DetailType,
+  type AgentHeartbeatDetail,
+  type AgentRegistrationRequestedDetail,
+  type KernelStatusChangedDetail,
+} from "../core/events.ts";
+import type { Agent, SessionWithKernels } from "../core/model.ts";
+import type { SessionStore } from "../core/ports/session-store.ts";
+import { errorCode, errorMessage } from "../lifecycle/handler.ts";
+import { newSigningKey, signatureMatches } from "./agent-signature.ts";
+import type { Logger } from "./logger.ts";
+import type { AgentChannelPort, Clock, LifecycleExecutionsPort } from "./ports.ts";
+
+export interface AgentsDeps {
+  readonly store: SessionStore;
+  readonly channel: AgentChannelPort;
+  readonly executions: LifecycleExecutionsPort;
+  readonly config: CairnConfig;
+  readonly clock: Clock;
+  readonly log: Logger;
+}
+
+/** A refusal, with the reason the `Event Rejected` event carries. */
+export interface Refusal {
+  readonly refused: string;
+}
+
+const MAX_CONFLICT_RETRIES = 5;
+
+export class Agents {
+  readonly #d: AgentsDeps;
+  /** When this instance last looked for silent agents (heartbeat batches look at most every third of the window). */
+  #lastLivenessCheckMs = Number.NEGATIVE_INFINITY;
+
+  constructor(deps: AgentsDeps) {
+    this.#d = deps;
+  }
+
+  async register(detail: AgentRegistrationRequestedDetail): Promise<void> {
+    const { store, channel, clock } = this.#d;
+    const { agentId, incarnation } = detail;
+    await channel.open(agentId);
+    let agent = await store.getAgent(agentId);
+    if (agent?.incarnation !== incarnation) {
+      if (agent?.incarnation !== undefined) {
+        // The old process is gone (this one replaced it): what it ran is lost. Retire it before
+        // the new registration makes the agent placeable again, so no new placement is mistaken
+        // for the old one's.
+        await store.markAgentLost({ agentId, incarnation: agent.incarnation, nowMs: clock.nowMs() });
+        await this.evict(
+          agentId,
+          `agent ${agentId} restarted (incarnation ${agent.incarnation} → ${incarnation})`,
+        );
+      }
+      ({ agent } = await store.registerAgent({
+        agentId,
+        incarnation,
+        capacity: detail.capacity,
+        labels: detail.labels ?? {},
+        signingKey: newSigningKey(),
+        nowMs: clock.nowMs(),
+      }));
+      this.#d.log.info("agent registered", { agentId, incarnation, capacity: detail.capacity });
+    }
+    if (agent.incarnation !== incarnation || agent.signingKey === undefined) {
+      throw new Error(
+        `agent ${agentId}: registration of ${incarnation} was overtaken by ${agent.incarnation ?? "none"}`,
+      );
+    }
+    const registered: RegisteredMessage = {
+      type: AgentMessageType.registered,
+      agentId,
+      incarnation,
+      signingKey: agent.signingKey,
+      capacity: { cpu: agent.capacity.cpu, memoryMiB: agent.capacity.memoryMiB },
+      labels: { ...agent.labels },
+      atMs: clock.nowMs(),
+    };
+    // Sent again on a redelivered registration: the agent takes the newest for its incarnation.
+    await channel.send([{ agentId, message: registered }]);
+  }
+
+  /** Records a signed heartbeat. Returns whether placement should look again (a returning or draining agent). */
+  async heartbeat(detail: AgentHeartbeatDetail): Promise<Refusal | { readonly wake: boolean }> {
+    const { agentId, incarnation } = detail;
+    const nowMs = this.#d.clock.nowMs();
+    const agent = await this.#d.store.getAgent(agentId);
+    const refusal = await this.#authenticate(agent, agentId, incarnation, DetailType.AgentHeartbeat, detail);
+    if (refusal) return refusal;
+    const registered = agent!.capacity;
+    if (detail.capacity.cpu > registered.cpu || detail.capacity.memoryMiB > registered.memoryMiB) {
+      return {
+        refused:
+          `detail.capacity: cpu ${detail.capacity.cpu} / memoryMiB ${detail.capacity.memoryMiB} exceeds what agent ` +
+          `${agentId} registered (cpu ${registered.cpu} / memoryMiB ${registered.memoryMiB}); a heartbeat cannot raise ` +
+          `capacity: register again (restart the agent) to change it`,
+      };
+    }
+    try {
+      await this.#d.store.heartbeatAgent({
+        agentId,
+        capacity: registered,
+        incarnation,
+        draining: detail.draining === true,
+        nowMs,
+      });
+    } catch (error) {
+      if (errorCode(error) === "AGENT_FENCED") return this.#fence(agentId, incarnation, errorMessage(error));
+      throw error;
+    }
+    const returning = agent!.lastHeartbeatAtMs < nowMs - this.#d.config.agentTimeoutMs;
+    const drainingChanged = (agent!.draining === true) !== (detail.draining === true);
+    return { wake: returning || drainingChanged };
+  }
+
+  /**
+   * Whether a kernel report may change the session: signed by the current incarnation of the
+   * agent the kernel is placed on, for the session's current run.
+   */
+  async checkReport(report: KernelStatusChangedDetail, s: SessionWithKernels): Promise<Refusal | undefined> {
+    const agent = await this.#d.store.getAgent(report.agentId);
+    const refusal = await this.#authenticate(
+      agent,
+      report.agentId,
+      report.incarnation,
+      DetailType.KernelStatusChanged,
+      report,
+    );
+    if (refusal) return refusal;
+    const kernel = s.kernels.find((k) => k.index === report.kernelIndex);
+    if (!kernel)
+      return {
+        refused: `detail.kernelIndex: session ${report.sessionId} has no kernel ${report.kernelIndex}`,
+      };
+    if (kernel.agentId !== report.agentId) {
+      return {
+        refused:
+          `detail.agentId: kernel ${report.kernelIndex} of session ${report.sessionId} is ` +
+          (kernel.agentId === undefined ? "not placed" : `placed on agent ${kernel.agentId}`) +
+          `, not on ${report.agentId}`,
+      };
+    }
+    if (report.runIndex !== s.session.runIndex) {
+      return {
+        refused: `detail.runIndex: run ${report.runIndex} of session ${report.sessionId} has ended (the session is on run ${s.session.runIndex})`,
+      };
+    }
+    return undefined;
+  }
+
+  /**
+   * Declares lost every agent silent past the window, and makes their sessions leave. Heartbeat
+   * batches call it too, at most every third of the window per coordinator instance; the sweep
+   * always (it also finishes evictions a failed run left half done).
+   */
+  async sweepLost(options: { readonly sweep: boolean }): Promise<number> {
+    const nowMs = this.#d.clock.nowMs();
+    const window = this.#d.config.agentTimeoutMs;
+    if (!options.sweep && nowMs - this.#lastLivenessCheckMs < window / 3) return 0;
+    this.#lastLivenessCheckMs = nowMs;
+    let lost = 0;
+    for (const agent of await this.#d.store.listAgents()) {
+      if (agent.incarnation === undefined) continue;
+      if (agent.lostAtMs === undefined) {
+        if (agent.lastHeartbeatAtMs >= nowMs - window) continue;
+        const marked = await this.#d.store.markAgentLost({
+          agentId: agent.id,
+          incarnation: agent.incarnation,
+          silentSinceMs: nowMs - window,
+          nowMs,
+        });
+        if (!marked) continue;
+        lost++;
+        const silentSec = Math.round((nowMs - agent.lastHeartbeatAtMs) / 1000);
+        this.#d.log.warn("agent lost", { agentId: agent.id, incarnation: agent.incarnation, silentSec });
+        await this.evict(agent.id, `agent ${agent.id} lost: no heartbeat for ${silentSec} s`);
+      } else if (options.sweep) {
+        await this.evict(agent.id, `agent ${agent.id} lost at ${new Date(agent.lostAtMs).toISOString()}`);
+      }
+    }
+    return lost;
+  }
+
+  /** Every session with kernels alive on the agent leaves them (core/agent-loss.ts). Idempotent. */
+  async evict(agentId: string, reason: string): Promise<void> {
+    const held = await this.#d.store.allocationsOnAgent(agentId);
+    const sessionIds = [...new Set(held.map((a) => a.sessionId))];
+    for (const sessionId of sessionIds) {
+      try {
+        await this.#evictSession(sessionId, agentId, reason);
+      } catch (error) {
+        // The sweep tries again; one session must not keep the others on a dead agent.
+        this.#d.log.error("could not move a session off a lost agent", {
+          sessionId,
+          agentId,
+          error: errorMessage(error),
+        });
+      }
+    }
+  }
+
+  async #evictSession(sessionId: string, agentId: string, reason: string): Promise<void> {
+    const { store, clock, executions } = this.#d;
+    for (let attempt = 1; ; attempt++) {
+      const s = await store.getSession(sessionId);
+      if (!s) return;
+      const nowMs = clock.nowMs();
+      const plan = agentLossPlan(s, agentId, reason, nowMs);
+      if (!plan) return;
+      const token = s.session.stage.taskToken;
+      const claim = plan.transition !== undefined && token !== undefined;
+      try {
+        await store.applyWrite({
+          sessionId,
+          expected: { status: s.session.status, version: s.session.version },
+          nowMs,
+          kernels: plan.kernels,
+          ...(claim ? { claimStage: true } : {}),
+        });
+      } catch (error) {
+        if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
+        continue;
+      }
+      if (claim) await executions.complete(token, plan.transition!);
+      this.#d.log.info("session moved off a lost agent", { sessionId, agentId, status: s.session.status });
+      return;
+    }
+  }
+
+  async #authenticate(
+    agent: Agent | undefined,
+    agentId: string,
+    incarnation: string,
+    detailType: string,
+    detail: Readonly<Record<string, unknown>> & { readonly signature: string },
+  ): Promise<Refusal | undefined> {
+    if (agent?.incarnation === undefined || agent.signingKey === undefined) {
+      return {
+        refused: `detail.agentId: agent ${agentId} is not registered (an agent sends "Agent Registration Requested" first)`,
+      };
+    }
+    if (agent.incarnation !== incarnation) {
+      return {
+        refused: `detail.incarnation: ${incarnation} is not agent ${agentId}'s registered incarnation`,
+      };
+    }
+    // Checked before fencing: only the agent itself may learn that it was fenced.
+    if (!signatureMatches(agent.signingKey, detailType, detail)) {
+      return {
+        refused: `detail.signature: does not match agent ${agentId}'s key: the event is not from that agent`,
+      };
+    }
+    if (agent.lostAtMs !== undefined) {
+      return this.#fence(
+        agentId,
+        incarnation,
+        `agent ${agentId} was declared lost at ${new Date(agent.lostAtMs).toISOString()}`,
+      );
+    }
+    return undefined;
+  }
+
+  async #fence(agentId: string, incarnation: string, why: string): Promise<Refusal> {
+    const fenced: FencedMessage = {
+      type: AgentMessageType.fenced,
+      agentId,
+      incarnation,
+      reason: `${why}: its kernels were given up; stop them and register again`,
+      atMs: this.#d.clock.nowMs(),
+    };
+    await this.#d.channel.send([{ agentId, message: fenced }]);
+    return { refused: `${why}; its reports are refused until it registers again` };
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * What losing an agent does to a session that had kernels on it (issue 10, Iris's
+ * WORKER_FAILED): every kernel of the session still alive on the lost agent ends at once as
+ * WORKER_FAILED with the AgentLost condition (no agent will ever report it), and the session
+ * leaves its stage without waiting for that stage's timer:
+ *
+ * - before RUNNING (SCHEDULED … CREATING): back to PENDING to be placed again, at no cost (as a
+ *   preemption before RUNNING is), capacity released by the PENDING entry;
+ * - RUNNING: its run has a failed kernel, so DetectTermination ends it (TERMINATING → the run is
+ *   judged: WORKER_FAILED retries under the preemption budget); nothing to complete here;
+ * - TERMINATING: the kernel was being stopped; now it has ended, PromoteToTerminated moves on.
+ *
+ * Pure: the caller reads the session and carries the plan out.
+ */
+import type { KernelPatch } from "./effects.ts";
+import { STAGES } from "./handlers.ts";
+import type { SessionWithKernels, StageTransition } from "./model.ts";
+import {
+  AttemptOutcome,
+  isTerminalKernelStatus,
+  isWaitingStatus,
+  SessionStatus,
+  TerminationCondition,
+} from "./status.ts";
+
+export interface AgentLossPlan {
+  readonly kernels: readonly KernelPatch[];
+  /** Present when the session's stage is to be claimed and completed with it. */
+  readonly transition?: StageTransition;
+}
+
+/** Undefined when the session has nothing alive on the agent (or has already ended). */
+export function agentLossPlan(
+  { session, kernels }: SessionWithKernels,
+  agentId: string,
+  reason: string,
+  nowMs: number,
+): AgentLossPlan | undefined {
+  const lost = kernels.filter((k) => k.agentId === agentId && !isTerminalKernelStatus(k.status));
+  if (lost.length === 0 || !isWaitingStatus(session.status)) return undefined;
+  const patches: KernelPatch[] = lost.map((k) => ({
+    index: k.index,
+    status: "TERMINATED",
+    condition: TerminationCondition.AgentLost,
+    message: reason,
+    outcome: AttemptOutcome.WORKER_FAILED,
+    finishedAtMs: nowMs,
+  }));
+  const status = session.status;
+  if (
+    status === SessionStatus.RUNNING ||
+    status === SessionStatus.TERMINATING ||
+    status === SessionStatus.PENDING
+  ) {
+    return { kernels: patches };
+  }
+  const to = STAGES[status].onPreempt ?? SessionStatus.PENDING;
+  return {
+    kernels: patches,
+    transition: {
+      from: status,
+      to,
+      result: "AGENT_LOST",
+      handler: "Liveness",
+      message: `${reason}: placed again at no cost, it had not started running`,
+    },
+  };
+}
