@@ -568,7 +568,7 @@ describe("FilterLogEvents", () => {
         await client.send(
           new FilterLogEventsCommand({ logGroupName: GROUP, logStreamNames: [s], filterPattern }),
         )
-      ).events?.map((e) => e.timestamp - T0);
+      ).events?.map((e) => (e.timestamp ?? 0) - T0);
     expect(await match("ERROR")).toEqual([0, 3]);
     expect(await match("ERROR disk")).toEqual([0]);
     expect(await match('"epoch 1"')).toEqual([1]);
