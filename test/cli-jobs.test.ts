@@ -4,11 +4,11 @@
  * laid out as the agents write them, and runCli end to end against in-memory fakes.
  */
 import { fakeCliIo, parseLine, simulatedClock, usageErrorOf } from "./support/cli-helpers.ts";
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { CairnApi, SessionReader } from "../bin/cli/cairn-api.ts";
+import { LogShipper } from "../agent/log-shipper.ts";
+import type { CairnApi, KernelLogsApi, SessionReader } from "../bin/cli/cairn-api.ts";
+import { kernelLogReader } from "../bin/cli/commands/logs.ts";
 import { JobNotFoundError, JobWaitTimeoutError, LogsUnavailableError } from "../bin/cli/errors.ts";
 import { followJob } from "../bin/cli/follow-job.ts";
 import { jobSnapshot, readJob, taskOf, taskRefs } from "../bin/cli/job-read.ts";
@@ -16,17 +16,19 @@ import { renderJob, renderTask, renderTasks } from "../bin/cli/job-render.ts";
 import { jobView, taskDetailView, tasksView } from "../bin/cli/job-views.ts";
 import { runCli } from "../bin/cli/main.ts";
 import { newSessionId } from "../bin/cli/session-id.ts";
+import { cloudWatchLogReader } from "../bin/cli/kernel-log-reader.ts";
 import {
-  AgentDirectory,
+  callPacer,
   followTaskLog,
-  mergeByTime,
-  readTaskLog,
+  locateTaskLogs,
+  readRunLines,
   sharedSessionReads,
+  sharedStreamListing,
   taskLogJson,
   taskLogText,
+  type KernelLogReader,
   type TaskLogEvent,
 } from "../bin/cli/task-logs.ts";
-import type { LogAccess } from "../bin/cli/target.ts";
 import type { PutEventsEntry } from "../functions/core/events.ts";
 import { newJob, taskSessionId, taskSpec } from "../functions/core/jobs.ts";
 import type {
@@ -41,6 +43,7 @@ import type {
 import { newSession } from "../functions/core/sessions.ts";
 import { parseSpecText, SPEC_DEFAULTS } from "../functions/core/spec.ts";
 import type { SessionStatus } from "../functions/core/status.ts";
+import { startLogsServer, type LogsServer } from "../local/logs/index.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures: a job of three independent tasks at literal times.
@@ -534,120 +537,158 @@ describe("followJob (submit --wait of a job)", () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Task logs: files laid out as the agents write them (agent/work-dir.ts).
+// Task logs: written by the agent's own shipper to the embedded CloudWatch Logs, read by the CLI
+// through the real SDK client over HTTP.
 
-let root: string;
+let logsServer: LogsServer;
+let logsClient: CloudWatchLogsClient;
+let groups = 0;
 
-beforeAll(() => {
-  root = mkdtempSync(join(tmpdir(), "cairn-cli-logs-"));
+beforeAll(async () => {
+  // Its clock: the fixtures' times are minutes old, well within what PutLogEvents accepts.
+  logsServer = await startLogsServer({ clock: () => NOW, logger: { warn: () => {} } });
+  logsClient = new CloudWatchLogsClient({
+    endpoint: logsServer.endpoint,
+    region: "local",
+    credentials: { accessKeyId: "local", secretAccessKey: "local" },
+  });
 });
 
-afterAll(() => {
-  rmSync(root, { recursive: true, force: true });
+afterAll(async () => {
+  logsClient.destroy();
+  await logsServer.close();
 });
 
-/** A work root per test, with both agents in it. */
-function workRoots(name: string): {
-  access: LogAccess;
-  write: (agent: string, sessionId: string, run: number, ...lines: [number, string, string?][]) => void;
-} {
-  const base = join(root, name);
-  const access: LogAccess = {
-    readable: true,
-    agents: ["agent-1", "agent-2", "agent-3"].map((id) => ({ id, workRoot: join(base, id) })),
-  };
+/** A log group of its own per test, a reader over it, and the agent's shipper writing to it. */
+function logWorld(name: string) {
+  const group = `/cli-test/${name}-${++groups}`;
+  logsServer.store.createLogGroup(group);
+  const reader = cloudWatchLogReader(logsClient, group, "the local runtime");
+  const shipper = new LogShipper({
+    client: logsClient,
+    logGroupName: group,
+    clock: () => NOW,
+    warn: (message) => {
+      throw new Error(`the shipper warned: ${message}`);
+    },
+    flushIntervalMs: 60_000,
+  });
   return {
-    access,
-    /** Appends lines `[atMs offset, text, stream]` to a run's output.jsonl (creating its directory). */
-    write: (agent, sessionId, run, ...lines) => {
-      const dir = join(base, agent, sessionId, "0", `run-${run}`);
-      mkdirSync(dir, { recursive: true });
+    reader,
+    access: { readable: true, reader } as KernelLogsApi,
+    /** Ships lines `[atMs offset, text, stream]` of a task session's run, as the agent does. */
+    write: async (sessionId: string, run: number, ...lines: [number, string, ("stdout" | "stderr")?][]) => {
       for (const [offsetMs, text, stream] of lines) {
-        appendFileSync(
-          join(dir, "output.jsonl"),
-          JSON.stringify({ atMs: T0 + offsetMs, stream: stream ?? "stdout", text }) + "\n",
-        );
+        shipper.add({
+          sessionId,
+          kernelIndex: 0,
+          runIndex: run,
+          stream: stream ?? "stdout",
+          text,
+          atMs: T0 + offsetMs,
+        });
       }
+      await shipper.flush(sessionId, 0, run);
     },
   };
 }
 
 const ref = (index: number) => ({ index, sessionId: taskSessionId(JOB_ID, index), kernelIndex: 0 });
 
+/** Task 1 placed on agent-2 and preparing: its process has not started. */
+const PLACED = taskSession(1, "PREPARING", { status: "PREPARING", agentId: "agent-2" });
+
 describe("reading task logs", () => {
-  test("the current run's lines; a retry waiting to run shows the previous run's, with a note", async () => {
-    const { access, write } = workRoots("read");
-    write("agent-1", "train-1-t0", 0, [1_000, "epoch 1"], [2_000, "warn", "stderr"]);
-    write("agent-3", "train-1-t2", 0, [1_500, "about to fail"]);
-    const deps = { store: fakeStore(trainWorld()), agents: new AgentDirectory(access) };
-    const done = await readTaskLog(JOB_ID, ref(0), deps);
-    expect(done).toMatchObject({ started: true, runIndex: 0 });
-    expect(done.started && done.lines.map((l) => [l.stream, l.text, l.atMs - T0])).toEqual([
+  test("the current run; a retry waiting to run shows the previous run's, with a note; started but silent; not started", async () => {
+    const { reader, write } = logWorld("read");
+    await write("train-1-t0", 0, [1_000, "epoch 1"], [2_000, "warn", "stderr"]);
+    await write("train-1-t2", 0, [1_500, "about to fail"]);
+    const deps = { store: fakeStore(trainWorld()), logs: reader };
+    const [done, silent, retry] = await locateTaskLogs(JOB_ID, [ref(0), ref(1), ref(2)], deps);
+    expect(done).toEqual({ started: true, runIndex: 0, streamName: "train-1-t0/0/run-0", exists: true });
+    // Running since T0+3s, nothing written yet: started, no stream.
+    expect(silent).toEqual({ started: true, runIndex: 0, streamName: "train-1-t1/0/run-0", exists: false });
+    expect(retry).toEqual({
+      started: true,
+      runIndex: 0,
+      streamName: "train-1-t2/0/run-0",
+      exists: true,
+      note: "run 1 has not started (PENDING: no agent has 8 cpu free; largest free is 4); showing run 0",
+    });
+    const placed = { ...trainWorld(), sessions: { [PLACED.session.id]: PLACED } };
+    expect(await locateTaskLogs(JOB_ID, [ref(1)], { store: fakeStore(placed), logs: reader })).toEqual([
+      { started: false, finished: false, why: "BUILDING" },
+    ]);
+    const events: TaskLogEvent[] = [];
+    await readRunLines(
+      [{ task: 0, sessionId: "train-1-t0", kernelIndex: 0, runIndex: 0, streamName: "train-1-t0/0/run-0" }],
+      reader,
+      (e) => events.push(e),
+    );
+    expect(events.map((e) => e.kind === "line" && [e.line.stream, e.line.text, e.line.atMs - T0])).toEqual([
       ["stdout", "epoch 1", 1_000],
       ["stderr", "warn", 2_000],
     ]);
-    expect(await readTaskLog(JOB_ID, ref(2), deps)).toMatchObject({
-      started: true,
-      runIndex: 0,
-      note: "run 1 has not started (PENDING: no agent has 8 cpu free; largest free is 4); showing run 0",
-    });
-    // Placed, but its agent has not made the run's directory yet.
-    expect(await readTaskLog(JOB_ID, ref(1), deps)).toEqual({
-      started: false,
-      finished: false,
-      why: "RUNNING",
-    });
   });
 
-  test("a task that never ran says why; a deployed stack or an unknown agent cannot be read", async () => {
-    const { access } = workRoots("never");
+  test("a task that never ran says why; no log group is a clear error, exit 4", async () => {
+    const { reader } = logWorld("never");
     const killed = taskSession(1, "CANCELLED", {}, { cancelRequestedAtMs: T0, cancelReason: "not needed" });
     const world = { ...trainWorld(), sessions: { [killed.session.id]: killed } };
-    const agents = new AgentDirectory(access);
-    expect(await readTaskLog(JOB_ID, ref(1), { store: fakeStore(world), agents })).toEqual({
-      started: false,
-      finished: true,
-      why: "KILLED: not needed",
-    });
-    expect(() => new AgentDirectory({ readable: false, why: "stack Cairn keeps no task logs" })).toThrow(
-      new LogsUnavailableError("stack Cairn keeps no task logs"),
-    );
-    expect(() => agents.paths("agent-9", "train-1-t1", 0, 0)).toThrow(
-      "session train-1-t1 ran on agent agent-9, which is not one of this runtime's agents " +
-        "(agent-1, agent-2, agent-3): its logs are with that agent",
+    expect(await locateTaskLogs(JOB_ID, [ref(1)], { store: fakeStore(world), logs: reader })).toEqual([
+      { started: false, finished: true, why: "KILLED: not needed" },
+    ]);
+    expect(() =>
+      kernelLogReader({ readable: false, why: "stack Cairn lacks the output KernelLogGroupName" }),
+    ).toThrow(new LogsUnavailableError("stack Cairn lacks the output KernelLogGroupName"));
+    expect(new LogsUnavailableError("x").exitCode).toBe(4);
+    const nowhere = cloudWatchLogReader(logsClient, "/no/such/group", "stack Cairn");
+    await expect(
+      locateTaskLogs(JOB_ID, [ref(0)], { store: fakeStore(trainWorld()), logs: nowhere }),
+    ).rejects.toThrow(
+      new LogsUnavailableError(
+        "stack Cairn: log group /no/such/group: The specified log group does not exist. " +
+          "(the agents ship the kernels' output there; is the stack or runtime fully set up?)",
+      ),
     );
   });
 
-  test("several tasks merge by time, each task's own order kept; text and JSON Lines", () => {
-    const line = (task: number, atMs: number, text: string): TaskLogEvent => ({
-      kind: "line",
+  test("several tasks merge by time (FilterLogEvents), each task's own order kept, split lines joined; text and JSON Lines", async () => {
+    const { reader, write } = logWorld("merge");
+    const long = "ü".repeat(200_000);
+    await write("train-1-t0", 0, [10, "a"], [30, "c"], [30, "d"], [40, long]);
+    await write("train-1-t1", 0, [20, "b"], [30, "e", "stderr"]);
+    const events: TaskLogEvent[] = [];
+    const run = (task: number) => ({
       task,
-      line: { sessionId: `s-${task}`, kernelIndex: 0, runIndex: 0, stream: "stdout", text, atMs },
+      sessionId: `train-1-t${task}`,
+      kernelIndex: 0,
+      runIndex: 0,
+      streamName: `train-1-t${task}/0/run-0`,
     });
-    const merged = mergeByTime([
-      [line(0, 10, "a"), line(0, 30, "c"), line(0, 30, "d")],
-      [{ kind: "note", task: 1, text: "note" }, line(1, 20, "b"), line(1, 30, "e")],
+    await readRunLines([run(0), run(1)], reader, (e) => events.push(e));
+    expect(events.map((e) => (e.kind === "line" ? `${e.task}:${e.line.text.slice(0, 8)}` : e.text))).toEqual([
+      "0:a",
+      "1:b",
+      "0:c",
+      "0:d",
+      "1:e",
+      `0:${"ü".repeat(8)}`,
     ]);
-    expect(merged.map((e) => (e.kind === "line" ? e.line.text : e.text))).toEqual([
-      "note",
-      "a",
-      "b",
-      "c",
-      "d",
-      "e",
-    ]);
-    const first = line(2, T0, "hello");
+    const joined = events.at(-1);
+    expect(joined?.kind === "line" && joined.line.text).toBe(long);
+    const first = events[0]!;
     if (first.kind !== "line") throw new Error("unreachable");
-    expect(taskLogText(first, true)).toBe("[task 2] hello");
-    expect(taskLogText(first, false)).toBe("hello");
+    expect(taskLogText(first, true)).toBe("[task 0] a");
+    expect(taskLogText(first, false)).toBe("a");
     expect(JSON.parse(taskLogJson(first))).toEqual({
-      task: 2,
-      sessionId: "s-2",
+      task: 0,
+      sessionId: "train-1-t0",
       kernelIndex: 0,
       runIndex: 0,
       stream: "stdout",
-      text: "hello",
-      at: "2026-11-21T12:00:00.000Z",
+      text: "a",
+      at: "2026-11-21T12:00:00.010Z",
     });
   });
 
@@ -672,21 +713,33 @@ describe("reading task logs", () => {
     await source.get("train-1-t0");
     expect(reads).toBe(2);
   });
+
+  test("reads are paced: at most N a second, all callers together", async () => {
+    const clock = simulatedClock(T0);
+    const pace = callPacer(clock, 10);
+    await Promise.all([pace(), pace(), pace()]);
+    await pace();
+    expect(clock.sleeps).toEqual([100, 100, 100]);
+  });
 });
 
 describe("following a task's logs", () => {
   /** The task's session as the store shows it at each step; `sleep` advances the script. */
-  function followWorld(steps: readonly (() => SessionWithKernels)[]) {
-    let current = steps[0]!();
-    let at = 1;
+  function followWorld(steps: readonly (() => SessionWithKernels | Promise<SessionWithKernels>)[]) {
+    let current: SessionWithKernels | undefined;
+    let at = 0;
     const sleeps: number[] = [];
     return {
-      sessions: { get: () => Promise.resolve(current) },
-      sleep: (ms: number) => {
+      sessions: {
+        get: async () => {
+          if (current === undefined) current = await steps[at++]!();
+          return current;
+        },
+      },
+      sleep: async (ms: number) => {
         sleeps.push(ms);
         const step = steps[at++];
-        if (step !== undefined) current = step();
-        return Promise.resolve();
+        if (step !== undefined) current = await step();
       },
       sleeps,
     };
@@ -698,66 +751,71 @@ describe("following a task's logs", () => {
       { status: status === "TERMINATED" ? "TERMINATED" : "RUNNING", agentId },
       { runIndex },
     );
+  const followDeps = (
+    reader: KernelLogReader,
+    world: ReturnType<typeof followWorld>,
+    announceWaiting: boolean,
+  ) => ({
+    sessions: world.sessions,
+    store: fakeStore(trainWorld()),
+    logs: reader,
+    streams: sharedStreamListing(reader, "train-1-t1/0/run-", () => 0, 0),
+    pace: () => Promise.resolve(),
+    sleep: world.sleep,
+    pollMs: 250,
+    announceWaiting,
+  });
 
-  test("waits to start, streams as lines are written, follows the retry's run, ends once drained", async () => {
-    const { access, write } = workRoots("follow");
+  test("waits to start, streams as lines are shipped, follows the retry's run, ends once drained", async () => {
+    const { reader, write } = logWorld("follow");
     const sid = "train-1-t1";
     const world = followWorld([
       () => taskSession(1, "PENDING", {}, { pendingReason: "waiting for capacity" }),
       () => placed(0, "agent-1"),
-      () => (write("agent-1", sid, 0, [1, "one"]), placed(0, "agent-1")),
-      // The run writes its last line and fails; the session is requeued for run 1.
-      () => (write("agent-1", sid, 0, [2, "two"]), taskSession(1, "PENDING", {}, { runIndex: 1 })),
+      async () => (await write(sid, 0, [1, "one"]), placed(0, "agent-1")),
+      // The run writes its last lines (one longer than an event) and fails; the session is requeued for run 1.
+      async () => (
+        await write(sid, 0, [2, "two"], [3, "x".repeat(300_000)]),
+        taskSession(1, "PENDING", {}, { runIndex: 1 })
+      ),
       () => placed(1, "agent-2"),
-      () => (write("agent-2", sid, 1, [3, "three"]), placed(1, "agent-2", "TERMINATED")),
+      async () => (await write(sid, 1, [4, "three"]), placed(1, "agent-2", "TERMINATED")),
     ]);
     const events: TaskLogEvent[] = [];
-    const ran = await followTaskLog(
-      JOB_ID,
-      ref(1),
-      {
-        sessions: world.sessions,
-        store: fakeStore(trainWorld()),
-        agents: new AgentDirectory(access),
-        sleep: world.sleep,
-        pollMs: 250,
-        announceWaiting: true,
-      },
-      (e) => events.push(e),
-    );
+    const ran = await followTaskLog(JOB_ID, ref(1), followDeps(reader, world, true), (e) => events.push(e));
     expect(ran).toBe(true);
     expect(
-      events.map((e) => (e.kind === "line" ? `${e.line.runIndex}: ${e.line.text}` : `note: ${e.text}`)),
+      events.map((e) =>
+        e.kind === "line"
+          ? `${e.line.runIndex}: ${e.line.text.slice(0, 5)} (${e.line.text.length})`
+          : `note: ${e.text}`,
+      ),
     ).toEqual([
       "note: waiting to start (PENDING: waiting for capacity)",
-      "0: one",
-      "0: two",
+      "0: one (3)",
+      "0: two (3)",
+      "0: xxxxx (300000)",
       "note: run 1 started on agent-2",
-      "1: three",
+      "1: three (5)",
     ]);
     expect(world.sleeps.every((ms) => ms === 250)).toBe(true);
   });
 
-  test("a task that ends without running: a note, and false", async () => {
-    const { access } = workRoots("follow-never");
+  test("a run that ends without writing: a note; a task that ends without running: a note, and false", async () => {
+    const { reader } = logWorld("follow-never");
+    const silent = followWorld([() => placed(0, "agent-1"), () => placed(0, "agent-1", "TERMINATED")]);
+    const notes: TaskLogEvent[] = [];
+    expect(await followTaskLog(JOB_ID, ref(1), followDeps(reader, silent, false), (e) => notes.push(e))).toBe(
+      true,
+    );
+    expect(notes).toEqual([{ kind: "note", task: 1, text: "run 0 on agent-1: no output" }]);
+
     const world = followWorld([
       () => taskSession(1, "PENDING"),
       () => taskSession(1, "CANCELLED", {}, { cancelRequestedAtMs: T0, cancelReason: "job train-1 FAILED" }),
     ]);
     const events: TaskLogEvent[] = [];
-    const ran = await followTaskLog(
-      JOB_ID,
-      ref(1),
-      {
-        sessions: world.sessions,
-        store: fakeStore(trainWorld()),
-        agents: new AgentDirectory(access),
-        sleep: world.sleep,
-        pollMs: 250,
-        announceWaiting: false,
-      },
-      (e) => events.push(e),
-    );
+    const ran = await followTaskLog(JOB_ID, ref(1), followDeps(reader, world, false), (e) => events.push(e));
     expect(ran).toBe(false);
     expect(events).toEqual([{ kind: "note", task: 1, text: "never ran (KILLED: job train-1 FAILED)" }]);
   });
@@ -775,7 +833,7 @@ const RUNTIME_FILE = {
   pid: 1,
 };
 
-function cli(world: World, logs: LogAccess, files: Record<string, string> = {}) {
+function cli(world: World, logs: KernelLogsApi, files: Record<string, string> = {}) {
   const puts: PutEventsEntry[] = [];
   const api: CairnApi = {
     store: fakeStore(world),
@@ -801,7 +859,10 @@ function cli(world: World, logs: LogAccess, files: Record<string, string> = {}) 
   return { io, out, err, puts, sleeps: clock.sleeps };
 }
 
-const NO_LOGS: LogAccess = { readable: false, why: "stack Cairn keeps no task logs" };
+const NO_LOGS: KernelLogsApi = {
+  readable: false,
+  why: "stack Cairn lacks the output KernelLogGroupName: deploy it again (`cdk deploy`) to read logs",
+};
 
 describe("runCli: jobs", () => {
   test("job get, tasks and task print the views; unknown ids are exit 3", async () => {
@@ -842,42 +903,53 @@ describe("runCli: jobs", () => {
     ]);
   });
 
-  test("logs: the files of every task, prefixed and merged; a task not started is noted; none started is exit 3", async () => {
-    const { access, write } = workRoots("cli");
-    write("agent-1", "train-1-t0", 0, [1_000, "t0 first"], [3_000, "t0 second"]);
-    write("agent-3", "train-1-t2", 0, [2_000, "t2 failing", "stderr"]);
-    const c = cli(trainWorld(), access);
+  test("logs: every task's stream, prefixed and merged by time; a task not started is noted; none started is exit 3", async () => {
+    const { access, write } = logWorld("cli");
+    await write("train-1-t0", 0, [1_000, "t0 first"], [3_000, "t0 second"]);
+    await write("train-1-t2", 0, [2_000, "t2 failing", "stderr"]);
+    const world = { ...trainWorld(), sessions: { ...trainWorld().sessions, [PLACED.session.id]: PLACED } };
+    const c = cli(world, access);
     expect(await runCli(["logs", JOB_ID], c.io)).toBe(0);
     expect(c.out).toEqual(["[task 0] t0 first", "[task 0] t0 second"]);
     expect(c.err).toEqual([
-      "cairn: task 1: has not started yet (RUNNING)",
+      "cairn: task 1: has not started yet (BUILDING)",
       "cairn: task 2: run 1 has not started (PENDING: no agent has 8 cpu free; largest free is 4); showing run 0",
       "[task 2] t2 failing",
     ]);
-    const one = cli(trainWorld(), access);
+    const one = cli(world, access);
     expect(await runCli(["logs", JOB_ID, "--task", "0", "-o", "json"], one.io)).toBe(0);
     expect(one.out.map((l) => (JSON.parse(l) as { text: string }).text)).toEqual(["t0 first", "t0 second"]);
-    const none = cli(trainWorld(), access);
+    const none = cli(world, access);
     expect(await runCli(["logs", JOB_ID, "--task", "1"], none.io)).toBe(3);
-    expect(none.err).toEqual(["cairn: task 1 of job train-1 has not started yet (RUNNING): no logs"]);
+    expect(none.err).toEqual(["cairn: task 1 of job train-1 has not started yet (BUILDING): no logs"]);
+    // Running but silent: nothing to print, and no error.
+    const silent = cli(trainWorld(), access);
+    expect(await runCli(["logs", JOB_ID, "--task", "1"], silent.io)).toBe(0);
+    expect([...silent.out, ...silent.err]).toEqual([]);
   });
 
-  test("logs --follow right after submit looks for the job a while before it is not found", async () => {
-    const { access } = workRoots("grace");
-    const c = cli({ jobs: {}, sessions: {}, runs: {}, history: {} }, access);
-    expect(await runCli(["logs", "fresh-1", "--follow"], c.io)).toBe(3);
-    expect(c.err).toEqual(["cairn: job fresh-1 not found"]);
-    expect(c.sleeps.reduce((a, b) => a + b, 0)).toBe(10_000);
+  test("logs --follow: streams until the task has ended; right after submit it looks for the job a while", async () => {
+    const { access, write } = logWorld("cli-follow");
+    await write("train-1-t0", 0, [1_000, "done already"]);
+    const c = cli(trainWorld(), access);
+    expect(await runCli(["logs", JOB_ID, "--task", "0", "--follow"], c.io)).toBe(0);
+    expect(c.out).toEqual(["done already"]);
+    const fresh = cli({ jobs: {}, sessions: {}, runs: {}, history: {} }, access);
+    expect(await runCli(["logs", "fresh-1", "--follow"], fresh.io)).toBe(3);
+    expect(fresh.err).toEqual(["cairn: job fresh-1 not found"]);
+    expect(fresh.sleeps.reduce((a, b) => a + b, 0)).toBe(10_000);
     // Without --follow there is nothing to wait for.
     const now = cli({ jobs: {}, sessions: {}, runs: {}, history: {} }, access);
     expect(await runCli(["logs", "fresh-1"], now.io)).toBe(3);
     expect(now.sleeps).toEqual([]);
   });
 
-  test("logs against a stack: exit 2 saying where logs are, before reading anything", async () => {
+  test("logs where no kernel log group is known: exit 4 saying why, before reading anything", async () => {
     const c = cli({ jobs: {}, sessions: {}, runs: {}, history: {} }, NO_LOGS);
-    expect(await runCli(["logs", "anything-1", "--follow"], c.io)).toBe(2);
-    expect(c.err).toEqual(["cairn: stack Cairn keeps no task logs"]);
+    expect(await runCli(["logs", "anything-1", "--follow"], c.io)).toBe(4);
+    expect(c.err).toEqual([
+      "cairn: stack Cairn lacks the output KernelLogGroupName: deploy it again (`cdk deploy`) to read logs",
+    ]);
   });
 
   test("submit --wait of independent tasks waits for the job and exits 1 when it failed", async () => {
@@ -920,8 +992,10 @@ describe("runCli: jobs", () => {
     const stream = cli({ jobs: {}, sessions: {}, runs: {}, history: {} }, NO_LOGS, {
       "/work/job.yaml": spec,
     });
-    expect(await runCli(["submit", "job.yaml", "--wait", "--stream-logs"], stream.io)).toBe(2);
-    expect(stream.err).toEqual(["cairn: stack Cairn keeps no task logs"]);
+    expect(await runCli(["submit", "job.yaml", "--wait", "--stream-logs"], stream.io)).toBe(4);
+    expect(stream.err).toEqual([
+      "cairn: stack Cairn lacks the output KernelLogGroupName: deploy it again (`cdk deploy`) to read logs",
+    ]);
     expect([...c.puts, ...stream.puts]).toEqual([]);
   });
 });

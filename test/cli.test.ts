@@ -61,11 +61,9 @@ const RUNTIME_FILE = {
     dynamoDb: "http://127.0.0.1:8000",
     stepFunctions: "http://127.0.0.1:8001",
     eventBridge: "http://127.0.0.1:8002",
+    logs: "http://127.0.0.1:8003",
   },
-  agents: [
-    { id: "agent-1", workRoot: "/var/cairn/work" },
-    { id: "agent-2", workRoot: "work-2" },
-  ],
+  kernelLogGroupName: "/cairn/kernels",
   pid: 1,
 };
 
@@ -606,25 +604,20 @@ describe("resolveConnection", () => {
       tableName: "cairn",
       eventBusName: "cairn",
       stateMachineArn: RUNTIME_FILE.stateMachineArn,
-      // A relative work root is read as relative to the runtime file.
-      logs: {
-        readable: true,
-        agents: [
-          { id: "agent-1", workRoot: "/var/cairn/work" },
-          { id: "agent-2", workRoot: "/work/.cairn/work-2" },
-        ],
-      },
+      logs: { readable: true, logGroupName: "/cairn/kernels", endpoint: "http://127.0.0.1:8003" },
     });
   });
 
-  test("logs are readable only when the runtime file lists its agents: never through a stack or endpoint", async () => {
-    const { agents: _, ...older } = RUNTIME_FILE;
+  test("the kernel log group: from the runtime file, a stack's KernelLogGroupName, or the environment with --endpoint", async () => {
+    const { kernelLogGroupName: _, ...older } = RUNTIME_FILE;
     await expect(
       resolveConnection({}, deps({ readFile: () => JSON.stringify(older) })),
     ).resolves.toMatchObject({
       logs: {
         readable: false,
-        why: "the runtime file .cairn/runtime.json does not list its agents (an older runtime): restart it (`npm start`) to read logs",
+        why:
+          "the runtime file .cairn/runtime.json names no kernel log group and CloudWatch Logs endpoint " +
+          "(kernelLogGroupName, endpoints.logs: an older runtime): restart it (`npm start`) to read logs",
       },
     });
     const outputs = { TableName: "t", EventBusName: "b", StateMachineArn: "arn:sm" };
@@ -634,10 +627,23 @@ describe("resolveConnection", () => {
       logs: {
         readable: false,
         why:
-          "stack Cairn keeps no task logs: they stay with the agents that ran the tasks, and only the local " +
-          "runtime's (`npm start`, .cairn/runtime.json) are readable by `cairn`",
+          "stack Cairn lacks the output KernelLogGroupName: it was deployed before kernel output went to " +
+          "CloudWatch Logs; deploy it again (`cdk deploy`) to read logs",
       },
     });
+    const withLogs = { ...outputs, KernelLogGroupName: "Cairn-KernelLogs-1" };
+    const stack = await resolveConnection(
+      { stack: "Cairn", endpoint: "http://localhost:4566" },
+      deps({ stackOutputs: () => Promise.resolve(withLogs) }),
+    );
+    expect(stack.logs).toEqual({
+      readable: true,
+      logGroupName: "Cairn-KernelLogs-1",
+      endpoint: "http://localhost:4566",
+    });
+    const env = { CAIRN_TABLE_NAME: "t", CAIRN_EVENT_BUS_NAME: "b", CAIRN_KERNEL_LOG_GROUP_NAME: "/k" };
+    const endpoint = await resolveConnection({ endpoint: "http://localhost:4566" }, deps({ env }));
+    expect(endpoint.logs).toEqual({ readable: true, logGroupName: "/k", endpoint: "http://localhost:4566" });
   });
 
   test("no runtime file: the message the README promises", async () => {

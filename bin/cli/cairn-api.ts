@@ -1,10 +1,11 @@
 /**
  * What the commands need from Cairn: the session store's read side (sessions, jobs, history,
  * runs), the retry resources operators manage (policies, queues, the retry configuration),
- * where the local agents keep logs, and putting an inbound event on the bus. Built on the application's own adapters (DynamoSessionStore, EventPublisher), so
+ * the kernels' output on CloudWatch Logs, and putting an inbound event on the bus. Built on the application's own adapters (DynamoSessionStore, EventPublisher), so
  * the CLI reads and writes exactly what the control plane does.
  */
 import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
+import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { DynamoSessionStore } from "../../functions/adapters/dynamo/dynamo-session-store.ts";
@@ -13,7 +14,9 @@ import type { PutEventsEntry } from "../../functions/core/events.ts";
 import type { SessionStore } from "../../functions/core/ports/session-store.ts";
 import { explainAwsError } from "./aws-errors.ts";
 import { UnreachableError } from "./errors.ts";
-import type { Connection, LogAccess, StackRequest } from "./target.ts";
+import { cloudWatchLogReader } from "./kernel-log-reader.ts";
+import type { Connection, StackRequest } from "./target.ts";
+import type { KernelLogReader } from "./task-logs.ts";
 
 export type SessionReader = Pick<
   SessionStore,
@@ -43,13 +46,17 @@ export type RetryAdmin = Pick<
   | "putRetryConfig"
 >;
 
+/** The kernels' output, or why this connection cannot read it (said by `logs` only). */
+export type KernelLogsApi =
+  | { readonly readable: true; readonly reader: KernelLogReader }
+  | { readonly readable: false; readonly why: string };
+
 export interface CairnApi {
   readonly store: SessionReader;
   readonly admin: RetryAdmin;
   readonly eventBusName: string;
   readonly stateMachineArn?: string;
-  /** Where the kernels' logs are, when this CLI can read them (the local runtime). */
-  readonly logs: LogAccess;
+  readonly logs: KernelLogsApi;
   /** Puts one inbound event (built by toPutEventsEntry); throws if the bus does not accept it. */
   put(entry: PutEventsEntry): Promise<void>;
   /** Releases the clients' sockets so the process can exit. */
@@ -75,16 +82,27 @@ export function openCairnApi(connection: Connection): CairnApi {
     ...(connection.shards === undefined ? {} : { shards: connection.shards }),
   });
   const publisher = new EventPublisher(events);
+  const access = connection.logs;
+  const logsClient = access.readable
+    ? new CloudWatchLogsClient({
+        ...common,
+        ...(access.endpoint === undefined ? {} : { endpoint: access.endpoint }),
+      })
+    : undefined;
   return {
     store,
     admin: store,
     eventBusName: connection.eventBusName,
     ...(connection.stateMachineArn === undefined ? {} : { stateMachineArn: connection.stateMachineArn }),
-    logs: connection.logs,
+    logs:
+      logsClient === undefined || !access.readable
+        ? { readable: false, why: access.readable ? "" : access.why }
+        : { readable: true, reader: cloudWatchLogReader(logsClient, access.logGroupName, connection.where) },
     put: (entry) => publisher.publish([entry]),
     close: () => {
       dynamo.destroy();
       events.destroy();
+      logsClient?.destroy();
     },
   };
 }

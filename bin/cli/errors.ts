@@ -95,13 +95,13 @@ export class NoLogsError extends CliError {
 }
 
 /**
- * Logs are kept by the agents that ran the tasks, on their machines: only the local runtime
- * tells the CLI where they are. A deployed stack stores none.
+ * The kernels' output cannot be read here: the connection names no kernel log group (a stack
+ * or runtime from before logs went to CloudWatch Logs, `--endpoint` alone), or the group is missing.
  */
 export class LogsUnavailableError extends CliError {
   override readonly name = "LogsUnavailableError";
   readonly code = "LOGS_UNAVAILABLE";
-  readonly exitCode = ExitCode.Usage;
+  readonly exitCode = ExitCode.Unreachable;
 }
 
 /** No runtime file, or the services did not answer, refused the credentials or lack a resource. */

@@ -3,12 +3,15 @@
  * a CloudFormation stack's outputs, or an endpoint such as LocalStack. Reads nothing itself:
  * files, the environment and the stack lookup are passed in.
  */
-import { dirname, resolve } from "node:path";
+import { resolve } from "node:path";
 import { z } from "zod";
 import { safeParseWithIssues } from "../../functions/core/spec.ts";
 import type { TargetOptions } from "./args.ts";
 import { DEFAULT_RUNTIME_FILE } from "./command-table.ts";
 import { UnreachableError, UsageError } from "./errors.ts";
+import { endpointLogAccess, runtimeLogAccess, stackLogAccess, type LogAccess } from "./log-access.ts";
+
+export type { LogAccess } from "./log-access.ts";
 
 /** The outputs the CDK stack emits, by key. */
 export const STACK_OUTPUT_KEYS = {
@@ -41,23 +44,9 @@ export interface Connection {
   readonly stateMachineArn?: string;
   /** Shards of the status indexes: must match the table (CAIRN_SHARDS, as the functions read it). */
   readonly shards?: number;
-  /** Where the kernels' logs are, if the CLI can read them (the local runtime's agents only). */
+  /** The kernel log group on CloudWatch Logs, or why there is none to read (log-access.ts). */
   readonly logs: LogAccess;
 }
-
-/** One local agent and the directory its kernels' files are under (agent/work-dir.ts). */
-export interface AgentWorkRoot {
-  readonly id: string;
-  readonly workRoot: string;
-}
-
-/**
- * Logs stay with the agents that ran the kernels: readable only when the runtime file says where
- * its agents keep them. `why` says why not, for the error message.
- */
-export type LogAccess =
-  | { readonly readable: true; readonly agents: readonly AgentWorkRoot[] }
-  | { readonly readable: false; readonly why: string };
 
 export interface StackRequest {
   readonly stack: string;
@@ -90,19 +79,7 @@ const RuntimeFileSchema = z.object({
       agent: z.object({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }),
     })
     .optional(),
-  // Optional: a runtime file written before logs were readable still serves every other command.
-  agents: z.array(z.object({ id: z.string().min(1), workRoot: z.string().min(1) })).optional(),
 });
-
-/** Why a deployed stack or an endpoint has no logs for the CLI. */
-function noLogStore(where: string): LogAccess {
-  return {
-    readable: false,
-    why:
-      `${where} keeps no task logs: they stay with the agents that ran the tasks, ` +
-      "and only the local runtime's (`npm start`, .cairn/runtime.json) are readable by `cairn`",
-  };
-}
 
 export async function resolveConnection(options: TargetOptions, deps: TargetDeps): Promise<Connection> {
   const shards = shardsFrom(deps.env);
@@ -143,7 +120,7 @@ export async function resolveConnection(options: TargetOptions, deps: TargetDeps
     return {
       ...base,
       where: `stack ${options.stack}${at}`,
-      logs: noLogStore(`stack ${options.stack}${at}`),
+      logs: stackLogAccess(outputs, `stack ${options.stack}${at}`, options.endpoint),
       hint: "check the stack, the region and your AWS credentials",
       tableName: outputs[STACK_OUTPUT_KEYS.tableName] ?? "",
       eventBusName: outputs[STACK_OUTPUT_KEYS.eventBusName] ?? "",
@@ -168,7 +145,7 @@ export async function resolveConnection(options: TargetOptions, deps: TargetDeps
     ...(agentQueuePrefix === undefined ? {} : { agentQueuePrefix }),
     ...base,
     where: `endpoint ${options.endpoint ?? ""}`,
-    logs: noLogStore(`endpoint ${options.endpoint ?? ""}`),
+    logs: endpointLogAccess(deps.env, options.endpoint ?? ""),
     hint: "is LocalStack (or the endpoint) running, with the Cairn stack deployed?",
     tableName,
     eventBusName,
@@ -224,17 +201,8 @@ function localConnection(runtimeFile: string, shards: number | undefined, deps: 
     eventBusName: info.eventBusName,
     stateMachineArn: info.stateMachineArn,
     ...(shards === undefined ? {} : { shards }),
-    logs:
-      info.agents === undefined
-        ? {
-            readable: false,
-            why: `the runtime file ${runtimeFile} does not list its agents (an older runtime): restart it (\`npm start\`) to read logs`,
-          }
-        : {
-            readable: true,
-            // The runtime writes absolute paths; a relative one is read as relative to the file.
-            agents: info.agents.map((a) => ({ id: a.id, workRoot: resolve(dirname(path), a.workRoot) })),
-          },
+    // Read apart from the schema: a runtime file from before kernel logs serves every other command.
+    logs: runtimeLogAccess(json, runtimeFile),
   };
 }
 

@@ -1,20 +1,22 @@
 /**
- * Task output for `cairn logs` and `submit --stream-logs`. Logs stay with the agents that ran
- * the kernels: a run writes `<workRoot>/<sessionId>/<kernelIndex>/run-<runIndex>/output.jsonl`
- * (agent/work-dir.ts), and the local runtime's file says where each agent's work root is.
- * The CLI is another process, so it reads those files with the agents' own reader
- * (agent/log-reader.ts) and learns from the store which run is current and when it is over.
+ * Task output for `cairn logs` and `submit --stream-logs`, read from CloudWatch Logs: the agents
+ * ship each kernel run's lines to its own stream `<sessionId>/<kernelIndex>/run-<runIndex>`
+ * (agent/log-events.ts), locally and on AWS alike. The store says which run is current and when
+ * it is over; the streams say what it wrote. Lines are handed on page by page (GetLogEvents or
+ * FilterLogEvents, at most 1 MB each): a log is never held whole.
  */
-import { followCombinedLog, readCombinedLog } from "../../agent/log-reader.ts";
-import type { LogLine, LogPaths } from "../../agent/types.ts";
-import { runLogPaths } from "../../agent/work-dir.ts";
+import {
+  decodeLogMessage,
+  kernelLogStreamName,
+  LinePartJoiner,
+  type JoinedLine,
+} from "../../agent/log-events.ts";
+import type { LogLine } from "../../agent/types.ts";
 import { taskView } from "../../functions/core/jobs.ts";
 import type { Kernel, SessionWithKernels } from "../../functions/core/model.ts";
 import { TERMINAL_SESSION_STATUSES } from "../../functions/core/status.ts";
 import type { SessionReader } from "./cairn-api.ts";
-import { LogsUnavailableError } from "./errors.ts";
 import type { TaskRef } from "./job-read.ts";
-import type { LogAccess } from "./target.ts";
 import { iso } from "./views.ts";
 
 /** What a reader or follower hands on: a task's output line, or a note about the task for people. */
@@ -22,26 +24,26 @@ export type TaskLogEvent =
   | { readonly kind: "line"; readonly task: number; readonly line: LogLine }
   | { readonly kind: "note"; readonly task: number; readonly text: string };
 
-/** Where each agent keeps its runs' files. */
-export class AgentDirectory {
-  readonly #roots: ReadonlyMap<string, string>;
+export interface RawLogEvent {
+  readonly timestamp: number;
+  readonly message: string;
+}
 
-  /** Throws LogsUnavailableError when the connection cannot read logs (a deployed stack). */
-  constructor(access: LogAccess) {
-    if (!access.readable) throw new LogsUnavailableError(access.why);
-    this.#roots = new Map(access.agents.map((a) => [a.id, a.workRoot]));
-  }
-
-  paths(agentId: string, sessionId: string, kernelIndex: number, runIndex: number): LogPaths {
-    const root = this.#roots.get(agentId);
-    if (root === undefined) {
-      throw new LogsUnavailableError(
-        `session ${sessionId} ran on agent ${agentId}, which is not one of this runtime's agents ` +
-          `(${[...this.#roots.keys()].join(", ") || "none"}): its logs are with that agent`,
-      );
-    }
-    return runLogPaths(root, sessionId, kernelIndex, runIndex);
-  }
+/** The CloudWatch Logs reads the CLI makes (kernel-log-reader.ts; tests use the same over HTTP). */
+export interface KernelLogReader {
+  readonly logGroupName: string;
+  /** Names of the group's streams starting with `prefix` (every page). */
+  listStreams(prefix: string): Promise<ReadonlySet<string>>;
+  /** One page forward: from the head, or from a nextForwardToken (returned unchanged when nothing is new). */
+  forward(
+    streamName: string,
+    nextToken?: string,
+  ): Promise<{ events: RawLogEvent[]; nextForwardToken: string }>;
+  /** One page of several streams' events interleaved by time; `nextToken` while more remain. */
+  filter(
+    streamNames: readonly string[],
+    nextToken?: string,
+  ): Promise<{ events: (RawLogEvent & { logStreamName: string })[]; nextToken?: string }>;
 }
 
 /** Sessions read on demand; see sharedSessionReads. */
@@ -81,6 +83,72 @@ export function sharedSessionReads(
   };
 }
 
+/** Whether a run's stream exists yet; see sharedStreamListing. */
+export interface StreamSource {
+  exists(streamName: string): Promise<boolean>;
+}
+
+/**
+ * One DescribeLogStreams listing of every stream under `prefix`, shared by the followers waiting
+ * for their runs' streams to appear and taken at most once per `maxAgeMs`. A stream, once
+ * seen, stays known (streams are not deleted while their run is followed).
+ */
+export function sharedStreamListing(
+  logs: Pick<KernelLogReader, "listStreams">,
+  prefix: string,
+  nowMs: () => number,
+  maxAgeMs: number,
+  pace: () => Promise<void> = () => Promise.resolve(),
+): StreamSource {
+  const known = new Set<string>();
+  let listedAtMs = Number.NEGATIVE_INFINITY;
+  let inFlight: Promise<void> | undefined;
+  const refresh = async () => {
+    try {
+      await pace();
+      const atMs = nowMs();
+      for (const name of await logs.listStreams(prefix)) known.add(name);
+      listedAtMs = atMs;
+    } finally {
+      inFlight = undefined;
+    }
+  };
+  return {
+    async exists(streamName) {
+      if (known.has(streamName)) return true;
+      if (nowMs() - listedAtMs >= maxAgeMs) await (inFlight ??= refresh());
+      return known.has(streamName);
+    },
+  };
+}
+
+/** Spaces calls to at most `perSecond` (CloudWatch Logs' read APIs are rate-limited per account). */
+export function callPacer(
+  clock: { nowMs(): number; sleep(ms: number): Promise<void> },
+  perSecond: number,
+): () => Promise<void> {
+  let nextAtMs = Number.NEGATIVE_INFINITY;
+  return async () => {
+    const nowMs = clock.nowMs();
+    const atMs = Math.max(nowMs, nextAtMs);
+    nextAtMs = atMs + 1000 / perSecond;
+    if (atMs > nowMs) await clock.sleep(atMs - nowMs);
+  };
+}
+
+/** The longest prefix all `names` share. */
+export function commonPrefix(names: readonly string[]): string {
+  let prefix = names[0] ?? "";
+  for (const name of names) {
+    let i = 0;
+    while (i < prefix.length && i < name.length && prefix[i] === name[i]) i++;
+    prefix = prefix.slice(0, i);
+  }
+  return prefix;
+}
+
+const runPrefix = (ref: TaskRef) => `${ref.sessionId}/${ref.kernelIndex}/run-`;
+
 // ---------------------------------------------------------------------------------------------
 // Reading what is there.
 
@@ -88,8 +156,10 @@ export type TaskLogRead =
   | {
       readonly started: true;
       readonly runIndex: number;
-      readonly lines: readonly LogLine[];
-      /** Set when the lines are an earlier run's (the current one has not started). */
+      readonly streamName: string;
+      /** False: the run started but has written nothing yet. */
+      readonly exists: boolean;
+      /** Set when the run shown is an earlier one (the current one has not started). */
       readonly note?: string;
     }
   | {
@@ -102,60 +172,150 @@ export type TaskLogRead =
 
 export interface ReadDeps {
   readonly store: Pick<SessionReader, "getSession" | "listRuns">;
-  readonly agents: AgentDirectory;
+  readonly logs: KernelLogReader;
+}
+
+interface RunCandidate {
+  readonly runIndex: number;
+  readonly streamName: string;
+  /** Its kernel process started (it may have written nothing). */
+  readonly started: boolean;
 }
 
 /**
- * The task's current run's lines; if that run has not started, the latest earlier run's (a
- * retried task waiting to run again); if none ever started, why not.
+ * Which run of each task to show: its current run if that started (or wrote), else its latest
+ * earlier run that did (a retried task waiting to run again), else why none. One listing of the
+ * tasks' streams says which runs wrote anything.
  */
-export async function readTaskLog(jobId: string, ref: TaskRef, deps: ReadDeps): Promise<TaskLogRead> {
-  const found = await deps.store.getSession(ref.sessionId);
-  const kernel = found?.kernels.find((k) => k.index === ref.kernelIndex);
-  if (found === undefined || kernel === undefined) {
-    return { started: false, finished: false, why: "PENDING: being submitted" };
-  }
-  const read = async (agentId: string, runIndex: number) => {
-    const paths = deps.agents.paths(agentId, ref.sessionId, ref.kernelIndex, runIndex);
-    return readRun(paths, { sessionId: ref.sessionId, kernelIndex: ref.kernelIndex, runIndex });
-  };
-  const { runIndex } = found.session;
-  const current = kernel.agentId === undefined ? undefined : await read(kernel.agentId, runIndex);
-  if (current !== undefined) return { started: true, runIndex, lines: current };
-  const state = stateText(jobId, ref, found, kernel);
-  if (runIndex > 0) {
-    const runs = await deps.store.listRuns(ref.sessionId);
-    for (const run of [...runs].reverse()) {
-      const part = run.kernels.find((k) => k.index === ref.kernelIndex);
-      if (part?.agentId === undefined) continue;
-      const lines = await read(part.agentId, run.runIndex);
-      if (lines === undefined) continue;
+export async function locateTaskLogs(
+  jobId: string,
+  refs: readonly TaskRef[],
+  deps: ReadDeps,
+): Promise<TaskLogRead[]> {
+  const found = await Promise.all(
+    refs.map(async (ref) => {
+      const session = await deps.store.getSession(ref.sessionId);
+      const kernel = session?.kernels.find((k) => k.index === ref.kernelIndex);
+      if (session === undefined || kernel === undefined) return undefined;
+      const candidates: RunCandidate[] = [];
+      const { runIndex } = session.session;
+      if (kernel.agentId !== undefined) {
+        candidates.push({
+          runIndex,
+          streamName: kernelLogStreamName(ref.sessionId, ref.kernelIndex, runIndex),
+          started: kernel.startedAtMs !== undefined,
+        });
+      }
+      if (runIndex > 0) {
+        for (const run of [...(await deps.store.listRuns(ref.sessionId))].reverse()) {
+          const part = run.kernels.find((k) => k.index === ref.kernelIndex);
+          if (part?.agentId === undefined || run.runIndex >= runIndex) continue;
+          candidates.push({
+            runIndex: run.runIndex,
+            streamName: kernelLogStreamName(ref.sessionId, ref.kernelIndex, run.runIndex),
+            started: part.startedAtMs !== undefined,
+          });
+        }
+      }
+      return { session, kernel, candidates };
+    }),
+  );
+  const existing = found.some((f) => f !== undefined && f.candidates.length > 0)
+    ? await deps.logs.listStreams(commonPrefix(refs.map(runPrefix)))
+    : new Set<string>();
+  return refs.map((ref, i): TaskLogRead => {
+    const task = found[i];
+    if (task === undefined) return { started: false, finished: false, why: "PENDING: being submitted" };
+    const state = stateText(jobId, ref, task.session, task.kernel);
+    const shown = task.candidates.find((c) => c.started || existing.has(c.streamName));
+    if (shown === undefined) {
       return {
-        started: true,
-        runIndex: run.runIndex,
-        lines,
-        note: `run ${runIndex} has not started (${state}); showing run ${run.runIndex}`,
+        started: false,
+        finished: taskView(jobId, ref.index, task.session.session, task.kernel).finished,
+        why: state,
       };
     }
-  }
-  return { started: false, finished: taskView(jobId, ref.index, found.session, kernel).finished, why: state };
+    const current = task.session.session.runIndex;
+    return {
+      started: true,
+      runIndex: shown.runIndex,
+      streamName: shown.streamName,
+      exists: existing.has(shown.streamName),
+      ...(shown.runIndex === current
+        ? {}
+        : { note: `run ${current} has not started (${state}); showing run ${shown.runIndex}` }),
+    };
+  });
 }
 
-/** Undefined when the run never got a work directory (it was not started on its agent). */
-async function readRun(paths: LogPaths, run: Parameters<typeof readCombinedLog>[1]) {
-  try {
-    return await readCombinedLog(paths, run);
-  } catch (error) {
-    if ((error as { code?: unknown }).code === "LogsNotFound") return undefined;
-    throw error;
-  }
+/** One run being read, and whose it is. */
+export interface RunStream {
+  readonly task: number;
+  readonly sessionId: string;
+  readonly kernelIndex: number;
+  readonly runIndex: number;
+  readonly streamName: string;
 }
 
-/** Lines of several tasks as one timeline: by write time, each task's own order kept. */
-export function mergeByTime(reads: readonly (readonly TaskLogEvent[])[]): TaskLogEvent[] {
-  const at = (e: TaskLogEvent) => (e.kind === "line" ? e.line.atMs : 0);
-  // Array.prototype.sort is stable: equal times keep task order, then line order.
-  return reads.flat().sort((a, b) => at(a) - at(b));
+/**
+ * Every line of `runs` (streams that exist), page by page: GetLogEvents for one stream,
+ * FilterLogEvents for several (interleaved by time by CloudWatch Logs, each stream's own order
+ * kept). Split lines are joined back.
+ */
+export async function readRunLines(
+  runs: readonly RunStream[],
+  logs: KernelLogReader,
+  emit: (event: TaskLogEvent) => void,
+  pace: () => Promise<void> = () => Promise.resolve(),
+): Promise<void> {
+  const byName = new Map(runs.map((r) => [r.streamName, r]));
+  const joiner = new LinePartJoiner();
+  const hand = (run: RunStream, line: JoinedLine | undefined) => {
+    if (line !== undefined) emit(lineEvent(run, line));
+  };
+  const only = runs.length === 1 ? runs[0] : undefined;
+  if (only !== undefined) {
+    let token: string | undefined;
+    for (;;) {
+      await pace();
+      const page = await logs.forward(only.streamName, token);
+      for (const e of page.events) {
+        for (const line of joiner.push(only.streamName, e.timestamp, decodeLogMessage(e.message)))
+          hand(only, line);
+      }
+      if (page.events.length === 0 || page.nextForwardToken === token) break;
+      token = page.nextForwardToken;
+    }
+  } else if (runs.length > 1) {
+    let token: string | undefined;
+    do {
+      await pace();
+      const page = await logs.filter([...byName.keys()], token);
+      for (const e of page.events) {
+        const run = byName.get(e.logStreamName);
+        if (run === undefined) continue;
+        for (const line of joiner.push(run.streamName, e.timestamp, decodeLogMessage(e.message)))
+          hand(run, line);
+      }
+      token = page.nextToken;
+    } while (token !== undefined);
+  }
+  for (const run of runs) hand(run, joiner.end(run.streamName));
+}
+
+function lineEvent(run: RunStream, line: JoinedLine): TaskLogEvent {
+  return {
+    kind: "line",
+    task: run.task,
+    line: {
+      sessionId: run.sessionId,
+      kernelIndex: run.kernelIndex,
+      runIndex: run.runIndex,
+      stream: line.stream,
+      text: line.text,
+      atMs: line.atMs,
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -164,7 +324,11 @@ export function mergeByTime(reads: readonly (readonly TaskLogEvent[])[]): TaskLo
 export interface FollowDeps {
   readonly sessions: SessionSource;
   readonly store: Pick<SessionReader, "listRuns">;
-  readonly agents: AgentDirectory;
+  readonly logs: KernelLogReader;
+  /** Whether a run's stream exists yet (shared by the followers). */
+  readonly streams: StreamSource;
+  /** Awaited before each CloudWatch Logs read (shared by the followers). */
+  readonly pace: () => Promise<void>;
   readonly sleep: (ms: number) => Promise<void>;
   readonly pollMs: number;
   readonly signal?: AbortSignal;
@@ -174,10 +338,11 @@ export interface FollowDeps {
 
 /**
  * Streams the task's output from its current run on (or its latest earlier run, while a retry
- * waits to start), then every later run's, until its session has ended and the last run's lines
- * are drained. A run is over for the follower when its session ends or moves to the next run.
- * Resolves true if the task ran (some run of it was followed), false if it ended without running
- * or the follow was aborted first.
+ * waits to start), then every later run's, until its session has ended and the last run's
+ * stream is drained. A run is over for the follower when its session ends or moves to the next
+ * run; the agent ships a run's last lines before it reports the run's end. Resolves true if the
+ * task ran (some run of it was followed), false if it ended without running or the follow was
+ * aborted first.
  */
 export async function followTaskLog(
   jobId: string,
@@ -223,6 +388,7 @@ export async function followTaskLog(
   }
 }
 
+/** Reads the run's stream as it grows; returns once the run is over and its stream drained. */
 async function tailRun(
   ref: TaskRef,
   agentId: string,
@@ -231,37 +397,55 @@ async function tailRun(
   deps: FollowDeps,
   emit: (event: TaskLogEvent) => void,
 ): Promise<void> {
-  const paths = deps.agents.paths(agentId, ref.sessionId, ref.kernelIndex, runIndex);
+  const run: RunStream = {
+    task: ref.index,
+    sessionId: ref.sessionId,
+    kernelIndex: ref.kernelIndex,
+    runIndex,
+    streamName: kernelLogStreamName(ref.sessionId, ref.kernelIndex, runIndex),
+  };
+  const joiner = new LinePartJoiner();
   let live = liveAtStart;
-  try {
-    const lines = followCombinedLog(
-      paths,
-      { sessionId: ref.sessionId, kernelIndex: ref.kernelIndex, runIndex },
-      {
-        // Sampled before each read: the read after `live` turns false drains the file, and the
-        // agent writes every line before it reports the kernel's end.
-        isLive: () => live,
-        waitForActivity: async (signal) => {
-          await deps.sleep(deps.pollMs);
-          if (signal?.aborted) return;
-          const now = await deps.sessions.get(ref.sessionId);
-          live =
-            now !== undefined &&
-            !isTerminal(now) &&
-            now.session.runIndex === runIndex &&
-            now.kernels.find((k) => k.index === ref.kernelIndex)?.agentId === agentId;
-        },
-        ...(deps.signal === undefined ? {} : { signal: deps.signal }),
-      },
-    );
-    for await (const line of lines) emit({ kind: "line", task: ref.index, line });
-  } catch (error) {
-    if ((error as { code?: unknown }).code !== "LogsNotFound") throw error;
-    emit({
-      kind: "note",
-      task: ref.index,
-      text: `run ${runIndex} ended before it started on ${agentId}: no output`,
-    });
+  let exists = false;
+  let token: string | undefined;
+  for (;;) {
+    if (deps.signal?.aborted) return;
+    // Sampled before reading: the reads after `live` turns false see everything the run wrote.
+    const wasLive = live;
+    if (!exists) {
+      exists = wasLive
+        ? await deps.streams.exists(run.streamName)
+        : // The last look must come after the run's end was seen: a listing of its own.
+          (await deps.pace(), (await deps.logs.listStreams(run.streamName)).has(run.streamName));
+    }
+    if (exists) {
+      for (;;) {
+        await deps.pace();
+        const page = await deps.logs.forward(run.streamName, token);
+        for (const e of page.events) {
+          for (const line of joiner.push(run.streamName, e.timestamp, decodeLogMessage(e.message))) {
+            emit(lineEvent(run, line));
+          }
+        }
+        const moved = page.nextForwardToken !== token;
+        token = page.nextForwardToken;
+        if (!moved || page.events.length === 0 || deps.signal?.aborted) break;
+      }
+    }
+    if (!wasLive) {
+      const rest = joiner.end(run.streamName);
+      if (rest !== undefined) emit(lineEvent(run, rest));
+      if (!exists) emit({ kind: "note", task: ref.index, text: `run ${runIndex} on ${agentId}: no output` });
+      return;
+    }
+    await deps.sleep(deps.pollMs);
+    if (deps.signal?.aborted) return;
+    const now = await deps.sessions.get(ref.sessionId);
+    live =
+      now !== undefined &&
+      !isTerminal(now) &&
+      now.session.runIndex === runIndex &&
+      now.kernels.find((k) => k.index === ref.kernelIndex)?.agentId === agentId;
   }
 }
 
@@ -275,6 +459,11 @@ async function latestRun(
     if (agentId !== undefined) return { runIndex: run.runIndex, agentId };
   }
   return undefined;
+}
+
+/** The prefix every run stream of `refs` shares: the followers' one listing. */
+export function runStreamsPrefix(refs: readonly TaskRef[]): string {
+  return commonPrefix(refs.map(runPrefix));
 }
 
 function isTerminal(found: SessionWithKernels): boolean {
@@ -304,7 +493,7 @@ export function taskLogJson(event: Extract<TaskLogEvent, { kind: "line" }>): str
     runIndex: line.runIndex,
     stream: line.stream,
     text: line.text,
-    // A record the reader could not parse keeps its text but has no time.
+    // An event that is not one of the agent's keeps its text but may have no time.
     at: line.atMs > 0 ? iso(line.atMs) : null,
   });
 }

@@ -1,28 +1,39 @@
 /**
- * `cairn logs JOB_ID [--task INDEX] [--follow]`: the tasks' output, read from the local agents'
- * files (task-logs.ts). Program output keeps its stream (stdout lines on stdout, stderr lines on
- * stderr); notes about tasks go to stderr as `cairn: task N: …`.
+ * `cairn logs JOB_ID [--task INDEX] [--follow]`: the tasks' output, read from CloudWatch Logs
+ * where the agents ship it (task-logs.ts), locally and against a stack alike. Program output
+ * keeps its stream (stdout lines on stdout, stderr lines on stderr); notes about tasks go to
+ * stderr as `cairn: task N: …`.
  */
 import type { OutputFormat } from "../args.ts";
-import { JobNotFoundError, NoLogsError } from "../errors.ts";
+import type { SessionReader } from "../cairn-api.ts";
+import { JobNotFoundError, LogsUnavailableError, NoLogsError } from "../errors.ts";
 import { ExitCode } from "../exit-codes.ts";
 import type { CliIo } from "../io.ts";
 import { readJob, taskOf, type JobSnapshot, type TaskRef } from "../job-read.ts";
+import type { KernelLogsApi } from "../cairn-api.ts";
 import {
-  AgentDirectory,
+  callPacer,
   followTaskLog,
-  mergeByTime,
-  readTaskLog,
+  locateTaskLogs,
+  readRunLines,
+  runStreamsPrefix,
   sharedSessionReads,
+  sharedStreamListing,
   taskLogJson,
   taskLogText,
+  type KernelLogReader,
+  type RunStream,
   type TaskLogEvent,
 } from "../task-logs.ts";
-import type { SessionReader } from "../cairn-api.ts";
 import type { CommandContext } from "./context.ts";
 
-/** How often followers look at the store and the files. */
+/** How often followers look at the store and the streams. */
 export const LOG_POLL_MS = 250;
+/**
+ * CloudWatch Logs reads per second, all followers together: GetLogEvents and DescribeLogStreams
+ * are throttled per account and region (tens per second), and the user may run other readers.
+ */
+export const LOG_READS_PER_SECOND = 10;
 /**
  * `logs --follow` right after `submit` may run before the control plane has recorded the job
  * (submission is an event): an unknown job is looked for this long before it is not found.
@@ -37,9 +48,15 @@ export interface LogsInvocation {
   readonly output: OutputFormat;
 }
 
+/** The reader, or why this connection has none (thrown before anything is read or sent). */
+export function kernelLogReader(logs: KernelLogsApi): KernelLogReader {
+  if (!logs.readable) throw new LogsUnavailableError(logs.why);
+  return logs.reader;
+}
+
 export async function runLogs(invocation: LogsInvocation, ctx: CommandContext): Promise<ExitCode> {
-  // Before any read: a stack has no logs to find, whatever the job.
-  const agents = new AgentDirectory(ctx.api.logs);
+  // Before any read: without a log group there is nothing to find, whatever the job.
+  const logs = kernelLogReader(ctx.api.logs);
   const { jobId } = invocation;
   const snapshot = invocation.follow
     ? await readJobOnceRecorded(ctx.api.store, jobId, ctx.io)
@@ -60,7 +77,7 @@ export async function runLogs(invocation: LogsInvocation, ctx: CommandContext): 
     const ran = await followTaskLogs(
       jobId,
       refs,
-      { store: ctx.api.store, agents, io: ctx.io, announceWaiting: true },
+      { store: ctx.api.store, logs, io: ctx.io, announceWaiting: true },
       print,
     );
     // Every task ended without running (the notes said why): as without --follow, nothing to show.
@@ -73,9 +90,7 @@ export async function runLogs(invocation: LogsInvocation, ctx: CommandContext): 
     }
     return ExitCode.Ok;
   }
-  const reads = await Promise.all(
-    refs.map((ref) => readTaskLog(jobId, ref, { store: ctx.api.store, agents })),
-  );
+  const reads = await locateTaskLogs(jobId, refs, { store: ctx.api.store, logs });
   if (reads.every((r) => !r.started)) {
     const first = reads[0];
     const why = first === undefined || first.started ? "" : first.why;
@@ -86,19 +101,30 @@ export async function runLogs(invocation: LogsInvocation, ctx: CommandContext): 
         : `no task of job ${jobId} has started yet (task 0: ${why}): no logs`,
     );
   }
-  const events: TaskLogEvent[][] = reads.map((read, i) => {
-    const task = refs[i]?.index ?? i;
+  // Notes first, in task order; then the lines, merged by time.
+  const runs: RunStream[] = [];
+  reads.forEach((read, i) => {
+    const ref = refs[i]!;
     if (!read.started) {
-      return [
-        { kind: "note", task, text: `${read.finished ? "never ran" : "has not started yet"} (${read.why})` },
-      ];
+      print({
+        kind: "note",
+        task: ref.index,
+        text: `${read.finished ? "never ran" : "has not started yet"} (${read.why})`,
+      });
+      return;
     }
-    return [
-      ...(read.note === undefined ? [] : [{ kind: "note" as const, task, text: read.note }]),
-      ...read.lines.map((line) => ({ kind: "line" as const, task, line })),
-    ];
+    if (read.note !== undefined) print({ kind: "note", task: ref.index, text: read.note });
+    if (read.exists) {
+      runs.push({
+        task: ref.index,
+        sessionId: ref.sessionId,
+        kernelIndex: ref.kernelIndex,
+        runIndex: read.runIndex,
+        streamName: read.streamName,
+      });
+    }
   });
-  for (const event of mergeByTime(events)) print(event);
+  await readRunLines(runs, logs, print);
   return ExitCode.Ok;
 }
 
@@ -122,7 +148,7 @@ async function readJobOnceRecorded(
 
 export interface StreamDeps {
   readonly store: Pick<SessionReader, "getSessions" | "listRuns">;
-  readonly agents: AgentDirectory;
+  readonly logs: KernelLogReader;
   readonly io: Pick<CliIo, "nowMs" | "sleep">;
   readonly announceWaiting: boolean;
   readonly signal?: AbortSignal;
@@ -145,6 +171,14 @@ export async function followTaskLogs(
     // Followers waking together share one read.
     LOG_POLL_MS / 2,
   );
+  const pace = callPacer(deps.io, LOG_READS_PER_SECOND);
+  const streams = sharedStreamListing(
+    deps.logs,
+    runStreamsPrefix(refs),
+    () => deps.io.nowMs(),
+    LOG_POLL_MS / 2,
+    pace,
+  );
   const ran = await Promise.all(
     refs.map((ref) =>
       followTaskLog(
@@ -153,7 +187,9 @@ export async function followTaskLogs(
         {
           sessions,
           store: deps.store,
-          agents: deps.agents,
+          logs: deps.logs,
+          streams,
+          pace,
           sleep: (ms) => deps.io.sleep(ms),
           pollMs: LOG_POLL_MS,
           announceWaiting: deps.announceWaiting,

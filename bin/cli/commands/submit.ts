@@ -16,11 +16,11 @@ import { followJob } from "../follow-job.ts";
 import { followSession } from "../follow.ts";
 import { printJson } from "../io.ts";
 import { isSingleSessionJob, readJob, taskRefs } from "../job-read.ts";
-import { AgentDirectory } from "../task-logs.ts";
+import type { KernelLogReader } from "../task-logs.ts";
 import type { CommandContext } from "./context.ts";
 import { printSession } from "./get.ts";
 import { printJob } from "./job.ts";
-import { followTaskLogs, logPrinter } from "./logs.ts";
+import { followTaskLogs, kernelLogReader, logPrinter } from "./logs.ts";
 
 export interface SubmitRequest {
   readonly sessionId: string;
@@ -53,8 +53,8 @@ export function submittedEntry(busName: string, sessionId: string, spec: Session
 export async function runSubmit(request: SubmitRequest, ctx: CommandContext): Promise<ExitCode> {
   const { sessionId: jobId, spec } = request;
   const entry = submittedEntry(ctx.api.eventBusName, jobId, spec);
-  // Before anything is sent: a stack keeps no logs to stream.
-  const agents = request.streamLogs ? new AgentDirectory(ctx.api.logs) : undefined;
+  // Before anything is sent: without a kernel log group there are no logs to stream.
+  const logs = request.streamLogs ? kernelLogReader(ctx.api.logs) : undefined;
   // Submission is idempotent on the id: resubmitting the same spec is a no-op, so say so; a
   // different spec under a taken id would be silently ignored by the control plane.
   const existing = request.idChosen ? await storedSubmission(jobId, ctx) : undefined;
@@ -90,7 +90,7 @@ export async function runSubmit(request: SubmitRequest, ctx: CommandContext): Pr
     ...(request.timeoutSeconds === undefined ? {} : { timeoutSeconds: request.timeoutSeconds }),
   };
   const stop = new AbortController();
-  const streaming = agents === undefined ? undefined : streamLogs(jobId, spec, agents, stop.signal, ctx);
+  const streaming = logs === undefined ? undefined : streamLogs(jobId, spec, logs, stop.signal, ctx);
   try {
     if (single) {
       const ended = await followSession(jobId, { ...follow, store: ctx.api.store });
@@ -132,7 +132,7 @@ async function storedSubmission(
 async function streamLogs(
   jobId: string,
   spec: SessionSpec,
-  agents: AgentDirectory,
+  logs: KernelLogReader,
   signal: AbortSignal,
   ctx: CommandContext,
 ): Promise<void> {
@@ -140,7 +140,7 @@ async function streamLogs(
     await followTaskLogs(
       jobId,
       taskRefs(jobId, spec),
-      { store: ctx.api.store, agents, io: ctx.io, announceWaiting: false, signal },
+      { store: ctx.api.store, logs, io: ctx.io, announceWaiting: false, signal },
       logPrinter(ctx.io, "text", spec.replicas > 1),
     );
   } catch (error) {
