@@ -1,6 +1,7 @@
 /**
- * The stack `cdk.json` deploys: one Cairn and the outputs the CLI reads
- * (`cairn --stack NAME` looks up TableName, EventBusName and StateMachineArn).
+ * The stack `cdk.json` deploys: one Cairn and the outputs the CLI reads (`cairn --stack NAME`
+ * looks up TableName, EventBusName, StateMachineArn, AgentQueuePrefix and KernelLogGroupName),
+ * and the managed policies to attach to agents' and clients' roles.
  */
 import { CfnOutput, Stack, type StackProps } from "aws-cdk-lib";
 import type { Construct } from "constructs";
@@ -16,16 +17,21 @@ export interface CairnStackProps extends StackProps {
   readonly cairn?: CairnProps;
 }
 
-/** Output keys; the CLI relies on the first three. */
+/**
+ * Output keys. The CLI reads TableName, EventBusName, StateMachineArn, AgentQueuePrefix and
+ * KernelLogGroupName (bin/cli/target.ts); each queue has its own `<name>Url` output besides these.
+ */
 export const StackOutput = {
   TableName: "TableName",
   EventBusName: "EventBusName",
   StateMachineArn: "StateMachineArn",
   StateMachineName: "StateMachineName",
   DashboardName: "DashboardName",
-  CoordinatorQueueUrl: "CoordinatorQueueUrl",
-  DeadLetterQueueUrls: "DeadLetterQueueUrls",
   Shards: "Shards",
+  AgentQueuePrefix: "AgentQueuePrefix",
+  KernelLogGroupName: "KernelLogGroupName",
+  AgentPolicyArn: "AgentPolicyArn",
+  ClientPolicyArn: "ClientPolicyArn",
 } as const;
 
 export class CairnStack extends Stack {
@@ -51,19 +57,46 @@ export class CairnStack extends Stack {
     output("StateMachineName", cairn.stateMachine.stateMachineName, "Session lifecycle state machine name");
     output("DashboardName", cairn.dashboard.dashboardName, "CloudWatch dashboard");
     output(
-      "CoordinatorQueueUrl",
-      [...cairn.queues.values()].map((q) => q.queueUrl).join(","),
-      "Queue feeding the coordinator",
-    );
-    output(
-      "DeadLetterQueueUrls",
-      [...cairn.deadLetterQueues.values()].map((q) => q.queueUrl).join(","),
-      "Dead-letter queues (undeliverable events, failed coordinator batches)",
-    );
-    output(
       "Shards",
       String(cairn.settings.shards),
       "Shards of the status indexes (CAIRN_SHARDS for clients)",
     );
+    output(
+      "AgentQueuePrefix",
+      cairn.settings.agentQueuePrefix,
+      "Agent queues are <prefix><agentId>, created by the control plane when an agent registers",
+    );
+    output(
+      "KernelLogGroupName",
+      cairn.kernelLogGroup.logGroupName,
+      "Kernel output, one stream per kernel run",
+    );
+    output(
+      "AgentPolicyArn",
+      cairn.agentPolicy.managedPolicyArn,
+      "Managed policy for the role of a host that runs `cairn agent`",
+    );
+    output(
+      "ClientPolicyArn",
+      cairn.clientPolicy.managedPolicyArn,
+      "Managed policy for those who run the cairn CLI against this stack",
+    );
+    // One output per queue (a URL each, not a joined list): CoordinatorQueueUrl, HeartbeatQueueUrl,
+    // DeliveryDeadLetterQueueUrl, CoordinatorQueueDeadLetterQueueUrl, …
+    for (const [name, queue] of cairn.queues) {
+      new CfnOutput(this, `${name}Url`, {
+        value: queue.queueUrl,
+        description: `Queue feeding the coordinator (${name})`,
+      });
+    }
+    for (const [name, queue] of cairn.deadLetterQueues) {
+      new CfnOutput(this, `${name}Url`, {
+        value: queue.queueUrl,
+        description:
+          queue === cairn.deadLetterQueues.get("DeliveryDeadLetterQueue")
+            ? "Dead-letter queue of events EventBridge could not deliver to a rule or sweep target"
+            : `Dead-letter queue of messages the coordinator failed ${cairn.settings.maxReceiveCount} times (${name})`,
+      });
+    }
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The whole of Cairn as one construct to drop into a CDK app: the sessions table, the event bus
  * and its rules, the coordinator queue, the session-lifecycle state machine, the functions, the
- * sweep, the dashboard and the alarms. Everything topological (functions, rules, queues, state
+ * sweep, the dashboard and the alarms, the kernel log group, and the managed policies for agents
+ * and clients. Everything topological (functions, rules, queues, state
  * machine, sweep) comes from functions/topology.ts, which the embedded runtime also builds from.
  *
  * ```ts
@@ -13,15 +14,18 @@ import { Names, Stack } from "aws-cdk-lib";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as events from "aws-cdk-lib/aws-events";
+import type * as iam from "aws-cdk-lib/aws-iam";
 import type { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
+import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
 import { FUNCTIONS, type FunctionName } from "../functions/topology.ts";
+import { CairnAgentAccess } from "./agent-access.ts";
 import { CairnEventSchemas } from "./event-schemas.ts";
 import { CairnFunctions } from "./functions.ts";
 import { CairnMonitoring } from "./monitoring.ts";
-import { grantUses } from "./permissions.ts";
+import { agentQueuesArn, grantUses } from "./permissions.ts";
 import { resolveCairnProps, type CairnProps, type ResolvedCairnProps } from "./props.ts";
 import { CairnRouting } from "./routing.ts";
 import { LifecycleStateMachine, lifecycleDecl, stateMachineArnFor } from "./state-machine.ts";
@@ -40,10 +44,16 @@ export class Cairn extends Construct {
   readonly sweep: events.Rule;
   readonly dashboard: cloudwatch.Dashboard;
   readonly alarms: readonly cloudwatch.Alarm[];
+  /** Kernel output, one stream per kernel run, written by the agents (KernelLogGroupName). */
+  readonly kernelLogGroup: logs.LogGroup;
+  /** For the roles of hosts that run `cairn agent` (AgentPolicyArn). */
+  readonly agentPolicy: iam.ManagedPolicy;
+  /** For those who run the CLI against this Cairn (ClientPolicyArn). */
+  readonly clientPolicy: iam.ManagedPolicy;
 
   constructor(scope: Construct, id: string, props: CairnProps = {}) {
     super(scope, id);
-    const settings = resolveCairnProps(props, Stack.of(this).stackName);
+    const settings = resolveCairnProps(props, Stack.of(this).stackName, this.node.path);
     this.settings = settings;
 
     this.table = createSessionsTable(this, "Table", settings);
@@ -78,13 +88,24 @@ export class Cairn extends Construct {
       stateMachineName,
     }).stateMachine;
 
+    const agentQueues = agentQueuesArn(this, settings.agentQueuePrefix);
     for (const decl of FUNCTIONS) {
       grantUses(functions.get(decl.name), decl.uses, {
         table: this.table,
         bus: this.bus,
         stateMachine: this.stateMachine,
+        agentQueuesArn: agentQueues,
       });
     }
+    const access = new CairnAgentAccess(this, "Agents", {
+      settings,
+      table: this.table,
+      bus: this.bus,
+      agentQueuesArn: agentQueues,
+    });
+    this.kernelLogGroup = access.kernelLogGroup;
+    this.agentPolicy = access.agentPolicy;
+    this.clientPolicy = access.clientPolicy;
 
     const routing = new CairnRouting(this, "Routing", { settings, bus: this.bus, functions });
     this.queues = routing.queues;

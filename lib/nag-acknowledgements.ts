@@ -1,10 +1,11 @@
 /**
- * Every cdk-nag finding Cairn acknowledges, with the reason. There are exactly three kinds, and
- * test/cdk-nag.test.ts keeps them honest: the stack must pass AwsSolutionsChecks with nothing
- * else acknowledged, and the `*` resources these reasons excuse must carry only the actions the
- * reasons name.
+ * Every cdk-nag finding Cairn acknowledges, with the reason: the three fixed ones below, and the
+ * resources that end in a wildcard because what they name is created at run time (agent queues,
+ * kernel log streams). test/cdk-stack.test.ts and test/cdk-agents.test.ts keep them honest: the
+ * stack must pass AwsSolutionsChecks with nothing else acknowledged, and the wildcard resources
+ * these reasons excuse must carry only the actions the reasons name.
  */
-import { Validations } from "aws-cdk-lib";
+import { Stack, Validations } from "aws-cdk-lib";
 import type { IConstruct } from "constructs";
 
 export interface NagAcknowledgement {
@@ -47,6 +48,63 @@ export const NAG_ACKNOWLEDGEMENTS = {
       "This queue is itself a dead-letter queue: the DLQ of every EventBridge rule target and of the sweep target. The rule recognises DLQs only through SQS redrive policies, which EventBridge target DLQs do not use. A DLQ behind it would only move the problem; its messages raise the DeliveryDeadLetterQueueMessagesAlarm.",
   },
 } as const satisfies Record<string, NagAcknowledgement>;
+
+/**
+ * IAM5 findings on a resource ARN with a wildcard. The finding's id carries the ARN as cdk-nag
+ * flattens it, so the acknowledgement is made for one ARN: `acknowledgeWildcardResource`.
+ */
+export const NAG_WILDCARD_RESOURCES = {
+  functionAgentQueues: {
+    reason:
+      "Agent queues are created at run time, one per agent, when the agent registers, so their ARNs are known only by the stack's agent queue prefix: the resource is `<prefix>*` and names no other queue. The Coordinator creates them (sqs:CreateQueue, sqs:TagQueue for the cairn:agent-id tag, sqs:GetQueueUrl); the Coordinator and EnterStage send kernel commands (sqs:GetQueueUrl, sqs:SendMessage, which also authorises SendMessageBatch).",
+  },
+  agentQueues: {
+    reason:
+      "Each agent's queue is created at run time by the control plane when the agent registers, so the agent policy can name the queues only by the stack's agent queue prefix (`<prefix>*`). It allows only finding and consuming commands (sqs:GetQueueUrl, sqs:ReceiveMessage, sqs:DeleteMessage); only the control plane creates queues or sends to them.",
+  },
+  kernelLogStreams: {
+    reason:
+      "Kernel output goes to one log stream per kernel run (`<sessionId>/<kernelIndex>/run-<runIndex>`), created by the agent as the run starts, so the streams are known only by their log group: the resource is the kernel log group's streams (`log-group:<name>:*`), never another log group, with only logs:CreateLogStream and logs:PutLogEvents.",
+  },
+} as const satisfies Record<string, { readonly reason: string }>;
+
+/** Acknowledges the IAM5 finding that `resource` (an ARN ending in a wildcard) raises under `scope`. */
+export function acknowledgeWildcardResource(
+  scope: IConstruct,
+  resource: string,
+  acknowledgement: { readonly reason: string },
+): void {
+  acknowledge(scope, { id: wildcardFindingId(scope, resource), reason: acknowledgement.reason });
+}
+
+/** The id of the IAM5 finding `resource` raises: `AwsSolutions-IAM5[Resource::<flattened ARN>]`. */
+export function wildcardFindingId(scope: IConstruct, resource: string): string {
+  return `AwsSolutions-IAM5[Resource::${flattenReference(Stack.of(scope).resolve(resource))}]`;
+}
+
+/**
+ * A resolved CloudFormation value as cdk-nag writes it in finding ids (its flattenCfnReference):
+ * `Ref` → `<Id>`, `Fn::GetAtt` → `<Id.Attr>`, `Fn::Join` joined, `${…}` → `<…>`.
+ */
+function flattenReference(node: unknown): string {
+  if (node === undefined) return "";
+  if (typeof node === "string") return node.replace(/\$\{/g, "<").replace(/\}/g, ">");
+  if (typeof node === "object" && node !== null) {
+    const o = node as Record<string, unknown>;
+    if (Array.isArray(o["Fn::Join"])) {
+      const [delimiter, items] = o["Fn::Join"] as [string, unknown[]];
+      return items.map(flattenReference).join(delimiter);
+    }
+    if (o["Fn::Sub"] !== undefined) return flattenReference(o["Fn::Sub"]);
+    if (Array.isArray(o["Fn::GetAtt"])) {
+      const [resource, attribute] = o["Fn::GetAtt"] as [unknown, unknown];
+      return `<${flattenReference(resource)}.${flattenReference(attribute)}>`;
+    }
+    if (o["Fn::ImportValue"] !== undefined) return flattenReference(o["Fn::ImportValue"]);
+    if (o["Ref"] !== undefined) return `<${flattenReference(o["Ref"])}>`;
+  }
+  return JSON.stringify(node);
+}
 
 export function acknowledge(scope: IConstruct, acknowledgement: NagAcknowledgement): void {
   Validations.of(scope).acknowledge({ id: acknowledgement.id, reason: acknowledgement.reason });

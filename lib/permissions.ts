@@ -4,13 +4,16 @@
  * reads functions/ and fails when a command appears that no grant covers, or a grant covers
  * nothing the code sends).
  */
+import { Stack } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import type * as events from "aws-cdk-lib/aws-events";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
+import type { IConstruct } from "constructs";
 import { TABLE_SCHEMA } from "../functions/adapters/dynamo/table-schema.ts";
 import type { FunctionDecl } from "../functions/topology.ts";
+import { acknowledgeWildcardResource, NAG_WILDCARD_RESOURCES } from "./nag-acknowledgements.ts";
 
 export type Use = FunctionDecl["uses"][number];
 
@@ -38,10 +41,28 @@ export const START_ACTIONS = ["states:StartExecution"] as const;
  */
 export const CALLBACK_ACTIONS = ["states:SendTaskSuccess"] as const;
 
+/**
+ * Opening an agent's queue when it registers. CreateQueue with tags is authorised as CreateQueue
+ * plus TagQueue; GetQueueUrl reads back the URL of a queue that already exists.
+ */
+export const AGENT_QUEUE_OPEN_ACTIONS = ["sqs:CreateQueue", "sqs:TagQueue", "sqs:GetQueueUrl"] as const;
+/** Sending kernel commands: SendMessageBatch is authorised as SendMessage. */
+export const AGENT_QUEUE_SEND_ACTIONS = ["sqs:GetQueueUrl", "sqs:SendMessage"] as const;
+
 export interface GrantTargets {
   readonly table: dynamodb.ITable;
   readonly bus: events.IEventBus;
   readonly stateMachine: sfn.IStateMachine;
+  /** Every agent queue, `arn:…:sqs:<region>:<account>:<prefix>*` (agentQueuesArn). */
+  readonly agentQueuesArn: string;
+}
+
+/**
+ * The agents' queues are created at run time, one per agent, so the grants can name them only
+ * by their prefix.
+ */
+export function agentQueuesArn(scope: IConstruct, prefix: string): string {
+  return Stack.of(scope).formatArn({ service: "sqs", resource: `${prefix}*` });
 }
 
 /** Adds to the function's role exactly what its `uses` need. */
@@ -49,9 +70,15 @@ export function grantUses(fn: lambda.IFunction, uses: readonly Use[], targets: G
   for (const use of new Set(uses)) {
     for (const statement of statementsFor(use, targets)) fn.addToRolePolicy(statement);
   }
+  if (fn.role && uses.some((use) => use === "agents:open" || use === "agents:send")) {
+    acknowledgeWildcardResource(fn.role, targets.agentQueuesArn, NAG_WILDCARD_RESOURCES.functionAgentQueues);
+  }
 }
 
-export function statementsFor(use: Use, { table, bus, stateMachine }: GrantTargets): iam.PolicyStatement[] {
+export function statementsFor(
+  use: Use,
+  { table, bus, stateMachine, agentQueuesArn }: GrantTargets,
+): iam.PolicyStatement[] {
   switch (use) {
     case "table":
       return [
@@ -74,10 +101,18 @@ export function statementsFor(use: Use, { table, bus, stateMachine }: GrantTarge
           resources: [stateMachine.stateMachineArn],
         }),
       ];
+    case "agents:open":
+      return [
+        new iam.PolicyStatement({ actions: [...AGENT_QUEUE_OPEN_ACTIONS], resources: [agentQueuesArn] }),
+      ];
+    case "agents:send":
+      return [
+        new iam.PolicyStatement({ actions: [...AGENT_QUEUE_SEND_ACTIONS], resources: [agentQueuesArn] }),
+      ];
   }
 }
 
 /** One ARN per index the schema declares: no `index/*` wildcard. */
-function indexArns(table: dynamodb.ITable): string[] {
+export function indexArns(table: dynamodb.ITable): string[] {
   return TABLE_SCHEMA.globalSecondaryIndexes.map((g) => `${table.tableArn}/index/${g.indexName}`);
 }

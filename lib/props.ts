@@ -2,6 +2,7 @@
  * Props of the `Cairn` construct: every optional prop with its default, and the validation that
  * turns a bad value or an impossible combination into a synth-time error naming the prop.
  */
+import { createHash } from "node:crypto";
 import { Duration, RemovalPolicy, Token } from "aws-cdk-lib";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import { RetentionDays } from "aws-cdk-lib/aws-logs";
@@ -60,9 +61,10 @@ export interface CairnProps {
    */
   readonly shards?: number;
   /**
-   * An agent silent for this long is treated as lost.
+   * An agent silent for this long is treated as lost. On AWS a heartbeat crosses EventBridge, a
+   * queue and a batched coordinator run, so the window is wider than the embedded runtime's 30 s.
    *
-   * @default Duration.seconds(30)
+   * @default Duration.seconds(90)
    */
   readonly agentTimeout?: Duration;
   /**
@@ -136,6 +138,16 @@ export interface CairnProps {
    * @default true
    */
   readonly eventSchemas?: boolean;
+  /**
+   * Agent queues are named `<prefix><agentId>`: the control plane creates one per agent at run
+   * time, and the functions' and the agents' grants name `<prefix>*`. 1–40 of letters, digits,
+   * '-' and '_' (agent ids take up to 40 more, SQS names at most 80). Must not be a prefix of
+   * another Cairn's in the same account and region, or each could reach the other's queues.
+   *
+   * @default - the stack name (at most 24 characters), a hash of the stack name and the
+   * construct's path, and "-agent-": e.g. "Cairn-1a2b3c4d-agent-"
+   */
+  readonly agentQueuePrefix?: string;
 }
 
 /** CairnProps with every default applied and every value checked. */
@@ -158,13 +170,14 @@ export interface ResolvedCairnProps {
   readonly alarmActions: readonly cloudwatch.IAlarmAction[];
   readonly dashboardName: string | undefined;
   readonly eventSchemas: boolean;
+  readonly agentQueuePrefix: string;
 }
 
 export const CAIRN_DEFAULTS = {
   deletionProtection: true,
   removalPolicy: RemovalPolicy.RETAIN,
   shards: 4,
-  agentTimeoutMs: 30_000,
+  agentTimeoutMs: 90_000,
   batchLimit: 200,
   terminationGraceMs: 5_000,
   logLevel: "info",
@@ -176,7 +189,15 @@ export const CAIRN_DEFAULTS = {
   eventSchemas: true,
 } as const;
 
-export function resolveCairnProps(props: CairnProps, stackName: string): ResolvedCairnProps {
+/**
+ * @param constructPath the Cairn construct's path, so that two Cairns in one stack get different
+ * default agent queue prefixes
+ */
+export function resolveCairnProps(
+  props: CairnProps,
+  stackName: string,
+  constructPath: string = stackName,
+): ResolvedCairnProps {
   const deletionProtection = props.deletionProtection ?? CAIRN_DEFAULTS.deletionProtection;
   const removalPolicy = props.removalPolicy ?? CAIRN_DEFAULTS.removalPolicy;
   if (removalPolicy === RemovalPolicy.SNAPSHOT) {
@@ -242,6 +263,10 @@ export function resolveCairnProps(props: CairnProps, stackName: string): Resolve
       "1–255 of A-Z a-z 0-9 _ -",
     ),
     eventSchemas: props.eventSchemas ?? CAIRN_DEFAULTS.eventSchemas,
+    agentQueuePrefix:
+      props.agentQueuePrefix === undefined
+        ? defaultAgentQueuePrefix(stackName, constructPath)
+        : agentQueuePrefix(props.agentQueuePrefix),
   };
 }
 
@@ -313,4 +338,38 @@ function metricsNamespace(value: string): string {
     );
   }
   return value;
+}
+
+/** Same rule as the functions' CAIRN_AGENT_QUEUE_PREFIX (functions/config.ts). */
+const AGENT_QUEUE_PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,40}$/;
+
+function agentQueuePrefix(value: string): string {
+  // A token could not be checked here, and the grants and their cdk-nag acknowledgements name it.
+  if (Token.isUnresolved(value)) {
+    throw new CairnPropsError("agentQueuePrefix", "must be a concrete string, not a token");
+  }
+  if (!AGENT_QUEUE_PREFIX_PATTERN.test(value)) {
+    throw new CairnPropsError(
+      "agentQueuePrefix",
+      `must be 1–40 of letters, digits, '-' and '_' (agent ids take the other 40 of SQS's 80), got "${value}"`,
+    );
+  }
+  return value;
+}
+
+/**
+ * Stack names are unique in an account and region, but truncating one could make two alike: the
+ * hash of the whole name (and of the construct's path, for two Cairns in one stack) keeps them
+ * apart. Stack names are letters, digits and '-', all valid in SQS names. At most 24 + 1 + 8 + 7
+ * = 40 characters.
+ */
+export function defaultAgentQueuePrefix(stackName: string, constructPath: string): string {
+  if (Token.isUnresolved(stackName)) {
+    throw new CairnPropsError(
+      "agentQueuePrefix",
+      "must be given when the stack's name is not known at synth (a nested stack): the default is derived from it",
+    );
+  }
+  const hash = createHash("sha256").update(`${stackName}\n${constructPath}`).digest("hex").slice(0, 8);
+  return `${stackName.slice(0, 24)}-${hash}-agent-`;
 }

@@ -3,56 +3,25 @@
  * stack grants, and every granted action is one some command needs. A new command without a
  * grant (AccessDenied in production, invisible locally) or a stale grant fails here.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import {
+  AGENT_QUEUE_OPEN_ACTIONS,
+  AGENT_QUEUE_SEND_ACTIONS,
   BUS_PUT_ACTIONS,
   CALLBACK_ACTIONS,
   START_ACTIONS,
   TABLE_ITEM_ACTIONS,
   TABLE_QUERY_ACTIONS,
 } from "../lib/permissions.ts";
+import { ACTIONS_OF_COMMAND, commandsSentBy, taggedOnCreate, tsFiles } from "./sdk-commands.ts";
 
 /** Table administration: only createTable (local runs and tests) sends these, never a function. */
 const LOCAL_ONLY = new Set(["CreateTableCommand", "DescribeTableCommand", "UpdateTimeToLiveCommand"]);
 
-/** IAM actions per SDK command (service authorization reference). */
-const ACTIONS_OF_COMMAND: Readonly<Record<string, readonly string[]>> = {
-  GetItemCommand: ["dynamodb:GetItem"],
-  BatchGetItemCommand: ["dynamodb:BatchGetItem"],
-  PutItemCommand: ["dynamodb:PutItem"],
-  UpdateItemCommand: ["dynamodb:UpdateItem"],
-  DeleteItemCommand: ["dynamodb:DeleteItem"],
-  QueryCommand: ["dynamodb:Query"],
-  PutEventsCommand: ["events:PutEvents"],
-  StartExecutionCommand: ["states:StartExecution"],
-  SendTaskSuccessCommand: ["states:SendTaskSuccess"],
-  SendTaskFailureCommand: ["states:SendTaskFailure"],
-  SendTaskHeartbeatCommand: ["states:SendTaskHeartbeat"],
-};
-
-function* tsFiles(dir: string): Generator<string> {
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) yield* tsFiles(path);
-    else if (path.endsWith(".ts")) yield path;
-  }
-}
-
 /** `new XCommand(` of an @aws-sdk client, per file under functions/. */
 function commandsSent(): Map<string, Set<string>> {
-  const byCommand = new Map<string, Set<string>>();
-  for (const file of tsFiles("functions")) {
-    const text = readFileSync(file, "utf8");
-    if (!/from "@aws-sdk\/client-/.test(text)) continue;
-    for (const m of text.matchAll(/\bnew\s+([A-Z][A-Za-z]*Command)\s*\(/g)) {
-      const files = byCommand.get(m[1]!) ?? new Set<string>();
-      files.add(file);
-      byCommand.set(m[1]!, files);
-    }
-  }
-  return byCommand;
+  return commandsSentBy(tsFiles("functions"));
 }
 
 /** A transaction is authorised item by item: the kinds of item the store puts in transactions. */
@@ -89,6 +58,8 @@ describe("grants follow the SDK commands the functions send", () => {
       if (!actions) unknown.push(`${command} (${[...files].join(", ")})`);
       else for (const action of actions) needed.add(action);
     }
+    // Tags given at creation are authorised as TagQueue as well (SQS CreateQueue reference).
+    if (taggedOnCreate(tsFiles("functions"))) needed.add("sqs:TagQueue");
     expect(
       unknown,
       "commands with no known IAM action: add them here and grant them in lib/permissions.ts",
@@ -99,6 +70,8 @@ describe("grants follow the SDK commands the functions send", () => {
       ...BUS_PUT_ACTIONS,
       ...START_ACTIONS,
       ...CALLBACK_ACTIONS,
+      ...AGENT_QUEUE_OPEN_ACTIONS,
+      ...AGENT_QUEUE_SEND_ACTIONS,
     ]);
     expect([...granted].sort()).toEqual([...needed].sort());
   });

@@ -78,6 +78,21 @@ describe("impossible props fail at synth, naming the prop", () => {
       `metricsNamespace: must be 1–255 of 0-9 A-Z a-z . - _ / # : and space, got "cairn$prod"`,
     ],
     [
+      "an agent queue prefix that leaves agent ids no room",
+      { agentQueuePrefix: "a".repeat(41) },
+      `agentQueuePrefix: must be 1–40 of letters, digits, '-' and '_' (agent ids take the other 40 of SQS's 80), got "${"a".repeat(41)}"`,
+    ],
+    [
+      "an agent queue prefix outside SQS's alphabet",
+      { agentQueuePrefix: "cairn.agent." },
+      `agentQueuePrefix: must be 1–40 of letters, digits, '-' and '_' (agent ids take the other 40 of SQS's 80), got "cairn.agent."`,
+    ],
+    [
+      "an empty agent queue prefix, which would grant every queue in the account",
+      { agentQueuePrefix: "" },
+      `agentQueuePrefix: must be 1–40 of letters, digits, '-' and '_' (agent ids take the other 40 of SQS's 80), got ""`,
+    ],
+    [
       "an unknown log level",
       { logLevel: "debug" as never },
       `logLevel: must be "info", "warn" or "error", got "debug"`,
@@ -106,7 +121,7 @@ describe("defaults", () => {
       deletionProtection: CAIRN_DEFAULTS.deletionProtection,
       removalPolicy: RemovalPolicy.RETAIN,
       shards: 4,
-      agentTimeoutMs: 30_000,
+      agentTimeoutMs: 90_000,
       batchLimit: 200,
       terminationGraceMs: 5_000,
       logLevel: "info",
@@ -119,6 +134,32 @@ describe("defaults", () => {
     expect(r.maxEventAge.toSeconds()).toBe(86_400);
     expect(r.tableName).toBeUndefined();
     expect(r.eventBusName).toBeUndefined();
+    expect(r.agentQueuePrefix).toMatch(/^Prod-[0-9a-f]{8}-agent-$/);
+  });
+
+  test("the default agent queue prefix: per stack and per construct, at most 40 characters, valid for SQS", () => {
+    const long = "A".repeat(30);
+    const prefixes = [
+      resolveCairnProps({}, "Prod", "Prod/Cairn").agentQueuePrefix,
+      resolveCairnProps({}, "Staging", "Staging/Cairn").agentQueuePrefix,
+      resolveCairnProps({}, "Prod", "Prod/Other").agentQueuePrefix,
+      resolveCairnProps({}, `${long}1`, `${long}1/Cairn`).agentQueuePrefix,
+      resolveCairnProps({}, `${long}2`, `${long}2/Cairn`).agentQueuePrefix,
+      resolveCairnProps({}, "A".repeat(128), "x").agentQueuePrefix,
+    ];
+    // Two stacks whose names differ only past the 24 characters kept still differ by the hash.
+    expect(new Set(prefixes).size).toBe(prefixes.length);
+    for (const prefix of prefixes) {
+      expect(prefix).toMatch(/^[A-Za-z0-9_-]{1,40}$/);
+      expect(prefix.endsWith("-agent-")).toBe(true);
+    }
+    expect(prefixes[5]).toHaveLength(40);
+    // Stable: a redeploy keeps its agents' queues.
+    expect(resolveCairnProps({}, "Prod", "Prod/Cairn").agentQueuePrefix).toBe(prefixes[0]);
+    // Given, it is kept as given.
+    expect(resolveCairnProps({ agentQueuePrefix: "prod_agents-" }, "Prod").agentQueuePrefix).toBe(
+      "prod_agents-",
+    );
   });
 });
 
@@ -144,6 +185,7 @@ describe("non-default props reach the resources", () => {
         alarmActions: [{ bind: () => ({ alarmActionArn: alarmTopicArn }) } satisfies cloudwatch.IAlarmAction],
         tableName: "cairn-trial",
         eventBusName: "cairn-trial",
+        agentQueuePrefix: "trial-agents-",
       },
     });
     json = Template.fromStack(stack).toJSON() as CfnTemplate;
@@ -155,8 +197,10 @@ describe("non-default props reach the resources", () => {
     ];
     expect(table.DeletionPolicy).toBe("Delete");
     expect(table.Properties).toMatchObject({ TableName: "cairn-trial", DeletionProtectionEnabled: false });
-    for (const [id, group] of resourcesOf(json, "AWS::Logs::LogGroup"))
-      expect(group.DeletionPolicy, id).toBe("Delete");
+    const groups = resourcesOf(json, "AWS::Logs::LogGroup");
+    // The functions', the state machine's and the kernels'.
+    expect(groups.map(([id]) => id).some((id) => id.startsWith("CairnAgentsKernelLogs"))).toBe(true);
+    for (const [id, group] of groups) expect(group.DeletionPolicy, id).toBe("Delete");
   });
 
   test("function settings, shards and the namespace reach every function's environment", () => {
@@ -166,11 +210,47 @@ describe("non-default props reach the resources", () => {
         CAIRN_BATCH_LIMIT: "50",
         CAIRN_AGENT_TIMEOUT_MS: "12000",
         CAIRN_LOG_LEVEL: "warn",
+        CAIRN_AGENT_QUEUE_PREFIX: "trial-agents-",
         CAIRN_EVENT_BUS_NAME: expect.anything() as unknown,
         POWERTOOLS_METRICS_NAMESPACE: "Cairn/trial",
       });
     }
     expect(json.Outputs?.["Shards"]?.Value).toBe("8");
+    expect(json.Outputs?.["AgentQueuePrefix"]?.Value).toBe("trial-agents-");
+  });
+
+  test("the agent queue prefix reaches every grant on the agents' queues", () => {
+    const holders = new Map<string, unknown[]>();
+    for (const [id, policy] of [
+      ...resourcesOf(json, "AWS::IAM::Policy"),
+      ...resourcesOf(json, "AWS::IAM::ManagedPolicy"),
+    ]) {
+      const doc = policy.Properties?.["PolicyDocument"] as {
+        Statement: { Action: unknown; Resource: unknown }[];
+      };
+      // The agents' queues are named by prefix; the coordinator's own queues by their Arn attribute.
+      const byPrefix = doc.Statement.filter(
+        (st) =>
+          JSON.stringify(st.Action).includes('"sqs:') && !JSON.stringify(st.Resource).includes("Fn::GetAtt"),
+      );
+      if (byPrefix.length > 0)
+        holders.set(
+          id.replace(/[0-9A-F]{8}$/, ""),
+          byPrefix.map((st) => st.Resource),
+        );
+    }
+    expect([...holders.keys()].sort()).toEqual([
+      "CairnAgentsAgentPolicy",
+      "CairnFunctionsCoordinatorRoleDefaultPolicy",
+      "CairnFunctionsEnterStageRoleDefaultPolicy",
+    ]);
+    for (const resources of holders.values()) {
+      for (const resource of resources)
+        // Without cdk.json's feature flags the partition stays a reference.
+        expect(resource).toEqual({
+          "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":sqs:eu-west-1:123456789012:trial-agents-*"]],
+        });
+    }
   });
 
   test("the retry policy reaches every bus rule target; the redrive count reaches the work queue", () => {

@@ -8,7 +8,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { Validations } from "aws-cdk-lib";
+import { CfnResource as CdkCfnResource, Validations } from "aws-cdk-lib";
 import { Match } from "aws-cdk-lib/assertions";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { TABLE_SCHEMA } from "../functions/adapters/dynamo/table-schema.ts";
@@ -19,9 +19,13 @@ import { StackOutput } from "../lib/cairn-stack.ts";
 import {
   LAMBDA_XRAY_ACTIONS,
   NAG_ACKNOWLEDGEMENTS,
+  NAG_WILDCARD_RESOURCES,
   STATE_MACHINE_WILDCARD_ACTIONS,
+  wildcardFindingId,
 } from "../lib/nag-acknowledgements.ts";
 import {
+  AGENT_QUEUE_OPEN_ACTIONS,
+  AGENT_QUEUE_SEND_ACTIONS,
   BUS_PUT_ACTIONS,
   CALLBACK_ACTIONS,
   START_ACTIONS,
@@ -52,7 +56,11 @@ function allStatements(): { where: string; statement: Statement }[] {
   const out: { where: string; statement: Statement }[] = [];
   for (const [id, r] of Object.entries(s.json.Resources)) {
     const docs: unknown[] = [];
-    if (r.Type === "AWS::IAM::Policy" || r.Type === "AWS::SQS::QueuePolicy")
+    if (
+      r.Type === "AWS::IAM::Policy" ||
+      r.Type === "AWS::IAM::ManagedPolicy" ||
+      r.Type === "AWS::SQS::QueuePolicy"
+    )
       docs.push(props(r)["PolicyDocument"]);
     if (r.Type === "AWS::IAM::Role") {
       docs.push(props(r)["AssumeRolePolicyDocument"]);
@@ -96,7 +104,7 @@ describe("cdk-nag AwsSolutionsChecks", () => {
     ).toEqual([]);
   });
 
-  test("each acknowledgement is one of the three documented ones, with its specific reason", () => {
+  test("each acknowledgement is a documented one, with its specific reason", () => {
     // Recorded as { "<prefix>::<rule id>": reason } on the acknowledging construct.
     const acknowledged = s.stack.node.findAll().flatMap((c) =>
       c.node.metadata
@@ -109,7 +117,16 @@ describe("cdk-nag AwsSolutionsChecks", () => {
           })),
         ),
     );
-    const allowed = Object.values(NAG_ACKNOWLEDGEMENTS);
+    const { agentQueuePrefix } = s.stack.cairn.settings;
+    const queues = `AwsSolutions-IAM5[Resource::arn:aws:sqs:eu-west-1:123456789012:${agentQueuePrefix}*]`;
+    const [logGroupId] = resourceNamed(s.json, "AWS::Logs::LogGroup", "CairnAgentsKernelLogs");
+    const streams = `AwsSolutions-IAM5[Resource::arn:aws:logs:eu-west-1:123456789012:log-group:<${logGroupId}>:*]`;
+    const allowed = [
+      ...Object.values(NAG_ACKNOWLEDGEMENTS),
+      { id: queues, reason: NAG_WILDCARD_RESOURCES.functionAgentQueues.reason },
+      { id: queues, reason: NAG_WILDCARD_RESOURCES.agentQueues.reason },
+      { id: streams, reason: NAG_WILDCARD_RESOURCES.kernelLogStreams.reason },
+    ];
     for (const a of acknowledged) {
       expect(
         allowed.some((x) => x.id === a.id && x.reason === a.reason),
@@ -117,11 +134,62 @@ describe("cdk-nag AwsSolutionsChecks", () => {
       ).toBe(true);
       expect(a.reason.length).toBeGreaterThan(100);
     }
+    const agentQueueUsers = FUNCTIONS.filter((f) => f.uses.some((u) => u.startsWith("agents:")));
+    expect(agentQueueUsers.map((f) => f.name).sort()).toEqual(["Coordinator", "EnterStage"]);
     expect(acknowledged.map((a) => `${a.path} ${a.id}`).sort()).toEqual(
       [
         ...FUNCTIONS.map((f) => `Cairn/Cairn/Functions/${f.name}Role AwsSolutions-IAM5[Resource::*]`),
+        ...agentQueueUsers.map((f) => `Cairn/Cairn/Functions/${f.name}Role ${queues}`),
+        `Cairn/Cairn/Agents/AgentPolicy ${queues}`,
+        `Cairn/Cairn/Agents/AgentPolicy ${streams}`,
         "Cairn/Cairn/Lifecycle/Role AwsSolutions-IAM5[Resource::*]",
         "Cairn/Cairn/Routing/DeliveryDeadLetterQueue AwsSolutions-SQS3",
+      ].sort(),
+    );
+  });
+
+  test("a resource ending in a wildcard carries only the actions its acknowledgement names", () => {
+    // Acknowledgements by the logical ids of the resources under the acknowledging construct.
+    const acknowledgements = s.stack.node.findAll().flatMap((c) =>
+      c.node.metadata
+        .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+        .flatMap((m) => Object.entries(m.data as Record<string, string>))
+        .map(([key, reason]) => ({
+          key,
+          reason,
+          logicalIds: new Set(
+            c.node
+              .findAll()
+              .filter((r) => CdkCfnResource.isCfnResource(r))
+              .map((r) => s.stack.getLogicalId(r)),
+          ),
+        })),
+    );
+    const actionsNamedIn = (reason: string) => new Set(reason.match(/\b[a-z]+:[A-Z][A-Za-z]+\b/g) ?? []);
+    const checked: string[] = [];
+    for (const { where, statement } of allStatements()) {
+      // Trust policies name a principal, not a resource.
+      if (statement.Effect !== "Allow" || statement.Resource === undefined) continue;
+      for (const resource of list(statement.Resource)) {
+        if (resource === "*" || !JSON.stringify(resource).includes("*")) continue;
+        // The template's value is already resolved; the id is the one cdk-nag raises for it.
+        const id = wildcardFindingId(s.stack, resource as string);
+        const own = acknowledgements.filter((a) => a.key.endsWith(`::${id}`) && a.logicalIds.has(where));
+        expect(own, `${where}: ${id} acknowledged on its own policy or role`).toHaveLength(1);
+        const named = actionsNamedIn(own[0]!.reason);
+        for (const action of list(statement.Action)) {
+          expect(named.has(action), `${where}: ${action} on ${id} is named in the reason`).toBe(true);
+        }
+        checked.push(where.replace(/[0-9A-F]{8}$/, ""));
+      }
+    }
+    // The agent queues (two functions and the agent policy) and the kernel log streams.
+    expect(checked.sort()).toEqual(
+      [
+        "CairnAgentsAgentPolicy",
+        "CairnAgentsAgentPolicy",
+        "CairnFunctionsCoordinatorRoleDefaultPolicy",
+        "CairnFunctionsEnterStageRoleDefaultPolicy",
       ].sort(),
     );
   });
@@ -168,6 +236,8 @@ describe("IAM: least privilege", () => {
         "bus:put": BUS_PUT_ACTIONS,
         "statemachine:start": START_ACTIONS,
         "statemachine:callback": CALLBACK_ACTIONS,
+        "agents:open": AGENT_QUEUE_OPEN_ACTIONS,
+        "agents:send": AGENT_QUEUE_SEND_ACTIONS,
       };
       const consumesQueue = QUEUES.some((q) => q.consumer === name);
       const expected = new Set([
@@ -190,7 +260,7 @@ describe("IAM: least privilege", () => {
     },
   );
 
-  test("table actions name the table and its declared indexes; events and states actions name the bus and the state machine", () => {
+  test("table actions name the table and its declared indexes; events, states and sqs actions name the bus, the state machine and the agent queues", () => {
     const [tableId] = resourceNamed(s.json, "AWS::DynamoDB::Table", "CairnTable");
     const [busId] = resourceNamed(s.json, "AWS::Events::EventBus", "CairnBus");
     const [machineId] = resourceNamed(s.json, "AWS::StepFunctions::StateMachine", "CairnLifecycle");
@@ -211,6 +281,13 @@ describe("IAM: least privilege", () => {
           expect(st.Resource).toEqual({ "Fn::GetAtt": [busId, "Arn"] });
         } else if (actions.some((a) => a.startsWith("states:"))) {
           expect(st.Resource).toEqual({ Ref: machineId });
+        } else if (actions.some((a) => a.startsWith("sqs:"))) {
+          // The functions' own queue (the coordinator's event source) by ARN, or the agents' by prefix.
+          const agentQueues = `arn:aws:sqs:eu-west-1:123456789012:${s.stack.cairn.settings.agentQueuePrefix}*`;
+          const resources = list(st.Resource);
+          if (actions.includes("sqs:ReceiveMessage")) {
+            expect(resources.every((r) => JSON.stringify(r).includes('"Fn::GetAtt"'))).toBe(true);
+          } else expect(st.Resource).toEqual(agentQueues);
         }
       }
     }
@@ -454,7 +531,7 @@ describe("table, monitoring and outputs", () => {
     }
   });
 
-  test("outputs the CLI reads: TableName, EventBusName, StateMachineArn", () => {
+  test("outputs the CLI reads: TableName, EventBusName, StateMachineArn (the agents' in cdk-agents.test.ts)", () => {
     const [tableId] = resourceNamed(s.json, "AWS::DynamoDB::Table", "CairnTable");
     const [busId] = resourceNamed(s.json, "AWS::Events::EventBus", "CairnBus");
     const [machineId] = resourceNamed(s.json, "AWS::StepFunctions::StateMachine", "CairnLifecycle");
