@@ -642,3 +642,49 @@ describe("the store's memory bound", () => {
     expect(small.storedBytes()).toBe(60);
   });
 });
+
+describe("with auth (the runtime's agents sign their calls)", () => {
+  test("a known signature passes and authorize sees the group and stream ARNs; unknown keys and denials are refused", async () => {
+    const seen: string[][] = [];
+    const guarded = await startLogsServer({
+      logGroups: [GROUP],
+      logger: { warn: () => {} },
+      auth: {
+        credentials: [{ accessKeyId: "agent-key", secretAccessKey: "agent-secret", principal: "agent" }],
+        authorize: (_principal, request) => {
+          seen.push([request.action, ...request.resources]);
+          return request.operation === "DeleteLogGroup" ? "agents may not delete log groups" : undefined;
+        },
+      },
+    });
+    const as = (accessKeyId: string, secretAccessKey: string) =>
+      new CloudWatchLogsClient({
+        endpoint: guarded.endpoint,
+        region: "local",
+        credentials: { accessKeyId, secretAccessKey },
+        maxAttempts: 1,
+      });
+    const agent = as("agent-key", "agent-secret");
+    const stranger = as("other-key", "other-secret");
+    try {
+      await agent.send(new CreateLogStreamCommand({ logGroupName: GROUP, logStreamName: "s/0/run-0" }));
+      expect(seen).toEqual([
+        [
+          "logs:CreateLogStream",
+          `arn:aws:logs:local:000000000000:log-group:${GROUP}`,
+          `arn:aws:logs:local:000000000000:log-group:${GROUP}:log-stream:s/0/run-0`,
+        ],
+      ]);
+      expect((await failure(agent.send(new DeleteLogGroupCommand({ logGroupName: GROUP })))).name).toBe(
+        "AccessDeniedException",
+      );
+      expect((await failure(stranger.send(new DescribeLogGroupsCommand({})))).name).toBe(
+        "UnrecognizedClientException",
+      );
+    } finally {
+      agent.destroy();
+      stranger.destroy();
+      await guarded.close();
+    }
+  });
+});
