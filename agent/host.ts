@@ -21,6 +21,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
+import type { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import { PutEventsCommand, type EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import {
   DeleteMessageCommand,
@@ -37,6 +38,7 @@ import {
 import { DetailType, toPutEventsEntry, type EventDetailInput } from "../functions/core/events.ts";
 import { signDetail } from "../functions/app/agent-signature.ts";
 import { LocalAgent } from "./local-agent.ts";
+import { LogShipper } from "./log-shipper.ts";
 import type { AgentCapacity, KernelLaunch, KernelReport } from "./types.ts";
 
 export interface AgentHostOptions {
@@ -56,6 +58,8 @@ export interface AgentHostOptions {
   /** Grace between SIGTERM and SIGKILL for kernels stopped by a drain. @default 10000 */
   readonly drainGraceMs?: number;
   readonly log: (line: string) => void;
+  /** Where kernel output goes (CloudWatch Logs, one stream per run); absent: work files only. */
+  readonly kernelLogs?: { readonly client: CloudWatchLogsClient; readonly logGroupName: string };
   /** The kernel runner; built from the options above when absent. */
   readonly agent?: LocalAgent;
 }
@@ -66,6 +70,8 @@ const REGISTRATION_RESEND_MS = 5_000;
 
 export class AgentHost {
   readonly agent: LocalAgent;
+  /** Ships kernel output to CloudWatch Logs, when the options name a log group. */
+  readonly shipper: LogShipper | undefined;
   readonly #o: AgentHostOptions;
   #incarnation = newIncarnation();
   #signingKey: string | undefined;
@@ -87,8 +93,19 @@ export class AgentHost {
         capacity: options.capacity,
         workRoot: options.workRoot,
         onReport: (report) => this.#track(this.#report(report)),
-        warn: (message, error) => options.log(`agent ${options.id}: ${message}${error ? `: ${String(error)}` : ""}`),
+        warn: (message, error) =>
+          options.log(`agent ${options.id}: ${message}${error ? `: ${String(error)}` : ""}`),
       });
+    this.shipper =
+      options.kernelLogs &&
+      new LogShipper({
+        client: options.kernelLogs.client,
+        logGroupName: options.kernelLogs.logGroupName,
+        clock: () => Date.now(),
+        warn: (message, error) =>
+          options.log(`agent ${options.id}: kernel logs: ${message}${error ? `: ${String(error)}` : ""}`),
+      });
+    this.shipper?.attach(this.agent);
     this.#resetRegistered();
   }
 
@@ -138,6 +155,7 @@ export class AgentHost {
       reason: `${reason}: agent ${this.#o.id} is shutting down`,
     });
     await this.#settle();
+    await this.shipper?.close();
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     this.#state = "stopped";
     await this.#poll;
@@ -153,7 +171,9 @@ export class AgentHost {
 
   async #register(): Promise<void> {
     const { id, capacity, labels } = this.#o;
-    this.#o.log(`agent ${id}: registering as ${this.#incarnation} (cpu ${capacity.cpu}, memory ${capacity.memoryMiB} MiB)`);
+    this.#o.log(
+      `agent ${id}: registering as ${this.#incarnation} (cpu ${capacity.cpu}, memory ${capacity.memoryMiB} MiB)`,
+    );
     const request = () =>
       this.#put(
         toPutEventsEntry(this.#o.busName, DetailType.AgentRegistrationRequested, {
@@ -217,8 +237,9 @@ export class AgentHost {
     let backoffMs = 250;
     while (!signal.aborted) {
       try {
-        this.#queueUrl ??= (await sqs.send(new GetQueueUrlCommand({ QueueName: queueName }), { abortSignal: signal }))
-          .QueueUrl;
+        this.#queueUrl ??= (
+          await sqs.send(new GetQueueUrlCommand({ QueueName: queueName }), { abortSignal: signal })
+        ).QueueUrl;
         const out = await sqs.send(
           new ReceiveMessageCommand({
             QueueUrl: this.#queueUrl,
@@ -232,7 +253,9 @@ export class AgentHost {
           if (signal.aborted) break; // left in the queue: it reappears for the next incarnation to judge
           await this.#handle(m.Body ?? "");
           if (m.ReceiptHandle) {
-            await sqs.send(new DeleteMessageCommand({ QueueUrl: this.#queueUrl, ReceiptHandle: m.ReceiptHandle }));
+            await sqs.send(
+              new DeleteMessageCommand({ QueueUrl: this.#queueUrl, ReceiptHandle: m.ReceiptHandle }),
+            );
           }
         }
       } catch (error) {
@@ -271,7 +294,9 @@ export class AgentHost {
     const c = message.command as KernelCommand;
     const what = `${c.action} ${c.sessionId}/${c.kernelIndex} run ${c.runIndex}`;
     if (message.incarnation !== this.#incarnation) {
-      this.#o.log(`agent ${this.#o.id}: refused ${what}: it was meant for incarnation ${message.incarnation}, not ${this.#incarnation}`);
+      this.#o.log(
+        `agent ${this.#o.id}: refused ${what}: it was meant for incarnation ${message.incarnation}, not ${this.#incarnation}`,
+      );
       return;
     }
     if (this.#state !== "ready") {
@@ -316,14 +341,23 @@ export class AgentHost {
   async #report(report: KernelReport): Promise<void> {
     const key = this.#signingKey;
     if (key === undefined) {
-      this.#o.log(`agent ${this.#o.id}: a report for ${report.sessionId}/${report.kernelIndex} while unregistered was not sent`);
+      this.#o.log(
+        `agent ${this.#o.id}: a report for ${report.sessionId}/${report.kernelIndex} while unregistered was not sent`,
+      );
       return;
+    }
+    // A run's output is in CloudWatch Logs before anyone hears it has ended, so a reader that
+    // stops at the end misses nothing.
+    if (report.status === "TERMINATED" || report.status === "ERROR") {
+      await this.shipper?.flush(report.sessionId, report.kernelIndex, report.runIndex);
     }
     const { pid: _pid, signal, ...rest } = report;
     const detail: EventDetailInput<"Kernel Status Changed"> = {
       ...rest,
       incarnation: this.#incarnation,
-      ...(signal !== undefined && (report.status === "TERMINATED" || report.status === "ERROR") ? { signal } : {}),
+      ...(signal !== undefined && (report.status === "TERMINATED" || report.status === "ERROR")
+        ? { signal }
+        : {}),
       signature: "",
     };
     await this.#put(
@@ -360,7 +394,9 @@ export class AgentHost {
       try {
         const out = await this.#o.events.send(new PutEventsCommand({ Entries: [entry] }));
         if (!out.FailedEntryCount) return;
-        this.#o.log(`agent ${this.#o.id}: ${entry.DetailType} rejected: ${out.Entries?.[0]?.ErrorMessage ?? "unknown"}`);
+        this.#o.log(
+          `agent ${this.#o.id}: ${entry.DetailType} rejected: ${out.Entries?.[0]?.ErrorMessage ?? "unknown"}`,
+        );
       } catch (error) {
         if (attempt === 5 || (error as { $fault?: string }).$fault === "client") {
           this.#o.log(`agent ${this.#o.id}: could not send ${entry.DetailType}: ${String(error)}`);
@@ -373,7 +409,9 @@ export class AgentHost {
 
   #track(p: Promise<unknown>): void {
     this.#pending.add(p);
-    void p.catch((error: unknown) => this.#o.log(`agent ${this.#o.id}: ${String(error)}`)).finally(() => this.#pending.delete(p));
+    void p
+      .catch((error: unknown) => this.#o.log(`agent ${this.#o.id}: ${String(error)}`))
+      .finally(() => this.#pending.delete(p));
   }
 
   async #settle(): Promise<void> {
@@ -420,7 +458,9 @@ export function reapOrphans(agentId: string, workRoot: string): number[] {
     }
     const vars = environ.split("\0");
     if (!vars.includes(`CAIRN_AGENT_ID=${agentId}`)) continue;
-    const log = vars.find((v) => v.startsWith("CAIRN_TERMINATION_LOG="))?.slice("CAIRN_TERMINATION_LOG=".length);
+    const log = vars
+      .find((v) => v.startsWith("CAIRN_TERMINATION_LOG="))
+      ?.slice("CAIRN_TERMINATION_LOG=".length);
     if (log === undefined || !log.startsWith(workRoot)) continue;
     try {
       process.kill(pid, "SIGKILL");

@@ -63,7 +63,8 @@ async function main(): Promise<void> {
   console.log(
     `cairn ready in ${((Date.now() - started) / 1000).toFixed(1)}s: events ${info.endpoints.eventBridge} ` +
       `(bus ${info.eventBusName}), stepfunctions ${info.endpoints.stepFunctions}, dynamodb ${info.endpoints.dynamoDb}, ` +
-      `${runtime.agents.length} agents`,
+      `sqs ${info.endpoints.sqs}, logs ${info.endpoints.logs}; ` +
+      `${runtime.agents.length} agents (cairn agent processes: ${runtime.agents.map((a) => `${a.id} pid ${a.pid}`).join(", ")})`,
   );
   console.log("submit with: npx cairn submit -f examples/hello.yaml --wait   (Ctrl-C stops)");
 

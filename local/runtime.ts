@@ -14,7 +14,10 @@ import { pathToFileURL } from "node:url";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { createTable } from "../functions/adapters/dynamo/table-schema.ts";
 import { FUNCTIONS, QUEUES, RULES, STATE_MACHINES, SWEEP, type FunctionName } from "../functions/topology.ts";
-import { AgentHost } from "./agent-host.ts";
+import { randomBytes } from "node:crypto";
+import { AgentProcess } from "./agent-processes.ts";
+import { startSqsServer, type SqsServer } from "./sqs/index.ts";
+import { startLogsServer, type LogsServer } from "./logs/index.ts";
 import { startDynamoDbLocal, type RunningDynamoDb } from "./dynamodb-local.ts";
 import { LocalEventBus, startEventBridgeServer, type EventBridgeServer } from "./eventbridge/index.ts";
 import { LocalQueue, type QueueConsumer } from "./queue.ts";
@@ -41,6 +44,8 @@ export interface RuntimeOptions {
   };
   /** Agent heartbeat period. @default 5000 */
   readonly heartbeatMs?: number;
+  /** Labels of each agent, by agent number (1-based); e.g. `{ 2: { gpu: "a100" } }`. */
+  readonly agentLabels?: Readonly<Record<number, Readonly<Record<string, string>>>>;
   /** An agent silent this long is lost. @default max(30 s, 3 × heartbeatMs) */
   readonly agentTimeoutMs?: number;
   /** Sweep period. @default the topology's rate */
@@ -64,12 +69,23 @@ export interface RuntimeInfo {
     readonly dynamoDb: string;
     readonly stepFunctions: string;
     readonly eventBridge: string;
+    readonly sqs: string;
+    readonly logs: string;
   };
+  /** Agent queues are `<prefix><agentId>` (docs/agents.md). */
+  readonly agentQueuePrefix: string;
+  /** Where agents ship kernel output (one stream per run) and `cairn logs` reads it. */
+  readonly kernelLogGroupName: string;
   /**
-   * The local agents and where their kernels' files are: the CLI reads task logs from
-   * `<workRoot>/<sessionId>/<kernelIndex>/run-<runIndex>/` (agent/work-dir.ts).
+   * This run's credentials: clients (the CLI) may send client events, agents agent events
+   * (docs/agents.md). New each run; the file is readable by its owner only.
    */
-  readonly agents: readonly { readonly id: string; readonly workRoot: string }[];
+  readonly credentials: {
+    readonly client: { readonly accessKeyId: string; readonly secretAccessKey: string };
+    readonly agent: { readonly accessKeyId: string; readonly secretAccessKey: string };
+  };
+  /** The agents `npm start` runs (each a `cairn agent` process) and where their kernels' files are. */
+  readonly agents: readonly { readonly id: string; readonly workRoot: string; readonly pid: number }[];
   readonly pid: number;
 }
 
@@ -80,13 +96,28 @@ export interface Runtime {
   readonly stepFunctions: LocalStepFunctions;
   readonly bus: LocalEventBus;
   readonly queues: ReadonlyMap<string, LocalQueue>;
-  readonly agents: readonly AgentHost[];
+  readonly sqs: SqsServer;
+  readonly logs: LogsServer;
+  /** The agent processes now running (startAgent adds to them). */
+  readonly agents: readonly AgentProcess[];
+  /**
+   * Starts one more `cairn agent` process (or one with the id of an agent that died: it
+   * registers as a new incarnation). Resolves once it has registered.
+   */
+  startAgent(options?: {
+    readonly id?: string;
+    readonly cpu?: number;
+    readonly memoryMiB?: number;
+    readonly labels?: Readonly<Record<string, string>>;
+  }): Promise<AgentProcess>;
   stop(): Promise<void>;
 }
 
 const REGION = "local";
 const TABLE_NAME = "cairn";
 const BUS_NAME = "cairn";
+const AGENT_QUEUE_PREFIX = "cairn-agent-";
+const KERNEL_LOG_GROUP = "/cairn/kernels";
 
 export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
   const log = options.log ?? ((line: string) => process.stderr.write(line + "\n"));
@@ -133,6 +164,10 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       port: options.ports?.eventBridge ?? 0,
     });
     stops.push(() => eventBridge.close());
+    const sqs = await startSqsServer({});
+    stops.push(() => sqs.close());
+    const logs = await startLogsServer({ logGroups: [KERNEL_LOG_GROUP] });
+    stops.push(() => logs.close());
 
     const sfnArn = stateMachineArn(STATE_MACHINES[0]!.name);
     // The functions read this environment on their first invocation, as Lambda's would.
@@ -142,6 +177,8 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       AWS_SECRET_ACCESS_KEY: "local",
       AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
       AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
+      AWS_ENDPOINT_URL_SQS: sqs.endpoint,
+      CAIRN_AGENT_QUEUE_PREFIX: AGENT_QUEUE_PREFIX,
       CAIRN_TABLE_NAME: TABLE_NAME,
       CAIRN_EVENT_BUS_NAME: BUS_NAME,
       CAIRN_STATE_MACHINE_ARN: sfnArn,
@@ -221,39 +258,61 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     );
     stops.push(() => clearInterval(sweepTimer));
 
-    const agents: AgentHost[] = [];
+    const credentials = { client: localCredentials("client"), agent: localCredentials("agent") };
     const workRoot = join(dataDir, "work");
-    for (let i = 1; i <= (options.agents ?? 4); i++) {
-      const host = new AgentHost({
-        id: `agent-${i}`,
-        capacity: options.agentCapacity ?? { cpu: 4, memoryMiB: 4096 },
-        workRoot,
-        bus,
-        eventBridgeEndpoint: eventBridge.endpoint,
-        heartbeatMs,
-        log,
-      });
-      agents.push(host);
-      stops.push(() => host.stop());
-    }
-    await Promise.all(agents.map((a) => a.start()));
-
-    const info: RuntimeInfo = {
-      region: REGION,
-      tableName: TABLE_NAME,
-      eventBusName: BUS_NAME,
-      stateMachineArn: sfnArn,
-      endpoints: {
-        dynamoDb: dynamo.endpoint,
-        stepFunctions: sfnServer.endpoint,
-        eventBridge: eventBridge.endpoint,
-      },
-      agents: agents.map(({ agent }) => ({ id: agent.id, workRoot: agent.workRoot })),
-      pid: process.pid,
-    };
     const runtimeFile = join(dataDir, "runtime.json");
-    writeFileSync(runtimeFile, JSON.stringify(info, null, 2) + "\n");
+    const agents: AgentProcess[] = [];
+    const agentCapacity = options.agentCapacity ?? { cpu: 4, memoryMiB: 4096 };
+    const writeRuntimeFile = (): RuntimeInfo => {
+      const info: RuntimeInfo = {
+        region: REGION,
+        tableName: TABLE_NAME,
+        eventBusName: BUS_NAME,
+        stateMachineArn: sfnArn,
+        endpoints: {
+          dynamoDb: dynamo.endpoint,
+          stepFunctions: sfnServer.endpoint,
+          eventBridge: eventBridge.endpoint,
+          sqs: sqs.endpoint,
+          logs: logs.endpoint,
+        },
+        agentQueuePrefix: AGENT_QUEUE_PREFIX,
+        kernelLogGroupName: KERNEL_LOG_GROUP,
+        credentials,
+        agents: agents.map((a) => ({ id: a.id, workRoot: a.options.workRoot, pid: a.pid })),
+        pid: process.pid,
+      };
+      writeFileSync(runtimeFile, JSON.stringify(info, null, 2) + "\n", { mode: 0o600 });
+      return info;
+    };
+    writeRuntimeFile();
     stops.unshift(() => rmSync(runtimeFile, { force: true }));
+    let nextAgent = 1;
+    const startAgent: Runtime["startAgent"] = async (o = {}) => {
+      const n = nextAgent++;
+      const agent = await AgentProcess.start({
+        id: o.id ?? `agent-${n}`,
+        cpu: o.cpu ?? agentCapacity.cpu,
+        memoryMiB: o.memoryMiB ?? agentCapacity.memoryMiB,
+        ...((o.labels ?? options.agentLabels?.[n]) ? { labels: o.labels ?? options.agentLabels?.[n] } : {}),
+        runtimeFile,
+        workRoot,
+        heartbeatMs,
+        drainGraceMs: options.terminationGraceMs ?? 5_000,
+        log: (line) => log(`cairn: ${line}`),
+      });
+      agents.push(agent);
+      void agent.exited.then(() => {
+        const i = agents.indexOf(agent);
+        if (i >= 0) agents.splice(i, 1);
+      });
+      writeRuntimeFile();
+      return agent;
+    };
+    // Agents stop first (their last reports still reach the bus): registered last, so run first.
+    stops.push(() => Promise.all([...agents].map((a) => a.stop())).then(() => undefined));
+    await Promise.all(Array.from({ length: options.agents ?? 4 }, () => startAgent()));
+    const info = writeRuntimeFile();
 
     return {
       info,
@@ -264,11 +323,16 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
         AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
         AWS_ENDPOINT_URL_SFN: sfnServer.endpoint,
+        AWS_ENDPOINT_URL_SQS: sqs.endpoint,
+        AWS_ENDPOINT_URL_CLOUDWATCH_LOGS: logs.endpoint,
       },
       stepFunctions: sfn,
       bus,
       queues,
+      sqs,
+      logs,
       agents,
+      startAgent,
       stop,
     };
   } catch (error) {
@@ -278,6 +342,14 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
 }
 
 const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
+
+/** A principal's credentials for this run only (the endpoints check them where they enforce a policy). */
+function localCredentials(principal: string): { accessKeyId: string; secretAccessKey: string } {
+  return {
+    accessKeyId: `LOCAL${principal.toUpperCase()}${randomBytes(6).toString("hex").toUpperCase()}`,
+    secretAccessKey: randomBytes(30).toString("base64url"),
+  };
+}
 
 function lambdaArn(name: FunctionName): string {
   return `arn:aws:lambda:${REGION}:000000000000:function:${name}`;

@@ -4,6 +4,8 @@
  * (4 cpu, 4096 MiB each) running real processes. Scenarios run one after another on one runtime.
  */
 import { ListExecutionsCommand, SFNClient } from "@aws-sdk/client-sfn";
+import { readCombinedLog } from "../agent/log-reader.ts";
+import { runLogPaths } from "../agent/work-dir.ts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
 import type { HistoryRecord } from "../functions/core/model.ts";
@@ -65,8 +67,13 @@ describe("the session lifecycle, end to end", () => {
       expect.stringMatching(/^(TerminateSessions|PromoteToTerminated) SUCCESS TERMINATING->TERMINATED$/),
     ]);
     // The command really ran, with its identity in the environment.
-    const agent = rt.runtime.agents.find((a) => a.agent.id === done.kernels[0]?.agentId);
-    const lines = await agent!.agent.readLogs(id, 0, 0);
+    // (Its agent is another process: its output is in the run's directory under the work root.)
+    const agent = rt.runtime.info.agents.find((a) => a.id === done.kernels[0]?.agentId);
+    const lines = await readCombinedLog(runLogPaths(agent!.workRoot, id, 0, 0), {
+      sessionId: id,
+      kernelIndex: 0,
+      runIndex: 0,
+    });
     expect(lines.map((l) => l.text)).toContain(`hello from ${id}`);
     // Its capacity went back to the agent.
     expect(await rt.store.allocationsOf(id)).toEqual([]);

@@ -58,10 +58,11 @@ export async function startTestRuntime(options: RuntimeOptions = {}): Promise<Te
     }),
     tableName: info.tableName,
   });
+  // A client's credentials, as the CLI uses them: it may send client events only.
   const events = new EventBridgeClient({
     endpoint: info.endpoints.eventBridge,
     region: info.region,
-    credentials: CREDENTIALS,
+    credentials: info.credentials.client,
   });
   const put = async (entry: { Source: string; DetailType: string; Detail: string }) => {
     const out = await events.send(

@@ -5,6 +5,7 @@
  */
 import { hostname, availableParallelism, totalmem } from "node:os";
 import { resolve } from "node:path";
+import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { AgentHost } from "../../../agent/host.ts";
@@ -52,6 +53,12 @@ export async function runAgent(options: AgentOptions, connection: Connection, io
     ...common,
     ...(connection.endpoints.sqs === undefined ? {} : { endpoint: connection.endpoints.sqs }),
   });
+  const logs = connection.logs.readable
+    ? new CloudWatchLogsClient({
+        ...common,
+        ...(connection.logs.endpoint === undefined ? {} : { endpoint: connection.logs.endpoint }),
+      })
+    : undefined;
   const log = (line: string) => io.stderr(`${new Date(io.nowMs()).toISOString()} ${line}`);
   const host = new AgentHost({
     id,
@@ -62,6 +69,9 @@ export async function runAgent(options: AgentOptions, connection: Connection, io
     queueName: `${connection.agentQueuePrefix}${id}`,
     events,
     sqs,
+    ...(logs && connection.logs.readable
+      ? { kernelLogs: { client: logs, logGroupName: connection.logs.logGroupName } }
+      : {}),
     ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
     ...(options.drainGraceMs === undefined ? {} : { drainGraceMs: options.drainGraceMs }),
     log,
@@ -75,12 +85,16 @@ export async function runAgent(options: AgentOptions, connection: Connection, io
   // Kernels run in their own process groups: if this process dies of anything else, stop them.
   process.once("exit", () => host.agent.killAllNow());
   try {
+    if (!connection.logs.readable) {
+      log(`agent ${id}: kernel output stays in the work root only: ${connection.logs.why}`);
+    }
     await host.start();
     log(`agent ${id}: ready on ${connection.where} (queue ${connection.agentQueuePrefix}${id})`);
     await host.stopped();
   } finally {
     events.destroy();
     sqs.destroy();
+    logs?.destroy();
   }
   log(`agent ${id}: stopped`);
   return host.exitReason === undefined ? ExitCode.Ok : ExitCode.SessionDidNotSucceed;

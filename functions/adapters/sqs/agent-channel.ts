@@ -21,7 +21,8 @@ export const AGENT_QUEUE_ATTRIBUTES = {
   /** Commands older than this are moot: every stage before RUNNING times out sooner, and an agent away longer was declared lost. */
   MessageRetentionPeriod: "3600",
   ReceiveMessageWaitTimeSeconds: "20",
-  SqsManagedSseEnabled: "true",
+  // Encryption at rest: SQS-managed SSE is on by default for new queues (since 2022), so it is
+  // not set here.
 } as const;
 
 export class AgentChannelError extends Error {

@@ -1,0 +1,261 @@
+/**
+ * Issue 10 end to end: agents are `cairn agent` processes talking to the embedded runtime only
+ * through its AWS-protocol endpoints (SQS for commands, EventBridge for reports), exactly as they
+ * would to a deployed stack. Real processes are killed, restarted and drained; forged traffic is
+ * sent with the real SDK.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { signDetail } from "../functions/app/agent-signature.ts";
+import { DetailType, toPutEventsEntry, type EventDetailInput } from "../functions/core/events.ts";
+import type { SessionWithKernels } from "../functions/core/model.ts";
+import { sessionResult } from "../functions/core/sessions.ts";
+import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
+import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+
+const sh = (script: string) => ["/bin/sh", "-c", script];
+let n = 0;
+const newId = (label: string) => `ag-${label}-${Date.now().toString(36)}-${n++}`;
+
+/** Pids of live processes whose environment says they run this session's kernels. */
+function kernelPids(sessionId: string): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const env = readFileSync(`/proc/${name}/environ`, "latin1").split("\0");
+      const stat = readFileSync(`/proc/${name}/stat`, "latin1");
+      if (env.includes(`CAIRN_SESSION_ID=${sessionId}`) && !/\) Z /.test(stat)) pids.push(Number(name));
+    } catch {
+      // gone, or not ours
+    }
+  }
+  return pids;
+}
+
+async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe("agents are processes of their own", () => {
+  let rt: TestRuntime;
+  const seen: EventBridgeEvent[] = [];
+  beforeAll(async () => {
+    rt = await startTestRuntime({
+      agents: 3,
+      agentCapacity: { cpu: 2, memoryMiB: 2048 },
+      heartbeatMs: 300,
+      // Short enough to watch an agent die within a test.
+      agentTimeoutMs: 3_000,
+    });
+    rt.runtime.bus.onEvent((event) => seen.push(event));
+  }, 120_000);
+  afterAll(() => rt?.stop());
+
+  const rejections = () =>
+    seen.filter((e) => e["detail-type"] === "Event Rejected").map((e) => (e.detail as { reason: string }).reason);
+
+  test("an agent started as a user would (cairn agent, runtime file) runs what its labels select", async () => {
+    const gpu = await rt.runtime.startAgent({ id: "gpu-box", labels: { gpu: "a100" } });
+    expect(gpu.pid).toBeGreaterThan(0);
+    const id = newId("selected");
+    await rt.submit({
+      sessionId: id,
+      spec: { name: "sel", command: sh("echo on $CAIRN_AGENT_ID"), nodeSelector: { gpu: "a100" } },
+    });
+    const done = await rt.waitForEnd(id);
+    expect(sessionResult(done)).toBe("succeeded");
+    expect(done.kernels[0]?.agentId).toBe("gpu-box");
+    await gpu.stop();
+    expect(await gpu.exited).toBe(0);
+  });
+
+  test("kill -9 of an agent under a running gang: its kernels WORKER_FAILED, the gang runs again elsewhere, one preemption spent", async () => {
+    const id = newId("gang");
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "gang",
+        replicas: 2,
+        perAgent: 1,
+        resources: { cpu: 1, memoryMiB: 64 },
+        command: sh('if [ "$CAIRN_RUN_INDEX" = 0 ]; then sleep 30; else echo second run; fi'),
+      },
+    });
+    const running = await rt.waitForStatus(id, "RUNNING");
+    const victimId = running.kernels[0]!.agentId!;
+    const victim = rt.runtime.agents.find((a) => a.id === victimId)!;
+    const orphans = kernelPids(id);
+    victim.kill("SIGKILL");
+    expect(await victim.exited).toBe("SIGKILL");
+
+    const done = await rt.waitForEnd(id, 60_000);
+    expect(sessionResult(done)).toBe("succeeded");
+    expect(done.session.runIndex).toBe(1);
+    expect(done.session.retry?.preemptionCount).toBe(1);
+    expect(done.kernels.map((k) => k.agentId)).not.toContain(victimId);
+    const runs = await rt.store.listRuns(id);
+    expect(runs[0]?.outcome).toBe("WORKER_FAILED");
+    const lost = runs[0]?.kernels.find((k) => k.agentId === victimId);
+    expect(lost).toMatchObject({ outcome: "WORKER_FAILED", condition: "AgentLost" });
+    expect(lost?.message).toMatch(new RegExp(`^agent ${victimId} lost: no heartbeat for \\d+ s`));
+    // Capacity is conserved: nothing is held once the session has ended.
+    expect(await rt.store.allocationsOf(id)).toEqual([]);
+    for (const agent of await rt.store.listAgents()) {
+      if (agent.lostAtMs === undefined) expect(agent.free).toEqual(agent.capacity);
+    }
+    // The dead agent's kernel outlived it (its own process group); a restart with the same id
+    // finds and stops it, and registers a new incarnation.
+    const before = (await rt.store.getAgent(victimId))!;
+    expect(before.lostAtMs).toBeDefined();
+    expect(orphans.length).toBeGreaterThan(0);
+    const back = await rt.runtime.startAgent({ id: victimId });
+    expect(back.lines.join("\n")).toMatch(/stopped \d+ kernel process\(es\) an earlier run of this agent left behind/);
+    const after = (await rt.store.getAgent(victimId))!;
+    expect(after.incarnation).not.toBe(before.incarnation);
+    expect(after.lostAtMs).toBeUndefined();
+    await until("the orphaned kernel to be gone", () =>
+      Promise.resolve(kernelPids(id).length === 0 ? true : undefined),
+    );
+  }, 120_000);
+
+  test("an agent restarted with the same id reconciles at once: what the old process ran is lost, not waited for", async () => {
+    const id = newId("restart");
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "restart",
+        resources: { cpu: 1, memoryMiB: 64 },
+        command: sh('if [ "$CAIRN_RUN_INDEX" = 0 ]; then sleep 30; fi'),
+      },
+    });
+    const running = await rt.waitForStatus(id, "RUNNING");
+    const agentId = running.kernels[0]!.agentId!;
+    const old = rt.runtime.agents.find((a) => a.id === agentId)!;
+    old.kill("SIGKILL");
+    await old.exited;
+    const startedAt = Date.now();
+    await rt.runtime.startAgent({ id: agentId });
+    // Well inside the 3 s liveness window: the registration itself retired the old incarnation.
+    const moved = await rt.waitFor(id, (s) => s.session.runIndex === 1 || s.session.status === "TERMINATED", "a retry");
+    expect(Date.now() - startedAt).toBeLessThan(10_000);
+    const runs = await rt.store.listRuns(id);
+    expect(runs[0]?.kernels[0]?.message).toMatch(new RegExp(`^agent ${agentId} restarted \\(incarnation `));
+    expect(runs[0]?.outcome).toBe("WORKER_FAILED");
+    expect(moved.session.retry?.preemptionCount).toBe(1);
+    expect(sessionResult(await rt.waitForEnd(id))).toBe("succeeded");
+  }, 60_000);
+
+  test("SIGTERM drains: the agent takes no more work, its kernel is stopped and retried elsewhere, and it exits 0", async () => {
+    const id = newId("drain");
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "drain",
+        resources: { cpu: 1, memoryMiB: 64 },
+        command: sh('if [ "$CAIRN_RUN_INDEX" = 0 ]; then sleep 30; fi'),
+      },
+    });
+    const running = await rt.waitForStatus(id, "RUNNING");
+    const agent = rt.runtime.agents.find((a) => a.id === running.kernels[0]!.agentId)!;
+    agent.kill("SIGTERM");
+    expect(await agent.exited).toBe(0);
+    expect(agent.lines.join("\n")).toContain("SIGTERM: draining");
+    const done = await rt.waitForEnd(id, 60_000);
+    expect(sessionResult(done)).toBe("succeeded");
+    const runs = await rt.store.listRuns(id);
+    expect(runs[0]?.kernels[0]).toMatchObject({ agentId: agent.id, outcome: "WORKER_FAILED", condition: "Evicted" });
+    expect(done.kernels[0]?.agentId).not.toBe(agent.id);
+    expect((await rt.store.getAgent(agent.id))?.draining).toBe(true);
+  }, 90_000);
+
+  test("forged agent traffic is refused with a reason and changes nothing", async () => {
+    const id = newId("forged");
+    await rt.submit({
+      sessionId: id,
+      spec: { name: "forged", resources: { cpu: 1, memoryMiB: 64 }, command: sh("sleep 4") },
+    });
+    const running: SessionWithKernels = await rt.waitForStatus(id, "RUNNING");
+    const owner = (await rt.store.getAgent(running.kernels[0]!.agentId!))!;
+    // Another registered agent (a real process) whose key the forger happens to hold: its own.
+    const other = (await rt.store.listAgents()).find(
+      (a) => a.id !== owner.id && a.lostAtMs === undefined && a.signingKey !== undefined,
+    )!;
+    const events = new EventBridgeClient({
+      endpoint: rt.runtime.info.endpoints.eventBridge,
+      region: rt.runtime.info.region,
+      credentials: rt.runtime.info.credentials.agent,
+    });
+    const put = async (type: "Kernel Status Changed" | "Agent Heartbeat", detail: Record<string, unknown>) => {
+      const out = await events.send(
+        new PutEventsCommand({
+          Entries: [
+            toPutEventsEntry(rt.runtime.info.eventBusName, type, detail as EventDetailInput<typeof type>),
+          ],
+        }),
+      );
+      expect(out.FailedEntryCount ?? 0).toBe(0);
+    };
+    const report = (agentId: string, incarnation: string) => ({
+      agentId,
+      incarnation,
+      sessionId: id,
+      kernelIndex: 0,
+      runIndex: 0,
+      status: "TERMINATED",
+      exitCode: 0,
+      atMs: Date.now(),
+      signature: "",
+    });
+    const before = rejections().length;
+    // 1. Signed by another agent, claiming to be the owner.
+    const asOwner = report(owner.id, owner.incarnation!);
+    await put(DetailType.KernelStatusChanged, {
+      ...asOwner,
+      signature: signDetail(other.signingKey!, DetailType.KernelStatusChanged, asOwner),
+    });
+    // 2. Signed by another agent as itself, about a kernel that is not its own.
+    const asOther = report(other.id, other.incarnation!);
+    await put(DetailType.KernelStatusChanged, {
+      ...asOther,
+      signature: signDetail(other.signingKey!, DetailType.KernelStatusChanged, asOther),
+    });
+    // 3. A heartbeat offering a billion cpu.
+    const inflated = {
+      agentId: other.id,
+      incarnation: other.incarnation!,
+      capacity: { cpu: 1e9, memoryMiB: 1e9 },
+      atMs: Date.now(),
+      signature: "",
+    };
+    await put(DetailType.AgentHeartbeat, {
+      ...inflated,
+      signature: signDetail(other.signingKey!, DetailType.AgentHeartbeat, inflated),
+    });
+    // 4. A phantom agent nobody registered.
+    await put(DetailType.AgentHeartbeat, {
+      ...inflated,
+      agentId: "phantom",
+      signature: "0".repeat(64),
+    });
+    await until("four rejections", () => Promise.resolve(rejections().length >= before + 4 ? true : undefined));
+    const reasons = rejections().slice(before).join("\n");
+    expect(reasons).toContain(`detail.signature: does not match agent ${owner.id}'s key`);
+    expect(reasons).toContain(`detail.agentId: kernel 0 of session ${id} is placed on agent ${owner.id}, not on ${other.id}`);
+    expect(reasons).toMatch(/detail\.capacity: cpu 1000000000 \/ memoryMiB 1000000000 exceeds what agent/);
+    expect(reasons).toContain("detail.agentId: agent phantom is not registered");
+    // Nothing changed: the kernel still runs, the capacity is what was registered, no phantom.
+    expect((await rt.store.getSession(id))?.kernels[0]?.status).toBe("RUNNING");
+    expect((await rt.store.getAgent(other.id))?.capacity).toEqual(other.capacity);
+    expect(await rt.store.getAgent("phantom")).toBeUndefined();
+    expect(sessionResult(await rt.waitForEnd(id))).toBe("succeeded");
+    events.destroy();
+  }, 60_000);
+});
