@@ -237,7 +237,7 @@ export const COMMANDS = {
     exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
   },
   logs: {
-    summary: "print a job's task output (local runtime); with --follow, until the tasks end",
+    summary: "print a job's task output (from CloudWatch Logs); with --follow, until the tasks end",
     positionals: "JOB_ID",
     minPositionals: 1,
     maxPositionals: 1,
@@ -262,8 +262,8 @@ export const COMMANDS = {
       "Prints each task's current run (a task waiting to be retried: its previous run). Lines keep their\n" +
       "stream (the program's stderr on stderr); lines of several tasks are merged in time order and\n" +
       "prefixed `[task N]`. A task that has not started says so on stderr (exit 3 if none has).\n" +
-      "Logs stay with the agents that ran the tasks: only the local runtime's are readable (a deployed\n" +
-      "stack keeps none: exit 2).\n\n" +
+      "The agents ship every line to CloudWatch Logs (stream <session>/<kernel>/run-<run> of the kernel\n" +
+      "log group: a stack's KernelLogGroupName output, or the local runtime's); exit 4 when none is known.\n\n" +
       "examples:\n" +
       "  cairn logs gang-k3x9q2mf\n" +
       "  cairn logs gang-k3x9q2mf --task 2 --follow",
