@@ -283,7 +283,8 @@ export async function readRunLines(
         for (const line of joiner.push(only.streamName, e.timestamp, decodeLogMessage(e.message)))
           hand(only, line);
       }
-      if (page.events.length === 0 || page.nextForwardToken === token) break;
+      // Only an unchanged token means the end: AWS may answer an empty page mid-stream.
+      if (page.nextForwardToken === token) break;
       token = page.nextForwardToken;
     }
   } else if (runs.length > 1) {
@@ -429,7 +430,7 @@ async function tailRun(
         }
         const moved = page.nextForwardToken !== token;
         token = page.nextForwardToken;
-        if (!moved || page.events.length === 0 || deps.signal?.aborted) break;
+        if (!moved || deps.signal?.aborted) break;
       }
     }
     if (!wasLive) {
