@@ -82,7 +82,7 @@ export async function startBenchRuntime(options: {
   const client = new EventBridgeClient({
     endpoint: runtime.info.endpoints.eventBridge,
     region: runtime.info.region,
-    credentials: { accessKeyId: "bench", secretAccessKey: "bench" },
+    credentials: runtime.info.credentials.client,
   });
   return {
     runtime,

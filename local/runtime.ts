@@ -14,7 +14,7 @@ import { pathToFileURL } from "node:url";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { createTable } from "../functions/adapters/dynamo/table-schema.ts";
 import { FUNCTIONS, QUEUES, RULES, STATE_MACHINES, SWEEP, type FunctionName } from "../functions/topology.ts";
-import { randomBytes } from "node:crypto";
+import { runtimeAccess } from "./access.ts";
 import { AgentProcess } from "./agent-processes.ts";
 import { startSqsServer, type SqsServer } from "./sqs/index.ts";
 import { startLogsServer, type LogsServer } from "./logs/index.ts";
@@ -118,6 +118,7 @@ const TABLE_NAME = "cairn";
 const BUS_NAME = "cairn";
 const AGENT_QUEUE_PREFIX = "cairn-agent-";
 const KERNEL_LOG_GROUP = "/cairn/kernels";
+const ACCOUNT = "000000000000";
 
 export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
   const log = options.log ?? ((line: string) => process.stderr.write(line + "\n"));
@@ -160,21 +161,35 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       logger: { warn: (m: string) => log(`cairn: bus: ${m}`) },
     });
     stops.push(() => bus.close());
+    // Per-run credentials: clients may send client events only, agents agent events only.
+    const access = runtimeAccess({
+      region: REGION,
+      account: ACCOUNT,
+      busArn: bus.arn,
+      agentQueuePrefix: AGENT_QUEUE_PREFIX,
+      kernelLogGroup: KERNEL_LOG_GROUP,
+    });
     const eventBridge: EventBridgeServer = await startEventBridgeServer(bus, {
       port: options.ports?.eventBridge ?? 0,
+      auth: access.auth,
     });
     stops.push(() => eventBridge.close());
-    const sqs = await startSqsServer({});
+    const sqs = await startSqsServer({ region: REGION, account: ACCOUNT, auth: access.auth });
     stops.push(() => sqs.close());
-    const logs = await startLogsServer({ logGroups: [KERNEL_LOG_GROUP] });
+    const logs = await startLogsServer({
+      logGroups: [KERNEL_LOG_GROUP],
+      region: REGION,
+      accountId: ACCOUNT,
+      auth: access.auth,
+    });
     stops.push(() => logs.close());
 
     const sfnArn = stateMachineArn(STATE_MACHINES[0]!.name);
     // The functions read this environment on their first invocation, as Lambda's would.
     const env: Record<string, string> = {
       AWS_REGION: REGION,
-      AWS_ACCESS_KEY_ID: "local",
-      AWS_SECRET_ACCESS_KEY: "local",
+      AWS_ACCESS_KEY_ID: access.controlPlane.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: access.controlPlane.secretAccessKey,
       AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
       AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
       AWS_ENDPOINT_URL_SQS: sqs.endpoint,
@@ -258,7 +273,11 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     );
     stops.push(() => clearInterval(sweepTimer));
 
-    const credentials = { client: localCredentials("client"), agent: localCredentials("agent") };
+    const keys = ({ accessKeyId, secretAccessKey }: { accessKeyId: string; secretAccessKey: string }) => ({
+      accessKeyId,
+      secretAccessKey,
+    });
+    const credentials = { client: keys(access.client), agent: keys(access.agent) };
     const workRoot = join(dataDir, "work");
     const runtimeFile = join(dataDir, "runtime.json");
     const agents: AgentProcess[] = [];
@@ -318,8 +337,8 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       info,
       clientEnv: {
         AWS_REGION: REGION,
-        AWS_ACCESS_KEY_ID: "local",
-        AWS_SECRET_ACCESS_KEY: "local",
+        AWS_ACCESS_KEY_ID: access.client.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: access.client.secretAccessKey,
         AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
         AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
         AWS_ENDPOINT_URL_SFN: sfnServer.endpoint,
@@ -342,14 +361,6 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
 }
 
 const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
-
-/** A principal's credentials for this run only (the endpoints check them where they enforce a policy). */
-function localCredentials(principal: string): { accessKeyId: string; secretAccessKey: string } {
-  return {
-    accessKeyId: `LOCAL${principal.toUpperCase()}${randomBytes(6).toString("hex").toUpperCase()}`,
-    secretAccessKey: randomBytes(30).toString("base64url"),
-  };
-}
 
 function lambdaArn(name: FunctionName): string {
   return `arn:aws:lambda:${REGION}:000000000000:function:${name}`;

@@ -197,11 +197,11 @@ describe("parseCommandLine", () => {
   test.each([
     [
       "",
-      "missing command (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config)",
+      "missing command (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config, agent)",
     ],
     [
       "launch x",
-      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config)',
+      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config, agent)',
     ],
     ["get abc-1 --verbose", "unknown option --verbose"],
     ["list -x", "unknown option -x"],
@@ -240,7 +240,7 @@ describe("parseCommandLine", () => {
     ["list --endpoint localhost:4566", '--endpoint must be an http(s) URL, got "localhost:4566"'],
     [
       "help launch",
-      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config)',
+      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config, agent)',
     ],
   ])("%j is an error: %s", (line, message) => {
     expect(usageError(line).message).toBe(message);
@@ -470,7 +470,7 @@ describe("spec files", () => {
         "invalid session spec bad.yaml (3 problems):",
         "  resources.cpu: must be greater than 0",
         "  resources.gpu: unknown field (expected one of cpu, memoryMiB)",
-        "  foo: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, resources, command, env, timeouts, maxTries, retry)",
+        "  foo: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, resources, command, env, timeouts, maxTries, retry)",
       ].join("\n"),
     );
   });
@@ -990,7 +990,7 @@ describe("runCli", () => {
     const world = fakeWorld({}, { "/work/bad.yaml": "name: bad\ncommand: [x]\ncolour: blue\n" });
     expect(await runCli(["submit", "-f", "bad.yaml", "--runtime-file", "/nowhere.json"], world.io)).toBe(2);
     expect(world.err).toEqual([
-      "cairn: invalid session spec bad.yaml (1 problem):\n  colour: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, resources, command, env, timeouts, maxTries, retry)",
+      "cairn: invalid session spec bad.yaml (1 problem):\n  colour: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, resources, command, env, timeouts, maxTries, retry)",
     ]);
     expect(world.opened).toEqual([]);
     expect(world.puts).toEqual([]);

@@ -214,7 +214,8 @@ describe("independent tasks", () => {
       name: "unsched",
       replicas: 5,
       coscheduled: false,
-      schedulingTimeout: 3,
+      // Long enough for four agent processes to take their tasks on a loaded machine.
+      schedulingTimeout: 8,
       resources: { cpu: 4, memoryMiB: 64 },
       command: sh("exec sleep 60"),
     });

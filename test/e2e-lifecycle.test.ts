@@ -322,11 +322,14 @@ describe("the session lifecycle, end to end", () => {
         DetailType: "Session Cancel Requested",
         Detail: JSON.stringify({ reason: "x" }),
       }),
-      rt.put({
-        Source: "cairn.agent",
-        DetailType: "Agent Heartbeat",
-        Detail: JSON.stringify({ agentId: "a" }),
-      }),
+      rt.put(
+        {
+          Source: "cairn.agent",
+          DetailType: "Agent Heartbeat",
+          Detail: JSON.stringify({ agentId: "a" }),
+        },
+        "agent",
+      ),
       rt.submit({ sessionId: good, spec: { name: "good", command: ["true"] } }),
     ]);
     const done = await rt.waitForEnd(good);

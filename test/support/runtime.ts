@@ -18,8 +18,11 @@ export interface TestRuntime {
   readonly runtime: Runtime;
   readonly store: DynamoSessionStore;
   readonly dataDir: string;
-  /** Puts one raw entry (valid or not) on the bus through the SDK. */
-  put(entry: { Source: string; DetailType: string; Detail: string }): Promise<void>;
+  /**
+   * Puts one raw entry (valid or not) on the bus through the SDK, as a client (default) or with
+   * the agents' credentials (only they may send `cairn.agent` events).
+   */
+  put(entry: { Source: string; DetailType: string; Detail: string }, as?: "client" | "agent"): Promise<void>;
   submit(detail: EventDetailInput<"Session Submitted">): Promise<void>;
   cancel(sessionId: string, reason?: string): Promise<void>;
   /** Polls until `predicate` holds for the session, or fails with the last state seen. */
@@ -59,13 +62,23 @@ export async function startTestRuntime(options: RuntimeOptions = {}): Promise<Te
     tableName: info.tableName,
   });
   // A client's credentials, as the CLI uses them: it may send client events only.
-  const events = new EventBridgeClient({
-    endpoint: info.endpoints.eventBridge,
-    region: info.region,
-    credentials: info.credentials.client,
-  });
-  const put = async (entry: { Source: string; DetailType: string; Detail: string }) => {
-    const out = await events.send(
+  const clients = {
+    client: new EventBridgeClient({
+      endpoint: info.endpoints.eventBridge,
+      region: info.region,
+      credentials: info.credentials.client,
+    }),
+    agent: new EventBridgeClient({
+      endpoint: info.endpoints.eventBridge,
+      region: info.region,
+      credentials: info.credentials.agent,
+    }),
+  };
+  const put = async (
+    entry: { Source: string; DetailType: string; Detail: string },
+    as: "client" | "agent" = "client",
+  ) => {
+    const out = await clients[as].send(
       new PutEventsCommand({ Entries: [{ ...entry, EventBusName: info.eventBusName }] }),
     );
     if (out.FailedEntryCount) throw new Error(`PutEvents rejected the entry: ${JSON.stringify(out.Entries)}`);
@@ -116,7 +129,8 @@ export async function startTestRuntime(options: RuntimeOptions = {}): Promise<Te
     waitForEnd: (id, timeoutMs) =>
       waitFor(id, (s) => TERMINAL_SESSION_STATUSES.has(s.session.status), "a terminal status", timeoutMs),
     stop: async () => {
-      events.destroy();
+      clients.client.destroy();
+      clients.agent.destroy();
       await runtime.stop();
       rmSync(dataDir, { recursive: true, force: true });
     },

@@ -1,0 +1,99 @@
+/**
+ * Who may do what on the embedded runtime's endpoints (docs/agents.md, "Identity"): the same
+ * split the stack's IAM policies make. Each run makes fresh credentials for three principals:
+ *
+ * - `control-plane`: the functions (in this process): everything.
+ * - `client`: the CLI. Puts only `cairn.client` events; reads kernel logs.
+ * - `agent`: `cairn agent` processes. Puts only `cairn.agent` events; receives and deletes on
+ *   agent queues; writes kernel log streams.
+ *
+ * Kernels get none of them: their environment is built from an allow-list (agent/environment.ts).
+ * DynamoDB Local has no authentication of its own (issue 11 takes that on).
+ */
+import { randomBytes } from "node:crypto";
+import type { AwsAuthOptions, AwsCredential } from "./aws-json/index.ts";
+import { compilePolicy, type PolicyStatement } from "./aws-json/index.ts";
+
+export interface AccessSettings {
+  readonly region: string;
+  readonly account: string;
+  readonly busArn: string;
+  readonly agentQueuePrefix: string;
+  readonly kernelLogGroup: string;
+}
+
+export interface RuntimeAccess {
+  readonly controlPlane: AwsCredential;
+  readonly client: AwsCredential;
+  readonly agent: AwsCredential;
+  /** For every endpoint's `auth` option. */
+  readonly auth: AwsAuthOptions;
+}
+
+export function runtimeAccess(s: AccessSettings): RuntimeAccess {
+  const controlPlane = credential("control-plane");
+  const client = credential("client");
+  const agent = credential("agent");
+  const logGroupArn = `arn:aws:logs:${s.region}:${s.account}:log-group:${s.kernelLogGroup}`;
+  const statements: PolicyStatement[] = [
+    {
+      sid: "ControlPlane",
+      principals: ["control-plane"],
+      actions: ["events:*", "sqs:*", "logs:*"],
+      resources: ["*"],
+    },
+    {
+      sid: "ClientEvents",
+      principals: ["client"],
+      actions: ["events:PutEvents"],
+      resources: [s.busArn],
+      conditions: [{ key: "events:source", anyOf: ["cairn.client"] }],
+    },
+    {
+      sid: "ClientLogs",
+      principals: ["client"],
+      actions: ["logs:GetLogEvents", "logs:FilterLogEvents", "logs:DescribeLogStreams"],
+      resources: [logGroupArn, `${logGroupArn}:*`],
+    },
+    {
+      sid: "AgentEvents",
+      principals: ["agent"],
+      actions: ["events:PutEvents"],
+      resources: [s.busArn],
+      conditions: [{ key: "events:source", anyOf: ["cairn.agent"] }],
+    },
+    {
+      sid: "AgentQueues",
+      principals: ["agent"],
+      actions: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"],
+      resources: [`arn:aws:sqs:${s.region}:${s.account}:${s.agentQueuePrefix}*`],
+    },
+    {
+      sid: "AgentLogs",
+      principals: ["agent"],
+      actions: ["logs:CreateLogStream", "logs:PutLogEvents"],
+      resources: [logGroupArn, `${logGroupArn}:log-stream:*`],
+    },
+  ];
+  return {
+    controlPlane,
+    client,
+    agent,
+    auth: {
+      credentials: [controlPlane, client, agent],
+      authorize: compilePolicy(statements),
+      region: s.region,
+    },
+  };
+}
+
+function credential(principal: string): AwsCredential {
+  return {
+    principal,
+    accessKeyId: `ALOC${principal
+      .replace(/[^a-z]/g, "")
+      .toUpperCase()
+      .slice(0, 8)}${randomBytes(5).toString("hex").toUpperCase()}`,
+    secretAccessKey: randomBytes(30).toString("base64url"),
+  };
+}
