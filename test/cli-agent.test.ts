@@ -50,7 +50,7 @@ describe("cairn agent options", () => {
     [["--labels", "gpu"], '--labels: "gpu" is not KEY=VALUE'],
     [["--labels", "a=1,a=2"], '--labels: "a" is given twice'],
     [
-      ["--labels", "-bad=1"],
+      ["--labels=-bad=1"],
       "--labels: label keys are 1 to 63 of letters, digits, '.', '_', '/', '-', starting with a letter or digit",
     ],
   ])("%j is refused: %s", (argv, message) => {
