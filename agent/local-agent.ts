@@ -1,9 +1,10 @@
 /**
  * The agent's kernel runner (`cairn agent`, and so every agent of the embedded runtime): runs
- * kernels as real child processes, each in its
- * own process group and work directory, enforces their memory requests, and reports every
- * kernel status change through `onReport`. Transport-free: the caller maps commands and
- * reports to events.
+ * kernels as real child processes, each in its own process group, container (a cgroup, or the
+ * /proc fallback: containment.ts) and work directory, enforces their memory requests, caps
+ * their logs on disk (log-capture.ts), removes old runs' directories (work-dir-retention.ts),
+ * and reports every kernel status change through `onReport`. Transport-free: the caller maps
+ * commands and reports to events.
  *
  * Rules that keep it safe under at-least-once, unordered command delivery:
  * - Commands for one kernel (session + index) are applied one at a time, in arrival order.
@@ -14,9 +15,17 @@
  *   (PrepareSessions retries), and the check is then repeated.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { setTimeout as sleep } from "node:timers/promises";
 import { promises as fs } from "node:fs";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
+import {
+  createContainment,
+  type Containment,
+  type ContainmentMode,
+  type RunCell,
+  type RunMembers,
+} from "./containment.ts";
 import { buildKernelEnv, DEFAULT_PATH } from "./environment.ts";
 import { InvalidAgentInputError } from "./errors.ts";
 import { exitStatus } from "./exit-status.ts";
@@ -30,9 +39,8 @@ import {
   runKey,
   validateLaunch,
 } from "./launch.ts";
-import { RunLogWriter, type CapturedLine } from "./log-capture.ts";
-import { followCombinedLog, readCombinedLog } from "./log-reader.ts";
-import { processTrees, ProcessTreeSampler, readProcTable } from "./proc-table.ts";
+import { DEFAULT_LOG_CAP_BYTES, MIN_LOG_CAP_BYTES, RunLogWriter, type CapturedLine } from "./log-capture.ts";
+import { followCombinedLog, readCombinedLog, streamCombinedLog } from "./log-reader.ts";
 import { capUtf8, readTerminationMessage, TERMINATION_MESSAGE_MAX_BYTES } from "./termination-log.ts";
 import type {
   AgentCapacity,
@@ -47,7 +55,8 @@ import type {
   RunningKernel,
   StopOptions,
 } from "./types.ts";
-import { runLogPaths } from "./work-dir.ts";
+import { runLogPaths, writeEndedMarker, writeOwnerMarker } from "./work-dir.ts";
+import { WorkDirSweeper, type SweepResult } from "./work-dir-retention.ts";
 
 export interface LocalAgentOptions {
   readonly id: string;
@@ -70,12 +79,36 @@ export interface LocalAgentOptions {
   readonly followPollMs?: number;
   /** How long to wait for a kernel's output pipes after its main process exited. @default 2000 */
   readonly pipeDrainMs?: number;
+  /**
+   * Use cgroup v2 where the host allows it (detected at start-up); false forces the /proc
+   * fallback. See containment.ts for the modes and what each guarantees. @default true
+   */
+  readonly cgroups?: boolean;
+  /**
+   * Bytes of logs on disk per run, across stdout.log, stderr.log, output.jsonl and their
+   * previous generations; older output is dropped, the tail kept. At least 1 MiB.
+   * @default 64 MiB
+   */
+  readonly logCapBytes?: number;
+  /**
+   * Run directories are removed this long after their run ended; 0 keeps them forever.
+   * @default 24 h
+   */
+  readonly workDirRetentionMs?: number;
+  /** How often the retention sweep looks at (a bounded number of) run directories. @default 60000 */
+  readonly workDirSweepMs?: number;
+  /** Start-up facts, such as the containment mode. @default console.info */
+  readonly info?: (message: string) => void;
 }
 
 export type LogListener = (line: LogLine) => void;
 
 const MiB = 1024 * 1024;
 const DEFAULT_GRACE_MS = 5000;
+const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
+/** After a run's main process exited: how long its other processes get to die of SIGKILL. */
+const REAP_TIMEOUT_MS = 5000;
+const REAP_POLL_MS = 20;
 /** Terminal reports remembered so that late commands for ended runs are ignored. */
 const MAX_FINISHED_RUNS = 10_000;
 /** Float tolerance for summed cpu requests (0.1 + 0.2 must fit in 0.3). */
@@ -100,6 +133,7 @@ interface RunningProcess {
   readonly pid: number;
   readonly startedAtMs: number;
   readonly writer: RunLogWriter;
+  readonly cell: RunCell;
   readonly exited: Promise<void>;
   readonly resolveExited: () => void;
   rssBytes?: number;
@@ -126,6 +160,10 @@ export class LocalAgent {
   private readonly warn: (message: string, error?: unknown) => void;
   private readonly followPollMs: number;
   private readonly pipeDrainMs: number;
+  private readonly logCapBytes: number;
+  private readonly containment: Containment;
+  private readonly sweeper: WorkDirSweeper | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
 
   /** What each kernel (session/index) holds now: a prepared run or a live process. */
   private readonly slots = new Map<string, KernelSlot>();
@@ -137,7 +175,8 @@ export class LocalAgent {
   /** Followers waiting for a run to write or end, by run key. */
   private readonly logWaiters = new Map<string, Set<() => void>>();
   private pollTimer: NodeJS.Timeout | undefined;
-  private readonly sampler = new ProcessTreeSampler();
+  /** Containers not yet released: running runs, ending ones, and ones that would not go yet. */
+  private readonly cells = new Set<RunCell>();
   private pollStats: MemoryPollStats = {
     ticks: 0,
     totalMs: 0,
@@ -171,6 +210,56 @@ export class LocalAgent {
       options.warn ?? ((message, error) => console.warn(`[agent ${this.id}] ${message}`, error ?? ""));
     this.followPollMs = checkPositive("followPollMs", options.followPollMs ?? 250);
     this.pipeDrainMs = checkPositive("pipeDrainMs", options.pipeDrainMs ?? 2000);
+    this.logCapBytes = options.logCapBytes ?? DEFAULT_LOG_CAP_BYTES;
+    if (!Number.isSafeInteger(this.logCapBytes) || this.logCapBytes < MIN_LOG_CAP_BYTES) {
+      throw new InvalidAgentInputError("logCapBytes", `must be an integer >= ${MIN_LOG_CAP_BYTES} (1 MiB)`);
+    }
+    const retentionMs = options.workDirRetentionMs ?? DEFAULT_RETENTION_MS;
+    if (typeof retentionMs !== "number" || !Number.isFinite(retentionMs) || retentionMs < 0) {
+      throw new InvalidAgentInputError(
+        "workDirRetentionMs",
+        "must be a finite number >= 0 (0 keeps run directories)",
+      );
+    }
+    const sweepMs = checkPositive("workDirSweepMs", options.workDirSweepMs ?? 60_000);
+    if (options.cgroups !== undefined && typeof options.cgroups !== "boolean") {
+      throw new InvalidAgentInputError("cgroups", "must be a boolean");
+    }
+    this.containment = createContainment({
+      agentId: this.id,
+      cgroups: options.cgroups ?? true,
+      signal: (pid, signal) => this.signal(pid, signal),
+    });
+    const info = options.info ?? ((message) => console.info(`[agent ${this.id}] ${message}`));
+    info(`containment: ${this.containment.mode}: ${this.containment.description}`);
+    if (retentionMs > 0) {
+      this.sweeper = new WorkDirSweeper({
+        workRoot: this.workRoot,
+        retentionMs,
+        clock: this.clock,
+        agentId: this.id,
+        isActive: (workDir) => [...this.slots.values()].some((slot) => slot.paths.workDir === workDir),
+        warn: this.warn,
+      });
+      this.sweepTimer = setInterval(() => {
+        this.sweepWorkDirs().catch((error: unknown) => this.warn("the work directory sweep failed", error));
+      }, sweepMs);
+      this.sweepTimer.unref();
+    }
+  }
+
+  /** How this agent contains its kernels, as detected at start-up. */
+  get containmentMode(): ContainmentMode {
+    return this.containment.mode;
+  }
+
+  /**
+   * One tick of the retention sweep (it also runs every `workDirSweepMs`): looks at the next
+   * few run directories and removes those whose run ended more than `workDirRetentionMs` ago.
+   */
+  async sweepWorkDirs(): Promise<SweepResult> {
+    if (this.sweeper === undefined) return { examined: 0, removed: [], completed: true };
+    return this.sweeper.tick();
   }
 
   // ---- commands -------------------------------------------------------------------------
@@ -227,8 +316,11 @@ export class LocalAgent {
    */
   async shutdown(options: StopOptions = {}): Promise<void> {
     this.closed = true;
+    this.stopSweeping();
     await this.stopAll({ reason: `agent ${this.id} shut down`, ...options });
-    this.stopPolling();
+    this.releaseCells();
+    if (this.cells.size === 0) this.stopPolling();
+    await this.sweeper?.close();
   }
 
   /**
@@ -237,9 +329,13 @@ export class LocalAgent {
    */
   killAllNow(): void {
     this.closed = true;
+    this.stopSweeping();
     for (const slot of this.slots.values()) {
       if (slot.phase === "running" && !slot.exitSeen) this.signal(-slot.pid, "SIGKILL");
     }
+    // Then every process found for any run, escaped ones included.
+    const members = this.sampleCells();
+    for (const cell of this.cells) this.containment.signal(cell, "SIGKILL", members?.get(cell)?.pids ?? []);
     this.stopPolling();
   }
 
@@ -291,7 +387,23 @@ export class LocalAgent {
     return runLogPaths(this.workRoot, sessionId, kernelIndex, runIndex);
   }
 
-  /** Every line the run has written so far, both streams interleaved in write order. */
+  /**
+   * Every line the run has written so far, one at a time in bounded memory (both streams
+   * interleaved in write order; a note first if the log cap dropped earlier output).
+   */
+  streamLogs(
+    sessionId: string,
+    kernelIndex: number,
+    runIndex: number,
+  ): AsyncGenerator<LogLine, void, undefined> {
+    return streamCombinedLog(this.logPaths(sessionId, kernelIndex, runIndex), {
+      sessionId,
+      kernelIndex,
+      runIndex,
+    });
+  }
+
+  /** Every line the run has written so far, collected: see `streamLogs` for big logs. */
   async readLogs(sessionId: string, kernelIndex: number, runIndex: number): Promise<LogLine[]> {
     const paths = this.logPaths(sessionId, kernelIndex, runIndex);
     return readCombinedLog(paths, { sessionId, kernelIndex, runIndex });
@@ -340,7 +452,7 @@ export class LocalAgent {
     if (this.closed) return this.reportPrepareError(launch, `agent ${this.id} is shutting down`);
     const paths = runLogPaths(this.workRoot, launch.sessionId, launch.kernelIndex, launch.runIndex);
     try {
-      await fs.mkdir(paths.workDir, { recursive: true });
+      await this.makeWorkDir(paths.workDir);
       await this.resolveCommand(launch);
     } catch (error) {
       if (slot?.launch.runIndex === launch.runIndex) this.slots.delete(key);
@@ -361,7 +473,7 @@ export class LocalAgent {
     const paths = runLogPaths(this.workRoot, launch.sessionId, launch.kernelIndex, launch.runIndex);
     let executable: string;
     try {
-      await fs.mkdir(paths.workDir, { recursive: true });
+      await this.makeWorkDir(paths.workDir);
       executable = await this.resolveCommand(launch);
     } catch (error) {
       return this.failRun(launch, errorText(error));
@@ -380,19 +492,42 @@ export class LocalAgent {
         this.clock,
         (lines) => this.publishLines(launch, rKey, lines),
         this.warn,
+        this.logCapBytes,
       );
     } catch (error) {
       return this.failRun(launch, `cannot open log files in ${paths.workDir}: ${errorText(error)}`);
     }
-    const env = buildKernelEnv(
-      launch,
-      { agentId: this.id, terminationLogPath: paths.terminationLog },
-      this.baseEnv,
+    let cell: RunCell;
+    try {
+      cell = this.containment.open(launch.memoryMiB * MiB);
+    } catch (error) {
+      writer.close();
+      return this.failRun(
+        launch,
+        `cannot create the kernel's ${this.containment.mode} container: ${errorText(error)}`,
+      );
+    }
+    this.cells.add(cell);
+    const env = {
+      ...buildKernelEnv(launch, { agentId: this.id, terminationLogPath: paths.terminationLog }, this.baseEnv),
+      ...cell.env,
+    };
+    const plan = this.containment.spawnPlan(
+      cell,
+      executable,
+      launch.command.slice(1),
+      launch.command[0] as string,
     );
+    const abandon = (error: unknown): void => {
+      writer.close();
+      this.cells.delete(cell);
+      if (!this.containment.release(cell)) this.warn(`the container of ${rKey} could not be removed`);
+      this.failRun(launch, `cannot start ${launch.command[0]}: ${errorText(error)}`);
+    };
     let child: ChildProcess;
     try {
-      child = spawn(executable, launch.command.slice(1), {
-        argv0: launch.command[0],
+      child = spawn(plan.file, plan.args, {
+        argv0: plan.argv0,
         cwd: paths.workDir,
         env,
         // Its own process group: signals reach the kernel's whole tree, and a Ctrl-C meant
@@ -401,15 +536,13 @@ export class LocalAgent {
         stdio: ["ignore", "pipe", "pipe"],
       });
     } catch (error) {
-      writer.close();
-      return this.failRun(launch, `cannot start ${launch.command[0]}: ${errorText(error)}`);
+      return abandon(error);
     }
     const spawnError = new Promise<Error>((resolveError) => child.once("error", resolveError));
     if (child.pid === undefined) {
-      const error = await spawnError;
-      writer.close();
-      return this.failRun(launch, `cannot start ${launch.command[0]}: ${errorText(error)}`);
+      return abandon(await spawnError);
     }
+    cell.mainPid = child.pid;
     const { promise: exited, resolve: resolveExited } = Promise.withResolvers<void>();
     const run: RunningProcess = {
       phase: "running",
@@ -419,6 +552,7 @@ export class LocalAgent {
       pid: child.pid,
       startedAtMs: this.clock(),
       writer,
+      cell,
       exited,
       resolveExited,
       stopping: false,
@@ -454,7 +588,7 @@ export class LocalAgent {
       if (graceMs === 0) {
         this.killTree(slot);
       } else {
-        if (!slot.stopping) this.signal(-slot.pid, "SIGTERM");
+        if (!slot.stopping) this.signalRun(slot, "SIGTERM");
         const killAtMs = performance.now() + graceMs;
         if (slot.killAtMs === undefined || killAtMs < slot.killAtMs) {
           clearTimeout(slot.killTimer);
@@ -474,6 +608,9 @@ export class LocalAgent {
     run.exitSeen = true;
     clearTimeout(run.killTimer);
     this.signal(-run.pid, "SIGKILL");
+    // The pid is reaped and may be reused: from now on the run is found by its container only.
+    run.cell.mainPid = undefined;
+    this.signalRun(run, "SIGKILL");
     // A descendant that escaped the group could hold the pipes open forever; stop waiting.
     run.drainTimer = setTimeout(() => {
       run.child.stdout?.destroy();
@@ -491,6 +628,7 @@ export class LocalAgent {
       clearTimeout(run.drainTimer);
       clearTimeout(run.killTimer);
       run.writer.close();
+      await this.reapRun(run);
       const status = exitStatus(code, signal);
       const terminationMessage = await readTerminationMessage(run.paths.terminationLog);
       const message = [run.cause?.message, terminationMessage].filter((m) => m !== undefined).join("\n");
@@ -507,24 +645,63 @@ export class LocalAgent {
       this.warn(`finishing kernel ${run.pid} failed`, error);
     } finally {
       run.resolveExited();
-      if (!this.hasRunning()) this.stopPolling();
+      if (!this.hasRunning() && this.cells.size === 0) this.stopPolling();
     }
   }
 
-  /** SIGKILLs the kernel's group and any descendant that left it. */
+  /**
+   * The main process has exited: SIGKILLs whatever of the run is left (escaped descendants)
+   * until nothing is, so that the run's end means its processes are gone, then frees its
+   * container. Bounded: a process stuck in the kernel (D state) is warned about, not waited for.
+   */
+  private async reapRun(run: RunningProcess): Promise<void> {
+    const deadline = performance.now() + REAP_TIMEOUT_MS;
+    let left: readonly number[] = [];
+    for (;;) {
+      const members = this.sampleCells()?.get(run.cell);
+      if (members?.oomKilled && run.cause?.condition !== "OOMKilled") run.cause = this.oomCause(run, members);
+      left = members?.pids ?? [];
+      if (left.length === 0 || performance.now() > deadline) break;
+      this.containment.signal(run.cell, "SIGKILL", left);
+      await sleep(REAP_POLL_MS);
+    }
+    if (left.length > 0) {
+      this.warn(`kernel ${run.pid}: processes ${left.join(", ")} survived SIGKILL for ${REAP_TIMEOUT_MS} ms`);
+    }
+    // One that will not go yet (a process stuck) stays in `cells`: polled, killed and retried.
+    if (this.containment.release(run.cell)) this.cells.delete(run.cell);
+  }
+
+  /** Frees the containers of ended runs that could not be freed when they ended. */
+  private releaseCells(): void {
+    const held = new Set<RunCell>();
+    for (const slot of this.slots.values()) if (slot.phase === "running") held.add(slot.cell);
+    for (const cell of this.cells) {
+      if (!held.has(cell) && this.containment.release(cell)) this.cells.delete(cell);
+    }
+  }
+
+  /** SIGKILLs the kernel's group and every process found for it, escaped ones included. */
   private killTree(run: RunningProcess, knownPids?: readonly number[]): void {
     if (run.exitSeen) return;
-    this.signal(-run.pid, "SIGKILL");
-    let pids = knownPids;
-    if (pids === undefined) {
-      try {
-        pids = processTrees(readProcTable(), [run.pid]).get(run.pid) ?? [];
-      } catch {
-        pids = [];
-      }
-    }
-    for (const pid of pids) {
-      if (pid !== run.pid) this.signal(pid, "SIGKILL");
+    if (knownPids === undefined) this.signalRun(run, "SIGKILL");
+    else this.containment.signal(run.cell, "SIGKILL", knownPids);
+  }
+
+  /** Signals every process of the run: its group, and all its container holds. */
+  private signalRun(run: RunningProcess, signal: "SIGTERM" | "SIGKILL"): void {
+    const pids = this.sampleCells()?.get(run.cell)?.pids ?? [];
+    this.containment.signal(run.cell, signal, pids);
+  }
+
+  /** One sample of every unreleased container; undefined (warned once) when it fails. */
+  private sampleCells(): Map<RunCell, RunMembers> | undefined {
+    try {
+      return this.containment.sample([...this.cells]);
+    } catch (error) {
+      if (!this.warnedPoll) this.warn(`sampling kernels' processes (${this.containment.mode}) failed`, error);
+      this.warnedPoll = true;
+      return undefined;
     }
   }
 
@@ -541,31 +718,41 @@ export class LocalAgent {
     this.pollTimer = undefined;
   }
 
-  /** One /proc walk for every running kernel; SIGKILL any tree above its memory request. */
+  /**
+   * One sample of every kernel's processes: SIGKILL any run above its memory request (unless
+   * the kernel's cgroup limit does it), and report a run the OOM killer hit as OOMKilled.
+   */
   private pollMemory(): void {
     this.pollTimer = undefined;
     const runs: RunningProcess[] = [];
     for (const slot of this.slots.values()) {
       if (slot.phase === "running" && !slot.exitSeen) runs.push(slot);
     }
-    if (runs.length === 0) return;
+    if (runs.length === 0 && this.cells.size === 0) return;
     const startedMs = performance.now();
-    try {
-      const sample = this.sampler.sample(runs.map((run) => run.pid));
+    const sample = this.sampleCells();
+    if (sample !== undefined) {
+      let processCount = 0;
+      for (const members of sample.values()) processCount += members.pids.length;
       for (const run of runs) {
-        const tree = sample.trees.get(run.pid);
-        if (tree === undefined || run.exitSeen) continue;
-        run.rssBytes = tree.rssBytes;
+        const members = sample.get(run.cell);
+        if (members === undefined || run.exitSeen) continue;
+        run.rssBytes = members.memoryBytes;
+        if (run.cause?.condition === "OOMKilled") continue;
         const limitBytes = run.launch.memoryMiB * MiB;
-        if (tree.rssBytes > limitBytes && run.cause?.condition !== "OOMKilled") {
-          run.cause = {
-            condition: "OOMKilled",
-            message: `resident memory ${Math.round(tree.rssBytes / MiB)} MiB exceeded the ${run.launch.memoryMiB} MiB request`,
-          };
+        const over = !this.containment.kernelEnforcesMemory && members.memoryBytes > limitBytes;
+        if (over || members.oomKilled) {
+          run.cause = this.oomCause(run, members);
           run.stopping = true;
-          this.killTree(run, tree.pids);
+          this.killTree(run, members.pids);
         }
       }
+      // Leftovers of ended runs: kill again, free once empty.
+      for (const [cell, members] of sample) {
+        if (runs.some((run) => run.cell === cell) || members.pids.length === 0) continue;
+        this.containment.signal(cell, "SIGKILL", members.pids);
+      }
+      this.releaseCells();
       const tookMs = performance.now() - startedMs;
       const stats = this.pollStats;
       this.pollStats = {
@@ -573,15 +760,39 @@ export class LocalAgent {
         totalMs: stats.totalMs + tookMs,
         lastMs: tookMs,
         maxMs: Math.max(stats.maxMs, tookMs),
-        lastProcessCount: sample.processCount,
-        lastStatReads: sample.statReads,
+        lastProcessCount: this.containment.lastWalk?.processCount ?? processCount,
+        lastStatReads: this.containment.lastWalk?.statReads ?? processCount,
       };
-    } catch (error) {
-      if (!this.warnedPoll)
-        this.warn("reading /proc for memory enforcement failed; memory is not enforced", error);
-      this.warnedPoll = true;
     }
     this.ensurePolling();
+  }
+
+  private oomCause(run: RunningProcess, members: RunMembers): Cause {
+    const request = `${run.launch.memoryMiB} MiB request`;
+    if (!members.oomKilled) {
+      return {
+        condition: "OOMKilled",
+        message: `resident memory ${Math.round(members.memoryBytes / MiB)} MiB exceeded the ${request}`,
+      };
+    }
+    const peak = this.containment.peakBytes(run.cell);
+    return {
+      condition: "OOMKilled",
+      message:
+        `memory reached the ${request}` +
+        (peak === undefined ? "" : ` (peak ${Math.round(peak / MiB)} MiB)`) +
+        "; the kernel's OOM killer ended it",
+    };
+  }
+
+  private stopSweeping(): void {
+    clearInterval(this.sweepTimer);
+    this.sweepTimer = undefined;
+  }
+
+  private async makeWorkDir(workDir: string): Promise<void> {
+    await fs.mkdir(workDir, { recursive: true });
+    writeOwnerMarker(workDir, { agentId: this.id, agentPid: process.pid });
   }
 
   // ---- helpers --------------------------------------------------------------------------
@@ -659,6 +870,7 @@ export class LocalAgent {
     details: Omit<KernelReport, "agentId" | "sessionId" | "kernelIndex" | "runIndex" | "status" | "atMs">,
   ): void {
     const rKey = runKey(launch.sessionId, launch.kernelIndex, launch.runIndex);
+    this.markEnded(launch);
     const report = this.emitReport(launch, status, details);
     this.finished.set(rKey, report);
     if (this.finished.size > MAX_FINISHED_RUNS) {
@@ -666,6 +878,16 @@ export class LocalAgent {
       if (!oldest.done) this.finished.delete(oldest.value);
     }
     this.wakeFollowers(rKey);
+  }
+
+  /** For the retention sweep: the run's directory may go `workDirRetentionMs` from now. */
+  private markEnded(launch: KernelLaunch): void {
+    const { workDir } = runLogPaths(this.workRoot, launch.sessionId, launch.kernelIndex, launch.runIndex);
+    try {
+      writeEndedMarker(workDir, this.clock());
+    } catch (error) {
+      this.warn(`marking ${workDir} as ended failed; the retention sweep will judge it by age`, error);
+    }
   }
 
   private emitReport(

@@ -1,5 +1,6 @@
 /**
- * Resident memory of kernels' process trees, read from Linux /proc.
+ * Resident memory of kernels' processes, read from Linux /proc: the containment fallback when
+ * cgroups are not available (see containment.ts for the modes and their limits).
  *
  * One walk of /proc per tick serves every kernel: list /proc, and learn each process's parent,
  * process group and resident set from /proc/<pid>/stat. Its `rss` field is the same counter
@@ -13,6 +14,11 @@
  * kernel processes are read again. Every `fullScanEvery` ticks the memory is dropped, which
  * bounds the harm of a pid reused within a tick interval.
  *
+ * A kernel's processes are its tree (group and descendants) plus every process carrying its
+ * run token in its environment (`/proc/<pid>/environ`): a descendant that called setsid and was
+ * re-parented to init has left the tree but still inherits the variable. Environments are read
+ * once per process (pid and start time), when it is first seen.
+ *
  * Synchronous on purpose: a few dozen small procfs reads finish well under a millisecond,
  * less than the promise overhead of doing them asynchronously.
  */
@@ -23,20 +29,36 @@ export interface ProcEntry {
   readonly ppid: number;
   readonly pgrp: number;
   readonly rssBytes: number;
+  /** One-letter state; "Z" is a zombie: exited, holds no memory, cannot be signalled away. */
+  readonly state: string;
+  /** Clock ticks after boot; with the pid, identifies a process across pid reuse. */
+  readonly startTime: string;
 }
 
+export type ProcLink = Pick<ProcEntry, "pid" | "ppid" | "pgrp">;
+
 export interface TreeSample {
-  /** The root and every process in its group or below it. */
+  /** The root and every process in its group or below it, and every carrier of its token; no zombies. */
   readonly pids: readonly number[];
   readonly rssBytes: number;
 }
 
+/** A kernel run to find: its main process while it lives, and its token. */
+export interface SampleRoot {
+  /** The main pid; absent once it has exited (its pid may be reused: only the token is safe). */
+  readonly pid?: number;
+  readonly token: string;
+}
+
 export interface ProcSample {
-  readonly trees: ReadonlyMap<number, TreeSample>;
+  /** By token. */
+  readonly trees: ReadonlyMap<string, TreeSample>;
   /** Processes listed in /proc. */
   readonly processCount: number;
   /** Processes whose stat was read this sample (the rest were known outsiders). */
   readonly statReads: number;
+  /** Processes whose environment was read this sample (newly seen ones). */
+  readonly environReads: number;
 }
 
 /** procfs files report size 0, so read into one reused buffer instead of readFileSync. */
@@ -71,7 +93,55 @@ export function readStat(pid: number, procRoot = "/proc"): ProcEntry | undefined
   const pgrp = Number(fields[2]);
   const rssPages = Number(fields[21]);
   if (!Number.isInteger(ppid) || !Number.isInteger(pgrp)) return undefined;
-  return { pid, ppid, pgrp, rssBytes: Number.isInteger(rssPages) ? rssPages * pageSizeBytes() : 0 };
+  return {
+    pid,
+    ppid,
+    pgrp,
+    rssBytes: Number.isInteger(rssPages) ? rssPages * pageSizeBytes() : 0,
+    state: fields[0] ?? "?",
+    startTime: fields[19] ?? "",
+  };
+}
+
+/** Environments are scanned this far; a variable placed beyond (huge environments) is missed. */
+const ENVIRON_SCAN_BYTES = 256 * 1024;
+let environBuffer: Buffer | undefined;
+
+/**
+ * The value of `name` in the process's initial environment, `undefined` when it has none, or
+ * `null` when the environment cannot be read (another user's process, a zombie, gone).
+ */
+export function readEnvironValue(pid: number, name: string, procRoot = "/proc"): string | undefined | null {
+  let fd: number;
+  try {
+    fd = openSync(`${procRoot}/${pid}/environ`, "r");
+  } catch {
+    return null;
+  }
+  let length = 0;
+  try {
+    environBuffer ??= Buffer.alloc(ENVIRON_SCAN_BYTES);
+    for (;;) {
+      const bytesRead = readSync(fd, environBuffer, length, environBuffer.length - length, length);
+      if (bytesRead === 0 || (length += bytesRead) === environBuffer.length) break;
+    }
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+  if (length === 0) return null; // kernel threads and zombies have no environment
+  const data = environBuffer.subarray(0, length);
+  const prefix = Buffer.from(`${name}=`, "latin1");
+  for (let at = 0; at < data.length;) {
+    const end = data.indexOf(0, at);
+    const stop = end < 0 ? data.length : end;
+    if (stop - at >= prefix.length && data.subarray(at, at + prefix.length).equals(prefix)) {
+      return data.toString("utf8", at + prefix.length, stop);
+    }
+    at = stop + 1;
+  }
+  return undefined;
 }
 
 let pageSize: number | undefined;
@@ -131,7 +201,7 @@ export function readProcTable(procRoot = "/proc"): ProcEntry[] {
  * For each root pid (a kernel's process, leader of its own group): the processes in its group
  * plus every descendant by parent link, which also catches children that left the group.
  */
-export function processTrees(table: readonly ProcEntry[], rootPids: Iterable<number>): Map<number, number[]> {
+export function processTrees(table: readonly ProcLink[], rootPids: Iterable<number>): Map<number, number[]> {
   const children = new Map<number, number[]>();
   const groups = new Map<number, number[]>();
   const alive = new Set<number>();
@@ -166,47 +236,86 @@ function pushTo(map: Map<number, number[]>, key: number, value: number): void {
 export class ProcessTreeSampler {
   private readonly procRoot: string;
   private readonly fullScanEvery: number;
-  /** Pids known to be outside every kernel tree. */
+  private readonly tokenName: string;
+  /** Pids known to be outside every kernel: not in a tree, no token of a run being sampled. */
   private outsiders = new Set<number>();
+  /** Token (or none) of each process whose environment was read, with its start time. */
+  private environs = new Map<number, { readonly startTime: string; readonly token: string | undefined }>();
   private ticks = 0;
 
   /**
+   * @param tokenName the environment variable carrying a run's token.
    * @param fullScanEvery forget known outsiders every this many samples. @default 50
    */
-  constructor(options: { procRoot?: string; fullScanEvery?: number } = {}) {
+  constructor(options: { tokenName: string; procRoot?: string; fullScanEvery?: number }) {
+    this.tokenName = options.tokenName;
     this.procRoot = options.procRoot ?? "/proc";
     this.fullScanEvery = options.fullScanEvery ?? 50;
   }
 
-  /** One /proc walk: each root's tree and its summed resident memory. */
-  sample(rootPids: readonly number[]): ProcSample {
+  /**
+   * One /proc walk: each run's processes and their summed resident memory. Pass every run that
+   * may still have processes on each call: anything not found for one of them becomes a known
+   * outsider, skipped until the next full scan.
+   */
+  sample(roots: readonly SampleRoot[]): ProcSample {
     const fullScan = this.ticks++ % this.fullScanEvery === 0;
     const known = fullScan ? new Set<number>() : this.outsiders;
-    const roots = new Set(rootPids);
+    const rootPids = new Set<number>();
+    const tokens = new Set<string>();
+    for (const root of roots) {
+      if (root.pid !== undefined) rootPids.add(root.pid);
+      tokens.add(root.token);
+    }
     const pids = listPids(this.procRoot);
     const table: ProcEntry[] = [];
+    const tokenOf = new Map<number, string>();
     const nextOutsiders = new Set<number>();
+    const nextEnvirons = new Map<
+      number,
+      { readonly startTime: string; readonly token: string | undefined }
+    >();
+    let environReads = 0;
     for (const pid of pids) {
-      if (known.has(pid) && !roots.has(pid)) {
+      if (known.has(pid) && !rootPids.has(pid)) {
         nextOutsiders.add(pid);
+        const environ = this.environs.get(pid);
+        if (environ !== undefined) nextEnvirons.set(pid, environ);
         continue;
       }
       const entry = readStat(pid, this.procRoot);
-      if (entry !== undefined) table.push(entry);
+      if (entry === undefined || entry.state === "Z") continue;
+      let environ = this.environs.get(pid);
+      if (environ === undefined || environ.startTime !== entry.startTime) {
+        environReads++;
+        const value = readEnvironValue(pid, this.tokenName, this.procRoot);
+        environ = { startTime: entry.startTime, token: value ?? undefined };
+      }
+      nextEnvirons.set(pid, environ);
+      if (environ.token !== undefined && tokens.has(environ.token)) tokenOf.set(pid, environ.token);
+      table.push(entry);
     }
+    this.environs = nextEnvirons;
     const rssByPid = new Map(table.map((entry) => [entry.pid, entry.rssBytes]));
-    const trees = new Map<number, TreeSample>();
+    const trees = processTrees(table, rootPids);
+    const membersByToken = new Map<string, Set<number>>();
+    for (const root of roots) {
+      const members = new Set<number>(root.pid === undefined ? [] : (trees.get(root.pid) ?? []));
+      membersByToken.set(root.token, members);
+    }
+    for (const [pid, token] of tokenOf) membersByToken.get(token)?.add(pid);
+    const samples = new Map<string, TreeSample>();
     const members = new Set<number>();
-    for (const [root, treePids] of processTrees(table, rootPids)) {
+    for (const [token, pidSet] of membersByToken) {
       let rssBytes = 0;
-      for (const pid of treePids) {
+      for (const pid of pidSet) {
         members.add(pid);
         rssBytes += rssByPid.get(pid) ?? 0;
       }
-      trees.set(root, { pids: treePids, rssBytes });
+      samples.set(token, { pids: [...pidSet], rssBytes });
     }
     for (const { pid } of table) if (!members.has(pid)) nextOutsiders.add(pid);
     this.outsiders = nextOutsiders;
-    return { trees, processCount: pids.length, statReads: table.length };
+    return { trees: samples, processCount: pids.length, statReads: table.length, environReads };
   }
 }

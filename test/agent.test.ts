@@ -43,6 +43,7 @@ function newAgent(options: Partial<LocalAgentOptions> = {}): Harness {
     workRoot,
     memoryPollMs: 50,
     warn: (message) => warnings.push(message),
+    info: () => undefined,
     ...options,
     onReport: (report) => {
       reports.push(report);
@@ -498,13 +499,17 @@ describe("process trees from /proc", () => {
     expect(trees.get(300)).toEqual([]);
   });
 
-  test("the sampler reads known outsiders once, and sums resident memory as VmRSS reports it", () => {
-    const sampler = new ProcessTreeSampler();
-    const first = sampler.sample([process.pid]);
-    const second = sampler.sample([process.pid]);
-    expect(first.statReads).toBe(first.processCount);
+  test("the sampler reads known outsiders once, environments once a process, and sums resident memory as VmRSS reports it", () => {
+    const sampler = new ProcessTreeSampler({ tokenName: "CAIRN_KERNEL_RUN" });
+    const root = { pid: process.pid, token: "no-such-token" };
+    const first = sampler.sample([root]);
+    const second = sampler.sample([root]);
+    expect(first.statReads).toBeGreaterThan(0);
+    expect(first.environReads).toBe(first.statReads);
     expect(second.statReads).toBeLessThan(second.processCount);
-    const rssBytes = second.trees.get(process.pid)?.rssBytes ?? 0;
+    // Only processes born between the two samples are new.
+    expect(second.environReads).toBeLessThan(first.environReads);
+    const rssBytes = second.trees.get("no-such-token")?.rssBytes ?? 0;
     const vmRssBytes = readRssBytes(process.pid);
     expect(rssBytes).toBeGreaterThan(vmRssBytes * 0.8);
     expect(rssBytes).toBeLessThan(vmRssBytes * 1.25);
