@@ -4,6 +4,7 @@
  * message names the flag and the command's help.
  */
 import { AGENT_ID_PATTERN, labelsSchema } from "../../functions/core/event-fields.ts";
+import { safeParseWithIssues } from "../../functions/core/spec.ts";
 import { parseArgs } from "node:util";
 import { MAX_MESSAGE_LENGTH, SESSION_ID_PATTERN } from "../../functions/core/events.ts";
 import { NAME_PATTERN, SPEC_LIMITS } from "../../functions/core/spec.ts";
@@ -651,9 +652,12 @@ function labelsOption(raw: string | undefined): Record<string, string> {
     if (Object.hasOwn(labels, key)) throw new UsageError(`--labels: "${key}" is given twice`, "agent");
     labels[key] = pair.slice(eq + 1);
   }
-  const parsed = labelsSchema.safeParse(labels);
+  const parsed = safeParseWithIssues(labelsSchema, labels);
   if (!parsed.success) {
-    throw new UsageError(`--labels: ${parsed.error.issues.map((i) => i.message).join("; ")}`, "agent");
+    throw new UsageError(
+      `--labels: ${parsed.issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`,
+      "agent",
+    );
   }
   return labels;
 }
