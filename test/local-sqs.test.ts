@@ -574,6 +574,21 @@ describe("long polling and the wire", () => {
     client.destroy();
   });
 
+  test("given a long poll whose client gives up, then a message sent afterwards is left for the next receiver", async () => {
+    const url = await newQueue();
+    const abandon = new AbortController();
+    const abandoned = sqs.send(new ReceiveMessageCommand({ QueueUrl: url, WaitTimeSeconds: 20 }), {
+      abortSignal: abandon.signal,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    abandon.abort();
+    await abandoned.catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: "for the living" }));
+    const { Messages } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url }));
+    expect(Messages?.[0]?.Body).toBe("for the living");
+  });
+
   test("given a client with no endpoint, then requests go to the queue URL's host (the SDK's queueUrl middleware)", async () => {
     const url = await newQueue();
     const warnings: string[] = [];

@@ -134,9 +134,11 @@ export class LocalSqsQueue {
   ): Promise<ReceivedMessage[]> {
     const deadline = performance.now() + waitSeconds * 1000;
     for (;;) {
+      // A poll whose client went away must not take messages no one will see.
+      if (signal.aborted || this.#deleted) return [];
       const taken = this.#take(max, visibilitySeconds ?? this.#settings.VisibilityTimeout);
       const remainingMs = deadline - performance.now();
-      if (taken.length > 0 || remainingMs <= 0 || signal.aborted || this.#deleted) return taken;
+      if (taken.length > 0 || remainingMs <= 0) return taken;
       await this.#changed(remainingMs, signal);
     }
   }
