@@ -51,7 +51,7 @@ describe("cairn agent options", () => {
     [["--labels", "a=1,a=2"], '--labels: "a" is given twice'],
     [
       ["--labels=-bad=1"],
-      '--labels: ["-bad"]: label keys are 1 to 63 of letters, digits, '.', '_', '/', '-', starting with a letter or digit',
+      `--labels: ["-bad"]: label keys are 1 to 63 of letters, digits, '.', '_', '/', '-', starting with a letter or digit`,
     ],
   ])("%j is refused: %s", (argv, message) => {
     expect(() => agentOptions(argv)).toThrow(message);
