@@ -16,29 +16,16 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { EventSource } from "../functions/core/events.ts";
 import { acknowledgeWildcardResource, NAG_WILDCARD_RESOURCES } from "./nag-acknowledgements.ts";
+import {
+  AGENT_LOG_ACTIONS,
+  AGENT_QUEUE_ACTIONS,
+  CLIENT_LOG_ACTIONS,
+  CLIENT_TABLE_ITEM_ACTIONS,
+  CLIENT_TABLE_QUERY_ACTIONS,
+  STACK_READ_ACTIONS,
+} from "./access-actions.ts";
 import { BUS_PUT_ACTIONS, indexArns } from "./permissions.ts";
 import type { ResolvedCairnProps } from "./props.ts";
-
-/** An agent finds its queue, long-polls it and deletes what it handled (agent/host.ts). */
-export const AGENT_QUEUE_ACTIONS = ["sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:DeleteMessage"] as const;
-/** An agent ships kernel output, one stream per kernel run (agent/log-shipper.ts). */
-export const AGENT_LOG_ACTIONS = ["logs:CreateLogStream", "logs:PutLogEvents"] as const;
-/** `cairn --stack NAME` (any command, `cairn agent` too) reads the stack's outputs first. */
-export const STACK_READ_ACTIONS = ["cloudformation:DescribeStacks"] as const;
-/**
- * The CLI reads sessions, jobs, history and runs, and manages retry policies, queues and the retry
- * configuration (bin/cli/cairn-api.ts). Its transactions hold Put, Update and Delete items only,
- * authorised as PutItem, UpdateItem and DeleteItem.
- */
-export const CLIENT_TABLE_ITEM_ACTIONS = [
-  "dynamodb:GetItem",
-  "dynamodb:BatchGetItem",
-  "dynamodb:PutItem",
-  "dynamodb:UpdateItem",
-  "dynamodb:DeleteItem",
-] as const;
-/** Histories and runs on the table; status, listing and recent-session rosters on the indexes. */
-export const CLIENT_TABLE_QUERY_ACTIONS = ["dynamodb:Query"] as const;
 
 export interface CairnAgentAccessProps {
   readonly settings: ResolvedCairnProps;
@@ -64,8 +51,9 @@ export class CairnAgentAccess extends Construct {
       retention: settings.logRetention,
       removalPolicy: settings.removalPolicy,
     });
-    // Written out rather than the group's Arn attribute (which ends in the same `:*`), so that
-    // the wildcard is visible to cdk-nag and acknowledged for what it is.
+    // The group's streams, `log-group:<name>:*`, which is also how CloudWatch Logs authorises the
+    // group-level reads (DescribeLogStreams, FilterLogEvents). Written out rather than the group's
+    // Arn attribute (the same value), so that cdk-nag sees the wildcard and it is acknowledged.
     const kernelLogStreams = stack.formatArn({
       service: "logs",
       resource: "log-group",
@@ -99,9 +87,11 @@ export class CairnAgentAccess extends Construct {
           resources: [table.tableArn, ...indexArns(table)],
         }),
         putEventsAs(bus, EventSource.Client),
+        new iam.PolicyStatement({ actions: [...CLIENT_LOG_ACTIONS], resources: [kernelLogStreams] }),
         readOutputs,
       ],
     });
+    acknowledgeWildcardResource(this.clientPolicy, kernelLogStreams, NAG_WILDCARD_RESOURCES.kernelLogReads);
   }
 }
 

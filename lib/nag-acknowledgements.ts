@@ -66,6 +66,10 @@ export const NAG_WILDCARD_RESOURCES = {
     reason:
       "Kernel output goes to one log stream per kernel run (`<sessionId>/<kernelIndex>/run-<runIndex>`), created by the agent as the run starts, so the streams are known only by their log group: the resource is the kernel log group's streams (`log-group:<name>:*`), never another log group, with only logs:CreateLogStream and logs:PutLogEvents.",
   },
+  kernelLogReads: {
+    reason:
+      "The CLI reads kernel output from streams created at run time, one per kernel run, so it can name them only by their log group: the resource is the kernel log group's streams (`log-group:<name>:*`), never another log group, with only reads (logs:DescribeLogStreams, logs:GetLogEvents, logs:FilterLogEvents).",
+  },
 } as const satisfies Record<string, { readonly reason: string }>;
 
 /** Acknowledges the IAM5 finding that `resource` (an ARN ending in a wildcard) raises under `scope`. */

@@ -126,6 +126,7 @@ describe("cdk-nag AwsSolutionsChecks", () => {
       { id: queues, reason: NAG_WILDCARD_RESOURCES.functionAgentQueues.reason },
       { id: queues, reason: NAG_WILDCARD_RESOURCES.agentQueues.reason },
       { id: streams, reason: NAG_WILDCARD_RESOURCES.kernelLogStreams.reason },
+      { id: streams, reason: NAG_WILDCARD_RESOURCES.kernelLogReads.reason },
     ];
     for (const a of acknowledged) {
       expect(
@@ -142,6 +143,7 @@ describe("cdk-nag AwsSolutionsChecks", () => {
         ...agentQueueUsers.map((f) => `Cairn/Cairn/Functions/${f.name}Role ${queues}`),
         `Cairn/Cairn/Agents/AgentPolicy ${queues}`,
         `Cairn/Cairn/Agents/AgentPolicy ${streams}`,
+        `Cairn/Cairn/Agents/ClientPolicy ${streams}`,
         "Cairn/Cairn/Lifecycle/Role AwsSolutions-IAM5[Resource::*]",
         "Cairn/Cairn/Routing/DeliveryDeadLetterQueue AwsSolutions-SQS3",
       ].sort(),
@@ -183,11 +185,13 @@ describe("cdk-nag AwsSolutionsChecks", () => {
         checked.push(where.replace(/[0-9A-F]{8}$/, ""));
       }
     }
-    // The agent queues (two functions and the agent policy) and the kernel log streams.
+    // The agent queues (two functions and the agent policy) and the kernel log streams (agents
+    // write, clients read).
     expect(checked.sort()).toEqual(
       [
         "CairnAgentsAgentPolicy",
         "CairnAgentsAgentPolicy",
+        "CairnAgentsClientPolicy",
         "CairnFunctionsCoordinatorRoleDefaultPolicy",
         "CairnFunctionsEnterStageRoleDefaultPolicy",
       ].sort(),

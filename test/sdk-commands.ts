@@ -32,6 +32,7 @@ export const ACTIONS_OF_COMMAND: Readonly<Record<string, readonly string[]>> = {
   ChangeMessageVisibilityBatchCommand: ["sqs:ChangeMessageVisibility"],
   CreateLogStreamCommand: ["logs:CreateLogStream"],
   PutLogEventsCommand: ["logs:PutLogEvents"],
+  DescribeLogStreamsCommand: ["logs:DescribeLogStreams"],
   GetLogEventsCommand: ["logs:GetLogEvents"],
   FilterLogEventsCommand: ["logs:FilterLogEvents"],
   DescribeStacksCommand: ["cloudformation:DescribeStacks"],
@@ -79,9 +80,9 @@ export function taggedOnCreate(files: Iterable<string>): boolean {
 }
 
 /**
- * The repository's .ts files reachable from `entries` through static and dynamic imports
- * (`import … from "./x.ts"`, `export … from`, `import("./x.ts")`), relative paths only:
- * packages are not followed. Paths are relative to the repository root, like `entries`.
+ * The repository's .ts files reachable from `entries` through the imports that run
+ * (`import … from "./x.ts"`, `export … from`, `import("./x.ts")`; not `import type`), relative
+ * paths only: packages are not followed. Paths are relative to the repository root, like `entries`.
  */
 export function reachableFiles(
   entries: readonly string[],
@@ -94,9 +95,16 @@ export function reachableFiles(
     if (seen.has(file) || exclude.has(file)) continue;
     seen.add(file);
     const text = readFileSync(file, "utf8");
-    for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)"(\.{1,2}\/[^"]+\.ts)"/gm)) {
-      const target = relative(process.cwd(), resolve(dirname(file), m[1]!));
-      if (!existsSync(target)) throw new Error(`${file} imports ${m[1]!}, which does not exist`);
+    const targets = [
+      // Static imports and re-exports; `import type` / `export type` are erased at run time.
+      ...[...text.matchAll(/^\s*(?:import|export)\s+(type\s+)?(?:[^;"]*?\sfrom\s*)?"(\.{1,2}\/[^"]+\.ts)"/gm)]
+        .filter((m) => m[1] === undefined)
+        .map((m) => m[2]!),
+      ...[...text.matchAll(/\bimport\s*\(\s*"(\.{1,2}\/[^"]+\.ts)"\s*\)/g)].map((m) => m[1]!),
+    ];
+    for (const specifier of targets) {
+      const target = relative(process.cwd(), resolve(dirname(file), specifier));
+      if (!existsSync(target)) throw new Error(`${file} imports ${specifier}, which does not exist`);
       pending.push(target);
     }
   }
