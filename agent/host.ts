@@ -95,6 +95,7 @@ export class AgentHost {
         onReport: (report) => this.#track(this.#report(report)),
         warn: (message, error) =>
           options.log(`agent ${options.id}: ${message}${error ? `: ${String(error)}` : ""}`),
+        info: (message) => options.log(`agent ${options.id}: ${message}`),
       });
     this.shipper =
       options.kernelLogs &&

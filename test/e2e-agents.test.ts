@@ -60,7 +60,9 @@ describe("agents are processes of their own", () => {
   afterAll(() => rt?.stop());
 
   const rejections = () =>
-    seen.filter((e) => e["detail-type"] === "Event Rejected").map((e) => (e.detail as { reason: string }).reason);
+    seen
+      .filter((e) => e["detail-type"] === "Event Rejected")
+      .map((e) => (e.detail as { reason: string }).reason);
 
   test("an agent started as a user would (cairn agent, runtime file) runs what its labels select", async () => {
     const gpu = await rt.runtime.startAgent({ id: "gpu-box", labels: { gpu: "a100" } });
@@ -116,8 +118,7 @@ describe("agents are processes of their own", () => {
     const before = (await rt.store.getAgent(victimId))!;
     expect(before.lostAtMs).toBeDefined();
     expect(orphans.length).toBeGreaterThan(0);
-    const back = await rt.runtime.startAgent({ id: victimId });
-    expect(back.lines.join("\n")).toMatch(/stopped \d+ kernel process\(es\) an earlier run of this agent left behind/);
+    await rt.runtime.startAgent({ id: victimId });
     const after = (await rt.store.getAgent(victimId))!;
     expect(after.incarnation).not.toBe(before.incarnation);
     expect(after.lostAtMs).toBeUndefined();
@@ -144,7 +145,11 @@ describe("agents are processes of their own", () => {
     const startedAt = Date.now();
     await rt.runtime.startAgent({ id: agentId });
     // Well inside the 3 s liveness window: the registration itself retired the old incarnation.
-    const moved = await rt.waitFor(id, (s) => s.session.runIndex === 1 || s.session.status === "TERMINATED", "a retry");
+    const moved = await rt.waitFor(
+      id,
+      (s) => s.session.runIndex === 1 || s.session.status === "TERMINATED",
+      "a retry",
+    );
     expect(Date.now() - startedAt).toBeLessThan(10_000);
     const runs = await rt.store.listRuns(id);
     expect(runs[0]?.kernels[0]?.message).toMatch(new RegExp(`^agent ${agentId} restarted \\(incarnation `));
@@ -171,10 +176,38 @@ describe("agents are processes of their own", () => {
     const done = await rt.waitForEnd(id, 60_000);
     expect(sessionResult(done)).toBe("succeeded");
     const runs = await rt.store.listRuns(id);
-    expect(runs[0]?.kernels[0]).toMatchObject({ agentId: agent.id, outcome: "WORKER_FAILED", condition: "Evicted" });
+    expect(runs[0]?.kernels[0]).toMatchObject({
+      agentId: agent.id,
+      outcome: "WORKER_FAILED",
+      condition: "Evicted",
+    });
     expect(done.kernels[0]?.agentId).not.toBe(agent.id);
     expect((await rt.store.getAgent(agent.id))?.draining).toBe(true);
   }, 90_000);
+
+  test("a kernel's setsid grandchild (new session, re-parented) is stopped with its session", async () => {
+    const id = newId("escape");
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "escape",
+        resources: { cpu: 1, memoryMiB: 256 },
+        command: sh("setsid sh -c 'sleep 120' & sleep 120"),
+      },
+    });
+    await rt.waitForStatus(id, "RUNNING");
+    // The kernel's shell, its sleep, and the escaped shell and sleep in a session of their own.
+    await until("the escaped grandchild", () =>
+      Promise.resolve(kernelPids(id).length >= 3 ? true : undefined),
+    );
+    await rt.cancel(id);
+    expect(sessionResult(await rt.waitForEnd(id))).toBe("cancelled");
+    await until(
+      "every process of the session to be gone",
+      () => Promise.resolve(kernelPids(id).length === 0 ? true : undefined),
+      10_000,
+    );
+  }, 60_000);
 
   test("forged agent traffic is refused with a reason and changes nothing", async () => {
     const id = newId("forged");
@@ -193,7 +226,10 @@ describe("agents are processes of their own", () => {
       region: rt.runtime.info.region,
       credentials: rt.runtime.info.credentials.agent,
     });
-    const put = async (type: "Kernel Status Changed" | "Agent Heartbeat", detail: Record<string, unknown>) => {
+    const put = async (
+      type: "Kernel Status Changed" | "Agent Heartbeat",
+      detail: Record<string, unknown>,
+    ) => {
       const out = await events.send(
         new PutEventsCommand({
           Entries: [
@@ -245,10 +281,14 @@ describe("agents are processes of their own", () => {
       agentId: "phantom",
       signature: "0".repeat(64),
     });
-    await until("four rejections", () => Promise.resolve(rejections().length >= before + 4 ? true : undefined));
+    await until("four rejections", () =>
+      Promise.resolve(rejections().length >= before + 4 ? true : undefined),
+    );
     const reasons = rejections().slice(before).join("\n");
     expect(reasons).toContain(`detail.signature: does not match agent ${owner.id}'s key`);
-    expect(reasons).toContain(`detail.agentId: kernel 0 of session ${id} is placed on agent ${owner.id}, not on ${other.id}`);
+    expect(reasons).toContain(
+      `detail.agentId: kernel 0 of session ${id} is placed on agent ${owner.id}, not on ${other.id}`,
+    );
     expect(reasons).toMatch(/detail\.capacity: cpu 1000000000 \/ memoryMiB 1000000000 exceeds what agent/);
     expect(reasons).toContain("detail.agentId: agent phantom is not registered");
     // Nothing changed: the kernel still runs, the capacity is what was registered, no phantom.
