@@ -11,6 +11,7 @@ import { Cairn } from "../lib/cairn.ts";
 import { CairnStack } from "../lib/cairn-stack.ts";
 import { CairnPropsError } from "../lib/errors.ts";
 import { CAIRN_DEFAULTS, resolveCairnProps, type CairnProps } from "../lib/props.ts";
+import { loadConfig } from "../functions/config.ts";
 import { resourcesOf, type CfnTemplate } from "./cdk-synth.ts";
 
 describe("impossible props fail at synth, naming the prop", () => {
@@ -114,6 +115,21 @@ describe("impossible props fail at synth, naming the prop", () => {
   });
 });
 
+const REQUIRED_ENV = {
+  CAIRN_TABLE_NAME: "t",
+  CAIRN_EVENT_BUS_NAME: "b",
+  CAIRN_STATE_MACHINE_ARN: "arn:aws:states:eu-west-1:123456789012:stateMachine:m",
+};
+
+function attempt(f: () => unknown): "accepted" | "refused" {
+  try {
+    f();
+    return "accepted";
+  } catch {
+    return "refused";
+  }
+}
+
 describe("defaults", () => {
   test("every optional prop resolves to its documented default", () => {
     const r = resolveCairnProps({}, "Prod");
@@ -156,6 +172,12 @@ describe("defaults", () => {
     expect(prefixes[5]).toHaveLength(40);
     // Stable: a redeploy keeps its agents' queues.
     expect(resolveCairnProps({}, "Prod", "Prod/Cairn").agentQueuePrefix).toBe(prefixes[0]);
+    // The functions accept exactly what the prop accepts (functions/config.ts reads the same value).
+    for (const prefix of ["a", "a".repeat(40), "a".repeat(41), "ok_-9Z", "x.y", "sp ace", "é"]) {
+      const viaProps = attempt(() => resolveCairnProps({ agentQueuePrefix: prefix }, "Prod"));
+      const viaConfig = attempt(() => loadConfig({ ...REQUIRED_ENV, CAIRN_AGENT_QUEUE_PREFIX: prefix }));
+      expect(viaProps, prefix).toBe(viaConfig);
+    }
     // Given, it is kept as given.
     expect(resolveCairnProps({ agentQueuePrefix: "prod_agents-" }, "Prod").agentQueuePrefix).toBe(
       "prod_agents-",
