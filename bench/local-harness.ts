@@ -223,6 +223,8 @@ export interface Costs {
   readonly writesByOperation: ReadonlyMap<string, { readonly operations: number; readonly items: number }>;
   readonly eventsByType: ReadonlyMap<string, number>;
   readonly queue: { readonly batches: number; readonly sent: number } | undefined;
+  /** Messages sent to agents' queues (commands, registration answers). */
+  readonly agentMessages: number;
 }
 
 /** Clears the process-wide DynamoDB write counter so the costs cover this run only. */
@@ -256,6 +258,7 @@ export async function collectCosts(
     writesByOperation: new Map([...w.byOperation].map(([op, c]) => [op, { ...c }])),
     eventsByType: new Map(watch.eventsByType),
     queue: [...runtime.queues.values()][0]?.stats(),
+    agentMessages: runtime.sqs.queues.list().reduce((sum, q) => sum + q.sentCount, 0),
   };
 }
 
@@ -285,6 +288,8 @@ export function printCosts(costs: Costs, per: readonly PerUnit[]): void {
   for (const [type, count] of costs.eventsByType) {
     if (type !== DetailType.AgentHeartbeat) row(`  ${type}`, compact(count));
   }
+  // Commands (and registration answers) on the agents' own queues, not on the bus.
+  row("agent queue messages", each(costs.agentMessages));
   if (costs.queue) {
     row(
       "coordinator batches",

@@ -11,6 +11,8 @@
  * DynamoDB Local has no authentication of its own (issue 11 takes that on).
  */
 import { randomBytes } from "node:crypto";
+import { EventSource } from "../functions/core/events.ts";
+import { AGENT_LOG_ACTIONS, AGENT_QUEUE_ACTIONS, CLIENT_LOG_ACTIONS } from "../lib/access-actions.ts";
 import type { AwsAuthOptions, AwsCredential } from "./aws-json/index.ts";
 import { compilePolicy, type PolicyStatement } from "./aws-json/index.ts";
 
@@ -47,12 +49,12 @@ export function runtimeAccess(s: AccessSettings): RuntimeAccess {
       principals: ["client"],
       actions: ["events:PutEvents"],
       resources: [s.busArn],
-      conditions: [{ key: "events:source", anyOf: ["cairn.client"] }],
+      conditions: [{ key: "events:source", anyOf: [EventSource.Client] }],
     },
     {
       sid: "ClientLogs",
       principals: ["client"],
-      actions: ["logs:GetLogEvents", "logs:FilterLogEvents", "logs:DescribeLogStreams"],
+      actions: [...CLIENT_LOG_ACTIONS],
       resources: [logGroupArn, `${logGroupArn}:*`],
     },
     {
@@ -60,18 +62,18 @@ export function runtimeAccess(s: AccessSettings): RuntimeAccess {
       principals: ["agent"],
       actions: ["events:PutEvents"],
       resources: [s.busArn],
-      conditions: [{ key: "events:source", anyOf: ["cairn.agent"] }],
+      conditions: [{ key: "events:source", anyOf: [EventSource.Agent] }],
     },
     {
       sid: "AgentQueues",
       principals: ["agent"],
-      actions: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"],
+      actions: [...AGENT_QUEUE_ACTIONS],
       resources: [`arn:aws:sqs:${s.region}:${s.account}:${s.agentQueuePrefix}*`],
     },
     {
       sid: "AgentLogs",
       principals: ["agent"],
-      actions: ["logs:CreateLogStream", "logs:PutLogEvents"],
+      actions: [...AGENT_LOG_ACTIONS],
       resources: [logGroupArn, `${logGroupArn}:log-stream:*`],
     },
   ];

@@ -69,6 +69,8 @@ export class LocalSqsQueue {
   /** Insertion order is send order, which receives follow (best effort, as standard queues). */
   readonly #messages = new Map<string, StoredMessage>();
   readonly #waiters = new Set<() => void>();
+  /** Messages accepted since the queue was created, for benchmarks. */
+  sentCount = 0;
 
   constructor(init: {
     name: string;
@@ -106,6 +108,7 @@ export class LocalSqsQueue {
   }
 
   send(body: string, attributes: MessageAttributes, senderId: string, delaySeconds?: number): SentMessage {
+    this.sentCount++;
     const now = this.#clock();
     const message: StoredMessage = {
       id: randomUUID(),
