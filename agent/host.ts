@@ -93,8 +93,7 @@ export class AgentHost {
         capacity: options.capacity,
         workRoot: options.workRoot,
         onReport: (report) => this.#track(this.#report(report)),
-        warn: (message, error) =>
-          options.log(`agent ${options.id}: ${message}${error ? `: ${String(error)}` : ""}`),
+        warn: (message, error) => options.log(`agent ${options.id}: ${message}${describeError(error)}`),
         info: (message) => options.log(`agent ${options.id}: ${message}`),
       });
     this.shipper =
@@ -104,7 +103,7 @@ export class AgentHost {
         logGroupName: options.kernelLogs.logGroupName,
         clock: () => Date.now(),
         warn: (message, error) =>
-          options.log(`agent ${options.id}: kernel logs: ${message}${error ? `: ${String(error)}` : ""}`),
+          options.log(`agent ${options.id}: kernel logs: ${message}${describeError(error)}`),
       });
     this.shipper?.attach(this.agent);
     this.#resetRegistered();
@@ -471,4 +470,9 @@ export function reapOrphans(agentId: string, workRoot: string): number[] {
     }
   }
   return reaped;
+}
+
+function describeError(error: unknown): string {
+  if (error === undefined) return "";
+  return `: ${error instanceof Error ? error.message : JSON.stringify(error)}`;
 }

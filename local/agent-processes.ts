@@ -67,23 +67,33 @@ export class AgentProcess {
       "--drain-grace-seconds",
       String(options.drainGraceMs / 1000),
       ...(options.labels && Object.keys(options.labels).length > 0
-        ? ["--labels", Object.entries(options.labels).map(([k, v]) => `${k}=${v}`).join(",")]
+        ? [
+            "--labels",
+            Object.entries(options.labels)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(","),
+          ]
         : []),
     ];
     const child = spawn(process.execPath, args, {
       // A user's shell, not the runtime's: no AWS or Cairn settings leak into the agent.
       env: Object.fromEntries(
-        Object.entries(process.env).filter(([name]) => !name.startsWith("AWS_") && !name.startsWith("CAIRN_")),
+        Object.entries(process.env).filter(
+          ([name]) => !name.startsWith("AWS_") && !name.startsWith("CAIRN_"),
+        ),
       ),
       stdio: ["ignore", "ignore", "pipe"],
     });
     const agent = new AgentProcess(options, child);
     const ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
-        () => reject(new Error(`agent ${options.id} did not register within ${options.readyTimeoutMs ?? 30_000} ms`)),
+        () =>
+          reject(
+            new Error(`agent ${options.id} did not register within ${options.readyTimeoutMs ?? 30_000} ms`),
+          ),
         options.readyTimeoutMs ?? 30_000,
       );
-      createInterface({ input: child.stderr! }).on("line", (line) => {
+      createInterface({ input: child.stderr }).on("line", (line) => {
         agent.lines.push(line);
         if (agent.lines.length > 1000) agent.lines.shift();
         options.log(line);
@@ -94,7 +104,11 @@ export class AgentProcess {
       });
       void agent.exited.then((how) => {
         clearTimeout(timer);
-        reject(new Error(`agent ${options.id} exited (${how}) before it registered: ${agent.lines.slice(-5).join(" | ")}`));
+        reject(
+          new Error(
+            `agent ${options.id} exited (${how}) before it registered: ${agent.lines.slice(-5).join(" | ")}`,
+          ),
+        );
       });
     });
     try {

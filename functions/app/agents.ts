@@ -224,20 +224,20 @@ export class Agents {
       const plan = agentLossPlan(s, agentId, reason, nowMs);
       if (!plan) return;
       const token = s.session.stage.taskToken;
-      const claim = plan.transition !== undefined && token !== undefined;
+      const transition = plan.transition;
       try {
         await store.applyWrite({
           sessionId,
           expected: { status: s.session.status, version: s.session.version },
           nowMs,
           kernels: plan.kernels,
-          ...(claim ? { claimStage: true } : {}),
+          ...(transition && token !== undefined ? { claimStage: true } : {}),
         });
       } catch (error) {
         if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
         continue;
       }
-      if (claim) await executions.complete(token, plan.transition!);
+      if (transition && token !== undefined) await executions.complete(token, transition);
       this.#d.log.info("session moved off a lost agent", { sessionId, agentId, status: s.session.status });
       return;
     }
