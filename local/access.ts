@@ -3,8 +3,8 @@
  * split the stack's IAM policies make. Each run makes fresh credentials for three principals:
  *
  * - `control-plane`: the functions (in this process): everything.
- * - `client`: the CLI. Puts only `cairn.client` events; reads kernel logs.
- * - `agent`: `cairn agent` processes. Puts only `cairn.agent` events; receives and deletes on
+ * - `client`: the CLI. Puts only client events (EventSource.Client); reads kernel logs.
+ * - `agent`: `cairn agent` processes. Puts only agent events (EventSource.Agent); receives and deletes on
  *   agent queues; writes kernel log streams.
  *
  * Kernels get none of them: their environment is built from an allow-list (agent/environment.ts).
