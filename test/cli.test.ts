@@ -32,7 +32,11 @@ import {
 } from "../bin/cli/render.ts";
 import { policyView, renderPolicy, renderPolicyList, retryConfigView } from "../bin/cli/retry-views.ts";
 import { newSessionId } from "../bin/cli/session-id.ts";
-import { readSpecFile } from "../bin/cli/document-files.ts";
+import { MAX_DOCUMENT_BYTES, readSpecFile } from "../bin/cli/document-files.ts";
+import { processIo } from "../bin/cli/io.ts";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { resolveConnection, type TargetDeps } from "../bin/cli/target.ts";
 import { executionArn, historyRecordView, historyView, listView, sessionView } from "../bin/cli/views.ts";
 import { SESSION_ID_PATTERN, type PutEventsEntry } from "../functions/core/events.ts";
@@ -494,6 +498,51 @@ describe("spec files", () => {
       queue: "default",
       replicas: 1,
     });
+  });
+
+  test("a file is size-checked before it is parsed: /dev/zero fails at once", () => {
+    expect(() => readSpecFile("/dev/zero", processIo())).toThrow(
+      `cannot read the spec /dev/zero: it is larger than ${MAX_DOCUMENT_BYTES} bytes, the most a session spec can be`,
+    );
+  });
+
+  test("a spec of exactly the limit is read; one byte more is not", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cairn-spec-"));
+    try {
+      const spec = '{"name": "j", "command": ["true"]}';
+      const atLimit = join(dir, "at-limit.json");
+      writeFileSync(atLimit, spec + " ".repeat(MAX_DOCUMENT_BYTES - spec.length));
+      expect(readSpecFile(atLimit, processIo())).toMatchObject({ name: "j" });
+      const over = join(dir, "over.json");
+      writeFileSync(over, spec + " ".repeat(MAX_DOCUMENT_BYTES - spec.length + 1));
+      expect(() => readSpecFile(over, processIo())).toThrow(/it is larger than 409600 bytes/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test.each([
+    [
+      '{"name": "j", "command": ["true"], "command": ["rm", "-rf", "x"]}',
+      'line 1, column 36: duplicate key "command"',
+    ],
+    [
+      '{"name": "j",\n "command": ["true"],\n "resources": {"cpu": 1, "cpu": 64}}',
+      'line 3, column 26: duplicate key "cpu" in resources',
+    ],
+    [
+      '{"name": "j", "command": ["true"], "env": {"A": "1", "\\u0041": "2"}}',
+      'line 1, column 54: duplicate key "A" in env',
+    ],
+  ])("duplicate keys in a JSON spec are an error naming the key: %s", (text, reason) => {
+    expect(() => readSpecFile("dup.json", io(text))).toThrow(
+      `dup.json: invalid session spec: JSON syntax error at ${reason}`,
+    );
+  });
+
+  test("equal keys in different objects are not duplicates", () => {
+    const text = '{"name": "j", "command": ["true"], "env": {"name": "x"}, "nodeSelector": {"env": "y"}}';
+    expect(readSpecFile("ok.json", io(text))).toMatchObject({ env: { name: "x" } });
   });
 });
 

@@ -9,6 +9,14 @@ import { parseRetryPolicyText, type RetryPolicy } from "../../functions/core/ret
 import { parseSpecText, type ValidationIssue } from "../../functions/core/spec.ts";
 import { InvalidInputError, InvalidSpecError } from "./errors.ts";
 import type { CliIo } from "./io.ts";
+import { findDuplicateKey } from "./json-duplicate-keys.ts";
+
+/**
+ * The largest document the CLI reads. A spec or policy ends up in one DynamoDB item (at most
+ * 400 KB), so no valid document is larger; the file is read up to one byte past this and no
+ * further, so `-f /dev/zero` fails at once instead of filling memory.
+ */
+export const MAX_DOCUMENT_BYTES = 400 * 1024;
 
 type FileIo = Pick<CliIo, "cwd" | "readFile" | "readStdin">;
 
@@ -50,13 +58,33 @@ export function readPolicyFile(file: string, io: FileIo): RetryPolicy {
 function readDocumentFile<T>(file: string, io: FileIo, kind: DocumentKind<T>): T {
   const name = file === "-" ? "(stdin)" : file;
   let text: string;
+  const tooLarge = () =>
+    kind.error(
+      `cannot read ${kind.noun} ${name}: it is larger than ${MAX_DOCUMENT_BYTES} bytes, the most a ${kind.title} can be`,
+    );
   try {
-    text = file === "-" ? io.readStdin() : io.readFile(resolve(io.cwd, file));
+    text =
+      file === "-"
+        ? io.readStdin(MAX_DOCUMENT_BYTES)
+        : io.readFile(resolve(io.cwd, file), MAX_DOCUMENT_BYTES);
   } catch (error) {
     const code = (error as { code?: unknown }).code;
+    if (code === "EFBIG") throw tooLarge();
     const why =
       code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a directory" : (error as Error).message;
     throw kind.error(`cannot read ${kind.noun} ${name}: ${why}`);
+  }
+  if (Buffer.byteLength(text) > MAX_DOCUMENT_BYTES) throw tooLarge();
+  // JSON.parse would keep the last of two equal keys silently; YAML rejects them already.
+  const source = text.startsWith("\uFEFF") ? text.slice(1) : text;
+  if (/^\s*[{[]/.test(source)) {
+    const duplicate = findDuplicateKey(source);
+    if (duplicate) {
+      throw kind.error(
+        `${name}: invalid ${kind.title}: JSON syntax error at line ${duplicate.line}, column ${duplicate.column}: ` +
+          `duplicate key "${duplicate.key}"${duplicate.path ? ` in ${duplicate.path}` : ""}`,
+      );
+    }
   }
   try {
     return kind.parse(text);

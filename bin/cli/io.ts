@@ -5,6 +5,7 @@
 import { randomInt } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { AgentOptions } from "./args.ts";
+import { readAtMost } from "./bounded-read.ts";
 import type { CairnApi } from "./cairn-api.ts";
 import type { Connection, StackRequest } from "./target.ts";
 
@@ -15,9 +16,12 @@ export interface CliIo {
   stderr(text: string): void;
   readonly cwd: string;
   readonly env: Readonly<Record<string, string | undefined>>;
-  /** Like fs.readFileSync(path, "utf8"): throws with `code` ENOENT for a missing file. */
-  readFile(path: string): string;
-  readStdin(): string;
+  /**
+   * Like fs.readFileSync(path, "utf8"): throws with `code` ENOENT for a missing file, and with
+   * `code` EFBIG, having read at most `maxBytes + 1` bytes, when the file holds more.
+   */
+  readFile(path: string, maxBytes?: number): string;
+  readStdin(maxBytes?: number): string;
   nowMs(): number;
   sleep(ms: number): Promise<void>;
   /** In [0, 1). */
@@ -34,8 +38,9 @@ export function processIo(): CliIo {
     stderr: (text) => void process.stderr.write(text + "\n"),
     cwd: process.cwd(),
     env: process.env,
-    readFile: (path) => readFileSync(path, "utf8"),
-    readStdin: () => readFileSync(0, "utf8"),
+    readFile: (path, maxBytes) =>
+      maxBytes === undefined ? readFileSync(path, "utf8") : readAtMost(path, maxBytes),
+    readStdin: (maxBytes) => (maxBytes === undefined ? readFileSync(0, "utf8") : readAtMost(0, maxBytes)),
     nowMs: () => Date.now(),
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     // Session id suffixes: a CSPRNG, so ids made at the same moment on two machines differ.
