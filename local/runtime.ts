@@ -16,6 +16,7 @@ import { createTable } from "../functions/adapters/dynamo/table-schema.ts";
 import { FUNCTIONS, QUEUES, RULES, STATE_MACHINES, SWEEP, type FunctionName } from "../functions/topology.ts";
 import { runtimeAccess } from "./access.ts";
 import { AgentProcess } from "./agent-processes.ts";
+import { startEdgeServer } from "./edge.ts";
 import { startSqsServer, type SqsServer } from "./sqs/index.ts";
 import { startLogsServer, type LogsServer } from "./logs/index.ts";
 import { startDynamoDbLocal, type RunningDynamoDb } from "./dynamodb-local.ts";
@@ -71,6 +72,8 @@ export interface RuntimeInfo {
     readonly eventBridge: string;
     readonly sqs: string;
     readonly logs: string;
+    /** Every endpoint above on one port, routed by the request's SigV4 service name. */
+    readonly edge: string;
   };
   /** Agent queues are `<prefix><agentId>` (docs/agents.md). */
   readonly agentQueuePrefix: string;
@@ -217,6 +220,15 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     });
     stops.push(() => sfnServer.close());
     env["AWS_ENDPOINT_URL_SFN"] = sfnServer.endpoint;
+    // One port for all of them, as LocalStack's: `cairn --endpoint URL` works against the runtime.
+    const edge = await startEdgeServer({
+      dynamodb: dynamo.endpoint,
+      events: eventBridge.endpoint,
+      sqs: sqs.endpoint,
+      logs: logs.endpoint,
+      states: sfnServer.endpoint,
+    });
+    stops.push(() => edge.close());
     Object.assign(process.env, env);
 
     for (const machine of STATE_MACHINES) {
@@ -294,6 +306,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
           eventBridge: eventBridge.endpoint,
           sqs: sqs.endpoint,
           logs: logs.endpoint,
+          edge: edge.endpoint,
         },
         agentQueuePrefix: AGENT_QUEUE_PREFIX,
         kernelLogGroupName: KERNEL_LOG_GROUP,

@@ -4,7 +4,11 @@
  * would to a deployed stack. Real processes are killed, restarted and drained; forged traffic is
  * sent with the real SDK.
  */
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { signDetail } from "../functions/app/agent-signature.ts";
@@ -78,6 +82,65 @@ describe("agents are processes of their own", () => {
     await gpu.stop();
     expect(await gpu.exited).toBe(0);
   });
+
+  test("cairn agent given only --endpoint (as against LocalStack) reaches the runtime through its edge port", async () => {
+    const { info } = rt.runtime;
+    const child = spawn(
+      process.execPath,
+      [
+        fileURLToPath(new URL("../bin/cairn.ts", import.meta.url)),
+        "agent",
+        "--endpoint",
+        info.endpoints.edge,
+        "--id",
+        "edge-agent",
+        "--cpu",
+        "1",
+        "--memory-mib",
+        "512",
+        "--labels",
+        "via=edge",
+        "--heartbeat-seconds",
+        "0.3",
+        "--work-root",
+        join(rt.dataDir, "edge-work"),
+      ],
+      {
+        // What a user exports for LocalStack: region, credentials (the agent's), names.
+        env: {
+          PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+          HOME: process.env["HOME"] ?? "/tmp",
+          AWS_REGION: info.region,
+          AWS_ACCESS_KEY_ID: info.credentials.agent.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: info.credentials.agent.secretAccessKey,
+          CAIRN_TABLE_NAME: info.tableName,
+          CAIRN_EVENT_BUS_NAME: info.eventBusName,
+          CAIRN_AGENT_QUEUE_PREFIX: info.agentQueuePrefix,
+          CAIRN_KERNEL_LOG_GROUP_NAME: info.kernelLogGroupName,
+        },
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
+    const lines: string[] = [];
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    createInterface({ input: child.stderr }).on("line", (line) => lines.push(line));
+    try {
+      await until("the edge agent to register", () =>
+        Promise.resolve(lines.some((l) => l.includes("agent edge-agent: registered (")) ? true : undefined),
+      );
+      const id = newId("edge");
+      await rt.submit({
+        sessionId: id,
+        spec: { name: "edge", command: sh("echo via edge"), nodeSelector: { via: "edge" } },
+      });
+      const done = await rt.waitForEnd(id);
+      expect(sessionResult(done)).toBe("succeeded");
+      expect(done.kernels[0]?.agentId).toBe("edge-agent");
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await exited).toBe(0);
+  }, 60_000);
 
   test("kill -9 of an agent under a running gang: its kernels WORKER_FAILED, the gang runs again elsewhere, one preemption spent", async () => {
     const id = newId("gang");
