@@ -324,3 +324,61 @@ test("submissions naming a missing parent, or too long an id for independent tas
     "detail.spec.parent: no job no-such-job",
   ]);
 }, 30_000);
+
+describe("task ids nobody can squat (issue 11)", () => {
+  /** Collects the Event Rejected reasons from now on. */
+  function rejections(): string[] {
+    const reasons: string[] = [];
+    rt.runtime.bus.onEvent((e) => {
+      if (e["detail-type"] === "Event Rejected") reasons.push((e.detail as { reason: string }).reason);
+    });
+    return reasons;
+  }
+
+  test("an independent job x does not adopt an existing session named x-t0", async () => {
+    const reasons = rejections();
+    const x = newId("squat");
+    // Given a session of its own named like task 0 of job x
+    await submit(`${x}-t0`, { name: "first", command: sh("sleep 20") });
+    await rt.waitFor(`${x}-t0`, () => true, "the first session to exist");
+    // When job x of independent tasks is submitted
+    await submit(x, { name: "squatter", replicas: 2, coscheduled: false, command: sh("echo squat") });
+    // Then it is refused, and the session stays the first job's
+    await expect
+      .poll(() => reasons.filter((r) => r.includes(x)), { timeout: 10_000 })
+      .toEqual([
+        `detail.sessionId: session ${x}-t0 already exists as job ${x}-t0; task 0 of job ${x} cannot take it (choose another id)`,
+      ]);
+    expect(await rt.store.getJob(x)).toBeUndefined();
+    expect(await rt.store.getSession(`${x}-t1`)).toBeUndefined();
+    const first = await rt.store.getSession(`${x}-t0`);
+    expect(first?.session.spec.name).toBe("first");
+    expect(first?.session.task).toBeUndefined();
+    await rt.cancel(`${x}-t0`);
+    await rt.waitForEnd(`${x}-t0`);
+  }, 40_000);
+
+  test("a job named like another job's task is refused, and a different spec under a taken id too", async () => {
+    const reasons = rejections();
+    const y = newId("owner");
+    await submit(y, { name: "owner", replicas: 2, coscheduled: false, command: sh("sleep 20") });
+    await waitForJob(
+      y,
+      (s) => s.tasks.every((t) => t.state !== "PENDING" || t.reason !== "being submitted"),
+      "its tasks",
+    );
+    await submit(`${y}-t1`, { name: "squatter", command: sh("echo squat") });
+    await submit(y, { name: "other", command: sh("echo other") });
+    await expect
+      .poll(() => reasons.filter((r) => r.includes(y)).sort(), { timeout: 10_000 })
+      .toEqual([
+        `detail.sessionId: ${y} is taken by another submission (name "owner"); choose another id`,
+        `detail.sessionId: session ${y}-t1 already exists as task 1 of job ${y}; job ${y}-t1 cannot take it (choose another id)`,
+      ]);
+    expect(await rt.store.getJob(`${y}-t1`)).toBeUndefined();
+    const task = await rt.store.getSession(`${y}-t1`);
+    expect(task?.session.spec.name).toBe("owner");
+    await rt.cancel(y);
+    await waitForJob(y, settled, "the job to end");
+  }, 40_000);
+});

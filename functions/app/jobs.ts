@@ -11,11 +11,14 @@ import {
   countTaskStates,
   deriveJobState,
   jobCascade,
+  foreignSession,
   jobIdOf,
+  jobSessionIds,
   jobSettings,
   jobTasks,
   maxJobIdLength,
   newJob,
+  sameSpec,
   taskSpec,
 } from "../core/jobs.ts";
 import type { Job, SessionSpec, SessionWithKernels } from "../core/model.ts";
@@ -42,6 +45,10 @@ export interface JobDeps {
 export type SubmitOutcome =
   | { readonly ok: true; readonly sessionIds: readonly string[] }
   | { readonly ok: false; readonly reason: string };
+
+function takenBy(job: Job): string {
+  return `detail.sessionId: ${job.id} is taken by another submission (name "${job.spec.name}"); choose another id`;
+}
 
 export class Jobs {
   readonly #d: JobDeps;
@@ -71,8 +78,20 @@ export class Jobs {
       parent = await store.getJob(spec.parent);
       if (!parent) return { ok: false, reason: `detail.spec.parent: no job ${spec.parent}` };
     }
+    // An id is taken by the first submission only: a different spec under it, or a session id
+    // another job already holds, is refused before anything is written.
+    const stored = await store.getJob(jobId);
+    if (stored && !sameSpec(stored.spec, spec)) return { ok: false, reason: takenBy(stored) };
+    const ids = jobSessionIds(jobId, spec);
+    const existing = new Map((await store.getSessions(ids)).map((s) => [s.session.id, s.session]));
+    for (const [index, id] of ids.entries()) {
+      const found = existing.get(id);
+      const clash = found && foreignSession(jobId, spec, index, found);
+      if (clash !== undefined) return { ok: false, reason: clash };
+    }
     const nowMs = clock.nowMs();
-    const { job } = await store.createJob(newJob(jobId, spec, nowMs));
+    const { created: jobCreated, job } = await store.createJob(newJob(jobId, spec, nowMs));
+    if (!jobCreated && !sameSpec(job.spec, spec)) return { ok: false, reason: takenBy(job) };
     if (parent) parent = (await store.addChildJob(parent.id, job.id)) ?? parent;
     const { coscheduled } = jobSettings(job.spec);
     for (const [index, sessionId] of job.sessionIds.entries()) {
@@ -81,7 +100,13 @@ export class Jobs {
         ? fresh
         : { ...fresh, session: { ...fresh.session, task: { jobId, index, count: job.spec.replicas } } };
       const created = await store.createSession(input);
-      if (!created.created) this.#d.log.info("duplicate submission; session already exists", { sessionId });
+      if (!created.created) {
+        // Taken between the check above and this write by a job of its own (a race): this job
+        // gives up what it holds, never the other's session.
+        const clash = foreignSession(jobId, job.spec, index, created.session.session);
+        if (clash !== undefined) return this.#abandon(job, index, clash);
+        this.#d.log.info("duplicate submission; session already exists", { sessionId });
+      }
       await executions.start(sessionId, {
         sessionId,
         timeouts: { ...created.session.session.spec.timeouts },
@@ -91,6 +116,14 @@ export class Jobs {
       await this.cancelJob(job.id, `parent job ${parent.id} ${parent.final.state}: ${parent.final.reason}`);
     }
     return { ok: true, sessionIds: job.sessionIds };
+  }
+
+  /** A job that lost one of its ids to another: its own sessions are cancelled, its end recorded. */
+  async #abandon(job: Job, lostIndex: number, reason: string): Promise<SubmitOutcome> {
+    const own = job.sessionIds.slice(0, lostIndex);
+    for (const sessionId of own) await this.requestCancel(sessionId, reason);
+    await this.#d.store.finishJob(job.id, { state: JobState.FAILED, reason, atMs: this.#d.clock.nowMs() });
+    return { ok: false, reason };
   }
 
   /**

@@ -44,6 +44,46 @@ export function jobSessionIds(jobId: string, spec: SessionSpec): string[] {
   return Array.from({ length: spec.replicas }, (_, i) => taskSessionId(jobId, i));
 }
 
+/**
+ * Why the session stored under a task's id is not that task's, or undefined when it is. A session
+ * belongs to the job of its `task` (an independent task) or, without one, to the job named like
+ * it. Ids share one namespace, so `x-t0` may be a job of its own as well as task 0 of job `x`:
+ * whichever took the id first keeps it, and the other submission is refused (issue 11).
+ */
+export function foreignSession(
+  jobId: string,
+  spec: SessionSpec,
+  index: number,
+  stored: Session,
+): string | undefined {
+  const owner = stored.task?.jobId ?? stored.id;
+  const ownerIndex = stored.task?.index;
+  const coscheduled = jobSettings(spec).coscheduled;
+  const mine = coscheduled
+    ? stored.task === undefined && stored.id === jobId
+    : owner === jobId && ownerIndex === index;
+  if (mine) return undefined;
+  const whose = ownerIndex === undefined ? `job ${owner}` : `task ${ownerIndex} of job ${owner}`;
+  const what = coscheduled ? `job ${jobId}` : `task ${index} of job ${jobId}`;
+  return `detail.sessionId: session ${stored.id} already exists as ${whose}; ${what} cannot take it (choose another id)`;
+}
+
+/**
+ * Whether two specs are the same submission: equal as JSON with keys sorted and absent and
+ * undefined fields alike (a spec read back from the table drops undefined fields).
+ */
+export function sameSpec(a: SessionSpec, b: SessionSpec): boolean {
+  return canonicalJson(a) === canonicalJson(b);
+}
+
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)))
+      : v,
+  );
+}
+
 /** The spec one independent task's session runs: one kernel. */
 export function taskSpec(spec: SessionSpec): SessionSpec {
   return jobSettings(spec).coscheduled ? spec : { ...spec, replicas: 1 };
