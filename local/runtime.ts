@@ -11,11 +11,19 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DescribeTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { createTable } from "../functions/adapters/dynamo/table-schema.ts";
 import { FUNCTIONS, QUEUES, RULES, STATE_MACHINES, SWEEP, type FunctionName } from "../functions/topology.ts";
 import { runtimeAccess } from "./access.ts";
 import { AgentProcess } from "./agent-processes.ts";
+import {
+  pidFilePath,
+  recordProcess,
+  recoverStaleRuntime,
+  writePidFile,
+  type PidFileContents,
+  type RecordedProcess,
+} from "./pid-file.ts";
 import { startEdgeServer } from "./edge.ts";
 import { startSqsServer, type SqsServer } from "./sqs/index.ts";
 import { startLogsServer, type LogsServer } from "./logs/index.ts";
@@ -37,6 +45,11 @@ export interface RuntimeOptions {
   readonly agentCapacity?: { readonly cpu: number; readonly memoryMiB: number };
   /** Kernels' work directories and the runtime file the CLI reads. @default ".cairn" */
   readonly dataDir?: string;
+  /**
+   * Keep the table (sessions, history, queues, policies) on disk under `<dataDir>/dynamodb`,
+   * so a restart finds it again. @default false: in memory, gone at stop
+   */
+  readonly persistent?: boolean;
   /** Fixed ports for the AWS endpoints; 0 picks free ones. */
   readonly ports?: {
     readonly stepFunctions?: number;
@@ -142,18 +155,30 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
   };
   try {
     mkdirSync(dataDir, { recursive: true });
+    // An earlier runtime killed with SIGKILL left its agents, their kernels (and perhaps its
+    // DynamoDB Local) running: stop them before anything of ours starts.
+    for (const line of recoverStaleRuntime(dataDir)) log(`cairn: ${line}`);
+    const pids: { dynamoDb?: RecordedProcess; agents: PidFileContents["agents"] } = { agents: [] };
+    const writePids = () => writePidFile(dataDir, { runtime: recordProcess(process.pid), ...pids });
+    writePids();
+    stops.unshift(() => rmSync(pidFilePath(dataDir), { force: true }));
 
     log("cairn: starting DynamoDB Local …");
-    const dynamo: RunningDynamoDb = await startDynamoDbLocal(
-      options.ports?.dynamoDb ? { port: options.ports.dynamoDb } : {},
-    );
+    const dbPath = options.persistent ? join(dataDir, "dynamodb") : undefined;
+    if (dbPath) mkdirSync(dbPath, { recursive: true });
+    const dynamo: RunningDynamoDb = await startDynamoDbLocal({
+      ...(options.ports?.dynamoDb ? { port: options.ports.dynamoDb } : {}),
+      ...(dbPath ? { path: dbPath } : {}),
+    });
     stops.push(() => dynamo.stop());
+    pids.dynamoDb = recordProcess(dynamo.pid);
+    writePids();
     const ddb = new DynamoDBClient({
       endpoint: dynamo.endpoint,
       region: REGION,
       credentials: LOCAL_CREDENTIALS,
     });
-    await createTable(ddb, TABLE_NAME);
+    if (!dbPath || !(await tableExists(ddb, TABLE_NAME))) await createTable(ddb, TABLE_NAME);
     ddb.destroy();
 
     const bus = new LocalEventBus({
@@ -315,6 +340,8 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         pid: process.pid,
       };
       writeFileSync(runtimeFile, JSON.stringify(info, null, 2) + "\n", { mode: 0o600 });
+      pids.agents = agents.map((a) => ({ ...recordProcess(a.pid), id: a.id, workRoot: a.options.workRoot }));
+      writePids();
       return info;
     };
     writeRuntimeFile();
@@ -369,6 +396,16 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     };
   } catch (error) {
     await stop();
+    throw error;
+  }
+}
+
+async function tableExists(client: DynamoDBClient, tableName: string): Promise<boolean> {
+  try {
+    await client.send(new DescribeTableCommand({ TableName: tableName }));
+    return true;
+  } catch (error) {
+    if ((error as { name?: unknown }).name === "ResourceNotFoundException") return false;
     throw error;
   }
 }

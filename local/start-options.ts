@@ -1,0 +1,87 @@
+/**
+ * `npm start`'s command line, validated whole before anything starts: every option names its
+ * range, and a value outside it (`--sweep-seconds 0` would spin the sweep in a tight loop) is
+ * a usage error naming the option, the value and the reason.
+ */
+import { parseArgs } from "node:util";
+import type { RuntimeOptions } from "./runtime.ts";
+
+export const START_USAGE = `usage: npm start -- [--agents N] [--agent-cpu N] [--agent-memory-mib N] [--data-dir DIR]
+                      [--sfn-port N] [--events-port N] [--sweep-seconds N] [--verbose]
+
+  --agents N            cairn agent processes to run, 0 to 64 (default 4)
+  --agent-cpu N         CPUs each agent offers, 1 to 1024 (default 4)
+  --agent-memory-mib N  memory each agent offers in MiB, 1 to 16777216 (default 4096)
+  --data-dir DIR        keep sessions and history in DIR across restarts (default: .cairn, in memory)
+  --sfn-port N          Step Functions endpoint port, 1 to 65535 (default: a free port)
+  --events-port N       EventBridge endpoint port, 1 to 65535 (default: a free port)
+  --sweep-seconds N     period of the safety sweep, 1 to 86400 (default 60)
+  --verbose             the functions' info logs too`;
+
+export class StartUsageError extends Error {
+  override readonly name = "StartUsageError";
+  readonly code = "USAGE";
+}
+
+export type StartCommand =
+  | { readonly kind: "help" }
+  | { readonly kind: "start"; readonly options: RuntimeOptions & { readonly dataDir: string } };
+
+/** Whole numbers only, in [min, max]: "1e3", "0x10", "2.5" and " 7" are refused. */
+function integer(name: string, raw: string | undefined, min: number, max: number): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new StartUsageError(`--${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+export function parseStartArgs(argv: readonly string[]): StartCommand {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        agents: { type: "string" },
+        "agent-cpu": { type: "string" },
+        "agent-memory-mib": { type: "string" },
+        "data-dir": { type: "string" },
+        "sfn-port": { type: "string" },
+        "events-port": { type: "string" },
+        "sweep-seconds": { type: "string" },
+        verbose: { type: "boolean", default: false },
+        help: { type: "boolean", default: false },
+      },
+    }));
+  } catch (error) {
+    throw new StartUsageError((error as Error).message);
+  }
+  if (values.help) return { kind: "help" };
+  const dataDir = values["data-dir"];
+  if (dataDir !== undefined && dataDir.trim() === "") {
+    throw new StartUsageError(`--data-dir must name a directory, got ""`);
+  }
+  const agents = integer("agents", values.agents, 0, 64);
+  const cpu = integer("agent-cpu", values["agent-cpu"], 1, 1024);
+  const memoryMiB = integer("agent-memory-mib", values["agent-memory-mib"], 1, 16 * 1024 * 1024);
+  const sfnPort = integer("sfn-port", values["sfn-port"], 1, 65535);
+  const eventsPort = integer("events-port", values["events-port"], 1, 65535);
+  const sweepSeconds = integer("sweep-seconds", values["sweep-seconds"], 1, 86_400);
+  if (sfnPort !== undefined && sfnPort === eventsPort) {
+    throw new StartUsageError(`--sfn-port and --events-port must differ, both are ${sfnPort}`);
+  }
+  return {
+    kind: "start",
+    options: {
+      agents: agents ?? 4,
+      agentCapacity: { cpu: cpu ?? 4, memoryMiB: memoryMiB ?? 4096 },
+      // A named data directory is one to come back to: its table is kept on disk.
+      ...(dataDir !== undefined ? { dataDir, persistent: true } : { dataDir: ".cairn" }),
+      ports: { stepFunctions: sfnPort ?? 0, eventBridge: eventsPort ?? 0 },
+      ...(sweepSeconds !== undefined ? { sweepMs: sweepSeconds * 1000 } : {}),
+      handlerLogLevel: values.verbose ? "info" : "warn",
+    },
+  };
+}

@@ -1,0 +1,229 @@
+/**
+ * The embedded runtime's own faults (issue 11, item 13): every endpoint on loopback only, a
+ * runtime killed with SIGKILL cleaned up by the next start, `--data-dir` keeping the table
+ * across restarts, and every `npm start` option validated.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { pidFilePath, startTicks, type PidFileContents } from "../local/pid-file.ts";
+import { parseStartArgs } from "../local/start-options.ts";
+import { runCairn, stdoutJson } from "./support/cli.ts";
+import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+
+const MAIN = resolve("local/main.ts");
+
+describe("npm start options", () => {
+  test.each([
+    [["--sweep-seconds", "0"], '--sweep-seconds must be a whole number from 1 to 86400, got "0"'],
+    [["--sweep-seconds", "0.5"], '--sweep-seconds must be a whole number from 1 to 86400, got "0.5"'],
+    [["--sweep-seconds", "1e3"], '--sweep-seconds must be a whole number from 1 to 86400, got "1e3"'],
+    [["--agents=-1"], '--agents must be a whole number from 0 to 64, got "-1"'],
+    [["--agents", "65"], '--agents must be a whole number from 0 to 64, got "65"'],
+    [["--agent-cpu", "0"], '--agent-cpu must be a whole number from 1 to 1024, got "0"'],
+    [
+      ["--agent-memory-mib", "lots"],
+      '--agent-memory-mib must be a whole number from 1 to 16777216, got "lots"',
+    ],
+    [["--sfn-port", "70000"], '--sfn-port must be a whole number from 1 to 65535, got "70000"'],
+    [["--events-port", "0"], '--events-port must be a whole number from 1 to 65535, got "0"'],
+    [
+      ["--sfn-port", "9000", "--events-port", "9000"],
+      "--sfn-port and --events-port must differ, both are 9000",
+    ],
+    [["--data-dir", ""], '--data-dir must name a directory, got ""'],
+    [["--sweep"], "Unknown option '--sweep'"],
+    [["extra"], "Unexpected argument 'extra'"],
+  ])("%j is refused: %s", (argv, message) => {
+    expect(() => parseStartArgs(argv)).toThrow(message);
+  });
+
+  test("defaults: in memory under .cairn; --data-dir keeps the table on disk", () => {
+    expect(parseStartArgs([])).toEqual({
+      kind: "start",
+      options: {
+        agents: 4,
+        agentCapacity: { cpu: 4, memoryMiB: 4096 },
+        dataDir: ".cairn",
+        ports: { stepFunctions: 0, eventBridge: 0 },
+        handlerLogLevel: "warn",
+      },
+    });
+    expect(parseStartArgs(["--data-dir", "/tmp/x", "--sweep-seconds", "5"])).toMatchObject({
+      options: { dataDir: "/tmp/x", persistent: true, sweepMs: 5000 },
+    });
+  });
+
+  test("npm start --sweep-seconds 0 exits 2 with the reason, before starting anything", () => {
+    const run = spawnSync(process.execPath, [MAIN, "--sweep-seconds", "0"], { encoding: "utf8" });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toMatch(
+      /^cairn: --sweep-seconds must be a whole number from 1 to 86400, got "0"\nusage:/,
+    );
+  });
+});
+
+/** Listening TCP sockets of the given processes, as `ss -ltnp` shows them: "addr:port". */
+function listening(pids: readonly number[]): string[] {
+  const out = spawnSync("ss", ["-ltnpH"], { encoding: "utf8" });
+  if (out.status !== 0) throw new Error(`ss failed: ${out.stderr}`);
+  return out.stdout
+    .split("\n")
+    .filter((line) => pids.some((pid) => line.includes(`pid=${pid},`)))
+    .map((line) => line.trim().split(/\s+/)[3]!);
+}
+
+describe("a running runtime", () => {
+  let rt: TestRuntime;
+  beforeAll(async () => {
+    rt = await startTestRuntime({ agents: 1 });
+  }, 60_000);
+  afterAll(() => rt?.stop());
+
+  test("ss -ltnp: every embedded endpoint listens on 127.0.0.1 only, DynamoDB Local included", () => {
+    const pids = JSON.parse(readFileSync(pidFilePath(rt.dataDir), "utf8")) as PidFileContents;
+    const jvm = pids.dynamoDb!.pid;
+    const all = listening([process.pid, jvm, ...pids.agents.map((a) => a.pid)]);
+    const dynamoPort = new URL(rt.runtime.info.endpoints.dynamoDb).port;
+    expect(listening([jvm])).toEqual([`127.0.0.1:${dynamoPort}`]);
+    // Every endpoint the CLI is given is among them, and nothing listens anywhere else.
+    for (const endpoint of Object.values(rt.runtime.info.endpoints)) {
+      expect(all).toContain(new URL(endpoint).host);
+    }
+    expect(all.filter((address) => !address.startsWith("127.0.0.1:"))).toEqual([]);
+  });
+
+  test("DynamoDB Local runs with telemetry off", () => {
+    const pids = JSON.parse(readFileSync(pidFilePath(rt.dataDir), "utf8")) as PidFileContents;
+    const cmdline = readFileSync(`/proc/${pids.dynamoDb!.pid}/cmdline`, "utf8").split("\0");
+    expect(cmdline).toContain("-disableTelemetry");
+    expect(cmdline).toContain("-inMemory");
+  });
+});
+
+/** `npm start` as a user runs it, in its own process, so that it can be killed. */
+class StartedRuntime {
+  readonly child: ChildProcess;
+  stderr = "";
+  stdout = "";
+  readonly ready: Promise<void>;
+  constructor(dataDir: string) {
+    this.child = spawn(
+      process.execPath,
+      [MAIN, "--data-dir", dataDir, "--agents", "1", "--sweep-seconds", "1"],
+      {
+        env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AWS_"))),
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    this.child.stderr!.on("data", (chunk: Buffer) => (this.stderr += chunk.toString()));
+    this.ready = new Promise((done, fail) => {
+      this.child.stdout!.on("data", (chunk: Buffer) => {
+        this.stdout += chunk.toString();
+        if (this.stdout.includes("cairn ready")) done();
+      });
+      this.child.once("exit", (code) => fail(new Error(`npm start exited ${code}:\n${this.stderr}`)));
+    });
+  }
+  exited(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return Promise.resolve();
+    return new Promise((done) => this.child.once("exit", () => done()));
+  }
+}
+
+function isAlive(pid: number, ticks: string | undefined): boolean {
+  return ticks !== undefined && startTicks(pid) === ticks;
+}
+
+/** Kernel processes started under `workRoot` (the agent puts its termination log there). */
+function kernelPids(workRoot: string): number[] {
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        return readFileSync(`/proc/${name}/environ`, "latin1").includes(`CAIRN_TERMINATION_LOG=${workRoot}`);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+async function until(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe("npm start killed with SIGKILL, then started again with the same --data-dir", () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "cairn-restart-"));
+  const started: StartedRuntime[] = [];
+  afterAll(async () => {
+    for (const s of started) {
+      s.child.kill("SIGINT");
+      await s.exited();
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test("the next start stops the agents and kernels left behind, says so, and finds the sessions", async () => {
+    const first = new StartedRuntime(dataDir);
+    started.push(first);
+    await first.ready;
+    const finished = await runCairn(dataDir, ["submit", "examples/hello.yaml", "--id", "done-1", "--wait"]);
+    expect(finished.code, finished.stderr).toBe(0);
+    const specFile = join(dataDir, "sleep.yaml");
+    writeFileSync(specFile, 'name: sleepy\ncommand: ["sleep", "600"]\n');
+    const submitted = await runCairn(dataDir, ["submit", specFile, "--id", "sleepy-1"]);
+    expect(submitted.code, submitted.stderr).toBe(0);
+    const workRoot = join(dataDir, "work");
+    await until("the sleep kernel runs", () => kernelPids(workRoot).length > 0);
+    const kernels = kernelPids(workRoot).map((pid) => ({ pid, ticks: startTicks(pid) }));
+    const pids = JSON.parse(readFileSync(pidFilePath(dataDir), "utf8")) as PidFileContents;
+    const [agent] = pids.agents;
+
+    // An agent that does not notice its runtime is gone (stopped here, so that it cannot: a live
+    // one may exit on its own) keeps its kernels running.
+    process.kill(agent!.pid, "SIGSTOP");
+    first.child.kill("SIGKILL");
+    await first.exited();
+    // The fault: nothing stopped them, and the runtime file still points at dead endpoints.
+    expect(isAlive(agent!.pid, agent!.startTicks)).toBe(true);
+    expect(kernels.every((k) => isAlive(k.pid, k.ticks))).toBe(true);
+    expect(existsSync(join(dataDir, "runtime.json"))).toBe(true);
+    // DynamoDB Local notices its stdin closing and exits by itself.
+    await until("DynamoDB Local exits", () => !isAlive(pids.dynamoDb!.pid, pids.dynamoDb!.startTicks));
+
+    const second = new StartedRuntime(dataDir);
+    started.push(second);
+    await second.ready;
+    expect(second.stderr).toContain(`cairn: the runtime pid ${pids.runtime.pid} did not stop cleanly:`);
+    expect(second.stderr).toContain(`cairn: stopped agent agent-1 (pid ${agent!.pid})`);
+    expect(second.stderr).toContain(
+      `cairn: stopped ${kernels.length} kernel process(es) of agent agent-1 (pids ${kernels.map((k) => k.pid).join(", ")})`,
+    );
+    expect(isAlive(agent!.pid, agent!.startTicks)).toBe(false);
+    expect(kernels.some((k) => isAlive(k.pid, k.ticks))).toBe(false);
+
+    // --data-dir kept the table: the finished session and its history are still there.
+    const view = stdoutJson(await runCairn(dataDir, ["get", "done-1", "-o", "json"]));
+    expect(view).toMatchObject({ status: "TERMINATED", result: "succeeded" });
+    const sleepy = await runCairn(dataDir, ["get", "sleepy-1", "-o", "json"]);
+    expect(sleepy.code, sleepy.stderr).toBe(0);
+
+    second.child.kill("SIGINT");
+    await second.exited();
+    expect(second.child.exitCode).toBe(0);
+    // A clean stop leaves nothing for the next start to recover.
+    expect(existsSync(pidFilePath(dataDir))).toBe(false);
+    expect(existsSync(join(dataDir, "runtime.json"))).toBe(false);
+  }, 180_000);
+});
