@@ -93,6 +93,7 @@ function coreEdges(): Set<string> {
     add(stage.status, stage.onExpired);
     add(stage.status, stage.onRequeue);
     add(stage.status, stage.onPreempt);
+    add(stage.status, stage.onFail);
   }
   return edges;
 }

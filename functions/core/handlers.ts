@@ -165,6 +165,11 @@ export interface StageSpec {
    * PREEMPTED and is judged under the preemption budget). Absent: not preemptible here.
    */
   readonly onPreempt?: SessionStatus;
+  /**
+   * Status a run that can never start ends in, FAILED (issue 11): PENDING when its returns there
+   * are used up, PREPARING when its preparation failed in a way no retry can clear.
+   */
+  readonly onFail?: SessionStatus;
 }
 
 export const STAGES: Readonly<Record<WaitingSessionStatus, StageSpec>> = {
@@ -175,6 +180,7 @@ export const STAGES: Readonly<Record<WaitingSessionStatus, StageSpec>> = {
     onGiveUp: S.CANCELLED,
     onSuccess: [S.SCHEDULED],
     onCancel: S.CANCELLED,
+    onFail: S.TERMINATED,
   },
   SCHEDULED: {
     status: S.SCHEDULED,
@@ -193,6 +199,7 @@ export const STAGES: Readonly<Record<WaitingSessionStatus, StageSpec>> = {
     onSuccess: [S.PREPARED],
     onCancel: S.CANCELLED,
     onPreempt: S.PENDING,
+    onFail: S.TERMINATED,
   },
   PREPARED: {
     status: S.PREPARED,
