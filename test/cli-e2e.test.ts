@@ -169,6 +169,38 @@ describe("sessions through the CLI", { timeout: SESSION_TEST_TIMEOUT_MS }, () =>
     expect(await rt.store.getSession("cli-bad-1")).toBeUndefined();
   });
 
+  test.concurrent(
+    "submit --wait of a submission the control plane rejects: exit 2 with the reason",
+    async () => {
+      const file = spec("no-queue.yaml", "name: lost\nqueue: no-such-queue\ncommand: [/bin/true]\n");
+      // --timeout bounds the wait: a submit that hangs on a rejection exits 124 instead.
+      const run = await cairn("submit", file, "--id", "cli-noqueue-1", "--wait", "--timeout", "10");
+      expect(run).toMatchObject({
+        code: 2,
+        stdout: "",
+        stderr:
+          'cairn: submission cli-noqueue-1 was rejected: detail.spec.queue: no queue named "no-such-queue" ' +
+          "(create it with `cairn queue create`)\n",
+      });
+      // And `get` of the id says why there is nothing under it.
+      const get = await cairn("get", "cli-noqueue-1");
+      expect(get.code).toBe(3);
+      expect(get.stderr).toMatch(
+        /^cairn: session cli-noqueue-1 not found: its submission was rejected at \d{4}-\d\d-\d\dT[\d:.]+Z: detail\.spec\.queue: no queue named "no-such-queue"/,
+      );
+    },
+  );
+
+  test.concurrent("submit without --wait of a rejected submission: exit 2, no id printed", async () => {
+    const file = spec("orphan.yaml", "name: orphan\nparent: no-such-parent\ncommand: [/bin/true]\n");
+    const run = await cairn("submit", file, "--id", "cli-orphan-1");
+    expect(run).toMatchObject({
+      code: 2,
+      stdout: "",
+      stderr: "cairn: submission cli-orphan-1 was rejected: detail.spec.parent: no job no-such-parent\n",
+    });
+  });
+
   test.concurrent("get of an unknown session: exit 3", async () => {
     const run = await cairn("get", "no-such-session");
     expect(run).toMatchObject({ code: 3, stdout: "", stderr: "cairn: session no-such-session not found\n" });

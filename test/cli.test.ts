@@ -965,6 +965,8 @@ function fakeWorld(
   sessions: Record<string, SessionWithKernels> = {},
   files: Record<string, string> = {},
   storeOverrides: Partial<SessionReader> = {},
+  /** The id the fake bus gives each event (none: a bus that returns no ids). */
+  eventId?: string,
 ): FakeWorld {
   const puts: PutEventsEntry[] = [];
   const opened: number[] = [];
@@ -993,7 +995,7 @@ function fakeWorld(
     logs: { readable: false, why: "no logs in this fake" },
     put: (entry) => {
       puts.push(entry);
-      return Promise.resolve();
+      return Promise.resolve(eventId);
     },
     close: () => {},
   };
@@ -1027,6 +1029,56 @@ describe("runCli", () => {
       sessionId: "hello-aaaaaaaa",
       spec: { name: "hello" },
     });
+  });
+
+  test("submit of a submission the control plane rejects: exit 2 with the reason, no id printed", async () => {
+    const reason = 'detail.spec.queue: no queue named "gpu" (create it with `cairn queue create`)';
+    const world = fakeWorld(
+      {},
+      { "/work/hello.yaml": "name: hello\ncommand: [/bin/true]\nqueue: gpu\n" },
+      {
+        listRejections: (id) =>
+          Promise.resolve([
+            { id, eventId: "evt-older", reason: "an earlier submission's", atMs: T0 },
+            { id, eventId: "evt-1", reason, atMs: T0 + 1 },
+          ]),
+      },
+      "evt-1",
+    );
+    expect(await runCli(["submit", "hello.yaml", "--id", "mine-1", "--wait"], world.io)).toBe(2);
+    expect(world.out).toEqual([]);
+    expect(world.err).toEqual([`cairn: submission mine-1 was rejected: ${reason}`]);
+  });
+
+  test("submit whose verdict does not come in time: the id, and a note that it is still pending", async () => {
+    const world = fakeWorld(
+      {},
+      { "/work/hello.yaml": "name: hello\ncommand: [/bin/true]\n" },
+      {
+        listRejections: (id) => Promise.resolve([{ id, eventId: "evt-other", reason: "not ours", atMs: T0 }]),
+      },
+      "evt-1",
+    );
+    expect(await runCli(["submit", "hello.yaml", "--id", "mine-1"], world.io)).toBe(0);
+    expect(world.out).toEqual(["mine-1"]);
+    expect(world.err).toEqual([
+      "mine-1 is not accepted yet after 5 s; still pending (`cairn get mine-1` says whether it was accepted or rejected)",
+    ]);
+  });
+
+  test("get of a rejected id says why it is missing", async () => {
+    const world = fakeWorld(
+      {},
+      {},
+      {
+        listRejections: (id) =>
+          Promise.resolve([{ id, eventId: "evt-1", reason: "detail.spec.parent: no job p-1", atMs: T0 }]),
+      },
+    );
+    expect(await runCli(["get", "mine-1"], world.io)).toBe(3);
+    expect(world.err).toEqual([
+      "cairn: session mine-1 not found: its submission was rejected at 2026-11-21T12:00:00.000Z: detail.spec.parent: no job p-1",
+    ]);
   });
 
   test("submit --output json prints {sessionId}", async () => {

@@ -105,3 +105,40 @@ describe("job items", () => {
     });
   });
 });
+
+describe("rejected submissions (issue 11)", () => {
+  let table: TestTable;
+  beforeAll(async () => {
+    table = await freshTable("cairn-store-rejections");
+  });
+  afterAll(() => table.drop());
+
+  test("each refused event is kept under its id, newest first, until its TTL; the same event again overwrites", async () => {
+    let nowMs = T0;
+    const store = table.store({ clock: () => nowMs });
+    await store.recordRejection({ id: "job-x", eventId: "e-1", reason: "first", atMs: T0 }, 60);
+    await store.recordRejection({ id: "job-x", eventId: "e-2", reason: "second", atMs: T0 + 10_000 }, 60);
+    await store.recordRejection({ id: "job-x", eventId: "e-2", reason: "second", atMs: T0 + 10_000 }, 60);
+    await store.recordRejection({ id: "job-y", eventId: "e-3", reason: "other id", atMs: T0 }, 60);
+    expect(await store.listRejections("job-x")).toEqual([
+      { id: "job-x", eventId: "e-2", reason: "second", atMs: T0 + 10_000 },
+      { id: "job-x", eventId: "e-1", reason: "first", atMs: T0 },
+    ]);
+    // Past the first one's TTL (DynamoDB deletes lazily): readers no longer see it.
+    nowMs = T0 + 61_000;
+    expect((await store.listRejections("job-x")).map((r) => r.eventId)).toEqual(["e-2"]);
+    expect(await store.listRejections("job-z")).toEqual([]);
+  });
+
+  test("bad input names the field", async () => {
+    const store = table.store();
+    expect(
+      (await caught(() => store.recordRejection({ id: "", eventId: "e", reason: "r", atMs: T0 }, 60)))
+        .message,
+    ).toBe("rejection.id: must be a non-empty string");
+    expect(
+      (await caught(() => store.recordRejection({ id: "a", eventId: "e", reason: "r", atMs: T0 }, 0)))
+        .message,
+    ).toBe("ttlSeconds: must be an integer from 1 to 31622400, got 0");
+  });
+});

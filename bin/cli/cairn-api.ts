@@ -1,15 +1,15 @@
 /**
  * What the commands need from Cairn: the session store's read side (sessions, jobs, history,
- * runs), the retry resources operators manage (policies, queues, the retry configuration),
- * the kernels' output on CloudWatch Logs, and putting an inbound event on the bus. Built on the application's own adapters (DynamoSessionStore, EventPublisher), so
- * the CLI reads and writes exactly what the control plane does.
+ * runs, rejected submissions), the retry resources operators manage (policies, queues, the retry
+ * configuration), the kernels' output on CloudWatch Logs, and putting an inbound event on the bus.
+ * Built on the application's own store adapter (DynamoSessionStore), so the CLI reads and writes
+ * exactly what the control plane does.
  */
 import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
 import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { DynamoSessionStore } from "../../functions/adapters/dynamo/dynamo-session-store.ts";
-import { EventPublisher } from "../../functions/adapters/eventbridge/publisher.ts";
 import type { PutEventsEntry } from "../../functions/core/events.ts";
 import type { SessionStore } from "../../functions/core/ports/session-store.ts";
 import { explainAwsError } from "./aws-errors.ts";
@@ -27,7 +27,10 @@ export type SessionReader = Pick<
   | "listRuns"
   | "listSessionsByStatus"
   | "listRecentSessions"
->;
+> & {
+  /** Rejected submissions (issue 11); a reader without it (a test's fake) knows of none. */
+  readonly listRejections?: SessionStore["listRejections"];
+};
 
 /** Retry policies, queues and the retry configuration, written directly to the store. */
 export type RetryAdmin = Pick<
@@ -57,8 +60,11 @@ export interface CairnApi {
   readonly eventBusName: string;
   readonly stateMachineArn?: string;
   readonly logs: KernelLogsApi;
-  /** Puts one inbound event (built by toPutEventsEntry); throws if the bus does not accept it. */
-  put(entry: PutEventsEntry): Promise<void>;
+  /**
+   * Puts one inbound event (built by toPutEventsEntry); throws if the bus does not accept it.
+   * Returns the event's id, which the control plane's verdict on it names (issue 11).
+   */
+  put(entry: PutEventsEntry): Promise<string | undefined | void>;
   /** Releases the clients' sockets so the process can exit. */
   close(): void;
 }
@@ -81,7 +87,6 @@ export function openCairnApi(connection: Connection): CairnApi {
     tableName: connection.tableName,
     ...(connection.shards === undefined ? {} : { shards: connection.shards }),
   });
-  const publisher = new EventPublisher(events);
   const access = connection.logs;
   const logsClient = access.readable
     ? new CloudWatchLogsClient({
@@ -98,13 +103,31 @@ export function openCairnApi(connection: Connection): CairnApi {
       logsClient === undefined || !access.readable
         ? { readable: false, why: access.readable ? "" : access.why }
         : { readable: true, reader: cloudWatchLogReader(logsClient, access.logGroupName, connection.where) },
-    put: (entry) => publisher.publish([entry]),
+    put: (entry) => putOne(events, entry),
     close: () => {
       dynamo.destroy();
       events.destroy();
       logsClient?.destroy();
     },
   };
+}
+
+const PUT_ATTEMPTS = 4;
+
+/**
+ * One entry, resent while the bus refuses it on its own (an entry's ErrorCode: throttling, an
+ * internal failure), as the control plane's publisher does; returns the id the bus gave it.
+ */
+async function putOne(client: EventBridgeClient, entry: PutEventsEntry): Promise<string | undefined> {
+  let why = "";
+  for (let attempt = 1; attempt <= PUT_ATTEMPTS; attempt++) {
+    if (attempt > 1) await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+    const out = await client.send(new PutEventsCommand({ Entries: [entry] }));
+    const result = out.Entries?.[0];
+    if (!result?.ErrorCode) return result?.EventId;
+    why = `${result.ErrorCode}: ${result.ErrorMessage ?? ""}`;
+  }
+  throw new Error(`the event was not accepted by the bus after ${PUT_ATTEMPTS} attempts (${why})`);
 }
 
 /** The outputs of a CloudFormation stack, by key. */

@@ -9,7 +9,7 @@ import type { SessionReader } from "./cairn-api.ts";
 import { JobWaitTimeoutError } from "./errors.ts";
 import { jobSnapshot, type JobSnapshot } from "./job-read.ts";
 import { oneLine, renderProgress } from "./render.ts";
-import type { PollOptions } from "./follow.ts";
+import { SubmissionRejectedError, type PollOptions } from "./follow.ts";
 import { historyRecordView } from "./views.ts";
 
 export interface FollowJobOptions extends PollOptions {
@@ -50,12 +50,16 @@ export async function followJob(jobId: string, options: FollowJobOptions): Promi
         endedAtMs ??= nowMs();
         if (snapshot.final || nowMs() - endedAtMs >= graceMs) return snapshot;
       }
-    } else if (!noticed && nowMs() - startMs >= noticeMs) {
-      noticed = true;
-      progress(
-        `job ${jobId} is not recorded yet after ${Math.round(noticeMs / 1000)} s; ` +
-          "is the control plane processing events? (still waiting)",
-      );
+    } else {
+      const refused = await options.rejection?.();
+      if (refused !== undefined) throw new SubmissionRejectedError(jobId, refused);
+      if (!noticed && nowMs() - startMs >= noticeMs) {
+        noticed = true;
+        progress(
+          `job ${jobId} is not recorded yet after ${Math.round(noticeMs / 1000)} s; ` +
+            "is the control plane processing events? (still waiting)",
+        );
+      }
     }
     const remainingMs = deadlineMs - nowMs();
     if (remainingMs <= 0) throw new JobWaitTimeoutError(jobId, options.timeoutSeconds ?? 0, lastState);

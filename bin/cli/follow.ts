@@ -6,7 +6,8 @@
 import type { SessionWithKernels } from "../../functions/core/model.ts";
 import { TERMINAL_SESSION_STATUSES } from "../../functions/core/status.ts";
 import type { SessionReader } from "./cairn-api.ts";
-import { WaitTimeoutError } from "./errors.ts";
+import { CliError, WaitTimeoutError } from "./errors.ts";
+import { ExitCode } from "./exit-codes.ts";
 import { renderProgress } from "./render.ts";
 import { historyRecordView } from "./views.ts";
 
@@ -22,6 +23,73 @@ export interface PollOptions {
   readonly pollMs?: number;
   /** After this long without the session (or job) being recorded, say so once. @default 30000 */
   readonly notRecordedNoticeMs?: number;
+  /**
+   * While nothing is recorded under the id: why the control plane refused the submission, if it
+   * did (the follower then throws SubmissionRejectedError).
+   */
+  readonly rejection?: () => Promise<string | undefined>;
+}
+
+/** The control plane refused the submission: nothing was created under its id. */
+export class SubmissionRejectedError extends CliError {
+  override readonly name = "SubmissionRejectedError";
+  readonly code = "REJECTED";
+  readonly exitCode = ExitCode.Usage;
+  readonly sessionId: string;
+  readonly reason: string;
+  constructor(sessionId: string, reason: string) {
+    super(`submission ${sessionId} was rejected: ${reason}`);
+    this.sessionId = sessionId;
+    this.reason = reason;
+  }
+}
+
+export type SubmissionVerdict =
+  | { readonly kind: "accepted" }
+  | { readonly kind: "rejected"; readonly reason: string }
+  | { readonly kind: "pending"; readonly waitedMs: number };
+
+export interface VerdictOptions {
+  readonly store: Pick<SessionReader, "getJob" | "getSession" | "listRejections">;
+  readonly sleep: (ms: number) => Promise<void>;
+  /** @default 500 */
+  readonly pollMs?: number;
+  /** Polls before the submission is called pending. @default 10 (5 s) */
+  readonly polls?: number;
+}
+
+/** Why the control plane refused the event `eventId` submitting `id`, if it has. */
+export async function rejectionOf(
+  store: Pick<SessionReader, "listRejections">,
+  id: string,
+  eventId: string,
+): Promise<string | undefined> {
+  return (await store.listRejections?.(id))?.find((r) => r.eventId === eventId)?.reason;
+}
+
+/**
+ * Waits (a few seconds) for the control plane's verdict on a submission: accepted once its job
+ * (or session) is recorded, rejected once the rejection of this very event is. Bounded by a
+ * number of polls, not a clock, so it ends whatever time does.
+ */
+export async function awaitVerdict(
+  id: string,
+  eventId: string,
+  options: VerdictOptions,
+): Promise<SubmissionVerdict> {
+  const { store, sleep } = options;
+  const pollMs = options.pollMs ?? 500;
+  const polls = options.polls ?? 10;
+  for (let poll = 0; ; poll++) {
+    // The rejection first: a different spec under a taken id is refused while the id exists.
+    const reason = await rejectionOf(store, id, eventId);
+    if (reason !== undefined) return { kind: "rejected", reason };
+    if ((await store.getJob(id)) !== undefined || (await store.getSession(id)) !== undefined) {
+      return { kind: "accepted" };
+    }
+    if (poll >= polls) return { kind: "pending", waitedMs: polls * pollMs };
+    await sleep(pollMs);
+  }
 }
 
 export interface FollowOptions extends PollOptions {
@@ -50,12 +118,16 @@ export async function followSession(sessionId: string, options: FollowOptions): 
         nextSeq = record.seq + 1;
       }
       if (TERMINAL_SESSION_STATUSES.has(found.session.status)) return found;
-    } else if (!noticed && nowMs() - startMs >= noticeMs) {
-      noticed = true;
-      progress(
-        `session ${sessionId} is not recorded yet after ${Math.round(noticeMs / 1000)} s; ` +
-          "is the control plane processing events? (still waiting)",
-      );
+    } else {
+      const refused = await options.rejection?.();
+      if (refused !== undefined) throw new SubmissionRejectedError(sessionId, refused);
+      if (!noticed && nowMs() - startMs >= noticeMs) {
+        noticed = true;
+        progress(
+          `session ${sessionId} is not recorded yet after ${Math.round(noticeMs / 1000)} s; ` +
+            "is the control plane processing events? (still waiting)",
+        );
+      }
     }
     const remainingMs = deadlineMs - nowMs();
     if (remainingMs <= 0) {

@@ -246,11 +246,10 @@ export class Coordinator {
     }
     const parsed = parseInboundEvent(envelope);
     if (!parsed.ok) {
-      return {
-        eventId: parsed.error.eventId,
-        detailType: parsed.error.detailType,
-        reason: parsed.error.message,
-      };
+      const { eventId, detailType, message } = parsed.error;
+      if (detailType === DetailType.SessionSubmitted)
+        await this.#jobs.refuse(submissionOf(envelope), message);
+      return { eventId, detailType, reason: message };
     }
     return this.#apply(parsed.event, dirty);
   }
@@ -266,9 +265,12 @@ export class Coordinator {
       case DetailType.SessionSubmitted: {
         const id = event.detail.sessionId ?? `s-${event.id.toLowerCase()}`;
         const { spec } = event.detail;
+        // Kept where the submitter reads it (issue 11): `submit` waits for it, `get` says why.
+        const refuse = async (reason: string) =>
+          reject(await this.#jobs.refuse({ id, eventId: event.id }, reason));
         const queue = await this.#catalog.queue(spec.queue);
         if (!queue && spec.queue !== DEFAULT_QUEUE && !(await store.getJob(id))) {
-          return reject(
+          return refuse(
             `detail.spec.queue: no queue named "${spec.queue}" (create it with \`cairn queue create\`)`,
           );
         }
@@ -277,7 +279,7 @@ export class Coordinator {
         const queued =
           queue && queue.priority !== 0 ? { ...spec, priority: spec.priority + queue.priority } : spec;
         const outcome = await this.#jobs.submit(id, queued);
-        if (!outcome.ok) return reject(outcome.reason);
+        if (!outcome.ok) return refuse(outcome.reason);
         for (const sessionId of outcome.sessionIds) dirty.sessions.add(sessionId);
         return undefined;
       }
@@ -609,6 +611,18 @@ function toJudged({ session }: SessionWithKernels): JudgedTarget {
     maxTries: isWaitingStatus(status) ? session.spec.maxTries[stageKey(status)] : 1,
     expiresAtMs: session.stage.expiresAtMs,
   };
+}
+
+/** The id and event id of a submission that did not parse, as far as they can be read. */
+function submissionOf(envelope: unknown): { id?: unknown; eventId?: unknown } {
+  if (typeof envelope !== "object" || envelope === null) return {};
+  const e = envelope as Record<string, unknown>;
+  const detail = e["detail"];
+  const id =
+    typeof detail === "object" && detail !== null
+      ? (detail as Record<string, unknown>)["sessionId"]
+      : undefined;
+  return { id, eventId: e["id"] };
 }
 
 /** The control plane's own "Session Status Changed" events only wake passes. */

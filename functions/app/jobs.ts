@@ -25,12 +25,15 @@ import type { Job, SessionSpec, SessionWithKernels } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
 import { MAX_MESSAGE_LENGTH } from "../core/events.ts";
 import { newSession } from "../core/sessions.ts";
+import { ID_PATTERN } from "../core/spec.ts";
 import { JobState, TERMINAL_JOB_STATES, TERMINAL_SESSION_STATUSES } from "../core/status.ts";
 import { errorCode } from "../lifecycle/handler.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
 
 const MAX_CONFLICT_RETRIES = 5;
+/** How long a rejected submission stays readable (docs/data-model.md). */
+export const REJECTION_TTL_SECONDS = 7 * 86_400;
 /** Bounds a parent/child chain (and any cycle a hand-edited table could hold). */
 const MAX_CASCADE_DEPTH = 32;
 
@@ -116,6 +119,21 @@ export class Jobs {
       await this.cancelJob(job.id, `parent job ${parent.id} ${parent.final.state}: ${parent.final.reason}`);
     }
     return { ok: true, sessionIds: job.sessionIds };
+  }
+
+  /**
+   * Records a refused submission where clients read it (issue 11) and returns the reason. A
+   * submission that did not parse is recorded when its envelope still names a usable id.
+   */
+  async refuse(submission: { id?: unknown; eventId?: unknown }, reason: string): Promise<string> {
+    const { id, eventId } = submission;
+    if (typeof id !== "string" || !ID_PATTERN.test(id)) return reason;
+    if (typeof eventId !== "string" || eventId.length === 0 || eventId.length > 256) return reason;
+    await this.#d.store.recordRejection(
+      { id, eventId, reason, atMs: this.#d.clock.nowMs() },
+      REJECTION_TTL_SECONDS,
+    );
+    return reason;
   }
 
   /** A job that lost one of its ids to another: its own sessions are cancelled, its end recorded. */

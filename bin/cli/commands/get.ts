@@ -20,11 +20,18 @@ export async function runGet(
 
 /**
  * The error for a missing session, pointing at the job commands when the id names a job of
- * independent tasks (whose sessions are `<id>-t<index>`, so no session has the job's id).
+ * independent tasks (whose sessions are `<id>-t<index>`, so no session has the job's id), or
+ * saying why the control plane rejected the submission that asked for it.
  */
 export async function sessionNotFound(sessionId: string, ctx: CommandContext): Promise<SessionNotFoundError> {
   const job = await ctx.api.store.getJob(sessionId);
-  if (job === undefined) return new SessionNotFoundError(sessionId);
+  if (job === undefined) {
+    // A submission the control plane refused leaves nothing but its rejection (issue 11).
+    const [latest] = (await ctx.api.store.listRejections?.(sessionId)) ?? [];
+    if (latest === undefined) return new SessionNotFoundError(sessionId);
+    const at = new Date(latest.atMs).toISOString();
+    return new SessionNotFoundError(sessionId, `its submission was rejected at ${at}: ${latest.reason}`);
+  }
   const count = job.sessionIds.length;
   const range =
     count === 1

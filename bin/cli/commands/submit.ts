@@ -1,6 +1,7 @@
 /**
  * `cairn submit`: puts a Session Submitted event for a spec validated beforehand (main.ts reads
- * it before connecting), then, with --wait, follows the session (or the job of many tasks) to its
+ * it before connecting), waits a few seconds for the control plane to accept or reject it (a
+ * rejection exits non-zero with the reason), then, with --wait, follows the session (or the job of many tasks) to its
  * end, with --stream-logs printing the tasks' output meanwhile.
  */
 import { isDeepStrictEqual } from "node:util";
@@ -13,7 +14,7 @@ import type { OutputFormat } from "../args.ts";
 import { InvalidSpecError, UsageError } from "../errors.ts";
 import { ExitCode } from "../exit-codes.ts";
 import { followJob } from "../follow-job.ts";
-import { followSession } from "../follow.ts";
+import { awaitVerdict, followSession, rejectionOf, SubmissionRejectedError } from "../follow.ts";
 import { printJson } from "../io.ts";
 import { isSingleSessionJob, readJob, taskRefs } from "../job-read.ts";
 import type { KernelLogReader } from "../task-logs.ts";
@@ -58,8 +59,9 @@ export async function runSubmit(request: SubmitRequest, ctx: CommandContext): Pr
   // Submission is idempotent on the id: resubmitting the same spec is a no-op, so say so; a
   // different spec under a taken id would be silently ignored by the control plane.
   const existing = request.idChosen ? await storedSubmission(jobId, ctx) : undefined;
+  let eventId: string | undefined;
   if (existing === undefined) {
-    await ctx.api.put(entry);
+    eventId = (await ctx.api.put(entry)) ?? undefined;
   } else if (isDeepStrictEqual(existing.spec, spec)) {
     ctx.io.stderr(
       `${existing.what} ${jobId} already exists with this spec (${existing.state}); not sent again`,
@@ -70,6 +72,24 @@ export async function runSubmit(request: SubmitRequest, ctx: CommandContext): Pr
         `${existing.state}); choose another id or leave --id out`,
       "submit",
     );
+  }
+  // The control plane may refuse what the spec's schema allowed (an unknown queue or parent, a
+  // taken id): wait a few seconds for its verdict, so a refusal is an error here, not silence.
+  let rejection: (() => Promise<string | undefined>) | undefined;
+  if (eventId !== undefined) {
+    const sentEventId = eventId;
+    const verdict = await awaitVerdict(jobId, sentEventId, {
+      store: ctx.api.store,
+      sleep: (ms) => ctx.io.sleep(ms),
+    });
+    if (verdict.kind === "rejected") throw new SubmissionRejectedError(jobId, verdict.reason);
+    if (verdict.kind === "pending") {
+      ctx.io.stderr(
+        `${jobId} is not accepted yet after ${verdict.waitedMs / 1000} s; still pending ` +
+          `(\`cairn get ${jobId}\` says whether it was accepted or rejected)`,
+      );
+      rejection = () => rejectionOf(ctx.api.store, jobId, sentEventId);
+    }
   }
   if (!request.wait) {
     if (request.output === "json") printJson(ctx.io, { sessionId: jobId });
@@ -88,6 +108,7 @@ export async function runSubmit(request: SubmitRequest, ctx: CommandContext): Pr
     sleep: (ms: number) => ctx.io.sleep(ms),
     progress: (line: string) => ctx.io.stderr(line),
     ...(request.timeoutSeconds === undefined ? {} : { timeoutSeconds: request.timeoutSeconds }),
+    ...(rejection === undefined ? {} : { rejection }),
   };
   const stop = new AbortController();
   const streaming = logs === undefined ? undefined : streamLogs(jobId, spec, logs, stop.signal, ctx);

@@ -31,6 +31,7 @@ import {
   type PageRequest,
   type ReservationRequest,
   type SessionStore,
+  type SubmissionRejection,
   type TargetQuery,
 } from "../../core/ports/session-store.ts";
 import type { RetryConfig } from "../../core/retry/config.ts";
@@ -78,6 +79,7 @@ import { planCreateSession } from "./new-session.ts";
 import { decodeCursor, encodeCursor, mapConcurrently } from "./paging.ts";
 import type { QueueInput } from "./resource-items.ts";
 import { JobItems } from "./job-items.ts";
+import { RejectionItems } from "./rejection-items.ts";
 import { RetryResources } from "./retry-resources.ts";
 import type { RetryOptions } from "./retry.ts";
 import { planSessionWrite } from "./session-write.ts";
@@ -116,6 +118,7 @@ export class DynamoSessionStore implements SessionStore {
   private readonly agents: AgentCapacity;
   private readonly resources: RetryResources;
   private readonly jobs: JobItems;
+  private readonly rejections: RejectionItems;
   private readonly layout: StoreLayout;
   private readonly maxAttempts: number;
   private readonly clock: () => number;
@@ -145,6 +148,7 @@ export class DynamoSessionStore implements SessionStore {
     this.resources = new RetryResources(this.requests, this.layout, maxAttempts);
     this.jobs = new JobItems(this.requests);
     this.clock = options.clock ?? Date.now;
+    this.rejections = new RejectionItems(this.requests, this.clock);
     this.readConcurrency = options.readConcurrency ?? 16;
   }
 
@@ -351,6 +355,44 @@ export class DynamoSessionStore implements SessionStore {
     );
   }
 
+  /**
+   * One page of the status's index entries (so the sweep's cost is bounded however few of them
+   * qualify), keeping the sessions whose stage was entered before `enteredBeforeMs`.
+   */
+  async staleSessions(
+    status: SessionStatus,
+    enteredBeforeMs: number,
+    page: PageRequest = {},
+  ): Promise<Page<Session>> {
+    requireKnown("status", status, SESSION_STATUSES);
+    requireCount("enteredBeforeMs", enteredBeforeMs);
+    const limit = page.limit ?? DEFAULT_PAGE;
+    requireLimit("limit", limit, MAX_QUERY_LIMIT);
+    const kind = `stale:${status}`;
+    const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor, kind);
+    const stream = new MergedIndexStream(
+      this.shardIndexes().map((shard) =>
+        this.indexFetcher(STATUS_INDEX, "gsi1pk", sessionStatusPk(status, shard), limit, { after }),
+      ),
+      "gsi1sk",
+      false,
+    );
+    const entries = await stream.take(limit);
+    if (entries.length === 0) return { items: [] };
+    const items = await this.requests.batchGet(
+      `list ${kind}`,
+      entries.map((e) => tableKey(e)),
+    );
+    const out = items.flatMap((item) => {
+      if (item === undefined) return [];
+      const session = sessionFromItem(item);
+      return session.status === status && session.stage.enteredAtMs < enteredBeforeMs ? [session] : [];
+    });
+    const last = entries.at(-1)?.["gsi1sk"]?.S;
+    const more = (await stream.next()) !== undefined;
+    return more && last !== undefined ? { items: out, cursor: encodeCursor(kind, last) } : { items: out };
+  }
+
   async listRecentSessions(page: PageRequest = {}): Promise<Page<Session>> {
     return this.listPage(
       "recent",
@@ -472,6 +514,16 @@ export class DynamoSessionStore implements SessionStore {
 
   putRetryConfig(config: RetryConfig, nowMs: number): Promise<void> {
     return this.resources.putRetryConfig(config, nowMs);
+  }
+
+  // ------------------------------------------------------------------------ rejected submissions
+
+  recordRejection(rejection: SubmissionRejection, ttlSeconds: number): Promise<void> {
+    return this.rejections.record(rejection, ttlSeconds);
+  }
+
+  listRejections(id: string): Promise<SubmissionRejection[]> {
+    return this.rejections.list(id);
   }
 
   // ---------------------------------------------------------------------------- de-duplication

@@ -56,6 +56,7 @@ export const ItemType = {
   QUEUE: "QUEUE",
   CONFIG: "CONFIG",
   JOB: "JOB",
+  REJECTION: "REJECTION",
 } as const;
 
 const MARSHALL_OPTIONS = { removeUndefinedValues: true } as const;

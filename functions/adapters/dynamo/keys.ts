@@ -19,6 +19,8 @@ export const RETRY_POLICY_SK = "RETRY_POLICY";
 export const QUEUE_SK = "QUEUE";
 export const CONFIG_SK = "CONFIG";
 export const JOB_SK = "JOB";
+/** A rejected submission (issue 11): `REJECTION#<id>` / `EVENT#<eventId>`. */
+export const REJECTION_EVENT_SK_PREFIX = "EVENT#";
 
 /** Key prefixes reserved for later item types (docs/data-model.md, "Reserved prefixes"). */
 export const RESERVED_PREFIXES = {
@@ -55,6 +57,8 @@ export const USED_PREFIXES = [
   "QUEUES",
   "CONFIG#",
   "JOB#",
+  "REJECTION#",
+  REJECTION_EVENT_SK_PREFIX,
 ] as const;
 
 export const sessionPk = (sessionId: string): string => `SESSION#${sessionId}`;
@@ -64,6 +68,8 @@ export const retryPolicyPk = (name: string): string => `RETRY_POLICY#${name}`;
 export const queuePk = (name: string): string => `QUEUE#${name}`;
 /** A job (issue 6): `JOB#<id>` / `JOB`. */
 export const jobPk = (id: string): string => `JOB#${id}`;
+export const rejectionPk = (id: string): string => `REJECTION#${id}`;
+export const rejectionSk = (eventId: string): string => `${REJECTION_EVENT_SK_PREFIX}${eventId}`;
 /** Operator settings, one item each: `CONFIG#retry`. */
 export const configPk = (name: "retry"): string => `CONFIG#${name}`;
 

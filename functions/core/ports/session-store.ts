@@ -127,6 +127,19 @@ export interface HistoryQuery {
   readonly limit?: number;
 }
 
+/**
+ * A submission the control plane refused, kept where clients can read it (issue 11): `submit`
+ * waits for its own event's acceptance or rejection, `get` of a rejected id says why.
+ */
+export interface SubmissionRejection {
+  /** The session (or job) id the submission asked for. */
+  readonly id: string;
+  /** The refused event's id (PutEvents returns it to the sender). */
+  readonly eventId: string;
+  readonly reason: string;
+  readonly atMs: number;
+}
+
 export interface SessionStore {
   /** Creates the session and its kernels atomically; a taken id writes nothing. */
   createSession(input: SessionWithKernels): Promise<CreateSessionResult>;
@@ -222,6 +235,19 @@ export interface SessionStore {
   /** Records the job's final state once: true if this call recorded it. */
   finishJob(jobId: string, final: NonNullable<Job["final"]>): Promise<boolean>;
   putRetryConfig(config: RetryConfig, nowMs: number): Promise<void>;
+
+  // Rejected submissions (issue 11).
+  /** Records a refused submission for `ttlSeconds`; recording the same event again overwrites it. */
+  recordRejection(rejection: SubmissionRejection, ttlSeconds: number): Promise<void>;
+  /** The id's unexpired rejections, newest first (at most 100). */
+  listRejections(id: string): Promise<SubmissionRejection[]>;
+
+  // The sweep's repair of sessions without a live execution (issue 11).
+  /**
+   * Sessions in one non-terminal status whose stage was entered before `enteredBeforeMs`, a page
+   * at a time in queue order.
+   */
+  staleSessions(status: SessionStatus, enteredBeforeMs: number, page?: PageRequest): Promise<Page<Session>>;
 }
 
 // ---------------------------------------------------------------------------------------------
