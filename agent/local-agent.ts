@@ -30,6 +30,7 @@ import { buildKernelEnv, DEFAULT_PATH } from "./environment.ts";
 import { InvalidAgentInputError } from "./errors.ts";
 import { exitStatus } from "./exit-status.ts";
 import { resolveExecutable } from "./executable.ts";
+import { PermanentFailureCategory } from "../functions/core/retry/permanent-failures.ts";
 import {
   checkCapacity,
   checkIndex,
@@ -456,7 +457,7 @@ export class LocalAgent {
       await this.resolveCommand(launch);
     } catch (error) {
       if (slot?.launch.runIndex === launch.runIndex) this.slots.delete(key);
-      return this.reportPrepareError(launch, errorText(error));
+      return this.reportPrepareError(launch, errorText(error), permanentCategory(error));
     }
     this.slots.set(key, { phase: "prepared", launch, paths });
     this.emitReport(launch, "PREPARED", {});
@@ -476,7 +477,7 @@ export class LocalAgent {
       await this.makeWorkDir(paths.workDir);
       executable = await this.resolveCommand(launch);
     } catch (error) {
-      return this.failRun(launch, errorText(error));
+      return this.failRun(launch, errorText(error), permanentCategory(error));
     }
     // From here to the spawn nothing awaits, so the capacity check and the allocation it
     // guards cannot interleave with another kernel's start.
@@ -522,7 +523,11 @@ export class LocalAgent {
       writer.close();
       this.cells.delete(cell);
       if (!this.containment.release(cell)) this.warn(`the container of ${rKey} could not be removed`);
-      this.failRun(launch, `cannot start ${launch.command[0]}: ${errorText(error)}`);
+      this.failRun(
+        launch,
+        `cannot start ${launch.command[0]}: ${errorText(error)}`,
+        permanentCategory(error),
+      );
     };
     let child: ChildProcess;
     try {
@@ -854,14 +859,27 @@ export class LocalAgent {
     return result;
   }
 
-  /** ERROR without ending the run: a later prepare or start of it is still carried out. */
-  private reportPrepareError(launch: KernelLaunch, message: string): void {
-    this.emitReport(launch, "ERROR", { message: capUtf8(message, TERMINATION_MESSAGE_MAX_BYTES) });
+  /**
+   * ERROR without ending the run: a later prepare or start of it is still carried out. A
+   * `category` marks an error no retry can clear: the control plane ends the run FAILED at once.
+   */
+  private reportPrepareError(
+    launch: KernelLaunch,
+    message: string,
+    category?: PermanentFailureCategory,
+  ): void {
+    this.emitReport(launch, "ERROR", {
+      message: capUtf8(message, TERMINATION_MESSAGE_MAX_BYTES),
+      ...(category !== undefined ? { failureCategory: category } : {}),
+    });
   }
 
-  /** ERROR that ends the run. */
-  private failRun(launch: KernelLaunch, message: string): void {
-    this.finishRun(launch, "ERROR", { message: capUtf8(message, TERMINATION_MESSAGE_MAX_BYTES) });
+  /** ERROR that ends the run (`category`: as for a preparation error). */
+  private failRun(launch: KernelLaunch, message: string, category?: PermanentFailureCategory): void {
+    this.finishRun(launch, "ERROR", {
+      message: capUtf8(message, TERMINATION_MESSAGE_MAX_BYTES),
+      ...(category !== undefined ? { failureCategory: category } : {}),
+    });
   }
 
   private finishRun(
@@ -969,4 +987,15 @@ function errorText(error: unknown): string {
 
 function roundCapacity(value: number): number {
   return Math.round(value * 1e6) / 1e6;
+}
+
+/**
+ * The failure category of an error no retry can clear, read from its code (the agent's own
+ * `ExecutableNotFound`, or the `E2BIG` exec returns for an oversized command line).
+ */
+function permanentCategory(error: unknown): PermanentFailureCategory | undefined {
+  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
+  if (code === "ExecutableNotFound") return PermanentFailureCategory.ExecutableNotFound;
+  if (code === "E2BIG") return PermanentFailureCategory.ArgumentsTooLarge;
+  return undefined;
 }

@@ -49,6 +49,8 @@ export interface KernelReport {
   readonly condition?: AgentCondition;
   /** Termination message, the agent's reason, or error text. */
   readonly message?: string;
+  /** ERROR only: an error no retry can clear (core/retry/permanent-failures.ts). */
+  readonly failureCategory?: string;
   readonly atMs: number;
   readonly pid?: number;
 }

@@ -8,6 +8,7 @@
 import type { CairnConfig } from "../config.ts";
 import { judge, judgePromotions, type Decision, type JudgedTarget } from "../core/coordinator/decide.ts";
 import { decisionWrite } from "../core/effects.ts";
+import { partitionUnrecoverable } from "../core/coordinator/unrecoverable.ts";
 import {
   DetailType,
   EventSource,
@@ -401,6 +402,19 @@ export class Coordinator {
     targets: readonly SessionWithKernels[],
     ctx: HandlerContext,
   ): Promise<PassOutcome> {
+    // Issue 11: a run that can never start ends FAILED here instead of reaching its handler again.
+    if (pass.kind === "lifecycle") {
+      const { ending, rest } = partitionUnrecoverable(targets, pass.handler.spec.name, this.#d.clock.nowMs());
+      if (ending.length > 0) {
+        const ended = await this.#carryOut(ending, targets);
+        const others = rest.length > 0 ? await this.#runPass(pass, rest, ctx) : undefined;
+        return {
+          targets: targets.length,
+          decisions: ending.length + (others?.decisions ?? 0),
+          completed: ended + (others?.completed ?? 0),
+        };
+      }
+    }
     const judged = targets.map(toJudged);
     let decisions: Decision[];
     let preempted = 0;

@@ -14,14 +14,14 @@ import type {
   StageRecord,
   StageTransition,
 } from "./model.ts";
-import type { RetryState } from "./retry/evaluate.ts";
+import { INITIAL_RETRY_STATE, type RetryState } from "./retry/evaluate.ts";
 import { stageKey } from "./model.ts";
 import { transitionKernelStatus } from "./transitions.ts";
 import {
+  AttemptOutcome,
   isTerminalKernelStatus,
   isWaitingStatus,
   SessionStatus,
-  type AttemptOutcome,
   type KernelStatus,
   type TerminationCondition,
 } from "./status.ts";
@@ -138,22 +138,34 @@ export function stageEntryWrite({
   if (!transition) return write;
 
   const kernelStatus = transitionKernelStatus(transition);
+  const returnCounters = countReturn(session, transition);
   const patches: KernelPatch[] =
     kernelStatus === undefined
       ? []
       : kernels
           .filter((k) => kernelMovesTo(k.status, kernelStatus))
-          .map((k) =>
-            kernelStatus === "PENDING"
-              ? {
-                  index: k.index,
-                  status: kernelStatus,
-                  agentId: null,
-                  error: null,
-                  ...(transition.requeue ? { resetRun: true } : {}),
-                }
-              : { index: k.index, status: kernelStatus },
-          );
+          .map((k): KernelPatch => {
+            if (kernelStatus === "PENDING") {
+              return {
+                index: k.index,
+                status: kernelStatus,
+                agentId: null,
+                error: null,
+                ...(transition.requeue ? { resetRun: true } : {}),
+              };
+            }
+            // The run could never start: each kernel ends FAILED with its own error, if it had one.
+            if (transition.result === "FAILED") {
+              return {
+                index: k.index,
+                status: kernelStatus,
+                outcome: AttemptOutcome.FAILED,
+                message: k.error ?? transition.message ?? "the run could not start",
+                finishedAtMs: nowMs,
+              };
+            }
+            return { index: k.index, status: kernelStatus };
+          });
   return {
     ...write,
     status: to,
@@ -177,11 +189,40 @@ export function stageEntryWrite({
     ...(transition.requeue
       ? {
           runIndex: "increment" as const,
-          retry: transition.requeue.retry,
           avoidAgentIds:
             transition.requeue.avoidAgentIds.length > 0 ? transition.requeue.avoidAgentIds : null,
         }
       : {}),
+    ...(returnCounters ? { retry: returnCounters } : {}),
+  };
+}
+
+/**
+ * The retry counters after a return to PENDING (issue 11): every return no budget counts is one
+ * of the session's free returns; a stage's give-up or expiry is also one of this run's returns.
+ * A retried run starts its own count from 0.
+ */
+export function countReturn(session: Session, transition: StageTransition): RetryState | undefined {
+  if (transition.to !== SessionStatus.PENDING || transition.from === SessionStatus.PENDING) {
+    return transition.requeue?.retry;
+  }
+  const before = session.retry ?? INITIAL_RETRY_STATE;
+  const freeReturns = before.freeReturns ?? 0;
+  if (transition.requeue) {
+    const counted = transition.requeue.retry.totalRetries > before.totalRetries;
+    return {
+      ...transition.requeue.retry,
+      pendingReturns: 0,
+      freeReturns: counted ? freeReturns : freeReturns + 1,
+    };
+  }
+  const stageFailed =
+    transition.result === SchedulingResult.GIVE_UP || transition.result === SchedulingResult.EXPIRED;
+  const pendingReturns = before.pendingReturns ?? 0;
+  return {
+    ...before,
+    pendingReturns: stageFailed ? pendingReturns + 1 : pendingReturns,
+    freeReturns: freeReturns + 1,
   };
 }
 

@@ -70,6 +70,7 @@ const historyResultSchema = z.enum({
   REQUEUED: "REQUEUED",
   PREEMPTED: "PREEMPTED",
   AGENT_LOST: "AGENT_LOST",
+  FAILED: "FAILED",
 });
 const historyHandlerSchema = z.enum({
   ...LifecycleHandlerName,

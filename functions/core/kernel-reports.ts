@@ -54,7 +54,13 @@ export function kernelReportPatch(
       // A failed preparation keeps the kernel PREPARING with the error: PrepareSessions turns it
       // into a failure the coordinator judges (retry, or give up and re-schedule).
       if (BEFORE_PREPARED.has(kernel.status)) {
-        return { index, status: KernelStatus.PREPARING, error: report.message ?? "preparation failed" };
+        // The category says whether a retry could clear it (retry/permanent-failures.ts).
+        return {
+          index,
+          status: KernelStatus.PREPARING,
+          error: report.message ?? "preparation failed",
+          ...(report.failureCategory !== undefined ? { failureCategory: report.failureCategory } : {}),
+        };
       }
       return {
         index,

@@ -55,6 +55,8 @@ export interface SessionSpec {
   readonly perAgent?: number;
   /** FAILED tasks the job tolerates before it fails and kills the rest. @default 0 */
   readonly maxTaskFailures?: number;
+  /** Returns to PENDING one run may make before it starts; the next ends the session FAILED. @default 5 */
+  readonly maxPendingReturns?: number;
   /** Seconds a task may wait to be placed before it is UNSCHEDULABLE (sets `timeouts.pending`). */
   readonly schedulingTimeout?: number;
   /** The parent job: when it ends other than SUCCEEDED, this job is cancelled. */
@@ -218,10 +220,11 @@ export function isLiveAgent(agent: Agent, nowMs: number, timeoutMs: number): boo
  * SUBMITTED is the first record of every session (the execution's first PENDING entry);
  * REQUEUED marks a finished run that is retried (TERMINATING → PENDING, runIndex + 1).
  * PREEMPTED marks a session preempted for a higher-priority one (RUNNING → TERMINATING, or
- * back to PENDING from a stage before RUNNING).
+ * back to PENDING from a stage before RUNNING). FAILED ends a run that can never start (its
+ * returns to PENDING are used up, or its error cannot clear): the session goes to TERMINATED.
  */
 export type HistoryResult =
-  SchedulingResult | "CANCELLED" | "SUBMITTED" | "REQUEUED" | "PREEMPTED" | "AGENT_LOST";
+  SchedulingResult | "CANCELLED" | "SUBMITTED" | "REQUEUED" | "PREEMPTED" | "AGENT_LOST" | "FAILED";
 
 export interface HistoryRecord {
   readonly sessionId: string;

@@ -6,6 +6,8 @@
 import { LineCounter, parseDocument, visit, type Document } from "yaml";
 import { z } from "zod";
 import { STAGE_KEYS, type SessionSpec, type StageKey } from "./model.ts";
+import { BUDGET_DEFAULTS } from "./retry/budgets.ts";
+import { HISTORY_LIMIT_REASON, MAX_COUNTED_RETRIES, MAX_FREE_RETURNS } from "./retry/history-budget.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Limits and defaults (documented data: the README's tables are generated from these).
@@ -23,6 +25,10 @@ export const SPEC_LIMITS = {
   timeoutSeconds: { min: 1, max: ONE_YEAR_SECONDS },
   maxTries: { min: 1, max: 100 },
   maxTaskFailures: { min: 0 },
+  /** Returns to PENDING in one run: more would pass the session's bound on free returns first. */
+  maxPendingReturns: { min: 0, max: MAX_FREE_RETURNS },
+  /** Each retry budget, and their sum: what one execution's history holds (retry/history-budget.ts). */
+  retries: { min: 0, max: MAX_COUNTED_RETRIES },
 } as const;
 
 /** Session and job ids: 3 to 63 lowercase letters, digits or '-' (Step Functions execution names). */
@@ -39,34 +45,36 @@ export const RESERVED_ENV_PREFIX = "CAIRN_";
 
 /** Every field a user may omit, and the value it takes. */
 export const SPEC_DEFAULTS: Omit<SessionSpec, "name" | "command"> &
-  Required<Pick<SessionSpec, "coscheduled" | "perAgent" | "maxTaskFailures">> = deepFreeze({
-  queue: "default",
-  priority: 0,
-  replicas: 1,
-  coscheduled: true,
-  perAgent: 1,
-  maxTaskFailures: 0,
-  resources: { cpu: 1, memoryMiB: 256 },
-  env: {},
-  timeouts: {
-    pending: 3600,
-    scheduled: 300,
-    preparing: 600,
-    prepared: 300,
-    creating: 300,
-    running: 86_400,
-    terminating: 300,
-  },
-  maxTries: {
-    pending: 3,
-    scheduled: 3,
-    preparing: 3,
-    prepared: 3,
-    creating: 3,
-    running: 3,
-    terminating: 3,
-  },
-});
+  Required<Pick<SessionSpec, "coscheduled" | "perAgent" | "maxTaskFailures" | "maxPendingReturns">> =
+  deepFreeze({
+    queue: "default",
+    priority: 0,
+    replicas: 1,
+    coscheduled: true,
+    perAgent: 1,
+    maxTaskFailures: 0,
+    maxPendingReturns: 5,
+    resources: { cpu: 1, memoryMiB: 256 },
+    env: {},
+    timeouts: {
+      pending: 3600,
+      scheduled: 300,
+      preparing: 600,
+      prepared: 300,
+      creating: 300,
+      running: 86_400,
+      terminating: 300,
+    },
+    maxTries: {
+      pending: 3,
+      scheduled: 3,
+      preparing: 3,
+      prepared: 3,
+      creating: 3,
+      running: 3,
+      terminating: 3,
+    },
+  });
 
 // ---------------------------------------------------------------------------------------------
 // Schema building blocks (shared with events.ts).
@@ -142,6 +150,14 @@ const maxTriesSchema = perStage((stage) =>
     .default(SPEC_DEFAULTS.maxTries[stage]),
 );
 
+const retryBudgetSchema = z
+  .number()
+  .int()
+  .min(SPEC_LIMITS.retries.min)
+  .max(SPEC_LIMITS.retries.max, {
+    error: `must be at most ${SPEC_LIMITS.retries.max}: ${HISTORY_LIMIT_REASON}`,
+  });
+
 // ---------------------------------------------------------------------------------------------
 // The session spec. One line per field: a new field is its schema with its default.
 
@@ -195,10 +211,20 @@ const sessionSpecShape = {
   env: userEnvSchema.prefault({}),
   timeouts: timeoutsSchema.prefault({}),
   maxTries: maxTriesSchema.prefault({}),
+  // Optional with its default in SPEC_DEFAULTS, so a spec written before it existed reads back.
+  /** Returns to PENDING a run may make before it starts (default 5); one more ends it FAILED. */
+  maxPendingReturns: z
+    .number()
+    .int()
+    .min(SPEC_LIMITS.maxPendingReturns.min)
+    .max(SPEC_LIMITS.maxPendingReturns.max, {
+      error: `must be at most ${SPEC_LIMITS.maxPendingReturns.max}: ${HISTORY_LIMIT_REASON}`,
+    })
+    .optional(),
   retry: strictObject({
     // No defaults: a budget the user wrote caps retries even under policies (core/retry).
-    maxRetriesFailure: z.number().int().min(0).max(1000).optional(),
-    maxRetriesPreemption: z.number().int().min(0).max(1000).optional(),
+    maxRetriesFailure: retryBudgetSchema.optional(),
+    maxRetriesPreemption: retryBudgetSchema.optional(),
     policies: z.array(nameSchema).max(16).readonly().optional(),
   })
     .readonly()
@@ -226,6 +252,23 @@ export const SessionSpecSchema = strictObject(sessionSpecShape)
       pending !== spec.schedulingTimeout
     ) {
       issue("schedulingTimeout", `conflicts with timeouts.pending (${pending}): set one of them`);
+    }
+    // Every counted retry is one more run in the same execution: the two budgets together must fit.
+    const failure = spec.retry?.maxRetriesFailure ?? BUDGET_DEFAULTS.maxRetriesFailure;
+    const preemption = spec.retry?.maxRetriesPreemption ?? BUDGET_DEFAULTS.maxRetriesPreemption;
+    if (failure + preemption > SPEC_LIMITS.retries.max) {
+      const dflt = (written: number | undefined) => (written === undefined ? ", the default" : "");
+      ctx.addIssue({
+        code: "custom",
+        path: [
+          "retry",
+          spec.retry?.maxRetriesFailure !== undefined ? "maxRetriesFailure" : "maxRetriesPreemption",
+        ],
+        message:
+          `maxRetriesFailure (${failure}${dflt(spec.retry?.maxRetriesFailure)}) + maxRetriesPreemption ` +
+          `(${preemption}${dflt(spec.retry?.maxRetriesPreemption)}) allow ${failure + preemption} retries, ` +
+          `more than ${SPEC_LIMITS.retries.max}: ${HISTORY_LIMIT_REASON}`,
+      });
     }
   })
   .transform((spec): SessionSpec =>

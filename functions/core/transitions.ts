@@ -17,6 +17,8 @@ export function transitionKernelStatus(t: StageTransition): KernelStatus | undef
     return t.to === SessionStatus.CANCELLED ? KernelStatus.CANCELLED : undefined;
   }
   if (t.result === "SKIPPED" || t.result === "SUBMITTED") return undefined;
+  // A run that can never start ends: its kernels end with it, FAILED (effects.ts says why).
+  if (t.result === "FAILED") return KernelStatus.ERROR;
   // A retried run starts from scratch: every kernel back to PENDING, to be placed again.
   if (t.result === "REQUEUED") return KernelStatus.PENDING;
   // Preempted before RUNNING: placed again from scratch. A RUNNING one is stopped by

@@ -136,11 +136,15 @@ function retryStateFrom(r: Fields): RetryState {
   for (const key of Object.keys(ruleRetries)) {
     if (typeof ruleRetries[key] !== "number") r.fail(`ruleRetries.${key}`, "a number");
   }
+  const pendingReturns = r.optNumber("pendingReturns");
+  const freeReturns = r.optNumber("freeReturns");
   return {
     failureCount: r.number("failureCount"),
     preemptionCount: r.number("preemptionCount"),
     totalRetries: r.number("totalRetries"),
     ruleRetries: ruleRetries as Record<string, number>,
+    ...(pendingReturns !== undefined ? { pendingReturns } : {}),
+    ...(freeReturns !== undefined ? { freeReturns } : {}),
   };
 }
 

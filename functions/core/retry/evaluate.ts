@@ -47,6 +47,7 @@ import type { RetryConfig } from "./config.ts";
 import { formatDuration } from "./duration.ts";
 import { RetryInputError } from "./errors.ts";
 import { describeEvidence, failedKernels, findMatchingRule, type RunKernel } from "./match.ts";
+import { isPermanentFailure } from "./permanent-failures.ts";
 import type { AntiAffinityMode, RetryPolicy } from "./policy.ts";
 
 export interface RetryState extends BudgetCounters {
@@ -54,6 +55,16 @@ export interface RetryState extends BudgetCounters {
   readonly totalRetries: number;
   /** Retries granted per rule, keyed by `ruleKey`. */
   readonly ruleRetries: Readonly<Record<string, number>>;
+  /**
+   * Returns to PENDING in the current run before it started (a stage gave up or expired):
+   * capped by the spec's `maxPendingReturns`; a retried run starts again from 0.
+   */
+  readonly pendingReturns?: number;
+  /**
+   * Returns to PENDING in the session's life that no budget counts (give-up and expiry, pre-start
+   * preemptions, agent loss before RUNNING, free retries): capped by MAX_FREE_RETURNS.
+   */
+  readonly freeReturns?: number;
 }
 
 export const INITIAL_RETRY_STATE: RetryState = Object.freeze({
@@ -162,6 +173,18 @@ export function evaluateRetry(input: RetryInput): RetryDecision {
       action: "fail",
       basis: "not-retriable",
       reason: "KILLED runs are never retried",
+      state: charged,
+    };
+  }
+  // Whatever a policy or budget allows: the same spec would fail the same way on every run.
+  const permanent = failed.find((k) => isPermanentFailure(k.failureCategory));
+  if (permanent) {
+    return {
+      ...base,
+      kernelIndex: permanent.index,
+      action: "fail",
+      basis: "not-retriable",
+      reason: `kernel ${permanent.index} failed with ${permanent.failureCategory ?? ""}, which no retry can clear: not retried`,
       state: charged,
     };
   }
@@ -373,6 +396,8 @@ function checkInput(input: RetryInput): void {
     ["state.failureCount", state.failureCount],
     ["state.preemptionCount", state.preemptionCount],
     ["state.totalRetries", state.totalRetries],
+    ["state.pendingReturns", state.pendingReturns ?? 0],
+    ["state.freeReturns", state.freeReturns ?? 0],
     ["gracePeriodMs", input.gracePeriodMs ?? 0],
     ["budgets.maxRetriesFailure", input.budgets?.maxRetriesFailure ?? 0],
     ["budgets.maxRetriesPreemption", input.budgets?.maxRetriesPreemption ?? 0],

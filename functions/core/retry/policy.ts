@@ -25,6 +25,7 @@ import { TerminationCondition } from "../status.ts";
 import type { BackoffOverride } from "./backoff.ts";
 import { DURATION_HINT, formatDuration, parseDurationMs } from "./duration.ts";
 import { RetryPolicySyntaxError, RetryPolicyValidationError } from "./errors.ts";
+import { HISTORY_LIMIT_REASON, MAX_COUNTED_RETRIES } from "./history-budget.ts";
 
 export const RETRY_POLICY_API_VERSION = "cairn.dev/v1";
 /** Seed 002's apiVersion, accepted so Armada policies parse as written. */
@@ -32,7 +33,8 @@ export const ARMADA_API_VERSION = "armadaproject.io/v1";
 export const RETRY_POLICY_KIND = "RetryPolicy";
 
 export const RETRY_POLICY_LIMITS = {
-  retryLimit: { min: 0, max: 1000 },
+  /** A session's counted retries all run in one execution (history-budget.ts). */
+  retryLimit: { min: 0, max: MAX_COUNTED_RETRIES },
   rules: { max: 100 },
   exitCodes: { max: 256 },
   patternMaxLength: 1024,
@@ -103,7 +105,9 @@ const integerSchema = z.number().refine(Number.isSafeInteger, { error: "must be 
 
 export const retryLimitSchema = integerSchema
   .min(RETRY_POLICY_LIMITS.retryLimit.min)
-  .max(RETRY_POLICY_LIMITS.retryLimit.max);
+  .max(RETRY_POLICY_LIMITS.retryLimit.max, {
+    error: `must be at most ${RETRY_POLICY_LIMITS.retryLimit.max}: ${HISTORY_LIMIT_REASON}`,
+  });
 
 /** maxDelay below initialDelay (both at the same level) can only be a mistake. */
 function checkDelayOrder(

@@ -241,11 +241,15 @@ describe("invalid documents are rejected with every problem named", () => {
 
   test("the error lists the issues as data too", () => {
     try {
-      parseRetryPolicy(doc({ retryLimit: 1001 }));
+      parseRetryPolicy(doc({ retryLimit: 201 }));
       expect.unreachable();
     } catch (error) {
       expect((error as RetryPolicyValidationError).issues).toEqual([
-        { path: "spec.retryLimit", message: "must be at most 1000" },
+        {
+          path: "spec.retryLimit",
+          message:
+            "must be at most 200: a session lives in one lifecycle execution, which holds 25,000 history events (up to 80 a run)",
+        },
       ]);
     }
   });
