@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ArnFormat, Stack } from "aws-cdk-lib";
+import { ArnFormat, Fn, Stack } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as sfn from "aws-cdk-lib/aws-stepfunctions";
@@ -86,9 +86,13 @@ export class LifecycleStateMachine extends Construct {
       }),
     );
     acknowledge(role, NAG_ACKNOWLEDGEMENTS.stateMachineRoleLogsAndXRay);
-    // Vended-log groups under this prefix keep the account's log resource policy small.
+    // Vended-log groups under this prefix keep the account's log resource policy small. The
+    // group is retained by default, so its name ends with the stack's unique id: a stack deployed
+    // again after a destroy gets a new group instead of failing on the one the old stack left
+    // (the stack id is `arn:…:stack/<name>/<uuid>`, with a new uuid on every creation).
+    const stackUuid = Fn.select(2, Fn.split("/", Stack.of(this).stackId));
     this.logGroup = new logs.LogGroup(this, "Logs", {
-      logGroupName: `/aws/vendedlogs/states/${props.stateMachineName}`,
+      logGroupName: `/aws/vendedlogs/states/${props.stateMachineName}-${stackUuid}`,
       retention: props.settings.logRetention,
       removalPolicy: props.settings.removalPolicy,
     });

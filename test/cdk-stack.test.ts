@@ -79,6 +79,10 @@ function functionLogicalId(name: FunctionName): string {
   return resourceNamed(s.json, "AWS::Lambda::Function", `CairnFunctions${name}`)[0];
 }
 
+function logicalIdOf(construct: { readonly node: { readonly defaultChild?: unknown } }): string {
+  return s.stack.getLogicalId(construct.node.defaultChild as CdkCfnResource);
+}
+
 /** The statements of a role's policies, by the role's logical id prefix. */
 function roleStatements(rolePrefix: string): Statement[] {
   const [roleId] = resourceNamed(s.json, "AWS::IAM::Role", rolePrefix);
@@ -146,6 +150,7 @@ describe("cdk-nag AwsSolutionsChecks", () => {
         `Cairn/Cairn/Agents/ClientPolicy ${streams}`,
         "Cairn/Cairn/Lifecycle/Role AwsSolutions-IAM5[Resource::*]",
         "Cairn/Cairn/Routing/DeliveryDeadLetterQueue AwsSolutions-SQS3",
+        "Cairn/Cairn/Routing/HeartbeatQueue AwsSolutions-SQS3",
       ].sort(),
     );
   });
@@ -312,23 +317,31 @@ describe("IAM: least privilege", () => {
 });
 
 describe("EventBridge rules and queues", () => {
-  test("every rule target has a retry policy and a dead-letter queue", () => {
+  test("every rule target has a retry policy, and a dead-letter queue unless it carries heartbeats", () => {
     const rules = resourcesOf(s.json, "AWS::Events::Rule");
     expect(rules.length).toBeGreaterThan(0);
+    const heartbeatQueue = logicalIdOf(s.stack.cairn.queues.get("HeartbeatQueue")!);
     for (const [id, rule] of rules) {
       for (const target of props(rule)["Targets"] as Record<string, unknown>[]) {
         expect(target, id).toMatchObject({
-          DeadLetterConfig: { Arn: expect.anything() as unknown },
           RetryPolicy: {
             MaximumRetryAttempts: expect.any(Number) as unknown,
             MaximumEventAgeInSeconds: expect.any(Number) as unknown,
           },
         });
+        if (JSON.stringify(target["Arn"]).includes(`"${heartbeatQueue}"`)) {
+          // A heartbeat EventBridge cannot deliver within the agent timeout is dropped, not
+          // dead-lettered: a newer one follows, and a dead letter would raise the DLQ alarm.
+          expect(target["DeadLetterConfig"], id).toBeUndefined();
+          expect((target["RetryPolicy"] as Record<string, unknown>)["MaximumEventAgeInSeconds"], id).toBe(90);
+        } else {
+          expect(target, id).toMatchObject({ DeadLetterConfig: { Arn: expect.anything() as unknown } });
+        }
       }
     }
   });
 
-  test("every queue is encrypted, refuses requests without TLS, and the work queue has a redrive DLQ", () => {
+  test("every queue is encrypted, refuses requests without TLS; the work queue keeps a week and has a redrive DLQ; heartbeats have none", () => {
     const queues = resourcesOf(s.json, "AWS::SQS::Queue");
     const policies = resourcesOf(s.json, "AWS::SQS::QueuePolicy");
     for (const [id, q] of queues) {
@@ -341,6 +354,27 @@ describe("EventBridge rules and queues", () => {
     }
     const [, work] = resourceNamed(s.json, "AWS::SQS::Queue", "CairnRoutingCoordinatorQueue1");
     expect(props(work)["RedrivePolicy"]).toMatchObject({ maxReceiveCount: 5 });
+    // A week of consumer outage before SQS deletes a message (expiry never dead-letters), and
+    // shorter than the DLQ's 14 days: a standard queue's message keeps its enqueue time there.
+    expect(props(work)["MessageRetentionPeriod"]).toBe(7 * 86_400);
+    const [, workDlq] = resourceNamed(
+      s.json,
+      "AWS::SQS::Queue",
+      "CairnRoutingCoordinatorQueueDeadLetterQueue",
+    );
+    expect(props(workDlq)["MessageRetentionPeriod"]).toBe(14 * 86_400);
+    // Heartbeats and registrations are disposable: no DLQ, kept only as long as they mean something.
+    const [, heartbeats] = resourceNamed(s.json, "AWS::SQS::Queue", "CairnRoutingHeartbeatQueue");
+    expect(props(heartbeats)["RedrivePolicy"]).toBeUndefined();
+    expect(props(heartbeats)["MessageRetentionPeriod"]).toBe(90);
+    expect(queues.map(([id]) => id.replace(/[0-9A-F]{8}$/, "")).sort()).toEqual(
+      [
+        "CairnRoutingCoordinatorQueue",
+        "CairnRoutingCoordinatorQueueDeadLetterQueue",
+        "CairnRoutingDeliveryDeadLetterQueue",
+        "CairnRoutingHeartbeatQueue",
+      ].sort(),
+    );
     // Six times the consumer's timeout, so a batch is not redelivered while it still runs.
     expect(props(work)["VisibilityTimeout"]).toBe(
       6 * FUNCTIONS.find((f) => f.name === "Coordinator")!.timeoutSeconds,
@@ -371,8 +405,11 @@ describe("the state machine", () => {
       },
       TracingConfiguration: { Enabled: true },
     });
+    // Ends with the stack's unique id (test/cdk-redeploy.test.ts), so a Join.
     s.template.hasResourceProperties("AWS::Logs::LogGroup", {
-      LogGroupName: Match.stringLikeRegexp("^/aws/vendedlogs/states/"),
+      LogGroupName: {
+        "Fn::Join": ["", Match.arrayWith([Match.stringLikeRegexp("^/aws/vendedlogs/states/")])],
+      },
     });
   });
 
@@ -495,13 +532,13 @@ describe("table, monitoring and outputs", () => {
     });
   });
 
-  test("alarms: failed executions, each DLQ, each function's errors, stuck sessions", () => {
+  test("alarms: failed executions, each DLQ (none for heartbeats), each function's errors, stuck sessions", () => {
     const alarms = resourcesOf(s.json, "AWS::CloudWatch::Alarm").map(([id, a]) => ({ id, p: props(a) }));
     expect(alarms.map((a) => a.id.replace(/[0-9A-F]{8}$/, "")).sort()).toEqual(
       [
         "CairnMonitoringExecutionsFailedAlarm",
         "CairnMonitoringDeliveryDeadLetterQueueMessagesAlarm",
-        ...QUEUES.map((q) => `CairnMonitoring${q.name}DeadLetterQueueMessagesAlarm`),
+        "CairnMonitoringCoordinatorQueueDeadLetterQueueMessagesAlarm",
         ...FUNCTIONS.map((f) => `CairnMonitoring${f.name}ErrorsAlarm`),
         "CairnMonitoringStuckSessionsAlarm",
       ].sort(),
