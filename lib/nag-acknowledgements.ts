@@ -1,5 +1,5 @@
 /**
- * Every cdk-nag finding Cairn acknowledges, with the reason: the three fixed ones below, and the
+ * Every cdk-nag finding Cairn acknowledges, with the reason: the fixed ones below, and the
  * resources that end in a wildcard because what they name is created at run time (agent queues,
  * kernel log streams). test/cdk-stack.test.ts and test/cdk-agents.test.ts keep them honest: the
  * stack must pass AwsSolutionsChecks with nothing else acknowledged, and the wildcard resources
@@ -46,6 +46,11 @@ export const NAG_ACKNOWLEDGEMENTS = {
     id: "AwsSolutions-SQS3",
     reason:
       "This queue is itself a dead-letter queue: the DLQ of every EventBridge rule target and of the sweep target. The rule recognises DLQs only through SQS redrive policies, which EventBridge target DLQs do not use. A DLQ behind it would only move the problem; its messages raise the DeliveryDeadLetterQueueMessagesAlarm.",
+  },
+  disposableQueue: {
+    id: "AwsSolutions-SQS3",
+    reason:
+      "The heartbeat queue carries only agents' heartbeats and registration requests, which are disposable: a newer heartbeat supersedes an old one and an agent asks again until its registration is answered. A message its consumer keeps failing on expires with the queue's retention (the agent timeout) instead of being dead-lettered, so a lost heartbeat raises no alarm.",
   },
 } as const satisfies Record<string, NagAcknowledgement>;
 

@@ -2,8 +2,10 @@
  * How events reach the functions, from the topology: the rules on Cairn's bus deliver to the
  * coordinator queue, an SQS event source feeds the queue to its consumer in batches with partial
  * batch failures, and the sweep schedule invokes its target directly. Every rule target has a
- * retry policy and a dead-letter queue for events it could not deliver; every queue has its own
- * redrive dead-letter queue. All queues are encrypted and refuse requests without TLS.
+ * retry policy and a dead-letter queue for events it could not deliver; every work queue has its
+ * own redrive dead-letter queue. Heartbeats are disposable: they are dropped, not dead-lettered,
+ * once they are older than the agent timeout. All queues are encrypted and refuse requests
+ * without TLS.
  */
 import { Duration } from "aws-cdk-lib";
 import * as events from "aws-cdk-lib/aws-events";
@@ -11,7 +13,7 @@ import * as targets from "aws-cdk-lib/aws-events-targets";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import { FUNCTIONS, QUEUES, RULES, SWEEP, type QueueName } from "../functions/topology.ts";
+import { FUNCTIONS, QUEUES, QueueName, RULES, SWEEP } from "../functions/topology.ts";
 import { TopologyError } from "./errors.ts";
 import { acknowledge, NAG_ACKNOWLEDGEMENTS } from "./nag-acknowledgements.ts";
 import type { CairnFunctions } from "./functions.ts";
@@ -19,6 +21,23 @@ import type { ResolvedCairnProps } from "./props.ts";
 
 /** Dead letters wait this long for an operator (the SQS maximum). */
 const DEAD_LETTER_RETENTION = Duration.days(14);
+/**
+ * Work kept by a queue whose consumer is down. SQS deletes an expired message without
+ * dead-lettering it, so this is how long an outage of the coordinator (its errors alarm firing)
+ * may last before submissions and reports are lost: a week, past a long weekend. Shorter than the
+ * dead-letter retention, because a standard queue's message keeps its first enqueue time in its
+ * DLQ: a message that waited the whole week still has a week there.
+ */
+const WORK_RETENTION = Duration.days(7);
+/**
+ * Queues whose messages are disposable: agents' heartbeats and registration requests. A newer
+ * heartbeat supersedes an old one, and an agent asks again until its registration is answered,
+ * so such a message is dropped when its consumer keeps failing on it or when it is older than
+ * the agent timeout (past which it says nothing), instead of being dead-lettered and alarming.
+ */
+const DISPOSABLE_QUEUES: ReadonlySet<QueueName> = new Set([QueueName.HeartbeatQueue]);
+/** SQS's shortest retention and EventBridge's shortest maximum event age. */
+const MIN_LIFETIME_SECONDS = 60;
 /**
  * AWS's guidance for SQS event sources: a visibility timeout of six times the consumer's
  * timeout, so a message is not redelivered while a retried batch is still running.
@@ -33,7 +52,10 @@ export interface CairnRoutingProps {
 
 export class CairnRouting extends Construct {
   readonly queues: ReadonlyMap<QueueName, sqs.Queue>;
-  /** Per queue: where messages go after `maxReceiveCount` failed receives. */
+  /**
+   * Per queue: where messages go after `maxReceiveCount` failed receives. Disposable queues
+   * (heartbeats) have none.
+   */
   readonly queueDeadLetterQueues: ReadonlyMap<QueueName, sqs.Queue>;
   /** Events a rule target (or the sweep) could not deliver within its retry policy. */
   readonly deliveryDeadLetterQueue: sqs.Queue;
@@ -55,13 +77,25 @@ export class CairnRouting extends Construct {
       if (queues.has(decl.name)) throw new TopologyError(`QUEUES ${decl.name}`, "declared twice");
       const consumer = functions.get(decl.consumer);
       const consumerTimeoutSeconds = FUNCTIONS.find((f) => f.name === decl.consumer)!.timeoutSeconds;
-      const deadLetterQueue = secureQueue(this, `${decl.name}DeadLetterQueue`, {
-        retentionPeriod: DEAD_LETTER_RETENTION,
-      });
-      const queue = secureQueue(this, decl.name, {
-        visibilityTimeout: Duration.seconds(consumerTimeoutSeconds * VISIBILITY_TIMEOUT_FACTOR),
-        deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
-      });
+      const visibilityTimeout = Duration.seconds(consumerTimeoutSeconds * VISIBILITY_TIMEOUT_FACTOR);
+      let queue: sqs.Queue;
+      if (DISPOSABLE_QUEUES.has(decl.name)) {
+        queue = secureQueue(this, decl.name, {
+          visibilityTimeout,
+          retentionPeriod: disposableLifetime(settings),
+        });
+        acknowledge(queue, NAG_ACKNOWLEDGEMENTS.disposableQueue);
+      } else {
+        const deadLetterQueue = secureQueue(this, `${decl.name}DeadLetterQueue`, {
+          retentionPeriod: DEAD_LETTER_RETENTION,
+        });
+        queue = secureQueue(this, decl.name, {
+          visibilityTimeout,
+          retentionPeriod: WORK_RETENTION,
+          deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
+        });
+        queueDeadLetterQueues.set(decl.name, deadLetterQueue);
+      }
       consumer.addEventSource(
         new SqsEventSource(queue, {
           batchSize: decl.batchSize,
@@ -73,7 +107,6 @@ export class CairnRouting extends Construct {
         }),
       );
       queues.set(decl.name, queue);
-      queueDeadLetterQueues.set(decl.name, deadLetterQueue);
     }
     this.queues = queues;
     this.queueDeadLetterQueues = queueDeadLetterQueues;
@@ -89,13 +122,17 @@ export class CairnRouting extends Construct {
       const queue = queues.get(decl.target.queue);
       if (!queue)
         throw new TopologyError(`RULES ${decl.name}.target`, `queue ${decl.target.queue} is not declared`);
+      // A disposable event EventBridge cannot deliver while it still means something is dropped.
+      const delivery = DISPOSABLE_QUEUES.has(decl.target.queue)
+        ? { retryAttempts: settings.eventRetryAttempts, maxEventAge: disposableLifetime(settings) }
+        : retry;
       rules.set(
         decl.name,
         new events.Rule(this, decl.name, {
           eventBus: bus,
           description: decl.description,
           eventPattern: toEventPattern(decl.name, decl.eventPattern),
-          targets: [new targets.SqsQueue(queue, retry)],
+          targets: [new targets.SqsQueue(queue, delivery)],
         }),
       );
     }
@@ -118,6 +155,11 @@ export class CairnRouting extends Construct {
       ],
     });
   }
+}
+
+/** How long a heartbeat means something: the agent timeout (at least the services' minimum). */
+export function disposableLifetime(settings: Pick<ResolvedCairnProps, "agentTimeoutMs">): Duration {
+  return Duration.seconds(Math.max(MIN_LIFETIME_SECONDS, Math.ceil(settings.agentTimeoutMs / 1000)));
 }
 
 function secureQueue(scope: Construct, id: string, props: sqs.QueueProps): sqs.Queue {

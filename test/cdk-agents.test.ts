@@ -248,7 +248,7 @@ describe("outputs", () => {
     for (const name of s.stack.cairn.deadLetterQueues.keys()) {
       expect(outputs[`${name}Url`]?.Value, name).toEqual({ Ref: queueId(name) });
     }
-    // Two queues, three dead-letter queues: each URL its own output.
+    // Two queues, two dead-letter queues (heartbeats have none): each URL its own output.
     expect(
       Object.keys(outputs)
         .filter((k) => k.endsWith("QueueUrl"))
@@ -257,7 +257,6 @@ describe("outputs", () => {
       "CoordinatorQueueDeadLetterQueueUrl",
       "CoordinatorQueueUrl",
       "DeliveryDeadLetterQueueUrl",
-      "HeartbeatQueueDeadLetterQueueUrl",
       "HeartbeatQueueUrl",
     ]);
     // No output joins several values into one string.

@@ -280,13 +280,20 @@ describe("non-default props reach the resources", () => {
     expect(busRules.length).toBeGreaterThan(0);
     for (const [id, rule] of busRules) {
       for (const target of rule.Properties?.["Targets"] as { RetryPolicy: unknown }[]) {
-        expect(target.RetryPolicy, id).toEqual({ MaximumRetryAttempts: 3, MaximumEventAgeInSeconds: 600 });
+        // Heartbeats live no longer than the agent timeout (12 s here: the 60 s minimum).
+        const maxAge = id.startsWith("CairnRoutingAgentHeartbeats") ? 60 : 600;
+        expect(target.RetryPolicy, id).toEqual({ MaximumRetryAttempts: 3, MaximumEventAgeInSeconds: maxAge });
       }
     }
     const redrives = resourcesOf(json, "AWS::SQS::Queue").flatMap(([, q]) =>
       q.Properties?.["RedrivePolicy"] ? [q.Properties["RedrivePolicy"]] : [],
     );
-    expect(redrives).toEqual(QUEUES.map((): unknown => expect.objectContaining({ maxReceiveCount: 7 })));
+    // Every work queue but the heartbeats' (disposable, no DLQ).
+    expect(redrives).toEqual(
+      QUEUES.filter((q) => q.name !== "HeartbeatQueue").map((): unknown =>
+        expect.objectContaining({ maxReceiveCount: 7 }),
+      ),
+    );
   });
 
   test("execution data in the logs when asked; alarm actions on every alarm, for ALARM and OK", () => {
@@ -298,8 +305,8 @@ describe("non-default props reach the resources", () => {
       IncludeExecutionData: true,
     });
     const alarms = resourcesOf(json, "AWS::CloudWatch::Alarm");
-    // Failed executions, the delivery DLQ, each work queue's DLQ, each function's errors, stuck sessions.
-    expect(alarms.length).toBe(1 + 1 + QUEUES.length + FUNCTIONS.length + 1);
+    // Executions, delivery DLQ, the coordinator queue's DLQ (heartbeats have none), functions, stuck.
+    expect(alarms.length).toBe(1 + 1 + 1 + FUNCTIONS.length + 1);
     for (const [id, alarm] of alarms) {
       expect(alarm.Properties, id).toMatchObject({
         AlarmActions: ["arn:aws:sns:eu-west-1:123456789012:cairn-alarms"],
