@@ -1,7 +1,8 @@
 /**
- * Publishes events to the bus in chunks of 10 (the PutEvents limit), resending entries that
- * failed individually. An entry that still fails after the retries raises: an event is never
- * dropped silently.
+ * Publishes events to the bus in as few PutEvents requests as the limits allow: at most 10
+ * entries and less than 256 KiB of entries per request, sizes counted as EventBridge counts them.
+ * Entries that failed individually are resent. An entry that still fails after the retries, or
+ * one too large for any request, raises: an event is never dropped silently.
  */
 import {
   PutEventsCommand,
@@ -19,9 +20,58 @@ export interface OutboundEntry {
 export class PublishError extends Error {
   override readonly name = "PublishError";
   readonly code = "PUBLISH";
+  /** False when sending again cannot help (an entry over the request limit). */
+  readonly retryable: boolean;
+  constructor(message: string, retryable = true) {
+    super(message);
+    this.retryable = retryable;
+  }
 }
 
-const MAX_ENTRIES = 10;
+export const MAX_ENTRIES_PER_REQUEST = 10;
+/** The entries of one PutEvents request must total less than 256 KiB (entrySizeBytes). */
+export const MAX_REQUEST_BYTES = 256 * 1024;
+
+/**
+ * An entry's size as EventBridge counts it towards the request limit ("Calculating PutEvents
+ * event entry size"): Time 14 bytes if set; Source, DetailType, Detail and each Resource their
+ * UTF-8 length. The bus name does not count.
+ */
+export function entrySizeBytes(entry: PutEventsRequestEntry): number {
+  let size = entry.Time !== undefined ? 14 : 0;
+  for (const text of [entry.Source, entry.DetailType, entry.Detail, ...(entry.Resources ?? [])]) {
+    if (text !== undefined) size += Buffer.byteLength(text, "utf8");
+  }
+  return size;
+}
+
+/**
+ * The requests to send, in order: each as full as both limits allow. Throws before anything is
+ * sent if an entry could never fit a request.
+ */
+export function packRequests(entries: readonly PutEventsRequestEntry[]): PutEventsRequestEntry[][] {
+  const requests: PutEventsRequestEntry[][] = [];
+  let current: PutEventsRequestEntry[] = [];
+  let currentBytes = 0;
+  for (const entry of entries) {
+    const bytes = entrySizeBytes(entry);
+    if (bytes >= MAX_REQUEST_BYTES) {
+      throw new PublishError(
+        `a ${entry.DetailType ?? "?"} event is ${bytes} bytes; the entries of a PutEvents request must total less than ${MAX_REQUEST_BYTES}`,
+        false,
+      );
+    }
+    if (current.length === MAX_ENTRIES_PER_REQUEST || currentBytes + bytes >= MAX_REQUEST_BYTES) {
+      requests.push(current);
+      current = [];
+      currentBytes = 0;
+    }
+    current.push(entry);
+    currentBytes += bytes;
+  }
+  if (current.length > 0) requests.push(current);
+  return requests;
+}
 
 export class EventPublisher {
   readonly #client: EventBridgeClient;
@@ -35,9 +85,7 @@ export class EventPublisher {
   }
 
   async publish(entries: readonly OutboundEntry[]): Promise<void> {
-    for (let i = 0; i < entries.length; i += MAX_ENTRIES) {
-      await this.#publishChunk(entries.slice(i, i + MAX_ENTRIES));
-    }
+    for (const request of packRequests(entries)) await this.#publishChunk(request);
   }
 
   async #publishChunk(chunk: readonly PutEventsRequestEntry[]): Promise<void> {
