@@ -570,3 +570,48 @@ describe("rules", () => {
     expect(retryDelayMs(185, backoff, () => 0.5)).toBe(225_000);
   });
 });
+
+describe("rules use the whole pattern language (issue 11, item 15)", () => {
+  test("a rule on a dotted key and an anything-but prefix list routes what AWS would route", async () => {
+    const { bus } = newBus();
+    const { target, events } = recorder();
+    bus.putRule({
+      name: "not-internal",
+      eventPattern: {
+        ...SUBMITTED,
+        "detail.spec.queue": [{ "anything-but": { prefix: ["internal-", "test-"] } }],
+      },
+      targets: [target],
+    });
+
+    bus.putEvents([
+      entry({ sessionId: "s-1", spec: { queue: "gpu" } }),
+      entry({ sessionId: "s-2", spec: { queue: "internal-batch" } }),
+      entry({ sessionId: "s-3", "spec.queue": "cpu" }),
+      entry({ sessionId: "s-4", "spec.queue": "test-x" }),
+    ]);
+    await bus.idle();
+
+    expect(events.map((e) => (e.detail as { sessionId: string }).sessionId)).toEqual(["s-1", "s-3"]);
+    // Delivered as sent: the dotted key is not rewritten.
+    expect(events[1]!.detail).toEqual({ sessionId: "s-3", "spec.queue": "cpu" });
+  });
+
+  test("PutRule refuses a pattern whose wildcards are too complex, naming the field", () => {
+    const { bus } = newBus();
+    const { target } = recorder();
+    const wildcards = ["a", "b", "c", "d"].map((name) => ({ wildcard: `*:stack/${name}/*` }));
+    expect(() =>
+      bus.putRule({ name: "stacks", eventPattern: { detail: { stackId: wildcards } }, targets: [target] }),
+    ).toThrow(
+      'Event pattern is not valid. Reason: at "detail.stackId": Rule is too complex - try using fewer wildcard characters or fewer repeating character sequences after a wildcard character',
+    );
+    expect(() =>
+      bus.putRule({
+        name: "stacks",
+        eventPattern: { detail: { stackId: wildcards.slice(0, 3) } },
+        targets: [target],
+      }),
+    ).not.toThrow();
+  });
+});

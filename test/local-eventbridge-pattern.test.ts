@@ -655,3 +655,313 @@ describe("validateEventPattern: what AWS rejects with InvalidEventPatternExcepti
     for (const [, pattern] of ROWS) expect(() => validateEventPattern(pattern)).not.toThrow();
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+// The rest of the documented language (issue 11, item 15). Sources as above, plus
+// [ruler-dots]  aws/event-ruler README, "Caveat: Compiled rules and JSON keys with dots"
+// [ruler-rc]    aws/event-ruler JsonRuleCompiler (its messages are AWS's "Reason: …")
+// [edge] rows on a path given twice: AWS documents nothing and event-ruler keeps the last by
+//               default, so the embedded bus refuses them rather than guess.
+// [UG-complex]  "Comparison operators", section "Wildcards and event pattern complexity": a rule
+//               that is too complex is refused with InvalidEventPatternException. AWS publishes no
+//               number; event-ruler's MachineComplexityEvaluator is the measure, and a user report
+//               (three `*:stack/<name>/*` values accepted, a fourth refused: "Rule is too complex")
+//               fixes the threshold between 9 and 12 — taken as "more than 10".
+
+const FILES = (path: string) => ({ detail: { FilePath: path } });
+
+const MORE_ROWS: readonly Row[] = [
+  // anything-but with lists of prefixes, suffixes, wildcards and case-folded values.
+  [
+    "[ruler] anything-but prefix list: neither prefix",
+    { detail: { state: [{ "anything-but": { prefix: ["init", "error"] } }] } },
+    EC2_EVENT,
+    true,
+  ],
+  [
+    "[ruler] anything-but prefix list: the first prefix",
+    { detail: { state: [{ "anything-but": { prefix: ["init", "error"] } }] } },
+    d({ state: "initializing" }),
+    false,
+  ],
+  [
+    "[ruler] anything-but prefix list: the second prefix",
+    { detail: { state: [{ "anything-but": { prefix: ["init", "error"] } }] } },
+    d({ state: "error-disk" }),
+    false,
+  ],
+  [
+    "[ruler] anything-but suffix list: neither suffix",
+    { detail: { "instance-id": [{ "anything-but": { suffix: ["1234", "6789"] } }] } },
+    EC2_EVENT,
+    true,
+  ],
+  [
+    "[ruler] anything-but suffix list: the second suffix",
+    { detail: { "instance-id": [{ "anything-but": { suffix: ["1234", "6789"] } }] } },
+    d({ "instance-id": "i-000000aaaaaa06789" }),
+    false,
+  ],
+  [
+    "[ruler] anything-but wildcard list: a .class under bin",
+    { detail: { FilePath: [{ "anything-but": { wildcard: ["*/bin/*.jar", "*/bin/*.class"] } }] } },
+    FILES("/usr/bin/App.class"),
+    false,
+  ],
+  [
+    "[ruler] anything-but wildcard list: a .jar under lib",
+    { detail: { FilePath: [{ "anything-but": { wildcard: ["*/bin/*.jar", "*/bin/*.class"] } }] } },
+    FILES("/usr/lib/App.jar"),
+    true,
+  ],
+  [
+    "[ruler] anything-but equals-ignore-case list: another casing of a listed value",
+    { detail: { state: [{ "anything-but": { "equals-ignore-case": ["Stopped", "OverLoaded"] } }] } },
+    d({ state: "OVERLOADED" }),
+    false,
+  ],
+  [
+    "[edge] anything-but prefix list: a number is no string, so it is not excluded",
+    { detail: { "c-count": [{ "anything-but": { prefix: ["5", "init"] } }] } },
+    EC2_EVENT,
+    true,
+  ],
+  [
+    "[edge] anything-but prefix list needs the field present",
+    { detail: { missing: [{ "anything-but": { prefix: ["init"] } }] } },
+    EC2_EVENT,
+    false,
+  ],
+
+  // Keys with dots: a field is its path joined with dots, in the pattern and in the event.
+  [
+    "[ruler-dots] nested pattern, nested event",
+    { detail: { state: { status: ["running"] } } },
+    { detail: { state: { status: "running" } } },
+    true,
+  ],
+  [
+    "[ruler-dots] dotted pattern key, nested event",
+    { detail: { "state.status": ["running"] } },
+    { detail: { state: { status: "running" } } },
+    true,
+  ],
+  [
+    "[ruler-dots] nested pattern, dotted event key",
+    { detail: { state: { status: ["running"] } } },
+    { detail: { "state.status": "running" } },
+    true,
+  ],
+  [
+    "[ruler-dots] dotted pattern key, dotted event key",
+    { detail: { "state.status": ["running"] } },
+    { detail: { "state.status": "running" } },
+    true,
+  ],
+  [
+    "[ruler-dots] a dotted top-level key reaches into detail",
+    { "detail.state.status": [{ prefix: "run" }] },
+    { detail: { state: { status: "running" } } },
+    true,
+  ],
+  [
+    "[ruler-dots] the value still has to match",
+    { detail: { "state.status": ["stopped"] } },
+    { detail: { "state.status": "running" } },
+    false,
+  ],
+  [
+    "[ruler-dots] exists:false sees a dotted event key",
+    { detail: { state: { status: [{ exists: false }] } } },
+    { detail: { "state.status": "running" } },
+    false,
+  ],
+  [
+    "[ruler-dots] exists:true sees a dotted event key",
+    { detail: { state: { status: [{ exists: true }] } } },
+    { detail: { "state.status": "running" } },
+    true,
+  ],
+  [
+    "[ruler-dots] a dotted key and its nested twin are two values of one field",
+    { detail: { "state.status": ["stopped"] } },
+    { detail: { state: { status: "running" }, "state.status": "stopped" } },
+    true,
+  ],
+  [
+    "[ruler-dots] a dotted and a nested field under one object match within one array element",
+    { detail: { "x.a": ["1"], x: { b: ["2"] } } },
+    {
+      detail: {
+        x: [
+          { a: "1", b: "3" },
+          { a: "3", b: "2" },
+        ],
+      },
+    },
+    false,
+  ],
+  [
+    "[ruler-dots] … and match when one element holds both",
+    { detail: { "x.a": ["1"], x: { b: ["2"] } } },
+    {
+      detail: {
+        x: [
+          { a: "3", b: "3" },
+          { a: "1", b: "2" },
+        ],
+      },
+    },
+    true,
+  ],
+  [
+    "[ruler-dots] dotted keys inside $or branches",
+    { $or: [{ "detail.state": ["stopped"] }, { "detail.c-count": [{ numeric: [">", 4] }] }] },
+    EC2_EVENT,
+    true,
+  ],
+
+  // Wildcard complexity: at the limit the pattern is accepted and matches.
+  [
+    "[UG-complex] three *:stack/<name>/* values in one field are accepted",
+    {
+      detail: {
+        "stack-id": [
+          { wildcard: "*:stack/api/*" },
+          { wildcard: "*:stack/web/*" },
+          { wildcard: "*:stack/db/*" },
+        ],
+      },
+    },
+    { detail: { "stack-id": "arn:aws:cloudformation:us-east-1:1:stack/web/1f2e" } },
+    true,
+  ],
+  [
+    "[UG-complex] an anything-but wildcard list is one pattern: four values are accepted",
+    {
+      detail: {
+        "stack-id": [
+          { "anything-but": { wildcard: ["*:stack/a/*", "*:stack/b/*", "*:stack/c/*", "*:stack/d/*"] } },
+        ],
+      },
+    },
+    { detail: { "stack-id": "arn:aws:cloudformation:us-east-1:1:stack/e/1f2e" } },
+    true,
+  ],
+];
+
+describe("matchesEventPattern: anything-but lists, dotted keys, complex wildcards", () => {
+  test.each(MORE_ROWS)("%s", (_name, pattern, event, expected) => {
+    expect(matchesEventPattern(pattern, event)).toBe(expected);
+    expect(matchesEventPattern(JSON.stringify(pattern), event)).toBe(expected);
+  });
+
+  test("an event with dotted keys is matched without being changed", () => {
+    const event = { detail: { "state.status": "running" } };
+    const copy = structuredClone(event);
+    expect(compileEventPattern({ detail: { state: { status: ["running"] } } }).matches(event)).toBe(true);
+    expect(event).toEqual(copy);
+  });
+});
+
+const stackWildcards = (n: number) =>
+  ["api", "web", "db", "jobs", "auth"].slice(0, n).map((name) => ({ wildcard: `*:stack/${name}/*` }));
+
+const MORE_INVALID: readonly InvalidRow[] = [
+  [
+    "[ruler-rc] anything-but prefix list with a number",
+    { s: [{ "anything-but": { prefix: ["a", 1] } }] },
+    "prefix/suffix match pattern must be a string",
+  ],
+  [
+    "[ruler-rc] anything-but prefix list with an empty prefix",
+    { s: [{ "anything-but": { prefix: ["a", ""] } }] },
+    "Null prefix/suffix not allowed",
+  ],
+  [
+    "[ruler-rc] anything-but suffix list with null",
+    { s: [{ "anything-but": { suffix: [".png", null] } }] },
+    "prefix/suffix match pattern must be a string",
+  ],
+  [
+    "[ruler-rc] anything-but suffix of a number",
+    { s: [{ "anything-but": { suffix: 5 } }] },
+    "prefix/suffix match pattern must be a string",
+  ],
+  [
+    "[ruler-rc] anything-but wildcard list with a number",
+    { s: [{ "anything-but": { wildcard: ["*.png", 5] } }] },
+    "wildcard match pattern must be a string",
+  ],
+  [
+    "[ruler-rc] anything-but wildcard list with a bad wildcard",
+    { s: [{ "anything-but": { wildcard: ["*.png", "a**b"] } }] },
+    "Consecutive wildcard characters at pos 2",
+  ],
+  [
+    "[ruler-rc] anything-but equals-ignore-case list with a number",
+    { s: [{ "anything-but": { "equals-ignore-case": ["a", 1] } }] },
+    "Inside anything-but/equals-ignore-case list, number|start|null|boolean is not supported.",
+  ],
+  [
+    "[ruler-rc] anything-but prefix of an object",
+    { s: [{ "anything-but": { prefix: { "equals-ignore-case": "a" } } }] },
+    "Value of anything-but must be an array or single string/number value.",
+  ],
+  [
+    "[ruler-rc] anything-but with two operators",
+    { s: [{ "anything-but": { prefix: "a", suffix: "b" } }] },
+    "Only one key allowed in anything-but expression",
+  ],
+  [
+    "[edge] one field given dotted and nested",
+    { detail: { "state.status": ["a"], state: { status: ["b"] } } },
+    "Path `detail.state.status` cannot be allowed multiple times",
+  ],
+  [
+    "[edge] one field given at the top level and dotted",
+    { "detail.state": ["a"], detail: { state: ["b"] } },
+    "Path `detail.state` cannot be allowed multiple times",
+  ],
+  [
+    "[edge] one field both beside and inside $or",
+    { source: ["a"], $or: [{ source: ["b"] }, { account: ["1"] }] },
+    "Path `source` cannot be allowed multiple times",
+  ],
+  [
+    "[UG-complex] four *:stack/<name>/* values in one field",
+    { detail: { "stack-id": stackWildcards(4) } },
+    'at "detail.stack-id": Rule is too complex - try using fewer wildcard characters or fewer repeating character sequences after a wildcard character',
+  ],
+  [
+    "[UG-complex] the same field's wildcards across $or branches are measured together",
+    {
+      $or: [
+        { detail: { "stack-id": stackWildcards(2) } },
+        { detail: { "stack-id": stackWildcards(4).slice(2) } },
+      ],
+    },
+    "Rule is too complex",
+  ],
+  [
+    "[UG-complex] repeating characters after a wildcard",
+    { s: [{ wildcard: "*aaaaaaaaaaa" }] },
+    "Rule is too complex",
+  ],
+];
+
+describe("validateEventPattern: the rest of what AWS rejects", () => {
+  test.each(MORE_INVALID)("%s", (_name, pattern, reason) => {
+    expect(() => validateEventPattern(pattern)).toThrow(InvalidEventPatternError);
+    expect(() => validateEventPattern(pattern)).toThrow(reason);
+  });
+
+  test("fields with the same name in different branches of $or are fine", () => {
+    expect(() => validateEventPattern({ $or: [{ source: ["a"] }, { source: ["b"] }] })).not.toThrow();
+  });
+
+  test("wildcards in different fields are measured apart", () => {
+    const pattern = { detail: { a: stackWildcards(3), b: stackWildcards(3) } };
+    expect(() => validateEventPattern(pattern)).not.toThrow();
+  });
+});

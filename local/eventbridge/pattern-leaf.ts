@@ -14,6 +14,11 @@ export interface LeafMatcher {
   readonly absentOk: boolean;
   readonly presentOk: boolean;
   readonly test: (value: JsonPrimitive) => boolean;
+  /**
+   * For AWS's complexity limit: each `wildcard` value alone, each anything-but `wildcard` list
+   * together (event-ruler compiles such a list as one pattern).
+   */
+  readonly wildcards: readonly (readonly string[])[];
 }
 
 type Fail = (reason: string) => never;
@@ -37,6 +42,7 @@ const NUMERIC_LIMIT = 5.0e9;
 export function compileLeaf(values: readonly unknown[], fail: Fail): LeafMatcher {
   if (values.length === 0) fail("Empty arrays are not allowed");
   const tests: Test[] = [];
+  const wildcards: string[][] = [];
   let absentOk = false;
   let presentOk = false;
   for (const value of values) {
@@ -49,13 +55,13 @@ export function compileLeaf(values: readonly unknown[], fail: Fail): LeafMatcher
       const exists = existsOperand(value, fail);
       if (exists === true) presentOk = true;
       else if (exists === false) absentOk = true;
-      else tests.push(compileOperator(value, fail));
+      else tests.push(compileOperator(value, fail, wildcards));
     } else {
       fail("Match value must be String, number, true, false, or null");
     }
   }
   const test = combine(tests);
-  return { absentOk, presentOk, test };
+  return { absentOk, presentOk, test, wildcards };
 }
 
 function combine(tests: readonly Test[]): Test {
@@ -74,7 +80,7 @@ function existsOperand(expr: Record<string, unknown>, fail: Fail): boolean | und
   return expr.exists;
 }
 
-function compileOperator(expr: Record<string, unknown>, fail: Fail): Test {
+function compileOperator(expr: Record<string, unknown>, fail: Fail, wildcards: string[][]): Test {
   const keys = Object.keys(expr);
   if (keys.length === 0) fail("Match expression name not found (empty object in value array)");
   if (keys.length > 1) fail(`Only one key allowed in match expression, got ${keys.join(", ")}`);
@@ -89,14 +95,17 @@ function compileOperator(expr: Record<string, unknown>, fail: Fail): Test {
       const folded = fold(requireString(op, arg, fail));
       return stringsOnly((s) => fold(s) === folded);
     }
-    case "wildcard":
-      return stringsOnly(compileWildcard(requireString(op, arg, fail), fail));
+    case "wildcard": {
+      const value = requireString(op, arg, fail);
+      wildcards.push([value]);
+      return stringsOnly(compileWildcard(value, fail));
+    }
     case "cidr":
       return stringsOnly(compileCidr(requireString(op, arg, fail), fail));
     case "numeric":
       return compileNumeric(arg, fail);
     case "anything-but":
-      return compileAnythingBut(arg, fail);
+      return compileAnythingBut(arg, fail, wildcards);
     default:
       return fail(`Unrecognized match type ${op}`);
   }
@@ -122,7 +131,7 @@ function affix(op: "prefix" | "suffix", arg: unknown, fail: Fail): StringTest {
   return op === "prefix" ? (s) => s.startsWith(needle) : (s) => s.endsWith(needle);
 }
 
-function compileAnythingBut(arg: unknown, fail: Fail): Test {
+function compileAnythingBut(arg: unknown, fail: Fail, wildcards: string[][]): Test {
   if (typeof arg === "string") return (v) => v !== arg;
   if (typeof arg === "number") {
     checkNumber(arg, fail);
@@ -153,22 +162,33 @@ function compileAnythingBut(arg: unknown, fail: Fail): Test {
     const inner = arg[op];
     let excluded: StringTest;
     switch (op) {
+      // Each takes one string or a list of strings (aws/event-ruler README: "Anything-but prefix
+      // list", "... suffix list", "... wildcard list", "Anything-but-ignore-case list").
       case "prefix":
       case "suffix": {
-        if (typeof inner !== "string") fail("prefix/suffix match pattern must be a string");
-        if (inner === "") fail("Null prefix/suffix not allowed");
-        excluded = op === "prefix" ? (s) => s.startsWith(inner) : (s) => s.endsWith(inner);
+        const needles = anythingButStrings(inner, "prefix/suffix match pattern must be a string", fail);
+        if (needles.includes("")) fail("Null prefix/suffix not allowed");
+        excluded =
+          op === "prefix"
+            ? (s) => needles.some((n) => s.startsWith(n))
+            : (s) => needles.some((n) => s.endsWith(n));
         break;
       }
       case "equals-ignore-case": {
-        const folded = new Set(stringOrStrings("anything-but/equals-ignore-case", inner, fail).map(fold));
+        const folded = new Set(
+          anythingButStrings(
+            inner,
+            "Inside anything-but/equals-ignore-case list, number|start|null|boolean is not supported.",
+            fail,
+          ).map(fold),
+        );
         excluded = (s) => folded.has(fold(s));
         break;
       }
       case "wildcard": {
-        const tests = stringOrStrings("anything-but/wildcard", inner, fail).map((w) =>
-          compileWildcard(w, fail),
-        );
+        const values = anythingButStrings(inner, "wildcard match pattern must be a string", fail);
+        const tests = values.map((w) => compileWildcard(w, fail));
+        wildcards.push(values);
         excluded = (s) => tests.some((t) => t(s));
         break;
       }
@@ -237,10 +257,21 @@ function requireString(op: string, arg: unknown, fail: Fail): string {
   return arg;
 }
 
-function stringOrStrings(op: string, arg: unknown, fail: Fail): string[] {
+/**
+ * The operand of anything-but's prefix / suffix / equals-ignore-case / wildcard: a string or a
+ * list of them. Anything else is refused with event-ruler's message for that operator (`notString`).
+ */
+function anythingButStrings(arg: unknown, notString: string, fail: Fail): string[] {
   if (typeof arg === "string") return [arg];
-  if (Array.isArray(arg) && arg.length > 0 && arg.every((x) => typeof x === "string")) return arg;
-  return fail(`${op} must be a string or a non-empty array of strings`);
+  if (!Array.isArray(arg)) {
+    // A number is named by the operator's own message; an object or a boolean is not a value at all.
+    if (typeof arg === "number") fail(notString);
+    return fail("Value of anything-but must be an array or single string/number value.");
+  }
+  // An empty list would exclude nothing; AWS's behaviour for it is not documented, so refuse it.
+  if (arg.length === 0) fail("Value of anything-but must not be an empty array");
+  for (const x of arg) if (typeof x !== "string") fail(notString);
+  return arg as string[];
 }
 
 function onlyKey(obj: Record<string, unknown>, key: string, fail: Fail, message?: string): void {
