@@ -281,4 +281,17 @@ describe("runs that can never start", () => {
       reason: "kernel 0 failed with arguments_too_large, which no retry can clear: not retried",
     });
   });
+
+  test("a session that has used every retry one execution holds is not retried, in either mode", () => {
+    const decision = evaluateRetry({
+      run: { startedRunning: true, kernels: [{ index: 0, outcome: "WORKER_FAILED" }] },
+      policies: [],
+      state: { ...INITIAL_RETRY_STATE, totalRetries: MAX_COUNTED_RETRIES },
+      config: parseRetryConfig({}),
+    });
+    expect(decision).toMatchObject({
+      action: "fail",
+      reason: "200 retries used, all that fit in one lifecycle execution's history: not retried",
+    });
+  });
 });

@@ -60,7 +60,9 @@ export function failRunDecision(
 ): Decision {
   const { session } = s;
   const from = session.status;
-  const to = (isWaitingStatus(from) ? STAGES[from].onFail : undefined) ?? SessionStatus.TERMINATED;
+  const to = isWaitingStatus(from) ? STAGES[from].onFail : undefined;
+  // unrecoverableReason judges only stages with an onFail edge; anything else is a bug here.
+  if (to === undefined) throw new Error(`a run cannot be ended FAILED from ${from}`);
   return {
     sessionId: session.id,
     // A give-up, as the handler tables see it; the history names it FAILED.

@@ -47,6 +47,7 @@ import type { RetryConfig } from "./config.ts";
 import { formatDuration } from "./duration.ts";
 import { RetryInputError } from "./errors.ts";
 import { describeEvidence, failedKernels, findMatchingRule, type RunKernel } from "./match.ts";
+import { MAX_COUNTED_RETRIES } from "./history-budget.ts";
 import { isPermanentFailure } from "./permanent-failures.ts";
 import type { AntiAffinityMode, RetryPolicy } from "./policy.ts";
 
@@ -173,6 +174,17 @@ export function evaluateRetry(input: RetryInput): RetryDecision {
       action: "fail",
       basis: "not-retriable",
       reason: "KILLED runs are never retried",
+      state: charged,
+    };
+  }
+  // Each mode is bounded on its own (spec.ts, config.ts); this holds when a session's runs were
+  // judged under both (a policy attached or removed mid-session).
+  if (state.totalRetries >= MAX_COUNTED_RETRIES) {
+    return {
+      ...base,
+      action: "fail",
+      basis: "global-cap",
+      reason: `${state.totalRetries} retries used, all that fit in one lifecycle execution's history: not retried`,
       state: charged,
     };
   }
