@@ -3,6 +3,7 @@
  * Functions engine, DynamoDB Local, the local bus, the handlers in-process, and two local agents
  * (4 cpu, 4096 MiB each) running real processes. Scenarios run one after another on one runtime.
  */
+import { resolve } from "node:path";
 import { ListExecutionsCommand, SFNClient } from "@aws-sdk/client-sfn";
 import { readCombinedLog } from "../agent/log-reader.ts";
 import { runLogPaths } from "../agent/work-dir.ts";
@@ -27,6 +28,11 @@ afterAll(async () => {
 });
 
 const sh = (script: string) => ["/bin/sh", "-c", script];
+/**
+ * A program that exists but cannot run (this repository's package.json, mode 0644): preparation
+ * fails in a way a retry might clear. A missing one is not retried at all (e2e-loops.test.ts).
+ */
+const NOT_RUNNABLE = resolve("package.json");
 
 async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -140,7 +146,7 @@ describe("the session lifecycle, end to end", () => {
     const id = newId("missing-exe");
     await rt.submit({
       sessionId: id,
-      spec: { name: "missing-exe", command: ["/nonexistent/cairn-tool"], maxTries: { preparing: 3 } },
+      spec: { name: "missing-exe", command: [NOT_RUNNABLE], maxTries: { preparing: 3 } },
     });
     const gaveUp = await rt.waitFor(
       id,
@@ -159,7 +165,7 @@ describe("the session lifecycle, end to end", () => {
     // maxTries 3: two failures are retried (merged into one record), the third gives up.
     expect(retries).toHaveLength(1);
     expect(retries[0]).toMatchObject({ fromStatus: "PREPARING", count: 2 });
-    expect(retries[0]?.message).toContain("/nonexistent/cairn-tool");
+    expect(retries[0]?.message).toContain(`${NOT_RUNNABLE}" is not executable`);
     expect(giveUp).toMatchObject({
       handler: "PrepareSessions",
       fromStatus: "PREPARING",
@@ -180,7 +186,7 @@ describe("the session lifecycle, end to end", () => {
         name: "prep-expiry",
         replicas: 2,
         resources: { cpu: 4 },
-        command: ["/nonexistent/cairn-tool"],
+        command: [NOT_RUNNABLE],
         timeouts: { preparing: 2 },
         maxTries: { preparing: 100 },
       },
