@@ -16,6 +16,7 @@ import { createTable } from "../functions/adapters/dynamo/table-schema.ts";
 import { FUNCTIONS, QUEUES, RULES, STATE_MACHINES, SWEEP, type FunctionName } from "../functions/topology.ts";
 import { runtimeAccess } from "./access.ts";
 import { AgentProcess } from "./agent-processes.ts";
+import { sessionsMidLifecycle } from "./restart.ts";
 import {
   pidFilePath,
   recordProcess,
@@ -179,6 +180,16 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       credentials: LOCAL_CREDENTIALS,
     });
     if (!dbPath || !(await tableExists(ddb, TABLE_NAME))) await createTable(ddb, TABLE_NAME);
+    else {
+      // A kept table: its unfinished sessions lost their in-memory executions (local/restart.ts).
+      const { ids, more } = await sessionsMidLifecycle(ddb, TABLE_NAME);
+      if (ids.length > 0) {
+        log(
+          `cairn: ${dbPath} holds sessions that were mid-lifecycle when the runtime stopped (${ids.join(", ")}${more ? ", …" : ""}); ` +
+            "their executions were in memory and are gone: the sweep ends each with the reason",
+        );
+      }
+    }
     ddb.destroy();
 
     const bus = new LocalEventBus({

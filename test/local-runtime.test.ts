@@ -210,6 +210,8 @@ describe("npm start killed with SIGKILL, then started again with the same --data
     expect(second.stderr).toContain(
       `cairn: stopped ${kernels.length} kernel process(es) of agent agent-1 (pids ${kernels.map((k) => k.pid).join(", ")})`,
     );
+    // The session that was running lost its in-memory execution, and the start says so.
+    expect(second.stderr).toMatch(/sessions that were mid-lifecycle when the runtime stopped \(sleepy-1\)/);
     expect(isAlive(agent!.pid, agent!.startTicks)).toBe(false);
     expect(kernels.some((k) => isAlive(k.pid, k.ticks))).toBe(false);
 
