@@ -32,6 +32,7 @@ import { SchedulingResult } from "../core/scheduling.ts";
 import { evaluateRetry, INITIAL_RETRY_STATE } from "../core/retry/evaluate.ts";
 import { failedKernels } from "../core/retry/match.ts";
 import { runRecord, runStarted, runSucceeded } from "../core/runs.ts";
+import { submissionSizeIssue } from "../core/submission-size.ts";
 import {
   isWaitingStatus,
   SESSION_STATUSES,
@@ -269,6 +270,9 @@ export class Coordinator {
         // Kept where the submitter reads it (issue 11): `submit` waits for it, `get` says why.
         const refuse = async (reason: string) =>
           reject(await this.#jobs.refuse({ id, eventId: event.id }, reason));
+        // A spec whose kernel commands could never be sent is refused now, not stranded later.
+        const tooLarge = submissionSizeIssue(event.detail.sessionId, spec);
+        if (tooLarge) return refuse(`detail.${tooLarge.path}: ${tooLarge.message}`);
         const queue = await this.#catalog.queue(spec.queue);
         if (!queue && spec.queue !== DEFAULT_QUEUE && !(await store.getJob(id))) {
           return refuse(

@@ -9,6 +9,7 @@ import { DetailType, toPutEventsEntry, type PutEventsEntry } from "../../../func
 import type { SessionSpec } from "../../../functions/core/model.ts";
 import { jobSettings } from "../../../functions/core/jobs.ts";
 import { sessionResult } from "../../../functions/core/sessions.ts";
+import { submissionSizeIssue } from "../../../functions/core/submission-size.ts";
 import { JobState } from "../../../functions/core/status.ts";
 import type { OutputFormat } from "../args.ts";
 import { InvalidSpecError, UsageError } from "../errors.ts";
@@ -40,6 +41,13 @@ export interface SubmitRequest {
  * (the bus name does not count towards the size).
  */
 export function submittedEntry(busName: string, sessionId: string, spec: SessionSpec): PutEventsEntry {
+  // Refused before sending if a message it would cause later (a kernel command) could never be sent.
+  const tooLarge = submissionSizeIssue(sessionId, spec);
+  if (tooLarge) {
+    throw new InvalidSpecError(`the spec cannot be submitted: ${tooLarge.path}: ${tooLarge.message}`, [
+      tooLarge,
+    ]);
+  }
   try {
     return toPutEventsEntry(busName, DetailType.SessionSubmitted, { sessionId, spec });
   } catch (error) {
