@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { pidFilePath, startTicks, type PidFileContents } from "../local/pid-file.ts";
+import { pidFilePath, recoverStaleRuntime, startTicks, type PidFileContents } from "../local/pid-file.ts";
 import { parseStartArgs } from "../local/start-options.ts";
 import { runCairn, stdoutJson } from "./support/cli.ts";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
@@ -228,4 +228,45 @@ describe("npm start killed with SIGKILL, then started again with the same --data
     expect(existsSync(pidFilePath(dataDir))).toBe(false);
     expect(existsSync(join(dataDir, "runtime.json"))).toBe(false);
   }, 180_000);
+});
+
+describe("the pid file", () => {
+  test("a recorded pid now used by another process is left alone", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cairn-pids-"));
+    const stranger = spawn("sleep", ["60"], { stdio: "ignore" });
+    try {
+      const contents: PidFileContents = {
+        runtime: { pid: 999_999_999, startTicks: "1" },
+        // The same pid, another start time: not the process the file recorded.
+        dynamoDb: { pid: stranger.pid!, startTicks: "1" },
+        agents: [],
+      };
+      writeFileSync(pidFilePath(dir), JSON.stringify(contents));
+      expect(recoverStaleRuntime(dir)).toEqual([]);
+      expect(startTicks(stranger.pid!)).toBeDefined();
+      expect(existsSync(pidFilePath(dir))).toBe(false);
+    } finally {
+      stranger.kill("SIGKILL");
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a runtime still alive with the same data directory is not touched: the start refuses", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cairn-pids-"));
+    const live = spawn("sleep", ["60"], { stdio: "ignore" });
+    try {
+      const contents: PidFileContents = {
+        runtime: { pid: live.pid!, startTicks: startTicks(live.pid!)! },
+        agents: [],
+      };
+      writeFileSync(pidFilePath(dir), JSON.stringify(contents));
+      expect(() => recoverStaleRuntime(dir)).toThrow(
+        `another embedded runtime (pid ${live.pid}) is running with data directory ${dir}: stop it first`,
+      );
+      expect(existsSync(pidFilePath(dir))).toBe(true);
+    } finally {
+      live.kill("SIGKILL");
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -12,9 +12,10 @@ import type { CliIo } from "./io.ts";
 import { findDuplicateKey } from "./json-duplicate-keys.ts";
 
 /**
- * The largest document the CLI reads. A spec or policy ends up in one DynamoDB item (at most
- * 400 KB), so no valid document is larger; the file is read up to one byte past this and no
- * further, so `-f /dev/zero` fails at once instead of filling memory.
+ * The largest document the CLI reads. A valid spec travels as compact JSON in one EventBridge
+ * entry (256 KiB) and a policy is stored in one DynamoDB item (400 KB); a file may hold either
+ * with comments and indentation, so the bound is the item's size. The file is read up to one
+ * byte past it and no further: `-f /dev/zero` fails at once instead of filling memory.
  */
 export const MAX_DOCUMENT_BYTES = 400 * 1024;
 
