@@ -231,7 +231,7 @@ describe("npm start killed with SIGKILL, then started again with the same --data
 });
 
 describe("the pid file", () => {
-  test("a recorded pid now used by another process is left alone", async () => {
+  test("a recorded pid now used by another process is left alone", () => {
     const dir = mkdtempSync(join(tmpdir(), "cairn-pids-"));
     const stranger = spawn("sleep", ["60"], { stdio: "ignore" });
     try {
