@@ -14,7 +14,7 @@
  * Pure: schemas, the canonical form that is signed, and the limits. The HMAC itself is computed
  * outside the core (functions/app/agent-signature.ts).
  */
-import { z } from "zod";
+import * as z from "zod";
 import {
   agentIdSchema,
   capacitySchema,

@@ -2,7 +2,7 @@
  * Field schemas shared by the bus's event contracts (events.ts) and the agent channel's
  * messages (agent-protocol.ts).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ID_PATTERN, ID_PATTERN_MESSAGE, SPEC_LIMITS, memoryMiBSchema, strictObject } from "./spec.ts";
 
 export { LABEL_KEY_PATTERN, labelsSchema } from "./spec.ts";

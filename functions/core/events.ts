@@ -4,7 +4,7 @@
  * a bad one becomes a rejection with a reason (never a crash, never silently dropped).
  * Every type below is derived from its schema.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { LifecycleHandlerName, PromotionHandlerName } from "./handlers.ts";
 import type { HistoryRecord, HistoryResult } from "./model.ts";
 import { SchedulingResult } from "./scheduling.ts";

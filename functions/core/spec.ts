@@ -4,7 +4,7 @@
  * `<path>: <reason>`, and the parsed type is checked at compile time against `SessionSpec`.
  */
 import { LineCounter, parseDocument, visit, type Document } from "yaml";
-import { z } from "zod";
+import * as z from "zod";
 import { STAGE_KEYS, type SessionSpec, type StageKey } from "./model.ts";
 import { BUDGET_DEFAULTS } from "./retry/budgets.ts";
 import { HISTORY_LIMIT_REASON, MAX_COUNTED_RETRIES, MAX_FREE_RETURNS } from "./retry/history-budget.ts";

@@ -5,7 +5,7 @@
  * `enabled` defaults to true (the seed ships it off for Armada's backward compatibility; Cairn
  * has no older behaviour to protect, and with no policy written the budgets decide alone anyway).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { nameSchema, safeParseWithIssues, strictObject } from "../spec.ts";
 import type { Backoff } from "./backoff.ts";
 import { formatDuration } from "./duration.ts";

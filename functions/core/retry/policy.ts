@@ -19,7 +19,7 @@
  *   message (Go's `MatchString` semantics).
  */
 import { LineCounter, parseDocument, visit } from "yaml";
-import { z } from "zod";
+import * as z from "zod";
 import { nameSchema, safeParseWithIssues, SPEC_LIMITS, strictObject } from "../spec.ts";
 import { TerminationCondition } from "../status.ts";
 import type { BackoffOverride } from "./backoff.ts";
