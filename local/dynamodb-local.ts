@@ -4,15 +4,19 @@
  * setup and by the embedded runtime.
  *
  * The jar has no bind option and listens on every interface with no authentication, so it is
- * started through a small launcher (dynamodb-launcher/LoopbackDynamoDbLocal.java, run by Java's
- * source launcher: no build step, no class file in the repository) that binds its server to
- * 127.0.0.1 before the socket opens, and exits when this process is gone (its stdin closes).
+ * started through a small launcher (dynamodb-launcher/LoopbackDynamoDbLocal.java) that binds its
+ * server to 127.0.0.1 before the socket opens, and exits when this process is gone (its stdin
+ * closes). No class file is kept in the repository: the launcher is compiled on first use into
+ * node_modules/.cache (this checkout's, not a shared temporary directory another user could
+ * write to), or, failing that, run by Java's source launcher, which compiles it in memory on
+ * every start. Either way a JDK 17+ is needed, not only a JRE.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
-import { dirname, join } from "node:path";
+import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
 
@@ -33,16 +37,45 @@ function jarDirectory(): string {
   return join(lib, found);
 }
 
+/**
+ * The compiled launcher's directory, compiling it if this version of it was never compiled
+ * here; undefined when javac is not available (the source launcher is used instead).
+ */
+function compiledLauncher(jar: string): string | undefined {
+  const source = readFileSync(LAUNCHER);
+  const hash = createHash("sha256").update(source).digest("hex").slice(0, 16);
+  const root = fileURLToPath(new URL("../node_modules/.cache/cairn", import.meta.url));
+  const dir = join(root, `dynamodb-launcher-${hash}`);
+  if (existsSync(join(dir, "LoopbackDynamoDbLocal.class"))) return dir;
+  mkdirSync(root, { recursive: true });
+  // Compiled beside, then renamed into place: two test workers may compile at once.
+  const scratch = mkdtempSync(join(root, "compiling-"));
+  try {
+    const out = spawnSync("javac", ["-d", scratch, "-cp", jar, LAUNCHER], { encoding: "utf8" });
+    if (out.error || out.status !== 0) return undefined;
+    try {
+      renameSync(scratch, dir);
+    } catch {
+      // Another worker won the race: its copy is the same class.
+    }
+    return existsSync(join(dir, "LoopbackDynamoDbLocal.class")) ? dir : undefined;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
 /** The java command line for DynamoDB Local on `port`: in memory, or its files under `path`. */
 export function dynamoDbLocalArgs(port: number, path?: string): string[] {
   const dir = jarDirectory();
+  const jar = join(dir, "DynamoDBLocal.jar");
+  const compiled = compiledLauncher(jar);
   return [
     `-Djava.library.path=${join(dir, "DynamoDBLocal_lib")}`,
     // An IPv4 socket: `ss` then shows 127.0.0.1, not the mapped [::ffff:127.0.0.1].
     "-Djava.net.preferIPv4Stack=true",
     "-cp",
-    join(dir, "DynamoDBLocal.jar"),
-    LAUNCHER,
+    compiled ? `${jar}${delimiter}${compiled}` : jar,
+    compiled ? "LoopbackDynamoDbLocal" : LAUNCHER,
     ...(path ? ["-dbPath", path] : ["-inMemory"]),
     "-port",
     String(port),
@@ -88,7 +121,7 @@ export async function startDynamoDbLocal(
     if (spawnError) throw new Error(`cannot run java (is Java 17+ on the PATH?): ${spawnError.message}`);
     if (child.exitCode !== null) {
       throw new Error(
-        `DynamoDB Local exited with code ${child.exitCode} before it answered (is Java 17+ on the PATH?)\n${stderr}`,
+        `DynamoDB Local exited with code ${child.exitCode} before it answered (is a JDK 17+ on the PATH?)\n${stderr}`,
       );
     }
     try {
