@@ -27,6 +27,8 @@ export interface FunctionDecl {
     | "bus:put"
     | "statemachine:start"
     | "statemachine:callback"
+    /** Reads executions' status (the sweep's repair, functions/app/repair.ts). */
+    | "statemachine:describe"
     /** Creates agents' queues (on registration) — functions/adapters/sqs/agent-channel.ts. */
     | "agents:open"
     /** Sends to agents' queues. */
@@ -41,7 +43,15 @@ export const FUNCTIONS: readonly FunctionDecl[] = [
     description: "Applies inbound events and runs the lifecycle handlers and promotions in batches",
     timeoutSeconds: 60,
     memoryMiB: 512,
-    uses: ["table", "bus:put", "statemachine:start", "statemachine:callback", "agents:open", "agents:send"],
+    uses: [
+      "table",
+      "bus:put",
+      "statemachine:start",
+      "statemachine:callback",
+      "statemachine:describe",
+      "agents:open",
+      "agents:send",
+    ],
   },
   {
     name: FunctionName.EnterStage,

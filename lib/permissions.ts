@@ -4,7 +4,7 @@
  * reads functions/ and fails when a command appears that no grant covers, or a grant covers
  * nothing the code sends).
  */
-import { Stack } from "aws-cdk-lib";
+import { Arn, ArnFormat, Stack } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import type * as events from "aws-cdk-lib/aws-events";
@@ -40,6 +40,16 @@ export const START_ACTIONS = ["states:StartExecution"] as const;
  * state machine that issued the token.
  */
 export const CALLBACK_ACTIONS = ["states:SendTaskSuccess"] as const;
+/** The sweep's repair asks whether a session's execution is still running (issue 11). */
+export const DESCRIBE_ACTIONS = ["states:DescribeExecution"] as const;
+/**
+ * Executions are named at run time (by session id), so the grant can name them only under their
+ * state machine: `execution:<state machine name>:*`.
+ */
+export const EXECUTIONS_WILDCARD = {
+  reason:
+    "Lifecycle executions are started at run time, one per session and named by the session's id, so their ARNs are known only by the state machine's name: the resource is `execution:<state machine name>:*` and names no other state machine's executions. The Coordinator's sweep only reads them (states:DescribeExecution) to find sessions whose execution is no longer running.",
+} as const;
 
 /**
  * Opening an agent's queue when it registers. CreateQueue with tags is authorised as CreateQueue
@@ -73,6 +83,9 @@ export function grantUses(fn: lambda.IFunction, uses: readonly Use[], targets: G
   if (fn.role && uses.some((use) => use === "agents:open" || use === "agents:send")) {
     acknowledgeWildcardResource(fn.role, targets.agentQueuesArn, NAG_WILDCARD_RESOURCES.functionAgentQueues);
   }
+  if (fn.role && uses.includes("statemachine:describe")) {
+    acknowledgeWildcardResource(fn.role, executionsArn(targets.stateMachine), EXECUTIONS_WILDCARD);
+  }
 }
 
 export function statementsFor(
@@ -94,6 +107,10 @@ export function statementsFor(
       return [
         new iam.PolicyStatement({ actions: [...START_ACTIONS], resources: [stateMachine.stateMachineArn] }),
       ];
+    case "statemachine:describe":
+      return [
+        new iam.PolicyStatement({ actions: [...DESCRIBE_ACTIONS], resources: [executionsArn(stateMachine)] }),
+      ];
     case "statemachine:callback":
       return [
         new iam.PolicyStatement({
@@ -110,6 +127,18 @@ export function statementsFor(
         new iam.PolicyStatement({ actions: [...AGENT_QUEUE_SEND_ACTIONS], resources: [agentQueuesArn] }),
       ];
   }
+}
+
+/** Every execution of the state machine: `arn:…:states:<region>:<account>:execution:<name>:*`. */
+export function executionsArn(stateMachine: sfn.IStateMachine): string {
+  // As aws-cdk-lib's StateMachine.executionArn: the name is read off the state machine's ARN.
+  const { resourceName } = Arn.split(stateMachine.stateMachineArn, ArnFormat.COLON_RESOURCE_NAME);
+  return `${Stack.of(stateMachine).formatArn({
+    service: "states",
+    resource: "execution",
+    resourceName,
+    arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+  })}:*`;
 }
 
 /** One ARN per index the schema declares: no `index/*` wildcard. */

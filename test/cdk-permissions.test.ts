@@ -10,6 +10,7 @@ import {
   AGENT_QUEUE_SEND_ACTIONS,
   BUS_PUT_ACTIONS,
   CALLBACK_ACTIONS,
+  DESCRIBE_ACTIONS,
   START_ACTIONS,
   TABLE_ITEM_ACTIONS,
   TABLE_QUERY_ACTIONS,
@@ -70,6 +71,7 @@ describe("grants follow the SDK commands the functions send", () => {
       ...BUS_PUT_ACTIONS,
       ...START_ACTIONS,
       ...CALLBACK_ACTIONS,
+      ...DESCRIBE_ACTIONS,
       ...AGENT_QUEUE_OPEN_ACTIONS,
       ...AGENT_QUEUE_SEND_ACTIONS,
     ]);

@@ -28,6 +28,9 @@ import {
   AGENT_QUEUE_SEND_ACTIONS,
   BUS_PUT_ACTIONS,
   CALLBACK_ACTIONS,
+  DESCRIBE_ACTIONS,
+  EXECUTIONS_WILDCARD,
+  executionsArn,
   START_ACTIONS,
   TABLE_ITEM_ACTIONS,
   TABLE_QUERY_ACTIONS,
@@ -125,12 +128,14 @@ describe("cdk-nag AwsSolutionsChecks", () => {
     const queues = `AwsSolutions-IAM5[Resource::arn:aws:sqs:eu-west-1:123456789012:${agentQueuePrefix}*]`;
     const [logGroupId] = resourceNamed(s.json, "AWS::Logs::LogGroup", "CairnAgentsKernelLogs");
     const streams = `AwsSolutions-IAM5[Resource::arn:aws:logs:eu-west-1:123456789012:log-group:<${logGroupId}>:*]`;
+    const executions = wildcardFindingId(s.stack, executionsArn(s.stack.cairn.stateMachine));
     const allowed = [
       ...Object.values(NAG_ACKNOWLEDGEMENTS),
       { id: queues, reason: NAG_WILDCARD_RESOURCES.functionAgentQueues.reason },
       { id: queues, reason: NAG_WILDCARD_RESOURCES.agentQueues.reason },
       { id: streams, reason: NAG_WILDCARD_RESOURCES.kernelLogStreams.reason },
       { id: streams, reason: NAG_WILDCARD_RESOURCES.kernelLogReads.reason },
+      { id: executions, reason: EXECUTIONS_WILDCARD.reason },
     ];
     for (const a of acknowledged) {
       expect(
@@ -148,6 +153,7 @@ describe("cdk-nag AwsSolutionsChecks", () => {
         `Cairn/Cairn/Agents/AgentPolicy ${queues}`,
         `Cairn/Cairn/Agents/AgentPolicy ${streams}`,
         `Cairn/Cairn/Agents/ClientPolicy ${streams}`,
+        `Cairn/Cairn/Functions/CoordinatorRole ${executions}`,
         "Cairn/Cairn/Lifecycle/Role AwsSolutions-IAM5[Resource::*]",
         "Cairn/Cairn/Routing/DeliveryDeadLetterQueue AwsSolutions-SQS3",
         "Cairn/Cairn/Routing/HeartbeatQueue AwsSolutions-SQS3",
@@ -198,6 +204,8 @@ describe("cdk-nag AwsSolutionsChecks", () => {
         "CairnAgentsAgentPolicy",
         "CairnAgentsClientPolicy",
         "CairnFunctionsCoordinatorRoleDefaultPolicy",
+        // The executions the sweep's repair reads.
+        "CairnFunctionsCoordinatorRoleDefaultPolicy",
         "CairnFunctionsEnterStageRoleDefaultPolicy",
       ].sort(),
     );
@@ -245,6 +253,7 @@ describe("IAM: least privilege", () => {
         "bus:put": BUS_PUT_ACTIONS,
         "statemachine:start": START_ACTIONS,
         "statemachine:callback": CALLBACK_ACTIONS,
+        "statemachine:describe": DESCRIBE_ACTIONS,
         "agents:open": AGENT_QUEUE_OPEN_ACTIONS,
         "agents:send": AGENT_QUEUE_SEND_ACTIONS,
       };
@@ -288,6 +297,10 @@ describe("IAM: least privilege", () => {
           expect(st.Resource).toEqual(tableArn);
         } else if (actions.some((a) => a.startsWith("events:"))) {
           expect(st.Resource).toEqual({ "Fn::GetAtt": [busId, "Arn"] });
+        } else if (actions.includes("states:DescribeExecution")) {
+          // Its executions: `execution:<the state machine's name>:*`, named off its ARN.
+          expect(st.Resource).toEqual(s.stack.resolve(executionsArn(s.stack.cairn.stateMachine)));
+          expect(JSON.stringify(st.Resource)).toContain(`{"Ref":"${machineId}"}`);
         } else if (actions.some((a) => a.startsWith("states:"))) {
           expect(st.Resource).toEqual({ Ref: machineId });
         } else if (actions.some((a) => a.startsWith("sqs:"))) {

@@ -17,6 +17,7 @@ export const ACTIONS_OF_COMMAND: Readonly<Record<string, readonly string[]>> = {
   PutEventsCommand: ["events:PutEvents"],
   StartExecutionCommand: ["states:StartExecution"],
   SendTaskSuccessCommand: ["states:SendTaskSuccess"],
+  DescribeExecutionCommand: ["states:DescribeExecution"],
   SendTaskFailureCommand: ["states:SendTaskFailure"],
   SendTaskHeartbeatCommand: ["states:SendTaskHeartbeat"],
   // Tags given to CreateQueue also need sqs:TagQueue: see taggedOnCreate.

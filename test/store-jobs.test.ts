@@ -142,3 +142,35 @@ describe("rejected submissions (issue 11)", () => {
     ).toBe("ttlSeconds: must be an integer from 1 to 31622400, got 0");
   });
 });
+
+describe("the sweep's stale sessions (issue 11)", () => {
+  let table: TestTable;
+  beforeAll(async () => {
+    table = await freshTable("cairn-store-stale");
+  });
+  afterAll(() => table.drop());
+
+  test("one page of a status's queue at a time, keeping sessions whose stage was entered before the bound", async () => {
+    const store = table.store();
+    // Priority orders the queue: old-1, fresh, old-2, old-3 (claimed: no token), and a RUNNING one.
+    await store.createSession(newSession("old-1", { priority: 40, createdAtMs: T0 }));
+    await store.createSession(newSession("fresh", { priority: 30, createdAtMs: T0 + 120_000 }));
+    await store.createSession(newSession("old-2", { priority: 20, createdAtMs: T0 + 1_000 }));
+    await store.createSession(
+      newSession("old-3", { priority: 10, createdAtMs: T0 + 2_000, taskToken: null }),
+    );
+    await store.createSession(newSession("running", { status: "RUNNING", createdAtMs: T0 }));
+    const bound = T0 + 60_000;
+    const first = await store.staleSessions("PENDING", bound, { limit: 2 });
+    expect(first.items.map((s) => s.id)).toEqual(["old-1"]);
+    expect(first.cursor).toBeDefined();
+    const second = await store.staleSessions("PENDING", bound, { limit: 2, cursor: first.cursor! });
+    expect(second).toEqual({
+      items: [expect.objectContaining({ id: "old-2" }), expect.objectContaining({ id: "old-3" })],
+    });
+    expect((await store.staleSessions("RUNNING", bound)).items.map((s) => s.id)).toEqual(["running"]);
+    expect((await caught(() => store.staleSessions("PENDING", bound, { cursor: "nonsense" }))).message).toBe(
+      "cursor: is not a cursor from a stale:PENDING listing",
+    );
+  });
+});

@@ -48,6 +48,7 @@ import { KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
 import { Jobs } from "./jobs.ts";
 import { Preemption } from "./preemption.ts";
+import { Repair } from "./repair.ts";
 import { RetryCatalog } from "./retry-catalog.ts";
 
 export interface CoordinatorDeps {
@@ -128,6 +129,7 @@ export class Coordinator {
   readonly #preemption: Preemption;
   readonly #agents: Agents;
   readonly #commands: KernelCommands;
+  readonly #repair: Repair;
 
   constructor(deps: CoordinatorDeps) {
     this.#d = deps;
@@ -136,6 +138,11 @@ export class Coordinator {
     this.#jobs = new Jobs(deps);
     this.#preemption = new Preemption(deps);
     this.#catalog = new RetryCatalog(deps.store, deps.clock, deps.config.retryCacheMs);
+    this.#repair = new Repair({
+      ...deps,
+      commands: this.#commands,
+      terminationGraceMs: deps.config.terminationGraceMs,
+    });
   }
 
   /** One run: `envelopes` are EventBridge events (possibly none); `sweep` runs every pass. */
@@ -181,6 +188,16 @@ export class Coordinator {
     } catch (error) {
       // The next heartbeat batch or sweep looks again.
       this.#d.log.error("looking for lost agents failed", { error: errorMessage(error) });
+    }
+    if (options.sweep) {
+      try {
+        // Sessions whose execution is gone (issue 11): repair.ts.
+        await this.#repair.sweep();
+      } catch (error) {
+        this.#d.log.error("repairing sessions without a live execution failed", {
+          error: errorMessage(error),
+        });
+      }
     }
     const passes: RunReport["passes"][number][] = [];
     let completed = 0;

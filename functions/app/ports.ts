@@ -17,9 +17,21 @@ export interface Clock {
 
 export const systemClock: Clock = { nowMs: () => Date.now() };
 
+/** A lifecycle execution as DescribeExecution reports it (AWS's statuses). */
+export interface ExecutionState {
+  readonly status: "RUNNING" | "SUCCEEDED" | "FAILED" | "TIMED_OUT" | "ABORTED" | "PENDING_REDRIVE";
+  readonly error?: string;
+  readonly cause?: string;
+}
+
 export interface LifecycleExecutionsPort {
   start(sessionId: string, input: { sessionId: string; timeouts: Record<string, number> }): Promise<string>;
   complete(taskToken: string, transition: StageTransition): Promise<"completed" | "already-closed">;
+  /**
+   * The execution named `executionName`, undefined when there is none (the sweep's repair, issue
+   * 11). Optional so fakes that never sweep need not answer it: without it nothing is repaired.
+   */
+  describe?(executionName: string): Promise<ExecutionState | undefined>;
 }
 
 /** Outbound events on the bus, for subscribers. */

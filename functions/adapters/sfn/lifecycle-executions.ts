@@ -1,10 +1,17 @@
 /**
  * The Step Functions side of the lifecycle: start a session's execution (named by its id, so a
- * duplicate start is idempotent) and complete a stage's callback. A late or duplicate callback
+ * duplicate start is idempotent), complete a stage's callback, and read an execution's status
+ * (the sweep's repair of sessions without a live execution). A late or duplicate callback
  * (`TaskTimedOut`, `InvalidToken`, `TaskDoesNotExist`) means the stage already closed.
  */
-import { SendTaskSuccessCommand, StartExecutionCommand, type SFNClient } from "@aws-sdk/client-sfn";
+import {
+  DescribeExecutionCommand,
+  SendTaskSuccessCommand,
+  StartExecutionCommand,
+  type SFNClient,
+} from "@aws-sdk/client-sfn";
 import type { StageTransition } from "../../core/model.ts";
+import type { ExecutionState } from "../../app/ports.ts";
 
 export type CompletionOutcome = "completed" | "already-closed";
 
@@ -43,6 +50,25 @@ export class LifecycleExecutions {
     }
   }
 
+  /** The execution's status (DescribeExecution); undefined when no execution has the name. */
+  async describe(executionName: string): Promise<ExecutionState | undefined> {
+    const executionArn = `${this.#stateMachineArn.replace(":stateMachine:", ":execution:")}:${executionName}`;
+    try {
+      const out = await this.#client.send(new DescribeExecutionCommand({ executionArn }));
+      const status = out.status ?? "";
+      if (!EXECUTION_STATUSES.has(status))
+        throw new Error(`execution ${executionArn}: unknown status "${status}"`);
+      return {
+        status: status as ExecutionState["status"],
+        ...(out.error !== undefined ? { error: out.error } : {}),
+        ...(out.cause !== undefined ? { cause: out.cause } : {}),
+      };
+    } catch (error) {
+      if (errorName(error) === "ExecutionDoesNotExist") return undefined;
+      throw error;
+    }
+  }
+
   async complete(taskToken: string, transition: StageTransition): Promise<CompletionOutcome> {
     try {
       await this.#client.send(new SendTaskSuccessCommand({ taskToken, output: JSON.stringify(transition) }));
@@ -53,6 +79,15 @@ export class LifecycleExecutions {
     }
   }
 }
+
+const EXECUTION_STATUSES: ReadonlySet<string> = new Set([
+  "RUNNING",
+  "SUCCEEDED",
+  "FAILED",
+  "TIMED_OUT",
+  "ABORTED",
+  "PENDING_REDRIVE",
+]);
 
 function errorName(error: unknown): string {
   return error instanceof Error ? error.name : "";
