@@ -34,7 +34,8 @@ import { policyView, renderPolicy, renderPolicyList, retryConfigView } from "../
 import { newSessionId } from "../bin/cli/session-id.ts";
 import { MAX_DOCUMENT_BYTES, readSpecFile } from "../bin/cli/document-files.ts";
 import { processIo } from "../bin/cli/io.ts";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolveConnection, type TargetDeps } from "../bin/cli/target.ts";
@@ -49,7 +50,8 @@ import type {
 } from "../functions/core/model.ts";
 import { AlreadyExistsError, InUseError, NotFoundError } from "../functions/core/ports/session-store.ts";
 import { RETRY_CONFIG_DEFAULTS, type RetryConfig } from "../functions/core/retry/config.ts";
-import { parseRetryPolicy, parseRetryPolicyText, type RetryPolicy } from "../functions/core/retry/policy.ts";
+import { parseRetryPolicyText } from "../functions/core/retry/policy-text.ts";
+import { parseRetryPolicy, type RetryPolicy } from "../functions/core/retry/policy.ts";
 import { SPEC_DEFAULTS } from "../functions/core/spec.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -474,7 +476,7 @@ describe("spec files", () => {
         "invalid session spec bad.yaml (3 problems):",
         "  resources.cpu: must be greater than 0",
         "  resources.gpu: unknown field (expected one of cpu, memoryMiB)",
-        "  foo: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, resources, command, env, timeouts, maxTries, retry)",
+        "  foo: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, resources, command, env, timeouts, maxTries, maxPendingReturns, retry)",
       ].join("\n"),
     );
   });
@@ -504,6 +506,23 @@ describe("spec files", () => {
     expect(() => readSpecFile("/dev/zero", processIo())).toThrow(
       `cannot read the spec /dev/zero: it is larger than ${MAX_DOCUMENT_BYTES} bytes, the most a session spec can be`,
     );
+  });
+
+  test("cairn submit - < /dev/zero exits 2 with the reason, having read no more than the limit", () => {
+    const zero = openSync("/dev/zero", "r");
+    try {
+      const run = spawnSync(process.execPath, ["bin/cairn.ts", "submit", "-"], {
+        stdio: [zero, "pipe", "pipe"],
+        encoding: "utf8",
+        env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AWS_"))),
+      });
+      expect(run.status, run.stderr).toBe(2);
+      expect(run.stderr).toContain(
+        `cannot read the spec (stdin): it is larger than ${MAX_DOCUMENT_BYTES} bytes, the most a session spec can be`,
+      );
+    } finally {
+      closeSync(zero);
+    }
   });
 
   test("a spec of exactly the limit is read; one byte more is not", () => {
