@@ -32,10 +32,12 @@ import { startDynamoDbLocal, type RunningDynamoDb } from "./dynamodb-local.ts";
 import { LocalEventBus, startEventBridgeServer, type EventBridgeServer } from "./eventbridge/index.ts";
 import { LocalQueue, type QueueConsumer } from "./queue.ts";
 import {
+  faultOptionsFromEnv,
   LocalStepFunctions,
   startStepFunctionsServer,
   stateMachineArn,
   substituteDefinition,
+  type FaultOptions,
   type RunningStepFunctionsServer,
 } from "./stepfunctions/index.ts";
 
@@ -73,6 +75,11 @@ export interface RuntimeOptions {
   readonly log?: (line: string) => void;
   /** Log level of the Lambda handlers' JSON logs. @default "warn" */
   readonly handlerLogLevel?: "info" | "warn" | "error";
+  /**
+   * AWS faults the local Step Functions engine injects (local/stepfunctions/faults.ts).
+   * @default `CAIRN_FAULTS` / `CAIRN_FAULT_SEED` from the environment, else none
+   */
+  readonly faults?: FaultOptions;
 }
 
 export interface RuntimeInfo {
@@ -245,10 +252,13 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     };
 
     const handlers = await loadHandlers();
+    const faults = options.faults ?? faultOptionsFromEnv(process.env);
+    if (faults) log(`cairn: fault injection on: ${JSON.stringify(faults)}`);
     const sfn = new LocalStepFunctions(
       Object.fromEntries(
         FUNCTIONS.map((f) => [f.name, (payload: unknown) => handlers.get(f.name)!(payload)]),
       ),
+      faults ? { faults } : {},
     );
     stops.push(() => sfn.close());
     const sfnServer: RunningStepFunctionsServer = await startStepFunctionsServer(sfn, {

@@ -5,11 +5,14 @@
  */
 import { describe, expect, test } from "vitest";
 import {
+  faultOptionsFromEnv,
   LocalStepFunctions,
   MAX_HISTORY_EVENTS,
+  MAX_PAYLOAD_BYTES,
   SfnApiError,
   substituteDefinition,
   UnresolvedSubstitutionError,
+  type FaultOptions,
   type JsonValue,
   type LambdaHandler,
 } from "../local/stepfunctions/index.ts";
@@ -519,6 +522,225 @@ describe("history quota", () => {
     expect(events![0]).toMatchObject({ id: MAX_HISTORY_EVENTS, type: "ExecutionFailed" });
     // ExecutionStarted, then an Entered/Exited pair per state, then ExecutionFailed.
     expect(done.stateTransitions).toBe((MAX_HISTORY_EVENTS - 2) / 2);
+    await service.close();
+  });
+});
+
+describe("fault injection (issue 11)", () => {
+  /** One callback state entered through a Lambda that records each attempt's token and $$.State. */
+  function callbackMachine(
+    retry: object[],
+    catchers: object[] = [{ ErrorEquals: ["Test.NeverRaised"], Next: "Caught" }],
+  ): object {
+    return {
+      StartAt: "Stage",
+      States: {
+        Stage: {
+          Type: "Task",
+          Resource: CALLBACK,
+          Parameters: {
+            FunctionName: "enter",
+            Payload: {
+              "token.$": "$$.Task.Token",
+              "entered.$": "$$.State.EnteredTime",
+              "retry.$": "$$.State.RetryCount",
+            },
+          },
+          TimeoutSeconds: 30,
+          Retry: retry,
+          Catch: catchers,
+          End: true,
+        },
+        Caught: { Type: "Pass", End: true },
+      },
+    };
+  }
+  interface Call {
+    token: string;
+    entered: string;
+    retry: number;
+  }
+
+  test("a lost Lambda response: the function ran, the caller sees Lambda.ServiceException, the retry brings a new token for the same entry", async () => {
+    const calls: Call[] = [];
+    const service = new LocalStepFunctions(
+      { enter: (p) => (calls.push(p as unknown as Call), null) },
+      { faults: { rules: [{ fault: "lose-lambda-response", state: "Stage", function: "enter" }] } },
+    );
+    const { stateMachineArn } = await service.createStateMachine({
+      name: "faults",
+      definition: callbackMachine([
+        { ErrorEquals: ["Lambda.ServiceException"], IntervalSeconds: 1, MaxAttempts: 2 },
+      ]),
+    });
+    const { executionArn } = await service.startExecution({ stateMachineArn, input: "{}" });
+    await until(() => (calls.length === 2 ? true : undefined));
+    // Both attempts ran; one state entry, two attempts, two tokens.
+    expect(calls.map((c) => c.retry)).toEqual([0, 1]);
+    expect(calls[1]!.entered).toBe(calls[0]!.entered);
+    expect(calls[1]!.token).not.toBe(calls[0]!.token);
+    expect((await refusal(service.sendTaskSuccess({ taskToken: calls[0]!.token, output: "{}" }))).code).toBe(
+      "TaskTimedOut",
+    );
+    await service.sendTaskSuccess({ taskToken: calls[1]!.token, output: "{}" });
+    expect(await service.waitForExecution(executionArn!)).toMatchObject({ status: "SUCCEEDED" });
+    const { events } = await service.getExecutionHistory({ executionArn });
+    expect(events!.find((e) => e.type === "TaskFailed")?.taskFailedEventDetails?.error).toBe(
+      "Lambda.ServiceException",
+    );
+    expect(service.faults?.fired).toEqual([
+      { fault: "lose-lambda-response", state: "Stage", function: "enter" },
+    ]);
+    await service.close();
+  });
+
+  test("Lambda.Unknown: the function did not get to run; uncaught, the execution fails with it", async () => {
+    const calls: Call[] = [];
+    const service = new LocalStepFunctions(
+      { enter: (p) => (calls.push(p as unknown as Call), null) },
+      { faults: { rules: [{ fault: "lambda-unknown", function: "enter", count: 2 }] } },
+    );
+    const { stateMachineArn } = await service.createStateMachine({
+      name: "faults",
+      definition: callbackMachine([{ ErrorEquals: ["Lambda.Unknown"], IntervalSeconds: 1, MaxAttempts: 1 }]),
+    });
+    const { executionArn } = await service.startExecution({ stateMachineArn, input: "{}" });
+    const done = await service.waitForExecution(executionArn!);
+    expect(done).toMatchObject({ status: "FAILED", error: "Lambda.Unknown" });
+    expect(calls).toEqual([]);
+    await service.close();
+  });
+
+  test("task-timeout: the callback task times out once its token is out (States.Timeout, caught); the token is closed", async () => {
+    const calls: Call[] = [];
+    const service = new LocalStepFunctions(
+      { enter: (p) => (calls.push(p as unknown as Call), null) },
+      { faults: { rules: [{ fault: "task-timeout", state: "Stage" }] } },
+    );
+    const { stateMachineArn } = await service.createStateMachine({
+      name: "faults",
+      definition: callbackMachine(
+        [],
+        [{ ErrorEquals: ["States.Timeout"], ResultPath: "$.error", Next: "Caught" }],
+      ),
+    });
+    const { executionArn } = await service.startExecution({ stateMachineArn, input: "{}" });
+    const done = await service.waitForExecution(executionArn!);
+    expect(done.status).toBe("SUCCEEDED");
+    expect(JSON.parse(done.output!)).toMatchObject({ error: { Error: "States.Timeout" } });
+    expect(calls).toHaveLength(1);
+    expect((await refusal(service.sendTaskSuccess({ taskToken: calls[0]!.token, output: "{}" }))).code).toBe(
+      "TaskTimedOut",
+    );
+    await service.close();
+  });
+
+  test("send-task-success-timed-out: the task times out just before the callback, which gets TaskTimedOut", async () => {
+    const calls: Call[] = [];
+    const service = new LocalStepFunctions(
+      { enter: (p) => (calls.push(p as unknown as Call), null) },
+      { faults: { rules: [{ fault: "send-task-success-timed-out", state: "Stage", count: 1 }] } },
+    );
+    const { stateMachineArn } = await service.createStateMachine({
+      name: "faults",
+      definition: callbackMachine(
+        [],
+        [{ ErrorEquals: ["States.Timeout"], ResultPath: "$.error", Next: "Caught" }],
+      ),
+    });
+    const { executionArn } = await service.startExecution({ stateMachineArn, input: "{}" });
+    await until(() => (calls.length === 1 ? true : undefined));
+    expect((await refusal(service.sendTaskSuccess({ taskToken: calls[0]!.token, output: "{}" }))).code).toBe(
+      "TaskTimedOut",
+    );
+    const done = await service.waitForExecution(executionArn!);
+    expect(JSON.parse(done.output!)).toMatchObject({ error: { Error: "States.Timeout" } });
+    await service.close();
+  });
+
+  test("probability draws from a seeded generator: the same seed fires the same calls", async () => {
+    const firedWith = async (seed: number): Promise<number[]> => {
+      let n = 0;
+      const fired: number[] = [];
+      const service = new LocalStepFunctions(
+        { f: () => null },
+        { faults: { seed, rules: [{ fault: "lambda-unknown", function: "f", probability: 0.5 }] } },
+      );
+      const { stateMachineArn } = await service.createStateMachine({
+        name: "p",
+        definition: {
+          StartAt: "T",
+          States: {
+            T: { Type: "Task", Resource: LAMBDA_INVOKE, Parameters: { FunctionName: "f" }, End: true },
+          },
+        },
+      });
+      for (let i = 0; i < 16; i++) {
+        const { executionArn } = await service.startExecution({ stateMachineArn, input: "{}" });
+        const done = await service.waitForExecution(executionArn!);
+        if (done.status === "FAILED") fired.push(n);
+        n++;
+      }
+      await service.close();
+      return fired;
+    };
+    const a = await firedWith(7);
+    expect(await firedWith(7)).toEqual(a);
+    expect(a.length).toBeGreaterThan(0);
+    expect(a.length).toBeLessThan(16);
+  });
+
+  test("bad switches are refused with the field and the reason", () => {
+    const make = (faults: unknown) => () => new LocalStepFunctions({}, { faults: faults as FaultOptions });
+    expect(make({ rules: [{ fault: "explode" }] })).toThrow(
+      "faults.rules[0].fault: must be one of lose-lambda-response, lambda-unknown, task-timeout, send-task-success-timed-out",
+    );
+    expect(make({ rules: [{ fault: "task-timeout", probability: 2 }] })).toThrow(
+      "faults.rules[0].probability: must be a number in (0, 1], got 2",
+    );
+    expect(make({ rules: [{ fault: "task-timeout", error: "Lambda.ServiceException" }] })).toThrow(
+      "faults.rules[0].error: applies to lose-lambda-response only",
+    );
+    expect(make({ rules: [{ fault: "task-timeout", count: 0 }] })).toThrow(
+      "faults.rules[0].count: must be an integer ≥ 1, got 0",
+    );
+    expect(make({ rules: [{ fault: "task-timeout", stat: "x" }] })).toThrow(
+      "faults.rules[0].stat: is not a known field",
+    );
+    expect(() => faultOptionsFromEnv({ CAIRN_FAULTS: '[{"fault":"task-timeout","state":""}]' })).toThrow(
+      "CAIRN_FAULTS[0].state: must be a non-empty string",
+    );
+    expect(() => faultOptionsFromEnv({ CAIRN_FAULTS: "[]", CAIRN_FAULT_SEED: "x" })).toThrow(
+      'CAIRN_FAULT_SEED: must be an integer, got "x"',
+    );
+    expect(
+      faultOptionsFromEnv({ CAIRN_FAULTS: '[{"fault":"lambda-unknown","count":3}]', CAIRN_FAULT_SEED: "5" }),
+    ).toEqual({
+      rules: [{ fault: "lambda-unknown", count: 3 }],
+      seed: 5,
+    });
+    expect(faultOptionsFromEnv({})).toBeUndefined();
+  });
+
+  test("SendTaskSuccess output and a state's input are held to 256 KiB of UTF-8, multibyte counted as bytes", async () => {
+    const calls: Call[] = [];
+    const service = new LocalStepFunctions({ enter: (p) => (calls.push(p as unknown as Call), null) });
+    const { stateMachineArn } = await service.createStateMachine({
+      name: "limits",
+      definition: callbackMachine([]),
+    });
+    await service.startExecution({ stateMachineArn, input: "{}" });
+    await until(() => (calls.length === 1 ? true : undefined));
+    // 87,382 three-byte characters: 262,146 bytes of output, under 256 Ki characters.
+    const output = JSON.stringify({ m: "€".repeat(87_382) });
+    expect(output.length).toBeLessThan(MAX_PAYLOAD_BYTES);
+    expect((await refusal(service.sendTaskSuccess({ taskToken: calls[0]!.token, output }))).code).toBe(
+      "ValidationException",
+    );
+    const input = JSON.stringify({ m: "€".repeat(87_382) });
+    expect((await refusal(service.startExecution({ stateMachineArn, input }))).code).toBe(
+      "ValidationException",
+    );
     await service.close();
   });
 });

@@ -9,7 +9,8 @@ import { EXECUTION_CONTEXT_KEY } from "./context-paths.ts";
 import type { CompiledDefinition, TaskSpec } from "./definition.ts";
 import { AslError, EXECUTION_CLOSED_ERROR, StatesErrorName } from "./errors.ts";
 import { EMPTY_DATA_DETAILS, HistoryLog, stateEventType, type HistoryDetails } from "./history.ts";
-import { invokeResource, type Invokers } from "./invoke.ts";
+import { FaultKind } from "./faults.ts";
+import { invokedFunction, invokeResource, type Invokers } from "./invoke.ts";
 import { toJsonText, utf8Bytes, type JsonValue } from "./json.ts";
 import {
   MAX_HISTORY_EVENTS,
@@ -291,10 +292,17 @@ export class Execution implements StateRunHost, AttemptHost {
     if (attempt.token !== undefined) this.#host.registerToken(attempt.token, attempt);
 
     // Invoke on a later microtask: the interpreter arms its timer for this attempt first.
+    const timeoutFault = this.#host.invokers.faults?.take([FaultKind.TaskTimeout], {
+      state: spec.name,
+      function: invokedFunction(resource, effectiveInput),
+    });
     void Promise.resolve()
-      .then(() => invokeResource(resource, effectiveInput, this.#host.invokers))
+      .then(() => invokeResource(resource, effectiveInput, this.#host.invokers, spec.name))
       .then(
         (result) => {
+          // Injected: the task timed out once the call had returned (a callback task after its
+          // token was handed out), so whatever the call did stands and its result is dropped.
+          if (timeoutFault) return attempt.timeOutNow();
           if (callback) return attempt.submitted(result);
           if (utf8Bytes(toJsonText(result)) > MAX_PAYLOAD_BYTES) {
             return attempt.fail(

@@ -20,3 +20,11 @@ export {
 } from "./errors.ts";
 export { stateMachineArn, executionArn, LOCAL_ACCOUNT, LOCAL_REGION } from "./arns.ts";
 export { MAX_HISTORY_EVENTS, MAX_PAYLOAD_BYTES } from "./limits.ts";
+export {
+  FaultConfigError,
+  FaultInjector,
+  FaultKind,
+  faultOptionsFromEnv,
+  parseFaultOptions,
+} from "./faults.ts";
+export type { FaultOptions, FaultRule, FiredFault } from "./faults.ts";

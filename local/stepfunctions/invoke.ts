@@ -10,6 +10,7 @@ import { isJsonObject, roundTrip, type JsonValue } from "./json.ts";
 import { MAX_CAUSE_CHARS } from "./limits.ts";
 import { lambdaFunctionName, type TaskResource } from "./resources.ts";
 import { LAMBDA_INVOKE_KEY } from "./definition.ts";
+import { FaultKind, type FaultInjector } from "./faults.ts";
 
 /** A Lambda function's handler: the payload in, the function's result out (like Lambda: JSON). */
 export type LambdaHandler = (payload: JsonValue) => unknown;
@@ -19,6 +20,16 @@ export type IntegrationHandler = (parameters: JsonValue) => unknown;
 export interface Invokers {
   readonly functions: ReadonlyMap<string, LambdaHandler>;
   readonly integrations: ReadonlyMap<string, IntegrationHandler>;
+  /** Switched-on AWS faults (faults.ts); none when absent. */
+  readonly faults?: FaultInjector;
+}
+
+/** The Lambda function a Task invokes, by name, if it invokes one. */
+export function invokedFunction(resource: TaskResource, parameters: JsonValue): string | undefined {
+  if (resource.kind === "lambda-function") return resource.functionName;
+  if (resource.key !== LAMBDA_INVOKE_KEY || !isJsonObject(parameters)) return undefined;
+  const ref = parameters["FunctionName"];
+  return typeof ref === "string" ? lambdaFunctionName(ref) : undefined;
 }
 
 /**
@@ -30,11 +41,12 @@ export async function invokeResource(
   resource: TaskResource,
   parameters: JsonValue,
   invokers: Invokers,
+  stateName: string,
 ): Promise<JsonValue> {
   if (resource.kind === "lambda-function") {
-    return callLambda(resource.functionName, parameters, invokers);
+    return callLambda(resource.functionName, parameters, invokers, stateName);
   }
-  if (resource.key === LAMBDA_INVOKE_KEY) return lambdaInvokeIntegration(parameters, invokers);
+  if (resource.key === LAMBDA_INVOKE_KEY) return lambdaInvokeIntegration(parameters, invokers, stateName);
   const handler = invokers.integrations.get(resource.key);
   if (!handler)
     throw new AslError(StatesErrorName.Runtime, `no local integration for ${resource.key}`, {
@@ -48,7 +60,11 @@ export async function invokeResource(
   }
 }
 
-async function lambdaInvokeIntegration(parameters: JsonValue, invokers: Invokers): Promise<JsonValue> {
+async function lambdaInvokeIntegration(
+  parameters: JsonValue,
+  invokers: Invokers,
+  stateName: string,
+): Promise<JsonValue> {
   if (!isJsonObject(parameters) || typeof parameters["FunctionName"] !== "string") {
     throw new AslError(
       StatesErrorName.Runtime,
@@ -61,11 +77,11 @@ async function lambdaInvokeIntegration(parameters: JsonValue, invokers: Invokers
   const requestId = randomUUID();
   if (parameters["InvocationType"] === "Event") {
     // Asynchronous invocation: Lambda accepts it (202) and the task does not wait for the result.
-    const accepted = callLambda(functionName, payload, invokers);
+    const accepted = callLambda(functionName, payload, invokers, stateName);
     accepted.catch(() => undefined);
     return { ExecutedVersion: "$LATEST", Payload: "", StatusCode: 202, ...sdkMetadata(requestId, 202) };
   }
-  const result = await callLambda(functionName, payload, invokers);
+  const result = await callLambda(functionName, payload, invokers, stateName);
   return { ExecutedVersion: "$LATEST", Payload: result, StatusCode: 200, ...sdkMetadata(requestId, 200) };
 }
 
@@ -76,7 +92,12 @@ function sdkMetadata(requestId: string, status: number): Record<string, JsonValu
   };
 }
 
-async function callLambda(functionRef: string, payload: JsonValue, invokers: Invokers): Promise<JsonValue> {
+async function callLambda(
+  functionRef: string,
+  payload: JsonValue,
+  invokers: Invokers,
+  stateName: string,
+): Promise<JsonValue> {
   const name = lambdaFunctionName(functionRef);
   const handler = name === undefined ? undefined : invokers.functions.get(name);
   if (!handler) {
@@ -85,13 +106,35 @@ async function callLambda(functionRef: string, payload: JsonValue, invokers: Inv
       `Function not found: ${functionRef} (Service: Lambda, Status Code: 404)`,
     );
   }
+  const fault = invokers.faults?.take([FaultKind.LambdaUnknown, FaultKind.LoseLambdaResponse], {
+    state: stateName,
+    function: name,
+  });
+  if (fault?.fault === FaultKind.LambdaUnknown) {
+    // What Step Functions reports for a function that timed out or ran out of memory.
+    throw new AslError(
+      "Lambda.Unknown",
+      `The cause could not be determined because Lambda did not return an error type. Returned payload: {"errorMessage":"Task timed out (fault injected: ${FaultKind.LambdaUnknown})"}`,
+    );
+  }
   let result: unknown;
   try {
     result = await handler(roundTrip(payload));
   } catch (error) {
+    if (fault) throw lostResponse(fault.error);
     throw lambdaError(error);
   }
+  // The function ran (its effects stand); only its response does not reach the caller.
+  if (fault) throw lostResponse(fault.error);
   return roundTrip(result);
+}
+
+function lostResponse(error: string | undefined): AslError {
+  const name = error ?? "Lambda.ServiceException";
+  return new AslError(
+    name,
+    `${name.replace(/^Lambda\./, "")}: the response was lost (fault injected: ${FaultKind.LoseLambdaResponse}) (Service: Lambda, Status Code: 500)`,
+  );
 }
 
 /**

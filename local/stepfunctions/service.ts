@@ -39,7 +39,8 @@ import {
 import { LAMBDA_INVOKE_KEY, compileDefinition, type CompiledDefinition } from "./definition.ts";
 import { AslError, SfnApiError } from "./errors.ts";
 import { Execution, type ExecutionHost } from "./execution.ts";
-import type { IntegrationHandler, Invokers, LambdaHandler } from "./invoke.ts";
+import { FaultInjector, FaultKind, type FaultOptions } from "./faults.ts";
+import { invokedFunction, type IntegrationHandler, type Invokers, type LambdaHandler } from "./invoke.ts";
 import { utf8Bytes, type JsonValue } from "./json.ts";
 import { MAX_CAUSE_CHARS, MAX_ERROR_CHARS, MAX_PAYLOAD_BYTES } from "./limits.ts";
 import { page } from "./pagination.ts";
@@ -55,6 +56,8 @@ export interface LocalStepFunctionsOptions {
   readonly integrations?: Readonly<Record<string, IntegrationHandler>>;
   /** Epoch milliseconds for history timestamps and execution dates. @default Date.now */
   readonly clock?: () => number;
+  /** AWS faults to inject (faults.ts). @default none */
+  readonly faults?: FaultOptions;
 }
 
 export interface CreateStateMachineInput {
@@ -81,6 +84,8 @@ interface MachineRecord {
 }
 
 export class LocalStepFunctions {
+  /** The fault switches, and the faults that fired so far; undefined when none were set. */
+  readonly faults: FaultInjector | undefined;
   readonly #machines = new Map<string, MachineRecord>();
   readonly #executions = new Map<string, Execution>();
   readonly #tokens = new Map<string, TaskAttempt>();
@@ -91,9 +96,11 @@ export class LocalStepFunctions {
 
   /** @param functions Lambda handlers by function name (`FunctionName` may name them by name or ARN). */
   constructor(functions: Readonly<Record<string, LambdaHandler>>, options: LocalStepFunctionsOptions = {}) {
+    this.faults = options.faults ? new FaultInjector(options.faults) : undefined;
     this.#invokers = {
       functions: new Map(Object.entries(functions)),
       integrations: new Map(Object.entries(options.integrations ?? {})),
+      ...(this.faults ? { faults: this.faults } : {}),
     };
     this.#clock = options.clock ?? Date.now;
     this.#host = {
@@ -301,7 +308,17 @@ export class LocalStepFunctions {
     } catch (error) {
       throw new SfnApiError("InvalidOutput", `Invalid Output: ${(error as Error).message}`);
     }
-    this.#openAttempt(token).succeed(output);
+    const attempt = this.#openAttempt(token);
+    const fault = this.faults?.take([FaultKind.SendTaskSuccessTimedOut], {
+      state: attempt.settings.stateName,
+      function: invokedFunction(attempt.settings.resource, attempt.settings.parameters),
+    });
+    if (fault) {
+      // The task's timer fired just before this call arrived: AWS closes the task, then refuses.
+      attempt.timeOutNow();
+      this.#openAttempt(token);
+    }
+    attempt.succeed(output);
     return {};
   }
 

@@ -123,6 +123,14 @@ export class TaskAttempt {
     if (this.#open) this.#armHeartbeat();
   }
 
+  /**
+   * The task's timeout fired now (an injected fault): the token closes and the attempt fails with
+   * States.Timeout, as when TimeoutSeconds runs out.
+   */
+  timeOutNow(): void {
+    this.#timedOut(StatesErrorName.Timeout, true);
+  }
+
   /** The execution stopped or the service closed: end quietly, never caught or retried. */
   abandon(): void {
     if (!this.#close()) return;
