@@ -944,6 +944,11 @@ const MORE_INVALID: readonly InvalidRow[] = [
     "Rule is too complex",
   ],
   [
+    "[UG-complex] eleven wildcard values in one field: all eleven are live after the first byte",
+    { s: Array.from({ length: 11 }, (_, i) => ({ wildcard: `v${i}-*` })) },
+    "Rule is too complex",
+  ],
+  [
     "[UG-complex] repeating characters after a wildcard",
     { s: [{ wildcard: "*aaaaaaaaaaa" }] },
     "Rule is too complex",
@@ -958,6 +963,12 @@ describe("validateEventPattern: the rest of what AWS rejects", () => {
 
   test("fields with the same name in different branches of $or are fine", () => {
     expect(() => validateEventPattern({ $or: [{ source: ["a"] }, { source: ["b"] }] })).not.toThrow();
+  });
+
+  test("ten wildcard values in one field are accepted", () => {
+    const pattern = { s: Array.from({ length: 10 }, (_, i) => ({ wildcard: `v${i}-*` })) };
+    expect(() => validateEventPattern(pattern)).not.toThrow();
+    expect(matchesEventPattern(pattern, { s: "v7-x" })).toBe(true);
   });
 
   test("wildcards in different fields are measured apart", () => {
