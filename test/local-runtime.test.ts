@@ -218,6 +218,9 @@ describe("npm start killed with SIGKILL, then started again with the same --data
     // --data-dir kept the table: the finished session and its history are still there.
     const view = stdoutJson(await runCairn(dataDir, ["get", "done-1", "-o", "json"]));
     expect(view).toMatchObject({ status: "TERMINATED", result: "succeeded" });
+    const history = await runCairn(dataDir, ["history", "done-1"]);
+    expect(history.code, history.stderr).toBe(0);
+    expect(history.stdout).toMatch(/TERMINATING → TERMINATED/);
     const sleepy = await runCairn(dataDir, ["get", "sleepy-1", "-o", "json"]);
     expect(sleepy.code, sleepy.stderr).toBe(0);
 
