@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { Duration } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
-import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
+import { NodejsFunction, OutputFormat, type BundlingOptions } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { FUNCTIONS, type FunctionDecl, type FunctionName } from "../functions/topology.ts";
@@ -23,6 +23,17 @@ export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 export const LAMBDA_RUNTIME = lambda.Runtime.NODEJS_24_X;
 export const LAMBDA_ARCHITECTURE = lambda.Architecture.ARM_64;
+
+/** How each function is bundled; test/bundle-size.test.ts bundles the handlers the same way. */
+export const FUNCTION_BUNDLING = {
+  // The SDK version the tests ran, not whichever the runtime ships.
+  bundleAwsSDK: true,
+  format: OutputFormat.CJS,
+  target: "node24",
+  minify: true,
+  sourceMap: true,
+  sourcesContent: false,
+} as const satisfies BundlingOptions;
 
 /** Values every function finds in its environment (functions/config.ts reads them). */
 export interface FunctionEnvironment {
@@ -103,15 +114,7 @@ export class CairnFunctions extends Construct {
         POWERTOOLS_METRICS_NAMESPACE: settings.metricsNamespace,
         NODE_OPTIONS: "--enable-source-maps",
       },
-      bundling: {
-        // The SDK version the tests ran, not whichever the runtime ships.
-        bundleAwsSDK: true,
-        format: OutputFormat.CJS,
-        target: "node24",
-        minify: true,
-        sourceMap: true,
-        sourcesContent: false,
-      },
+      bundling: FUNCTION_BUNDLING,
     });
   }
 }

@@ -41,7 +41,8 @@ import type {
   SessionWithKernels,
 } from "../functions/core/model.ts";
 import { newSession } from "../functions/core/sessions.ts";
-import { parseSpecText, SPEC_DEFAULTS } from "../functions/core/spec.ts";
+import { SPEC_DEFAULTS } from "../functions/core/spec.ts";
+import { parseSpecText } from "../functions/core/spec-text.ts";
 import type { SessionStatus } from "../functions/core/status.ts";
 import { startLogsServer, type LogsServer } from "../local/logs/index.ts";
 

@@ -11,7 +11,8 @@ import type { SessionWrite } from "../functions/core/effects.ts";
 import { placeHistory } from "../functions/core/history.ts";
 import type { Kernel, RunRecord, SessionWithKernels } from "../functions/core/model.ts";
 import { parseRetryConfig, RETRY_CONFIG_DEFAULTS } from "../functions/core/retry/config.ts";
-import { parseRetryPolicy, parseRetryPolicyText, type RetryPolicy } from "../functions/core/retry/policy.ts";
+import { parseRetryPolicy, type RetryPolicy } from "../functions/core/retry/policy.ts";
+import { parseRetryPolicyText } from "../functions/core/retry/policy-text.ts";
 import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
 
 const COMPLEX_POLICY_YAML = `

@@ -5,8 +5,10 @@
  */
 import { resolve } from "node:path";
 import type { SessionSpec } from "../../functions/core/model.ts";
-import { parseRetryPolicyText, type RetryPolicy } from "../../functions/core/retry/policy.ts";
-import { parseSpecText, type ValidationIssue } from "../../functions/core/spec.ts";
+import type { RetryPolicy } from "../../functions/core/retry/policy.ts";
+import { parseRetryPolicyText } from "../../functions/core/retry/policy-text.ts";
+import type { ValidationIssue } from "../../functions/core/spec.ts";
+import { parseSpecText } from "../../functions/core/spec-text.ts";
 import { InvalidInputError, InvalidSpecError } from "./errors.ts";
 import type { CliIo } from "./io.ts";
 import { findDuplicateKey } from "./json-duplicate-keys.ts";

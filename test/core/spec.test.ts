@@ -10,9 +10,9 @@ import {
   SpecSyntaxError,
   SpecValidationError,
   parseSessionSpec,
-  parseSpecText,
   type SessionSpecInput,
 } from "../../functions/core/spec.ts";
+import { parseSpecText } from "../../functions/core/spec-text.ts";
 
 const MINIMAL = { name: "hello", command: ["/bin/true"] } as const;
 

@@ -18,13 +18,12 @@
  * - Termination-message patterns are JavaScript regular expressions, matched anywhere in the
  *   message (Go's `MatchString` semantics).
  */
-import { LineCounter, parseDocument, visit } from "yaml";
 import * as z from "zod";
 import { nameSchema, safeParseWithIssues, SPEC_LIMITS, strictObject } from "../spec.ts";
 import { TerminationCondition } from "../status.ts";
 import type { BackoffOverride } from "./backoff.ts";
 import { DURATION_HINT, formatDuration, parseDurationMs } from "./duration.ts";
-import { RetryPolicySyntaxError, RetryPolicyValidationError } from "./errors.ts";
+import { RetryPolicyValidationError } from "./errors.ts";
 import { HISTORY_LIMIT_REASON, MAX_COUNTED_RETRIES } from "./history-budget.ts";
 
 export const RETRY_POLICY_API_VERSION = "cairn.dev/v1";
@@ -240,43 +239,6 @@ export function parseRetryPolicy(input: unknown): RetryPolicy {
   const result = safeParseWithIssues(RetryPolicyDocumentSchema, input);
   if (!result.success) throw new RetryPolicyValidationError(result.issues);
   return normalisePolicy(result.data);
-}
-
-/** Parses policy text: YAML, or JSON when the text starts with `{` or `[`. */
-export function parseRetryPolicyText(text: string): RetryPolicy {
-  const source = text.startsWith("\uFEFF") ? text.slice(1) : text;
-  const lineCounter = new LineCounter();
-  // JSON is read as YAML too (same line/column errors), with the JSON schema so that a bare word
-  // where a JSON value belongs is an error rather than a string.
-  const json = /^\s*[{[]/.test(source);
-  const doc = parseDocument(source, {
-    lineCounter,
-    uniqueKeys: true,
-    prettyErrors: false,
-    ...(json ? { schema: "json" as const } : {}),
-  });
-  // Warnings (an unresolved `!tag`) mean the operator wrote something Cairn would silently drop.
-  const problem = doc.errors[0] ?? doc.warnings[0];
-  if (problem) {
-    const { line, col } = lineCounter.linePos(problem.pos[0]);
-    throw new RetryPolicySyntaxError(line, col, problem.message);
-  }
-  let value: unknown;
-  try {
-    value = doc.toJS({ maxAliasCount: 100 });
-  } catch (error) {
-    // Unresolved alias or alias bomb: point at the first alias.
-    let offset = 0;
-    visit(doc, {
-      Alias(_key, node) {
-        offset = node.range?.[0] ?? 0;
-        return visit.BREAK;
-      },
-    });
-    const { line, col } = lineCounter.linePos(offset);
-    throw new RetryPolicySyntaxError(line, col, (error as Error).message);
-  }
-  return parseRetryPolicy(value);
 }
 
 function normalisePolicy(doc: ParsedDocument): RetryPolicy {

@@ -4,11 +4,8 @@ import { join } from "node:path";
 import { RETRY_CONFIG_DEFAULTS, type RetryConfig } from "../../../functions/core/retry/config.ts";
 import type { FailedRun } from "../../../functions/core/retry/evaluate.ts";
 import type { RunKernel } from "../../../functions/core/retry/match.ts";
-import {
-  parseRetryPolicy,
-  parseRetryPolicyText,
-  type RetryPolicy,
-} from "../../../functions/core/retry/policy.ts";
+import { parseRetryPolicyText } from "../../../functions/core/retry/policy-text.ts";
+import { parseRetryPolicy, type RetryPolicy } from "../../../functions/core/retry/policy.ts";
 
 export const NOW_MS = 1_800_000_000_000;
 

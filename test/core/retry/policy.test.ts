@@ -6,9 +6,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { RetryPolicySyntaxError, RetryPolicyValidationError } from "../../../functions/core/retry/errors.ts";
+import { parseRetryPolicyText } from "../../../functions/core/retry/policy-text.ts";
 import {
   parseRetryPolicy,
-  parseRetryPolicyText,
   retryPolicyToDocument,
   type RetryPolicy,
 } from "../../../functions/core/retry/policy.ts";

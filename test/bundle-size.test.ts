@@ -1,0 +1,62 @@
+/**
+ * What each Lambda bundle carries (issue 11 item 7). Each handler the topology names is bundled
+ * with esbuild exactly as lib/functions.ts bundles it, and its metafile is read: the YAML parser,
+ * the CLI, the agent and the embedded runtime have no business in a function, and neither do
+ * zod's translations (a `import { z } from "zod"` pulls in every locale; `import * as z` lets
+ * esbuild shake them out). Each bundle's size is printed, and held under a budget so that such a
+ * regression shows here rather than as a slower cold start.
+ */
+import { join } from "node:path";
+import { build } from "esbuild";
+import { describe, expect, test } from "vitest";
+import { FUNCTIONS } from "../functions/topology.ts";
+import { FUNCTION_BUNDLING, PROJECT_ROOT } from "../lib/functions.ts";
+
+/** Was 1.56 MB before the YAML parser and zod's locales left the bundles (1.10 MB after). */
+const BUDGET_BYTES = 1_200_000;
+
+/** Inputs that must never be bundled into a function, with why. */
+const FORBIDDEN: readonly { readonly pattern: RegExp; readonly what: string }[] = [
+  { pattern: /(^|\/)node_modules\/yaml\//, what: "the YAML parser (the CLI reads YAML; functions get JSON)" },
+  { pattern: /^bin\//, what: "the CLI" },
+  { pattern: /^agent\//, what: "the agent" },
+  { pattern: /^local\//, what: "the embedded runtime" },
+  { pattern: /(^|\/)node_modules\/zod\/v4\/locales\/(?!en\.js$)/, what: "zod's translations" },
+];
+
+async function bundle(entry: string): Promise<{ bytes: number; inputs: string[] }> {
+  const result = await build({
+    entryPoints: [join(PROJECT_ROOT, entry)],
+    absWorkingDir: PROJECT_ROOT,
+    bundle: true,
+    platform: "node",
+    format: FUNCTION_BUNDLING.format,
+    target: FUNCTION_BUNDLING.target,
+    minify: FUNCTION_BUNDLING.minify,
+    // bundleAwsSDK: the SDK is inside the bundle, as deployed.
+    external: FUNCTION_BUNDLING.bundleAwsSDK ? [] : ["@aws-sdk/*"],
+    write: false,
+    metafile: true,
+    outfile: "index.js",
+    logLevel: "silent",
+  });
+  const [output] = Object.values(result.metafile.outputs);
+  if (!output) throw new Error(`esbuild produced no output for ${entry}`);
+  return { bytes: output.bytes, inputs: Object.keys(output.inputs) };
+}
+
+describe("the Lambda bundles", () => {
+  test.each(FUNCTIONS.map((f) => [f.name, f.entry] as const))(
+    "%s carries neither the YAML parser nor the CLI, and stays within its budget",
+    async (name, entry) => {
+      const { bytes, inputs } = await bundle(entry);
+      console.log(`${name} (${entry}): ${bytes} bytes`);
+      const found = FORBIDDEN.flatMap(({ pattern, what }) =>
+        inputs.filter((input) => pattern.test(input)).map((input) => `${what}: ${input}`),
+      );
+      expect(found, `${name} bundle (${bytes} bytes) carries what it never uses`).toEqual([]);
+      expect(bytes, `${name} bundle is ${bytes} bytes`).toBeLessThanOrEqual(BUDGET_BYTES);
+    },
+    60_000,
+  );
+});
