@@ -6,7 +6,7 @@
  * resolve, and function bundles that load.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CfnResource as CdkCfnResource, Validations } from "aws-cdk-lib";
 import { Match } from "aws-cdk-lib/assertions";
@@ -564,6 +564,38 @@ describe("table, monitoring and outputs", () => {
       TreatMissingData: "breaching",
     });
     for (const a of alarms) expect(String(a.p["AlarmDescription"]).length, a.id).toBeGreaterThan(40);
+  });
+
+  test("docs/deploy.md counts what the template holds", () => {
+    const doc = readFileSync("docs/deploy.md", "utf8");
+    const count = (what: string): number => {
+      const row = new RegExp(`^\\| (\\d+) ${what.replace(/[()]/g, "\\$&")} +\\|`, "m").exec(doc);
+      if (!row) throw new Error(`docs/deploy.md has no "| N ${what} |" row`);
+      return Number(row[1]);
+    };
+    const queues = resourcesOf(s.json, "AWS::SQS::Queue").length;
+    const workQueues = s.stack.cairn.queues.size;
+    expect({
+      rules: count("rules on the bus"),
+      workQueues: count("work queues (SQS)"),
+      deadLetterQueues: count("dead-letter queues"),
+      functions: count("Lambda functions"),
+      roles: count("IAM roles"),
+      managedPolicies: count("IAM managed policies"),
+      logGroups: count("log groups"),
+      alarms: count("alarms"),
+    }).toEqual({
+      rules: resourcesOf(s.json, "AWS::Events::Rule").filter(([, r]) => props(r)["EventBusName"]).length,
+      workQueues,
+      deadLetterQueues: queues - workQueues,
+      functions: resourcesOf(s.json, "AWS::Lambda::Function").length,
+      roles: resourcesOf(s.json, "AWS::IAM::Role").length,
+      managedPolicies: resourcesOf(s.json, "AWS::IAM::ManagedPolicy").length,
+      logGroups: resourcesOf(s.json, "AWS::Logs::LogGroup").length,
+      alarms: resourcesOf(s.json, "AWS::CloudWatch::Alarm").length,
+    });
+    const words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"];
+    expect(doc).toContain(`the ${words[count("alarms")]} alarms' states`);
   });
 
   test("the dashboard shows sessions per status, transitions, coordinator work, handler errors, DLQ depth, executions", () => {
