@@ -1,7 +1,8 @@
 /**
  * Issue 11 item 5 end to end: a session whose lifecycle execution is gone is repaired by the
  * sweep. Each cause is produced on the embedded runtime: an execution stopped (StopExecution:
- * ABORTED), one failed (SendTaskFailure with an error nothing catches: FAILED), and a session whose
+ * ABORTED), one failed (a stage completed towards a status the flow does not allow, which ends in
+ * the state machine's Fail state, an error nothing catches: FAILED), and a session whose
  * StartExecution never happened (written with the store directly). The sweep only looks at
  * sessions whose stage was entered more than a minute ago, so each case waits that long.
  */
@@ -81,11 +82,16 @@ describe("a session without a live execution is repaired by the sweep", { timeou
         spec: { name: "failed", nodeSelector: { pool: "nowhere" }, command: ["/bin/true"] },
       });
       const pending = await rt.waitFor(id, (s) => s.session.stage.taskToken !== undefined, "a PENDING token");
-      // Given its execution fails with an error no state catches
-      await rt.runtime.stepFunctions.sendTaskFailure({
+      // Given its execution fails with an error no state catches: the stage completed with a
+      // target the flow does not allow from PENDING ends in the state machine's Fail state.
+      await rt.runtime.stepFunctions.sendTaskSuccess({
         taskToken: pending.session.stage.taskToken!,
-        error: "Test.Injected",
-        cause: "an injected failure",
+        output: JSON.stringify({
+          from: "PENDING",
+          to: "RUNNING",
+          result: "SUCCESS",
+          handler: "StartSessions",
+        }),
       });
       await expect
         .poll(
@@ -100,7 +106,7 @@ describe("a session without a live execution is repaired by the sweep", { timeou
         handler: "Lifecycle",
         fromStatus: "PENDING",
         toStatus: "CANCELLED",
-        message: `its lifecycle execution ${id} is FAILED (Test.Injected: an injected failure) while the session was PENDING: ended by the sweep's repair`,
+        message: `its lifecycle execution ${id} is FAILED (Cairn.UnexpectedTransition) while the session was PENDING: ended by the sweep's repair`,
       });
       expect(ended.kernels.map((k) => k.status)).toEqual(["CANCELLED"]);
       await expectSettled(ended, expect);

@@ -5,7 +5,7 @@
  * never sent), nothing will ever move the session again and it holds its capacity for good.
  *
  * The sweep looks at sessions whose stage was entered more than a minute ago (a page per status
- * per sweep, continuing where the previous sweep left off) and asks Step Functions about each
+ * at most every 10 s, continuing where the previous page left off) and asks Step Functions about each
  * one's execution:
  * - RUNNING: nothing to do;
  * - no execution, and the session never entered a stage: the start never happened; it is sent now;
@@ -38,6 +38,11 @@ export interface RepairDeps {
   readonly minAgeMs?: number;
   /** Index entries read per status per sweep (each candidate costs one DescribeExecution). @default 25 */
   readonly pageSize?: number;
+  /**
+   * At most one repair sweep this often, however often the coordinator sweeps (the embedded
+   * runtime sweeps every second; sessions qualify only after a minute anyway). @default 10000
+   */
+  readonly intervalMs?: number;
 }
 
 export type RepairAction =
@@ -54,6 +59,7 @@ export class Repair {
   readonly #d: RepairDeps;
   /** Where each status's walk continues: the queue is long, a sweep reads one page of it. */
   readonly #cursors = new Map<SessionStatus, string>();
+  #lastSweepAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(deps: RepairDeps) {
     this.#d = deps;
@@ -61,8 +67,12 @@ export class Repair {
 
   async sweep(): Promise<RepairOutcome> {
     const { store, executions, clock } = this.#d;
-    if (executions.describe === undefined) return { checked: 0, repaired: [] };
-    const enteredBeforeMs = clock.nowMs() - (this.#d.minAgeMs ?? 60_000);
+    const nowMs = clock.nowMs();
+    if (executions.describe === undefined || nowMs - this.#lastSweepAtMs < (this.#d.intervalMs ?? 10_000)) {
+      return { checked: 0, repaired: [] };
+    }
+    this.#lastSweepAtMs = nowMs;
+    const enteredBeforeMs = nowMs - (this.#d.minAgeMs ?? 60_000);
     let checked = 0;
     const repaired: RepairOutcome["repaired"][number][] = [];
     // Every status that is not terminal is a stage the execution waits in.
