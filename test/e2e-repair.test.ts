@@ -2,8 +2,9 @@
  * Issue 11 item 5 end to end: a session whose lifecycle execution is gone is repaired by the
  * sweep. Each cause is produced on the embedded runtime: an execution stopped (StopExecution:
  * ABORTED), one failed (a stage completed towards a status the flow does not allow, which ends in
- * the state machine's Fail state, an error nothing catches: FAILED), and a session whose
- * StartExecution never happened (written with the store directly). The sweep only looks at
+ * the state machine's Fail state, an error nothing catches: FAILED), a session whose
+ * StartExecution never happened (written with the store directly), and one whose start met an
+ * ended execution of its name (ExecutionAlreadyExists, taken for success). The sweep only looks at
  * sessions whose stage was entered more than a minute ago, so each case waits that long.
  */
 import { afterAll, beforeAll, describe, test, type ExpectStatic } from "vitest";
@@ -109,6 +110,37 @@ describe("a session without a live execution is repaired by the sweep", { timeou
         message: `its lifecycle execution ${id} is FAILED (Cairn.UnexpectedTransition) while the session was PENDING: ended by the sweep's repair`,
       });
       expect(ended.kernels.map((k) => k.status)).toEqual(["CANCELLED"]);
+      await expectSettled(ended, expect);
+    },
+  );
+
+  test.concurrent(
+    "a session whose start met an execution of its name that had already ended: ended with the reason",
+    async ({ expect }) => {
+      const id = newId("taken");
+      // Given an execution named like the session that ran and ended before the session existed
+      // (its StartExecution would meet ExecutionAlreadyExists, which the start takes for success)
+      const spec = parseSessionSpec({ name: "taken", command: ["/bin/true"] });
+      await rt.runtime.stepFunctions.startExecution({
+        stateMachineArn: rt.runtime.info.stateMachineArn,
+        name: id,
+        input: JSON.stringify({ sessionId: id, timeouts: spec.timeouts }),
+      });
+      await expect
+        .poll(
+          async () =>
+            (await rt.runtime.stepFunctions.describeExecution({ executionArn: executionArn(id) })).status,
+        )
+        .not.toBe("RUNNING");
+      await rt.store.createSession(newSession(id, spec, Date.now() - 120_000));
+      // Then the sweep ends the session: it has no execution to carry it
+      const ended = await rt.waitForEnd(id, REPAIR_WAIT_MS);
+      expect(ended.session.status).toBe("CANCELLED");
+      expect(ended.session.lastHistory?.message).toMatch(
+        new RegExp(
+          `^its lifecycle execution ${id} is FAILED \\(.+\\) while the session was PENDING: ended by the sweep's repair$`,
+        ),
+      );
       await expectSettled(ended, expect);
     },
   );
