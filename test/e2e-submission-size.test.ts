@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { MAX_AGENT_MESSAGE_BYTES } from "../functions/core/agent-protocol.ts";
 import { MAX_ENTRY_BYTES } from "../functions/core/events.ts";
+import { parseSessionSpec } from "../functions/core/spec.ts";
 import { largestKernelCommandBytes, submittedEventBytes } from "../functions/core/submission-size.ts";
 import { runCairn } from "./support/cli.ts";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
@@ -30,6 +31,14 @@ const bytes = (value: unknown) => new TextEncoder().encode(JSON.stringify(value)
 /** The submission of the issue: 262,100 bytes of event, a kernel command that cannot be sent. */
 function oversized(name: string) {
   return { name, command: ["/bin/true", "x".repeat(261_950)] };
+}
+
+/**
+ * Smaller, for the CLI: `submit` sends the spec with its defaults written out (some 500 bytes
+ * more), which the issue's submission would not fit. 250 KB fits the event with room to spare.
+ */
+function oversizedWithDefaults(name: string) {
+  return { name, command: ["/bin/true", "x".repeat(250_000)] };
 }
 
 function specFile(name: string, spec: unknown): string {
@@ -53,19 +62,22 @@ describe("a spec too large for the kernel commands it causes", () => {
     expect(submittedEventBytes("big-1", spec)).toBeGreaterThan(262_000);
     expect(submittedEventBytes("big-1", spec)).toBeLessThanOrEqual(MAX_ENTRY_BYTES);
     expect(largestKernelCommandBytes({ ...spec, env: {} })).toBeGreaterThan(MAX_AGENT_MESSAGE_BYTES);
+    const withDefaults = { ...parseSessionSpec(oversizedWithDefaults("big")) };
+    expect(submittedEventBytes("big-cli-1", withDefaults)).toBeLessThan(MAX_ENTRY_BYTES - 10_000);
+    expect(largestKernelCommandBytes(withDefaults)).toBeGreaterThan(MAX_AGENT_MESSAGE_BYTES);
   });
 
   test("cairn submit refuses it before sending: exit 2 naming spec.command and the sizes", async () => {
     const run = await runCairn(rt.dataDir, [
       "submit",
-      specFile("big.json", oversized("big")),
+      specFile("big.json", oversizedWithDefaults("big")),
       "--id",
       "big-cli-1",
     ]);
     expect(run.code, run.stderr).toBe(2);
     expect(run.stdout).toBe("");
     expect(run.stderr).toMatch(
-      /^cairn: the spec cannot be submitted: spec\.command: too large: spec\.command \(261\d{3} bytes as JSON\) and spec\.env \(2 bytes\) make a kernel command of up to \d+ bytes, and an agent's queue takes messages of at most 262144; together they may be at most \d+ bytes\n/,
+      /^cairn: the spec cannot be submitted: spec\.command: too large: spec\.command \(250\d{3} bytes as JSON\) and spec\.env \(2 bytes\) make a kernel command of up to \d+ bytes, and an agent's queue takes messages of at most 262144; together they may be at most \d+ bytes\n/,
     );
     expect(await rt.store.getSession("big-cli-1")).toBeUndefined();
     expect(await rt.store.getJob("big-cli-1")).toBeUndefined();
