@@ -5,19 +5,23 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
+import { LIFECYCLE_FAILURE } from "../functions/app/enter-stage.ts";
+import { TransientError } from "../functions/handlers/enter-stage.ts";
 import { LIFECYCLE_HANDLERS, PROMOTION_HANDLERS, STAGES } from "../functions/core/handlers.ts";
 import { SESSION_STATUSES, WAITING_SESSION_STATUSES, type SessionStatus } from "../functions/core/status.ts";
 
 interface AslState {
   Type: string;
   Resource?: string;
-  Parameters?: { Payload?: { status?: string } };
+  Parameters?: { Payload?: Record<string, unknown> & { status?: string } };
+  Retry?: { ErrorEquals: string[]; MaxAttempts?: number }[];
+  Error?: string;
   Result?: { from?: string; to?: string; result?: string } | null;
   ResultPath?: string | null;
   SecondsPath?: string;
   TimeoutSecondsPath?: string;
   TimeoutSeconds?: number;
-  Catch?: { ErrorEquals: string[]; Next: string }[];
+  Catch?: { ErrorEquals: string[]; Next: string; ResultPath?: string }[];
   Choices?: { Variable: string; StringEquals: string; Next: string }[];
   Default?: string;
   Next?: string;
@@ -40,6 +44,11 @@ function statusOf(name: string): string | undefined {
   return state(name).Parameters?.Payload?.status;
 }
 
+/** The failure recorder: the one state that hands EnterStage a Catch's error output. */
+function isFailureRecorder(name: string): boolean {
+  return state(name).Parameters?.Payload?.["failure.$"] !== undefined;
+}
+
 const CALLBACK = "arn:aws:states:::lambda:invoke.waitForTaskToken";
 const TERMINAL: readonly string[] = ["TERMINATED", "CANCELLED"];
 
@@ -50,7 +59,10 @@ const TERMINAL: readonly string[] = ["TERMINATED", "CANCELLED"];
  */
 function stateFor(status: string): string {
   const found = Object.keys(states).filter(
-    (n) => statusOf(n) === status && (TERMINAL.includes(status) || state(n).Resource === CALLBACK),
+    (n) =>
+      statusOf(n) === status &&
+      !isFailureRecorder(n) &&
+      (TERMINAL.includes(status) || state(n).Resource === CALLBACK),
   );
   expect(found, `exactly one callback or terminal state records ${status}`).toHaveLength(1);
   return found[0]!;
@@ -185,4 +197,79 @@ describe("session-lifecycle.asl.json against the core's tables", () => {
     visit(asl.StartAt);
     expect([...seen].sort()).toEqual(Object.keys(states).sort());
   });
+});
+
+/**
+ * Issue 11: what no retry clears is caught and recorded on the session, never left to fail the
+ * execution silently; what is transient is retried (AWS's Lambda best-practice list, plus the
+ * handler's own transient errors, named by their data: see functions/handlers/enter-stage.ts).
+ */
+describe("session-lifecycle.asl.json: retries and the failure recorder", () => {
+  const AWS_TRANSIENT_LAMBDA = [
+    "Lambda.ClientExecutionTimeoutException",
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+  ];
+  const tasks = Object.keys(states).filter((n) => state(n).Type === "Task");
+  const recorders = tasks.filter(isFailureRecorder);
+
+  test("exactly one state records failures, as the code's LIFECYCLE_FAILURE says, then fails the execution", () => {
+    expect(recorders).toHaveLength(1);
+    const recorder = state(recorders[0]!);
+    expect(recorder.Resource).toBe("arn:aws:states:::lambda:invoke");
+    expect(recorder.Parameters?.Payload).toMatchObject({
+      status: LIFECYCLE_FAILURE.status,
+      transition: {
+        to: LIFECYCLE_FAILURE.status,
+        result: LIFECYCLE_FAILURE.result,
+        handler: LIFECYCLE_FAILURE.handler,
+      },
+      "failure.$": "$.error",
+    });
+    // Recorded or not, the execution ends FAILED: the failed-executions alarm fires.
+    const end = state(recorder.Next!);
+    expect(end.Type).toBe("Fail");
+    expect(end.Error).toBe("Cairn.LifecycleFailed");
+    expect(recorder.Catch).toEqual([
+      { ErrorEquals: ["States.ALL"], ResultPath: "$.recordError", Next: recorder.Next },
+    ]);
+  });
+
+  test.each(tasks)(
+    "%s retries every transient error: AWS's Lambda list, Lambda.Unknown, Cairn.Transient",
+    (name) => {
+      const retried = (state(name).Retry ?? []).flatMap((r) => r.ErrorEquals);
+      for (const error of [...AWS_TRANSIENT_LAMBDA, "Lambda.Unknown", new TransientError("x").name]) {
+        expect(retried, `${name} retries ${error}`).toContain(error);
+      }
+      expect(retried, "nothing is retried blindly").not.toContain("States.ALL");
+      // A function that timed out or ran out of memory is tried again, but not six times.
+      const unknown = state(name).Retry!.find((r) => r.ErrorEquals.includes("Lambda.Unknown"))!;
+      expect(unknown.MaxAttempts).toBeLessThanOrEqual(2);
+    },
+  );
+
+  test.each(tasks.filter((n) => !isFailureRecorder(n)))(
+    "%s catches everything else into the failure recorder, keeping its input",
+    (name) => {
+      const catchers = state(name).Catch ?? [];
+      const last = catchers.at(-1);
+      expect(last).toEqual({ ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: recorders[0] });
+      // The stage timer keeps its own route (EXPIRED) ahead of the catch-all.
+      if (state(name).Resource === CALLBACK) expect(catchers[0]!.ErrorEquals).toEqual(["States.Timeout"]);
+    },
+  );
+
+  test.each(WAITING_SESSION_STATUSES)(
+    "%s names its entry and attempt, so a retried attempt replaces the token idempotently",
+    (status) => {
+      expect(state(stateFor(status)).Parameters?.Payload?.["entry"]).toEqual({
+        "state.$": "$$.State.Name",
+        "enteredTime.$": "$$.State.EnteredTime",
+        "retryCount.$": "$$.State.RetryCount",
+      });
+    },
+  );
 });

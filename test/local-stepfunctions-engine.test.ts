@@ -588,7 +588,7 @@ describe("fault injection (issue 11)", () => {
     expect(events!.find((e) => e.type === "TaskFailed")?.taskFailedEventDetails?.error).toBe(
       "Lambda.ServiceException",
     );
-    expect(service.faults?.fired).toEqual([
+    expect(service.faults.fired).toEqual([
       { fault: "lose-lambda-response", state: "Stage", function: "enter" },
     ]);
     await service.close();

@@ -23,6 +23,7 @@ import {
   isLiveAgent,
   stageKey,
   type Agent,
+  type RunRecord,
   type SessionWithKernels,
   type StageTransition,
 } from "../core/model.ts";
@@ -493,15 +494,20 @@ export class Coordinator {
           return;
         }
         // A run leaving TERMINATING is judged first: retried (back to PENDING) or finished.
-        const transition = decision.complete ? await this.#judgeRun(s, decision.complete) : undefined;
+        const judged = decision.complete ? await this.#judgeRun(s, decision.complete) : undefined;
+        // Issue 11: the run's record is written with the claim; the callback carries its index.
+        const { transition, run } = judged
+          ? callbackPayload(judged)
+          : { transition: undefined, run: undefined };
         try {
-          await this.#d.store.applyWrite(decisionWrite(s.session, decision, this.#d.clock.nowMs()));
+          const write = decisionWrite(s.session, decision, this.#d.clock.nowMs());
+          await this.#d.store.applyWrite(run ? { ...write, run } : write);
         } catch (error) {
           if (errorCode(error) === "CONFLICT") return;
           throw error;
         }
         if (transition && token !== undefined) {
-          await this.#complete(token, transition);
+          await this.#complete(s.session.id, token, transition);
           completed++;
         }
       }),
@@ -567,12 +573,34 @@ export class Coordinator {
     };
   }
 
-  async #complete(token: string, transition: StageTransition): Promise<void> {
-    const outcome = await this.#d.executions.complete(token, transition);
-    if (outcome === "already-closed") {
-      // The stage's own timer fired first; the execution has moved on along its EXPIRED path.
-      this.#d.log.info("stage already closed", { from: transition.from, to: transition.to });
+  /**
+   * Completes the stage's callback. When the token is closed, a retried attempt of the stage may
+   * hold a newer one (issue 11: each attempt of a callback state gets its own token): that one is
+   * claimed and completed instead. Otherwise the stage's own timer fired first and the execution
+   * has moved on along its EXPIRED path.
+   */
+  async #complete(sessionId: string, token: string, transition: StageTransition): Promise<void> {
+    let current = token;
+    for (let hop = 0; hop < MAX_TOKEN_HOPS; hop++) {
+      if ((await this.#d.executions.complete(current, transition)) === "completed") return;
+      const s = await this.#d.store.getSession(sessionId);
+      const newer = s?.session.stage.taskToken;
+      if (!s || s.session.status !== transition.from || newer === undefined || newer === current) break;
+      try {
+        await this.#d.store.applyWrite({
+          sessionId,
+          expected: { status: s.session.status, version: s.session.version },
+          nowMs: this.#d.clock.nowMs(),
+          claimStage: true,
+        });
+      } catch (error) {
+        if (errorCode(error) === "CONFLICT") break;
+        throw error;
+      }
+      this.#d.log.info("completing the retried stage's newer token", { sessionId, from: transition.from });
+      current = newer;
     }
+    this.#d.log.info("stage already closed", { sessionId, from: transition.from, to: transition.to });
   }
 
   /** Honours cancel requests of sessions waiting in a stage: PRE-start → CANCELLED, else TERMINATING. */
@@ -609,7 +637,7 @@ export class Coordinator {
         if (errorCode(error) === "CONFLICT") continue;
         throw error;
       }
-      await this.#complete(token, {
+      await this.#complete(session.id, token, {
         from: session.status,
         to,
         result: "CANCELLED",
@@ -620,6 +648,30 @@ export class Coordinator {
     }
     return completed;
   }
+}
+
+/** A stage's token replaced more often than this while completing it is left to the next pass. */
+const MAX_TOKEN_HOPS = 3;
+/** A transition's message in a callback payload (the history keeps what it carries). */
+const MAX_TRANSITION_MESSAGE_CHARS = 4_096;
+
+/**
+ * Issue 11: a callback payload is small by construction (Step Functions: 256 KiB). The run's
+ * record (every kernel's message) goes to the table; the transition carries its index and a
+ * capped message.
+ */
+function callbackPayload(judged: StageTransition): { transition: StageTransition; run?: RunRecord } {
+  const { run, ...rest } = judged;
+  const message =
+    rest.message !== undefined && rest.message.length > MAX_TRANSITION_MESSAGE_CHARS
+      ? `${rest.message.slice(0, MAX_TRANSITION_MESSAGE_CHARS - 1)}…`
+      : rest.message;
+  const transition: StageTransition = {
+    ...rest,
+    ...(message !== undefined ? { message } : {}),
+    ...(run ? { runIndex: run.runIndex } : {}),
+  };
+  return run ? { transition, run } : { transition };
 }
 
 /** The status queues' order: highest priority first, then oldest, then id. */

@@ -3,15 +3,22 @@
  * status, the stage's task token and entry time, the transition's kernel statuses and history
  * record in one conditional write, and announces the status change. When the session leaves its
  * agents, it first stops kernels that must not outlive the transition and gives capacity back.
+ *
+ * Issue 11: every attempt of a callback state gets a new task token. An attempt whose response
+ * was lost (the write happened) is retried; the retry replaces the token of the same state entry,
+ * and a late older attempt never overwrites a newer one. A state that fails with an error no
+ * retry clears comes back here as a failure to record: the session ends TERMINATED, FAILED.
  */
 import type { SessionWrite } from "../core/effects.ts";
 import { stageEntryWrite } from "../core/effects.ts";
+import { placeHistory } from "../core/history.ts";
 import type { SessionWithKernels, StageTransition } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
 import {
   isTerminalKernelStatus,
   KernelStatus,
   SessionStatus,
+  TERMINAL_SESSION_STATUSES,
   type SessionStatus as Status,
 } from "../core/status.ts";
 import { runName } from "../core/retry/naming.ts";
@@ -30,7 +37,38 @@ export interface EnterStageInput {
   /** Absent for TERMINATED and CANCELLED, which do not wait. */
   readonly taskToken?: string;
   readonly executionName: string;
+  /** Callback states: which entry of the state this is, and which attempt of it (`$$.State`). */
+  readonly entry?: StateEntryRef;
+  /** The failure recorder: the Catch output of the state that failed (no retry cleared it). */
+  readonly failure?: StateFailure;
 }
+
+export interface StateEntryRef {
+  readonly state: string;
+  /** `$$.State.EnteredTime`: the same for every attempt of one entry. */
+  readonly enteredTime: string;
+  /** `$$.State.RetryCount`: 0 for the first attempt. */
+  readonly retryCount: number;
+}
+
+/** Step Functions' error output, as a Catch passes it on. */
+export interface StateFailure {
+  readonly Error: string;
+  readonly Cause?: string;
+}
+
+/**
+ * Where a state that failed beyond its retries leaves the session (the ASL's RecordFailure
+ * state; test/asl-graph.test.ts checks that they agree).
+ */
+export const LIFECYCLE_FAILURE = {
+  status: SessionStatus.TERMINATED,
+  result: "FAILED",
+  handler: "Lifecycle",
+} as const satisfies Pick<StageTransition, "result" | "handler"> & { status: Status };
+
+/** How much of a failure's cause the history keeps: the rest is in the execution's events. */
+const FAILURE_CAUSE_CHARS = 1_000;
 
 export interface EnterStageDeps {
   readonly store: SessionStore;
@@ -55,6 +93,7 @@ const LEAVES_AGENTS: ReadonlySet<Status> = new Set([
 ]);
 
 export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): Promise<{ status: Status }> {
+  if (input.failure) return recordFailure(input, input.failure, deps);
   const { transition } = input;
   if (transition.to !== input.status) {
     throw new StageEntryError(
@@ -79,20 +118,44 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     const current =
       (attempt === 1 ? prefetched : undefined) ?? (await deps.store.getSession(input.sessionId));
     if (!current) throw new StageEntryError(`session ${input.sessionId} does not exist`);
+    const seen = attemptOf(current, input);
+    if (seen === "stale") {
+      deps.log.info("a late attempt of a state entry found a newer one; nothing written", {
+        sessionId: input.sessionId,
+        status: input.status,
+        attempt: input.entry?.retryCount,
+      });
+      return { status: input.status };
+    }
+    if (seen === "retried") {
+      if (await replaceToken(current, input, deps)) {
+        // The first attempt may have failed before announcing the change: announce it (again).
+        await announce(input, transition, deps);
+        return { status: input.status };
+      }
+      continue;
+    }
     if (alreadyEntered(current, input)) break;
     if (current.session.status !== transition.from) {
       throw new StageEntryError(
         `session ${input.sessionId} is ${current.session.status}; cannot apply ${transition.from} → ${transition.to}`,
       );
     }
-    applied = withRunRecord(current, transition, deps.clock.nowMs());
-    const write: SessionWrite = stageEntryWrite({
+    applied = await withRunRecord(current, transition, deps);
+    const entered: SessionWrite = stageEntryWrite({
       session: current.session,
       kernels: current.kernels,
       transition: applied,
       ...(input.taskToken !== undefined ? { taskToken: input.taskToken } : {}),
       nowMs: deps.clock.nowMs(),
     });
+    const write: SessionWrite =
+      input.entry && entered.stage
+        ? {
+            ...entered,
+            stage: { ...entered.stage, entryAtMs: entryAtMs(input.entry), attempt: input.entry.retryCount },
+          }
+        : entered;
     try {
       await deps.store.applyWrite(write);
       before = current;
@@ -103,19 +166,7 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     }
   }
   if (!before) return { status: input.status };
-  const atMs = deps.clock.nowMs();
-  await deps.events.statusChanged([
-    {
-      sessionId: input.sessionId,
-      executionName: input.executionName,
-      from: applied.from,
-      to: applied.to,
-      result: applied.result,
-      handler: applied.handler,
-      ...(applied.message !== undefined ? { message: applied.message.slice(0, 4096) } : {}),
-      atMs,
-    },
-  ]);
+  const atMs = await announce(input, applied, deps);
   if (applied.requeue) {
     const runIndex = before.session.runIndex + 1;
     await deps.events.requeued([
@@ -136,16 +187,169 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
   return { status: input.status };
 }
 
+/** Publishes the status change; returns its time. */
+async function announce(
+  input: EnterStageInput,
+  applied: StageTransition,
+  deps: EnterStageDeps,
+): Promise<number> {
+  const atMs = deps.clock.nowMs();
+  await deps.events.statusChanged([
+    {
+      sessionId: input.sessionId,
+      executionName: input.executionName,
+      from: applied.from,
+      to: applied.to,
+      result: applied.result,
+      handler: applied.handler,
+      ...(applied.message !== undefined ? { message: applied.message.slice(0, 4096) } : {}),
+      atMs,
+    },
+  ]);
+  return atMs;
+}
+
 /**
- * A run that ends without the coordinator judging it (the TERMINATING timer ran out) is still
- * recorded: its record is built here from the kernels as they are.
+ * A run that ends without the coordinator judging it (the TERMINATING timer ran out, or a state
+ * failed) is still recorded: its record is built here from the kernels as they are, unless the
+ * coordinator already wrote it (it claimed the stage, then found the callback closed).
  */
-function withRunRecord(current: SessionWithKernels, t: StageTransition, nowMs: number): StageTransition {
-  if (t.run || t.to !== SessionStatus.TERMINATED || t.from !== SessionStatus.TERMINATING) return t;
-  return {
-    ...t,
-    run: runRecord(current, { decision: "finished", reason: t.message ?? t.result.toLowerCase() }, nowMs),
-  };
+async function withRunRecord(
+  current: SessionWithKernels,
+  t: StageTransition,
+  deps: EnterStageDeps,
+): Promise<StageTransition> {
+  if (t.run || t.runIndex !== undefined) return t;
+  if (t.to !== SessionStatus.TERMINATED || t.from !== SessionStatus.TERMINATING) return t;
+  const runIndex = current.session.runIndex;
+  if ((await deps.store.listRuns(current.session.id)).some((r) => r.runIndex === runIndex)) {
+    return { ...t, runIndex };
+  }
+  const reason = t.message ?? t.result.toLowerCase();
+  return { ...t, run: runRecord(current, { decision: "finished", reason }, deps.clock.nowMs()) };
+}
+
+function entryAtMs(entry: StateEntryRef): number {
+  return Date.parse(entry.enteredTime);
+}
+
+/**
+ * Which attempt of a callback state's entry this invocation is, against what the session holds:
+ * `retried` when a later attempt of the entry the session is in brings a new token; `stale` when
+ * the session already holds this entry's token from a later attempt (or a later entry of the
+ * same status); `other` otherwise (a new entry, or a redelivery alreadyEntered recognises).
+ */
+function attemptOf({ session }: SessionWithKernels, input: EnterStageInput): "retried" | "stale" | "other" {
+  const { entry, taskToken } = input;
+  if (!entry || taskToken === undefined || session.status !== input.status) return "other";
+  const stored = session.stage.entryAtMs;
+  if (stored === undefined) return "other";
+  const at = entryAtMs(entry);
+  if (stored > at) return "stale";
+  if (stored < at) return "other";
+  if (session.stage.taskToken === taskToken) return "other";
+  return (session.stage.attempt ?? 0) < entry.retryCount ? "retried" : "stale";
+}
+
+/**
+ * The retry's token replaces the earlier attempt's, conditional on the version read, so a
+ * concurrent writer (a late attempt, the coordinator's claim) makes this read and decide again.
+ * An outcome may have claimed the earlier token already: the new one makes the session a
+ * target again, and the coordinator judges it afresh.
+ */
+async function replaceToken(
+  current: SessionWithKernels,
+  input: EnterStageInput,
+  deps: EnterStageDeps,
+): Promise<boolean> {
+  const { session } = current;
+  try {
+    await deps.store.applyWrite({
+      sessionId: session.id,
+      expected: { status: session.status, version: session.version },
+      nowMs: deps.clock.nowMs(),
+      stage: { ...session.stage, taskToken: input.taskToken!, attempt: input.entry!.retryCount },
+    });
+  } catch (error) {
+    if (errorCode(error) === "CONFLICT") return false;
+    throw error;
+  }
+  deps.log.info("a retried state entry replaced its task token", {
+    sessionId: session.id,
+    status: session.status,
+    attempt: input.entry!.retryCount,
+  });
+  return true;
+}
+
+/**
+ * A state failed with an error no retry cleared (ASL RecordFailure). A session still under way
+ * ends TERMINATED with result FAILED, its kernels stopped and its capacity released, and the
+ * change is announced; one that had already ended gets the failure as a history record.
+ */
+async function recordFailure(
+  input: EnterStageInput,
+  failure: StateFailure,
+  deps: EnterStageDeps,
+): Promise<{ status: Status }> {
+  const cause = failure.Cause === undefined ? "" : `: ${failure.Cause.slice(0, FAILURE_CAUSE_CHARS)}`;
+  const message = `the lifecycle failed entering ${input.transition.from} with ${failure.Error}${cause}`;
+  for (let attempt = 1; ; attempt++) {
+    const current = await deps.store.getSession(input.sessionId);
+    if (!current) throw new StageEntryError(`session ${input.sessionId} does not exist`);
+    const { session } = current;
+    const nowMs = deps.clock.nowMs();
+    const ended = TERMINAL_SESSION_STATUSES.has(session.status);
+    const transition: StageTransition = {
+      from: session.status,
+      to: LIFECYCLE_FAILURE.status,
+      result: LIFECYCLE_FAILURE.result,
+      handler: LIFECYCLE_FAILURE.handler,
+      message,
+    };
+    let write: SessionWrite;
+    if (ended) {
+      write = {
+        sessionId: session.id,
+        expected: { status: session.status, version: session.version },
+        nowMs,
+        history: placeHistory(session.lastHistory, [
+          {
+            sessionId: session.id,
+            handler: LIFECYCLE_FAILURE.handler,
+            result: LIFECYCLE_FAILURE.result,
+            fromStatus: session.status,
+            message,
+            atMs: nowMs,
+          },
+        ]),
+      };
+    } else {
+      if (attempt === 1) {
+        await stopLeftoverKernels(current, { ...input, status: LIFECYCLE_FAILURE.status }, transition, deps);
+        await deps.store.releaseCapacity(session.id);
+      }
+      write = stageEntryWrite({
+        session,
+        kernels: current.kernels,
+        transition: await withRunRecord(current, transition, deps),
+        nowMs,
+      });
+    }
+    try {
+      await deps.store.applyWrite(write);
+    } catch (error) {
+      if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
+      continue;
+    }
+    if (!ended) await announce(input, transition, deps);
+    deps.log.error("a lifecycle state failed; the session records it", {
+      sessionId: session.id,
+      status: session.status,
+      error: failure.Error,
+    });
+    return { status: ended ? session.status : LIFECYCLE_FAILURE.status };
+  }
 }
 
 /** A redelivered invocation: this state was already entered with this token. */

@@ -93,6 +93,13 @@ export interface StageRecord {
   readonly taskToken?: string;
   /** Expiry deadline of the stage (enteredAtMs + timeout). */
   readonly expiresAtMs: number;
+  /**
+   * The state entry that wrote this record (its `$$.State.EnteredTime`), with the session status
+   * its identity: a retried attempt of the same entry brings a new token and replaces this one.
+   */
+  readonly entryAtMs?: number;
+  /** The attempt (`$$.State.RetryCount`) whose token this is: only a later attempt replaces it. */
+  readonly attempt?: number;
 }
 
 export interface Session {
@@ -259,6 +266,11 @@ export interface StageTransition {
   readonly message?: string;
   /** The run that just ended, recorded with this transition (out of TERMINATING). */
   readonly run?: RunRecord;
+  /**
+   * The run that just ended, already in the table (the coordinator wrote its record when it
+   * claimed the stage): the callback payload carries the index, never the record (256 KiB).
+   */
+  readonly runIndex?: number;
   /** Present when the run is retried (result REQUEUED, TERMINATING → PENDING). */
   readonly requeue?: {
     readonly retry: RetryState;

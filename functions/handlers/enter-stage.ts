@@ -1,23 +1,102 @@
 /** Lambda entry point invoked by the session-lifecycle state machine as it enters each state. */
 import { loadConfig } from "../config.ts";
 import { wire, type Wiring } from "../adapters/clients.ts";
-import { enterStage, type EnterStageInput } from "../app/enter-stage.ts";
+import { enterStage, StageEntryError, type EnterStageInput } from "../app/enter-stage.ts";
 import type { SessionStatus } from "../core/status.ts";
 import { recordStageEntry } from "./metrics.ts";
 import { createTelemetry, instrumented, type Telemetry } from "./telemetry.ts";
 
 let wired: { wiring: Wiring; telemetry: Telemetry } | undefined;
 
+/**
+ * An error a later attempt may not meet: the state machine retries `Cairn.Transient` (its Retry
+ * lists name it), and catches every other error name into its failure recorder. The original
+ * error's name and message are kept in the message (the execution's Cause).
+ */
+export class TransientError extends Error {
+  override readonly name = "Cairn.Transient";
+  readonly code = "TRANSIENT";
+  readonly retryable = true;
+}
+
+/** Node's network error codes: the request may not have reached the service at all. */
+const NETWORK_CODES: ReadonlySet<string> = new Set([
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EAI_AGAIN",
+]);
+/** Store codes that mean "not now": throttling or contention outlasted the store's own retries. */
+const TRANSIENT_CODES: ReadonlySet<string> = new Set(["STORE_UNAVAILABLE", "CONFLICT"]);
+
 export async function handler(event: EnterStageInput): Promise<{ status: SessionStatus }> {
+  checkInput(event);
   if (!wired) {
     const config = loadConfig();
     const telemetry = createTelemetry(config);
     wired = { wiring: wire(config, telemetry), telemetry };
   }
   const { wiring, telemetry } = wired;
-  return instrumented(telemetry, "EnterStage", async () => {
-    const entered = await enterStage(event, wiring.enterStage);
-    recordStageEntry(telemetry.metrics, entered.status);
-    return entered;
-  });
+  try {
+    return await instrumented(telemetry, "EnterStage", async () => {
+      const entered = await enterStage(event, wiring.enterStage);
+      recordStageEntry(telemetry.metrics, entered.status);
+      return entered;
+    });
+  } catch (error) {
+    if (isTransient(error)) {
+      const e = error as Error;
+      throw new TransientError(`${e.name}: ${e.message}`, { cause: error });
+    }
+    throw error;
+  }
+}
+
+/**
+ * Retryability read from the error's own data: `retryable` when it says so (the publisher's
+ * errors), the store's codes, and the AWS SDK's marks (`$retryable`: throttling and transient
+ * faults; `$fault: "server"`: a 5xx), and network failures.
+ */
+export function isTransient(error: unknown): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  const e = error as { retryable?: unknown; code?: unknown; $retryable?: unknown; $fault?: unknown };
+  if (typeof e.retryable === "boolean") return e.retryable;
+  if (typeof e.code === "string" && (TRANSIENT_CODES.has(e.code) || NETWORK_CODES.has(e.code))) return true;
+  return e.$retryable !== undefined || e.$fault === "server";
+}
+
+/** The fields the state machine adds for issue 11, checked at the edge with the field named. */
+function checkInput(event: EnterStageInput): void {
+  const { entry, failure } = event as { entry?: unknown; failure?: unknown };
+  if (entry !== undefined) {
+    if (typeof entry !== "object" || entry === null) throw new StageEntryError("entry: must be an object");
+    const e = entry as Record<string, unknown>;
+    if (typeof e["state"] !== "string" || e["state"] === "") {
+      throw new StageEntryError("entry.state: must be the state's name ($$.State.Name)");
+    }
+    if (typeof e["enteredTime"] !== "string" || Number.isNaN(Date.parse(e["enteredTime"]))) {
+      throw new StageEntryError(
+        `entry.enteredTime: must be an ISO 8601 time ($$.State.EnteredTime), got ${JSON.stringify(e["enteredTime"])}`,
+      );
+    }
+    const retryCount = e["retryCount"];
+    if (typeof retryCount !== "number" || !Number.isSafeInteger(retryCount) || retryCount < 0) {
+      throw new StageEntryError(
+        `entry.retryCount: must be an integer ≥ 0 ($$.State.RetryCount), got ${JSON.stringify(retryCount)}`,
+      );
+    }
+    if (event.taskToken === undefined) {
+      throw new StageEntryError("entry: only a callback state (with a taskToken) names its entry");
+    }
+  }
+  if (failure !== undefined) {
+    const f = (typeof failure === "object" && failure !== null ? failure : {}) as Record<string, unknown>;
+    if (typeof f["Error"] !== "string") {
+      throw new StageEntryError("failure.Error: must be the error name a Catch passes on");
+    }
+    if (f["Cause"] !== undefined && typeof f["Cause"] !== "string") {
+      throw new StageEntryError("failure.Cause: must be a string when present");
+    }
+  }
 }

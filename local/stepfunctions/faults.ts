@@ -169,14 +169,21 @@ export function faultOptionsFromEnv(
 
 /** Decides, call by call, whether a fault fires. One per service; rules keep their own counts. */
 export class FaultInjector {
-  readonly #rules: { readonly rule: FaultRule; seen: number; fired: number }[];
-  readonly #random: () => number;
+  #rules: { readonly rule: FaultRule; seen: number; fired: number }[] = [];
+  #random: () => number = mulberry32(1);
+  /** The faults fired since the switches were last set. */
   readonly fired: FiredFault[] = [];
 
-  constructor(options: FaultOptions) {
+  constructor(options: FaultOptions = { rules: [] }) {
+    this.set(options);
+  }
+
+  /** Replaces the switches (checked first), restarting counts, the generator and `fired`. */
+  set(options: FaultOptions): void {
     const checked = parseFaultOptions(options);
     this.#rules = checked.rules.map((rule) => ({ rule, seen: 0, fired: 0 }));
     this.#random = mulberry32(checked.seed ?? 1);
+    this.fired.length = 0;
   }
 
   /** The first rule of one of `kinds` that fires for this call, if any. */

@@ -84,8 +84,11 @@ interface MachineRecord {
 }
 
 export class LocalStepFunctions {
-  /** The fault switches, and the faults that fired so far; undefined when none were set. */
-  readonly faults: FaultInjector | undefined;
+  /**
+   * The fault switches (none unless `options.faults`), and the faults that fired. Tests switch
+   * them per scenario with `faults.set(...)`.
+   */
+  readonly faults: FaultInjector;
   readonly #machines = new Map<string, MachineRecord>();
   readonly #executions = new Map<string, Execution>();
   readonly #tokens = new Map<string, TaskAttempt>();
@@ -96,11 +99,11 @@ export class LocalStepFunctions {
 
   /** @param functions Lambda handlers by function name (`FunctionName` may name them by name or ARN). */
   constructor(functions: Readonly<Record<string, LambdaHandler>>, options: LocalStepFunctionsOptions = {}) {
-    this.faults = options.faults ? new FaultInjector(options.faults) : undefined;
+    this.faults = new FaultInjector(options.faults);
     this.#invokers = {
       functions: new Map(Object.entries(functions)),
       integrations: new Map(Object.entries(options.integrations ?? {})),
-      ...(this.faults ? { faults: this.faults } : {}),
+      faults: this.faults,
     };
     this.#clock = options.clock ?? Date.now;
     this.#host = {
@@ -309,7 +312,7 @@ export class LocalStepFunctions {
       throw new SfnApiError("InvalidOutput", `Invalid Output: ${(error as Error).message}`);
     }
     const attempt = this.#openAttempt(token);
-    const fault = this.faults?.take([FaultKind.SendTaskSuccessTimedOut], {
+    const fault = this.faults.take([FaultKind.SendTaskSuccessTimedOut], {
       state: attempt.settings.stateName,
       function: invokedFunction(attempt.settings.resource, attempt.settings.parameters),
     });

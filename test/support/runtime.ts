@@ -11,7 +11,11 @@ import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge
 import { DynamoSessionStore } from "../../functions/adapters/dynamo/dynamo-session-store.ts";
 import { DetailType, toPutEventsEntry, type EventDetailInput } from "../../functions/core/events.ts";
 import type { SessionWithKernels } from "../../functions/core/model.ts";
-import { TERMINAL_SESSION_STATUSES, type SessionStatus } from "../../functions/core/status.ts";
+import {
+  SESSION_STATUSES,
+  TERMINAL_SESSION_STATUSES,
+  type SessionStatus,
+} from "../../functions/core/status.ts";
 import { startRuntime, type Runtime, type RuntimeOptions } from "../../local/runtime.ts";
 
 export interface TestRuntime {
@@ -135,4 +139,40 @@ export async function startTestRuntime(options: RuntimeOptions = {}): Promise<Te
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Issue 11's invariant, for any e2e test to call after a scenario has settled: no session that
+ * is still under way lacks a RUNNING lifecycle execution (nothing stranded), and no session that
+ * has ended still holds a task token (nothing left for a late callback). Fails naming each
+ * offending session.
+ */
+export async function assertLifecycleInvariants(t: TestRuntime): Promise<void> {
+  const problems: string[] = [];
+  const executionsArn = t.runtime.info.stateMachineArn.replace(":stateMachine:", ":execution:");
+  for (const status of SESSION_STATUSES) {
+    let cursor: string | undefined;
+    do {
+      const page = await t.store.listSessionsByStatus(status, {
+        limit: 100,
+        ...(cursor !== undefined ? { cursor } : {}),
+      });
+      for (const session of page.items) {
+        if (TERMINAL_SESSION_STATUSES.has(session.status)) {
+          if (session.stage.taskToken !== undefined) {
+            problems.push(`${session.id} is ${session.status} but still holds a task token`);
+          }
+          continue;
+        }
+        const execution = await t.runtime.stepFunctions
+          .describeExecution({ executionArn: `${executionsArn}:${session.executionName}` })
+          .catch((error: unknown) => ({ status: `missing (${String(error)})` }));
+        if (execution.status !== "RUNNING") {
+          problems.push(`${session.id} is ${session.status} but its execution is ${execution.status}`);
+        }
+      }
+      cursor = page.cursor;
+    } while (cursor !== undefined);
+  }
+  if (problems.length > 0) throw new Error(`lifecycle invariants broken:\n  ${problems.join("\n  ")}`);
 }

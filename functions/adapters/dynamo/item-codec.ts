@@ -150,10 +150,14 @@ function retryStateFrom(r: Fields): RetryState {
 
 function stageFrom(r: Fields): StageRecord {
   const taskToken = r.optString("taskToken");
+  const entryAtMs = r.optNumber("entryAtMs");
+  const attempt = r.optNumber("attempt");
   return {
     enteredAtMs: r.number("enteredAtMs"),
     expiresAtMs: r.number("expiresAtMs"),
     ...(taskToken !== undefined ? { taskToken } : {}),
+    ...(entryAtMs !== undefined ? { entryAtMs } : {}),
+    ...(attempt !== undefined ? { attempt } : {}),
   };
 }
 
