@@ -43,9 +43,11 @@ import { executionArn, historyRecordView, historyView, listView, sessionView } f
 import { SESSION_ID_PATTERN, type PutEventsEntry } from "../functions/core/events.ts";
 import type {
   HistoryRecord,
+  Job,
   Queue,
   RunRecord,
   Session,
+  SessionSpec,
   SessionWithKernels,
 } from "../functions/core/model.ts";
 import { AlreadyExistsError, InUseError, NotFoundError } from "../functions/core/ports/session-store.ts";
@@ -980,6 +982,10 @@ class FakeAdmin implements RetryAdmin {
   }
 }
 
+function jobOf(id: string, spec: SessionSpec): Job {
+  return { id, spec, sessionIds: [id], childIds: [], createdAtMs: T0 };
+}
+
 function fakeWorld(
   sessions: Record<string, SessionWithKernels> = {},
   files: Record<string, string> = {},
@@ -1083,6 +1089,44 @@ describe("runCli", () => {
     expect(world.err).toEqual([
       "mine-1 is not accepted yet after 5 s; still pending (`cairn get mine-1` says whether it was accepted or rejected)",
     ]);
+  });
+
+  test("submit under an id another spec holds: its own event's rejection is the verdict, not the other's job", async () => {
+    const reason =
+      'detail.sessionId: mine-1 is taken by another submission (name "first"); choose another id';
+    let polls = 0;
+    const world = fakeWorld(
+      {},
+      { "/work/hello.yaml": "name: hello\ncommand: [/bin/true]\n" },
+      {
+        // Someone else's job holds the id; this event's rejection is recorded a moment later.
+        getJob: (id) =>
+          Promise.resolve(world.puts.length === 0 ? undefined : jobOf(id, { ...sentSpec(), name: "first" })),
+        listRejections: (id) =>
+          Promise.resolve(polls++ < 2 ? [] : [{ id, eventId: "evt-1", reason, atMs: T0 }]),
+      },
+      "evt-1",
+    );
+    const sentSpec = () => (JSON.parse(world.puts[0]!.Detail) as { spec: SessionSpec }).spec;
+    expect(await runCli(["submit", "hello.yaml", "--id", "mine-1"], world.io)).toBe(2);
+    expect(world.err).toEqual([`cairn: submission mine-1 was rejected: ${reason}`]);
+  });
+
+  test("submit accepted: its job is recorded with its spec (the queue's priority added)", async () => {
+    const world = fakeWorld(
+      {},
+      { "/work/hello.yaml": "name: hello\ncommand: [/bin/true]\n" },
+      {
+        getJob: (id) =>
+          Promise.resolve(world.puts.length === 0 ? undefined : jobOf(id, { ...sentSpec(), priority: 5 })),
+        listRejections: () => Promise.resolve([]),
+      },
+      "evt-1",
+    );
+    const sentSpec = () => (JSON.parse(world.puts[0]!.Detail) as { spec: SessionSpec }).spec;
+    expect(await runCli(["submit", "hello.yaml", "--id", "mine-1"], world.io)).toBe(0);
+    expect(world.out).toEqual(["mine-1"]);
+    expect(world.err).toEqual([]);
   });
 
   test("get of a rejected id says why it is missing", async () => {

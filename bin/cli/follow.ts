@@ -3,7 +3,8 @@
  * history record as a progress line. Time and sleeping are passed in, so tests drive it with a
  * simulated clock.
  */
-import type { SessionWithKernels } from "../../functions/core/model.ts";
+import { sameSpec } from "../../functions/core/jobs.ts";
+import type { SessionSpec, SessionWithKernels } from "../../functions/core/model.ts";
 import { TERMINAL_SESSION_STATUSES } from "../../functions/core/status.ts";
 import type { SessionReader } from "./cairn-api.ts";
 import { CliError, WaitTimeoutError } from "./errors.ts";
@@ -50,7 +51,7 @@ export type SubmissionVerdict =
   | { readonly kind: "pending"; readonly waitedMs: number };
 
 export interface VerdictOptions {
-  readonly store: Pick<SessionReader, "getJob" | "getSession" | "listRejections">;
+  readonly store: Pick<SessionReader, "getJob" | "listRejections">;
   readonly sleep: (ms: number) => Promise<void>;
   /** @default 500 */
   readonly pollMs?: number;
@@ -69,12 +70,14 @@ export async function rejectionOf(
 
 /**
  * Waits (a few seconds) for the control plane's verdict on a submission: accepted once its job
- * (or session) is recorded, rejected once the rejection of this very event is. Bounded by a
- * number of polls, not a clock, so it ends whatever time does.
+ * is recorded with this spec, rejected once the rejection of this very event is (a job under the
+ * id with another spec is someone else's: the wait goes on for this event's verdict). Bounded by
+ * a number of polls, not a clock, so it ends whatever time does.
  */
 export async function awaitVerdict(
   id: string,
   eventId: string,
+  spec: SessionSpec,
   options: VerdictOptions,
 ): Promise<SubmissionVerdict> {
   const { store, sleep } = options;
@@ -84,7 +87,9 @@ export async function awaitVerdict(
     // The rejection first: a different spec under a taken id is refused while the id exists.
     const reason = await rejectionOf(store, id, eventId);
     if (reason !== undefined) return { kind: "rejected", reason };
-    if ((await store.getJob(id)) !== undefined || (await store.getSession(id)) !== undefined) {
+    const job = await store.getJob(id);
+    // The queue's priority is added to the spec's when the job is recorded.
+    if (job !== undefined && sameSpec({ ...job.spec, priority: 0 }, { ...spec, priority: 0 })) {
       return { kind: "accepted" };
     }
     if (poll >= polls) return { kind: "pending", waitedMs: polls * pollMs };

@@ -86,7 +86,7 @@ export async function runSubmit(request: SubmitRequest, ctx: CommandContext): Pr
   let rejection: (() => Promise<string | undefined>) | undefined;
   if (eventId !== undefined) {
     const sentEventId = eventId;
-    const verdict = await awaitVerdict(jobId, sentEventId, {
+    const verdict = await awaitVerdict(jobId, sentEventId, spec, {
       store: ctx.api.store,
       sleep: (ms) => ctx.io.sleep(ms),
     });
