@@ -38,6 +38,8 @@ const WORK_RETENTION = Duration.days(7);
 const DISPOSABLE_QUEUES: ReadonlySet<QueueName> = new Set([QueueName.HeartbeatQueue]);
 /** SQS's shortest retention and EventBridge's shortest maximum event age. */
 const MIN_LIFETIME_SECONDS = 60;
+/** EventBridge's longest maximum event age. */
+const MAX_LIFETIME_SECONDS = 86_400;
 /**
  * AWS's guidance for SQS event sources: a visibility timeout of six times the consumer's
  * timeout, so a message is not redelivered while a retried batch is still running.
@@ -157,9 +159,10 @@ export class CairnRouting extends Construct {
   }
 }
 
-/** How long a heartbeat means something: the agent timeout (at least the services' minimum). */
+/** How long a heartbeat means something: the agent timeout, within what the services accept. */
 export function disposableLifetime(settings: Pick<ResolvedCairnProps, "agentTimeoutMs">): Duration {
-  return Duration.seconds(Math.max(MIN_LIFETIME_SECONDS, Math.ceil(settings.agentTimeoutMs / 1000)));
+  const seconds = Math.ceil(settings.agentTimeoutMs / 1000);
+  return Duration.seconds(Math.min(MAX_LIFETIME_SECONDS, Math.max(MIN_LIFETIME_SECONDS, seconds)));
 }
 
 function secureQueue(scope: Construct, id: string, props: sqs.QueueProps): sqs.Queue {

@@ -11,6 +11,7 @@ import { Cairn } from "../lib/cairn.ts";
 import { CairnStack } from "../lib/cairn-stack.ts";
 import { CairnPropsError } from "../lib/errors.ts";
 import { CAIRN_DEFAULTS, resolveCairnProps, type CairnProps } from "../lib/props.ts";
+import { disposableLifetime } from "../lib/routing.ts";
 import { loadConfig } from "../functions/config.ts";
 import { resourcesOf, type CfnTemplate } from "./cdk-synth.ts";
 
@@ -182,6 +183,17 @@ describe("defaults", () => {
     expect(resolveCairnProps({ agentQueuePrefix: "prod_agents-" }, "Prod").agentQueuePrefix).toBe(
       "prod_agents-",
     );
+  });
+});
+
+describe("heartbeats live as long as the agent timeout, within what SQS and EventBridge accept", () => {
+  test.each([
+    [12_000, 60],
+    [90_000, 90],
+    [90_500, 91],
+    [2 * 86_400_000, 86_400],
+  ])("agentTimeout %i ms: %i s", (agentTimeoutMs, seconds) => {
+    expect(disposableLifetime({ agentTimeoutMs }).toSeconds()).toBe(seconds);
   });
 });
 
