@@ -81,6 +81,8 @@ describe("a spec too large for the kernel commands it causes", () => {
     );
     expect(await rt.store.getSession("big-cli-1")).toBeUndefined();
     expect(await rt.store.getJob("big-cli-1")).toBeUndefined();
+    // Nothing was sent: the coordinator, which records every submission it refuses, saw none.
+    expect(await rt.store.listRejections("big-cli-1")).toEqual([]);
   });
 
   test("put on the bus directly, the coordinator refuses it: recorded with the reason, no session", async () => {
