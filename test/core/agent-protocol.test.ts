@@ -168,3 +168,18 @@ describe("node selectors", () => {
     });
   });
 });
+
+describe("agent queue batches", () => {
+  test("at most 10 messages and 256 KiB a batch, in order", async () => {
+    const { packBatches } = await import("../../functions/adapters/sqs/agent-channel.ts");
+    const small = Array.from({ length: 23 }, (_, i) => `m${i}`);
+    expect(packBatches(small).map((b) => b.length)).toEqual([10, 10, 3]);
+    const big = Array.from({ length: 5 }, (_, i) => `${i}`.padEnd(100 * 1024, "x"));
+    const packed = packBatches(big);
+    expect(packed.map((b) => b.length)).toEqual([2, 2, 1]);
+    expect(packed.flat()).toEqual(big);
+    for (const batch of packed) {
+      expect(batch.reduce((sum, body) => sum + Buffer.byteLength(body), 0)).toBeLessThanOrEqual(256 * 1024);
+    }
+  });
+});

@@ -37,6 +37,27 @@ export class AgentChannelError extends Error {
 }
 
 const MAX_BATCH = 10;
+/** SendMessageBatch's total payload: SQS's classic limit, which every region accepts. */
+const MAX_BATCH_BYTES = 256 * 1024;
+
+/** Batches of at most 10 messages and 256 KiB in all, in order (one message is never over the batch limit). */
+export function packBatches(bodies: readonly string[]): string[][] {
+  const batches: string[][] = [];
+  let current: string[] = [];
+  let bytes = 0;
+  for (const body of bodies) {
+    const size = Buffer.byteLength(body);
+    if (current.length === MAX_BATCH || (current.length > 0 && bytes + size > MAX_BATCH_BYTES)) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(body);
+    bytes += size;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}
 
 export function agentQueueName(prefix: string, agentId: string): string {
   return `${prefix}${agentId}`;
@@ -84,9 +105,7 @@ export class SqsAgentChannel implements AgentChannelPort {
     await Promise.all(
       [...byAgent].map(async ([agentId, bodies]) => {
         const url = await this.#url(agentId);
-        for (let i = 0; i < bodies.length; i += MAX_BATCH) {
-          await this.#sendBatch(agentId, url, bodies.slice(i, i + MAX_BATCH));
-        }
+        for (const batch of packBatches(bodies)) await this.#sendBatch(agentId, url, batch);
       }),
     );
   }
