@@ -5,8 +5,10 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
-import { LIFECYCLE_FAILURE } from "../functions/app/enter-stage.ts";
-import { TransientError } from "../functions/handlers/enter-stage.ts";
+import { LIFECYCLE_FAILURE, StageEntryError } from "../functions/app/enter-stage.ts";
+import { PublishError } from "../functions/adapters/eventbridge/publisher.ts";
+import { ConflictError, StoreUnavailableError } from "../functions/core/ports/session-store.ts";
+import { isTransient, TransientError } from "../functions/handlers/enter-stage.ts";
 import { LIFECYCLE_HANDLERS, PROMOTION_HANDLERS, STAGES } from "../functions/core/handlers.ts";
 import { SESSION_STATUSES, WAITING_SESSION_STATUSES, type SessionStatus } from "../functions/core/status.ts";
 
@@ -272,4 +274,33 @@ describe("session-lifecycle.asl.json: retries and the failure recorder", () => {
       });
     },
   );
+});
+
+describe("which EnterStage errors the state machine retries (read from the error's data)", () => {
+  const sdkError = (fields: Record<string, unknown>) => Object.assign(new Error("sdk"), fields);
+  test.each([
+    ["a publish that may succeed later", new PublishError("PutEvents failed", true), true],
+    ["an event too large for any request", new PublishError("too large", false), false],
+    [
+      "the store's throttling outlasting its retries",
+      new StoreUnavailableError("write", 8, new Error("x")),
+      true,
+    ],
+    ["SDK throttling", sdkError({ name: "ThrottlingException", $retryable: { throttling: true } }), true],
+    ["an SDK 5xx", sdkError({ name: "InternalServerError", $fault: "server" }), true],
+    ["a dropped connection", sdkError({ code: "ECONNRESET" }), true],
+    ["an SDK 4xx", sdkError({ name: "ValidationException", $fault: "client" }), false],
+    ["a stage entry the flow does not allow", new StageEntryError("cannot apply"), false],
+  ])("%s: %s", (_what, error, transient) => {
+    expect(isTransient(error)).toBe(transient);
+  });
+
+  test("a conflict that outlasted the entry's own re-reads is transient", () => {
+    const conflict = new ConflictError(
+      "s",
+      { status: "PENDING", version: 1 },
+      { status: "PENDING", version: 2 },
+    );
+    expect(isTransient(conflict)).toBe(true);
+  });
 });

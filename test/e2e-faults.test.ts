@@ -108,6 +108,40 @@ describe("AWS faults, end to end (issue 11)", () => {
     await assertLifecycleInvariants(rt);
   }, 90_000);
 
+  test("a Task that times out (SCHEDULED), then a lost response where the coordinator acts at once (PREPARING): the session still succeeds", async () => {
+    switchFaults({
+      rules: [
+        { fault: "task-timeout", state: "Scheduled", count: 1 },
+        {
+          fault: "lose-lambda-response",
+          state: "Preparing",
+          count: 1,
+          error: "Lambda.ClientExecutionTimeoutException",
+        },
+      ],
+    });
+    const id = newId("scheduled");
+    await rt.submit({ sessionId: id, spec: { name: "scheduled", command: sh("echo ok") } });
+    const ended = await rt.waitForEnd(id, 60_000);
+    expect(rt.runtime.stepFunctions.faults.fired.map((f) => `${f.fault}@${f.state}`)).toEqual([
+      "task-timeout@Scheduled",
+      "lose-lambda-response@Preparing",
+    ]);
+    expect(sessionResult(ended)).toBe("succeeded");
+    const history = await rt.store.listHistory(id);
+    // The timed-out SCHEDULED took the stage's EXPIRED route back to PENDING, and was placed again.
+    expect(history).toContainEqual(
+      expect.objectContaining({ fromStatus: "SCHEDULED", toStatus: "PENDING", result: "EXPIRED" }),
+    );
+    expect(history.filter((h) => h.toStatus === "PREPARING")).toHaveLength(1);
+    const events = await executionHistory(id);
+    expect(
+      events.filter((e) => e.taskFailedEventDetails?.error === "Lambda.ClientExecutionTimeoutException"),
+    ).toHaveLength(1);
+    expect((await executionOf(id)).status).toBe("SUCCEEDED");
+    await assertLifecycleInvariants(rt);
+  }, 90_000);
+
   test("Lambda.Unknown beyond its retries is caught: the session ends TERMINATED, FAILED, with its history, a status event and its capacity back; the execution fails (the alarm's metric)", async () => {
     // Three: the first attempt and Lambda.Unknown's two retries.
     switchFaults({ rules: [{ fault: "lambda-unknown", state: "Scheduled", count: 3 }] });
