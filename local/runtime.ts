@@ -148,6 +148,8 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
   const log = options.log ?? ((line: string) => process.stderr.write(line + "\n"));
   const dataDir = resolve(options.dataDir ?? ".cairn");
   const heartbeatMs = options.heartbeatMs ?? 5_000;
+  // Checked before anything starts: a bad switch names its field and nothing is left running.
+  const faults = options.faults ?? faultOptionsFromEnv(process.env);
   // Shutdown runs in reverse order of start-up: agents first (their last reports still reach
   // the bus), then the sweep, the bus, the queue (in-flight batches finish), Step Functions,
   // the endpoints, and DynamoDB last.
@@ -252,7 +254,6 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     };
 
     const handlers = await loadHandlers();
-    const faults = options.faults ?? faultOptionsFromEnv(process.env);
     if (faults) log(`cairn: fault injection on: ${JSON.stringify(faults)}`);
     const sfn = new LocalStepFunctions(
       Object.fromEntries(
