@@ -12,6 +12,11 @@ import { handler as enterStageHandler } from "../functions/handlers/enter-stage.
 import { sessionResult } from "../functions/core/sessions.ts";
 import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
 import { MAX_PAYLOAD_BYTES, type FaultOptions } from "../local/stepfunctions/index.ts";
+import { Coordinator } from "../functions/app/coordinator.ts";
+import type { LifecycleExecutionsPort } from "../functions/app/ports.ts";
+import { loadConfig } from "../functions/config.ts";
+import type { StageTransition } from "../functions/core/model.ts";
+import { freshTable, newSession, T0 } from "./store-fixtures.ts";
 import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
 let rt: TestRuntime;
@@ -239,4 +244,78 @@ describe("AWS faults, end to end (issue 11)", () => {
     expect((await executionOf(id)).status).toBe("SUCCEEDED");
     await assertLifecycleInvariants(rt);
   }, 180_000);
+});
+
+/**
+ * The coordinator's side of a retried callback state, in isolation (its own table, a recording
+ * Step Functions port): the retry's token lands between the claim and SendTaskSuccess, whose
+ * answer for the claimed token is TaskTimedOut. The newer token is the one completed.
+ */
+describe("completing the newest token (issue 11)", () => {
+  test("a closed token whose stage now holds a newer one: the newer one is claimed and completed", async () => {
+    const table = await freshTable("cairn-newest-token");
+    try {
+      const store = table.store();
+      const id = "newest-token";
+      await store.createSession(
+        newSession(id, {
+          status: "SCHEDULED",
+          kernelStatus: "SCHEDULED",
+          replicas: 1,
+          taskToken: "token-attempt-0",
+        }),
+      );
+      const s = (await store.getSession(id))!;
+      await store.applyWrite({
+        sessionId: id,
+        expected: { status: "SCHEDULED", version: s.session.version },
+        nowMs: T0 + 1_000,
+        cancelRequestedAtMs: T0 + 1_000,
+        cancelReason: "test",
+      });
+      const completed: string[] = [];
+      const executions: LifecycleExecutionsPort = {
+        start: () => Promise.resolve("unused"),
+        complete: async (token: string, transition: StageTransition) => {
+          if (token !== "token-attempt-0") {
+            completed.push(`${token} ${transition.from}->${transition.to}`);
+            return "completed";
+          }
+          // Meanwhile EnterStage's retry (attempt 1 of the same entry) replaced the token.
+          const now = (await store.getSession(id))!;
+          await store.applyWrite({
+            sessionId: id,
+            expected: { status: now.session.status, version: now.session.version },
+            nowMs: T0 + 2_000,
+            stage: { ...now.session.stage, taskToken: "token-attempt-1", attempt: 1 },
+          });
+          return "already-closed";
+        },
+      };
+      const coordinator = new Coordinator({
+        store,
+        executions,
+        events: {
+          statusChanged: () => Promise.resolve(),
+          rejected: () => Promise.resolve(),
+          requeued: () => Promise.resolve(),
+          jobStateChanged: () => Promise.resolve(),
+        },
+        channel: { open: () => Promise.resolve(), send: () => Promise.resolve() },
+        config: loadConfig({
+          CAIRN_TABLE_NAME: table.tableName,
+          CAIRN_EVENT_BUS_NAME: "unused",
+          CAIRN_STATE_MACHINE_ARN: "arn:aws:states:local:000000000000:stateMachine:unused",
+        }),
+        clock: { nowMs: () => T0 + 10_000 },
+        log: { info: () => {}, warn: () => {}, error: () => {} },
+      });
+      await coordinator.run([], { sweep: true });
+      expect(completed).toEqual(["token-attempt-1 SCHEDULED->CANCELLED"]);
+      // Claimed: no one else completes it, and the session is nobody's target any more.
+      expect((await store.getSession(id))!.session.stage.taskToken).toBeUndefined();
+    } finally {
+      await table.drop();
+    }
+  });
 });
