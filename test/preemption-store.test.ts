@@ -277,7 +277,13 @@ describe("preemption after a scheduling pass", () => {
     );
     const requeued = await read("low-scheduled");
     expect(requeued.session).toMatchObject({ status: "PENDING", runIndex: 0 });
-    expect(requeued.session.retry).toBeUndefined();
+    // No budget is spent; the return is only counted against the free-returns bound (issue 11).
+    expect(requeued.session.retry).toMatchObject({
+      failureCount: 0,
+      preemptionCount: 0,
+      totalRetries: 0,
+      freeReturns: 1,
+    });
     expect(requeued.session.preemption).toBeUndefined();
     expect(requeued.kernels.map((k) => [k.status, k.agentId])).toEqual([["PENDING", undefined]]);
     expect(requeued.session.lastHistory).toMatchObject({
