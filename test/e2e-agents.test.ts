@@ -10,13 +10,13 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { signDetail } from "../functions/app/agent-signature.ts";
 import { DetailType, toPutEventsEntry, type EventDetailInput } from "../functions/core/events.ts";
 import type { SessionWithKernels } from "../functions/core/model.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
 import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
-import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
 const sh = (script: string) => ["/bin/sh", "-c", script];
 let n = 0;
@@ -50,6 +50,8 @@ async function until<T>(what: string, check: () => Promise<T | undefined>, timeo
 
 describe("agents are processes of their own", () => {
   let rt: TestRuntime;
+  // After every scenario: no session under way without a live execution, no ended one holding a token.
+  afterEach(() => assertLifecycleInvariants(rt));
   const seen: EventBridgeEvent[] = [];
   beforeAll(async () => {
     rt = await startTestRuntime({

@@ -3,14 +3,16 @@
  * (and retried) as one, independent tasks sharing a failure domain, a scheduling timeout, and
  * parent/child cancellation. Task commands branch on CAIRN_TASK_INDEX.
  */
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { deriveJobState, jobSettings, jobTasks, type TaskView } from "../functions/core/jobs.ts";
 import type { Job } from "../functions/core/model.ts";
 import type { SessionSpecInput } from "../functions/core/spec.ts";
 import { TERMINAL_SESSION_STATUSES, type JobState } from "../functions/core/status.ts";
-import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
 let rt: TestRuntime;
+// After every scenario: no session under way without a live execution, no ended one holding a token.
+afterEach(() => assertLifecycleInvariants(rt));
 let n = 0;
 const newId = (label: string) => `job-${label}-${Date.now().toString(36)}-${n++}`;
 const sh = (script: string) => ["/bin/sh", "-c", script];

@@ -7,13 +7,15 @@ import { resolve } from "node:path";
 import { ListExecutionsCommand, SFNClient } from "@aws-sdk/client-sfn";
 import { readCombinedLog } from "../agent/log-reader.ts";
 import { runLogPaths } from "../agent/work-dir.ts";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
 import type { HistoryRecord } from "../functions/core/model.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
-import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
 let rt: TestRuntime;
+// After every scenario: no session under way without a live execution, no ended one holding a token.
+afterEach(() => assertLifecycleInvariants(rt));
 const seen: EventBridgeEvent[] = [];
 let n = 0;
 const newId = (label: string) => `e2e-${label}-${Date.now().toString(36)}-${n++}`;

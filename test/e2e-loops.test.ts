@@ -14,7 +14,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { HistoryEvent } from "@aws-sdk/client-sfn";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { HistoryRecord } from "../functions/core/model.ts";
 import {
   EVENTS_PER_CYCLE_BUDGET,
@@ -26,9 +26,11 @@ import { sessionResult } from "../functions/core/sessions.ts";
 import { SPEC_LIMITS } from "../functions/core/spec.ts";
 import { STATE_MACHINES } from "../functions/topology.ts";
 import { executionArn } from "../local/stepfunctions/arns.ts";
-import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
 let rt: TestRuntime;
+// After every scenario: no session under way without a live execution, no ended one holding a token.
+afterEach(() => assertLifecycleInvariants(rt));
 let scratch: string;
 /** A program that exists but cannot run (mode 0644): a preparation error a retry might clear. */
 let notRunnable: string;

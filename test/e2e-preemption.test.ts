@@ -10,13 +10,15 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { HistoryRecord, SessionWithKernels } from "../functions/core/model.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
 import type { SessionSpecInput } from "../functions/core/spec.ts";
-import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
 let rt: TestRuntime;
+// After every scenario: no session under way without a live execution, no ended one holding a token.
+afterEach(() => assertLifecycleInvariants(rt));
 let n = 0;
 const newId = (label: string) => `pre-${label}-${Date.now().toString(36)}-${n++}`;
 const sh = (script: string) => ["/bin/sh", "-c", script];

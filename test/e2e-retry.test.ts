@@ -3,15 +3,17 @@
  * real processes in the embedded runtime (two agents). Each command looks at CAIRN_RUN_INDEX to
  * fail on its first run and succeed on a retry, so a retry is visible as a succeeded session.
  */
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { HistoryRecord, RunRecord, SessionWithKernels } from "../functions/core/model.ts";
 import { RETRY_CONFIG_DEFAULTS } from "../functions/core/retry/config.ts";
 import { parseRetryPolicy } from "../functions/core/retry/policy.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
 import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
-import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
 let rt: TestRuntime;
+// After every scenario: no session under way without a live execution, no ended one holding a token.
+afterEach(() => assertLifecycleInvariants(rt));
 const seen: EventBridgeEvent[] = [];
 let n = 0;
 const newId = (label: string) => `retry-${label}-${Date.now().toString(36)}-${n++}`;
