@@ -311,6 +311,7 @@ export class AgentHost {
       ...(c.taskIndex !== undefined ? { taskIndex: c.taskIndex } : {}),
       ...(c.numTasks !== undefined ? { numTasks: c.numTasks } : {}),
       runIndex: c.runIndex,
+      ...(c.placement !== undefined ? { placement: c.placement } : {}),
       command: c.command,
       env: c.env,
       cpu: c.cpu,

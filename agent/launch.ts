@@ -106,3 +106,13 @@ export function kernelKey(sessionId: string, kernelIndex: number): string {
 export function runKey(sessionId: string, kernelIndex: number, runIndex: number): string {
   return `${sessionId}/${kernelIndex}/${runIndex}`;
 }
+
+/** Identifies one placement of one run: what the finished-runs memo remembers. */
+export function placementKey(launch: {
+  readonly sessionId: string;
+  readonly kernelIndex: number;
+  readonly runIndex: number;
+  readonly placement?: number;
+}): string {
+  return `${runKey(launch.sessionId, launch.kernelIndex, launch.runIndex)}#${launch.placement ?? 0}`;
+}

@@ -37,6 +37,7 @@ import {
   checkPathComponent,
   checkPositive,
   kernelKey,
+  placementKey,
   runKey,
   validateLaunch,
 } from "./launch.ts";
@@ -427,7 +428,10 @@ export class LocalAgent {
       paths,
       { sessionId, kernelIndex, runIndex },
       {
-        isLive: () => this.slots.get(kKey)?.launch.runIndex === runIndex && !this.finished.has(rKey),
+        isLive: () => {
+          const slot = this.slots.get(kKey);
+          return slot?.launch.runIndex === runIndex && !this.finished.has(placementKey(slot.launch));
+        },
         waitForActivity: (signal) => this.waitForRunActivity(rKey, signal),
         ...(options.signal ? { signal: options.signal } : {}),
       },
@@ -444,7 +448,7 @@ export class LocalAgent {
 
   private async doPrepare(launch: KernelLaunch): Promise<void> {
     const key = kernelKey(launch.sessionId, launch.kernelIndex);
-    if (this.finished.has(runKey(launch.sessionId, launch.kernelIndex, launch.runIndex))) return;
+    if (this.finished.has(placementKey(launch))) return;
     const slot = this.slots.get(key);
     if (slot?.phase === "running") {
       if (slot.launch.runIndex !== launch.runIndex) this.reportPrepareError(launch, busyMessage(slot));
@@ -465,7 +469,7 @@ export class LocalAgent {
 
   private async doStart(launch: KernelLaunch): Promise<void> {
     const key = kernelKey(launch.sessionId, launch.kernelIndex);
-    if (this.finished.has(runKey(launch.sessionId, launch.kernelIndex, launch.runIndex))) return;
+    if (this.finished.has(placementKey(launch))) return;
     const slot = this.slots.get(key);
     if (slot?.phase === "running") {
       if (slot.launch.runIndex !== launch.runIndex) this.failRun(launch, busyMessage(slot));
@@ -887,15 +891,14 @@ export class LocalAgent {
     status: "TERMINATED" | "ERROR",
     details: Omit<KernelReport, "agentId" | "sessionId" | "kernelIndex" | "runIndex" | "status" | "atMs">,
   ): void {
-    const rKey = runKey(launch.sessionId, launch.kernelIndex, launch.runIndex);
     this.markEnded(launch);
     const report = this.emitReport(launch, status, details);
-    this.finished.set(rKey, report);
+    this.finished.set(placementKey(launch), report);
     if (this.finished.size > MAX_FINISHED_RUNS) {
       const oldest = this.finished.keys().next();
       if (!oldest.done) this.finished.delete(oldest.value);
     }
-    this.wakeFollowers(rKey);
+    this.wakeFollowers(runKey(launch.sessionId, launch.kernelIndex, launch.runIndex));
   }
 
   /** For the retention sweep: the run's directory may go `workDirRetentionMs` from now. */

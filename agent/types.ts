@@ -22,6 +22,12 @@ export interface KernelLaunch {
   /** The task's index and count in its job; the kernel's in its session when absent. */
   readonly taskIndex?: number;
   readonly numTasks?: number;
+  /**
+   * Which placement of the run this is: a session sent back to PENDING within one run (a stage
+   * expiry, a give-up) is placed again with a higher number, and must not be mistaken for a
+   * late duplicate of the placement that ended. @default 0
+   */
+  readonly placement?: number;
 }
 
 export const KernelReportStatus = {

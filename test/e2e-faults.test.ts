@@ -147,6 +147,25 @@ describe("AWS faults, end to end (issue 11)", () => {
     await assertLifecycleInvariants(rt);
   }, 90_000);
 
+  test("a CREATING timeout sends the run back to PENDING; the agent takes the new placement of the same run, and it succeeds", async () => {
+    switchFaults({ rules: [{ fault: "task-timeout", state: "Creating", count: 1 }] });
+    const id = newId("creating");
+    await rt.submit({ sessionId: id, spec: { name: "creating", command: sh("echo ok") } });
+    const ended = await rt.waitForEnd(id, 60_000);
+    expect(rt.runtime.stepFunctions.faults.fired.map((f) => `${f.fault}@${f.state}`)).toEqual([
+      "task-timeout@Creating",
+    ]);
+    expect(sessionResult(ended)).toBe("succeeded");
+    expect(ended.session.runIndex).toBe(0);
+    const history = await rt.store.listHistory(id);
+    expect(history).toContainEqual(
+      expect.objectContaining({ fromStatus: "CREATING", toStatus: "PENDING", result: "EXPIRED" }),
+    );
+    // Placed, prepared and started twice in one run, not once and then stuck in PREPARING.
+    expect(history.filter((h) => h.toStatus === "CREATING")).toHaveLength(2);
+    await assertLifecycleInvariants(rt);
+  }, 90_000);
+
   test("Lambda.Unknown beyond its retries is caught: the session ends TERMINATED, FAILED, with its history, a status event and its capacity back; the execution fails (the alarm's metric)", async () => {
     // Three: the first attempt and Lambda.Unknown's two retries.
     switchFaults({ rules: [{ fault: "lambda-unknown", state: "Scheduled", count: 3 }] });

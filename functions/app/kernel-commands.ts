@@ -26,6 +26,8 @@ export function kernelCommand(
       ? { jobId: session.task.jobId, taskIndex: session.task.index, numTasks: session.task.count }
       : {}),
     runIndex: session.runIndex,
+    // Returns to PENDING within a run are counted per session: each placement has its own number.
+    placement: session.retry?.freeReturns ?? 0,
     command: [...session.spec.command],
     env: { ...session.spec.env },
     cpu: kernel.resources.cpu,

@@ -55,6 +55,8 @@ export const KernelCommandDetailSchema = strictObject({
   taskIndex: kernelIndexSchema.optional(),
   numTasks: z.number().int().min(SPEC_LIMITS.replicas.min).max(SPEC_LIMITS.replicas.max).optional(),
   runIndex: runIndexSchema,
+  /** Which placement of the run (a session sent back to PENDING within a run is placed again). */
+  placement: z.number().int().min(0).optional(),
   command: commandSchema,
   /** Includes Cairn's own `CAIRN_…` variables, so the reserved-prefix rule does not apply. */
   env: envSchema,
