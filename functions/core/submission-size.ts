@@ -57,6 +57,7 @@ export function largestKernelCommandBytes(spec: Pick<SessionSpec, "command" | "e
         taskIndex: LONGEST.index,
         numTasks: LONGEST.count,
         runIndex: LONGEST.integer,
+        placement: LONGEST.integer,
         command: spec.command,
         env: spec.env,
         cpu: LONGEST.cpu,
