@@ -4,11 +4,11 @@
  * control plane spent (Step Functions transitions, DynamoDB writes, events, coordinator batches).
  * Figures only; nothing here asserts a timing.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
-import { storeWriteMetrics } from "../functions/adapters/clients.ts";
+import { storeMetrics } from "../functions/adapters/clients.ts";
 import { DetailType, toPutEventsEntry } from "../functions/core/events.ts";
 import type { SessionSpecInput } from "../functions/core/spec.ts";
 import { startRuntime, type Runtime } from "../local/runtime.ts";
@@ -216,6 +216,14 @@ export async function waitForEnd(
 
 export interface Costs {
   readonly transitions: number;
+  readonly readRequests: number;
+  readonly readItems: number;
+  readonly readsByOperation: ReadonlyMap<string, { readonly requests: number; readonly items: number }>;
+  /** Requests by the store method that sent them (`read:getSession`, `write:applyWrite`). */
+  readonly byPurpose: ReadonlyMap<string, { readonly requests: number; readonly items: number }>;
+  readonly invocations: ReadonlyMap<string, number>;
+  /** CPU seconds over the run: DynamoDB Local's JVM, this Node process, the agent processes. */
+  readonly cpu: { readonly dynamoDb: number; readonly node: number; readonly agents: number };
   readonly executionsMissing: number;
   readonly writeOperations: number;
   readonly writeItems: number;
@@ -227,16 +235,49 @@ export interface Costs {
   readonly agentMessages: number;
 }
 
-/** Clears the process-wide DynamoDB write counter so the costs cover this run only. */
-export function resetCosts(): void {
-  storeWriteMetrics.reset();
+/** What the counters read before the run, so the costs cover the run only. */
+export interface CostBaseline {
+  readonly invocations: ReadonlyMap<string, number>;
+  readonly cpu: Costs["cpu"];
+}
+
+/** Clears the process-wide DynamoDB request counter and notes the counters that cannot be cleared. */
+export function resetCosts(runtime: Runtime): CostBaseline {
+  storeMetrics.reset();
+  return { invocations: new Map(runtime.invocations), cpu: cpuNow(runtime) };
+}
+
+function cpuNow(runtime: Runtime): Costs["cpu"] {
+  const usage = process.cpuUsage();
+  return {
+    dynamoDb: processCpuSeconds(runtime.dynamoDbPid),
+    node: (usage.user + usage.system) / 1e6,
+    agents: runtime.agents.reduce((sum, a) => sum + processCpuSeconds(a.pid), 0),
+  };
+}
+
+/** Clock ticks per second of /proc's times (USER_HZ: 100 on every Linux architecture Node runs on). */
+const USER_HZ = 100;
+
+/** User + system CPU seconds of a process so far, from /proc (0 where /proc cannot tell). */
+export function processCpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command name (which may hold spaces): state is the first, utime the 12th.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+  } catch {
+    return 0;
+  }
 }
 
 export async function collectCosts(
   runtime: Runtime,
   watch: SessionWatch,
   ids: readonly string[],
+  baseline: CostBaseline,
 ): Promise<Costs> {
+  const cpu = cpuNow(runtime);
   let transitions = 0;
   let executionsMissing = 0;
   const executionPrefix = runtime.info.stateMachineArn.replace(":stateMachine:", ":execution:") + ":";
@@ -248,9 +289,23 @@ export async function collectCosts(
       executionsMissing++;
     }
   }
-  const w = storeWriteMetrics;
+  const w = storeMetrics;
+  const clone = (m: ReadonlyMap<string, { requests: number; items: number }>) =>
+    new Map([...m].map(([k, c]) => [k, { ...c }]));
   return {
     transitions,
+    readRequests: w.reads.requests,
+    readItems: w.reads.items,
+    readsByOperation: clone(w.readsByOperation),
+    byPurpose: clone(w.byPurpose),
+    invocations: new Map(
+      [...runtime.invocations].map(([name, n]) => [name, n - (baseline.invocations.get(name) ?? 0)]),
+    ),
+    cpu: {
+      dynamoDb: cpu.dynamoDb - baseline.cpu.dynamoDb,
+      node: cpu.node - baseline.cpu.node,
+      agents: cpu.agents - baseline.cpu.agents,
+    },
     executionsMissing,
     writeOperations: w.operations,
     writeItems: w.items,
@@ -273,6 +328,13 @@ export function printCosts(costs: Costs, per: readonly PerUnit[]): void {
   const compact = (total: number) => per.map((p) => `${(total / p.count).toFixed(2)}/${p.unit}`).join(" ");
   const missing = costs.executionsMissing ? ` (${costs.executionsMissing} executions never started)` : "";
   row("Step Functions transitions", `${each(costs.transitions)}${missing}`);
+  const requests = costs.readRequests + costs.writeOperations;
+  row("DynamoDB requests (reads + writes)", each(requests));
+  row("DynamoDB read requests", each(costs.readRequests));
+  row("DynamoDB items read", each(costs.readItems));
+  for (const [op, c] of costs.readsByOperation) {
+    row(`  ${op}`, `requests ${compact(c.requests)}   items ${compact(c.items)}`);
+  }
   row(
     "DynamoDB write requests",
     `${each(costs.writeOperations)} (${costs.failedWrites} conditional failures in all)`,
@@ -284,6 +346,16 @@ export function printCosts(costs: Costs, per: readonly PerUnit[]): void {
   const events = [...costs.eventsByType.values()].reduce((a, b) => a + b, 0);
   const heartbeats = costs.eventsByType.get(DetailType.AgentHeartbeat) ?? 0;
   // Heartbeats scale with agents × wall time, not with the work: shown apart.
+  row("DynamoDB requests by store method", "(requests, items)");
+  for (const [purpose, c] of [...costs.byPurpose].sort((a, b) => b[1].requests - a[1].requests)) {
+    row(`  ${purpose}`, `requests ${compact(c.requests)}   items ${compact(c.items)}`);
+  }
+  row("handler invocations", each([...costs.invocations.values()].reduce((a, b) => a + b, 0)));
+  for (const [name, count] of costs.invocations) row(`  ${name}`, compact(count));
+  row(
+    "CPU seconds",
+    `DynamoDB Local ${costs.cpu.dynamoDb.toFixed(1)}   Node (runtime) ${costs.cpu.node.toFixed(1)}   agents ${costs.cpu.agents.toFixed(1)}`,
+  );
   row("EventBridge events", `${each(events - heartbeats)} (+ ${heartbeats} agent heartbeats in all)`);
   for (const [type, count] of costs.eventsByType) {
     if (type !== DetailType.AgentHeartbeat) row(`  ${type}`, compact(count));

@@ -147,14 +147,15 @@ const n = scenario.submissions.length;
 const ids = scenario.submissions.map((s) => s.sessionId);
 const bench = await startBenchRuntime({ agents: scenario.agents, agentCpu, verbose: values.verbose });
 const watch = new SessionWatch(bench.runtime);
-resetCosts();
+const baseline = resetCosts(bench.runtime);
 
 console.log(
   `bench: submitting ${scenario.description} (PutEvents, 10 per call, ${putConcurrency} calls in flight) …`,
 );
 const t0 = Date.now();
 await submitAll(bench, watch, scenario.submissions, putConcurrency);
-const submitSeconds = (Date.now() - t0) / 1000;
+const submittedAtMs = Date.now();
+const submitSeconds = (submittedAtMs - t0) / 1000;
 console.log(
   `bench: submitted in ${submitSeconds.toFixed(2)} s (${(n / submitSeconds).toFixed(0)} submissions/s)`,
 );
@@ -162,7 +163,8 @@ console.log(
 await waitForEnd(watch, n, { startedAtMs: t0, deadlineMs: t0 + timeoutMs, unit: scenario.unit });
 const ended = [...watch.ended.values()];
 const wallMs = (ended.length === n ? Math.max(...ended.map((e) => e.atMs)) : Date.now()) - t0;
-const costs = await collectCosts(bench.runtime, watch, ids);
+const costs = await collectCosts(bench.runtime, watch, ids, baseline);
+const firstRunningMs = Math.min(...ids.map((id) => watch.runningAtMs.get(id) ?? Infinity));
 
 console.log("");
 row(`${scenario.unit} submitted`, String(n));
@@ -176,6 +178,11 @@ row(
   scenario.per
     .map((p) => `${((ended.length * p.count) / n / (wallMs / 1000)).toFixed(1)} ${p.unit}s/s`)
     .join(", "),
+);
+// From the end of the burst's submission: how soon work starts when a lot of it arrives at once.
+row(
+  "first session RUNNING",
+  Number.isFinite(firstRunningMs) ? fmtSeconds(Math.max(0, firstRunningMs - submittedAtMs)) : "none",
 );
 printLatency(
   scenario.runningLabel,

@@ -9,7 +9,7 @@
  */
 import { DynamoDBClient, GetItemCommand, QueryCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
 import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
-import { WriteCounter } from "../functions/adapters/dynamo/metrics.ts";
+import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
 import { createTable } from "../functions/adapters/dynamo/table-schema.ts";
 import { stageEntryWrite, type SessionWrite } from "../functions/core/effects.ts";
 import { placeHistory } from "../functions/core/history.ts";
@@ -99,7 +99,7 @@ async function main(): Promise<void> {
   try {
     const tableName = `cairn-bench-${Date.now()}`;
     await createTable(client, tableName);
-    const metrics = new WriteCounter();
+    const metrics = new RequestCounter();
     const store = new DynamoSessionStore({ client, tableName, metrics });
     const agents = Array.from({ length: AGENTS }, (_, i) => `agent-${i}`);
     for (const agentId of agents) {

@@ -124,6 +124,10 @@ export interface Runtime {
   readonly logs: LogsServer;
   /** The agent processes now running (startAgent adds to them). */
   readonly agents: readonly AgentProcess[];
+  /** Invocations of each function so far, by name (for the benchmark's "per session" figures). */
+  readonly invocations: ReadonlyMap<FunctionName, number>;
+  /** The DynamoDB Local JVM's process id (the benchmark reads its CPU time). */
+  readonly dynamoDbPid: number;
   /**
    * Starts one more `cairn agent` process (or one with the id of an agent that died: it
    * registers as a new incarnation). Resolves once it has registered.
@@ -253,7 +257,8 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       CAIRN_RETRY_CACHE_MS: String(options.retryCacheMs ?? 5_000),
     };
 
-    const handlers = await loadHandlers();
+    const invocations = new Map<FunctionName, number>(FUNCTIONS.map((f) => [f.name, 0]));
+    const handlers = countInvocations(await loadHandlers(), invocations);
     if (faults) log(`cairn: fault injection on: ${JSON.stringify(faults)}`);
     const sfn = new LocalStepFunctions(
       Object.fromEntries(
@@ -413,6 +418,8 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       sqs,
       logs,
       agents,
+      invocations,
+      dynamoDbPid: dynamo.pid,
       startAgent,
       stop,
     };
@@ -436,6 +443,22 @@ const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
 
 function lambdaArn(name: FunctionName): string {
   return `arn:aws:lambda:${REGION}:000000000000:function:${name}`;
+}
+
+/** Wraps each handler so that each invocation is counted under its function's name. */
+function countInvocations(
+  handlers: ReadonlyMap<FunctionName, (event: unknown) => Promise<unknown>>,
+  counts: Map<FunctionName, number>,
+): Map<FunctionName, (event: unknown) => Promise<unknown>> {
+  return new Map(
+    [...handlers].map(([name, handler]) => [
+      name,
+      (event: unknown) => {
+        counts.set(name, (counts.get(name) ?? 0) + 1);
+        return handler(event);
+      },
+    ]),
+  );
 }
 
 /** Imports each function's module from the topology, as Lambda would load its bundle. */

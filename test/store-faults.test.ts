@@ -12,7 +12,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
-import { WriteCounter } from "../functions/adapters/dynamo/metrics.ts";
+import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
 import { backoffDelayMs, isRetryable } from "../functions/adapters/dynamo/retry.ts";
 import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
 
@@ -60,7 +60,7 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
   });
   afterAll(() => table.drop());
 
-  function storeWith(client: DynamoDBClient, delays: number[], metrics?: WriteCounter): DynamoSessionStore {
+  function storeWith(client: DynamoDBClient, delays: number[], metrics?: RequestCounter): DynamoSessionStore {
     return new DynamoSessionStore({
       client,
       tableName: table.tableName,
@@ -78,7 +78,7 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
     await table.store().createSession(newSession("f-1"));
     const flaky = flakyClient(table.client, "TransactWriteItemsCommand", 2, faults.transactionConflict);
     const delays: number[] = [];
-    const metrics = new WriteCounter();
+    const metrics = new RequestCounter();
     const store = storeWith(flaky.client, delays, metrics);
     const applied = await store.applyWrite({
       sessionId: "f-1",

@@ -6,7 +6,7 @@
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { retryPolicyPk, runSk, sessionPk } from "../functions/adapters/dynamo/keys.ts";
-import { WriteCounter } from "../functions/adapters/dynamo/metrics.ts";
+import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
 import type { SessionWrite } from "../functions/core/effects.ts";
 import { placeHistory } from "../functions/core/history.ts";
 import type { Kernel, RunRecord, SessionWithKernels } from "../functions/core/model.ts";
@@ -118,7 +118,7 @@ describe("retry policies", () => {
   });
 
   test("a hand-built policy the parser would refuse is refused before anything is sent", async () => {
-    const metrics = new WriteCounter();
+    const metrics = new RequestCounter();
     const store = table.store({ metrics });
     const bad: RetryPolicy = {
       ...simplePolicy("bad"),
@@ -235,7 +235,7 @@ describe("queues", () => {
   });
 
   test("bad queues are refused before anything is sent, naming the field", async () => {
-    const metrics = new WriteCounter();
+    const metrics = new RequestCounter();
     const store = table.store({ metrics });
     const cases = [
       [{ name: "x y", priority: 0, retryPolicies: [] }, "queue.name"],
@@ -485,7 +485,7 @@ describe("requeue write", () => {
   });
 
   test("a requeue of the largest session fits one transaction; one item more is refused unsent", async () => {
-    const metrics = new WriteCounter();
+    const metrics = new RequestCounter();
     const store = table.store({ metrics });
     const input = finishedRun("requeue-large", 97);
     await store.createSession(input);
@@ -512,7 +512,7 @@ describe("requeue write", () => {
   });
 
   test("bad retry fields are refused before anything is sent, naming the field", async () => {
-    const metrics = new WriteCounter();
+    const metrics = new RequestCounter();
     const store = table.store({ metrics });
     const input = finishedRun("requeue-bad");
     const write = requeue(input);

@@ -5,7 +5,7 @@
  */
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { WriteCounter } from "../functions/adapters/dynamo/metrics.ts";
+import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
 import {
   historySk,
   queueSk,
@@ -294,7 +294,7 @@ describe("sessions: create, read, write", () => {
   });
 
   test("bad writes are refused before anything is sent, naming the field", async () => {
-    const metrics = new WriteCounter();
+    const metrics = new RequestCounter();
     const store = table.store({ metrics });
     const base = { sessionId: "bad-1", expected: { status: "PENDING", version: 0 }, nowMs: T0 } as const;
     expect(await caught(() => store.applyWrite({ ...base, status: "SCHEDULED" }))).toMatchObject({
@@ -321,7 +321,7 @@ describe("sessions: create, read, write", () => {
   });
 
   test("the metrics hook counts write requests, items and capacity", async () => {
-    const metrics = new WriteCounter();
+    const metrics = new RequestCounter();
     const store = table.store({ metrics });
     await store.createSession(newSession("metrics-1", { replicas: 3 }));
     await store.applyWrite({

@@ -16,7 +16,7 @@ import { systemClock, type Clock } from "../app/ports.ts";
 import type { CairnConfig } from "../config.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
 import { DynamoSessionStore } from "./dynamo/dynamo-session-store.ts";
-import { WriteCounter } from "./dynamo/metrics.ts";
+import { RequestCounter } from "./dynamo/metrics.ts";
 import { eventBridgeEvents } from "./eventbridge/events-port.ts";
 import { EventPublisher } from "./eventbridge/publisher.ts";
 import { LifecycleExecutions } from "./sfn/lifecycle-executions.ts";
@@ -47,7 +47,7 @@ const plain = (config: CairnConfig): Instrumentation => ({
  * execution environment (or the whole embedded runtime): the benchmark reads it for "writes
  * per session".
  */
-export const storeWriteMetrics = new WriteCounter();
+export const storeMetrics = new RequestCounter();
 
 export function wire(config: CairnConfig, instrumentation: Instrumentation = plain(config)): Wiring {
   const captureClient = <T extends object>(client: T): T => instrumentation.captureClient(client);
@@ -55,7 +55,7 @@ export function wire(config: CairnConfig, instrumentation: Instrumentation = pla
     client: captureClient(new DynamoDBClient({})),
     tableName: config.tableName,
     shards: config.shards,
-    metrics: storeWriteMetrics,
+    metrics: storeMetrics,
   });
   const events = eventBridgeEvents(
     new EventPublisher(captureClient(new EventBridgeClient({}))),

@@ -23,7 +23,7 @@ import {
 import { StoreUnavailableError } from "../../core/ports/session-store.ts";
 import { Expressions, UpdateBuilder, type Clause } from "./expressions.ts";
 import type { Item } from "./item-codec.ts";
-import type { WriteMetricsSink, WriteOperation } from "./metrics.ts";
+import type { StoreMetricsSink, WriteOperation } from "./metrics.ts";
 import {
   backoffDelayMs,
   cancellationReasons,
@@ -45,13 +45,13 @@ export class DynamoRequests {
   readonly tableName: string;
   readonly retry: RetryOptions;
   private readonly client: DynamoDBClient;
-  private readonly metrics: WriteMetricsSink | undefined;
+  private readonly metrics: StoreMetricsSink | undefined;
 
   constructor(
     client: DynamoDBClient,
     tableName: string,
     retry: RetryOptions,
-    metrics: WriteMetricsSink | undefined,
+    metrics: StoreMetricsSink | undefined,
   ) {
     this.client = client;
     this.tableName = tableName;
@@ -179,10 +179,16 @@ export class DynamoRequests {
           (sum, c) => sum + (c.CapacityUnits ?? 0),
           0,
         );
-        this.metrics?.recordWrite({ operation: kind, items, succeeded: true, capacityUnits: units });
+        this.metrics?.recordWrite({
+          operation: kind,
+          purpose: operation,
+          items,
+          succeeded: true,
+          capacityUnits: units,
+        });
         return out;
       } catch (error) {
-        this.metrics?.recordWrite({ operation: kind, items, succeeded: false });
+        this.metrics?.recordWrite({ operation: kind, purpose: operation, items, succeeded: false });
         throw error;
       }
     });
@@ -192,6 +198,7 @@ export class DynamoRequests {
     const out = await withRetries(operation, this.retry, () =>
       this.client.send(new GetItemCommand({ TableName: this.tableName, Key: key, ConsistentRead: true })),
     );
+    this.metrics?.recordRead({ operation: "GetItem", purpose: operation, items: out.Item ? 1 : 0 });
     return out.Item;
   }
 
@@ -200,6 +207,7 @@ export class DynamoRequests {
     input: QueryCommandInput,
   ): Promise<{ items: Item[]; lastKey: Item | undefined }> {
     const out = await withRetries(operation, this.retry, () => this.client.send(new QueryCommand(input)));
+    this.metrics?.recordRead({ operation: "Query", purpose: operation, items: out.Items?.length ?? 0 });
     return { items: out.Items ?? [], lastKey: out.LastEvaluatedKey };
   }
 
@@ -229,6 +237,11 @@ export class DynamoRequests {
         const out = await withRetries(operation, this.retry, () =>
           this.client.send(new BatchGetItemCommand(input)),
         );
+        this.metrics?.recordRead({
+          operation: "BatchGetItem",
+          purpose: operation,
+          items: out.Responses?.[this.tableName]?.length ?? 0,
+        });
         for (const item of out.Responses?.[this.tableName] ?? []) byKey.set(keyString(item), item);
         pending = out.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
         if (pending.length === 0) break;

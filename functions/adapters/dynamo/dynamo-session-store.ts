@@ -74,7 +74,7 @@ import {
   sessionStatusPk,
   targetPk,
 } from "./keys.ts";
-import type { WriteMetricsSink } from "./metrics.ts";
+import type { StoreMetricsSink } from "./metrics.ts";
 import { planCreateSession } from "./new-session.ts";
 import { decodeCursor, encodeCursor, mapConcurrently } from "./paging.ts";
 import type { QueueInput } from "./resource-items.ts";
@@ -103,7 +103,7 @@ export interface DynamoSessionStoreOptions {
   /** Epoch ms, for TTL checks (history reads, recordOnce). Default Date.now. */
   readonly clock?: () => number;
   /** Receives every write request sent (see metrics.ts). */
-  readonly metrics?: WriteMetricsSink;
+  readonly metrics?: StoreMetricsSink;
   /** Parallel reads when fetching many sessions. Default 16. */
   readonly readConcurrency?: number;
 }

@@ -1,14 +1,19 @@
 /**
- * Counts what the store writes, so a benchmark can print "DynamoDB writes per session". Every
- * write request sent is counted (a cancelled transaction is billed too); capacity units are
- * summed from `ConsumedCapacity` when DynamoDB returns it (it does for successful writes).
+ * Counts what the store sends, so a benchmark can print "DynamoDB requests per session" and
+ * where they come from. Every request sent is counted (a cancelled transaction is billed too);
+ * write capacity units are summed from `ConsumedCapacity` when DynamoDB returns it (it does for
+ * successful writes). Each request is also counted under its purpose: the store method that
+ * sent it ("getSession", "applyWrite", …), which is what docs/performance.md accounts by.
  */
 
 export type WriteOperation =
   "PutItem" | "UpdateItem" | "DeleteItem" | "TransactWriteItems" | "BatchWriteItem";
+export type ReadOperation = "GetItem" | "BatchGetItem" | "Query";
 
 export interface WriteEvent {
   readonly operation: WriteOperation;
+  /** The store method that sent it. */
+  readonly purpose?: string;
   /** Items the request writes (1 for single-item writes, the action count for transactions). */
   readonly items: number;
   readonly succeeded: boolean;
@@ -16,16 +21,36 @@ export interface WriteEvent {
   readonly capacityUnits?: number;
 }
 
-export interface WriteMetricsSink {
-  recordWrite(event: WriteEvent): void;
+export interface ReadEvent {
+  readonly operation: ReadOperation;
+  /** The store method that sent it. */
+  readonly purpose?: string;
+  /** Items returned. */
+  readonly items: number;
 }
 
-export class WriteCounter implements WriteMetricsSink {
+export interface StoreMetricsSink {
+  recordWrite(event: WriteEvent): void;
+  recordRead(event: ReadEvent): void;
+}
+
+export interface RequestTally {
+  requests: number;
+  items: number;
+}
+
+export class RequestCounter implements StoreMetricsSink {
+  /** Write requests. */
   operations = 0;
+  /** Items written. */
   items = 0;
   failedOperations = 0;
   capacityUnits = 0;
   readonly byOperation = new Map<WriteOperation, { operations: number; items: number }>();
+  readonly reads: RequestTally = { requests: 0, items: 0 };
+  readonly readsByOperation = new Map<ReadOperation, RequestTally>();
+  /** Reads and writes by the store method that sent them: `read:getSession`, `write:applyWrite`. */
+  readonly byPurpose = new Map<string, RequestTally>();
 
   recordWrite(event: WriteEvent): void {
     this.operations += 1;
@@ -36,6 +61,14 @@ export class WriteCounter implements WriteMetricsSink {
     entry.operations += 1;
     entry.items += event.items;
     this.byOperation.set(event.operation, entry);
+    tally(this.byPurpose, `write:${event.purpose ?? event.operation}`, event.items);
+  }
+
+  recordRead(event: ReadEvent): void {
+    this.reads.requests += 1;
+    this.reads.items += event.items;
+    tally(this.readsByOperation, event.operation, event.items);
+    tally(this.byPurpose, `read:${event.purpose ?? event.operation}`, event.items);
   }
 
   reset(): void {
@@ -44,5 +77,16 @@ export class WriteCounter implements WriteMetricsSink {
     this.failedOperations = 0;
     this.capacityUnits = 0;
     this.byOperation.clear();
+    this.reads.requests = 0;
+    this.reads.items = 0;
+    this.readsByOperation.clear();
+    this.byPurpose.clear();
   }
+}
+
+function tally<K>(map: Map<K, RequestTally>, key: K, items: number): void {
+  const entry = map.get(key) ?? { requests: 0, items: 0 };
+  entry.requests += 1;
+  entry.items += items;
+  map.set(key, entry);
 }
