@@ -64,6 +64,7 @@ import {
   dedupPk,
   historySk,
   KERNEL_SK_PREFIX,
+  kernelSk,
   kernelStatusPk,
   queueSkAbovePriority,
   queueSkBelowPriority,
@@ -76,7 +77,7 @@ import {
 } from "./keys.ts";
 import type { StoreMetricsSink } from "./metrics.ts";
 import { planCreateSession } from "./new-session.ts";
-import { decodeCursor, encodeCursor, mapConcurrently } from "./paging.ts";
+import { decodeCursor, encodeCursor } from "./paging.ts";
 import type { QueueInput } from "./resource-items.ts";
 import { JobItems } from "./job-items.ts";
 import { RejectionItems } from "./rejection-items.ts";
@@ -102,10 +103,8 @@ export interface DynamoSessionStoreOptions {
   readonly random?: () => number;
   /** Epoch ms, for TTL checks (history reads, recordOnce). Default Date.now. */
   readonly clock?: () => number;
-  /** Receives every write request sent (see metrics.ts). */
+  /** Receives every request sent (see metrics.ts). */
   readonly metrics?: StoreMetricsSink;
-  /** Parallel reads when fetching many sessions. Default 16. */
-  readonly readConcurrency?: number;
 }
 
 const MAX_QUERY_LIMIT = 1000;
@@ -122,7 +121,6 @@ export class DynamoSessionStore implements SessionStore {
   private readonly layout: StoreLayout;
   private readonly maxAttempts: number;
   private readonly clock: () => number;
-  private readonly readConcurrency: number;
 
   constructor(options: DynamoSessionStoreOptions) {
     const shards = options.shards ?? 4;
@@ -149,7 +147,6 @@ export class DynamoSessionStore implements SessionStore {
     this.jobs = new JobItems(this.requests);
     this.clock = options.clock ?? Date.now;
     this.rejections = new RejectionItems(this.requests, this.clock);
-    this.readConcurrency = options.readConcurrency ?? 16;
   }
 
   // ------------------------------------------------------------------------------- sessions
@@ -190,10 +187,51 @@ export class DynamoSessionStore implements SessionStore {
       : { session, kernels: kernels.sort((a, b) => a.index - b.index) };
   }
 
+  /**
+   * Many sessions in few requests: one consistent BatchGetItem (100 keys a request) for each
+   * session item and its first kernel, then one for the other kernels of sessions with more
+   * (a session's kernels are `spec.replicas`, indexes 0 to replicas − 1, fixed at creation).
+   * A Query per session would cost one request each.
+   */
   async getSessions(sessionIds: readonly string[]): Promise<SessionWithKernels[]> {
     const ids = [...new Set(sessionIds)];
-    const found = await mapConcurrently(ids, this.readConcurrency, (id) => this.getSession(id));
-    return found.filter((s): s is SessionWithKernels => s !== undefined);
+    ids.forEach((id, i) => requireId(`sessionIds[${i}]`, id));
+    if (ids.length === 0) return [];
+    const first = await this.requests.batchGet(
+      "getSessions",
+      ids.flatMap((id) => [
+        { pk: { S: sessionPk(id) }, sk: { S: SESSION_SK } },
+        { pk: { S: sessionPk(id) }, sk: { S: kernelSk(0) } },
+      ]),
+    );
+    const found: { session: Session; kernels: Kernel[] }[] = [];
+    ids.forEach((_, i) => {
+      const sessionItem = first[2 * i];
+      const kernelItem = first[2 * i + 1];
+      if (sessionItem === undefined) return;
+      found.push({
+        session: sessionFromItem(sessionItem),
+        kernels: kernelItem ? [kernelFromItem(kernelItem)] : [],
+      });
+    });
+    const more = found.flatMap(({ session }) =>
+      Array.from({ length: Math.max(0, session.spec.replicas - 1) }, (_, k) => ({
+        pk: { S: sessionPk(session.id) },
+        sk: { S: kernelSk(k + 1) },
+      })),
+    );
+    if (more.length > 0) {
+      const byId = new Map(found.map((s) => [s.session.id, s]));
+      for (const item of await this.requests.batchGet("getSessions", more)) {
+        if (item === undefined) continue;
+        const kernel = kernelFromItem(item);
+        byId.get(kernel.sessionId)?.kernels.push(kernel);
+      }
+    }
+    return found.map(({ session, kernels }) => ({
+      session,
+      kernels: kernels.sort((a, b) => a.index - b.index),
+    }));
   }
 
   async targetsByStatus(query: TargetQuery): Promise<SessionWithKernels[]> {
@@ -623,8 +661,7 @@ export class DynamoSessionStore implements SessionStore {
         ids.push(id);
       }
       if (ids.length === 0) break;
-      const fetched = await mapConcurrently(ids, this.readConcurrency, (id) => this.getSession(id));
-      for (const s of fetched) if (s !== undefined && keep(s) && out.length < limit) out.push(s);
+      for (const s of await this.getSessions(ids)) if (keep(s) && out.length < limit) out.push(s);
     }
     return out;
   }

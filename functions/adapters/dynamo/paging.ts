@@ -21,20 +21,3 @@ export function decodeCursor(cursor: string, kind: string): string {
   }
   throw new InvalidStoreRequestError("cursor", `is not a cursor from a ${kind} listing`);
 }
-
-export async function mapConcurrently<T, R>(
-  inputs: readonly T[],
-  concurrency: number,
-  run: (input: T) => Promise<R>,
-): Promise<R[]> {
-  const out = new Array<R>(inputs.length);
-  let next = 0;
-  const workers = Array.from({ length: Math.min(concurrency, inputs.length) }, async () => {
-    while (next < inputs.length) {
-      const i = next++;
-      out[i] = await run(inputs[i] as T);
-    }
-  });
-  await Promise.all(workers);
-  return out;
-}
