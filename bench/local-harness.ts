@@ -211,6 +211,12 @@ export async function waitForEnd(
   }
 }
 
+/** Waits (at most `limitMs`) until the coordinator's queues hold nothing queued or in flight. */
+export async function settle(runtime: Runtime, limitMs: number): Promise<void> {
+  const idle = Promise.all([...runtime.queues.values()].map((q) => q.idle()));
+  await Promise.race([idle, new Promise((r) => setTimeout(r, limitMs))]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Costs.
 

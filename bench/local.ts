@@ -24,6 +24,7 @@ import {
   printLatency,
   resetCosts,
   row,
+  settle,
   SessionWatch,
   startBenchRuntime,
   submitAll,
@@ -163,6 +164,8 @@ console.log(
 await waitForEnd(watch, n, { startedAtMs: t0, deadlineMs: t0 + timeoutMs, unit: scenario.unit });
 const ended = [...watch.ended.values()];
 const wallMs = (ended.length === n ? Math.max(...ended.map((e) => e.atMs)) : Date.now()) - t0;
+// The last sessions' own status changes (capacity released, jobs settled) are part of the cost.
+await settle(bench.runtime, 30_000);
 const costs = await collectCosts(bench.runtime, watch, ids, baseline);
 const firstRunningMs = Math.min(...ids.map((id) => watch.runningAtMs.get(id) ?? Infinity));
 

@@ -11,6 +11,7 @@ import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-ses
 import { enterStage } from "../functions/app/enter-stage.ts";
 import type { KernelCommandDetailInput } from "../functions/app/event-types.ts";
 import type { Logger } from "../functions/app/logger.ts";
+import { RunSnapshot } from "../functions/app/snapshot.ts";
 import { KernelCommands } from "../functions/app/kernel-commands.ts";
 import type {
   AgentChannelPort,
@@ -102,6 +103,7 @@ afterEach(() => table.drop());
 function ctx(): HandlerContext {
   return {
     store,
+    snapshot: new RunSnapshot(store),
     events,
     commands: new KernelCommands(store, channel),
     config,

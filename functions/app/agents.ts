@@ -133,8 +133,12 @@ export class Agents {
    * Whether a kernel report may change the session: signed by the current incarnation of the
    * agent the kernel is placed on, for the session's current run.
    */
-  async checkReport(report: KernelStatusChangedDetail, s: SessionWithKernels): Promise<Refusal | undefined> {
-    const agent = await this.#d.store.getAgent(report.agentId);
+  async checkReport(
+    report: KernelStatusChangedDetail,
+    s: SessionWithKernels,
+    getAgent: (agentId: string) => Promise<Agent | undefined> = (id) => this.#d.store.getAgent(id),
+  ): Promise<Refusal | undefined> {
+    const agent = await getAgent(report.agentId);
     const refusal = await this.#authenticate(
       agent,
       report.agentId,

@@ -18,7 +18,7 @@ import {
 } from "../core/events.ts";
 import { STAGES } from "../core/handlers.ts";
 import { isRecentRepeat } from "../core/history.ts";
-import { kernelReportPatch } from "../core/kernel-reports.ts";
+import { kernelReportPatches } from "../core/kernel-reports.ts";
 import {
   isLiveAgent,
   stageKey,
@@ -51,6 +51,7 @@ import { Jobs } from "./jobs.ts";
 import { Preemption } from "./preemption.ts";
 import { Repair } from "./repair.ts";
 import { RetryCatalog } from "./retry-catalog.ts";
+import { RunSnapshot } from "./snapshot.ts";
 
 export interface CoordinatorDeps {
   readonly store: SessionStore;
@@ -118,6 +119,22 @@ interface PassOutcome {
 }
 
 const MAX_CONFLICT_RETRIES = 5;
+
+/** An event held back to be applied with others after the batch's loop (kernel reports). */
+const DEFERRED = Symbol("deferred");
+
+type KernelReportEvent = Extract<InboundEvent, { detailType: typeof DetailType.KernelStatusChanged }>;
+type KernelStatusChangedDetail = KernelReportEvent["detail"];
+
+interface PendingReport {
+  /** The event's index in the batch. */
+  readonly index: number;
+  readonly event: KernelReportEvent;
+}
+
+function rejectionOf(event: InboundEvent, reason: string): Rejection {
+  return { eventId: event.id, detailType: event.detailType, reason };
+}
 /** Higher-priority waiting sessions a targeted scheduling pass also tries, first. */
 const WAITING_AHEAD_LIMIT = 10;
 /** Sessions name no queue: they are in this one, which need not have been created. */
@@ -150,23 +167,50 @@ export class Coordinator {
   async run(envelopes: readonly unknown[], options: { sweep?: boolean } = {}): Promise<RunReport> {
     const dirty = new Dirty();
     if (options.sweep) for (const s of SESSION_STATUSES) dirty.wakeAll(s);
+    // Every session the batch names, read together before any event is applied.
+    const snapshot = new RunSnapshot(this.#d.store);
+    try {
+      await snapshot.sessions(envelopes.flatMap(namedSession));
+    } catch (error) {
+      // Each event reads its own session below, and fails (to be redelivered) on its own.
+      this.#d.log.warn("reading the batch's sessions failed", { error: errorMessage(error) });
+    }
     const rejected: Rejection[] = [];
     const retry: number[] = [];
     let applied = 0;
+    const failed = (indexes: readonly number[], error: unknown) => {
+      retry.push(...indexes);
+      // Contention on one session (a gang's kernels reporting at once) outlasting the
+      // re-reads is expected under load and resolves on redelivery: not an error.
+      const message = "event processing failed; it will be redelivered";
+      if (errorCode(error) === "CONFLICT") this.#d.log.warn(message, { error: errorMessage(error) });
+      else this.#d.log.error(message, { error: errorMessage(error) });
+    };
+    const outcome = (rejection: Rejection | undefined) => {
+      if (rejection) {
+        rejected.push(rejection);
+        this.#d.log.warn("event rejected", { ...rejection });
+      } else applied++;
+    };
+    const reports = new Map<string, PendingReport[]>();
     for (const [i, envelope] of envelopes.entries()) {
       try {
-        const rejection = await this.#ingest(envelope, i, dirty);
-        if (rejection) {
-          rejected.push(rejection);
-          this.#d.log.warn("event rejected", { ...rejection });
-        } else applied++;
+        const rejection = await this.#ingest(envelope, i, dirty, snapshot, reports);
+        if (rejection !== DEFERRED) outcome(rejection);
       } catch (error) {
-        retry.push(i);
-        // Contention on one session (a gang's kernels reporting at once) outlasting the
-        // re-reads is expected under load and resolves on redelivery: not an error.
-        const message = "event processing failed; it will be redelivered";
-        if (errorCode(error) === "CONFLICT") this.#d.log.warn(message, { error: errorMessage(error) });
-        else this.#d.log.error(message, { error: errorMessage(error) });
+        failed([i], error);
+      }
+    }
+    // A session's reports in this batch are applied together: one write per session.
+    for (const [sessionId, group] of reports) {
+      try {
+        for (const rejection of await this.#applyReports(sessionId, group, dirty, snapshot))
+          outcome(rejection);
+      } catch (error) {
+        failed(
+          group.map((r) => r.index),
+          error,
+        );
       }
     }
     if (rejected.length > 0) {
@@ -184,6 +228,7 @@ export class Coordinator {
       if (options.sweep || dirty.agentsHeard) {
         if ((await this.#agents.sweepLost({ sweep: options.sweep === true })) > 0) {
           for (const s of SESSION_STATUSES) dirty.wakeAll(s);
+          snapshot.clear();
         }
       }
     } catch (error) {
@@ -194,6 +239,7 @@ export class Coordinator {
       try {
         // Sessions whose execution is gone (issue 11): repair.ts.
         await this.#repair.sweep();
+        snapshot.clear();
       } catch (error) {
         this.#d.log.error("repairing sessions without a live execution failed", {
           error: errorMessage(error),
@@ -202,9 +248,9 @@ export class Coordinator {
     }
     const passes: RunReport["passes"][number][] = [];
     let completed = 0;
-    const ctx = this.#context();
+    const ctx = this.#context(snapshot);
     try {
-      for (const id of await this.#jobs.settle([...dirty.ended.keys()])) dirty.sessions.add(id);
+      for (const id of await this.#jobs.settle([...dirty.ended.keys()], snapshot)) dirty.sessions.add(id);
     } catch (error) {
       // Cascades are idempotent: the status changes that asked for them are redelivered.
       retry.push(...[...dirty.ended.values()].flat());
@@ -212,11 +258,11 @@ export class Coordinator {
         error: errorMessage(error),
       });
     }
-    completed += await this.#cancelPass(dirty, options.sweep === true);
+    completed += await this.#cancelPass(dirty, options.sweep === true, snapshot);
     for (const pass of PASSES) {
       let outcome: PassOutcome;
       try {
-        const targets = await this.#targets(passStatuses(pass), dirty);
+        const targets = await this.#targets(passStatuses(pass), dirty, snapshot);
         if (targets.length === 0) continue;
         outcome = await this.#runPass(pass, targets, ctx);
       } catch (error) {
@@ -231,12 +277,13 @@ export class Coordinator {
     return { applied, rejected, retry, passes, completed };
   }
 
-  #context(): HandlerContext {
+  #context(snapshot: RunSnapshot): HandlerContext {
     const { store, events, config } = this.#d;
     const nowMs = this.#d.clock.nowMs();
     let agents: Promise<ReadonlyMap<string, Agent>> | undefined;
     return {
       store,
+      snapshot,
       events,
       commands: this.#commands,
       config,
@@ -253,7 +300,13 @@ export class Coordinator {
 
   // --- inbound events --------------------------------------------------------------------
 
-  async #ingest(envelope: unknown, index: number, dirty: Dirty): Promise<Rejection | undefined> {
+  async #ingest(
+    envelope: unknown,
+    index: number,
+    dirty: Dirty,
+    snapshot: RunSnapshot,
+    reports: Map<string, PendingReport[]>,
+  ): Promise<Rejection | undefined | typeof DEFERRED> {
     const own = ownStatusChange(envelope);
     if (own) {
       dirty.touch(own.to, own.sessionId);
@@ -271,16 +324,18 @@ export class Coordinator {
         await this.#jobs.refuse(submissionOf(envelope), message);
       return { eventId, detailType, reason: message };
     }
-    return this.#apply(parsed.event, dirty);
+    return this.#apply(parsed.event, index, dirty, snapshot, reports);
   }
 
-  async #apply(event: InboundEvent, dirty: Dirty): Promise<Rejection | undefined> {
-    const { store, clock } = this.#d;
-    const reject = (reason: string): Rejection => ({
-      eventId: event.id,
-      detailType: event.detailType,
-      reason,
-    });
+  async #apply(
+    event: InboundEvent,
+    index: number,
+    dirty: Dirty,
+    snapshot: RunSnapshot,
+    reports: Map<string, PendingReport[]>,
+  ): Promise<Rejection | undefined | typeof DEFERRED> {
+    const { store } = this.#d;
+    const reject = (reason: string): Rejection => rejectionOf(event, reason);
     switch (event.detailType) {
       case DetailType.SessionSubmitted: {
         const id = event.detail.sessionId ?? `s-${event.id.toLowerCase()}`;
@@ -310,36 +365,21 @@ export class Coordinator {
         const { sessionId } = event.detail;
         const reason = event.detail.reason ?? "cancel requested";
         // A session, or a job of independent tasks (whose sessions are <id>-t<index>).
-        if (await this.#jobs.requestCancel(sessionId, reason)) {
+        if (await this.#jobs.requestCancel(sessionId, reason, snapshot)) {
           dirty.sessions.add(sessionId);
           return undefined;
         }
-        const cancelled = await this.#jobs.cancelJob(sessionId, reason);
+        const cancelled = await this.#jobs.cancelJob(sessionId, reason, snapshot);
         if (!cancelled) return reject(`detail.sessionId: no session or job ${sessionId}`);
         for (const id of cancelled) dirty.sessions.add(id);
         return undefined;
       }
       case DetailType.KernelStatusChanged: {
-        const report = event.detail;
-        return this.#withSession(report.sessionId, reject, async (s) => {
-          // Only the agent the kernel is placed on may report it, signed, for the current run.
-          const refusal = await this.#agents.checkReport(report, s);
-          if (refusal) return reject(refusal.refused);
-          const kernel = s.kernels.find((k) => k.index === report.kernelIndex)!;
-          const patch = kernelReportPatch(kernel, report, {
-            cancelled: s.session.cancelRequestedAtMs !== undefined,
-          });
-          if (patch) {
-            await store.applyWrite({
-              sessionId: report.sessionId,
-              expected: { status: s.session.status, version: s.session.version },
-              nowMs: clock.nowMs(),
-              kernels: [patch],
-            });
-          }
-          dirty.touch(s.session.status, report.sessionId);
-          return "done";
-        });
+        // Applied after the batch's other events, together with the session's other reports.
+        const group = reports.get(event.detail.sessionId) ?? [];
+        group.push({ index, event });
+        reports.set(event.detail.sessionId, group);
+        return DEFERRED;
       }
       case DetailType.AgentHeartbeat: {
         dirty.agentsHeard = true;
@@ -359,41 +399,76 @@ export class Coordinator {
     }
   }
 
-  /** Reads the session and runs `fn`, re-reading on a write conflict. */
-  async #withSession(
+  /**
+   * A session's kernel reports of one batch: each checked (only the agent the kernel is placed
+   * on may report it, signed, for the current run), then all applied in one write, re-reading on
+   * a conflict. Returns each report's rejection, or undefined where it was applied.
+   */
+  async #applyReports(
     sessionId: string,
-    reject: (reason: string) => Rejection,
-    fn: (s: SessionWithKernels) => Promise<"done" | Rejection>,
-  ): Promise<Rejection | undefined> {
+    group: readonly PendingReport[],
+    dirty: Dirty,
+    snapshot: RunSnapshot,
+  ): Promise<(Rejection | undefined)[]> {
     for (let attempt = 1; ; attempt++) {
-      const s = await this.#d.store.getSession(sessionId);
-      if (!s) return reject(`detail.sessionId: no session ${sessionId}`);
-      try {
-        const out = await fn(s);
-        return out === "done" ? undefined : out;
-      } catch (error) {
-        if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
+      const s = await snapshot.session(sessionId);
+      if (!s)
+        return group.map(({ event }) => rejectionOf(event, `detail.sessionId: no session ${sessionId}`));
+      const outcomes: (Rejection | undefined)[] = [];
+      const accepted: KernelStatusChangedDetail[] = [];
+      for (const { event } of group) {
+        const refusal = await this.#agents.checkReport(event.detail, s, (id) => snapshot.agent(id));
+        outcomes.push(refusal ? rejectionOf(event, refusal.refused) : undefined);
+        if (!refusal) accepted.push(event.detail);
       }
+      const patches = kernelReportPatches(s.kernels, accepted, {
+        cancelled: s.session.cancelRequestedAtMs !== undefined,
+      });
+      if (patches.length > 0) {
+        // Written or conflicting, the copy read is out of date either way.
+        snapshot.forget(sessionId);
+        try {
+          await this.#d.store.applyWrite({
+            sessionId,
+            expected: { status: s.session.status, version: s.session.version },
+            nowMs: this.#d.clock.nowMs(),
+            kernels: patches,
+          });
+        } catch (error) {
+          if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
+          continue;
+        }
+      }
+      dirty.touch(s.session.status, sessionId);
+      return outcomes;
     }
   }
 
   // --- passes ------------------------------------------------------------------------------
 
   /** A pass's targets: every waiting session of its statuses, or only those the events named. */
-  async #targets(statuses: readonly SessionStatus[], dirty: Dirty): Promise<SessionWithKernels[]> {
+  async #targets(
+    statuses: readonly SessionStatus[],
+    dirty: Dirty,
+    snapshot: RunSnapshot,
+  ): Promise<SessionWithKernels[]> {
     if (statuses.some((s) => dirty.full.has(s))) {
-      return this.#d.store.targetsByStatus({
+      const page = await this.#d.store.targetsByStatus({
         statuses,
         limit: this.#d.config.batchLimit,
         targetableOnly: true,
       });
+      snapshot.remember(page);
+      return page;
     }
     const ids = dirty.touched(statuses);
     if (ids.length === 0) return [];
-    const sessions = (await this.#d.store.getSessions([...new Set(ids)])).filter(
+    const sessions = (await snapshot.sessions(ids)).filter(
       ({ session }) => statuses.includes(session.status) && session.stage.taskToken !== undefined,
     );
-    return [...sessions, ...(await this.#waitingAhead(statuses, sessions))].sort(queueOrder);
+    const ahead = await this.#waitingAhead(statuses, sessions);
+    snapshot.remember(ahead);
+    return [...sessions, ...ahead].sort(queueOrder);
   }
 
   /**
@@ -428,7 +503,7 @@ export class Coordinator {
     if (pass.kind === "lifecycle") {
       const { ending, rest } = partitionUnrecoverable(targets, pass.handler.spec.name, this.#d.clock.nowMs());
       if (ending.length > 0) {
-        const ended = await this.#carryOut(ending, targets);
+        const ended = await this.#carryOut(ending, targets, ctx.snapshot);
         const others = rest.length > 0 ? await this.#runPass(pass, rest, ctx) : undefined;
         return {
           targets: targets.length,
@@ -460,24 +535,31 @@ export class Coordinator {
         this.#d.clock.nowMs(),
       );
     }
-    const completed = preempted + (await this.#carryOut(decisions, targets));
+    const completed = preempted + (await this.#carryOut(decisions, targets, ctx.snapshot));
     return { targets: targets.length, decisions: decisions.length, completed };
   }
 
   /** Writes each decision; completes the stage's callback for those that change status. */
-  async #carryOut(decisions: readonly Decision[], targets: readonly SessionWithKernels[]): Promise<number> {
+  async #carryOut(
+    decisions: readonly Decision[],
+    targets: readonly SessionWithKernels[],
+    snapshot: RunSnapshot,
+  ): Promise<number> {
     const interval = this.#d.skipRecordIntervalMs ?? 30_000;
     const read = new Map(targets.map((t) => [t.session.id, t.session]));
-    // A skip repeating the session's latest record is not rewritten: decide that before paying
-    // for a fresh read.
+    // A skip repeating the session's latest record is not rewritten: decide that before reading
+    // again what the pass wrote.
     const worthWriting = decisions.filter(
       (d) =>
         d.result !== SchedulingResult.SKIPPED ||
         !isRecentRepeat(read.get(d.sessionId)?.lastHistory, d.history, interval),
     );
     if (worthWriting.length === 0) return 0;
+    // The run's copies; those the pass wrote (a placement, kernel patches) are read again. A copy
+    // that is out of date otherwise makes the conditional write below fail, and the next event
+    // or the sweep judges the session afresh.
     const fresh = new Map(
-      (await this.#d.store.getSessions(worthWriting.map((d) => d.sessionId))).map((s) => [s.session.id, s]),
+      (await snapshot.sessions(worthWriting.map((d) => d.sessionId))).map((s) => [s.session.id, s]),
     );
     let completed = 0;
     await Promise.all(
@@ -501,6 +583,7 @@ export class Coordinator {
           : { transition: undefined, run: undefined };
         try {
           const write = decisionWrite(s.session, decision, this.#d.clock.nowMs());
+          snapshot.forget(s.session.id);
           await this.#d.store.applyWrite(run ? { ...write, run } : write);
         } catch (error) {
           if (errorCode(error) === "CONFLICT") return;
@@ -604,7 +687,7 @@ export class Coordinator {
   }
 
   /** Honours cancel requests of sessions waiting in a stage: PRE-start → CANCELLED, else TERMINATING. */
-  async #cancelPass(dirty: Dirty, sweep: boolean): Promise<number> {
+  async #cancelPass(dirty: Dirty, sweep: boolean, snapshot: RunSnapshot): Promise<number> {
     const candidates = sweep
       ? await this.#d.store.targetsByStatus({
           statuses: WAITING_SESSION_STATUSES,
@@ -612,7 +695,7 @@ export class Coordinator {
           targetableOnly: true,
         })
       : dirty.sessions.size > 0
-        ? await this.#d.store.getSessions([...dirty.sessions])
+        ? await snapshot.sessions(dirty.sessions)
         : [];
     let completed = 0;
     for (const { session } of candidates) {
@@ -626,6 +709,7 @@ export class Coordinator {
       }
       const to = STAGES[session.status].onCancel;
       if (to === session.status) continue;
+      snapshot.forget(session.id);
       try {
         await this.#d.store.applyWrite({
           sessionId: session.id,
@@ -725,4 +809,24 @@ function ownStatusChange(
   return detail.success
     ? { sessionId: detail.data.sessionId, from: detail.data.from, to: detail.data.to }
     : undefined;
+}
+
+/** The session an event names, for reading the batch's sessions together (submissions: none yet). */
+function namedSession(envelope: unknown): string[] {
+  if (typeof envelope !== "object" || envelope === null) return [];
+  const e = envelope as Record<string, unknown>;
+  const type = e["detail-type"];
+  if (
+    type !== DetailType.KernelStatusChanged &&
+    type !== DetailType.SessionStatusChanged &&
+    type !== DetailType.SessionCancelRequested
+  ) {
+    return [];
+  }
+  const detail = e["detail"];
+  const id =
+    typeof detail === "object" && detail !== null
+      ? (detail as Record<string, unknown>)["sessionId"]
+      : undefined;
+  return typeof id === "string" && id.length > 0 && id.length <= 256 ? [id] : [];
 }

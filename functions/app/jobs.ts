@@ -30,6 +30,7 @@ import { JobState, TERMINAL_JOB_STATES, TERMINAL_SESSION_STATUSES } from "../cor
 import { errorCode } from "../lifecycle/handler.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
+import { RunSnapshot } from "./snapshot.ts";
 
 const MAX_CONFLICT_RETRIES = 5;
 /** How long a rejected submission stays readable (docs/data-model.md). */
@@ -148,15 +149,17 @@ export class Jobs {
    * Sets a cancel request (once) on a live session; the coordinator's cancel pass carries it out.
    * Returns false when there is no such session.
    */
-  async requestCancel(sessionId: string, reason: string): Promise<boolean> {
+  async requestCancel(sessionId: string, reason: string, snapshot?: RunSnapshot): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
-      const s = await this.#d.store.getSession(sessionId);
+      const s = snapshot ? await snapshot.session(sessionId) : await this.#d.store.getSession(sessionId);
       if (!s) return false;
       const { session } = s;
       if (TERMINAL_SESSION_STATUSES.has(session.status) || session.cancelRequestedAtMs !== undefined)
         return true;
       try {
         const nowMs = this.#d.clock.nowMs();
+        // Written or conflicting, the copy read is out of date either way.
+        snapshot?.forget(sessionId);
         await this.#d.store.applyWrite({
           sessionId,
           expected: { status: session.status, version: session.version },
@@ -176,11 +179,11 @@ export class Jobs {
    * Cancels every live session of a job and of its descendants. Returns the sessions asked to
    * cancel (for the coordinator's cancel pass), or undefined when there is no such job.
    */
-  async cancelJob(jobId: string, reason: string): Promise<string[] | undefined> {
+  async cancelJob(jobId: string, reason: string, snapshot?: RunSnapshot): Promise<string[] | undefined> {
     const job = await this.#d.store.getJob(jobId);
     if (!job) return undefined;
     const cancelled: string[] = [];
-    await this.#cancelTree(job, reason, new Set(), 0, cancelled);
+    await this.#cancelTree(job, reason, new Set(), 0, cancelled, snapshot);
     return cancelled;
   }
 
@@ -190,16 +193,17 @@ export class Jobs {
     seen: Set<string>,
     depth: number,
     out: string[],
+    snapshot?: RunSnapshot,
   ): Promise<void> {
     if (seen.has(job.id) || depth > MAX_CASCADE_DEPTH) return;
     seen.add(job.id);
     for (const sessionId of job.sessionIds) {
-      if (await this.requestCancel(sessionId, reason)) out.push(sessionId);
+      if (await this.requestCancel(sessionId, reason, snapshot)) out.push(sessionId);
     }
     if (job.childIds.length === 0) return;
     const children = await this.#d.store.getJobs(job.childIds);
     for (const child of children) {
-      await this.#cancelTree(child, `parent job ${job.id} cancelled`, seen, depth + 1, out);
+      await this.#cancelTree(child, `parent job ${job.id} cancelled`, seen, depth + 1, out, snapshot);
     }
   }
 
@@ -208,22 +212,23 @@ export class Jobs {
    * cascades carried out, then its final state recorded. Returns the sessions asked to cancel.
    * A failure is thrown: the caller redelivers the status changes that asked for this.
    */
-  async settle(endedSessionIds: readonly string[]): Promise<string[]> {
+  async settle(endedSessionIds: readonly string[], snapshot?: RunSnapshot): Promise<string[]> {
     if (endedSessionIds.length === 0) return [];
     const { store } = this.#d;
-    const ended = await store.getSessions(endedSessionIds);
+    const read = snapshot ?? new RunSnapshot(store);
+    const ended = await read.sessions(endedSessionIds);
     const jobIds = [...new Set(ended.map(({ session }) => jobIdOf(session)))];
     const jobs = await store.getJobs(jobIds);
     const cancelled: string[] = [];
     for (const job of jobs) {
-      if (!job.final) cancelled.push(...(await this.#settleJob(job)));
+      if (!job.final) cancelled.push(...(await this.#settleJob(job, read)));
     }
     return cancelled;
   }
 
-  async #settleJob(job: Job): Promise<string[]> {
+  async #settleJob(job: Job, snapshot: RunSnapshot): Promise<string[]> {
     const { store, clock, log } = this.#d;
-    const sessions: SessionWithKernels[] = await store.getSessions(job.sessionIds);
+    const sessions: SessionWithKernels[] = await snapshot.sessions(job.sessionIds);
     const tasks = jobTasks(job, sessions);
     const verdict = deriveJobState(tasks, jobSettings(job.spec).maxTaskFailures);
     if (!TERMINAL_JOB_STATES.has(verdict.state)) return [];
@@ -232,7 +237,10 @@ export class Jobs {
     const why = `job ${job.id} ${verdict.state}: ${verdict.reason}`;
     if (cascade.killRemaining) {
       for (const { session } of sessions) {
-        if (!TERMINAL_SESSION_STATUSES.has(session.status) && (await this.requestCancel(session.id, why))) {
+        if (
+          !TERMINAL_SESSION_STATUSES.has(session.status) &&
+          (await this.requestCancel(session.id, why, snapshot))
+        ) {
           cancelled.push(session.id);
         }
       }
@@ -240,7 +248,7 @@ export class Jobs {
     if (cascade.cancelChildren && job.childIds.length > 0) {
       const seen = new Set([job.id]);
       for (const child of await store.getJobs(job.childIds)) {
-        await this.#cancelTree(child, `parent ${why}`, seen, 1, cancelled);
+        await this.#cancelTree(child, `parent ${why}`, seen, 1, cancelled, snapshot);
       }
     }
     const atMs = clock.nowMs();
@@ -265,7 +273,7 @@ export class Jobs {
       const known = new Set(job.childIds);
       const late = ((await store.getJob(job.id))?.childIds ?? []).filter((id) => !known.has(id));
       for (const child of await store.getJobs(late)) {
-        await this.#cancelTree(child, `parent ${why}`, new Set([job.id]), 1, cancelled);
+        await this.#cancelTree(child, `parent ${why}`, new Set([job.id]), 1, cancelled, snapshot);
       }
     }
     return cancelled;

@@ -99,3 +99,27 @@ function attemptOutcome(report: KernelReport, cancelled: boolean, stopped: boole
   if (stopped && report.condition === undefined) return AttemptOutcome.WORKER_FAILED;
   return AttemptOutcome.FAILED;
 }
+
+/**
+ * The patches several reports make to one session's kernels, at most one per kernel: each report
+ * is judged against the kernel as the reports before it in `reports` left it, and the patches of
+ * one kernel are merged, later fields over earlier ones. So a batch holding a kernel's RUNNING
+ * and TERMINATED reports costs one write, and says what the two writes in turn would have.
+ */
+export function kernelReportPatches(
+  kernels: readonly Kernel[],
+  reports: readonly (KernelReport & { readonly kernelIndex: number })[],
+  context: { readonly cancelled: boolean },
+): KernelPatch[] {
+  const current = new Map(kernels.map((k) => [k.index, k]));
+  const patches = new Map<number, KernelPatch>();
+  for (const report of reports) {
+    const kernel = current.get(report.kernelIndex);
+    if (!kernel) continue;
+    const patch = kernelReportPatch(kernel, report, context);
+    if (!patch) continue;
+    current.set(kernel.index, { ...kernel, status: patch.status ?? kernel.status });
+    patches.set(kernel.index, { ...patches.get(kernel.index), ...patch });
+  }
+  return [...patches.values()];
+}

@@ -12,9 +12,12 @@ import type { HandlerResult } from "../core/scheduling.ts";
 import type { KernelCommandDetailInput } from "../app/event-types.ts";
 import type { KernelCommands } from "../app/kernel-commands.ts";
 import type { EventsPort } from "../app/ports.ts";
+import type { RunSnapshot } from "../app/snapshot.ts";
 
 export interface HandlerContext {
   readonly store: SessionStore;
+  /** The sessions and agents this coordinator run has read (forget a session once written). */
+  readonly snapshot: RunSnapshot;
   readonly events: EventsPort;
   /** Kernel commands, onto the agents' own queues. */
   readonly commands: KernelCommands;
@@ -110,6 +113,8 @@ export async function patchKernels(
   for (let attempt = 1; current && current.session.status === target.session.status; attempt++) {
     const patches = plan(current);
     if (!patches || patches.length === 0) return undefined;
+    // Written or conflicting, the copy read is out of date either way.
+    ctx.snapshot.forget(current.session.id);
     try {
       await ctx.store.applyWrite({
         sessionId: current.session.id,
@@ -121,7 +126,7 @@ export async function patchKernels(
     } catch (error) {
       if (errorCode(error) !== "CONFLICT" || attempt >= attempts) throw error;
     }
-    current = await ctx.store.getSession(target.session.id);
+    current = await ctx.snapshot.session(target.session.id);
   }
   return undefined;
 }

@@ -59,6 +59,8 @@ export const scheduleNewSessions: LifecycleHandler = {
         result.skip(session.id, tookIt ? aheadReason(placement.reason) : placement.reason);
         continue;
       }
+      // The reservation places the kernels: the copy read no longer shows them.
+      ctx.snapshot.forget(session.id);
       try {
         await ctx.store.reserveCapacity({
           sessionId: session.id,
