@@ -16,11 +16,10 @@ import {
   type RetryAdmin,
   type SessionReader,
 } from "../bin/cli/cairn-api.ts";
-import { COMMAND_NAMES, COMMANDS, GLOBAL_OPTIONS } from "../bin/cli/command-table.ts";
+import { COMMAND_GROUPS, COMMANDS, GLOBAL_OPTIONS } from "../bin/cli/command-table.ts";
 import { UnreachableError, UsageError, WaitTimeoutError } from "../bin/cli/errors.ts";
 import { EXIT_CODE_HELP } from "../bin/cli/exit-codes.ts";
 import { followSession } from "../bin/cli/follow.ts";
-import { commandHelp, groupHelp, mainHelp } from "../bin/cli/help.ts";
 import type { CliIo } from "../bin/cli/io.ts";
 import { runCli } from "../bin/cli/main.ts";
 import {
@@ -141,6 +140,16 @@ const HISTORY: HistoryRecord[] = [
 
 // ---------------------------------------------------------------------------------------------
 
+/** The help `cairn …argv` prints; fails the test if argv is not a request for help. */
+function helpOf(...argv: string[]): string {
+  const invocation = parseCommandLine(argv);
+  if (invocation.kind !== "help") throw new Error(`${argv.join(" ")} parsed as ${invocation.kind}`);
+  return invocation.text;
+}
+
+/** Help text with commander's line wrapping undone. */
+const unwrapped = (text: string): string => text.replace(/\s+/g, " ");
+
 describe("parseCommandLine", () => {
   const parse = parseLine;
   const usageError = usageErrorOf;
@@ -194,12 +203,14 @@ describe("parseCommandLine", () => {
   });
 
   test("help: --help anywhere, -h, and `help COMMAND`", () => {
-    expect(parse("--help")).toEqual({ kind: "help" });
-    expect(parse("-h")).toEqual({ kind: "help" });
-    expect(parse("help")).toEqual({ kind: "help" });
-    expect(parse("get --help")).toEqual({ kind: "help", command: "get" });
-    expect(parse("submit -h --no-such-flag")).toEqual({ kind: "help", command: "submit" });
-    expect(parse("help list")).toEqual({ kind: "help", command: "list" });
+    const main = helpOf("--help");
+    expect(main).toMatch(/^Usage: cairn <command> \[options\]$/m);
+    expect(helpOf("-h")).toBe(main);
+    expect(helpOf("help")).toBe(main);
+    expect(helpOf("get", "--help")).toMatch(/^Usage: cairn get \[options\] <SESSION_ID>$/m);
+    expect(helpOf("submit", "-h", "--no-such-flag")).toMatch(/^Usage: cairn submit \[options\] \[FILE\]$/m);
+    expect(helpOf("--limit", "0", "list", "--help")).toMatch(/^Usage: cairn list \[options\]$/m);
+    expect(helpOf("help", "list")).toBe(helpOf("list", "--help"));
   });
 
   test.each([
@@ -267,19 +278,41 @@ describe("parseCommandLine", () => {
 });
 
 describe("help", () => {
-  test("the main help lists every command, global option and exit code", () => {
-    const help = mainHelp();
-    for (const name of COMMAND_NAMES) expect(help).toContain(`  ${name}  `);
-    for (const name of Object.keys(GLOBAL_OPTIONS)) expect(help).toContain(`--${name}`);
+  test("the main help lists every command and group, global option and exit code", () => {
+    const help = helpOf("--help");
+    for (const [name, def] of Object.entries(COMMANDS).filter(([name]) => !name.includes(" "))) {
+      expect(help).toMatch(new RegExp(`^  ${name} `, "m"));
+      expect(unwrapped(help)).toContain(` ${def.summary} `);
+    }
+    for (const [group, summary] of Object.entries(COMMAND_GROUPS)) {
+      expect(help).toMatch(new RegExp(`^  ${group} `, "m"));
+      expect(unwrapped(help)).toContain(` ${summary} `);
+    }
+    for (const [flags, description] of GLOBAL_OPTIONS)
+      expect(unwrapped(help)).toContain(`${flags} ${description}`);
     for (const [code, text] of EXIT_CODE_HELP) expect(help).toContain(`${String(code).padEnd(3)}  ${text}`);
     expect(help).toMatch(/^ {2}124 {2}submit --wait --timeout/m);
   });
 
-  test.each(COMMAND_NAMES)("`%s --help` lists the command's options and exit codes", (name) => {
-    const help = commandHelp(name);
-    expect(help).toContain(`usage: cairn ${name}`);
-    for (const option of Object.keys(COMMANDS[name].options)) expect(help).toContain(`--${option}`);
-    for (const code of COMMANDS[name].exitCodes) expect(help).toMatch(new RegExp(`^  ${code} `, "m"));
+  test.each(Object.keys(COMMAND_GROUPS))("`%s --help` lists the group's commands", (group) => {
+    const help = helpOf(group, "--help");
+    expect(help).toContain(`Usage: cairn ${group} <`);
+    for (const [name, def] of Object.entries(COMMANDS).filter(([name]) => name.startsWith(`${group} `))) {
+      expect(help).toMatch(new RegExp(`^  ${name.slice(group.length + 1)} `, "m"));
+      expect(unwrapped(help)).toContain(` ${def.summary} `);
+    }
+  });
+
+  test.each(Object.keys(COMMANDS))("`%s --help` lists the command's options and exit codes", (name) => {
+    const def = COMMANDS[name];
+    if (def === undefined) throw new Error(name);
+    const help = helpOf(...name.split(" "), "--help");
+    expect(help).toContain(`Usage: cairn ${name} [options]`);
+    expect(unwrapped(help)).toContain(def.summary);
+    for (const [flags, description] of [...def.options, ...GLOBAL_OPTIONS])
+      expect(unwrapped(help)).toContain(`${flags} ${description}`);
+    for (const code of def.exitCodes) expect(help).toMatch(new RegExp(`^  ${code} `, "m"));
+    if (def.details !== undefined) expect(help).toContain(def.details);
   });
 });
 
@@ -1247,7 +1280,7 @@ describe("runCli", () => {
     expect(bad.err).toEqual(["cairn: unknown option --colour", "see `cairn list --help`"]);
     const help = fakeWorld();
     expect(await runCli(["history", "--help"], help.io)).toBe(0);
-    expect(help.out.join("")).toContain("usage: cairn history SESSION_ID [options]");
+    expect(help.out.join("")).toContain("Usage: cairn history [options] <SESSION_ID>");
     expect(help.opened).toEqual([]);
   });
 
@@ -1398,15 +1431,17 @@ describe("retry commands: parsing", () => {
   });
 
   test("help for a group and for one of its commands", () => {
-    expect(parse("queue", "--help")).toEqual({ kind: "help", group: "queue" });
-    expect(parse("help", "queue")).toEqual({ kind: "help", group: "queue" });
-    expect(parse("help", "queue", "create")).toEqual({ kind: "help", command: "queue create" });
-    expect(parse("retry-policy", "get", "-h")).toEqual({ kind: "help", command: "retry-policy get" });
-    const help = groupHelp("retry-policy");
-    expect(help).toContain("usage: cairn retry-policy <create|update|get|delete|list> [options]");
+    expect(helpOf("queue", "--help")).toMatch(/^Usage: cairn queue </m);
+    expect(helpOf("help", "queue")).toBe(helpOf("queue", "--help"));
+    expect(helpOf("help", "queue", "create")).toMatch(/^Usage: cairn queue create \[options\] <NAME>$/m);
+    expect(helpOf("retry-policy", "get", "-h")).toMatch(
+      /^Usage: cairn retry-policy get \[options\] <NAME>$/m,
+    );
+    const help = helpOf("retry-policy", "--help");
+    expect(help).toContain("Usage: cairn retry-policy <create|update|get|delete|list> [options]");
     for (const action of ["create", "update", "get", "delete", "list"])
       expect(help).toMatch(new RegExp(`^  ${action} `, "m"));
-    expect(commandHelp("retry-policy create")).toContain("kind: RetryPolicy");
+    expect(helpOf("retry-policy", "create", "--help")).toContain("kind: RetryPolicy");
   });
 
   test.each([

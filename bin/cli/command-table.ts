@@ -1,504 +1,772 @@
 /**
- * Every command and option the CLI accepts, as data: the parser (args.ts) and the help
- * (help.ts) both read this table, so they cannot disagree.
+ * Every command and option the CLI accepts, declared for commander (which parses and writes the
+ * help), and the checks that turn what a command was given into its Invocation. The checks throw
+ * UsageError without a command name: parseCommandLine (args.ts) adds the one that was running.
  */
-import { ExitCode } from "./exit-codes.ts";
-
-export interface OptionDef {
-  readonly type: "string" | "boolean";
-  readonly short?: string;
-  /** Placeholder shown in the help for a string option's value. */
-  readonly value?: string;
-  readonly description: string;
-}
-
-export type OptionTable = Readonly<Record<string, OptionDef>>;
-
-export interface CommandDef {
-  readonly summary: string;
-  /** The positional part of the usage line. */
-  readonly positionals: string;
-  readonly minPositionals: number;
-  readonly maxPositionals: number;
-  readonly options: OptionTable;
-  /** Extra help text (examples, notes). */
-  readonly details: string;
-  /** Exit codes this command can end with besides 0. */
-  readonly exitCodes: readonly ExitCode[];
-  /** Values --output accepts. @default ["text", "json"] */
-  readonly outputs?: readonly OutputFormat[];
-}
-
-export type OutputFormat = "text" | "json" | "yaml";
+import { Command, Option } from "commander";
+import { AGENT_ID_PATTERN, labelsSchema } from "../../functions/core/event-fields.ts";
+import { MAX_MESSAGE_LENGTH, SESSION_ID_PATTERN } from "../../functions/core/events.ts";
+import { NAME_PATTERN, safeParseWithIssues, SPEC_LIMITS } from "../../functions/core/spec.ts";
+import { SESSION_STATUSES, type SessionStatus } from "../../functions/core/status.ts";
+import type { AgentOptions, Invocation, OutputFormat, RetryConfigChanges, TargetOptions } from "./args.ts";
+import { UsageError } from "./errors.ts";
+import { EXIT_CODE_HELP, ExitCode } from "./exit-codes.ts";
 
 export const DEFAULT_RUNTIME_FILE = ".cairn/runtime.json";
 export const DEFAULT_LIST_LIMIT = 20;
 export const MAX_LIST_LIMIT = 1000;
 
+/** An option: commander flags (`-f, --file <FILE>`: a value; `--wait`: a switch) and its help line. */
+type OptionSpec = readonly [flags: string, description: string];
+
+/** Option values as commander stores them (camelCase keys). */
+type Values = Readonly<Record<string, string | true | undefined>>;
+
+interface Parsed {
+  /** The positional arguments, as many as the command declares (more are refused before). */
+  readonly args: readonly (string | undefined)[];
+  readonly values: Values;
+  readonly common: { readonly target: TargetOptions; readonly output: OutputFormat };
+}
+
+interface CommandDef {
+  readonly summary: string;
+  /** commander's argument syntax: `<SESSION_ID>`, `[FILE]`. */
+  readonly args: readonly string[];
+  readonly options: readonly OptionSpec[];
+  /** Values --output accepts. @default ["text", "json"] */
+  readonly outputs?: readonly OutputFormat[];
+  /** Extra help text (examples, notes). */
+  readonly details?: string;
+  /** Exit codes this command can end with besides 0. */
+  readonly exitCodes: readonly ExitCode[];
+  readonly build: (parsed: Parsed) => Exclude<Invocation, { kind: "help" }>;
+}
+
 /** Accepted by every command, before or after the command name. */
-export const GLOBAL_OPTIONS = {
-  "runtime-file": {
-    type: "string",
-    value: "PATH",
-    description: `the local runtime to talk to (default ${DEFAULT_RUNTIME_FILE}, written by \`npm start\`)`,
-  },
-  stack: {
-    type: "string",
-    value: "NAME",
-    description: "a deployed stack: read TableName, EventBusName and StateMachineArn from its outputs",
-  },
-  endpoint: {
-    type: "string",
-    value: "URL",
-    description: "send every AWS call to URL (LocalStack), like AWS_ENDPOINT_URL",
-  },
-  region: {
-    type: "string",
-    value: "REGION",
-    description: "AWS region (default: AWS_REGION or the SDK's configuration)",
-  },
-  help: { type: "boolean", short: "h", description: "show help" },
-} as const satisfies OptionTable;
+export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
+  [
+    "--runtime-file <PATH>",
+    `the local runtime to talk to (default ${DEFAULT_RUNTIME_FILE}, written by \`npm start\`)`,
+  ],
+  ["--stack <NAME>", "a deployed stack: read TableName, EventBusName and StateMachineArn from its outputs"],
+  ["--endpoint <URL>", "send every AWS call to URL (LocalStack), like AWS_ENDPOINT_URL"],
+  ["--region <REGION>", "AWS region (default: AWS_REGION or the SDK's configuration)"],
+];
 
-const output = {
-  type: "string",
-  short: "o",
-  value: "FORMAT",
-  description: "text (default) or json",
-} as const satisfies OptionDef;
-
-const documentOutput = {
-  type: "string",
-  short: "o",
-  value: "FORMAT",
-  description: "text (default), json or yaml (both are documents `create -f` accepts back)",
-} as const satisfies OptionDef;
-
-const policyFile = {
-  type: "string",
-  short: "f",
-  value: "FILE",
-  description: "the RetryPolicy document, YAML or JSON (`-` reads stdin); may also be given as FILE",
-} as const satisfies OptionDef;
-
-const queueOptions = {
-  priority: {
-    type: "string",
-    value: "N",
-    description: "added to each session's own priority (an integer, -1000 to 1000; create: default 0)",
-  },
-  "retry-policy": {
-    type: "string",
-    value: "NAMES",
-    description: 'retry policies, comma-separated, in order; each must exist ("" for none)',
-  },
+const output: OptionSpec = ["-o, --output <FORMAT>", "text (default) or json"];
+const documentOutput: OptionSpec = [
+  "-o, --output <FORMAT>",
+  "text (default), json or yaml (both are documents `create -f` accepts back)",
+];
+const policyFile: OptionSpec = [
+  "-f, --file <FILE>",
+  "the RetryPolicy document, YAML or JSON (`-` reads stdin); may also be given as FILE",
+];
+const queueOptions: readonly OptionSpec[] = [
+  ["--priority <N>", "added to each session's own priority (an integer, -1000 to 1000; create: default 0)"],
+  ["--retry-policy <NAMES>", 'retry policies, comma-separated, in order; each must exist ("" for none)'],
   output,
-} as const satisfies OptionTable;
+];
 
-const POLICY_EXAMPLE =
-  "example (policy.yaml):\n" +
-  "  apiVersion: cairn.dev/v1\n" +
-  "  kind: RetryPolicy\n" +
-  "  metadata: { name: infra }\n" +
-  "  spec:\n" +
-  "    retryLimit: 3\n" +
-  "    backoff: { initialDelay: 10s, maxDelay: 5m, multiplier: 2 }\n" +
-  "    rules:\n" +
-  "      - { action: Retry, onConditions: [OOMKilled, Evicted], antiAffinity: { mode: node } }\n" +
-  "      - { action: Retry, onExitCodes: { operator: In, values: [137, 143] } }\n" +
-  "      - { action: Fail, onExitCodes: { operator: In, values: [1, 2] } }";
-export const COMMANDS = {
+const { Usage, NotFound, Unreachable, SessionDidNotSucceed, WaitTimedOut } = ExitCode;
+const READS = [Usage, NotFound, Unreachable];
+
+const POLICY_EXAMPLE = `example (policy.yaml):
+  apiVersion: cairn.dev/v1
+  kind: RetryPolicy
+  metadata: { name: infra }
+  spec:
+    retryLimit: 3
+    backoff: { initialDelay: 10s, maxDelay: 5m, multiplier: 2 }
+    rules:
+      - { action: Retry, onConditions: [OOMKilled, Evicted], antiAffinity: { mode: node } }
+      - { action: Retry, onExitCodes: { operator: In, values: [137, 143] } }
+      - { action: Fail, onExitCodes: { operator: In, values: [1, 2] } }`;
+
+/** The commands, in help order; two-word names are `cairn <group> <action>`. */
+export const COMMANDS: Readonly<Record<string, CommandDef>> = {
   submit: {
     summary: "submit a session spec; with --wait, follow it to the end",
-    positionals: "[FILE]",
-    minPositionals: 0,
-    maxPositionals: 1,
-    options: {
-      file: {
-        type: "string",
-        short: "f",
-        value: "FILE",
-        description: "the spec, YAML or JSON (`-` reads stdin); may also be given as FILE",
-      },
-      id: {
-        type: "string",
-        value: "ID",
-        description: "session id (3-63 of a-z, 0-9, '-'); default: the spec's name and a random suffix",
-      },
-      wait: {
-        type: "boolean",
-        description: "follow the session until it ends, printing each status change on stderr",
-      },
-      timeout: {
-        type: "string",
-        value: "SECONDS",
-        description: "with --wait: give up waiting after SECONDS (exit 124; the session keeps going)",
-      },
-      "stream-logs": {
-        type: "boolean",
-        description:
-          "with --wait: print every task's output as it is written ([task N]-prefixed; local runtime)",
-      },
+    args: ["[FILE]"],
+    options: [
+      ["-f, --file <FILE>", "the spec, YAML or JSON (`-` reads stdin); may also be given as FILE"],
+      ["--id <ID>", "session id (3-63 of a-z, 0-9, '-'); default: the spec's name and a random suffix"],
+      ["--wait", "follow the session until it ends, printing each status change on stderr"],
+      [
+        "--timeout <SECONDS>",
+        "with --wait: give up waiting after SECONDS (exit 124; the session keeps going)",
+      ],
+      [
+        "--stream-logs",
+        "with --wait: print every task's output as it is written ([task N]-prefixed; local runtime)",
+      ],
       output,
-    },
-    details:
-      "The spec is validated locally first: an invalid spec prints every problem and sends nothing.\n" +
-      'Prints the id (JSON: {"sessionId": ...}); with --wait, the final session as `cairn get` shows it, or\n' +
-      "for a job of many tasks (replicas > 1, or coscheduled: false) the final job as `cairn job get` shows it;\n" +
-      "exit 0 only if it succeeded. A job of independent tasks is waited for until all its tasks have ended.\n\n" +
-      "examples:\n" +
-      "  cairn submit -f examples/hello.yaml --wait\n" +
-      "  cairn submit -f examples/gang.yaml --wait --stream-logs\n" +
-      '  id=$(cairn submit examples/hello.yaml) && cairn get "$id"',
-    exitCodes: [ExitCode.SessionDidNotSucceed, ExitCode.Usage, ExitCode.Unreachable, ExitCode.WaitTimedOut],
+    ],
+    details: `The spec is validated locally first: an invalid spec prints every problem and sends nothing.
+Prints the id (JSON: {"sessionId": ...}); with --wait, the final session as \`cairn get\` shows it, or
+for a job of many tasks (replicas > 1, or coscheduled: false) the final job as \`cairn job get\` shows it;
+exit 0 only if it succeeded. A job of independent tasks is waited for until all its tasks have ended.
+
+examples:
+  cairn submit -f examples/hello.yaml --wait
+  cairn submit -f examples/gang.yaml --wait --stream-logs
+  id=$(cairn submit examples/hello.yaml) && cairn get "$id"`,
+    exitCodes: [SessionDidNotSucceed, Usage, Unreachable, WaitTimedOut],
+    build: submitInvocation,
   },
   get: {
     summary: "show a session: status, result, kernels, timestamps",
-    positionals: "SESSION_ID",
-    minPositionals: 1,
-    maxPositionals: 1,
-    options: { output },
+    args: ["<SESSION_ID>"],
+    options: [output],
     details: "result is succeeded, failed or cancelled once the session has ended (null before).",
-    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+    exitCodes: READS,
+    build: ({ args, common }) => ({
+      ...common,
+      kind: "get",
+      sessionId: sessionIdValue("SESSION_ID", args[0]),
+    }),
   },
   history: {
     summary: "show a session's lifecycle history",
-    positionals: "SESSION_ID",
-    minPositionals: 1,
-    maxPositionals: 1,
-    options: { output },
+    args: ["<SESSION_ID>"],
+    options: [output],
     details: "One record per outcome; identical outcomes in a row are merged (count).",
-    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+    exitCodes: READS,
+    build: ({ args, common }) => ({
+      ...common,
+      kind: "history",
+      sessionId: sessionIdValue("SESSION_ID", args[0]),
+    }),
   },
   list: {
     summary: "list sessions, newest first, or those in one status in queue order",
-    positionals: "",
-    minPositionals: 0,
-    maxPositionals: 0,
-    options: {
-      status: { type: "string", value: "STATUS", description: "only sessions in STATUS" },
-      limit: {
-        type: "string",
-        value: "N",
-        description: `at most N sessions (1-${MAX_LIST_LIMIT}, default ${DEFAULT_LIST_LIMIT})`,
-      },
+    args: [],
+    options: [
+      ["--status <STATUS>", "only sessions in STATUS"],
+      ["--limit <N>", `at most N sessions (1-${MAX_LIST_LIMIT}, default ${DEFAULT_LIST_LIMIT})`],
       output,
-    },
-    details: "",
-    exitCodes: [ExitCode.Usage, ExitCode.Unreachable],
+    ],
+    exitCodes: [Usage, Unreachable],
+    build: ({ values, common }) => ({
+      ...common,
+      kind: "list",
+      ...optional("status", statusOption(text(values["status"]))),
+      limit: limitOption(text(values["limit"])),
+    }),
   },
   cancel: {
     summary: "ask Cairn to cancel a session, or every task of a job",
-    positionals: "SESSION_ID",
-    minPositionals: 1,
-    maxPositionals: 1,
-    options: {
-      reason: { type: "string", value: "TEXT", description: "why (recorded with the request)" },
-      output,
-    },
-    details:
-      "A session that has not started its command ends CANCELLED; a running one is stopped and ends\n" +
-      "TERMINATED with result cancelled. Follow it with `cairn get SESSION_ID`. The id of a job of\n" +
-      "independent tasks cancels every task: follow it with `cairn job get JOB_ID`.",
-    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+    args: ["<SESSION_ID>"],
+    options: [["--reason <TEXT>", "why (recorded with the request)"], output],
+    details: `A session that has not started its command ends CANCELLED; a running one is stopped and ends
+TERMINATED with result cancelled. Follow it with \`cairn get SESSION_ID\`. The id of a job of
+independent tasks cancels every task: follow it with \`cairn job get JOB_ID\`.`,
+    exitCodes: READS,
+    build: ({ args, values, common }) => ({
+      ...common,
+      kind: "cancel",
+      sessionId: sessionIdValue("SESSION_ID", args[0]),
+      ...optional("reason", reasonOption(text(values["reason"]))),
+    }),
   },
   "job get": {
     summary: "show a job: its state and why, settings, tasks by state, parent and children",
-    positionals: "JOB_ID",
-    minPositionals: 1,
-    maxPositionals: 1,
-    options: { output },
-    details:
-      "A job is what one submission describes (its id is the submitted id): `replicas` tasks that run as one\n" +
-      "gang (co-scheduled, one session whose kernels are the tasks) or independently (one session per task,\n" +
-      "JOB_ID-t<index>). Its state is derived from the task states (final once the control plane records it):\n" +
-      "SUCCEEDED, FAILED (more than maxTaskFailures failed), UNSCHEDULABLE, KILLED, WORKER_FAILED, RUNNING, PENDING.",
-    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+    args: ["<JOB_ID>"],
+    options: [output],
+    details: `A job is what one submission describes (its id is the submitted id): \`replicas\` tasks that run as one
+gang (co-scheduled, one session whose kernels are the tasks) or independently (one session per task,
+JOB_ID-t<index>). Its state is derived from the task states (final once the control plane records it):
+SUCCEEDED, FAILED (more than maxTaskFailures failed), UNSCHEDULABLE, KILLED, WORKER_FAILED, RUNNING, PENDING.`,
+    exitCodes: READS,
+    build: ({ args, common }) => ({ ...common, kind: "job get", jobId: jobIdValue(args[0]) }),
   },
   tasks: {
     summary: "list a job's tasks: state, agent, exit code, run, retries, why pending or how ended",
-    positionals: "JOB_ID",
-    minPositionals: 1,
-    maxPositionals: 1,
-    options: { output },
-    details:
-      "REASON is why a PENDING task waits (no agent matches, not enough capacity, the gang needs more\n" +
-      "agents, priority), or how an ended task ended. RETRIES counts runs retried after failures and\n" +
-      "preemptions (a gang's tasks share one count).",
-    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+    args: ["<JOB_ID>"],
+    options: [output],
+    details: `REASON is why a PENDING task waits (no agent matches, not enough capacity, the gang needs more
+agents, priority), or how an ended task ended. RETRIES counts runs retried after failures and
+preemptions (a gang's tasks share one count).`,
+    exitCodes: READS,
+    build: ({ args, common }) => ({ ...common, kind: "tasks", jobId: jobIdValue(args[0]) }),
   },
   task: {
     summary: "show one task: state, session, agent, exit code, reason and its part in every run",
-    positionals: "JOB_ID INDEX",
-    minPositionals: 2,
-    maxPositionals: 2,
-    options: { output },
+    args: ["<JOB_ID>", "<INDEX>"],
+    options: [output],
     details: "INDEX is the task's index in the job, from 0 (its CAIRN_TASK_INDEX).",
-    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+    exitCodes: READS,
+    build: ({ args, common }) => ({
+      ...common,
+      kind: "task",
+      jobId: jobIdValue(args[0]),
+      index: taskIndexValue("INDEX", args[1] ?? ""),
+    }),
   },
   logs: {
     summary: "print a job's task output (from CloudWatch Logs); with --follow, until the tasks end",
-    positionals: "JOB_ID",
-    minPositionals: 1,
-    maxPositionals: 1,
-    options: {
-      task: {
-        type: "string",
-        value: "INDEX",
-        description: "only this task's output (default: every task's)",
-      },
-      follow: {
-        type: "boolean",
-        description: "keep printing new lines (and later runs') until the tasks have ended",
-      },
-      output: {
-        type: "string",
-        short: "o",
-        value: "FORMAT",
-        description: "text (default) or json: one JSON object per line (task, run, stream, text, at)",
-      },
+    args: ["<JOB_ID>"],
+    options: [
+      ["--task <INDEX>", "only this task's output (default: every task's)"],
+      ["--follow", "keep printing new lines (and later runs') until the tasks have ended"],
+      [
+        "-o, --output <FORMAT>",
+        "text (default) or json: one JSON object per line (task, run, stream, text, at)",
+      ],
+    ],
+    details: `Prints each task's current run (a task waiting to be retried: its previous run). Lines keep their
+stream (the program's stderr on stderr); lines of several tasks are merged in time order and
+prefixed \`[task N]\`. A task that has not started says so on stderr (exit 3 if none has).
+The agents ship every line to CloudWatch Logs (stream <session>/<kernel>/run-<run> of the kernel
+log group: a stack's KernelLogGroupName output, or the local runtime's); exit 4 when none is known.
+
+examples:
+  cairn logs gang-k3x9q2mf
+  cairn logs gang-k3x9q2mf --task 2 --follow`,
+    exitCodes: READS,
+    build: ({ args, values, common }) => {
+      const task = text(values["task"]);
+      return {
+        ...common,
+        kind: "logs",
+        jobId: jobIdValue(args[0]),
+        ...optional("task", task === undefined ? undefined : taskIndexValue("--task", task)),
+        follow: values["follow"] === true,
+      };
     },
-    details:
-      "Prints each task's current run (a task waiting to be retried: its previous run). Lines keep their\n" +
-      "stream (the program's stderr on stderr); lines of several tasks are merged in time order and\n" +
-      "prefixed `[task N]`. A task that has not started says so on stderr (exit 3 if none has).\n" +
-      "The agents ship every line to CloudWatch Logs (stream <session>/<kernel>/run-<run> of the kernel\n" +
-      "log group: a stack's KernelLogGroupName output, or the local runtime's); exit 4 when none is known.\n\n" +
-      "examples:\n" +
-      "  cairn logs gang-k3x9q2mf\n" +
-      "  cairn logs gang-k3x9q2mf --task 2 --follow",
-    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
   },
   "retry-policy create": {
     summary: "store a new retry policy from a file",
-    positionals: "[FILE]",
-    minPositionals: 0,
-    maxPositionals: 1,
-    options: { file: policyFile, output },
-    details:
-      "The file is validated first: every problem is printed as `<path>: <reason>` and nothing is stored.\n\n" +
-      POLICY_EXAMPLE,
-    exitCodes: [ExitCode.Usage, ExitCode.Unreachable],
+    args: ["[FILE]"],
+    options: [policyFile, output],
+    details: `The file is validated first: every problem is printed as \`<path>: <reason>\` and nothing is stored.\n\n${POLICY_EXAMPLE}`,
+    exitCodes: [Usage, Unreachable],
+    build: ({ args, values, common }) => ({
+      ...common,
+      kind: "retry-policy create",
+      file: fileArgument(values, args[0], "the policy"),
+    }),
   },
   "retry-policy update": {
     summary: "replace a stored retry policy (named in the file) with the file's",
-    positionals: "[FILE]",
-    minPositionals: 0,
-    maxPositionals: 1,
-    options: { file: policyFile, output },
+    args: ["[FILE]"],
+    options: [policyFile, output],
     details:
       "Validated like create. Queues that attach the policy use the new rules from their next decision.",
-    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+    exitCodes: READS,
+    build: ({ args, values, common }) => ({
+      ...common,
+      kind: "retry-policy update",
+      file: fileArgument(values, args[0], "the policy"),
+    }),
   },
   "retry-policy get": {
     summary: "show a retry policy",
-    positionals: "NAME",
-    minPositionals: 1,
-    maxPositionals: 1,
-    options: { output: documentOutput },
+    args: ["<NAME>"],
+    options: [documentOutput],
+    outputs: ["text", "json", "yaml"],
     details:
       "example: cairn retry-policy get infra -o yaml > infra.yaml  (edit, then `retry-policy update -f`)",
-    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
-    outputs: ["text", "json", "yaml"],
+    exitCodes: READS,
+    build: ({ args, common }) => ({ ...common, kind: "retry-policy get", name: nameValue(args[0], "NAME") }),
   },
   "retry-policy delete": {
     summary: "delete a retry policy no queue attaches",
-    positionals: "NAME",
-    minPositionals: 1,
-    maxPositionals: 1,
-    options: { output },
+    args: ["<NAME>"],
+    options: [output],
     details:
       "A policy a queue attaches is refused (exit 2), naming the queues: detach it with `cairn queue update`.",
-    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+    exitCodes: READS,
+    build: ({ args, common }) => ({
+      ...common,
+      kind: "retry-policy delete",
+      name: nameValue(args[0], "NAME"),
+    }),
   },
   "retry-policy list": {
     summary: "list retry policies by name",
-    positionals: "",
-    minPositionals: 0,
-    maxPositionals: 0,
-    options: { output },
-    details: "",
-    exitCodes: [ExitCode.Usage, ExitCode.Unreachable],
+    args: [],
+    options: [output],
+    exitCodes: [Usage, Unreachable],
+    build: ({ common }) => ({ ...common, kind: "retry-policy list" }),
   },
   "queue create": {
     summary: "create a queue: a priority and the retry policies its sessions get",
-    positionals: "NAME",
-    minPositionals: 1,
-    maxPositionals: 1,
+    args: ["<NAME>"],
     options: queueOptions,
-    details:
-      "Every policy named must exist (create it first with `cairn retry-policy create`).\n\n" +
-      "example: cairn queue create gpu --priority 10 --retry-policy infra,ml-training",
-    exitCodes: [ExitCode.Usage, ExitCode.Unreachable],
+    details: `Every policy named must exist (create it first with \`cairn retry-policy create\`).
+
+example: cairn queue create gpu --priority 10 --retry-policy infra,ml-training`,
+    exitCodes: [Usage, Unreachable],
+    build: ({ args, values, common }) => ({ ...common, kind: "queue create", ...queueChanges(args, values) }),
   },
   "queue update": {
     summary: "change a queue's priority or retry policies (what is not given is kept)",
-    positionals: "NAME",
-    minPositionals: 1,
-    maxPositionals: 1,
+    args: ["<NAME>"],
     options: queueOptions,
     details: 'example: cairn queue update gpu --retry-policy ""   (detach every policy)',
-    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+    exitCodes: READS,
+    build: ({ args, values, common }) => {
+      const changes = queueChanges(args, values);
+      if (changes.priority === undefined && changes.retryPolicies === undefined) {
+        throw new UsageError("nothing to change: give --priority and/or --retry-policy");
+      }
+      return { ...common, kind: "queue update", ...changes };
+    },
   },
   "queue get": {
     summary: "show a queue",
-    positionals: "NAME",
-    minPositionals: 1,
-    maxPositionals: 1,
-    options: { output },
-    details: "",
-    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+    args: ["<NAME>"],
+    options: [output],
+    exitCodes: READS,
+    build: ({ args, common }) => ({ ...common, kind: "queue get", name: nameValue(args[0], "NAME") }),
   },
   "queue delete": {
     summary: "delete a queue (its policies stay)",
-    positionals: "NAME",
-    minPositionals: 1,
-    maxPositionals: 1,
-    options: { output },
-    details: "",
-    exitCodes: [ExitCode.Usage, ExitCode.NotFound, ExitCode.Unreachable],
+    args: ["<NAME>"],
+    options: [output],
+    exitCodes: READS,
+    build: ({ args, common }) => ({ ...common, kind: "queue delete", name: nameValue(args[0], "NAME") }),
   },
   "queue list": {
     summary: "list queues by name",
-    positionals: "",
-    minPositionals: 0,
-    maxPositionals: 0,
-    options: { output },
-    details: "",
-    exitCodes: [ExitCode.Usage, ExitCode.Unreachable],
+    args: [],
+    options: [output],
+    exitCodes: [Usage, Unreachable],
+    build: ({ common }) => ({ ...common, kind: "queue list" }),
   },
   "retry-config get": {
     summary: "show the global retry settings (the defaults until set)",
-    positionals: "",
-    minPositionals: 0,
-    maxPositionals: 0,
-    options: { output },
-    details: "",
-    exitCodes: [ExitCode.Usage, ExitCode.Unreachable],
+    args: [],
+    options: [output],
+    exitCodes: [Usage, Unreachable],
+    build: ({ common }) => ({ ...common, kind: "retry-config get" }),
   },
   "retry-config set": {
     summary: "change global retry settings (what is not given is kept)",
-    positionals: "",
-    minPositionals: 0,
-    maxPositionals: 0,
-    options: {
-      "global-max-retries": {
-        type: "string",
-        value: "N",
-        description: "cap on a session's counted retries under policies (0 stops every retry)",
-      },
-      "default-policy": {
-        type: "string",
-        value: "NAME",
-        description: "the policy for sessions whose queue and spec name none (used if it exists)",
-      },
-      enabled: {
-        type: "string",
-        value: "true|false",
-        description: "false: policies are ignored and the spec's retry budgets decide alone",
-      },
-      "default-backoff-initial": {
-        type: "string",
-        value: "DURATION",
-        description: "the first retry's wait when no policy sets one (e.g. 0s, 10s)",
-      },
-      "default-backoff-max": {
-        type: "string",
-        value: "DURATION",
-        description: "the longest wait (e.g. 10m)",
-      },
-      "default-backoff-multiplier": {
-        type: "string",
-        value: "X",
-        description: "each retry waits X times the previous one (1 to 100)",
-      },
+    args: [],
+    options: [
+      ["--global-max-retries <N>", "cap on a session's counted retries under policies (0 stops every retry)"],
+      [
+        "--default-policy <NAME>",
+        "the policy for sessions whose queue and spec name none (used if it exists)",
+      ],
+      ["--enabled <true|false>", "false: policies are ignored and the spec's retry budgets decide alone"],
+      [
+        "--default-backoff-initial <DURATION>",
+        "the first retry's wait when no policy sets one (e.g. 0s, 10s)",
+      ],
+      ["--default-backoff-max <DURATION>", "the longest wait (e.g. 10m)"],
+      ["--default-backoff-multiplier <X>", "each retry waits X times the previous one (1 to 100)"],
       output,
-    },
-    details:
-      "Validated before anything is stored; every problem is printed as `<field> (--flag): <reason>`.\n\n" +
-      "example: cairn retry-config set --global-max-retries 5 --default-backoff-initial 10s",
-    exitCodes: [ExitCode.Usage, ExitCode.Unreachable],
+    ],
+    details: `Validated before anything is stored; every problem is printed as \`<field> (--flag): <reason>\`.
+
+example: cairn retry-config set --global-max-retries 5 --default-backoff-initial 10s`,
+    exitCodes: [Usage, Unreachable],
+    build: ({ values, common }) => ({
+      ...common,
+      kind: "retry-config set",
+      changes: retryConfigChanges(values),
+    }),
   },
   agent: {
     summary: "run an agent on this host: kernels of Cairn's sessions run here as child processes",
-    positionals: "",
-    minPositionals: 0,
-    maxPositionals: 0,
-    options: {
-      id: {
-        type: "string",
-        value: "ID",
-        description: "the agent's id (1-40 of letters, digits, '-', '_'; default: this host's name)",
-      },
-      cpu: { type: "string", value: "N", description: "cpu it offers (default: this host's cpu count)" },
-      "memory-mib": {
-        type: "string",
-        value: "N",
-        description: "memory it offers, in MiB (default: 90% of this host's memory)",
-      },
-      labels: {
-        type: "string",
-        value: "K=V,...",
-        description: "labels a spec's nodeSelector can ask for (e.g. gpu=a100,zone=b)",
-      },
-      "work-root": {
-        type: "string",
-        value: "DIR",
-        description: "where kernels' work directories go (default: ./cairn-work)",
-      },
-      "heartbeat-seconds": {
-        type: "string",
-        value: "N",
-        description: "how often it tells Cairn it is alive (default 5)",
-      },
-      "drain-grace-seconds": {
-        type: "string",
-        value: "N",
-        description: "on SIGTERM/SIGINT, how long each kernel gets between SIGTERM and SIGKILL (default 10)",
-      },
-    },
-    details:
-      "Runs until SIGTERM or SIGINT, then drains: takes no more work, stops its kernels (each is retried\n" +
-      "elsewhere under the preemption budget), reports how each ended, and exits. Talks to Cairn only\n" +
-      "through AWS APIs: commands from its own SQS queue, reports and heartbeats on the event bus (needs\n" +
-      "the stack's AgentPolicy; see docs/agents.md).\n\n" +
-      "examples:\n" +
-      "  cairn agent --stack Cairn --labels gpu=a100\n" +
-      "  cairn agent --id agent-9 --cpu 2 --memory-mib 2048   # against the local runtime (npm start)",
-    exitCodes: [ExitCode.SessionDidNotSucceed, ExitCode.Usage, ExitCode.Unreachable],
+    args: [],
+    options: [
+      ["--id <ID>", "the agent's id (1-40 of letters, digits, '-', '_'; default: this host's name)"],
+      ["--cpu <N>", "cpu it offers (default: this host's cpu count)"],
+      ["--memory-mib <N>", "memory it offers, in MiB (default: 90% of this host's memory)"],
+      ["--labels <K=V,...>", "labels a spec's nodeSelector can ask for (e.g. gpu=a100,zone=b)"],
+      ["--work-root <DIR>", "where kernels' work directories go (default: ./cairn-work)"],
+      ["--heartbeat-seconds <N>", "how often it tells Cairn it is alive (default 5)"],
+      [
+        "--drain-grace-seconds <N>",
+        "on SIGTERM/SIGINT, how long each kernel gets between SIGTERM and SIGKILL (default 10)",
+      ],
+    ],
     outputs: ["text"],
+    details: `Runs until SIGTERM or SIGINT, then drains: takes no more work, stops its kernels (each is retried
+elsewhere under the preemption budget), reports how each ended, and exits. Talks to Cairn only
+through AWS APIs: commands from its own SQS queue, reports and heartbeats on the event bus (needs
+the stack's AgentPolicy; see docs/agents.md).
+
+examples:
+  cairn agent --stack Cairn --labels gpu=a100
+  cairn agent --id agent-9 --cpu 2 --memory-mib 2048   # against the local runtime (npm start)`,
+    exitCodes: [SessionDidNotSucceed, Usage, Unreachable],
+    build: ({ values, common }) => ({ ...common, kind: "agent", agent: agentOptions(values) }),
   },
-} as const satisfies Record<string, CommandDef>;
-
-export type CommandName = keyof typeof COMMANDS;
-export const COMMAND_NAMES = Object.keys(COMMANDS) as CommandName[];
-
-export function isCommandName(name: string): name is CommandName {
-  return Object.hasOwn(COMMANDS, name);
-}
+};
 
 /** Commands written as two words, `cairn <group> <action>`: the group's name and summary. */
-export const COMMAND_GROUPS = {
+export const COMMAND_GROUPS: Readonly<Record<string, string>> = {
   job: "show a job of many tasks (see also `cairn tasks`, `cairn task`, `cairn logs`)",
   "retry-policy": "create, update, get, delete and list retry policies",
   queue: "create, update, get, delete and list queues",
   "retry-config": "get and set the global retry settings",
-} as const;
+};
 
-export type GroupName = keyof typeof COMMAND_GROUPS;
+const MAIN_HELP_END = `
+where Cairn is: by default the local runtime described by .cairn/runtime.json (\`npm start\` writes it);
+with --stack, a deployed stack (its region from --region or the AWS configuration); with --endpoint,
+LocalStack or another endpoint (names from --stack, or CAIRN_TABLE_NAME and CAIRN_EVENT_BUS_NAME).
 
-export function isGroupName(name: string): name is GroupName {
-  return Object.hasOwn(COMMAND_GROUPS, name);
+${exitCodeHelp(EXIT_CODE_HELP.map(([code]) => code))}
+
+\`cairn <command> --help\` (or \`cairn help <command>\`) shows a command's options.`;
+
+/**
+ * The `cairn` program: `write` receives the help commander prints, `done` the invocation of the
+ * command that ran. Commander errors are thrown (exitOverride), never printed.
+ */
+export function cairnProgram(write: (text: string) => void, done: (invocation: Invocation) => void): Command {
+  const program = new Command("cairn")
+    .description(
+      "submit, follow and cancel Cairn sessions and jobs; read task logs; manage queues and retry policies",
+    )
+    .usage("<command> [options]")
+    .helpCommand(false)
+    .enablePositionalOptions()
+    .exitOverride()
+    .configureOutput({ writeOut: write, writeErr: write, outputError: () => undefined })
+    .addHelpText("after", MAIN_HELP_END);
+  for (const spec of GLOBAL_OPTIONS) program.addOption(option(spec, "Global options:"));
+  const groups = new Map<string, Command>();
+  for (const [name, def] of Object.entries(COMMANDS)) {
+    const [first = name, action] = name.split(" ");
+    let parent = program;
+    if (action !== undefined) {
+      parent =
+        groups.get(first) ??
+        program
+          .command(first)
+          .description(COMMAND_GROUPS[first] ?? "")
+          .helpCommand(false);
+      groups.set(first, parent);
+    }
+    const command = parent
+      .command(action ?? first)
+      .description(def.summary)
+      .allowExcessArguments();
+    for (const arg of def.args) command.argument(arg);
+    for (const spec of def.options) command.addOption(option(spec));
+    for (const spec of GLOBAL_OPTIONS) command.addOption(option(spec, "Global options:"));
+    command
+      .addHelpText(
+        "after",
+        `${def.details === undefined ? "" : `\n${def.details}\n`}\n${exitCodeHelp(def.exitCodes)}`,
+      )
+      .action(function (this: Command) {
+        const extra = this.args[def.args.length];
+        if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}"`);
+        const values = this.opts<Values>();
+        const common = {
+          target: targetOptions(values),
+          output: outputFormat(text(values["output"]), def.outputs ?? ["text", "json"]),
+        };
+        done(def.build({ args: this.args, values, common }));
+      });
+  }
+  for (const [group, command] of groups) {
+    command.usage(`<${command.commands.map((c) => c.name()).join("|")}> [options]`);
+    command.addHelpText("after", `\n\`cairn ${group} <command> --help\` shows a command's options.`);
+  }
+  return program;
 }
 
-/** The actions of a group, in table order: `create`, `update`, … */
-export function groupActions(group: GroupName): string[] {
-  return COMMAND_NAMES.filter((name) => name.startsWith(`${group} `)).map((name) =>
-    name.slice(group.length + 1),
-  );
+/** A commander Option; one that takes a value refuses to be given twice. */
+function option([flags, description]: OptionSpec, group?: string): Option {
+  const made = new Option(flags, description);
+  if (group !== undefined) made.helpGroup(group);
+  if (!made.required) return made;
+  return made.argParser((value: string, previous: string | undefined) => {
+    if (previous !== undefined) throw new UsageError(`option ${made.long ?? flags} given more than once`);
+    return value;
+  });
 }
 
-export function outputsOf(command: CommandName): readonly OutputFormat[] {
-  const def: CommandDef = COMMANDS[command];
-  return def.outputs ?? ["text", "json"];
+function exitCodeHelp(codes: readonly ExitCode[]): string {
+  const shown = new Set<ExitCode>([ExitCode.Ok, ...codes]);
+  return [
+    "Exit codes:",
+    ...EXIT_CODE_HELP.filter(([code]) => shown.has(code)).map(
+      ([code, line]) => `  ${String(code).padEnd(3)}  ${line}`,
+    ),
+  ].join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checks: each names the option or argument and what it must be.
+
+function text(value: string | true | undefined): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+/** `{ key: value }` when value is defined, else `{}`: keeps absent options absent. */
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+function submitInvocation({ args, values, common }: Parsed): Exclude<Invocation, { kind: "help" }> {
+  const file = fileArgument(values, args[0], "the spec");
+  const wait = values["wait"] === true;
+  const rawTimeout = text(values["timeout"]);
+  if (rawTimeout !== undefined && !wait) throw new UsageError("--timeout only applies with --wait");
+  const streamLogs = values["streamLogs"] === true;
+  if (streamLogs && !wait) throw new UsageError("--stream-logs only applies with --wait");
+  if (streamLogs && common.output === "json") {
+    throw new UsageError(
+      "--stream-logs prints the tasks' output on stdout, which -o json keeps for one JSON document; " +
+        "leave one of them out (`cairn logs JOB_ID -o json` gives the output as JSON Lines)",
+    );
+  }
+  const id = text(values["id"]);
+  return {
+    ...common,
+    kind: "submit",
+    file,
+    wait,
+    streamLogs,
+    ...optional("sessionId", id === undefined ? undefined : sessionIdValue("--id", id)),
+    ...optional("timeoutSeconds", rawTimeout === undefined ? undefined : timeoutOption(rawTimeout)),
+  };
+}
+
+/** A file given as FILE or -f FILE, not both. */
+function fileArgument(values: Values, positional: string | undefined, what: string): string {
+  const flag = text(values["file"]);
+  if (flag !== undefined && positional !== undefined) {
+    throw new UsageError(`give ${what} once: either FILE or -f, not both ("${positional}", "${flag}")`);
+  }
+  const file = flag ?? positional;
+  if (file === undefined) throw new UsageError(`missing ${what}: -f FILE`);
+  return file;
+}
+
+function queueChanges(
+  args: Parsed["args"],
+  values: Values,
+): { name: string; priority?: number; retryPolicies?: readonly string[] } {
+  const policies = text(values["retryPolicy"]);
+  return {
+    name: nameValue(args[0], "NAME"),
+    ...optional("priority", priorityOption(text(values["priority"]))),
+    ...optional("retryPolicies", policies === undefined ? undefined : policyList(policies)),
+  };
+}
+
+function retryConfigChanges(values: Values): RetryConfigChanges {
+  const enabled = text(values["enabled"]);
+  if (enabled !== undefined && enabled !== "true" && enabled !== "false") {
+    throw new UsageError(`--enabled must be true or false, got "${enabled}"`);
+  }
+  const maxRetries = text(values["globalMaxRetries"]);
+  if (maxRetries !== undefined && !/^\d+$/.test(maxRetries)) {
+    throw new UsageError(`--global-max-retries must be a whole number, got "${maxRetries}"`);
+  }
+  const defaultPolicy = text(values["defaultPolicy"]);
+  if (defaultPolicy !== undefined) nameValue(defaultPolicy, "--default-policy");
+  const multiplier = text(values["defaultBackoffMultiplier"]);
+  if (multiplier !== undefined && (multiplier.trim() === "" || !Number.isFinite(Number(multiplier)))) {
+    throw new UsageError(`--default-backoff-multiplier must be a number, got "${multiplier}"`);
+  }
+  const changes: RetryConfigChanges = {
+    ...optional("enabled", enabled === undefined ? undefined : enabled === "true"),
+    ...optional("globalMaxRetries", maxRetries === undefined ? undefined : Number(maxRetries)),
+    ...optional("defaultPolicyName", defaultPolicy),
+    ...optional("initialDelay", text(values["defaultBackoffInitial"])),
+    ...optional("maxDelay", text(values["defaultBackoffMax"])),
+    ...optional("multiplier", multiplier === undefined ? undefined : Number(multiplier)),
+  };
+  if (Object.keys(changes).length === 0) {
+    throw new UsageError("nothing to change: give at least one setting (see the options)");
+  }
+  return changes;
+}
+
+function targetOptions(values: Values): TargetOptions {
+  const runtimeFile = text(values["runtimeFile"]);
+  const stack = text(values["stack"]);
+  const endpoint = text(values["endpoint"]);
+  const region = text(values["region"]);
+  if (runtimeFile !== undefined && (stack !== undefined || endpoint !== undefined)) {
+    throw new UsageError(
+      "--runtime-file is for the local runtime; it cannot be combined with --stack or --endpoint",
+    );
+  }
+  for (const [flag, value] of [
+    ["--runtime-file", runtimeFile],
+    ["--stack", stack],
+    ["--region", region],
+  ] as const) {
+    if (value !== undefined && value.trim() === "") throw new UsageError(`${flag} must not be empty`);
+  }
+  if (endpoint !== undefined && !isHttpUrl(endpoint)) {
+    throw new UsageError(`--endpoint must be an http(s) URL, got "${endpoint}"`);
+  }
+  return {
+    ...optional("runtimeFile", runtimeFile),
+    ...optional("stack", stack),
+    ...optional("endpoint", endpoint),
+    ...optional("region", region),
+  };
+}
+
+function isHttpUrl(raw: string): boolean {
+  const url = URL.parse(raw);
+  return url !== null && (url.protocol === "http:" || url.protocol === "https:");
+}
+
+function outputFormat(raw: string | undefined, allowed: readonly OutputFormat[]): OutputFormat {
+  if (raw === undefined) return "text";
+  const format = allowed.find((f) => f === raw);
+  if (format !== undefined) return format;
+  const list =
+    allowed.length === 2 ? allowed.join(" or ") : `${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)}`;
+  throw new UsageError(`--output must be ${list}, got "${raw}"`);
+}
+
+/** A policy or queue name: the same rule as a spec's name. */
+function nameValue(raw: string | undefined, what: string): string {
+  const name = raw ?? "";
+  if (name.length === 0 || name.length > SPEC_LIMITS.nameMaxLength || !NAME_PATTERN.test(name)) {
+    throw new UsageError(
+      `${what} "${name}" is not a valid name: 1 to ${SPEC_LIMITS.nameMaxLength} letters, digits, '.', '_' or '-', ` +
+        "starting with a letter or digit",
+    );
+  }
+  return name;
+}
+
+function priorityOption(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const { min, max } = SPEC_LIMITS.priority;
+  const value = Number(raw);
+  if (!/^[-+]?\d+$/.test(raw) || value < min || value > max) {
+    throw new UsageError(`--priority must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+/** `a,b` → ["a", "b"]; "" → [] (no policies). */
+function policyList(raw: string): string[] {
+  const names = raw
+    .split(",")
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
+  const seen = new Set<string>();
+  for (const name of names) {
+    nameValue(name, "--retry-policy");
+    if (seen.has(name)) throw new UsageError(`--retry-policy lists ${name} twice`);
+    seen.add(name);
+  }
+  return names;
+}
+
+function sessionIdValue(what: string, raw: string | undefined, noun = "session"): string {
+  const id = raw ?? "";
+  if (!SESSION_ID_PATTERN.test(id)) {
+    throw new UsageError(
+      `${what} "${id}" is not a ${noun} id: 3 to 63 lowercase letters, digits or '-', ` +
+        "starting with a letter or digit",
+    );
+  }
+  return id;
+}
+
+/** Job ids are session ids: the job's id is its submission's `sessionId`. */
+function jobIdValue(raw: string | undefined): string {
+  return sessionIdValue("JOB_ID", raw, "job");
+}
+
+/** A task's index in its job: 0 to replicas - 1 (checked against the job once it is read). */
+function taskIndexValue(what: string, raw: string): number {
+  const max = SPEC_LIMITS.replicas.max - 1;
+  const index = Number(raw);
+  if (!/^\d+$/.test(raw) || index > max) {
+    throw new UsageError(`${what} must be a task index, a whole number from 0 to ${max}, got "${raw}"`);
+  }
+  return index;
+}
+
+function timeoutOption(raw: string): number {
+  const seconds = Number(raw);
+  if (raw.trim() === "" || !Number.isFinite(seconds) || seconds <= 0) {
+    throw new UsageError(`--timeout must be a positive number of seconds, got "${raw}"`);
+  }
+  return seconds;
+}
+
+function statusOption(raw: string | undefined): SessionStatus | undefined {
+  if (raw === undefined) return undefined;
+  const status = SESSION_STATUSES.find((s) => s === raw.toUpperCase());
+  if (status === undefined) {
+    throw new UsageError(
+      `--status: unknown status "${raw}" (expected one of ${SESSION_STATUSES.join(", ")})`,
+    );
+  }
+  return status;
+}
+
+function limitOption(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_LIST_LIMIT;
+  const limit = Number(raw);
+  if (!/^\d+$/.test(raw) || limit < 1 || limit > MAX_LIST_LIMIT) {
+    throw new UsageError(`--limit must be a whole number from 1 to ${MAX_LIST_LIMIT}, got "${raw}"`);
+  }
+  return limit;
+}
+
+function reasonOption(raw: string | undefined): string | undefined {
+  if (raw !== undefined && raw.length > MAX_MESSAGE_LENGTH) {
+    throw new UsageError(`--reason must be at most ${MAX_MESSAGE_LENGTH} characters, got ${raw.length}`);
+  }
+  return raw;
+}
+
+function agentOptions(values: Values): AgentOptions {
+  const id = text(values["id"]);
+  if (id !== undefined && !AGENT_ID_PATTERN.test(id)) {
+    throw new UsageError(
+      `--id must be 1 to 40 letters, digits, '-' or '_', starting with a letter or digit, got "${id}"`,
+    );
+  }
+  const number = (flag: string, key: string, integer: boolean, scale = 1): number | undefined => {
+    const raw = text(values[key]);
+    if (raw === undefined) return undefined;
+    const value = Number(raw);
+    if (raw.trim() === "" || !Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
+      throw new UsageError(`${flag} must be a ${integer ? "whole " : ""}number greater than 0, got "${raw}"`);
+    }
+    return value * scale;
+  };
+  return {
+    ...optional("id", id),
+    ...optional("cpu", number("--cpu", "cpu", false)),
+    ...optional("memoryMiB", number("--memory-mib", "memoryMib", true)),
+    labels: labelsOption(text(values["labels"])),
+    ...optional("workRoot", text(values["workRoot"])),
+    ...optional("heartbeatMs", number("--heartbeat-seconds", "heartbeatSeconds", false, 1000)),
+    ...optional("drainGraceMs", number("--drain-grace-seconds", "drainGraceSeconds", false, 1000)),
+  };
+}
+
+/** `k=v,k2=v2` → a label map; every pair checked as the agent registration checks it. */
+function labelsOption(raw: string | undefined): Record<string, string> {
+  if (raw === undefined || raw.trim() === "") return {};
+  const labels: Record<string, string> = {};
+  for (const pair of raw.split(",")) {
+    const eq = pair.indexOf("=");
+    const key = eq < 0 ? pair : pair.slice(0, eq);
+    if (eq < 0) throw new UsageError(`--labels: "${pair}" is not KEY=VALUE`);
+    if (Object.hasOwn(labels, key)) throw new UsageError(`--labels: "${key}" is given twice`);
+    labels[key] = pair.slice(eq + 1);
+  }
+  const parsed = safeParseWithIssues(labelsSchema, labels);
+  if (!parsed.success) {
+    throw new UsageError(`--labels: ${parsed.issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`);
+  }
+  return labels;
 }

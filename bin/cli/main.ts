@@ -18,7 +18,6 @@ import { runPolicyDelete, runPolicyGet, runPolicyList, runPolicyWrite } from "./
 import { runSubmit, submittedEntry, type SubmitRequest } from "./commands/submit.ts";
 import { CliError, UsageError } from "./errors.ts";
 import { ExitCode } from "./exit-codes.ts";
-import { commandHelp, groupHelp, mainHelp } from "./help.ts";
 import type { CliIo } from "./io.ts";
 import { readPolicyFile, readSpecFile } from "./document-files.ts";
 import { newSessionId } from "./session-id.ts";
@@ -34,13 +33,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   try {
     const invocation = parseCommandLine(argv);
     if (invocation.kind === "help") {
-      io.stdout(
-        invocation.command !== undefined
-          ? commandHelp(invocation.command)
-          : invocation.group !== undefined
-            ? groupHelp(invocation.group)
-            : mainHelp(),
-      );
+      io.stdout(invocation.text);
       return ExitCode.Ok;
     }
     // A bad spec or policy is reported before looking for Cairn: nothing is sent, wherever Cairn is.
