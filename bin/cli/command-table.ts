@@ -121,11 +121,7 @@ examples:
     options: [output],
     details: "result is succeeded, failed or cancelled once the session has ended (null before).",
     exitCodes: READS,
-    build: ({ args, common }) => ({
-      ...common,
-      kind: "get",
-      sessionId: sessionIdValue("SESSION_ID", args[0]),
-    }),
+    build: ({ args, common }) => ({ ...common, kind: "get", sessionId: sessionIdValue(args[0]) }),
   },
   history: {
     summary: "show a session's lifecycle history",
@@ -133,11 +129,7 @@ examples:
     options: [output],
     details: "One record per outcome; identical outcomes in a row are merged (count).",
     exitCodes: READS,
-    build: ({ args, common }) => ({
-      ...common,
-      kind: "history",
-      sessionId: sessionIdValue("SESSION_ID", args[0]),
-    }),
+    build: ({ args, common }) => ({ ...common, kind: "history", sessionId: sessionIdValue(args[0]) }),
   },
   list: {
     summary: "list sessions, newest first, or those in one status in queue order",
@@ -166,7 +158,7 @@ independent tasks cancels every task: follow it with \`cairn job get JOB_ID\`.`,
     build: ({ args, values, common }) => ({
       ...common,
       kind: "cancel",
-      sessionId: sessionIdValue("SESSION_ID", args[0]),
+      sessionId: sessionIdValue(args[0]),
       ...optional("reason", reasonOption(text(values["reason"]))),
     }),
   },
@@ -529,7 +521,7 @@ function submitInvocation({ args, values, common }: Parsed): Exclude<Invocation,
     file,
     wait,
     streamLogs,
-    ...optional("sessionId", id === undefined ? undefined : sessionIdValue("--id", id)),
+    ...optional("sessionId", id === undefined ? undefined : sessionIdValue(id, "--id")),
     ...optional("timeoutSeconds", rawTimeout === undefined ? undefined : timeoutOption(rawTimeout)),
   };
 }
@@ -665,7 +657,7 @@ function policyList(raw: string): string[] {
   return names;
 }
 
-function sessionIdValue(what: string, raw: string | undefined, noun = "session"): string {
+function sessionIdValue(raw: string | undefined, what = "SESSION_ID", noun = "session"): string {
   const id = raw ?? "";
   if (!SESSION_ID_PATTERN.test(id)) {
     throw new UsageError(
@@ -678,7 +670,7 @@ function sessionIdValue(what: string, raw: string | undefined, noun = "session")
 
 /** Job ids are session ids: the job's id is its submission's `sessionId`. */
 function jobIdValue(raw: string | undefined): string {
-  return sessionIdValue("JOB_ID", raw, "job");
+  return sessionIdValue(raw, "JOB_ID", "job");
 }
 
 /** A task's index in its job: 0 to replicas - 1 (checked against the job once it is read). */
