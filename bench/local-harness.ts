@@ -236,7 +236,8 @@ export interface Costs {
   readonly failedWrites: number;
   readonly writesByOperation: ReadonlyMap<string, { readonly operations: number; readonly items: number }>;
   readonly eventsByType: ReadonlyMap<string, number>;
-  readonly queue: { readonly batches: number; readonly sent: number } | undefined;
+  /** Each coordinator queue's batches and messages (counted from the runtime's start). */
+  readonly queues: ReadonlyMap<string, { readonly batches: number; readonly sent: number }>;
   /** Messages sent to agents' queues (commands, registration answers). */
   readonly agentMessages: number;
 }
@@ -318,7 +319,7 @@ export async function collectCosts(
     failedWrites: w.failedOperations,
     writesByOperation: new Map([...w.byOperation].map(([op, c]) => [op, { ...c }])),
     eventsByType: new Map(watch.eventsByType),
-    queue: [...runtime.queues.values()][0]?.stats(),
+    queues: new Map([...runtime.queues].map(([name, q]) => [name, q.stats()])),
     agentMessages: runtime.sqs.queues.list().reduce((sum, q) => sum + q.sentCount, 0),
   };
 }
@@ -368,10 +369,11 @@ export function printCosts(costs: Costs, per: readonly PerUnit[]): void {
   }
   // Commands (and registration answers) on the agents' own queues, not on the bus.
   row("agent queue messages", each(costs.agentMessages));
-  if (costs.queue) {
+  for (const [name, q] of costs.queues) {
     row(
-      "coordinator batches",
-      `${costs.queue.batches} (${(costs.queue.sent / Math.max(1, costs.queue.batches)).toFixed(1)} messages per batch)`,
+      `coordinator batches, ${name}`,
+      `${q.batches} (${(q.sent / Math.max(1, q.batches)).toFixed(1)} messages per batch)`,
     );
   }
+
 }

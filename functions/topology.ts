@@ -5,7 +5,7 @@
  * Pure data: no CDK, no SDK.
  */
 import { EventSource, DetailType } from "./core/events.ts";
-
+import { PLACEMENT_STATUSES } from "./core/status.ts";
 export const FunctionName = {
   /** Applies inbound events, then runs the handler passes they make possible. */
   Coordinator: "Coordinator",
@@ -56,19 +56,30 @@ export const FUNCTIONS: readonly FunctionDecl[] = [
   {
     name: FunctionName.EnterStage,
     entry: "functions/handlers/enter-stage.ts",
-    description: "Records a session's status, task token and entry time as its execution enters a state",
+    description:
+      "Records a session's status, task token and entry time as its execution enters a state, then takes the session's next step",
     timeoutSeconds: 30,
     memoryMiB: 256,
-    // Stops what a session leaves running when it leaves its agents.
-    uses: ["table", "bus:put", "agents:send"],
+    // Stops what a session leaves running when it leaves its agents; takes the session's next
+    // step itself (Coordinator.advance): commands to its agents, the stage's callback.
+    uses: ["table", "bus:put", "agents:send", "statemachine:callback"],
   },
 ];
 
 /**
- * Events reach the coordinator through a queue so that bursts coalesce into batches (an SQS
- * event source with a batching window on AWS; the same batching in the embedded runtime).
+ * Events reach the coordinator through queues so that bursts coalesce into batches (an SQS
+ * event source with a batching window on AWS; the same batching in the embedded runtime). Each
+ * kind of work has its own queue, so that none waits behind another's backlog: client requests
+ * (a burst of submissions), kernel reports (sessions under way), placement (sessions entering
+ * PENDING, capacity coming free) and heartbeats. A session's other stages are taken on entry
+ * (EnterStage), in parallel.
  */
-export const QueueName = { CoordinatorQueue: "CoordinatorQueue", HeartbeatQueue: "HeartbeatQueue" } as const;
+export const QueueName = {
+  CoordinatorQueue: "CoordinatorQueue",
+  ReportQueue: "ReportQueue",
+  PlacementQueue: "PlacementQueue",
+  HeartbeatQueue: "HeartbeatQueue",
+} as const;
 export type QueueName = (typeof QueueName)[keyof typeof QueueName];
 
 export interface QueueDecl {
@@ -82,7 +93,29 @@ export interface QueueDecl {
 
 export const QUEUES: readonly QueueDecl[] = [
   {
+    // Client requests. A burst of submissions is taken in at the pace of two batches at once, so
+    // that sessions already under way (reports, stage entries, placement) are not starved of the
+    // store by the intake: work that has started finishes first.
     name: QueueName.CoordinatorQueue,
+    consumer: FunctionName.Coordinator,
+    batchSize: 10,
+    maxBatchingWindowSeconds: 0,
+    maxConcurrency: 2,
+  },
+  {
+    // Kernel reports: per-session work, batches side by side; two touching the same session are
+    // kept apart by the session's version (a conflict re-reads).
+    name: QueueName.ReportQueue,
+    consumer: FunctionName.Coordinator,
+    batchSize: 10,
+    maxBatchingWindowSeconds: 0,
+    maxConcurrency: 8,
+  },
+  {
+    // Placement: sessions entering PENDING and capacity coming free. Few batches at once (2 is
+    // the least an SQS event source allows), so passes rarely compete for the same capacity;
+    // when they do, the reservation's condition decides and the loser is skipped, not failed.
+    name: QueueName.PlacementQueue,
     consumer: FunctionName.Coordinator,
     batchSize: 10,
     maxBatchingWindowSeconds: 0,
@@ -123,7 +156,7 @@ export const RULES: readonly RuleDecl[] = [
       source: [EventSource.Agent],
       "detail-type": [DetailType.KernelStatusChanged],
     },
-    target: { queue: QueueName.CoordinatorQueue },
+    target: { queue: QueueName.ReportQueue },
   },
   {
     name: "AgentHeartbeats",
@@ -136,12 +169,14 @@ export const RULES: readonly RuleDecl[] = [
   },
   {
     name: "StatusChanges",
-    description: "A session entered a state: the handlers for that state can make progress",
+    description:
+      "A session entered PENDING (to be placed) or ended (capacity came free, its job may settle); other stages are taken on entry",
     eventPattern: {
       source: [EventSource.ControlPlane],
       "detail-type": [DetailType.SessionStatusChanged],
+      detail: { to: [...PLACEMENT_STATUSES] },
     },
-    target: { queue: QueueName.CoordinatorQueue },
+    target: { queue: QueueName.PlacementQueue },
   },
 ];
 

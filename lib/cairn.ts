@@ -18,7 +18,7 @@ import type * as iam from "aws-cdk-lib/aws-iam";
 import type { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
 import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
-import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
+import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
 import { FUNCTIONS, type FunctionName } from "../functions/topology.ts";
 import { CairnAgentAccess } from "./agent-access.ts";
@@ -36,6 +36,8 @@ export class Cairn extends Construct {
   readonly table: dynamodb.Table;
   readonly bus: events.EventBus;
   readonly stateMachine: sfn.StateMachine;
+  /** The state machine's ARN written from its fixed name (no reference to the resource). */
+  readonly stateMachineArnByName: string;
   readonly functions: ReadonlyMap<FunctionName, NodejsFunction>;
   readonly queues: ReadonlyMap<string, sqs.Queue>;
   /** Every dead-letter queue, by the name the dashboard and the alarms use. */
@@ -89,11 +91,16 @@ export class Cairn extends Construct {
     }).stateMachine;
 
     const agentQueues = agentQueuesArn(this, settings.agentQueuePrefix);
+    // A function the definition names (EnterStage, which completes callbacks too) is granted
+    // the state machine by its fixed name: a reference would make a dependency cycle.
+    const byName = sfn.StateMachine.fromStateMachineName(this, "LifecycleByName", stateMachineName);
+    this.stateMachineArnByName = byName.stateMachineArn;
+    const named = new Set(Object.values(lifecycle.substitutions));
     for (const decl of FUNCTIONS) {
       grantUses(functions.get(decl.name), decl.uses, {
         table: this.table,
         bus: this.bus,
-        stateMachine: this.stateMachine,
+        stateMachine: named.has(decl.name) ? byName : this.stateMachine,
         agentQueuesArn: agentQueues,
       });
     }

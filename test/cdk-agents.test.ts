@@ -248,7 +248,7 @@ describe("outputs", () => {
     for (const name of s.stack.cairn.deadLetterQueues.keys()) {
       expect(outputs[`${name}Url`]?.Value, name).toEqual({ Ref: queueId(name) });
     }
-    // Two queues, two dead-letter queues (heartbeats have none): each URL its own output.
+    // Four queues, four dead-letter queues (heartbeats have none): each URL its own output.
     expect(
       Object.keys(outputs)
         .filter((k) => k.endsWith("QueueUrl"))
@@ -258,6 +258,10 @@ describe("outputs", () => {
       "CoordinatorQueueUrl",
       "DeliveryDeadLetterQueueUrl",
       "HeartbeatQueueUrl",
+      "PlacementQueueDeadLetterQueueUrl",
+      "PlacementQueueUrl",
+      "ReportQueueDeadLetterQueueUrl",
+      "ReportQueueUrl",
     ]);
     // No output joins several values into one string.
     for (const [key, output] of Object.entries(outputs)) {

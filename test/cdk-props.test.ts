@@ -317,8 +317,8 @@ describe("non-default props reach the resources", () => {
       IncludeExecutionData: true,
     });
     const alarms = resourcesOf(json, "AWS::CloudWatch::Alarm");
-    // Executions, delivery DLQ, the coordinator queue's DLQ (heartbeats have none), functions, stuck.
-    expect(alarms.length).toBe(1 + 1 + 1 + FUNCTIONS.length + 1);
+    // Failed executions, the delivery DLQ, one per work queue's DLQ, each function, stuck sessions.
+    expect(alarms.length).toBe(1 + 1 + (QUEUES.length - 1) + FUNCTIONS.length + 1);
     for (const [id, alarm] of alarms) {
       expect(alarm.Properties, id).toMatchObject({
         AlarmActions: ["arn:aws:sns:eu-west-1:123456789012:cairn-alarms"],

@@ -302,7 +302,13 @@ describe("IAM: least privilege", () => {
           expect(st.Resource).toEqual(s.stack.resolve(executionsArn(s.stack.cairn.stateMachine)));
           expect(JSON.stringify(st.Resource)).toContain(`{"Ref":"${machineId}"}`);
         } else if (actions.some((a) => a.startsWith("states:"))) {
-          expect(st.Resource).toEqual({ Ref: machineId });
+          // The function the definition names (EnterStage) has it by its fixed name: a Ref would
+          // make a dependency cycle (definition → function → its policy → state machine).
+          expect(st.Resource).toEqual(
+            f.name === "EnterStage"
+              ? s.stack.resolve(s.stack.cairn.stateMachineArnByName)
+              : { Ref: machineId },
+          );
         } else if (actions.some((a) => a.startsWith("sqs:"))) {
           // The functions' own queue (the coordinator's event source) by ARN, or the agents' by prefix.
           const agentQueues = `arn:aws:sqs:eu-west-1:123456789012:${s.stack.cairn.settings.agentQueuePrefix}*`;
@@ -384,6 +390,10 @@ describe("EventBridge rules and queues", () => {
       [
         "CairnRoutingCoordinatorQueue",
         "CairnRoutingCoordinatorQueueDeadLetterQueue",
+        "CairnRoutingReportQueue",
+        "CairnRoutingReportQueueDeadLetterQueue",
+        "CairnRoutingPlacementQueue",
+        "CairnRoutingPlacementQueueDeadLetterQueue",
         "CairnRoutingDeliveryDeadLetterQueue",
         "CairnRoutingHeartbeatQueue",
       ].sort(),
@@ -552,6 +562,8 @@ describe("table, monitoring and outputs", () => {
         "CairnMonitoringExecutionsFailedAlarm",
         "CairnMonitoringDeliveryDeadLetterQueueMessagesAlarm",
         "CairnMonitoringCoordinatorQueueDeadLetterQueueMessagesAlarm",
+        "CairnMonitoringReportQueueDeadLetterQueueMessagesAlarm",
+        "CairnMonitoringPlacementQueueDeadLetterQueueMessagesAlarm",
         ...FUNCTIONS.map((f) => `CairnMonitoring${f.name}ErrorsAlarm`),
         "CairnMonitoringStuckSessionsAlarm",
       ].sort(),

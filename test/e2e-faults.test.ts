@@ -113,24 +113,28 @@ describe("AWS faults, end to end (issue 11)", () => {
     await assertLifecycleInvariants(rt);
   }, 90_000);
 
-  test("a Task that times out (SCHEDULED), then a lost response where the coordinator acts at once (PREPARING): the session still succeeds", async () => {
+  test("a Task that times out (SCHEDULED) as EnterStage's own next step completes it, then a lost response (RUNNING): the session still succeeds", async () => {
+    // EnterStage takes a SCHEDULED session's next step in its own call, so the stage's timer can
+    // only beat the callback, not the call's return: the timeout lands just before SendTaskSuccess.
+    // The lost response is RUNNING's, which the kernel's exit a second later completes: a stage
+    // completed within the call would make a lost response moot, as on AWS.
     switchFaults({
       rules: [
-        { fault: "task-timeout", state: "Scheduled", count: 1 },
+        { fault: "send-task-success-timed-out", state: "Scheduled", count: 1 },
         {
           fault: "lose-lambda-response",
-          state: "Preparing",
+          state: "Running",
           count: 1,
           error: "Lambda.ClientExecutionTimeoutException",
         },
       ],
     });
     const id = newId("scheduled");
-    await rt.submit({ sessionId: id, spec: { name: "scheduled", command: sh("echo ok") } });
+    await rt.submit({ sessionId: id, spec: { name: "scheduled", command: sh("sleep 1; echo ok") } });
     const ended = await rt.waitForEnd(id, 60_000);
     expect(rt.runtime.stepFunctions.faults.fired.map((f) => `${f.fault}@${f.state}`)).toEqual([
-      "task-timeout@Scheduled",
-      "lose-lambda-response@Preparing",
+      "send-task-success-timed-out@Scheduled",
+      "lose-lambda-response@Running",
     ]);
     expect(sessionResult(ended)).toBe("succeeded");
     const history = await rt.store.listHistory(id);
@@ -148,12 +152,14 @@ describe("AWS faults, end to end (issue 11)", () => {
   }, 90_000);
 
   test("a CREATING timeout sends the run back to PENDING; the agent takes the new placement of the same run, and it succeeds", async () => {
-    switchFaults({ rules: [{ fault: "task-timeout", state: "Creating", count: 1 }] });
+    // The stage's timer beats the callback (EnterStage may complete CREATING within its own call
+    // when the RUNNING report is already in, so a timeout after the call could find it closed).
+    switchFaults({ rules: [{ fault: "send-task-success-timed-out", state: "Creating", count: 1 }] });
     const id = newId("creating");
     await rt.submit({ sessionId: id, spec: { name: "creating", command: sh("echo ok") } });
     const ended = await rt.waitForEnd(id, 60_000);
     expect(rt.runtime.stepFunctions.faults.fired.map((f) => `${f.fault}@${f.state}`)).toEqual([
-      "task-timeout@Creating",
+      "send-task-success-timed-out@Creating",
     ]);
     expect(sessionResult(ended)).toBe("succeeded");
     expect(ended.session.runIndex).toBe(0);

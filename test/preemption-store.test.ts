@@ -108,7 +108,12 @@ function ctx(): HandlerContext {
     commands: new KernelCommands(store, channel),
     config,
     nowMs: NOW,
-    liveAgents: async () => new Map((await store.listAgents()).map((a): [string, Agent] => [a.id, a])),
+    liveAgents: async (ids) => {
+      const wanted = new Set(ids);
+      return new Map(
+        (await store.listAgents()).filter((a) => wanted.has(a.id)).map((a): [string, Agent] => [a.id, a]),
+      );
+    },
   };
 }
 

@@ -18,7 +18,8 @@ import { stageEntryWrite } from "../functions/core/effects.ts";
 import type { SessionWrite } from "../functions/core/effects.ts";
 import { placeHistory } from "../functions/core/history.ts";
 import type { HistoryDraft } from "../functions/core/model.ts";
-import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
+import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
+import { caught, freshTable, localClient, newSession, T0, type TestTable } from "./store-fixtures.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -49,6 +50,39 @@ describe("sessions: create, read, write", () => {
     const result = await store.createSession(again);
     expect(result).toEqual({ created: false, session: first });
     expect((await store.getSession("dup-1"))?.kernels).toHaveLength(2);
+  });
+
+  test("getSessions reads the session items before their kernels, in two requests", async () => {
+    // BatchGetItem reads each item on its own: a write between the reads must leave the version
+    // older than the kernels (a guarded write then fails), never newer (it would pass on kernels
+    // it never saw). So the session items come first, alone.
+    const client = localClient();
+    const sent: { command: string; keys: string[] }[] = [];
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { RequestItems?: Record<string, { Keys: { sk: { S: string } }[] }> };
+        const keys = Object.values(input.RequestItems ?? {}).flatMap((r) => r.Keys.map((k) => k.sk.S));
+        sent.push({ command: context.commandName ?? "", keys });
+        return next(args);
+      },
+      { step: "initialize" },
+    );
+    const store = new DynamoSessionStore({ client, tableName: table.tableName });
+    await table.store().createSession(newSession("order-a", { replicas: 2 }));
+    await table.store().createSession(newSession("order-b", { replicas: 1 }));
+    const got = await store.getSessions(["order-a", "order-b"]);
+    client.destroy();
+    expect(got.map((s) => [s.session.id, s.kernels.length])).toEqual([
+      ["order-a", 2],
+      ["order-b", 1],
+    ]);
+    expect(sent.map((r) => r.command)).toEqual(["BatchGetItemCommand", "BatchGetItemCommand"]);
+    expect(sent[0]!.keys).toEqual(["SESSION", "SESSION"]);
+    expect([...sent[1]!.keys].sort()).toEqual([
+      "SESSION#KERNEL#0000",
+      "SESSION#KERNEL#0000",
+      "SESSION#KERNEL#0001",
+    ]);
   });
 
   test("getSessions keeps the order asked for and leaves absent ids out", async () => {

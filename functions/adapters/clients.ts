@@ -63,16 +63,17 @@ export function wire(config: CairnConfig, instrumentation: Instrumentation = pla
   );
   const executions = new LifecycleExecutions(captureClient(new SFNClient({})), config.stateMachineArn);
   const channel = new SqsAgentChannel(captureClient(new SQSClient({})), config.agentQueuePrefix);
+  const coordinator = new Coordinator({
+    store,
+    executions,
+    events,
+    channel,
+    config,
+    clock: systemClock,
+    log: instrumentation.logger("coordinator"),
+  });
   return {
-    coordinator: new Coordinator({
-      store,
-      executions,
-      events,
-      channel,
-      config,
-      clock: systemClock,
-      log: instrumentation.logger("coordinator"),
-    }),
+    coordinator,
     enterStage: {
       store,
       events,
@@ -80,6 +81,7 @@ export function wire(config: CairnConfig, instrumentation: Instrumentation = pla
       clock: systemClock,
       log: instrumentation.logger("enter-stage"),
       terminationGraceMs: config.terminationGraceMs,
+      advance: (sessionId, status) => coordinator.advance(sessionId, status),
     },
     store,
     clock: systemClock,

@@ -22,7 +22,6 @@ import { kernelReportPatches } from "../core/kernel-reports.ts";
 import {
   isLiveAgent,
   stageKey,
-  type Agent,
   type RunRecord,
   type SessionWithKernels,
   type StageTransition,
@@ -246,6 +245,37 @@ export class Coordinator {
         });
       }
     }
+    const progress = await this.#progress(dirty, snapshot, options.sweep === true);
+    return {
+      applied,
+      rejected,
+      retry: [...retry, ...progress.retry],
+      passes: progress.passes,
+      completed: progress.completed,
+    };
+  }
+
+  /**
+   * A session just entered `status` (EnterStage, right after recording it): the passes for that
+   * one session run now, in the caller's invocation, instead of after a trip through the bus and
+   * the coordinator's queue behind every other session's events. Placement (PENDING) is not
+   * taken here: it goes through the queue, where it is serialized.
+   */
+  async advance(sessionId: string, status: SessionStatus): Promise<Pick<RunReport, "passes" | "completed">> {
+    const dirty = new Dirty();
+    dirty.touch(status, sessionId);
+    dirty.sessions.add(sessionId);
+    const { passes, completed } = await this.#progress(dirty, new RunSnapshot(this.#d.store), false);
+    return { passes, completed };
+  }
+
+  /** What the run's events made possible: jobs settled, cancels honoured, the handler passes. */
+  async #progress(
+    dirty: Dirty,
+    snapshot: RunSnapshot,
+    sweep: boolean,
+  ): Promise<Pick<RunReport, "passes" | "completed" | "retry">> {
+    const retry: number[] = [];
     const passes: RunReport["passes"][number][] = [];
     let completed = 0;
     const ctx = this.#context(snapshot);
@@ -258,7 +288,7 @@ export class Coordinator {
         error: errorMessage(error),
       });
     }
-    completed += await this.#cancelPass(dirty, options.sweep === true, snapshot);
+    completed += await this.#cancelPass(dirty, sweep, snapshot);
     for (const pass of PASSES) {
       let outcome: PassOutcome;
       try {
@@ -274,13 +304,12 @@ export class Coordinator {
       passes.push({ name: passName(pass), targets: outcome.targets, decisions: outcome.decisions });
       completed += outcome.completed;
     }
-    return { applied, rejected, retry, passes, completed };
+    return { retry, passes, completed };
   }
 
   #context(snapshot: RunSnapshot): HandlerContext {
     const { store, events, config } = this.#d;
     const nowMs = this.#d.clock.nowMs();
-    let agents: Promise<ReadonlyMap<string, Agent>> | undefined;
     return {
       store,
       snapshot,
@@ -288,13 +317,12 @@ export class Coordinator {
       commands: this.#commands,
       config,
       nowMs,
-      liveAgents: () =>
-        (agents ??= store
-          .listAgents()
-          .then(
-            (all) =>
-              new Map(all.filter((a) => isLiveAgent(a, nowMs, config.agentTimeoutMs)).map((a) => [a.id, a])),
-          )),
+      liveAgents: async (agentIds) => {
+        const agents = await Promise.all([...new Set(agentIds)].map((id) => snapshot.agent(id)));
+        return new Map(
+          agents.flatMap((a) => (a && isLiveAgent(a, nowMs, config.agentTimeoutMs) ? [[a.id, a]] : [])),
+        );
+      },
     };
   }
 

@@ -18,7 +18,9 @@ import {
   isTerminalKernelStatus,
   KernelStatus,
   SessionStatus,
+  PLACEMENT_STATUSES,
   TERMINAL_SESSION_STATUSES,
+  WAITING_SESSION_STATUSES,
   type SessionStatus as Status,
 } from "../core/status.ts";
 import { runName } from "../core/retry/naming.ts";
@@ -77,7 +79,18 @@ export interface EnterStageDeps {
   readonly clock: Clock;
   readonly log: Logger;
   readonly terminationGraceMs: number;
+  /**
+   * Takes the session's next step at once, in this invocation, where that step is the session's
+   * own work (Coordinator.advance): every waiting stage but PENDING, whose placement is
+   * serialized through the coordinator's queue.
+   */
+  readonly advance?: (sessionId: string, status: Status) => Promise<unknown>;
 }
+
+/** The stages whose next step EnterStage takes itself (see EnterStageDeps.advance). */
+const ADVANCED_ON_ENTRY: ReadonlySet<Status> = new Set(
+  WAITING_SESSION_STATUSES.filter((s) => !PLACEMENT_STATUSES.includes(s)),
+);
 
 export class StageEntryError extends Error {
   override readonly name = "StageEntryError";
@@ -131,6 +144,7 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       if (await replaceToken(current, input, deps)) {
         // The first attempt may have failed before announcing the change: announce it (again).
         await announce(input, transition, deps);
+        await advance(input, deps);
         return { status: input.status };
       }
       continue;
@@ -184,7 +198,26 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       },
     ]);
   }
+  await advance(input, deps);
   return { status: input.status };
+}
+
+/**
+ * The session's next step, where EnterStage takes it. A failure here does not fail the entry
+ * (which is recorded and announced): the passes log their own errors, and the sweep picks up
+ * a session left waiting.
+ */
+async function advance(input: EnterStageInput, deps: EnterStageDeps): Promise<void> {
+  if (!deps.advance || !ADVANCED_ON_ENTRY.has(input.status) || input.taskToken === undefined) return;
+  try {
+    await deps.advance(input.sessionId, input.status);
+  } catch (error) {
+    deps.log.warn("taking the session's next step after its stage entry failed; the sweep will", {
+      sessionId: input.sessionId,
+      status: input.status,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
 }
 
 /** Publishes the status change; returns its time. */

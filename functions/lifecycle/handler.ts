@@ -23,8 +23,8 @@ export interface HandlerContext {
   readonly commands: KernelCommands;
   readonly config: CairnConfig;
   readonly nowMs: number;
-  /** Agents whose heartbeat is recent, read once per coordinator run. */
-  liveAgents(): Promise<ReadonlyMap<string, Agent>>;
+  /** Those of `agentIds` whose heartbeat is recent; each agent is read once per coordinator run. */
+  liveAgents(agentIds: Iterable<string>): Promise<ReadonlyMap<string, Agent>>;
 }
 
 export interface LifecycleHandler {
@@ -59,6 +59,11 @@ export class ResultBuilder {
       messages: this.messages,
     };
   }
+}
+
+/** The agents the targets' kernels are placed on. */
+export function agentsOf(targets: readonly SessionWithKernels[]): string[] {
+  return [...new Set(targets.flatMap((t) => t.kernels.flatMap((k) => (k.agentId ? [k.agentId] : []))))];
 }
 
 /** Kernels whose agent has stopped heartbeating, described for history. */
@@ -141,7 +146,7 @@ export async function dispatch(
   try {
     await ctx.commands.send(
       commands.map((c) => c.detail),
-      await ctx.liveAgents(),
+      await ctx.liveAgents(commands.map((c) => c.detail.agentId)),
     );
   } catch (error) {
     const failed = new Set(commands.map((c) => c.sessionId));

@@ -19,13 +19,14 @@ import {
   type HandlerContext,
   type LifecycleHandler,
   dispatch,
+  agentsOf,
 } from "./handler.ts";
 
 export const prepareSessions: LifecycleHandler = {
   spec: LIFECYCLE_HANDLERS.PrepareSessions,
   async execute(targets: readonly SessionWithKernels[], ctx: HandlerContext): Promise<HandlerResult> {
     const result = new ResultBuilder();
-    const live = await ctx.liveAgents();
+    const live = await ctx.liveAgents(agentsOf(targets));
     const commands: { sessionId: string; detail: KernelCommandDetailInput }[] = [];
     for (const target of targets) {
       const { session, kernels } = target;

@@ -13,13 +13,14 @@ import {
   ResultBuilder,
   type HandlerContext,
   type LifecycleHandler,
+  agentsOf,
 } from "./handler.ts";
 
 export const startSessions: LifecycleHandler = {
   spec: LIFECYCLE_HANDLERS.StartSessions,
   async execute(targets: readonly SessionWithKernels[], ctx: HandlerContext): Promise<HandlerResult> {
     const result = new ResultBuilder();
-    const live = await ctx.liveAgents();
+    const live = await ctx.liveAgents(agentsOf(targets));
     const commands: { sessionId: string; detail: KernelCommandDetailInput }[] = [];
     for (const target of targets) {
       const lost = placementProblem(target, live);

@@ -22,6 +22,7 @@ import {
   type HandlerContext,
   type LifecycleHandler,
   dispatch,
+  agentsOf,
 } from "./handler.ts";
 
 const NOT_STARTED: ReadonlySet<KernelStatus> = new Set([
@@ -36,7 +37,7 @@ export const terminateSessions: LifecycleHandler = {
   spec: LIFECYCLE_HANDLERS.TerminateSessions,
   async execute(targets: readonly SessionWithKernels[], ctx: HandlerContext): Promise<HandlerResult> {
     const result = new ResultBuilder();
-    const live = await ctx.liveAgents();
+    const live = await ctx.liveAgents(agentsOf(targets));
     const commands: { sessionId: string; detail: KernelCommandDetailInput }[] = [];
     for (const target of targets) {
       const { session, kernels } = target;

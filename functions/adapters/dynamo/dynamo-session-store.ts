@@ -188,45 +188,40 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   /**
-   * Many sessions in few requests: one consistent BatchGetItem (100 keys a request) for each
-   * session item and its first kernel, then one for the other kernels of sessions with more
-   * (a session's kernels are `spec.replicas`, indexes 0 to replicas − 1, fixed at creation).
-   * A Query per session would cost one request each.
+   * Many sessions in few requests: one consistent BatchGetItem (100 keys a request) for the
+   * session items, then one for their kernels (a session's kernels are `spec.replicas`, indexes
+   * 0 to replicas − 1, fixed at creation). Sessions are read before their kernels, as the Query
+   * of getSession reads them (sort key order): BatchGetItem reads each item on its own, so a
+   * write landing between the two reads leaves the session's version older than its kernels,
+   * and a write guarded by that version fails. The other way round (a newer version over older
+   * kernels) a write could pass its guard on kernels it never saw. One session: one Query.
    */
   async getSessions(sessionIds: readonly string[]): Promise<SessionWithKernels[]> {
     const ids = [...new Set(sessionIds)];
     ids.forEach((id, i) => requireId(`sessionIds[${i}]`, id));
     if (ids.length === 0) return [];
-    const first = await this.requests.batchGet(
+    if (ids.length === 1) {
+      const one = await this.getSession(ids[0]!);
+      return one ? [one] : [];
+    }
+    const sessionItems = await this.requests.batchGet(
       "getSessions",
-      ids.flatMap((id) => [
-        { pk: { S: sessionPk(id) }, sk: { S: SESSION_SK } },
-        { pk: { S: sessionPk(id) }, sk: { S: kernelSk(0) } },
-      ]),
+      ids.map((id) => ({ pk: { S: sessionPk(id) }, sk: { S: SESSION_SK } })),
     );
-    const found: { session: Session; kernels: Kernel[] }[] = [];
-    ids.forEach((_, i) => {
-      const sessionItem = first[2 * i];
-      const kernelItem = first[2 * i + 1];
-      if (sessionItem === undefined) return;
-      found.push({
-        session: sessionFromItem(sessionItem),
-        kernels: kernelItem ? [kernelFromItem(kernelItem)] : [],
-      });
-    });
-    const more = found.flatMap(({ session }) =>
-      Array.from({ length: Math.max(0, session.spec.replicas - 1) }, (_, k) => ({
+    const found = sessionItems.flatMap((item) =>
+      item ? [{ session: sessionFromItem(item), kernels: [] as Kernel[] }] : [],
+    );
+    const kernelKeys = found.flatMap(({ session }) =>
+      Array.from({ length: session.spec.replicas }, (_, index) => ({
         pk: { S: sessionPk(session.id) },
-        sk: { S: kernelSk(k + 1) },
+        sk: { S: kernelSk(index) },
       })),
     );
-    if (more.length > 0) {
-      const byId = new Map(found.map((s) => [s.session.id, s]));
-      for (const item of await this.requests.batchGet("getSessions", more)) {
-        if (item === undefined) continue;
-        const kernel = kernelFromItem(item);
-        byId.get(kernel.sessionId)?.kernels.push(kernel);
-      }
+    const byId = new Map(found.map((s) => [s.session.id, s]));
+    for (const item of await this.requests.batchGet("getSessions", kernelKeys)) {
+      if (item === undefined) continue;
+      const kernel = kernelFromItem(item);
+      byId.get(kernel.sessionId)?.kernels.push(kernel);
     }
     return found.map(({ session, kernels }) => ({
       session,
