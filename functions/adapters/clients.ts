@@ -81,7 +81,7 @@ export function wire(config: CairnConfig, instrumentation: Instrumentation = pla
       clock: systemClock,
       log: instrumentation.logger("enter-stage"),
       terminationGraceMs: config.terminationGraceMs,
-      advance: (sessionId, status) => coordinator.advance(sessionId, status),
+      advance: (sessionId, status, entered) => coordinator.advance(sessionId, status, entered),
     },
     store,
     clock: systemClock,

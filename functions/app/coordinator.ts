@@ -50,7 +50,7 @@ import { Jobs } from "./jobs.ts";
 import { Preemption } from "./preemption.ts";
 import { Repair } from "./repair.ts";
 import { RetryCatalog } from "./retry-catalog.ts";
-import { RunSnapshot } from "./snapshot.ts";
+import { AgentCache, RunSnapshot } from "./snapshot.ts";
 
 export interface CoordinatorDeps {
   readonly store: SessionStore;
@@ -118,6 +118,8 @@ interface PassOutcome {
 }
 
 const MAX_CONFLICT_RETRIES = 5;
+/** How long a coordinator instance uses an agent as read (liveness and incarnation; see AgentCache). */
+const AGENT_CACHE_MS = 1_000;
 
 /** An event held back to be applied with others after the batch's loop (kernel reports). */
 const DEFERRED = Symbol("deferred");
@@ -147,9 +149,12 @@ export class Coordinator {
   readonly #agents: Agents;
   readonly #commands: KernelCommands;
   readonly #repair: Repair;
+  /** Agents as recently read, across this instance's runs (snapshot.ts). */
+  readonly #agentCache: AgentCache;
 
   constructor(deps: CoordinatorDeps) {
     this.#d = deps;
+    this.#agentCache = new AgentCache(deps.store, deps.clock, AGENT_CACHE_MS);
     this.#agents = new Agents(deps);
     this.#commands = new KernelCommands(deps.store, deps.channel);
     this.#jobs = new Jobs(deps);
@@ -167,7 +172,7 @@ export class Coordinator {
     const dirty = new Dirty();
     if (options.sweep) for (const s of SESSION_STATUSES) dirty.wakeAll(s);
     // Every session the batch names, read together before any event is applied.
-    const snapshot = new RunSnapshot(this.#d.store);
+    const snapshot = new RunSnapshot(this.#d.store, this.#agentCache);
     try {
       await snapshot.sessions(envelopes.flatMap(namedSession));
     } catch (error) {
@@ -261,11 +266,21 @@ export class Coordinator {
    * the coordinator's queue behind every other session's events. Placement (PENDING) is not
    * taken here: it goes through the queue, where it is serialized.
    */
-  async advance(sessionId: string, status: SessionStatus): Promise<Pick<RunReport, "passes" | "completed">> {
+  async advance(
+    sessionId: string,
+    status: SessionStatus,
+    entered?: SessionWithKernels,
+  ): Promise<Pick<RunReport, "passes" | "completed">> {
+    // What EnterStage wrote the entry against tells, without a read, that nothing can move yet.
+    if (entered && !mayAdvance(status, entered)) return { passes: [], completed: 0 };
     const dirty = new Dirty();
     dirty.touch(status, sessionId);
     dirty.sessions.add(sessionId);
-    const { passes, completed } = await this.#progress(dirty, new RunSnapshot(this.#d.store), false);
+    const { passes, completed } = await this.#progress(
+      dirty,
+      new RunSnapshot(this.#d.store, this.#agentCache),
+      false,
+    );
     return { passes, completed };
   }
 
@@ -421,6 +436,7 @@ export class Coordinator {
       case DetailType.AgentRegistrationRequested: {
         dirty.agentsHeard = true;
         await this.#agents.register(event.detail);
+        this.#agentCache.forget(event.detail.agentId);
         dirty.wakeAll(SessionStatus.PENDING);
         return undefined;
       }
@@ -445,7 +461,9 @@ export class Coordinator {
       const outcomes: (Rejection | undefined)[] = [];
       const accepted: KernelStatusChangedDetail[] = [];
       for (const { event } of group) {
-        const refusal = await this.#agents.checkReport(event.detail, s, (id) => snapshot.agent(id));
+        const refusal = await this.#agents.checkReport(event.detail, s, (id) =>
+          snapshot.agent(id, event.detail.incarnation),
+        );
         outcomes.push(refusal ? rejectionOf(event, refusal.refused) : undefined);
         if (!refusal) accepted.push(event.detail);
       }
@@ -793,6 +811,21 @@ function queueOrder(a: SessionWithKernels, b: SessionWithKernels): number {
     a.session.createdAtMs - b.session.createdAtMs ||
     a.session.id.localeCompare(b.session.id)
   );
+}
+
+/**
+ * Whether a session that just entered `status`, as `entered` shows it (its kernels as the entry
+ * was written against: the entry only moves kernels forward to the stage's own status, never
+ * past what a report set), might be moved on by a pass now. Only a stage whose passes are all
+ * promotions can be told without a read: none matches its kernels, and no cancel is asked for.
+ * Otherwise a report still to come moves it, through the report queue.
+ */
+function mayAdvance(status: SessionStatus, entered: SessionWithKernels): boolean {
+  if (entered.session.cancelRequestedAtMs !== undefined) return true;
+  const passes = PASSES.filter((p) => passStatuses(p).includes(status));
+  if (passes.some((p) => p.kind === "lifecycle")) return true;
+  const asEntered = { session: { ...entered.session, status }, kernels: entered.kernels };
+  return passes.some((p) => p.kind === "promotion" && sessionsToPromote(p.spec, [asEntered]).length > 0);
 }
 
 /** A session leaving its agents (or re-queued) frees capacity the whole queue may use. */

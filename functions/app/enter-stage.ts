@@ -84,7 +84,7 @@ export interface EnterStageDeps {
    * own work (Coordinator.advance): every waiting stage but PENDING, whose placement is
    * serialized through the coordinator's queue.
    */
-  readonly advance?: (sessionId: string, status: Status) => Promise<unknown>;
+  readonly advance?: (sessionId: string, status: Status, entered: SessionWithKernels) => Promise<unknown>;
 }
 
 /** The stages whose next step EnterStage takes itself (see EnterStageDeps.advance). */
@@ -144,7 +144,7 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       if (await replaceToken(current, input, deps)) {
         // The first attempt may have failed before announcing the change: announce it (again).
         await announce(input, transition, deps);
-        await advance(input, deps);
+        await advance(input, current, deps);
         return { status: input.status };
       }
       continue;
@@ -198,19 +198,24 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       },
     ]);
   }
-  await advance(input, deps);
+  await advance(input, before, deps);
   return { status: input.status };
 }
 
 /**
- * The session's next step, where EnterStage takes it. A failure here does not fail the entry
+ * The session's next step, where EnterStage takes it; `entered` is the session as the entry was
+ * written against. A failure here does not fail the entry
  * (which is recorded and announced): the passes log their own errors, and the sweep picks up
  * a session left waiting.
  */
-async function advance(input: EnterStageInput, deps: EnterStageDeps): Promise<void> {
+async function advance(
+  input: EnterStageInput,
+  entered: SessionWithKernels,
+  deps: EnterStageDeps,
+): Promise<void> {
   if (!deps.advance || !ADVANCED_ON_ENTRY.has(input.status) || input.taskToken === undefined) return;
   try {
-    await deps.advance(input.sessionId, input.status);
+    await deps.advance(input.sessionId, input.status, entered);
   } catch (error) {
     deps.log.warn("taking the session's next step after its stage entry failed; the sweep will", {
       sessionId: input.sessionId,

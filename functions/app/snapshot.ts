@@ -7,15 +7,17 @@
  */
 import type { Agent, SessionWithKernels } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
+import type { Clock } from "./ports.ts";
 
 export class RunSnapshot {
   readonly #store: Pick<SessionStore, "getSessions" | "getAgent">;
   /** null: read, and not there. */
   readonly #sessions = new Map<string, SessionWithKernels | null>();
-  readonly #agents = new Map<string, Promise<Agent | undefined>>();
+  readonly #agents: AgentCache;
 
-  constructor(store: Pick<SessionStore, "getSessions" | "getAgent">) {
+  constructor(store: Pick<SessionStore, "getSessions" | "getAgent">, agents?: AgentCache) {
     this.#store = store;
+    this.#agents = agents ?? new AgentCache(store, { nowMs: () => 0 }, Infinity);
   }
 
   /** The sessions among `ids` that exist, in the order of `ids`; those not yet read in one batch. */
@@ -51,15 +53,56 @@ export class RunSnapshot {
     this.#sessions.delete(id);
   }
 
-  /** The agent as first read in this run. */
-  agent(id: string): Promise<Agent | undefined> {
-    let agent = this.#agents.get(id);
-    if (!agent) {
-      agent = this.#store.getAgent(id);
-      this.#agents.set(id, agent);
-      // A failed read is not remembered: the next use tries again.
-      agent.catch(() => this.#agents.delete(id));
-    }
+  /**
+   * The agent, read at most once per run (and, with a shared cache, once per its time to live).
+   * Given the incarnation a message is signed by, a copy of another incarnation is read again:
+   * the agent may have registered anew since, and a report must never be judged (or its sender
+   * fenced) against an incarnation that is gone.
+   */
+  agent(id: string, incarnation?: string): Promise<Agent | undefined> {
+    return this.#agents.get(id, incarnation);
+  }
+}
+
+/**
+ * Agents as recently read, shared by a coordinator's runs (one Lambda execution environment):
+ * a run that sends a command or checks a report reads the agent only when the copy is older
+ * than `ttlMs`. What may be stale is liveness (a heartbeat or two, against a timeout of tens of
+ * seconds) and the incarnation, which `get` checks when the caller knows the one it needs.
+ */
+export class AgentCache {
+  readonly #store: Pick<SessionStore, "getAgent">;
+  readonly #clock: Clock;
+  readonly #ttlMs: number;
+  readonly #entries = new Map<
+    string,
+    { readonly atMs: number; readonly agent: Promise<Agent | undefined> }
+  >();
+
+  constructor(store: Pick<SessionStore, "getAgent">, clock: Clock, ttlMs: number) {
+    this.#store = store;
+    this.#clock = clock;
+    this.#ttlMs = ttlMs;
+  }
+
+  get(id: string, incarnation?: string): Promise<Agent | undefined> {
+    const nowMs = this.#clock.nowMs();
+    const entry = this.#entries.get(id);
+    if (!entry || nowMs - entry.atMs >= this.#ttlMs) return this.#read(id, nowMs);
+    if (incarnation === undefined) return entry.agent;
+    return entry.agent.then((agent) => (agent?.incarnation === incarnation ? agent : this.#read(id, nowMs)));
+  }
+
+  /** The agent changed here (a registration): its next use reads it. */
+  forget(id: string): void {
+    this.#entries.delete(id);
+  }
+
+  #read(id: string, nowMs: number): Promise<Agent | undefined> {
+    const agent = this.#store.getAgent(id);
+    this.#entries.set(id, { atMs: nowMs, agent });
+    // A failed read is not remembered: the next use tries again.
+    agent.catch(() => this.#entries.delete(id));
     return agent;
   }
 }
