@@ -35,11 +35,11 @@ export const TABLE_QUERY_ACTIONS = ["dynamodb:Query"] as const;
 export const BUS_PUT_ACTIONS = ["events:PutEvents"] as const;
 export const START_ACTIONS = ["states:StartExecution"] as const;
 /**
- * Completing a stage's callback. Only SendTaskSuccess is sent (failures the state machine routes
- * travel as a transition, and no stage heartbeats). Task-token actions are authorised against the
- * state machine that issued the token.
+ * Completing a stage's callback: SendTaskSuccess leads a stage to its first success status,
+ * SendTaskFailure `Cairn.To.<STATUS>` to any other (the state catches it by name; no stage
+ * heartbeats). Task-token actions are authorised against the state machine that issued the token.
  */
-export const CALLBACK_ACTIONS = ["states:SendTaskSuccess"] as const;
+export const CALLBACK_ACTIONS = ["states:SendTaskSuccess", "states:SendTaskFailure"] as const;
 /** The sweep's repair asks whether a session's execution is still running (issue 11). */
 export const DESCRIBE_ACTIONS = ["states:DescribeExecution"] as const;
 /**

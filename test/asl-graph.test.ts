@@ -11,11 +11,12 @@ import { ConflictError, StoreUnavailableError } from "../functions/core/ports/se
 import { isTransient, TransientError } from "../functions/handlers/enter-stage.ts";
 import { LIFECYCLE_HANDLERS, PROMOTION_HANDLERS, STAGES } from "../functions/core/handlers.ts";
 import { SESSION_STATUSES, WAITING_SESSION_STATUSES, type SessionStatus } from "../functions/core/status.ts";
+import { routeError, stageCompletion } from "../functions/core/transitions.ts";
 
 interface AslState {
   Type: string;
   Resource?: string;
-  Parameters?: { Payload?: Record<string, unknown> & { status?: string } };
+  Parameters?: Record<string, unknown> & { Payload?: Record<string, unknown> & { status?: string } };
   Retry?: { ErrorEquals: string[]; MaxAttempts?: number }[];
   Error?: string;
   Result?: { from?: string; to?: string; result?: string } | null;
@@ -70,18 +71,36 @@ function stateFor(status: string): string {
   return found[0]!;
 }
 
-/** Edges of the ASL: from status to status, through the Choice after a callback state. */
+/**
+ * Edges of the ASL, from status to status: a callback state's own `Next` (its first success
+ * status, completed with SendTaskSuccess), and each `Cairn.To.<STATUS>` it catches, through the
+ * Pass that reads the transition back from the error's cause (stageCompletion in core).
+ */
 function aslEdges(): Set<string> {
   const edges = new Set<string>();
   for (const status of WAITING_SESSION_STATUSES) {
-    const choice = state(state(stateFor(status)).Next!);
-    expect(choice.Type).toBe("Choice");
-    for (const rule of choice.Choices ?? []) {
-      expect(rule.Variable).toBe("$.transition.to");
-      expect(statusOf(rule.Next), `${rule.Next} records the status its rule routes to`).toBe(
-        rule.StringEquals,
-      );
-      edges.add(`${status}->${rule.StringEquals}`);
+    const home = state(stateFor(status));
+    const happy = STAGES[status].onSuccess[0]!;
+    expect(statusOf(home.Next!), `${status}'s Next records its first success status`).toBe(happy);
+    expect(stageCompletion({ from: status, to: happy, result: "SUCCESS", handler: "Lifecycle" })).toEqual({
+      kind: "success",
+    });
+    edges.add(`${status}->${happy}`);
+    for (const catcher of home.Catch ?? []) {
+      const routed = catcher.ErrorEquals.find((e) => e.startsWith("Cairn.To."));
+      if (routed === undefined) continue;
+      expect(catcher.ErrorEquals).toHaveLength(1);
+      const to = routed.slice("Cairn.To.".length);
+      expect(
+        stageCompletion({ from: status, to: to as SessionStatus, result: "SUCCESS", handler: "Lifecycle" }),
+      ).toEqual({ kind: "route", error: routeError(to as SessionStatus) });
+      const reader = state(catcher.Next);
+      expect(reader.Type).toBe("Pass");
+      expect(reader.Parameters).toMatchObject({
+        "transition.$": `States.StringToJson(${catcher.ResultPath}.Cause)`,
+      });
+      expect(statusOf(reader.Next!), `${catcher.Next} leads to a state that records ${to}`).toBe(to);
+      edges.add(`${status}->${to}`);
     }
   }
   return edges;
@@ -163,12 +182,14 @@ describe("session-lifecycle.asl.json against the core's tables", () => {
   });
 
   test("a requeued run records PENDING, waits its backoff durably, then waits in Pending", () => {
-    const choice = state(state(stateFor("TERMINATING")).Next!);
-    const rule = choice.Choices?.find((c) => c.StringEquals === STAGES.TERMINATING.onRequeue);
-    expect(rule, "TERMINATING routes a requeue").toBeDefined();
-    const requeued = state(rule!.Next);
+    const catcher = state(stateFor("TERMINATING")).Catch?.find((c) =>
+      c.ErrorEquals.includes(routeError(STAGES.TERMINATING.onRequeue!)),
+    );
+    expect(catcher, "TERMINATING routes a requeue").toBeDefined();
+    const requeuedName = state(catcher!.Next).Next!;
+    const requeued = state(requeuedName);
     expect(requeued.Resource).toBe("arn:aws:states:::lambda:invoke");
-    expect(statusOf(rule!.Next)).toBe("PENDING");
+    expect(statusOf(requeuedName)).toBe("PENDING");
     const backoff = state(requeued.Next!);
     expect(backoff.Type).toBe("Wait");
     expect(backoff.SecondsPath).toBe("$.transition.requeue.delaySeconds");
@@ -179,6 +200,10 @@ describe("session-lifecycle.asl.json against the core's tables", () => {
       ResultPath: "$.transition",
     });
     expect(elapsed.Next).toBe(stateFor("PENDING"));
+  });
+
+  test("no Choice state: the happy path is one state per stage", () => {
+    expect(Object.values(states).filter((st) => st.Type === "Choice")).toEqual([]);
   });
 
   test("every state is reachable from StartAt", () => {

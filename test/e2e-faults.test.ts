@@ -220,7 +220,7 @@ describe("AWS faults, end to end (issue 11)", () => {
     await assertLifecycleInvariants(rt);
   }, 90_000);
 
-  test("64 kernels with maximal multibyte messages, retried once: every SendTaskSuccess output and every state input stays far under 256 KiB", async () => {
+  test("64 kernels with maximal multibyte messages, retried once: every callback's transition and every state input stays far under 256 KiB", async () => {
     switchFaults({ rules: [] });
     const id = newId("payload");
     // 1,365 three-byte characters: 4,095 bytes, the most a kernel's termination message keeps.
@@ -250,8 +250,14 @@ describe("AWS faults, end to end (issue 11)", () => {
     expect(recorded).toBeGreaterThan(MAX_PAYLOAD_BYTES);
 
     const events = await executionHistory(id);
+    // A stage completes with SendTaskSuccess (its first success status) or SendTaskFailure
+    // Cairn.To.<STATUS> (any other: the requeue), the transition being the output or the cause.
     const outputs = events.flatMap((e) =>
-      e.taskSucceededEventDetails ? [e.taskSucceededEventDetails.output] : [],
+      e.taskSucceededEventDetails
+        ? [e.taskSucceededEventDetails.output]
+        : e.taskFailedEventDetails?.error?.startsWith("Cairn.To.")
+          ? [e.taskFailedEventDetails.cause]
+          : [],
     );
     const inputs = events.flatMap((e) =>
       e.stateEnteredEventDetails ? [e.stateEnteredEventDetails.input] : [],

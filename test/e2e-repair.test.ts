@@ -74,7 +74,7 @@ describe("a session without a live execution is repaired by the sweep", { timeou
   );
 
   test.concurrent(
-    "an execution that failed while the session waits: the session ends CANCELLED with the reason",
+    "an execution that ended while the session waits: the session ends CANCELLED with the reason",
     async ({ expect }) => {
       const id = newId("failed");
       // A session no agent can place stays PENDING, waiting on its callback.
@@ -82,24 +82,20 @@ describe("a session without a live execution is repaired by the sweep", { timeou
         sessionId: id,
         spec: { name: "failed", nodeSelector: { pool: "nowhere" }, command: ["/bin/true"] },
       });
-      const pending = await rt.waitFor(id, (s) => s.session.stage.taskToken !== undefined, "a PENDING token");
-      // Given its execution fails with an error no state catches: the stage completed with a
-      // target the flow does not allow from PENDING ends in the state machine's Fail state.
-      await rt.runtime.stepFunctions.sendTaskSuccess({
-        taskToken: pending.session.stage.taskToken!,
-        output: JSON.stringify({
-          from: "PENDING",
-          to: "RUNNING",
-          result: "SUCCESS",
-          handler: "StartSessions",
-        }),
+      await rt.waitFor(id, (s) => s.session.stage.taskToken !== undefined, "a PENDING token");
+      // Given its execution ends while the session waits, without the session being told (an
+      // operator stops it in the console, say).
+      await rt.runtime.stepFunctions.stopExecution({
+        executionArn: executionArn(id),
+        error: "Operator.Stopped",
+        cause: "stopped in the console",
       });
       await expect
         .poll(
           async () =>
             (await rt.runtime.stepFunctions.describeExecution({ executionArn: executionArn(id) })).status,
         )
-        .toBe("FAILED");
+        .toBe("ABORTED");
       // Then the sweep ends the session
       const ended = await rt.waitForEnd(id, REPAIR_WAIT_MS);
       expect(ended.session.status).toBe("CANCELLED");
@@ -107,7 +103,7 @@ describe("a session without a live execution is repaired by the sweep", { timeou
         handler: "Lifecycle",
         fromStatus: "PENDING",
         toStatus: "CANCELLED",
-        message: `its lifecycle execution ${id} is FAILED (Cairn.UnexpectedTransition) while the session was PENDING: ended by the sweep's repair`,
+        message: `its lifecycle execution ${id} is ABORTED (Operator.Stopped: stopped in the console) while the session was PENDING: ended by the sweep's repair`,
       });
       expect(ended.kernels.map((k) => k.status)).toEqual(["CANCELLED"]);
       await expectSettled(ended, expect);

@@ -37,3 +37,20 @@ export function transitionKernelStatus(t: StageTransition): KernelStatus | undef
   // Promotions change the session only.
   return undefined;
 }
+
+/** The error a stage's callback fails with to lead the execution to `status` (ASL Catch). */
+export const routeError = (status: SessionStatus): string => `Cairn.To.${status}`;
+
+/**
+ * How a stage's callback is completed. Each callback state's own `Next` is its first success
+ * status (the happy path: one state per stage, no Choice after it): that transition completes
+ * the callback with SendTaskSuccess. Any other status is reached by failing the callback with
+ * `Cairn.To.<STATUS>` and the transition as the cause: the state catches that error by name and
+ * routes it (test/asl-graph.test.ts checks that the ASL and these tables agree).
+ */
+export function stageCompletion(
+  t: StageTransition,
+): { readonly kind: "success" } | { readonly kind: "route"; readonly error: string } {
+  if (isWaitingStatus(t.from) && STAGES[t.from].onSuccess[0] === t.to) return { kind: "success" };
+  return { kind: "route", error: routeError(t.to) };
+}

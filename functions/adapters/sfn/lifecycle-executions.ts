@@ -6,11 +6,13 @@
  */
 import {
   DescribeExecutionCommand,
+  SendTaskFailureCommand,
   SendTaskSuccessCommand,
   StartExecutionCommand,
   type SFNClient,
 } from "@aws-sdk/client-sfn";
 import type { StageTransition } from "../../core/model.ts";
+import { stageCompletion } from "../../core/transitions.ts";
 import type { ExecutionState } from "../../app/ports.ts";
 
 export type CompletionOutcome = "completed" | "already-closed";
@@ -71,7 +73,13 @@ export class LifecycleExecutions {
 
   async complete(taskToken: string, transition: StageTransition): Promise<CompletionOutcome> {
     try {
-      await this.#client.send(new SendTaskSuccessCommand({ taskToken, output: JSON.stringify(transition) }));
+      const how = stageCompletion(transition);
+      const payload = JSON.stringify(transition);
+      if (how.kind === "success") {
+        await this.#client.send(new SendTaskSuccessCommand({ taskToken, output: payload }));
+      } else {
+        await this.#client.send(new SendTaskFailureCommand({ taskToken, error: how.error, cause: payload }));
+      }
       return "completed";
     } catch (error) {
       if (CLOSED_TOKEN_ERRORS.has(errorName(error))) return "already-closed";
