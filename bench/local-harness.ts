@@ -375,5 +375,4 @@ export function printCosts(costs: Costs, per: readonly PerUnit[]): void {
       `${q.batches} (${(q.sent / Math.max(1, q.batches)).toFixed(1)} messages per batch)`,
     );
   }
-
 }
