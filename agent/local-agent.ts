@@ -781,7 +781,8 @@ export class LocalAgent {
     if (!members.oomKilled) {
       return {
         condition: "OOMKilled",
-        message: `resident memory ${Math.round(members.memoryBytes / MiB)} MiB exceeded the ${request}`,
+        // Rounded up: a tree 0.3 MiB over a 96 MiB request must not read "96 MiB exceeded 96 MiB".
+        message: `resident memory ${Math.ceil(members.memoryBytes / MiB)} MiB exceeded the ${request}`,
       };
     }
     const peak = this.containment.peakBytes(run.cell);
