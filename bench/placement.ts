@@ -26,7 +26,6 @@ import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-
 import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
 import { createTable } from "../functions/adapters/dynamo/table-schema.ts";
 import { loadConfig } from "../functions/config.ts";
-import { jobSettings } from "../functions/core/jobs.ts";
 import {
   isLiveAgent,
   type Agent,
@@ -35,7 +34,8 @@ import {
   type Session,
   type SessionWithKernels,
 } from "../functions/core/model.ts";
-import { placeKernels, type AgentFree } from "../functions/core/placement.ts";
+import type { AgentFree } from "../functions/core/placement.ts";
+import { PlacementPass, toAgentFree } from "../functions/core/placement-pass.ts";
 import { startDynamoDbLocal } from "../local/dynamodb-local.ts";
 import { BenchUsageError, intFlag, row } from "./local-harness.ts";
 
@@ -261,63 +261,29 @@ interface PassOutcome {
 }
 
 function schedulingPass(targets: readonly SessionWithKernels[], agents: readonly Agent[]): PassOutcome {
-  const free = new Map<string, AgentFree>(
-    agents.filter((a) => isLiveAgent(a, T0, AGENT_TIMEOUT_MS)).map((a) => [a.id, toAgentFree(a)]),
-  );
-  const freeAtStart = [...free.values()];
-  const placedAhead: number[] = [];
+  const pass = new PlacementPass(agents.filter((a) => isLiveAgent(a, T0, AGENT_TIMEOUT_MS)).map(toAgentFree));
   // The handler's result: a message per session (its pending reason when skipped).
   const messages = new Map<string, string>();
   let placed = 0;
   let kernelsPlaced = 0;
   let skipped = 0;
   let waitingForPriority = 0;
-  for (const { session, kernels } of targets) {
-    if (kernels.length > 0 && kernels.every((k) => k.agentId !== undefined)) {
-      messages.set(session.id, `placed on ${[...new Set(kernels.map((k) => k.agentId))].join(", ")}`);
-      placed += 1;
-      continue;
-    }
-    const demand = kernels.map((k) => ({ index: k.index, resources: k.resources }));
-    const options = {
-      ...(session.avoidAgentIds ? { avoidAgentIds: new Set(session.avoidAgentIds) } : {}),
-      maxPerAgent: jobSettings(session.spec).perAgent,
-      ...(session.spec.nodeSelector ? { nodeSelector: session.spec.nodeSelector } : {}),
-    };
-    const placement = placeKernels(demand, [...free.values()], options);
-    if (!placement.ok) {
-      const tookIt =
-        placedAhead.some((p) => p > session.spec.priority) && placeKernels(demand, freeAtStart, options).ok;
-      messages.set(
-        session.id,
-        tookIt
-          ? `capacity: higher-priority sessions were placed first (${placement.reason})`
-          : placement.reason,
-      );
+  for (const target of targets) {
+    const planned = pass.place(target);
+    messages.set(target.session.id, planned.message);
+    if (planned.kind === "wait") {
       skipped += 1;
-      if (tookIt) waitingForPriority += 1;
+      if (planned.forPriority) waitingForPriority += 1;
       continue;
     }
-    for (const p of placement.kernels) {
-      const agent = free.get(p.agentId);
-      const need = kernels[p.index]?.resources;
-      if (agent && need) {
-        free.set(p.agentId, {
-          ...agent,
-          free: { cpu: agent.free.cpu - need.cpu, memoryMiB: agent.free.memoryMiB - need.memoryMiB },
-        });
-      }
-    }
-    placedAhead.push(session.spec.priority);
-    messages.set(session.id, `placed on ${[...new Set(placement.kernels.map((p) => p.agentId))].join(", ")}`);
     placed += 1;
-    kernelsPlaced += placement.kernels.length;
+    if (planned.kind === "place") {
+      // Every reservation granted.
+      pass.taken(target, planned.kernels);
+      kernelsPlaced += planned.kernels.length;
+    }
   }
-  return { placed, kernelsPlaced, skipped, waitingForPriority, free, messages };
-}
-
-function toAgentFree(a: Agent): AgentFree {
-  return { id: a.id, free: { ...a.free }, capacity: a.capacity, ...(a.labels ? { labels: a.labels } : {}) };
+  return { placed, kernelsPlaced, skipped, waitingForPriority, free: pass.free, messages };
 }
 
 function cpuMsSince(start: NodeJS.CpuUsage): number {
