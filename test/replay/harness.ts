@@ -1,0 +1,548 @@
+/**
+ * Replays of the session lifecycle (issue 12, item 8), in the style of Iris's controller tests:
+ * a scenario is a script of steps (a submission, an agent's report, the clock moving on) driven
+ * through the real Coordinator and the real EnterStage against DynamoDB Local, with a simulated
+ * clock. The Step Functions execution is the small ASL interpreter in driver.ts; agents are
+ * scripted (ScriptedAgent) and speak the real protocol: registration, signed heartbeats and
+ * kernel reports on the bus, commands on their channel.
+ *
+ * After every step the whole system settles: the driver carries executions forward, the bus
+ * delivers what was published (status changes, reports) to the coordinator, until nothing moves.
+ * After every coordinator run the state is read back from DynamoDB and the invariants
+ * (invariants.ts) are checked; a broken one fails with the step log and the state.
+ */
+import { createHmac } from "node:crypto";
+import type { SFNClient } from "@aws-sdk/client-sfn";
+import { LifecycleExecutions } from "../../functions/adapters/sfn/lifecycle-executions.ts";
+import { Coordinator } from "../../functions/app/coordinator.ts";
+import { enterStage, type EnterStageDeps } from "../../functions/app/enter-stage.ts";
+import { KernelCommands } from "../../functions/app/kernel-commands.ts";
+import type { AgentChannelPort, EventsPort } from "../../functions/app/ports.ts";
+import type { SessionStatusChangedDetailInput } from "../../functions/app/event-types.ts";
+import { loadConfig } from "../../functions/config.ts";
+import {
+  signingPayload,
+  type AgentMessage,
+  type KernelCommandInput,
+} from "../../functions/core/agent-protocol.ts";
+import { DetailType, EventSource } from "../../functions/core/events.ts";
+import type { HistoryRecord, SessionWithKernels } from "../../functions/core/model.ts";
+import type { SessionSpecInput } from "../../functions/core/spec.ts";
+import type { DynamoSessionStore } from "../../functions/adapters/dynamo/dynamo-session-store.ts";
+import { freshTable, type TestTable } from "../store-fixtures.ts";
+import { LifecycleDriver } from "./driver.ts";
+import { checkAll, type Dump } from "./invariants.ts";
+
+/** The replay's epoch: every time is a literal offset from it. */
+export const T0 = 1_800_000_000_000;
+export const AGENT_TIMEOUT_MS = 30_000;
+export const HEARTBEAT_MS = 10_000;
+const TERMINATION_GRACE_MS = 1_000;
+
+type Envelope = Record<string, unknown> & { "detail-type": string; detail: Record<string, unknown> };
+interface Resources {
+  readonly cpu: number;
+  readonly memoryMiB: number;
+}
+
+/** How a scripted agent answers a `prepare` command. */
+export type PrepareScript = "ok" | "hold" | { readonly error: string };
+
+interface KernelSlot {
+  phase: "prepared" | "running" | "ended";
+  readonly command: KernelCommandInput;
+}
+
+/**
+ * An agent that does, instantly, what the real one reports: PREPARED for a prepare (or an
+ * ERROR, or nothing, as scripted), RUNNING for a start, and TERMINATED 143 (SIGTERM) for a stop
+ * of a running kernel. A kernel's exit is a step of the scenario (Replay.exit). A silent agent
+ * sends nothing and reads nothing, as a dead host would.
+ */
+export class ScriptedAgent {
+  readonly id: string;
+  readonly capacity: Resources;
+  incarnation: string;
+  signingKey: string | undefined;
+  silent = false;
+  prepare: PrepareScript = "ok";
+  nextHeartbeatAtMs: number;
+  readonly slots = new Map<string, KernelSlot>();
+  readonly received: AgentMessage[] = [];
+  readonly #replay: Replay;
+
+  constructor(replay: Replay, id: string, capacity: Resources, generation: number) {
+    this.#replay = replay;
+    this.id = id;
+    this.capacity = capacity;
+    this.incarnation = `inc-${id}-${generation}`;
+    this.signingKey = undefined;
+    this.nextHeartbeatAtMs = replay.nowMs + HEARTBEAT_MS;
+  }
+
+  receive(message: AgentMessage): void {
+    if (this.silent) return;
+    this.received.push(message);
+    if (message.type === "registered") {
+      if (message.incarnation === this.incarnation) this.signingKey = message.signingKey;
+      return;
+    }
+    if (message.type === "fenced") return;
+    if (message.incarnation !== this.incarnation) return;
+    const c = message.command;
+    const key = `${c.sessionId}/${c.kernelIndex}/${c.runIndex}`;
+    const slot = this.slots.get(key);
+    this.#replay.note(`  ${this.id} ← ${c.action} ${c.sessionId}/${c.kernelIndex} run ${c.runIndex}`);
+    switch (c.action) {
+      case "prepare": {
+        if (this.prepare === "hold") return;
+        if (this.prepare !== "ok") {
+          this.report(c, "ERROR", { message: this.prepare.error });
+          return;
+        }
+        this.slots.set(key, { phase: "prepared", command: c });
+        this.report(c, "PREPARED");
+        return;
+      }
+      case "start":
+        this.slots.set(key, { phase: "running", command: c });
+        this.report(c, "RUNNING");
+        return;
+      case "stop": {
+        if (!slot || slot.phase === "ended") return;
+        const was = slot.phase;
+        slot.phase = "ended";
+        const cause = {
+          ...(c.condition !== undefined ? { condition: c.condition } : {}),
+          ...(c.reason !== undefined ? { message: c.reason } : {}),
+        };
+        if (was === "prepared") {
+          this.report(c, "TERMINATED", { ...cause, message: c.reason ?? "stopped before it started" });
+        } else {
+          this.report(c, "TERMINATED", { exitCode: 143, signal: "SIGTERM", ...cause });
+        }
+        return;
+      }
+    }
+  }
+
+  /** The kernel's process exits with `exitCode`. */
+  exit(sessionId: string, kernelIndex: number, exitCode: number): void {
+    const entry = [...this.slots.entries()].find(
+      ([, s]) =>
+        s.phase === "running" && s.command.sessionId === sessionId && s.command.kernelIndex === kernelIndex,
+    );
+    if (!entry) throw new Error(`${this.id} runs no kernel ${sessionId}/${kernelIndex}`);
+    entry[1].phase = "ended";
+    this.report(entry[1].command, "TERMINATED", { exitCode });
+  }
+
+  runs(sessionId: string, kernelIndex: number): boolean {
+    return [...this.slots.values()].some(
+      (s) =>
+        s.phase === "running" && s.command.sessionId === sessionId && s.command.kernelIndex === kernelIndex,
+    );
+  }
+
+  report(
+    c: KernelCommandInput,
+    status: "PREPARED" | "RUNNING" | "TERMINATED" | "ERROR",
+    extra: Record<string, unknown> = {},
+  ): void {
+    this.#replay.publish(
+      EventSource.Agent,
+      DetailType.KernelStatusChanged,
+      this.sign(DetailType.KernelStatusChanged, {
+        agentId: this.id,
+        incarnation: this.incarnation,
+        sessionId: c.sessionId,
+        kernelIndex: c.kernelIndex,
+        runIndex: c.runIndex,
+        status,
+        ...extra,
+        atMs: this.#replay.nowMs,
+      }),
+    );
+  }
+
+  heartbeat(): void {
+    if (this.silent) return;
+    this.#replay.publish(
+      EventSource.Agent,
+      DetailType.AgentHeartbeat,
+      this.sign(DetailType.AgentHeartbeat, {
+        agentId: this.id,
+        incarnation: this.incarnation,
+        capacity: { ...this.capacity },
+        atMs: this.#replay.nowMs,
+      }),
+    );
+  }
+
+  /** HMAC-SHA256 over the protocol's signing payload, as docs/agents.md describes it. */
+  sign(detailType: string, detail: Record<string, unknown>): Record<string, unknown> {
+    if (this.signingKey === undefined) throw new Error(`${this.id} is not registered`);
+    const signature = createHmac("sha256", this.signingKey)
+      .update(signingPayload(detailType, detail))
+      .digest("hex");
+    return { ...detail, signature };
+  }
+}
+
+export interface ReplayOptions {
+  /** Coordinator runs per step before the replay gives up (a loop that never settles). */
+  readonly maxRunsPerStep?: number;
+}
+
+export class Replay {
+  nowMs = T0;
+  readonly store: DynamoSessionStore;
+  readonly driver: LifecycleDriver;
+  readonly coordinator: Coordinator;
+  readonly agents = new Map<string, ScriptedAgent>();
+  /** Events on the bus not yet delivered to the coordinator. */
+  readonly bus: Envelope[] = [];
+  /** Every status change published, in order. */
+  readonly statusChanges: SessionStatusChangedDetailInput[] = [];
+  readonly rejections: string[] = [];
+  readonly requeues: string[] = [];
+  /** The coordinator's and EnterStage's error log lines. */
+  readonly errors: string[] = [];
+  readonly lines: string[] = [];
+  readonly #table: TestTable;
+  readonly #ids = new Set<string>();
+  readonly #maxRuns: number;
+  #events = 0;
+  #steps = 0;
+  #last: Dump | undefined;
+
+  private constructor(table: TestTable, options: ReplayOptions) {
+    this.#table = table;
+    this.#maxRuns = options.maxRunsPerStep ?? 100;
+    this.store = table.store();
+    const config = loadConfig({
+      CAIRN_TABLE_NAME: table.tableName,
+      CAIRN_EVENT_BUS_NAME: "replay",
+      CAIRN_STATE_MACHINE_ARN: "arn:aws:states:local:000000000000:stateMachine:replay",
+      CAIRN_AGENT_TIMEOUT_MS: String(AGENT_TIMEOUT_MS),
+      CAIRN_TERMINATION_GRACE_MS: String(TERMINATION_GRACE_MS),
+    });
+    const clock = { nowMs: () => this.nowMs };
+    const log = {
+      info: () => {},
+      warn: (m: string, f?: Record<string, unknown>) =>
+        this.note(`  warn: ${m} ${f ? JSON.stringify(f) : ""}`),
+      error: (m: string, f?: Record<string, unknown>) => {
+        const line = `${m} ${f ? JSON.stringify(f) : ""}`;
+        this.errors.push(line);
+        this.note(`  ERROR: ${line}`);
+      },
+    };
+    const events: EventsPort = {
+      statusChanged: (details) => {
+        for (const d of details) {
+          this.statusChanges.push(d);
+          this.publish(EventSource.ControlPlane, DetailType.SessionStatusChanged, { ...d });
+        }
+        return Promise.resolve();
+      },
+      rejected: (details) => {
+        this.rejections.push(...details.map((d) => d.reason));
+        return Promise.resolve();
+      },
+      requeued: (details) => {
+        this.requeues.push(...details.map((d) => `${d.sessionId} run ${d.runIndex}: ${d.reason}`));
+        return Promise.resolve();
+      },
+      jobStateChanged: () => Promise.resolve(),
+    };
+    const channel: AgentChannelPort = {
+      open: () => Promise.resolve(),
+      send: (deliveries) => {
+        for (const { agentId, message } of deliveries) this.agents.get(agentId)?.receive(message);
+        return Promise.resolve();
+      },
+    };
+    this.driver = new LifecycleDriver({
+      nowMs: () => this.nowMs,
+      enterStage: (input) => enterStage(input, enterDeps),
+      log: (line) => this.note(line),
+    });
+    const executions = new LifecycleExecutions(
+      this.driver.client as unknown as SFNClient,
+      config.stateMachineArn,
+    );
+    this.coordinator = new Coordinator({
+      store: this.store,
+      executions,
+      events,
+      channel,
+      config,
+      clock,
+      log,
+    });
+    const enterDeps: EnterStageDeps = {
+      store: this.store,
+      events,
+      commands: new KernelCommands(this.store, channel),
+      clock,
+      log,
+      terminationGraceMs: TERMINATION_GRACE_MS,
+      advance: (sessionId, status, entered) => this.coordinator.advance(sessionId, status, entered),
+    };
+  }
+
+  static async open(name: string, options: ReplayOptions = {}): Promise<Replay> {
+    return new Replay(await freshTable(`cairn-replay-${name}`), options);
+  }
+
+  async close(): Promise<void> {
+    await this.#table.drop();
+  }
+
+  // --- the log ---------------------------------------------------------------------------
+
+  note(line: string): void {
+    this.lines.push(line);
+  }
+
+  /** The step log, for a failing assertion's message. */
+  get stepLog(): string {
+    return this.lines.join("\n");
+  }
+
+  #at(): string {
+    return `t+${((this.nowMs - T0) / 1000).toFixed(3)}s`;
+  }
+
+  // --- the bus ---------------------------------------------------------------------------
+
+  publish(source: string, detailType: string, detail: Record<string, unknown>): void {
+    this.bus.push({
+      id: `evt-${String(++this.#events).padStart(4, "0")}`,
+      time: new Date(this.nowMs).toISOString(),
+      source,
+      "detail-type": detailType,
+      detail,
+    });
+  }
+
+  // --- steps -----------------------------------------------------------------------------
+
+  /** One step of the script: `act`, then everything it sets moving, until the system is still. */
+  async step(label: string, act: () => void | Promise<void>): Promise<void> {
+    this.note(`#${++this.#steps} [${this.#at()}] ${label}`);
+    await act();
+    await this.#settle(label);
+  }
+
+  async #settle(label: string): Promise<void> {
+    for (let run = 0; ; run++) {
+      await this.driver.drain();
+      if (this.bus.length === 0) break;
+      if (run >= this.#maxRuns)
+        this.#fail(label, [`the system did not settle in ${this.#maxRuns} coordinator runs`]);
+      const batch = this.bus.splice(0);
+      this.note(`  bus → coordinator: ${batch.map(describe).join(", ")}`);
+      const report = await this.coordinator.run(batch);
+      for (const i of report.retry) this.bus.push(batch[i]!);
+      if (report.retry.length > 0) this.note(`  redelivered: ${report.retry.length}`);
+      await this.driver.drain();
+      await this.check(label);
+    }
+    await this.check(label);
+  }
+
+  submit(sessionId: string, spec: SessionSpecInput): Promise<void> {
+    this.#ids.add(sessionId);
+    return this.step(`submit ${sessionId}`, () =>
+      this.publish(EventSource.Client, DetailType.SessionSubmitted, { sessionId, spec }),
+    );
+  }
+
+  cancel(sessionId: string, reason?: string): Promise<void> {
+    return this.step(`cancel ${sessionId}`, () =>
+      this.publish(EventSource.Client, DetailType.SessionCancelRequested, {
+        sessionId,
+        ...(reason !== undefined ? { reason } : {}),
+      }),
+    );
+  }
+
+  /** Raw entries on the bus in one step (a duplicate, a malformed one). */
+  put(label: string, ...entries: { source: string; detailType: string; detail: Record<string, unknown> }[]) {
+    for (const e of entries) {
+      const id = e.detail["sessionId"];
+      if (e.detailType === DetailType.SessionSubmitted && typeof id === "string") this.#ids.add(id);
+    }
+    return this.step(label, () => {
+      for (const e of entries) this.publish(e.source, e.detailType, e.detail);
+    });
+  }
+
+  /** A new agent process registers; its answer (the signing key) arrives on its channel. */
+  async register(agentId: string, capacity: Resources): Promise<ScriptedAgent> {
+    const generation =
+      (this.agents.get(agentId) ? Number(this.agents.get(agentId)!.incarnation.split("-").at(-1)) : 0) + 1;
+    const agent = new ScriptedAgent(this, agentId, capacity, generation);
+    this.agents.set(agentId, agent);
+    await this.step(`register ${agentId} (${capacity.cpu} cpu, ${capacity.memoryMiB} MiB)`, () =>
+      this.publish(EventSource.Agent, DetailType.AgentRegistrationRequested, {
+        agentId,
+        incarnation: agent.incarnation,
+        capacity: { ...capacity },
+        atMs: this.nowMs,
+      }),
+    );
+    if (agent.signingKey === undefined) this.#fail(`register ${agentId}`, ["the agent got no signing key"]);
+    return agent;
+  }
+
+  agent(agentId: string): ScriptedAgent {
+    const a = this.agents.get(agentId);
+    if (!a) throw new Error(`no agent ${agentId}`);
+    return a;
+  }
+
+  /** The kernel's process exits on whichever agent runs it. */
+  exit(sessionId: string, kernelIndex: number, exitCode: number): Promise<void> {
+    return this.step(`${sessionId}/${kernelIndex} exits ${exitCode}`, () => {
+      const agent = [...this.agents.values()].find((a) => a.runs(sessionId, kernelIndex));
+      if (!agent) throw new Error(`no agent runs ${sessionId}/${kernelIndex}`);
+      agent.exit(sessionId, kernelIndex, exitCode);
+    });
+  }
+
+  /** The periodic safety sweep. */
+  sweep(): Promise<void> {
+    return this.step("sweep", async () => {
+      const report = await this.coordinator.run([], { sweep: true });
+      if (report.retry.length > 0) this.note(`  sweep asked for ${report.retry.length} redeliveries`);
+    });
+  }
+
+  /**
+   * The clock moves on by `ms`. On the way, in time order, whatever falls due happens as its own
+   * step: live agents' heartbeats (every HEARTBEAT_MS) and the executions' timers (a stage's
+   * timeout, a Wait's end), as Step Functions would fire them.
+   */
+  async advance(ms: number): Promise<void> {
+    const target = this.nowMs + ms;
+    for (;;) {
+      const agents = [...this.agents.values()].filter((a) => !a.silent && a.nextHeartbeatAtMs <= target);
+      const beat = agents.sort(
+        (a, b) => a.nextHeartbeatAtMs - b.nextHeartbeatAtMs || a.id.localeCompare(b.id),
+      )[0];
+      const timer = this.driver.due(target)[0];
+      if (!beat && !timer) break;
+      if (beat && (!timer || beat.nextHeartbeatAtMs <= timer.atMs)) {
+        this.nowMs = Math.max(this.nowMs, beat.nextHeartbeatAtMs);
+        beat.nextHeartbeatAtMs += HEARTBEAT_MS;
+        await this.step(`heartbeat ${beat.id}`, () => beat.heartbeat());
+      } else if (timer) {
+        this.nowMs = Math.max(this.nowMs, timer.atMs);
+        await this.step(`timer: ${timer.execution.name} ${timer.execution.state} ${timer.kind}`, () =>
+          this.driver.fire(timer),
+        );
+      }
+    }
+    this.nowMs = target;
+    this.note(`   [${this.#at()}] clock`);
+  }
+
+  // --- state -----------------------------------------------------------------------------
+
+  async dump(): Promise<Dump> {
+    const ids = [...new Set([...this.#ids, ...this.driver.executions.keys()])].sort();
+    const [sessions, agents] = await Promise.all([this.store.getSessions(ids), this.store.listAgents()]);
+    const allocations = (await Promise.all(agents.map((a) => this.store.allocationsOnAgent(a.id)))).flat();
+    const created = new Map<string, number>();
+    for (const e of this.driver.executions.keys()) created.set(e, 1);
+    return {
+      atMs: this.nowMs,
+      sessions: [...sessions].sort((a, b) => a.session.id.localeCompare(b.session.id)),
+      agents: [...agents].sort((a, b) => a.id.localeCompare(b.id)),
+      allocations,
+      executions: this.driver.executions,
+      executionsCreated: created,
+    };
+  }
+
+  /** Reads the state back and checks every invariant; fails with the step log and the state. */
+  async check(label: string): Promise<void> {
+    const dump = await this.dump();
+    const problems = checkAll(this.#last, dump);
+    this.#last = dump;
+    if (problems.length > 0) this.#fail(label, problems, dump);
+  }
+
+  #fail(label: string, problems: readonly string[], dump?: Dump): never {
+    throw new Error(
+      `after step "${label}":\n  ${problems.join("\n  ")}\n\nstep log:\n${this.stepLog}\n\nstate:\n${dump ? formatDump(dump) : "(not read)"}`,
+    );
+  }
+
+  async session(id: string): Promise<SessionWithKernels> {
+    const s = await this.store.getSession(id);
+    if (!s) throw new Error(`no session ${id}\n${this.stepLog}`);
+    return s;
+  }
+
+  /** The session's history as `handler result from->to`, `xN` where N identical records merged. */
+  async history(id: string): Promise<string[]> {
+    return (await this.store.listHistory(id)).map(summary);
+  }
+
+  async state(): Promise<string> {
+    return formatDump(await this.dump());
+  }
+}
+
+export function summary(h: HistoryRecord): string {
+  return `${h.handler} ${h.result} ${h.fromStatus}->${h.toStatus ?? "="}${h.count > 1 ? ` x${h.count}` : ""}`;
+}
+
+function describe(e: Envelope): string {
+  const d = e.detail;
+  const f = (key: string): string => {
+    const v = d[key];
+    return typeof v === "string" || typeof v === "number" ? String(v) : "";
+  };
+  switch (e["detail-type"]) {
+    case DetailType.SessionStatusChanged:
+      return `${f("sessionId")} ${f("from")}→${f("to")}`;
+    case DetailType.KernelStatusChanged:
+      return `${f("agentId")}: ${f("sessionId")}/${f("kernelIndex")} ${f("status")}${f("exitCode") !== "" ? ` exit ${f("exitCode")}` : ""}`;
+    case DetailType.AgentHeartbeat:
+      return `heartbeat ${f("agentId")}`;
+    default:
+      return `${e["detail-type"]} ${f("sessionId") || f("agentId")}`;
+  }
+}
+
+export function formatDump(d: Dump): string {
+  const lines: string[] = [];
+  for (const { session: s, kernels } of d.sessions) {
+    const e = d.executions.get(s.executionName);
+    lines.push(
+      `  ${s.id} ${s.status} v${s.version} tries ${s.tries} run ${s.runIndex} token ${s.stage.taskToken ?? "-"}` +
+        ` | execution ${e ? `${e.status} at ${e.state}${e.open ? ` open ${e.open.token}` : ""}` : "none"}`,
+    );
+    for (const k of kernels) {
+      lines.push(
+        `    kernel ${k.index} ${k.status}${k.agentId ? ` @${k.agentId}` : ""} ${k.resources.cpu} cpu${k.exitCode !== undefined ? ` exit ${k.exitCode}` : ""}${k.outcome ? ` ${k.outcome}` : ""}`,
+      );
+    }
+  }
+  for (const a of d.agents) {
+    lines.push(
+      `  agent ${a.id} free ${a.free.cpu}/${a.capacity.cpu} cpu ${a.free.memoryMiB}/${a.capacity.memoryMiB} MiB${a.lostAtMs !== undefined ? " LOST" : ""}`,
+    );
+  }
+  for (const a of d.allocations) {
+    lines.push(
+      `  allocation ${a.sessionId}@${a.agentId} ${a.resources.cpu} cpu kernels [${a.kernelIndexes.join(",")}]`,
+    );
+  }
+  return lines.join("\n");
+}
