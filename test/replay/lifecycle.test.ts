@@ -62,6 +62,76 @@ describe("one session, replayed", () => {
     expect(await h.store.allocationsOf("s-001")).toEqual([]);
     expect(h.driver.executions.get("s-001")?.status).toBe("SUCCEEDED");
     expect(h.errors).toEqual([]);
-    if (process.env["REPLAY_LOG"]) console.log(h.stepLog);
+  });
+
+  test("a non-zero exit ends RUNNING → TERMINATING → TERMINATED with the exit code recorded", async () => {
+    const h = await open("exit3");
+    await h.register("agent-a", CAP);
+    await h.submit("s-001", { name: "exit3", command: ["sh", "-c", "exit 3"] });
+    await h.exit("s-001", 0, 3);
+
+    const done = await h.session("s-001");
+    expect(done.session.status, h.stepLog).toBe("TERMINATED");
+    expect(sessionResult(done)).toBe("failed");
+    expect(done.kernels[0]).toMatchObject({ status: "TERMINATED", exitCode: 3, outcome: "FAILED" });
+    expect((await h.history("s-001")).slice(-2), h.stepLog).toEqual([
+      "DetectTermination SUCCESS RUNNING->TERMINATING",
+      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+    ]);
+    // Without a failure budget or policy the failed run is not retried.
+    expect((await h.store.listRuns("s-001")).map((r) => [r.runIndex, r.decision])).toEqual([[0, "finished"]]);
+    expect(h.requeues).toEqual([]);
+    expect(h.errors).toEqual([]);
+  });
+
+  test("a duplicate submission creates one session and one execution", async () => {
+    const h = await open("dup");
+    await h.register("agent-a", CAP);
+    const detail = { sessionId: "s-001", spec: { name: "dup", command: ["true"] } };
+    const submission = { source: "cairn.client", detailType: "Session Submitted", detail };
+    // Twice in one batch (at-least-once delivery), then once more later.
+    await h.put("submit s-001 twice", submission, submission);
+    await h.advance(1_000);
+    await h.put("submit s-001 again", submission);
+
+    expect(h.driver.executions.size).toBe(1);
+    expect(h.driver.executions.get("s-001")?.status).toBe("RUNNING");
+    const history = await h.history("s-001");
+    expect(history.filter((r) => r.startsWith("Submit "))).toEqual(["Submit SUBMITTED PENDING->PENDING"]);
+    expect(history.at(-1), h.stepLog).toBe("PromoteToRunning SUCCESS CREATING->RUNNING");
+    await h.exit("s-001", 0, 0);
+    expect((await h.session("s-001")).session.status).toBe("TERMINATED");
+    expect(h.rejections).toEqual([]);
+    expect(h.errors).toEqual([]);
+  });
+
+  test("malformed events and specs are rejected with named fields while good ones beside them proceed", async () => {
+    const h = await open("malformed");
+    const a = await h.register("agent-a", CAP);
+    await h.put(
+      "a bad spec, a cancel without a session, a heartbeat without capacity, and a good submission",
+      {
+        source: "cairn.client",
+        detailType: "Session Submitted",
+        detail: { sessionId: "s-bad", spec: { name: "bad", command: ["true"], resources: { cpu: -1 } } },
+      },
+      { source: "cairn.client", detailType: "Session Cancel Requested", detail: { reason: "x" } },
+      { source: "cairn.agent", detailType: "Agent Heartbeat", detail: { agentId: "agent-a" } },
+      {
+        source: "cairn.client",
+        detailType: "Session Submitted",
+        detail: { sessionId: "s-001", spec: { name: "good", command: ["true"] } },
+      },
+    );
+    expect(h.rejections.join("\n")).toContain("detail.spec.resources.cpu: must be greater than 0");
+    expect(h.rejections.join("\n")).toContain("detail.sessionId: required");
+    expect(h.rejections.join("\n")).toContain("detail.capacity: required");
+    expect(h.rejections).toHaveLength(3);
+    expect(await h.store.getSession("s-bad")).toBeUndefined();
+    expect(h.driver.startCalls).toEqual(["s-001"]);
+    await h.exit("s-001", 0, 0);
+    expect(sessionResult(await h.session("s-001"))).toBe("succeeded");
+    expect(a.received.filter((m) => m.type === "fenced")).toEqual([]);
+    expect(h.errors).toEqual([]);
   });
 });
