@@ -1,8 +1,10 @@
 /**
  * JSON.parse keeps the last of two equal keys without a word, so `{"command": [...], ...,
- * "command": [...]}` would run a command the user may not have meant. This scanner finds the
- * first duplicate key (YAML specs already reject them: the parser's `uniqueKeys`).
+ * "command": [...]}` would run a command the user may not have meant. yaml's `uniqueKeys` finds
+ * them (JSON is YAML 1.2); this adds the key's name and the object holding it to the message.
  */
+import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
+import { firstDuplicateKeyError } from "../../functions/core/spec-text.ts";
 
 export interface DuplicateKey {
   readonly key: string;
@@ -15,80 +17,40 @@ export interface DuplicateKey {
 
 /**
  * The first duplicate key of `text`, or undefined when there is none. Text that is not valid
- * JSON yields undefined too: JSON.parse reports syntax errors with their own position.
+ * JSON yields undefined too: the spec or policy parser reports syntax errors with their position.
  */
 export function findDuplicateKey(text: string): DuplicateKey | undefined {
-  let i = 0;
-  const ws = (): void => {
-    while (i < text.length && " \t\n\r".includes(text[i]!)) i++;
-  };
-  const string = (): string => {
-    const start = i;
-    i++; // opening quote
-    while (i < text.length && text[i] !== '"') i += text[i] === "\\" ? 2 : 1;
-    if (i >= text.length) throw new NotJson();
-    i++;
-    // Compare keys as JSON does: after unescaping ("a" and "\u0061" are the same key).
-    return JSON.parse(text.slice(start, i)) as string;
-  };
-  const value = (path: string): DuplicateKey | undefined => {
-    ws();
-    const c = text[i];
-    if (c === "{") {
-      i++;
-      const seen = new Set<string>();
-      ws();
-      if (text[i] === "}") return void i++;
-      for (;;) {
-        ws();
-        if (text[i] !== '"') throw new NotJson();
-        const at = i;
-        const key = string();
-        if (seen.has(key)) return { key, path, ...lineAndColumn(text, at) };
-        seen.add(key);
-        ws();
-        if (text[i] !== ":") throw new NotJson();
-        i++;
-        const inner = value(path ? `${path}.${key}` : key);
-        if (inner) return inner;
-        ws();
-        if (text[i] === ",") i++;
-        else if (text[i] === "}") return void i++;
-        else throw new NotJson();
-      }
-    }
-    if (c === "[") {
-      i++;
-      ws();
-      if (text[i] === "]") return void i++;
-      for (let index = 0; ; index++) {
-        const inner = value(`${path}[${index}]`);
-        if (inner) return inner;
-        ws();
-        if (text[i] === ",") i++;
-        else if (text[i] === "]") return void i++;
-        else throw new NotJson();
-      }
-    }
-    if (c === '"') return void string();
-    // A number, true, false or null: skip to the next delimiter.
-    const start = i;
-    while (i < text.length && !",}] \t\n\r".includes(text[i]!)) i++;
-    if (i === start) throw new NotJson();
-    return undefined;
-  };
   try {
-    return value("");
-  } catch (error) {
-    if (error instanceof NotJson) return undefined;
-    throw error;
+    JSON.parse(text);
+  } catch {
+    return undefined;
   }
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false, schema: "json" });
+  const error = firstDuplicateKeyError(doc);
+  if (!error) return undefined;
+  const offset = error.pos[0];
+  const { line, col } = lineCounter.linePos(offset);
+  // yaml compares keys after unescaping, as JSON does ("A" and "\u0041" are the same key).
+  const found = keyAt(doc.contents, offset, "") ?? { key: text.slice(offset, error.pos[1]), path: "" };
+  return { ...found, line, column: col };
 }
 
-class NotJson extends Error {}
-
-function lineAndColumn(text: string, offset: number): { line: number; column: number } {
-  const before = text.slice(0, offset);
-  const lineStart = before.lastIndexOf("\n") + 1;
-  return { line: before.split("\n").length, column: offset - lineStart + 1 };
+/** The key whose text starts at `offset`, and the field path of the object holding it. */
+function keyAt(node: unknown, offset: number, path: string): { key: string; path: string } | undefined {
+  if (isMap(node)) {
+    for (const pair of node.items) {
+      const key = isScalar(pair.key) ? String(pair.key.value) : "";
+      if (isNode(pair.key) && pair.key.range?.[0] === offset) return { key, path };
+      const inner = keyAt(pair.value, offset, path ? `${path}.${key}` : key);
+      if (inner) return inner;
+    }
+  }
+  if (isSeq(node)) {
+    for (const [index, item] of node.items.entries()) {
+      const inner = keyAt(item, offset, `${path}[${index}]`);
+      if (inner) return inner;
+    }
+  }
+  return undefined;
 }

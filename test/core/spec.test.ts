@@ -348,10 +348,22 @@ describe("spec text", () => {
     );
   });
 
-  test("a duplicate YAML key is a syntax error, not a silent overwrite", () => {
-    const error = textError("name: a\ncommand: [x]\nname: b\n");
-    expect(error.message).toBe(
+  test("a duplicate key is a syntax error, not a silent overwrite, in YAML and in JSON", () => {
+    const yaml = textError("name: a\ncommand: [x]\nname: b\n");
+    expect(yaml.message).toBe(
       "invalid session spec: YAML syntax error at line 3, column 1: Map keys must be unique",
+    );
+    // JSON.parse alone would keep the last "cpu"; the first duplicate in the text is named.
+    const json = textError('{"name": "a",\n "command": ["x"],\n "resources": {"cpu": 1, "cpu": 64}}');
+    expect([json.format, json.line, json.column, json.reason]).toEqual([
+      "json",
+      3,
+      26,
+      "Map keys must be unique",
+    ]);
+    expect(textError('{"name": "a", "env": {"A": "1", "\\u0041": "2"}, "command": ["x"]}').column).toBe(33);
+    expect(textError('{"env": {"B": "1", "B": "2"}, "env": {}, "name": "a", "command": ["x"]}').column).toBe(
+      20,
     );
   });
 
@@ -363,22 +375,48 @@ describe("spec text", () => {
     expect([alias.line, alias.column]).toEqual([2, 10]);
   });
 
+  test("a YAML syntax error deeper in the text names its line and column", () => {
+    const error = textError('name: a\ncommand: [x]\nenv:\n  A: "\\q"\n');
+    expect(error.message).toBe(
+      "invalid session spec: YAML syntax error at line 4, column 7: Invalid escape sequence \\q",
+    );
+    expect([error.format, error.line, error.column]).toEqual(["yaml", 4, 7]);
+  });
+
   test("a JSON syntax error names the line and column", () => {
-    const error = textError('{\n  "name": "a",\n  "command": ["x",]\n}');
+    const error = textError('{\n  "name": "a",\n  "command": ["x" "y"]\n}');
     expect([error.format, error.line, error.column]).toEqual(["json", 3, 19]);
     expect(error.message).toBe(
-      'invalid session spec: JSON syntax error at line 3, column 19: expected a value, found character "]"',
+      "invalid session spec: JSON syntax error at line 3, column 19: Missing , or : between flow sequence items",
     );
   });
 
+  test("a trailing comma, valid YAML, is still a JSON syntax error at the comma", () => {
+    const error = textError('{\n  "name": "a",\n  "command": ["x",]\n}');
+    expect(error.message).toBe(
+      "invalid session spec: JSON syntax error at line 3, column 18: " +
+        "trailing comma (JSON allows none before a closing bracket)",
+    );
+    expect([textError('{"name": "a",\n}').line, textError('{"name": "a",\n}').column]).toEqual([1, 13]);
+  });
+
   test.each([
-    ['{"name": "a" "command": []}', 1, 14, 'expected "," or "}", found character "\\""'],
-    ['{"name": tru}', 1, 10, 'expected a value, found character "t"'],
-    ['{"name": 01}', 1, 10, "invalid number"],
-    ['{\n"name": "a\\q"}', 2, 12, 'invalid escape sequence "\\q"'],
-    ['{"name": "a"', 1, 13, 'expected "," or "}", found end of input'],
-    ['{"name": "a"}}', 1, 14, 'unexpected character "}" after the end of the JSON value'],
-    ["{'name': 'a'}", 1, 2, `expected a double-quoted property name, found character "'"`],
+    ['{"name": "a" "command": []}', 1, 14, 'unexpected "command"'],
+    ['{"name": tru}', 1, 10, 'expected a value, found "tru"'],
+    ['{"name": 01}', 1, 10, 'expected a value, found "01"'],
+    ['{"apiVersion": "v1",\n  "kind": }', 2, 11, "expected a value"],
+    ['{\n"name": "a\\q"}', 2, 11, "Invalid escape sequence \\q"],
+    ['{"name": "a"', 1, 13, "Flow map must end with a }"],
+    ['{"name": "a"}}', 1, 14, 'unexpected "}"'],
+    ["[1,,2]", 1, 4, 'unexpected ","'],
+    ['{"name": "a\tb"}', 1, 12, "control character in string (escape it)"],
+    // YAML that is not JSON: located by yaml's tokens.
+    ["{'name': 'a'}", 1, 2, "strings must be in double quotes in JSON"],
+    ['{"name": "a" # why\n}', 1, 14, "comments are not allowed in JSON"],
+    ['{"name": &n "a"}', 1, 10, "YAML anchors are not allowed in JSON"],
+    ['{"name": "a"}\n---\n{}', 2, 1, "YAML document markers are not allowed in JSON"],
+    // Valid YAML, valid tokens, not JSON: JSON.parse's reason at its position.
+    ['{"name"}', 1, 8, "Expected ':' after property name"],
   ])("JSON %s fails at %i:%i with %s", (text, line, column, reason) => {
     const error = textError(text);
     expect({ line: error.line, column: error.column, reason: error.reason }).toEqual({
