@@ -1,0 +1,144 @@
+/**
+ * Replayed stage timers and cancels (issue 12, item 8): the execution's own timer fires when the
+ * simulated clock passes a stage's timeout, as Step Functions' TimeoutSeconds would; a cancel is
+ * honoured from the stage the session waits in. Invariants after every step (harness.ts).
+ */
+import { afterEach, describe, expect, test } from "vitest";
+import { sessionResult } from "../../functions/core/sessions.ts";
+import { Replay, T0 } from "./harness.ts";
+
+let h: Replay | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+async function open(name: string): Promise<Replay> {
+  h = await Replay.open(name);
+  return h;
+}
+
+const CAP = { cpu: 4, memoryMiB: 4096 };
+const TOO_BIG = "no agent matches: a task needs 64 cpu and 256 MiB; the largest agent has 4 cpu and 4096 MiB";
+
+describe("stage timers", () => {
+  test("a session no agent can hold waits SKIPPED with its reason, then expires to CANCELLED at the stage timeout", async () => {
+    const h = await open("too-big");
+    await h.register("agent-a", CAP);
+    await h.submit("s-001", {
+      name: "too-big",
+      command: ["true"],
+      resources: { cpu: 64 },
+      timeouts: { pending: 60 },
+    });
+    const waiting = await h.session("s-001");
+    expect(waiting.session.status, h.stepLog).toBe("PENDING");
+    expect(waiting.session.pendingReason).toBe(TOO_BIG);
+
+    // One second short of the timeout it still waits.
+    await h.advance(59_000);
+    expect((await h.session("s-001")).session.status, h.stepLog).toBe("PENDING");
+    await h.advance(1_000);
+
+    const done = await h.session("s-001");
+    expect(done.session.status, h.stepLog).toBe("CANCELLED");
+    expect(sessionResult(done)).toBe("cancelled");
+    expect(done.kernels.map((k) => k.status)).toEqual(["CANCELLED"]);
+    expect(await h.history("s-001"), h.stepLog).toEqual([
+      "Submit SUBMITTED PENDING->PENDING",
+      "ScheduleNewSessions SKIPPED PENDING->=",
+      "Lifecycle EXPIRED PENDING->CANCELLED",
+    ]);
+    const history = await h.store.listHistory("s-001");
+    expect(history[1]?.message).toBe(TOO_BIG);
+    expect(history.at(-1)?.firstAtMs).toBe(T0 + 60_000);
+    expect(h.errors).toEqual([]);
+  });
+
+  test("a stage expiry after SCHEDULED returns the session to PENDING with its capacity released", async () => {
+    const h = await open("prep-expiry");
+    // Two kernels of 4 cpu fill both agents: the session can only be placed again if the first
+    // placement was released.
+    const a = await h.register("agent-a", CAP);
+    const b = await h.register("agent-b", CAP);
+    a.prepare = "hold";
+    b.prepare = "hold";
+    await h.submit("s-001", {
+      name: "prep-expiry",
+      replicas: 2,
+      resources: { cpu: 4 },
+      command: ["true"],
+      timeouts: { preparing: 60 },
+    });
+    const preparing = await h.session("s-001");
+    expect(preparing.session.status, h.stepLog).toBe("PREPARING");
+    expect(preparing.kernels.map((k) => k.agentId)).toEqual(["agent-a", "agent-b"]);
+    for (const agent of await h.store.listAgents()) expect(agent.free.cpu).toBe(0);
+
+    await h.advance(60_000);
+
+    const again = await h.session("s-001");
+    expect(again.session.status, h.stepLog).toBe("PREPARING");
+    expect(await h.history("s-001"), h.stepLog).toEqual([
+      "Submit SUBMITTED PENDING->PENDING",
+      "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
+      "PrepareSessions SUCCESS SCHEDULED->PREPARING",
+      "Lifecycle EXPIRED PREPARING->PENDING",
+      "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
+      "PrepareSessions SUCCESS SCHEDULED->PREPARING",
+    ]);
+    expect(again.kernels.every((k) => k.agentId !== undefined)).toBe(true);
+    expect(again.session.retry?.freeReturns).toBe(1);
+
+    await h.cancel("s-001");
+    expect((await h.session("s-001")).session.status, h.stepLog).toBe("CANCELLED");
+    expect(await h.store.allocationsOf("s-001")).toEqual([]);
+    for (const agent of await h.store.listAgents()) expect(agent.free).toEqual(agent.capacity);
+    expect(h.errors).toEqual([]);
+  });
+});
+
+describe("cancels", () => {
+  test("cancel in PENDING ends the session CANCELLED", async () => {
+    const h = await open("cancel-pending");
+    await h.register("agent-a", CAP);
+    await h.submit("s-001", { name: "cancel-pending", command: ["true"], resources: { cpu: 64 } });
+    expect((await h.session("s-001")).session.pendingReason).toBe(TOO_BIG);
+    await h.advance(1_000);
+    await h.cancel("s-001", "changed my mind");
+
+    const done = await h.session("s-001");
+    expect(done.session.status, h.stepLog).toBe("CANCELLED");
+    expect(sessionResult(done)).toBe("cancelled");
+    expect(done.session.cancelReason).toBe("changed my mind");
+    expect(await h.history("s-001"), h.stepLog).toEqual([
+      "Submit SUBMITTED PENDING->PENDING",
+      "ScheduleNewSessions SKIPPED PENDING->=",
+      "Cancel CANCELLED PENDING->CANCELLED",
+    ]);
+    expect(h.driver.executions.get("s-001")?.status).toBe("SUCCEEDED");
+    expect(h.errors).toEqual([]);
+  });
+
+  test("cancel in RUNNING stops the kernel: TERMINATING → TERMINATED, result cancelled", async () => {
+    const h = await open("cancel-running");
+    const a = await h.register("agent-a", CAP);
+    await h.submit("s-001", { name: "cancel-running", command: ["sleep", "60"] });
+    expect((await h.session("s-001")).session.status, h.stepLog).toBe("RUNNING");
+    await h.advance(2_000);
+    await h.cancel("s-001");
+
+    const done = await h.session("s-001");
+    expect(done.session.status, h.stepLog).toBe("TERMINATED");
+    expect(sessionResult(done)).toBe("cancelled");
+    expect(done.kernels[0]).toMatchObject({ status: "TERMINATED", exitCode: 143, outcome: "KILLED" });
+    expect(
+      a.received.filter((m) => m.type === "command").map((m) => m.type === "command" && m.command.action),
+    ).toEqual(["prepare", "start", "stop"]);
+    expect((await h.history("s-001")).slice(-2), h.stepLog).toEqual([
+      "Cancel CANCELLED RUNNING->TERMINATING",
+      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+    ]);
+    expect(h.errors).toEqual([]);
+  });
+});
