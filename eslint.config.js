@@ -2,7 +2,7 @@
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", "cdk.out/**", "coverage/**", ".ci/**"] },
+  { ignores: ["node_modules/**", "cdk.out/**", "coverage/**", ".ci/**", ".dependency-cruiser.cjs"] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
@@ -16,6 +16,32 @@ export default tseslint.config(
       "@typescript-eslint/restrict-template-expressions": [
         "error",
         { allowNumber: true, allowBoolean: true },
+      ],
+    },
+  },
+  {
+    // The core decides; it is handed the time and never draws randomness (.dependency-cruiser.cjs
+    // keeps its imports pure).
+    files: ["functions/core/**/*.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "CallExpression[callee.object.name='Date'][callee.property.name='now']",
+          message: "functions/core reads no clock: take the time as an argument.",
+        },
+        {
+          selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+          message: "functions/core reads no clock: take the time as an argument.",
+        },
+        {
+          selector: "MemberExpression[object.name='performance'][property.name='now']",
+          message: "functions/core reads no clock: take the time as an argument.",
+        },
+        {
+          selector: "CallExpression[callee.object.name='Math'][callee.property.name='random']",
+          message: "functions/core draws no randomness: take it as an argument.",
+        },
       ],
     },
   },

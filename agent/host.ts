@@ -36,7 +36,7 @@ import {
   type KernelCommand,
 } from "../functions/core/agent-protocol.ts";
 import { DetailType, toPutEventsEntry, type EventDetailInput } from "../functions/core/events.ts";
-import { signDetail } from "../functions/app/agent-signature.ts";
+import { signDetail } from "../functions/topology/agent-signature.ts";
 import { LocalAgent } from "./local-agent.ts";
 import { LogShipper } from "./log-shipper.ts";
 import type { AgentCapacity, KernelLaunch, KernelReport } from "./types.ts";

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
-import { storeMetrics } from "../functions/adapters/clients.ts";
+import { storeMetrics } from "../functions/handlers/wiring.ts";
 import { DetailType, toPutEventsEntry } from "../functions/core/events.ts";
 import type { SessionSpecInput } from "../functions/core/spec.ts";
 import { startRuntime, type Runtime } from "../local/runtime.ts";

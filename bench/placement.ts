@@ -24,7 +24,7 @@ import { parseArgs } from "node:util";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
 import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
-import { createTable } from "../functions/adapters/dynamo/table-schema.ts";
+import { createTable } from "../functions/adapters/dynamo/create-table.ts";
 import { loadConfig } from "../functions/config.ts";
 import {
   isLiveAgent,

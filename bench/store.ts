@@ -10,7 +10,7 @@
 import { DynamoDBClient, GetItemCommand, QueryCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
 import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
 import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
-import { createTable } from "../functions/adapters/dynamo/table-schema.ts";
+import { createTable } from "../functions/adapters/dynamo/create-table.ts";
 import { stageEntryWrite, type SessionWrite } from "../functions/core/effects.ts";
 import { placeHistory } from "../functions/core/history.ts";
 import type { Kernel, Session, SessionWithKernels, StageTransition } from "../functions/core/model.ts";

@@ -23,7 +23,7 @@ import {
   CLIENT_TABLE_ITEM_ACTIONS,
   CLIENT_TABLE_QUERY_ACTIONS,
   STACK_READ_ACTIONS,
-} from "./access-actions.ts";
+} from "../functions/topology/access-actions.ts";
 import { BUS_PUT_ACTIONS, indexArns } from "./permissions.ts";
 import type { ResolvedCairnProps } from "./props.ts";
 

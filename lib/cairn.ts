@@ -3,7 +3,7 @@
  * and its rules, the coordinator queue, the session-lifecycle state machine, the functions, the
  * sweep, the dashboard and the alarms, the kernel log group, and the managed policies for agents
  * and clients. Everything topological (functions, rules, queues, state
- * machine, sweep) comes from functions/topology.ts, which the embedded runtime also builds from.
+ * machine, sweep) comes from functions/topology/index.ts, which the embedded runtime also builds from.
  *
  * ```ts
  * const cairn = new Cairn(stack, "Cairn", { deletionProtection: false, removalPolicy: RemovalPolicy.DESTROY });
@@ -20,7 +20,7 @@ import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
-import { FUNCTIONS, type FunctionName } from "../functions/topology.ts";
+import { FUNCTIONS, type FunctionName } from "../functions/topology/index.ts";
 import { CairnAgentAccess } from "./agent-access.ts";
 import { CairnEventSchemas } from "./event-schemas.ts";
 import { CairnFunctions } from "./functions.ts";

@@ -17,7 +17,7 @@ export class CairnPropsError extends CairnDeploymentError {
   }
 }
 
-/** functions/topology.ts declares something the stack cannot build. */
+/** functions/topology/index.ts declares something the stack cannot build. */
 export class TopologyError extends CairnDeploymentError {
   override readonly name = "TopologyError";
   readonly code = "CAIRN_TOPOLOGY";

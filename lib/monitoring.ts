@@ -11,7 +11,7 @@ import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
-import { METRICS_SERVICE, MetricDimension, MetricName } from "../functions/handlers/metrics.ts";
+import { METRICS_SERVICE, MetricDimension, MetricName } from "../functions/topology/metrics.ts";
 import { SESSION_STATUSES, WAITING_SESSION_STATUSES } from "../functions/core/status.ts";
 import type { ResolvedCairnProps } from "./props.ts";
 

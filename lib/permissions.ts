@@ -11,8 +11,8 @@ import type * as events from "aws-cdk-lib/aws-events";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import type { IConstruct } from "constructs";
-import { TABLE_SCHEMA } from "../functions/adapters/dynamo/table-schema.ts";
-import type { FunctionDecl } from "../functions/topology.ts";
+import { TABLE_SCHEMA } from "../functions/topology/table-schema.ts";
+import type { FunctionDecl } from "../functions/topology/index.ts";
 import { acknowledgeWildcardResource, NAG_WILDCARD_RESOURCES } from "./nag-acknowledgements.ts";
 
 export type Use = FunctionDecl["uses"][number];

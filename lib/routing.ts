@@ -13,7 +13,7 @@ import * as targets from "aws-cdk-lib/aws-events-targets";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import { FUNCTIONS, QUEUES, QueueName, RULES, SWEEP } from "../functions/topology.ts";
+import { FUNCTIONS, QUEUES, QueueName, RULES, SWEEP } from "../functions/topology/index.ts";
 import { TopologyError } from "./errors.ts";
 import { acknowledge, NAG_ACKNOWLEDGEMENTS } from "./nag-acknowledgements.ts";
 import type { CairnFunctions } from "./functions.ts";

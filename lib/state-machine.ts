@@ -11,7 +11,7 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
-import { STATE_MACHINES, type StateMachineDecl } from "../functions/topology.ts";
+import { STATE_MACHINES, type StateMachineDecl } from "../functions/topology/index.ts";
 import { TopologyError } from "./errors.ts";
 import { acknowledge, NAG_ACKNOWLEDGEMENTS } from "./nag-acknowledgements.ts";
 import { PROJECT_ROOT, type CairnFunctions } from "./functions.ts";

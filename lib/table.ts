@@ -4,7 +4,7 @@
  */
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import type { Construct } from "constructs";
-import { TABLE_SCHEMA, type KeyAttribute } from "../functions/adapters/dynamo/table-schema.ts";
+import { TABLE_SCHEMA, type KeyAttribute } from "../functions/topology/table-schema.ts";
 import type { ResolvedCairnProps } from "./props.ts";
 
 export function createSessionsTable(

@@ -12,7 +12,11 @@
  */
 import { randomBytes } from "node:crypto";
 import { EventSource } from "../functions/core/events.ts";
-import { AGENT_LOG_ACTIONS, AGENT_QUEUE_ACTIONS, CLIENT_LOG_ACTIONS } from "../lib/access-actions.ts";
+import {
+  AGENT_LOG_ACTIONS,
+  AGENT_QUEUE_ACTIONS,
+  CLIENT_LOG_ACTIONS,
+} from "../functions/topology/access-actions.ts";
 import type { AwsAuthOptions, AwsCredential } from "./aws-json/index.ts";
 import { compilePolicy, type PolicyStatement } from "./aws-json/index.ts";
 

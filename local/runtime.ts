@@ -3,7 +3,7 @@
  * the exact ASL run by the local Step Functions engine, local AWS-protocol endpoints for Step
  * Functions and EventBridge, the Lambda handlers invoked in-process, the coordinator queue, the
  * sweep, and local agents running kernels as child processes. Everything is assembled from the
- * shared topology (functions/topology.ts), as the CDK stack is.
+ * shared topology (functions/topology/index.ts), as the CDK stack is.
  *
  * Application code is not told it is local: the runtime only sets the standard SDK endpoint
  * variables and Cairn's configuration in the environment, as Lambda would.
@@ -12,8 +12,15 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { DescribeTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { createTable } from "../functions/adapters/dynamo/table-schema.ts";
-import { FUNCTIONS, QUEUES, RULES, STATE_MACHINES, SWEEP, type FunctionName } from "../functions/topology.ts";
+import { createTable } from "../functions/adapters/dynamo/create-table.ts";
+import {
+  FUNCTIONS,
+  QUEUES,
+  RULES,
+  STATE_MACHINES,
+  SWEEP,
+  type FunctionName,
+} from "../functions/topology/index.ts";
 import { runtimeAccess } from "./access.ts";
 import { AgentProcess } from "./agent-processes.ts";
 import { sessionsMidLifecycle } from "./restart.ts";

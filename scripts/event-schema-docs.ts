@@ -5,7 +5,7 @@
  * outside the markers is hand-written and kept as it is.
  */
 import { EventSource, type DetailType } from "../functions/core/events.ts";
-import { FUNCTIONS, QUEUES, RULES } from "../functions/topology.ts";
+import { FUNCTIONS, QUEUES, RULES } from "../functions/topology/index.ts";
 import { eventSchemaFileName, pascalCase, registrySchemaName } from "../lib/event-schemas.ts";
 import { matchesEventPattern } from "../local/eventbridge/pattern.ts";
 import type { ContractRow, JsonSchema } from "./event-schemas.ts";
@@ -74,7 +74,7 @@ function reachedBy(
   const rules = RULES.filter((rule) => matchesEventPattern(rule.eventPattern, example));
   if (rules.length === 0) {
     return row.direction === "inbound"
-      ? { short: "no rule yet", long: "No rule of Cairn's routes it yet (functions/topology.ts)" }
+      ? { short: "no rule yet", long: "No rule of Cairn's routes it yet (functions/topology/index.ts)" }
       : { short: "subscribers", long: "No rule of Cairn's: it is published for subscribers (pattern below)" };
   }
   const where = rules.map((rule) => {

@@ -9,7 +9,7 @@
 import { join } from "node:path";
 import { build } from "esbuild";
 import { describe, expect, test } from "vitest";
-import { FUNCTIONS } from "../functions/topology.ts";
+import { FUNCTIONS } from "../functions/topology/index.ts";
 import { FUNCTION_BUNDLING, PROJECT_ROOT } from "../lib/functions.ts";
 
 /** Was 1.56 MB before the YAML parser and zod's locales left the bundles (1.10 MB after). */

@@ -42,7 +42,7 @@ describe("grants follow the SDK commands the functions send", () => {
 
   test("table administration commands are sent only by createTable, for local runs", () => {
     for (const command of LOCAL_ONLY) {
-      expect([...(sent.get(command) ?? [])], command).toEqual(["functions/adapters/dynamo/table-schema.ts"]);
+      expect([...(sent.get(command) ?? [])], command).toEqual(["functions/adapters/dynamo/create-table.ts"]);
     }
   });
 

@@ -2,7 +2,7 @@
  * The construct's props: impossible values and combinations fail at synth with the prop named,
  * and non-default values reach the resources they configure.
  */
-import { FUNCTIONS, QUEUES } from "../functions/topology.ts";
+import { FUNCTIONS, QUEUES } from "../functions/topology/index.ts";
 import { App, Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import { Template } from "aws-cdk-lib/assertions";

@@ -11,10 +11,10 @@ import { join } from "node:path";
 import { CfnResource as CdkCfnResource, Validations } from "aws-cdk-lib";
 import { Match } from "aws-cdk-lib/assertions";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { TABLE_SCHEMA } from "../functions/adapters/dynamo/table-schema.ts";
+import { TABLE_SCHEMA } from "../functions/topology/table-schema.ts";
 import { loadConfig } from "../functions/config.ts";
-import { MetricName, METRICS_SERVICE } from "../functions/handlers/metrics.ts";
-import { FUNCTIONS, QUEUES, type FunctionName } from "../functions/topology.ts";
+import { MetricName, METRICS_SERVICE } from "../functions/topology/metrics.ts";
+import { FUNCTIONS, QUEUES, type FunctionName } from "../functions/topology/index.ts";
 import { StackOutput } from "../lib/cairn-stack.ts";
 import {
   LAMBDA_XRAY_ACTIONS,

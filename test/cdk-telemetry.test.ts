@@ -6,22 +6,15 @@
  * outside Lambda, JSON logs through the application's Logger interface.
  */
 import { afterEach, describe, expect, test, vi } from "vitest";
-import type { Wiring } from "../functions/adapters/clients.ts";
+import type { Wiring } from "../functions/handlers/wiring.ts";
 import type { RunReport } from "../functions/app/coordinator.ts";
 import { CensusError, stageCensus } from "../functions/app/stage-census.ts";
 import type { Page } from "../functions/core/ports/session-store.ts";
 import type { Session } from "../functions/core/model.ts";
 import { WAITING_SESSION_STATUSES, type SessionStatus } from "../functions/core/status.ts";
 import { handleCoordinatorEvent } from "../functions/handlers/coordinator.ts";
-import {
-  MetricDimension,
-  MetricName,
-  METRICS_SERVICE,
-  recordCensus,
-  recordRun,
-  recordStageEntry,
-  type MetricSink,
-} from "../functions/handlers/metrics.ts";
+import { recordCensus, recordRun, recordStageEntry, type MetricSink } from "../functions/handlers/metrics.ts";
+import { MetricDimension, MetricName, METRICS_SERVICE } from "../functions/topology/metrics.ts";
 import { createTelemetry, instrumented, metricsEnabled } from "../functions/handlers/telemetry.ts";
 import type { CairnConfig } from "../functions/config.ts";
 

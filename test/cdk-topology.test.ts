@@ -1,5 +1,5 @@
 /**
- * One topology: the synthesized stack carries exactly what functions/topology.ts declares
+ * One topology: the synthesized stack carries exactly what functions/topology/index.ts declares
  * (functions, queues and their event sources, rules with their patterns and targets, the state
  * machine's file and substitutions, the sweep), and the embedded runtime declares none of it
  * itself, so the two cannot drift.
@@ -9,7 +9,14 @@ import { join } from "node:path";
 import type { CfnElement } from "aws-cdk-lib";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { EventSource } from "../functions/core/events.ts";
-import { FUNCTIONS, QUEUES, RULES, STATE_MACHINES, SWEEP, type FunctionName } from "../functions/topology.ts";
+import {
+  FUNCTIONS,
+  QUEUES,
+  RULES,
+  STATE_MACHINES,
+  SWEEP,
+  type FunctionName,
+} from "../functions/topology/index.ts";
 import { resourcesOf, synthesize, type Synthesized } from "./cdk-synth.ts";
 
 let s: Synthesized;
@@ -127,7 +134,7 @@ describe("the embedded runtime declares nothing itself", () => {
 
   test("local/runtime.ts builds functions, queues, rules, state machines and the sweep from the topology", () => {
     const text = readFileSync("local/runtime.ts", "utf8");
-    const imported = /import\s*\{([^}]*)\}\s*from\s*"\.\.\/functions\/topology\.ts"/.exec(text)?.[1] ?? "";
+    const imported = /import\s*\{([^}]*)\}\s*from\s*"\.\.\/functions\/topology\/index\.ts"/.exec(text)?.[1] ?? "";
     for (const name of ["FUNCTIONS", "QUEUES", "RULES", "STATE_MACHINES", "SWEEP"]) {
       expect(imported, `runtime imports ${name}`).toMatch(new RegExp(`\\b${name}\\b`));
       const uses = text.match(new RegExp(`\\b${name}\\b`, "g"))?.length ?? 0;

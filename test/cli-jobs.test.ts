@@ -26,9 +26,9 @@ import {
   sharedStreamListing,
   taskLogJson,
   taskLogText,
-  type KernelLogReader,
   type TaskLogEvent,
 } from "../bin/cli/task-logs.ts";
+import type { KernelLogReader } from "../bin/cli/kernel-log-reader.ts";
 import type { PutEventsEntry } from "../functions/core/events.ts";
 import { newJob, taskSessionId, taskSpec } from "../functions/core/jobs.ts";
 import type {

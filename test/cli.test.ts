@@ -32,7 +32,7 @@ import {
 import { policyView, renderPolicy, renderPolicyList, retryConfigView } from "../bin/cli/retry-views.ts";
 import { newSessionId } from "../bin/cli/session-id.ts";
 import { MAX_DOCUMENT_BYTES, readSpecFile } from "../bin/cli/document-files.ts";
-import { processIo } from "../bin/cli/io.ts";
+import { processIo } from "../bin/cli/process-io.ts";
 import { spawnSync } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -11,7 +11,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
-import { signDetail } from "../functions/app/agent-signature.ts";
+import { signDetail } from "../functions/topology/agent-signature.ts";
 import { DetailType, toPutEventsEntry, type EventDetailInput } from "../functions/core/events.ts";
 import type { SessionWithKernels } from "../functions/core/model.ts";
 import { sessionResult } from "../functions/core/sessions.ts";

@@ -24,7 +24,7 @@ import {
 } from "../functions/core/retry/history-budget.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
 import { SPEC_LIMITS } from "../functions/core/spec.ts";
-import { STATE_MACHINES } from "../functions/topology.ts";
+import { STATE_MACHINES } from "../functions/topology/index.ts";
 import { executionArn } from "../local/stepfunctions/arns.ts";
 import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 

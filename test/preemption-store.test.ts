@@ -22,9 +22,9 @@ import type {
 import { Preemption } from "../functions/app/preemption.ts";
 import type { Agent, SessionWithKernels, StageTransition } from "../functions/core/model.ts";
 import type { HandlerResult } from "../functions/core/scheduling.ts";
-import type { HandlerContext } from "../functions/lifecycle/handler.ts";
-import { scheduleNewSessions } from "../functions/lifecycle/schedule-new-sessions.ts";
-import { terminateSessions } from "../functions/lifecycle/terminate-sessions.ts";
+import type { HandlerContext } from "../functions/app/lifecycle/handler.ts";
+import { scheduleNewSessions } from "../functions/app/lifecycle/schedule-new-sessions.ts";
+import { terminateSessions } from "../functions/app/lifecycle/terminate-sessions.ts";
 import type { KernelStatus, SessionStatus } from "../functions/core/status.ts";
 import { freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
 

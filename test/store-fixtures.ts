@@ -9,7 +9,7 @@ import {
   DynamoSessionStore,
   type DynamoSessionStoreOptions,
 } from "../functions/adapters/dynamo/dynamo-session-store.ts";
-import { createTable } from "../functions/adapters/dynamo/table-schema.ts";
+import { createTable } from "../functions/adapters/dynamo/create-table.ts";
 import type { Kernel, Session, SessionSpec, SessionWithKernels } from "../functions/core/model.ts";
 import type { KernelStatus, SessionStatus } from "../functions/core/status.ts";
 

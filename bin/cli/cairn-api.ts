@@ -16,7 +16,7 @@ import { explainAwsError } from "./aws-errors.ts";
 import { UnreachableError } from "./errors.ts";
 import { cloudWatchLogReader } from "./kernel-log-reader.ts";
 import type { Connection, StackRequest } from "./target.ts";
-import type { KernelLogReader } from "./task-logs.ts";
+import type { KernelLogReader } from "./kernel-log-reader.ts";
 
 export type SessionReader = Pick<
   SessionStore,

@@ -8,7 +8,13 @@ import { AGENT_ID_PATTERN, labelsSchema } from "../../functions/core/event-field
 import { MAX_MESSAGE_LENGTH, SESSION_ID_PATTERN } from "../../functions/core/events.ts";
 import { NAME_PATTERN, safeParseWithIssues, SPEC_LIMITS } from "../../functions/core/spec.ts";
 import { SESSION_STATUSES, type SessionStatus } from "../../functions/core/status.ts";
-import type { AgentOptions, Invocation, OutputFormat, RetryConfigChanges, TargetOptions } from "./args.ts";
+import type {
+  AgentOptions,
+  Invocation,
+  OutputFormat,
+  RetryConfigChanges,
+  TargetOptions,
+} from "./invocation.ts";
 import { UsageError } from "./errors.ts";
 import { EXIT_CODE_HELP, ExitCode } from "./exit-codes.ts";
 

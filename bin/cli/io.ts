@@ -1,11 +1,8 @@
 /**
  * Everything the CLI touches outside itself, in one interface: the process supplies the real
- * one (processIo), tests supply their own.
+ * one (process-io.ts), tests supply their own.
  */
-import { randomInt } from "node:crypto";
-import { readFileSync } from "node:fs";
 import type { AgentOptions } from "./args.ts";
-import { readAtMost } from "./bounded-read.ts";
 import type { CairnApi } from "./cairn-api.ts";
 import type { Connection, StackRequest } from "./target.ts";
 
@@ -30,28 +27,6 @@ export interface CliIo {
   stackOutputs(request: StackRequest): Promise<Readonly<Record<string, string>>>;
   /** `cairn agent`: runs the agent in this process until it is stopped. */
   runAgent?(options: AgentOptions, connection: Connection): Promise<number>;
-}
-
-export function processIo(): CliIo {
-  return {
-    stdout: (text) => void process.stdout.write(text + "\n"),
-    stderr: (text) => void process.stderr.write(text + "\n"),
-    cwd: process.cwd(),
-    env: process.env,
-    readFile: (path, maxBytes) =>
-      maxBytes === undefined ? readFileSync(path, "utf8") : readAtMost(path, maxBytes),
-    readStdin: (maxBytes) => (maxBytes === undefined ? readFileSync(0, "utf8") : readAtMost(0, maxBytes)),
-    nowMs: () => Date.now(),
-    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-    // Session id suffixes: a CSPRNG, so ids made at the same moment on two machines differ.
-    random: () => randomInt(2 ** 32) / 2 ** 32,
-    // The AWS SDK takes a third of a second to load: help and usage errors do without it.
-    openApi: async (connection) => (await import("./cairn-api.ts")).openCairnApi(connection),
-    stackOutputs: async (request) => (await import("./cairn-api.ts")).describeStackOutputs(request),
-    runAgent: async function (options, connection) {
-      return (await import("./commands/agent.ts")).runAgent(options, connection, this);
-    },
-  };
 }
 
 export function printJson(io: CliIo, value: unknown): void {

@@ -11,7 +11,28 @@ import {
   type CloudWatchLogsClient,
 } from "@aws-sdk/client-cloudwatch-logs";
 import { LogsUnavailableError } from "./errors.ts";
-import type { KernelLogReader } from "./task-logs.ts";
+
+export interface RawLogEvent {
+  readonly timestamp: number;
+  readonly message: string;
+}
+
+/** The CloudWatch Logs reads the CLI makes (kernel-log-reader.ts; tests use the same over HTTP). */
+export interface KernelLogReader {
+  readonly logGroupName: string;
+  /** Names of the group's streams starting with `prefix` (every page). */
+  listStreams(prefix: string): Promise<ReadonlySet<string>>;
+  /** One page forward: from the head, or from a nextForwardToken (returned unchanged when nothing is new). */
+  forward(
+    streamName: string,
+    nextToken?: string,
+  ): Promise<{ events: RawLogEvent[]; nextForwardToken: string }>;
+  /** One page of several streams' events interleaved by time; `nextToken` while more remain. */
+  filter(
+    streamNames: readonly string[],
+    nextToken?: string,
+  ): Promise<{ events: (RawLogEvent & { logStreamName: string })[]; nextToken?: string }>;
+}
 
 export function cloudWatchLogReader(
   client: Pick<CloudWatchLogsClient, "send">,

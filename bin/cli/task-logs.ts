@@ -16,6 +16,7 @@ import { taskView } from "../../functions/core/jobs.ts";
 import type { Kernel, SessionWithKernels } from "../../functions/core/model.ts";
 import { TERMINAL_SESSION_STATUSES } from "../../functions/core/status.ts";
 import type { SessionReader } from "./cairn-api.ts";
+import type { KernelLogReader } from "./kernel-log-reader.ts";
 import type { TaskRef } from "./job-read.ts";
 import { iso } from "./views.ts";
 
@@ -23,28 +24,6 @@ import { iso } from "./views.ts";
 export type TaskLogEvent =
   | { readonly kind: "line"; readonly task: number; readonly line: LogLine }
   | { readonly kind: "note"; readonly task: number; readonly text: string };
-
-export interface RawLogEvent {
-  readonly timestamp: number;
-  readonly message: string;
-}
-
-/** The CloudWatch Logs reads the CLI makes (kernel-log-reader.ts; tests use the same over HTTP). */
-export interface KernelLogReader {
-  readonly logGroupName: string;
-  /** Names of the group's streams starting with `prefix` (every page). */
-  listStreams(prefix: string): Promise<ReadonlySet<string>>;
-  /** One page forward: from the head, or from a nextForwardToken (returned unchanged when nothing is new). */
-  forward(
-    streamName: string,
-    nextToken?: string,
-  ): Promise<{ events: RawLogEvent[]; nextForwardToken: string }>;
-  /** One page of several streams' events interleaved by time; `nextToken` while more remain. */
-  filter(
-    streamNames: readonly string[],
-    nextToken?: string,
-  ): Promise<{ events: (RawLogEvent & { logStreamName: string })[]; nextToken?: string }>;
-}
 
 /** Sessions read on demand; see sharedSessionReads. */
 export interface SessionSource {

@@ -22,8 +22,8 @@ import {
 } from "../core/events.ts";
 import type { Agent, SessionWithKernels } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
-import { errorCode, errorMessage } from "../lifecycle/handler.ts";
-import { newSigningKey, signatureMatches } from "./agent-signature.ts";
+import { errorCode, errorMessage } from "./lifecycle/handler.ts";
+import { newSigningKey, signatureMatches } from "../topology/agent-signature.ts";
 import type { Logger } from "./logger.ts";
 import type { AgentChannelPort, Clock, LifecycleExecutionsPort } from "./ports.ts";
 

@@ -40,7 +40,7 @@ import {
   WAITING_SESSION_STATUSES,
   SessionStatus,
 } from "../core/status.ts";
-import { errorCode, errorMessage, type HandlerContext } from "../lifecycle/handler.ts";
+import { errorCode, errorMessage, type HandlerContext } from "./lifecycle/handler.ts";
 import { PASSES, passName, passStatuses, type Pass } from "./passes.ts";
 import type { AgentChannelPort, Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
 import { Agents } from "./agents.ts";

@@ -25,7 +25,7 @@ import {
 } from "../core/status.ts";
 import { runName } from "../core/retry/naming.ts";
 import { runRecord } from "../core/runs.ts";
-import { errorCode } from "../lifecycle/handler.ts";
+import { errorCode } from "./lifecycle/handler.ts";
 import { kernelCommand } from "./kernel-commands.ts";
 import type { KernelCommandDetailInput } from "./event-types.ts";
 import type { Clock, EventsPort } from "./ports.ts";

@@ -27,7 +27,7 @@ import { MAX_MESSAGE_LENGTH } from "../core/events.ts";
 import { newSession } from "../core/sessions.ts";
 import { ID_PATTERN } from "../core/spec.ts";
 import { JobState, TERMINAL_JOB_STATES, TERMINAL_SESSION_STATUSES } from "../core/status.ts";
-import { errorCode } from "../lifecycle/handler.ts";
+import { errorCode } from "./lifecycle/handler.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
 import { RunSnapshot } from "./snapshot.ts";

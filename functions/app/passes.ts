@@ -5,11 +5,11 @@
  */
 import { PROMOTION_HANDLERS, type PromotionHandlerSpec } from "../core/handlers.ts";
 import type { SessionStatus as Status } from "../core/status.ts";
-import type { LifecycleHandler } from "../lifecycle/handler.ts";
-import { prepareSessions } from "../lifecycle/prepare-sessions.ts";
-import { scheduleNewSessions } from "../lifecycle/schedule-new-sessions.ts";
-import { startSessions } from "../lifecycle/start-sessions.ts";
-import { terminateSessions } from "../lifecycle/terminate-sessions.ts";
+import type { LifecycleHandler } from "./lifecycle/handler.ts";
+import { prepareSessions } from "./lifecycle/prepare-sessions.ts";
+import { scheduleNewSessions } from "./lifecycle/schedule-new-sessions.ts";
+import { startSessions } from "./lifecycle/start-sessions.ts";
+import { terminateSessions } from "./lifecycle/terminate-sessions.ts";
 
 export type Pass =
   | { readonly kind: "lifecycle"; readonly handler: LifecycleHandler }

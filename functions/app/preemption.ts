@@ -30,7 +30,7 @@ import {
 } from "../core/preemption.ts";
 import type { HandlerResult } from "../core/scheduling.ts";
 import { isWaitingStatus, SessionStatus, WAITING_SESSION_STATUSES } from "../core/status.ts";
-import { errorCode, errorMessage } from "../lifecycle/handler.ts";
+import { errorCode, errorMessage } from "./lifecycle/handler.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock, LifecycleExecutionsPort } from "./ports.ts";
 

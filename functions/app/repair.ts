@@ -20,7 +20,7 @@ import type { Session } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
 import { STAGES } from "../core/handlers.ts";
 import { isWaitingStatus, SessionStatus, WAITING_SESSION_STATUSES } from "../core/status.ts";
-import { errorMessage } from "../lifecycle/handler.ts";
+import { errorMessage } from "./lifecycle/handler.ts";
 import { enterStage } from "./enter-stage.ts";
 import type { KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";

@@ -12,7 +12,7 @@
  *   were meant for its previous life.
  *
  * Pure: schemas, the canonical form that is signed, and the limits. The HMAC itself is computed
- * outside the core (functions/app/agent-signature.ts).
+ * outside the core (functions/topology/agent-signature.ts).
  */
 import * as z from "zod";
 import {

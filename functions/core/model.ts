@@ -4,7 +4,7 @@
  * says otherwise.
  */
 import type { HandlerName } from "./handlers.ts";
-import type { RetryState } from "./retry/evaluate.ts";
+import type { RetryState } from "./retry/state.ts";
 import type { SchedulingResult } from "./scheduling.ts";
 import type {
   AttemptOutcome,

@@ -6,6 +6,7 @@
 import * as z from "zod";
 import { STAGE_KEYS, type SessionSpec, type StageKey } from "./model.ts";
 import { BUDGET_DEFAULTS } from "./retry/budgets.ts";
+import type { ValidationIssue } from "./validation-issue.ts";
 import { HISTORY_LIMIT_REASON, MAX_COUNTED_RETRIES, MAX_FREE_RETURNS } from "./retry/history-budget.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -289,11 +290,7 @@ type _SpecSchemaMatchesModel = Assert<Same<z.output<typeof SessionSpecSchema>, S
 // ---------------------------------------------------------------------------------------------
 // Errors.
 
-export interface ValidationIssue {
-  /** Dotted field path, `[i]` for array items, `(root)` for the whole value. */
-  readonly path: string;
-  readonly message: string;
-}
+export type { ValidationIssue };
 
 export abstract class SpecError extends Error {
   abstract readonly code: string;

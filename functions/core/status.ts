@@ -135,7 +135,7 @@ export const TERMINAL_JOB_STATES: ReadonlySet<JobState> = new Set([
 /**
  * The statuses whose entry goes through the coordinator's placement queue: PENDING (to be
  * placed, serialized) and the ends (capacity came free; the job may settle). The next step of
- * every other waiting stage is taken on entry, by EnterStage (functions/topology.ts).
+ * every other waiting stage is taken on entry, by EnterStage (functions/topology/index.ts).
  */
 export const PLACEMENT_STATUSES: readonly SessionStatus[] = [
   SessionStatus.PENDING,

@@ -6,10 +6,10 @@
  * alarm read.
  */
 import { loadConfig } from "../config.ts";
-import { wire, type Wiring } from "../adapters/clients.ts";
+import { wire, type Wiring } from "./wiring.ts";
 import type { RunReport } from "../app/coordinator.ts";
 import { stageCensus } from "../app/stage-census.ts";
-import { errorMessage } from "../lifecycle/handler.ts";
+import { errorMessage } from "../app/lifecycle/handler.ts";
 import { NO_METRICS, recordCensus, recordRun, type MetricSink } from "./metrics.ts";
 import { createTelemetry, instrumented, type Telemetry } from "./telemetry.ts";
 

@@ -1,6 +1,6 @@
 /** Lambda entry point invoked by the session-lifecycle state machine as it enters each state. */
 import { loadConfig } from "../config.ts";
-import { wire, type Wiring } from "../adapters/clients.ts";
+import { wire, type Wiring } from "./wiring.ts";
 import { enterStage, StageEntryError, type EnterStageInput } from "../app/enter-stage.ts";
 import type { SessionStatus } from "../core/status.ts";
 import { recordStageEntry } from "./metrics.ts";

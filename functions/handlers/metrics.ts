@@ -1,41 +1,13 @@
 /**
  * Cairn's CloudWatch metrics: their names and dimensions, and how a coordinator run, a stage
- * entry and a sweep census become data points. Pure data and functions over a `MetricSink`:
- * the Powertools sink lives in telemetry.ts, and the CDK dashboard and alarms (lib/monitoring.ts)
- * read the same names, so the two cannot drift.
+ * entry and a sweep census become data points, over a `MetricSink`; the Powertools sink lives in
+ * telemetry.ts. The names are in functions/topology/metrics.ts, which the CDK dashboard and
+ * alarms (lib/monitoring.ts) read too, so the two cannot drift.
  */
 import type { RunReport } from "../app/coordinator.ts";
 import type { StageCensus } from "../app/stage-census.ts";
 import type { SessionStatus } from "../core/status.ts";
-
-/** The `service` dimension Powertools puts on every metric. */
-export const METRICS_SERVICE = "cairn";
-/** Namespace used when POWERTOOLS_METRICS_NAMESPACE is unset (the stack always sets it). */
-export const DEFAULT_METRICS_NAMESPACE = "Cairn";
-
-export const MetricName = {
-  /** One per coordinator invocation; dimension Trigger (events | sweep). */
-  CoordinatorRuns: "CoordinatorRuns",
-  EventsApplied: "EventsApplied",
-  /** Inbound events refused at the edge with a reason (never retried). */
-  EventsRejected: "EventsRejected",
-  /** Events whose processing failed transiently and go back to the queue. */
-  EventsRetried: "EventsRetried",
-  /** Stage callbacks the coordinator completed (status changes it decided). */
-  StageCompletions: "StageCompletions",
-  /** Decisions a handler pass produced; dimension Pass. */
-  PassDecisions: "PassDecisions",
-  /** Stage entries recorded by the lifecycle execution; dimension Status (the status entered). */
-  Transitions: "Transitions",
-  /** Sessions waiting in each stage, counted by the sweep; dimension Status. */
-  SessionsInStatus: "SessionsInStatus",
-  /** Sessions still in a stage well past its expiry: the stage timer did not move them on. */
-  SessionsStuck: "SessionsStuckBeyondTimeout",
-} as const;
-export type MetricName = (typeof MetricName)[keyof typeof MetricName];
-
-export const MetricDimension = { Trigger: "Trigger", Pass: "Pass", Status: "Status" } as const;
-export type MetricDimension = (typeof MetricDimension)[keyof typeof MetricDimension];
+import { MetricDimension, MetricName } from "../topology/metrics.ts";
 
 export interface MetricSink {
   /** A count under the service dimension only. */

@@ -11,10 +11,11 @@
 import { Logger as PowertoolsLogger } from "@aws-lambda-powertools/logger";
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import { Tracer } from "@aws-lambda-powertools/tracer";
-import type { Instrumentation } from "../adapters/clients.ts";
+import type { Instrumentation } from "./wiring.ts";
 import type { Logger } from "../app/logger.ts";
 import type { CairnConfig } from "../config.ts";
-import { DEFAULT_METRICS_NAMESPACE, METRICS_SERVICE, NO_METRICS, type MetricSink } from "./metrics.ts";
+import { DEFAULT_METRICS_NAMESPACE, METRICS_SERVICE } from "../topology/metrics.ts";
+import { NO_METRICS, type MetricSink } from "./metrics.ts";
 
 export interface Telemetry extends Instrumentation {
   readonly tracer: Tracer;

@@ -407,7 +407,8 @@ export class Replay {
   /** The kernel's process exits on whichever agent runs it. */
   exit(sessionId: string, kernelIndex: number, exitCode: number): Promise<void> {
     return this.step(`${sessionId}/${kernelIndex} exits ${exitCode}`, () => {
-      const agent = [...this.agents.values()].find((a) => a.runs(sessionId, kernelIndex));
+      // A silent agent is a dead host: nothing it ran can report.
+      const agent = [...this.agents.values()].find((a) => !a.silent && a.runs(sessionId, kernelIndex));
       if (!agent) throw new Error(`no agent runs ${sessionId}/${kernelIndex}`);
       agent.exit(sessionId, kernelIndex, exitCode);
     });

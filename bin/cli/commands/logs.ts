@@ -21,10 +21,10 @@ import {
   sharedStreamListing,
   taskLogJson,
   taskLogText,
-  type KernelLogReader,
   type RunStream,
   type TaskLogEvent,
 } from "../task-logs.ts";
+import type { KernelLogReader } from "../kernel-log-reader.ts";
 import type { CommandContext } from "./context.ts";
 
 /** How often followers look at the store and the streams. */

@@ -18,7 +18,7 @@ import { followJob } from "../follow-job.ts";
 import { awaitVerdict, followSession, rejectionOf, SubmissionRejectedError } from "../follow.ts";
 import { printJson } from "../io.ts";
 import { isSingleSessionJob, readJob, taskRefs } from "../job-read.ts";
-import type { KernelLogReader } from "../task-logs.ts";
+import type { KernelLogReader } from "../kernel-log-reader.ts";
 import type { CommandContext } from "./context.ts";
 import { printSession } from "./get.ts";
 import { printJob } from "./job.ts";

@@ -38,7 +38,7 @@ import {
   SESSION_SK,
   sessionPk,
 } from "./keys.ts";
-import { LISTING_INDEX, STATUS_INDEX } from "./table-schema.ts";
+import { LISTING_INDEX, STATUS_INDEX } from "../../topology/table-schema.ts";
 import type { StoreLayout } from "./transaction-plan.ts";
 import { requireId, requireResources, requireTime } from "./validation.ts";
 

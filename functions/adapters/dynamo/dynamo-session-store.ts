@@ -84,7 +84,7 @@ import { RejectionItems } from "./rejection-items.ts";
 import { RetryResources } from "./retry-resources.ts";
 import type { RetryOptions } from "./retry.ts";
 import { planSessionWrite } from "./session-write.ts";
-import { LISTING_INDEX, STATUS_INDEX, TARGET_INDEX } from "./table-schema.ts";
+import { LISTING_INDEX, STATUS_INDEX, TARGET_INDEX } from "../../topology/table-schema.ts";
 import type { StoreLayout } from "./transaction-plan.ts";
 import { requireCount, requireId, requireKnown, requireLimit, requireNonEmpty } from "./validation.ts";
 

@@ -38,7 +38,7 @@ import {
   withoutVersion,
   type QueueInput,
 } from "./resource-items.ts";
-import { LISTING_INDEX } from "./table-schema.ts";
+import { LISTING_INDEX } from "../../topology/table-schema.ts";
 import {
   guarded,
   updateRequest,

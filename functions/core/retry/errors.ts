@@ -2,7 +2,7 @@
  * Errors of the retry core. Callers across Lambda / Step Functions / EventBridge boundaries branch
  * on `name` or `code`, never on `instanceof`.
  */
-import type { ValidationIssue } from "../spec.ts";
+import type { ValidationIssue } from "../validation-issue.ts";
 
 export abstract class RetryError extends Error {
   abstract readonly code: string;

@@ -44,6 +44,7 @@ import {
   type RunOutcome,
 } from "./budgets.ts";
 import type { RetryConfig } from "./config.ts";
+import type { RetryState } from "./state.ts";
 import { formatDuration } from "./duration.ts";
 import { RetryInputError } from "./errors.ts";
 import { describeEvidence, failedKernels, findMatchingRule, type RunKernel } from "./match.ts";
@@ -51,22 +52,7 @@ import { MAX_COUNTED_RETRIES } from "./history-budget.ts";
 import { isPermanentFailure } from "./permanent-failures.ts";
 import type { AntiAffinityMode, RetryPolicy } from "./policy.ts";
 
-export interface RetryState extends BudgetCounters {
-  /** Retries granted that counted (every retry but free ones): what the global cap limits. */
-  readonly totalRetries: number;
-  /** Retries granted per rule, keyed by `ruleKey`. */
-  readonly ruleRetries: Readonly<Record<string, number>>;
-  /**
-   * Returns to PENDING in the current run before it started (a stage gave up or expired):
-   * capped by the spec's `maxPendingReturns`; a retried run starts again from 0.
-   */
-  readonly pendingReturns?: number;
-  /**
-   * Returns to PENDING in the session's life that no budget counts (give-up and expiry, pre-start
-   * preemptions, agent loss before RUNNING, free retries): capped by MAX_FREE_RETURNS.
-   */
-  readonly freeReturns?: number;
-}
+export type { RetryState };
 
 export const INITIAL_RETRY_STATE: RetryState = Object.freeze({
   failureCount: 0,

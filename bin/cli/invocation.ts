@@ -1,0 +1,83 @@
+/** What the command line asks for: the typed result of parsing argv (args.ts). */
+import type { SessionStatus } from "../../functions/core/status.ts";
+
+export type OutputFormat = "text" | "json" | "yaml";
+
+/** Where Cairn is: the local runtime file, or a stack and/or endpoint. */
+export interface TargetOptions {
+  /** Set only when --runtime-file was given. */
+  readonly runtimeFile?: string;
+  readonly stack?: string;
+  readonly endpoint?: string;
+  readonly region?: string;
+}
+
+interface Common {
+  readonly target: TargetOptions;
+  readonly output: OutputFormat;
+}
+
+/** `retry-config set` flags, as given (validated with the stored configuration they change). */
+export interface RetryConfigChanges {
+  readonly enabled?: boolean;
+  readonly globalMaxRetries?: number;
+  readonly defaultPolicyName?: string;
+  readonly initialDelay?: string;
+  readonly maxDelay?: string;
+  readonly multiplier?: number;
+}
+
+/** `cairn agent`'s flags; absent ones take the host's defaults (commands/agent.ts). */
+export interface AgentOptions {
+  readonly id?: string;
+  readonly cpu?: number;
+  readonly memoryMiB?: number;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly workRoot?: string;
+  readonly heartbeatMs?: number;
+  readonly drainGraceMs?: number;
+}
+
+export type Invocation =
+  /** `--help`, `-h` or `cairn help [COMMAND]`: the help to print. */
+  | { readonly kind: "help"; readonly text: string }
+  | (Common & {
+      readonly kind: "submit";
+      /** A path, or `-` for stdin. */
+      readonly file: string;
+      readonly sessionId?: string;
+      readonly wait: boolean;
+      readonly timeoutSeconds?: number;
+      readonly streamLogs: boolean;
+    })
+  | (Common & { readonly kind: "get"; readonly sessionId: string })
+  | (Common & { readonly kind: "history"; readonly sessionId: string })
+  | (Common & { readonly kind: "list"; readonly status?: SessionStatus; readonly limit: number })
+  | (Common & { readonly kind: "cancel"; readonly sessionId: string; readonly reason?: string })
+  | (Common & { readonly kind: "job get" | "tasks"; readonly jobId: string })
+  | (Common & { readonly kind: "task"; readonly jobId: string; readonly index: number })
+  | (Common & {
+      readonly kind: "logs";
+      readonly jobId: string;
+      /** Undefined: every task. */
+      readonly task?: number;
+      readonly follow: boolean;
+    })
+  | (Common & {
+      readonly kind: "retry-policy create" | "retry-policy update";
+      /** A path, or `-` for stdin. */
+      readonly file: string;
+    })
+  | (Common & {
+      readonly kind: "retry-policy get" | "retry-policy delete" | "queue get" | "queue delete";
+      readonly name: string;
+    })
+  | (Common & { readonly kind: "retry-policy list" | "queue list" | "retry-config get" })
+  | (Common & {
+      readonly kind: "queue create" | "queue update";
+      readonly name: string;
+      readonly priority?: number;
+      readonly retryPolicies?: readonly string[];
+    })
+  | (Common & { readonly kind: "retry-config set"; readonly changes: RetryConfigChanges })
+  | (Common & { readonly kind: "agent"; readonly agent: AgentOptions });

@@ -1,0 +1,159 @@
+/**
+ * A lifecycle handler (seed 001 BEP): targets in, `{successes, failures, skipped}` out. Handlers
+ * do the work of a stage (placement, dispatching commands to agents) and never judge retry,
+ * expiry or give-up: that is the coordinator's.
+ */
+import type { CairnConfig } from "../../config.ts";
+import type { LifecycleHandlerSpec } from "../../core/handlers.ts";
+import type { KernelPatch } from "../../core/effects.ts";
+import type { Agent, SessionWithKernels } from "../../core/model.ts";
+import type { SessionStore } from "../../core/ports/session-store.ts";
+import type { HandlerResult } from "../../core/scheduling.ts";
+import type { KernelCommandDetailInput } from "../event-types.ts";
+import type { KernelCommands } from "../kernel-commands.ts";
+import type { EventsPort } from "../ports.ts";
+import type { RunSnapshot } from "../snapshot.ts";
+
+export interface HandlerContext {
+  readonly store: SessionStore;
+  /** The sessions and agents this coordinator run has read (forget a session once written). */
+  readonly snapshot: RunSnapshot;
+  readonly events: EventsPort;
+  /** Kernel commands, onto the agents' own queues. */
+  readonly commands: KernelCommands;
+  readonly config: CairnConfig;
+  readonly nowMs: number;
+  /** Those of `agentIds` whose heartbeat is recent; each agent is read once per coordinator run. */
+  liveAgents(agentIds: Iterable<string>): Promise<ReadonlyMap<string, Agent>>;
+}
+
+export interface LifecycleHandler {
+  readonly spec: LifecycleHandlerSpec;
+  execute(targets: readonly SessionWithKernels[], ctx: HandlerContext): Promise<HandlerResult>;
+}
+
+/** Collects a handler's result while it works through its targets. */
+export class ResultBuilder {
+  readonly successes: string[] = [];
+  readonly failures: string[] = [];
+  readonly skipped: string[] = [];
+  readonly messages: Record<string, string> = {};
+
+  success(id: string, message?: string): void {
+    this.successes.push(id);
+    if (message !== undefined) this.messages[id] = message;
+  }
+  failure(id: string, message: string): void {
+    this.failures.push(id);
+    this.messages[id] = message;
+  }
+  skip(id: string, message: string): void {
+    this.skipped.push(id);
+    this.messages[id] = message;
+  }
+  build(): HandlerResult {
+    return {
+      successes: this.successes,
+      failures: this.failures,
+      skipped: this.skipped,
+      messages: this.messages,
+    };
+  }
+}
+
+/** The agents the targets' kernels are placed on. */
+export function agentsOf(targets: readonly SessionWithKernels[]): string[] {
+  return [...new Set(targets.flatMap((t) => t.kernels.flatMap((k) => (k.agentId ? [k.agentId] : []))))];
+}
+
+/** Kernels whose agent has stopped heartbeating, described for history. */
+export function lostAgentsOf(
+  target: SessionWithKernels,
+  live: ReadonlyMap<string, Agent>,
+): string | undefined {
+  const lost = [
+    ...new Set(target.kernels.flatMap((k) => (k.agentId && !live.has(k.agentId) ? [k.agentId] : []))),
+  ];
+  return lost.length > 0 ? `agent ${lost.join(", ")} is not responding` : undefined;
+}
+
+/**
+ * Why a placed session's kernels cannot be reached: a kernel with no placement, or an agent that
+ * stopped heartbeating. Undefined when every kernel is on a live agent.
+ */
+export function placementProblem(
+  target: SessionWithKernels,
+  live: ReadonlyMap<string, Agent>,
+): string | undefined {
+  const unplaced = target.kernels.filter((k) => k.agentId === undefined).map((k) => k.index);
+  if (unplaced.length > 0) return `kernel ${unplaced.join(", ")} has no placement`;
+  return lostAgentsOf(target, live);
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function errorCode(error: unknown): string | undefined {
+  if (typeof error === "object" && error !== null && "code" in error) {
+    const code = error.code;
+    return typeof code === "string" ? code : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * Writes kernel patches that depend on the session's current kernels, re-reading on a version
+ * conflict (agents report concurrently). `plan` returns undefined when, on a fresh read, there is
+ * nothing left to do, e.g. another coordinator run already handled it. Returns the session as
+ * planned from, or undefined when nothing was written.
+ */
+export async function patchKernels(
+  ctx: HandlerContext,
+  target: SessionWithKernels,
+  plan: (current: SessionWithKernels) => readonly KernelPatch[] | undefined,
+  attempts = 5,
+): Promise<SessionWithKernels | undefined> {
+  let current: SessionWithKernels | undefined = target;
+  for (let attempt = 1; current && current.session.status === target.session.status; attempt++) {
+    const patches = plan(current);
+    if (!patches || patches.length === 0) return undefined;
+    // Written or conflicting, the copy read is out of date either way.
+    ctx.snapshot.forget(current.session.id);
+    try {
+      await ctx.store.applyWrite({
+        sessionId: current.session.id,
+        expected: { status: current.session.status, version: current.session.version },
+        nowMs: ctx.nowMs,
+        kernels: patches,
+      });
+      return current;
+    } catch (error) {
+      if (errorCode(error) !== "CONFLICT" || attempt >= attempts) throw error;
+    }
+    current = await ctx.snapshot.session(target.session.id);
+  }
+  return undefined;
+}
+
+/** Sends the commands; a session whose commands could not be sent is a failure, not a success. */
+export async function dispatch(
+  ctx: HandlerContext,
+  commands: readonly { sessionId: string; detail: KernelCommandDetailInput }[],
+  result: ResultBuilder,
+): Promise<void> {
+  if (commands.length === 0) return;
+  try {
+    await ctx.commands.send(
+      commands.map((c) => c.detail),
+      await ctx.liveAgents(commands.map((c) => c.detail.agentId)),
+    );
+  } catch (error) {
+    const failed = new Set(commands.map((c) => c.sessionId));
+    for (const id of failed) {
+      const i = result.successes.indexOf(id);
+      if (i >= 0) result.successes.splice(i, 1);
+      if (!result.failures.includes(id)) result.failure(id, `could not reach agents: ${errorMessage(error)}`);
+    }
+  }
+}

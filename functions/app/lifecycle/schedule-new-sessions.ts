@@ -1,0 +1,75 @@
+/**
+ * ScheduleNewSessions (PENDING): places every kernel of a session on agents with enough free
+ * cpu and memory, all or none, highest priority first then oldest (the order targets arrive
+ * in), and reserves the capacity atomically. A session that cannot be placed is SKIPPED with the
+ * reason, which becomes its pending reason; when higher-priority sessions placed ahead of it in
+ * this pass took the capacity it would have fitted in, the reason says so (it waits for priority).
+ */
+import { LIFECYCLE_HANDLERS } from "../../core/handlers.ts";
+import { isLiveAgent, type SessionWithKernels } from "../../core/model.ts";
+import { PlacementPass, toAgentFree } from "../../core/placement-pass.ts";
+import type { HandlerResult } from "../../core/scheduling.ts";
+import {
+  errorCode,
+  errorMessage,
+  ResultBuilder,
+  type HandlerContext,
+  type LifecycleHandler,
+} from "./handler.ts";
+
+export const scheduleNewSessions: LifecycleHandler = {
+  spec: LIFECYCLE_HANDLERS.ScheduleNewSessions,
+  async execute(targets: readonly SessionWithKernels[], ctx: HandlerContext): Promise<HandlerResult> {
+    const result = new ResultBuilder();
+    // Free capacity as it is now, not the run's snapshot: passes earlier in this run may have
+    // released capacity, and a higher-priority session must not miss it to a later, targeted
+    // pass that places a lower-priority one (priority inversion, then a needless preemption).
+    const pass = new PlacementPass(
+      (await ctx.store.listAgents())
+        .filter((a) => isLiveAgent(a, ctx.nowMs, ctx.config.agentTimeoutMs))
+        .map(toAgentFree),
+    );
+    for (const target of targets) {
+      const { session, kernels } = target;
+      const planned = pass.place(target);
+      if (planned.kind === "placed-before") {
+        result.success(session.id, planned.message);
+        continue;
+      }
+      if (planned.kind === "wait") {
+        result.skip(session.id, planned.message);
+        continue;
+      }
+      // The reservation places the kernels: the copy read no longer shows them.
+      ctx.snapshot.forget(session.id);
+      try {
+        await ctx.store.reserveCapacity({
+          sessionId: session.id,
+          expected: { status: session.status, version: session.version },
+          nowMs: ctx.nowMs,
+          placements: planned.kernels.map((p) => ({
+            kernelIndex: p.index,
+            agentId: p.agentId,
+            resources: kernels[p.index]?.resources ?? session.spec.resources,
+          })),
+        });
+      } catch (error) {
+        const code = errorCode(error);
+        if (code === "CAPACITY") {
+          // Another run took the capacity first: not this session's failure, so no try is spent.
+          result.skip(session.id, `capacity changed while placing: ${errorMessage(error)}`);
+          const agent = await ctx.store.getAgent((error as { agentId: string }).agentId);
+          if (agent) pass.refresh(toAgentFree(agent));
+        } else if (code === "CONFLICT" || code === "NOT_FOUND") {
+          // The session moved on (cancelled, or another run placed it): nothing to judge.
+        } else {
+          result.failure(session.id, `could not reserve capacity: ${errorMessage(error)}`);
+        }
+        continue;
+      }
+      pass.taken(target, planned.kernels);
+      result.success(session.id, planned.message);
+    }
+    return result.build();
+  },
+};

@@ -1,0 +1,90 @@
+/**
+ * AWS SDK clients. Endpoints come from the standard SDK environment (`AWS_ENDPOINT_URL`,
+ * `AWS_ENDPOINT_URL_DYNAMODB`, …), so the same code talks to AWS, LocalStack or the embedded
+ * runtime without knowing which.
+ */
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import { SFNClient } from "@aws-sdk/client-sfn";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { KernelCommands } from "../app/kernel-commands.ts";
+import { SqsAgentChannel } from "../adapters/sqs/agent-channel.ts";
+import { Coordinator } from "../app/coordinator.ts";
+import type { EnterStageDeps } from "../app/enter-stage.ts";
+import { jsonLogger, type Logger } from "../app/logger.ts";
+import { systemClock, type Clock } from "../app/ports.ts";
+import type { CairnConfig } from "../config.ts";
+import type { SessionStore } from "../core/ports/session-store.ts";
+import { DynamoSessionStore } from "../adapters/dynamo/dynamo-session-store.ts";
+import { RequestCounter } from "../adapters/dynamo/metrics.ts";
+import { eventBridgeEvents } from "../adapters/eventbridge/events-port.ts";
+import { EventPublisher } from "../adapters/eventbridge/publisher.ts";
+import { LifecycleExecutions } from "../adapters/sfn/lifecycle-executions.ts";
+
+export interface Wiring {
+  readonly coordinator: Coordinator;
+  readonly enterStage: EnterStageDeps;
+  readonly store: SessionStore;
+  readonly clock: Clock;
+  /** The entry points' own log (the sweep's census). */
+  readonly log: Logger;
+}
+
+/** How the entry points observe the clients and log (Powertools in handlers/telemetry.ts). */
+export interface Instrumentation {
+  /** Returns the client to use: the same one, traced where tracing is on. */
+  captureClient<T extends object>(client: T): T;
+  logger(component: string): Logger;
+}
+
+const plain = (config: CairnConfig): Instrumentation => ({
+  captureClient: (client) => client,
+  logger: (component) => jsonLogger(component, undefined, config.logLevel),
+});
+
+/**
+ * Every DynamoDB write request the functions of this process send. One process is one Lambda
+ * execution environment (or the whole embedded runtime): the benchmark reads it for "writes
+ * per session".
+ */
+export const storeMetrics = new RequestCounter();
+
+export function wire(config: CairnConfig, instrumentation: Instrumentation = plain(config)): Wiring {
+  const captureClient = <T extends object>(client: T): T => instrumentation.captureClient(client);
+  const store = new DynamoSessionStore({
+    client: captureClient(new DynamoDBClient({})),
+    tableName: config.tableName,
+    shards: config.shards,
+    metrics: storeMetrics,
+  });
+  const events = eventBridgeEvents(
+    new EventPublisher(captureClient(new EventBridgeClient({}))),
+    config.eventBusName,
+  );
+  const executions = new LifecycleExecutions(captureClient(new SFNClient({})), config.stateMachineArn);
+  const channel = new SqsAgentChannel(captureClient(new SQSClient({})), config.agentQueuePrefix);
+  const coordinator = new Coordinator({
+    store,
+    executions,
+    events,
+    channel,
+    config,
+    clock: systemClock,
+    log: instrumentation.logger("coordinator"),
+  });
+  return {
+    coordinator,
+    enterStage: {
+      store,
+      events,
+      commands: new KernelCommands(store, channel),
+      clock: systemClock,
+      log: instrumentation.logger("enter-stage"),
+      terminationGraceMs: config.terminationGraceMs,
+      advance: (sessionId, status, entered) => coordinator.advance(sessionId, status, entered),
+    },
+    store,
+    clock: systemClock,
+    log: instrumentation.logger("entry"),
+  };
+}

@@ -1,0 +1,199 @@
+/**
+ * Cairn's topology, declared once: the functions, the event rules that feed them, the state
+ * machine and its substitutions, and the sweep schedule. The CDK stack (lib/) and the embedded
+ * runtime (local/) are both built from this, so they cannot drift; a test compares them.
+ * Pure data: no CDK, no SDK.
+ */
+import { EventSource, DetailType } from "../core/events.ts";
+import { PLACEMENT_STATUSES } from "../core/status.ts";
+export const FunctionName = {
+  /** Applies inbound events, then runs the handler passes they make possible. */
+  Coordinator: "Coordinator",
+  /** Invoked by the lifecycle execution as it enters each state. */
+  EnterStage: "EnterStage",
+} as const;
+export type FunctionName = (typeof FunctionName)[keyof typeof FunctionName];
+
+export interface FunctionDecl {
+  readonly name: FunctionName;
+  /** Module under functions/handlers/ exporting `handler`. */
+  readonly entry: string;
+  readonly description: string;
+  readonly timeoutSeconds: number;
+  readonly memoryMiB: number;
+  /** What the function touches, for least-privilege grants. */
+  readonly uses: readonly (
+    | "table"
+    | "bus:put"
+    | "statemachine:start"
+    | "statemachine:callback"
+    /** Reads executions' status (the sweep's repair, functions/app/repair.ts). */
+    | "statemachine:describe"
+    /** Creates agents' queues (on registration) — functions/adapters/sqs/agent-channel.ts. */
+    | "agents:open"
+    /** Sends to agents' queues. */
+    | "agents:send"
+  )[];
+}
+
+export const FUNCTIONS: readonly FunctionDecl[] = [
+  {
+    name: FunctionName.Coordinator,
+    entry: "functions/handlers/coordinator.ts",
+    description: "Applies inbound events and runs the lifecycle handlers and promotions in batches",
+    timeoutSeconds: 60,
+    memoryMiB: 512,
+    uses: [
+      "table",
+      "bus:put",
+      "statemachine:start",
+      "statemachine:callback",
+      "statemachine:describe",
+      "agents:open",
+      "agents:send",
+    ],
+  },
+  {
+    name: FunctionName.EnterStage,
+    entry: "functions/handlers/enter-stage.ts",
+    description:
+      "Records a session's status, task token and entry time as its execution enters a state, then takes the session's next step",
+    timeoutSeconds: 30,
+    memoryMiB: 256,
+    // Stops what a session leaves running when it leaves its agents; takes the session's next
+    // step itself (Coordinator.advance): commands to its agents, the stage's callback.
+    uses: ["table", "bus:put", "agents:send", "statemachine:callback"],
+  },
+];
+
+/**
+ * Events reach the coordinator through queues so that bursts coalesce into batches (an SQS
+ * event source with a batching window on AWS; the same batching in the embedded runtime). Each
+ * kind of work has its own queue, so that none waits behind another's backlog: client requests
+ * (a burst of submissions), kernel reports (sessions under way), placement (sessions entering
+ * PENDING, capacity coming free) and heartbeats. A session's other stages are taken on entry
+ * (EnterStage), in parallel.
+ */
+export const QueueName = {
+  CoordinatorQueue: "CoordinatorQueue",
+  ReportQueue: "ReportQueue",
+  PlacementQueue: "PlacementQueue",
+  HeartbeatQueue: "HeartbeatQueue",
+} as const;
+export type QueueName = (typeof QueueName)[keyof typeof QueueName];
+
+export interface QueueDecl {
+  readonly name: QueueName;
+  readonly consumer: FunctionName;
+  readonly batchSize: number;
+  readonly maxBatchingWindowSeconds: number;
+  /** How many batches may run at once. */
+  readonly maxConcurrency: number;
+}
+
+export const QUEUES: readonly QueueDecl[] = [
+  {
+    // Client requests. A burst of submissions is taken in at the pace of two batches at once, so
+    // that sessions already under way (reports, stage entries, placement) are not starved of the
+    // store by the intake: work that has started finishes first.
+    name: QueueName.CoordinatorQueue,
+    consumer: FunctionName.Coordinator,
+    batchSize: 10,
+    maxBatchingWindowSeconds: 0,
+    maxConcurrency: 2,
+  },
+  {
+    // Kernel reports: per-session work, batches side by side; two touching the same session are
+    // kept apart by the session's version (a conflict re-reads).
+    name: QueueName.ReportQueue,
+    consumer: FunctionName.Coordinator,
+    batchSize: 10,
+    maxBatchingWindowSeconds: 0,
+    maxConcurrency: 8,
+  },
+  {
+    // Placement: sessions entering PENDING and capacity coming free. Few batches at once (2 is
+    // the least an SQS event source allows), so passes rarely compete for the same capacity;
+    // when they do, the reservation's condition decides and the loser is skipped, not failed.
+    name: QueueName.PlacementQueue,
+    consumer: FunctionName.Coordinator,
+    batchSize: 10,
+    maxBatchingWindowSeconds: 0,
+    maxConcurrency: 2,
+  },
+  {
+    // Heartbeats have their own queue so that a burst of work in the coordinator queue cannot
+    // delay them past the agent timeout and make live agents look lost.
+    name: QueueName.HeartbeatQueue,
+    consumer: FunctionName.Coordinator,
+    batchSize: 10,
+    maxBatchingWindowSeconds: 0,
+    maxConcurrency: 2,
+  },
+];
+
+export interface RuleDecl {
+  readonly name: string;
+  readonly description: string;
+  readonly eventPattern: Readonly<Record<string, unknown>>;
+  readonly target: { readonly queue: QueueName };
+}
+
+export const RULES: readonly RuleDecl[] = [
+  {
+    name: "ClientRequests",
+    description: "Session submissions and cancel requests",
+    eventPattern: {
+      source: [EventSource.Client],
+      "detail-type": [DetailType.SessionSubmitted, DetailType.SessionCancelRequested],
+    },
+    target: { queue: QueueName.CoordinatorQueue },
+  },
+  {
+    name: "KernelReports",
+    description: "Kernel status changes reported by agents",
+    eventPattern: {
+      source: [EventSource.Agent],
+      "detail-type": [DetailType.KernelStatusChanged],
+    },
+    target: { queue: QueueName.ReportQueue },
+  },
+  {
+    name: "AgentHeartbeats",
+    description: "Agent registrations and heartbeats (their own queue: liveness must not wait behind work)",
+    eventPattern: {
+      source: [EventSource.Agent],
+      "detail-type": [DetailType.AgentHeartbeat, DetailType.AgentRegistrationRequested],
+    },
+    target: { queue: QueueName.HeartbeatQueue },
+  },
+  {
+    name: "StatusChanges",
+    description:
+      "A session entered PENDING (to be placed) or ended (capacity came free, its job may settle); other stages are taken on entry",
+    eventPattern: {
+      source: [EventSource.ControlPlane],
+      "detail-type": [DetailType.SessionStatusChanged],
+      detail: { to: [...PLACEMENT_STATUSES] },
+    },
+    target: { queue: QueueName.PlacementQueue },
+  },
+];
+
+export interface StateMachineDecl {
+  readonly name: string;
+  readonly file: string;
+  /** `${Key}` placeholders in the ASL → the function whose ARN replaces them. */
+  readonly substitutions: Readonly<Record<string, FunctionName>>;
+}
+
+export const STATE_MACHINES: readonly StateMachineDecl[] = [
+  {
+    name: "SessionLifecycle",
+    file: "statemachines/session-lifecycle.asl.json",
+    substitutions: { EnterStageFunctionArn: FunctionName.EnterStage },
+  },
+];
+
+/** The safety sweep: runs every pass for anything an event missed. */
+export const SWEEP = { name: "Sweep", rateSeconds: 60, target: FunctionName.Coordinator } as const;
