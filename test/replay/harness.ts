@@ -337,7 +337,10 @@ export class Replay {
   }
 
   async #settle(label: string): Promise<void> {
+    // The step's own act may have changed state without a coordinator run (a timer firing).
+    let checked = false;
     for (let run = 0; ; run++) {
+      if (this.driver.busy) checked = false;
       await this.driver.drain();
       if (this.bus.length === 0) break;
       if (run >= this.#maxRuns)
@@ -349,8 +352,9 @@ export class Replay {
       if (report.retry.length > 0) this.note(`  redelivered: ${report.retry.length}`);
       await this.driver.drain();
       await this.check(label);
+      checked = true;
     }
-    await this.check(label);
+    if (!checked) await this.check(label);
   }
 
   submit(sessionId: string, spec: SessionSpecInput): Promise<void> {
@@ -455,8 +459,13 @@ export class Replay {
 
   async dump(): Promise<Dump> {
     const ids = [...new Set([...this.#ids, ...this.driver.executions.keys()])].sort();
-    const [sessions, agents] = await Promise.all([this.store.getSessions(ids), this.store.listAgents()]);
-    const allocations = (await Promise.all(agents.map((a) => this.store.allocationsOnAgent(a.id)))).flat();
+    // The agents the scenario registered are all there are: their allocations are read alongside.
+    const [sessions, agents, ...held] = await Promise.all([
+      this.store.getSessions(ids),
+      this.store.listAgents(),
+      ...[...this.agents.keys()].map((id) => this.store.allocationsOnAgent(id)),
+    ]);
+    const allocations = held.flat();
     const created = new Map<string, number>();
     for (const e of this.driver.executions.keys()) created.set(e, 1);
     return {
