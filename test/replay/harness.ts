@@ -67,6 +67,9 @@ export class ScriptedAgent {
   silent = false;
   prepare: PrepareScript = "ok";
   nextHeartbeatAtMs: number;
+  /** Reports held back instead of sent (a slow network): Replay.release sends them later. */
+  deferReports = false;
+  readonly held: { readonly command: KernelCommandInput; readonly detail: Record<string, unknown> }[] = [];
   readonly slots = new Map<string, KernelSlot>();
   readonly received: AgentMessage[] = [];
   readonly #replay: Replay;
@@ -149,20 +152,18 @@ export class ScriptedAgent {
     status: "PREPARED" | "RUNNING" | "TERMINATED" | "ERROR",
     extra: Record<string, unknown> = {},
   ): void {
-    this.#replay.publish(
-      EventSource.Agent,
-      DetailType.KernelStatusChanged,
-      this.sign(DetailType.KernelStatusChanged, {
-        agentId: this.id,
-        incarnation: this.incarnation,
-        sessionId: c.sessionId,
-        kernelIndex: c.kernelIndex,
-        runIndex: c.runIndex,
-        status,
-        ...extra,
-        atMs: this.#replay.nowMs,
-      }),
-    );
+    const detail = this.sign(DetailType.KernelStatusChanged, {
+      agentId: this.id,
+      incarnation: this.incarnation,
+      sessionId: c.sessionId,
+      kernelIndex: c.kernelIndex,
+      runIndex: c.runIndex,
+      status,
+      ...extra,
+      atMs: this.#replay.nowMs,
+    });
+    if (this.deferReports) this.held.push({ command: c, detail });
+    else this.#replay.publish(EventSource.Agent, DetailType.KernelStatusChanged, detail);
   }
 
   heartbeat(): void {
@@ -418,6 +419,16 @@ export class Replay {
     });
   }
 
+  /** The agent's held reports that `which` selects (by the command they answer) are sent now. */
+  release(agentId: string, which: (c: KernelCommandInput) => boolean, label: string): Promise<void> {
+    return this.step(`${agentId} sends held reports: ${label}`, () => {
+      const agent = this.agent(agentId);
+      const send = agent.held.filter((r) => which(r.command));
+      agent.held.splice(0, agent.held.length, ...agent.held.filter((r) => !which(r.command)));
+      for (const r of send) this.publish(EventSource.Agent, DetailType.KernelStatusChanged, r.detail);
+    });
+  }
+
   /** The periodic safety sweep. */
   sweep(): Promise<void> {
     return this.step("sweep", async () => {
@@ -475,6 +486,17 @@ export class Replay {
       allocations,
       executions: this.driver.executions,
       executionsCreated: created,
+      processes: [...this.agents.values()]
+        .filter((a) => !a.silent)
+        .flatMap((a) =>
+          [...a.slots.values()]
+            .filter((slot) => slot.phase === "running")
+            .map((slot) => ({
+              agentId: a.id,
+              sessionId: slot.command.sessionId,
+              kernelIndex: slot.command.kernelIndex,
+            })),
+        ),
     };
   }
 

@@ -16,6 +16,12 @@ export interface Dump {
   readonly executions: ReadonlyMap<string, Execution>;
   /** StartExecution calls per execution name. */
   readonly executionsCreated: ReadonlyMap<string, number>;
+  /** Kernel processes the (scripted) agents that are still up have running. */
+  readonly processes: readonly {
+    readonly agentId: string;
+    readonly sessionId: string;
+    readonly kernelIndex: number;
+  }[];
 }
 
 const ended = (s: SessionWithKernels) => TERMINAL_SESSION_STATUSES.has(s.session.status);
@@ -157,6 +163,20 @@ export function triesMonotonic(before: Dump, after: Dump): string[] {
   return problems;
 }
 
+/**
+ * No orphan process: no agent that is up runs a kernel of a session that has ended (its
+ * capacity is back in the pool, and nothing will ever stop it).
+ */
+export function noOrphanProcess(d: Dump): string[] {
+  const byId = new Map(d.sessions.map((s) => [s.session.id, s]));
+  return d.processes.flatMap((p) => {
+    const s = byId.get(p.sessionId);
+    return s && ended(s)
+      ? [`${p.agentId} runs ${p.sessionId}/${p.kernelIndex} but the session is ${s.session.status}`]
+      : [];
+  });
+}
+
 /** Every invariant over one dump (and the one before it, for monotonicity). */
 export function checkAll(before: Dump | undefined, after: Dump): string[] {
   return [
@@ -164,6 +184,7 @@ export function checkAll(before: Dump | undefined, after: Dump): string[] {
     ...noOrphanToken(after).map((p) => `no orphan token: ${p}`),
     ...capacityConserved(after).map((p) => `capacity conserved: ${p}`),
     ...noSplitGang(after).map((p) => `no split gang: ${p}`),
+    ...noOrphanProcess(after).map((p) => `no orphan process: ${p}`),
     ...(before ? triesMonotonic(before, after).map((p) => `tries monotonic: ${p}`) : []),
   ];
 }
