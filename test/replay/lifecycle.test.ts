@@ -95,6 +95,8 @@ describe("one session, replayed", () => {
     await h.put("submit s-001 again", submission);
 
     expect(h.driver.executions.size).toBe(1);
+    // Each delivery starts the execution again; the name (the session id) makes it the same one.
+    expect(h.driver.startCalls).toEqual(["s-001", "s-001", "s-001"]);
     expect(h.driver.executions.get("s-001")?.status).toBe("RUNNING");
     const history = await h.history("s-001");
     expect(history.filter((r) => r.startsWith("Submit "))).toEqual(["Submit SUBMITTED PENDING->PENDING"]);
