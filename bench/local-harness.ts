@@ -234,6 +234,7 @@ export interface Costs {
   readonly writeOperations: number;
   readonly writeItems: number;
   readonly failedWrites: number;
+  readonly failedByPurpose: ReadonlyMap<string, number>;
   readonly writesByOperation: ReadonlyMap<string, { readonly operations: number; readonly items: number }>;
   readonly eventsByType: ReadonlyMap<string, number>;
   /** Each coordinator queue's batches and messages (counted from the runtime's start). */
@@ -317,6 +318,7 @@ export async function collectCosts(
     writeOperations: w.operations,
     writeItems: w.items,
     failedWrites: w.failedOperations,
+    failedByPurpose: new Map(w.failedByPurpose),
     writesByOperation: new Map([...w.byOperation].map(([op, c]) => [op, { ...c }])),
     eventsByType: new Map(watch.eventsByType),
     queues: new Map([...runtime.queues].map(([name, q]) => [name, q.stats()])),
@@ -346,6 +348,10 @@ export function printCosts(costs: Costs, per: readonly PerUnit[]): void {
     "DynamoDB write requests",
     `${each(costs.writeOperations)} (${costs.failedWrites} conditional failures in all)`,
   );
+  if (costs.failedByPurpose.size > 0) {
+    const failed = [...costs.failedByPurpose].sort((a, b) => b[1] - a[1]);
+    row("  failed, by store method", failed.map(([purpose, n]) => `${purpose} ${n}`).join(", "));
+  }
   row("DynamoDB items written", each(costs.writeItems));
   for (const [op, c] of costs.writesByOperation) {
     row(`  ${op}`, `requests ${compact(c.operations)}   items ${compact(c.items)}`);

@@ -85,12 +85,42 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
       expected: { status: "PENDING", version: 0 },
       nowMs: T0 + 1,
       tries: "increment",
+      // Two items, so a transaction (one item is a plain conditional write).
+      kernels: [{ index: 0, expectedVersion: 0 }],
     });
     expect(applied.version).toBe(1);
     expect(flaky.calls()).toBe(3);
     expect(delays).toEqual([12, 25]); // half of 25 ms, then half of 50 ms (random = 0.5)
     expect(metrics).toMatchObject({ operations: 3, failedOperations: 2 });
     expect((await table.store().getSession("f-1"))?.session.tries).toBe(1);
+  });
+
+  test("a one-item write is a conditional UpdateItem, retried on throttling like a transaction", async () => {
+    await table.store().createSession(newSession("f-one"));
+    const flaky = flakyClient(table.client, "UpdateItemCommand", 2, faults.throttling);
+    const delays: number[] = [];
+    const metrics = new RequestCounter();
+    const store = storeWith(flaky.client, delays, metrics);
+    await store.applyWrite({
+      sessionId: "f-one",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 1,
+      tries: "increment",
+    });
+    expect(flaky.calls()).toBe(3);
+    expect(delays).toEqual([12, 25]);
+    expect(metrics.byOperation.get("UpdateItem")).toMatchObject({ operations: 3 });
+    expect(metrics.byOperation.has("TransactWriteItems")).toBe(false);
+    // Its guard still holds: a second write at the old version conflicts.
+    const stale = await caught(() =>
+      table.store().applyWrite({
+        sessionId: "f-one",
+        expected: { status: "PENDING", version: 0 },
+        nowMs: T0 + 2,
+        tries: "increment",
+      }),
+    );
+    expect(stale).toMatchObject({ code: "CONFLICT", found: { status: "PENDING", version: 1 } });
   });
 
   test.each([
@@ -116,6 +146,7 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
         expected: { status: "PENDING", version: 0 },
         nowMs: T0 + 1,
         tries: "increment",
+        kernels: [{ index: 0, expectedVersion: 0 }],
       }),
     );
     expect(error).toMatchObject({

@@ -389,6 +389,8 @@ describe("requeue write", () => {
         status: "PENDING",
         resources: k.resources,
         statusChangedAtMs: T0 + 1_000,
+        // Written once by the requeue (the fixture's kernels were never written before).
+        version: 1,
       })),
     );
     expect(await store.listRuns("requeue-1")).toEqual([write.run]);

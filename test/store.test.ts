@@ -297,6 +297,62 @@ describe("sessions: create, read, write", () => {
     expect((await store.listHistory("hist-1", { fromSeq: 1 })).map((r) => r.seq)).toEqual([1]);
   });
 
+  test("kernel reports write kernels alone: a stage write and a report collide only on one kernel", async () => {
+    const store = table.store();
+    await store.createSession(newSession("kver-1", { replicas: 2 }));
+    const at = { status: "PENDING" as const, version: 0 };
+    // A report on kernel 0 leaves the session item (its version) alone.
+    await store.patchKernels("kver-1", at, [{ index: 0, expectedVersion: 0, message: "report" }], T0 + 1);
+    let read = await store.getSession("kver-1");
+    expect(read?.session.version).toBe(0);
+    expect(read?.kernels.map((k) => k.version)).toEqual([1, undefined]);
+    // A write at the session's version read before the report still commits, and may patch
+    // kernel 1, which the report left alone…
+    await store.applyWrite({
+      sessionId: "kver-1",
+      expected: at,
+      nowMs: T0 + 2,
+      tries: "increment",
+      kernels: [{ index: 1, expectedVersion: 0, message: "entry" }],
+    });
+    // …but not kernel 0 as it was before the report.
+    const clash = await caught(() =>
+      store.applyWrite({
+        sessionId: "kver-1",
+        expected: { status: "PENDING", version: 1 },
+        nowMs: T0 + 3,
+        kernels: [{ index: 0, expectedVersion: 0, message: "stale" }],
+      }),
+    );
+    expect(clash).toMatchObject({ code: "CONFLICT", reason: "kernel 0 changed since it was read" });
+    // A report computed from a stale kernel conflicts too, and one for a missing kernel is not found.
+    expect(
+      await caught(() => store.patchKernels("kver-1", at, [{ index: 1, expectedVersion: 0 }], T0 + 4)),
+    ).toMatchObject({ code: "CONFLICT", reason: "kernel 1 changed since it was read" });
+    expect(
+      await caught(() => store.patchKernels("kver-1", at, [{ index: 5, expectedVersion: 0 }], T0 + 4)),
+    ).toMatchObject({ code: "NOT_FOUND", entity: "kernel" });
+    // Every patch names the version it was read at; several kernels are one transaction.
+    expect(
+      await caught(() => store.patchKernels("kver-1", at, [{ index: 0, status: "PREPARED" }], T0 + 4)),
+    ).toMatchObject({ field: "patches[0].expectedVersion" });
+    await store.patchKernels(
+      "kver-1",
+      at,
+      [
+        { index: 0, expectedVersion: 1, message: "a" },
+        { index: 1, expectedVersion: 1, message: "b" },
+      ],
+      T0 + 5,
+    );
+    read = await store.getSession("kver-1");
+    expect(read?.kernels.map((k) => [k.version, k.message])).toEqual([
+      [2, "a"],
+      [2, "b"],
+    ]);
+    expect(read?.session.version).toBe(1);
+  });
+
   test("the core's stage entry write applies as one transaction", async () => {
     const store = table.store();
     const { session, kernels } = newSession("entry-1");

@@ -445,8 +445,9 @@ export class Coordinator {
 
   /**
    * A session's kernel reports of one batch: each checked (only the agent the kernel is placed
-   * on may report it, signed, for the current run), then all applied in one write, re-reading on
-   * a conflict. Returns each report's rejection, or undefined where it was applied.
+   * on may report it, signed, for the current run), then all applied in one write of the kernels
+   * they change, re-reading on a conflict. Returns each report's rejection, or undefined where it
+   * was applied.
    */
   async #applyReports(
     sessionId: string,
@@ -474,12 +475,14 @@ export class Coordinator {
         // Written or conflicting, the copy read is out of date either way.
         snapshot.forget(sessionId);
         try {
-          await this.#d.store.applyWrite({
+          // The kernels alone, each at the version read: a stage entry or claim of the session
+          // in between does not make the reports conflict, only a write to the same kernel does.
+          await this.#d.store.patchKernels(
             sessionId,
-            expected: { status: s.session.status, version: s.session.version },
-            nowMs: this.#d.clock.nowMs(),
-            kernels: patches,
-          });
+            { status: s.session.status, version: s.session.version },
+            patches,
+            this.#d.clock.nowMs(),
+          );
         } catch (error) {
           if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
           continue;

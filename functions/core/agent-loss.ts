@@ -40,6 +40,7 @@ export function agentLossPlan(
   if (lost.length === 0 || !isWaitingStatus(session.status)) return undefined;
   const patches: KernelPatch[] = lost.map((k) => ({
     index: k.index,
+    expectedVersion: k.version ?? 0,
     status: "TERMINATED",
     condition: TerminationCondition.AgentLost,
     message: reason,

@@ -29,6 +29,12 @@ import { SchedulingResult } from "./scheduling.ts";
 
 export interface KernelPatch {
   readonly index: number;
+  /**
+   * The kernel's version the patch was computed from (Kernel.version, 0 when absent): the write
+   * commits only if the kernel is still there. Omitted only by writes that do not depend on what
+   * the kernel held.
+   */
+  readonly expectedVersion?: number;
   readonly status?: KernelStatus;
   /** `null` clears the placement. */
   readonly agentId?: string | null;
@@ -47,6 +53,14 @@ export interface KernelPatch {
   readonly resetRun?: boolean;
   readonly startedAtMs?: number;
   readonly finishedAtMs?: number;
+}
+
+/** `patches`, each guarded by the version its kernel had in `read` (the kernels they were planned from). */
+export function guardedByRead(patches: readonly KernelPatch[], read: readonly Kernel[]): KernelPatch[] {
+  const versions = new Map(read.map((k) => [k.index, k.version ?? 0]));
+  return patches.map((p) =>
+    p.expectedVersion !== undefined ? p : { ...p, expectedVersion: versions.get(p.index) ?? 0 },
+  );
 }
 
 export interface SessionWrite {
@@ -170,7 +184,7 @@ export function stageEntryWrite({
     ...write,
     status: to,
     tries: "reset",
-    ...(patches.length > 0 ? { kernels: patches } : {}),
+    ...(patches.length > 0 ? { kernels: guardedByRead(patches, kernels) } : {}),
     history: placeHistory(session.lastHistory, [
       {
         sessionId: session.id,

@@ -2,7 +2,7 @@
  * How an agent's report moves a kernel. Reports arrive at least once and possibly late, so a
  * report only moves a kernel forward, and one from another run or agent is ignored by the caller.
  */
-import type { KernelPatch } from "./effects.ts";
+import { guardedByRead, type KernelPatch } from "./effects.ts";
 import type { Kernel } from "./model.ts";
 import {
   AttemptOutcome,
@@ -121,5 +121,6 @@ export function kernelReportPatches(
     current.set(kernel.index, { ...kernel, status: patch.status ?? kernel.status });
     patches.set(kernel.index, { ...patches.get(kernel.index), ...patch });
   }
-  return [...patches.values()];
+  // Guarded by the kernels as read, not as the batch's earlier reports left them.
+  return guardedByRead([...patches.values()], kernels);
 }

@@ -188,6 +188,12 @@ export interface Kernel {
   readonly startedAtMs?: number;
   readonly finishedAtMs?: number;
   readonly statusChangedAtMs: number;
+  /**
+   * Counts the writes to the kernel's item (absent: none yet). A patch made from a read names the
+   * version it read (KernelPatch.expectedVersion), so kernel reports need not guard on the
+   * session's version, and a stage entry and a report collide only where they touch one kernel.
+   */
+  readonly version?: number;
 }
 
 export interface SessionWithKernels {

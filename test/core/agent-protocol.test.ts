@@ -124,6 +124,7 @@ describe("losing an agent", () => {
     expect(plan?.kernels).toEqual([
       {
         index: 0,
+        expectedVersion: 0,
         status: "TERMINATED",
         condition: "AgentLost",
         message: "agent agent-1 lost",

@@ -428,8 +428,8 @@ describe("stageEntryWrite()", () => {
       tries: "reset",
       // Placement is kept: no agentId in the patch.
       kernels: [
-        { index: 0, status: "PREPARING" },
-        { index: 1, status: "PREPARING" },
+        { index: 0, status: "PREPARING", expectedVersion: 0 },
+        { index: 1, status: "PREPARING", expectedVersion: 0 },
       ],
       history: [
         {
@@ -533,7 +533,7 @@ describe("stageEntryWrite()", () => {
     });
     expect(write.status).toBe("TERMINATED");
     // Only the kernel still shutting down is patched; no patch carries an exit code.
-    expect(write.kernels).toEqual([{ index: 2, status: "TERMINATED" }]);
+    expect(write.kernels).toEqual([{ index: 2, status: "TERMINATED", expectedVersion: 0 }]);
   });
 
   test("cancel from RUNNING → TERMINATING: kernels untouched (TerminateSessions stops them)", () => {
@@ -561,6 +561,6 @@ describe("stageEntryWrite()", () => {
       transition: { from: "PENDING", to: "CANCELLED", result: "CANCELLED", handler: "Cancel" },
       nowMs: NOW_MS,
     });
-    expect(write.kernels).toEqual([{ index: 0, status: "CANCELLED" }]);
+    expect(write.kernels).toEqual([{ index: 0, status: "CANCELLED", expectedVersion: 0 }]);
   });
 });

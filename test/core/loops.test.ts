@@ -245,8 +245,22 @@ describe("runs that can never start", () => {
       nowMs: NOW_MS,
     });
     expect(write.kernels).toEqual([
-      { index: 0, status: "ERROR", outcome: "FAILED", message: "gone", finishedAtMs: NOW_MS },
-      { index: 1, status: "ERROR", outcome: "FAILED", message: "why", finishedAtMs: NOW_MS },
+      {
+        index: 0,
+        status: "ERROR",
+        outcome: "FAILED",
+        message: "gone",
+        finishedAtMs: NOW_MS,
+        expectedVersion: 0,
+      },
+      {
+        index: 1,
+        status: "ERROR",
+        outcome: "FAILED",
+        message: "why",
+        finishedAtMs: NOW_MS,
+        expectedVersion: 0,
+      },
     ]);
   });
 

@@ -19,6 +19,7 @@ import {
 import { hasFreeCapacity, itemAbsent, itemExists, kernelUnplaced, sessionAt } from "./conditions.ts";
 import { all } from "./expressions.ts";
 import { allocationItem } from "./item-codec.ts";
+import { bumpVersion } from "./session-write.ts";
 import { AGENT_SK, agentPk, allocationSk, kernelSk, SESSION_SK, sessionPk } from "./keys.ts";
 import {
   guarded,
@@ -79,7 +80,7 @@ export function planReservation(request: ReservationRequest, layout: StoreLayout
       Update: updateRequest(
         tableName,
         { pk: { S: sessionPk(request.sessionId) }, sk: { S: kernelSk(placement.kernelIndex) } },
-        (u) => u.set("agentId", placement.agentId),
+        (u) => u.set("agentId", placement.agentId).setTo("version", bumpVersion),
         all(itemExists, kernelUnplaced),
       ),
     });

@@ -4,7 +4,7 @@
  */
 import type { ResourceRequest } from "../../core/model.ts";
 import type { SessionState } from "../../core/ports/session-store.ts";
-import type { Clause } from "./expressions.ts";
+import { any, type Clause } from "./expressions.ts";
 
 export const itemExists: Clause = (e) => `attribute_exists(${e.path("pk")})`;
 
@@ -30,6 +30,10 @@ export const capacityIs =
   (e) =>
     `${e.path("capacity.cpu")} = ${e.value(capacity.cpu)} AND ` +
     `${e.path("capacity.memoryMiB")} = ${e.value(capacity.memoryMiB)}`;
+
+/** The kernel is as the writer read it (a kernel never written has no version: 0). */
+export const kernelAt = (version: number): Clause =>
+  version === 0 ? any((e) => `attribute_not_exists(${e.path("version")})`, versionIs(0)) : versionIs(version);
 
 export const versionIs =
   (version: number): Clause =>

@@ -5,7 +5,7 @@
  * Nothing is read from the environment: the caller passes the client and the table name.
  */
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { SessionWrite } from "../../core/effects.ts";
+import type { KernelPatch, SessionWrite } from "../../core/effects.ts";
 import type {
   Agent,
   HistoryRecord,
@@ -30,6 +30,7 @@ import {
   type Page,
   type PageRequest,
   type ReservationRequest,
+  type SessionState,
   type SessionStore,
   type SubmissionRejection,
   type TargetQuery,
@@ -83,7 +84,7 @@ import { JobItems } from "./job-items.ts";
 import { RejectionItems } from "./rejection-items.ts";
 import { RetryResources } from "./retry-resources.ts";
 import type { RetryOptions } from "./retry.ts";
-import { planSessionWrite } from "./session-write.ts";
+import { planKernelPatches, planSessionWrite } from "./session-write.ts";
 import { LISTING_INDEX, STATUS_INDEX, TARGET_INDEX } from "../../topology/table-schema.ts";
 import type { StoreLayout } from "./transaction-plan.ts";
 import { requireCount, requireId, requireKnown, requireLimit, requireNonEmpty } from "./validation.ts";
@@ -314,8 +315,12 @@ export class DynamoSessionStore implements SessionStore {
         failure,
         () => this.readSessionItem(write.sessionId),
         {
-          clash: ({ role }) =>
-            role.kind === "run" ? `run ${role.runIndex} of the session is already recorded` : undefined,
+          clash: ({ role, reason }) =>
+            role.kind === "run"
+              ? `run ${role.runIndex} of the session is already recorded`
+              : role.kind === "kernel" && reason.Item !== undefined
+                ? `kernel ${role.index} changed since it was read`
+                : undefined,
           other: ({ role }) =>
             role.kind === "kernel"
               ? new NotFoundError("kernel", `${write.sessionId}/${role.index}`)
@@ -324,6 +329,27 @@ export class DynamoSessionStore implements SessionStore {
       );
     }
     return { sessionId: write.sessionId, version: write.expected.version + 1 };
+  }
+
+  async patchKernels(
+    sessionId: string,
+    expected: SessionState,
+    patches: readonly KernelPatch[],
+    nowMs: number,
+  ): Promise<void> {
+    const failure = await this.requests.transact(
+      "patchKernels",
+      planKernelPatches(sessionId, patches, nowMs, this.layout),
+    );
+    if (failure === undefined) return;
+    throw await transactionError(sessionId, expected, failure, () => this.readSessionItem(sessionId), {
+      clash: ({ role, reason }) =>
+        role.kind === "kernel" && reason.Item !== undefined
+          ? `kernel ${role.index} changed since it was read`
+          : undefined,
+      other: ({ role }) =>
+        role.kind === "kernel" ? new NotFoundError("kernel", `${sessionId}/${role.index}`) : undefined,
+    });
   }
 
   async listRuns(sessionId: string): Promise<RunRecord[]> {

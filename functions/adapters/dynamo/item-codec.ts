@@ -195,6 +195,7 @@ export function kernelFromItem(item: Item): Kernel {
     error: r.optString("error"),
     startedAtMs: r.optNumber("startedAtMs"),
     finishedAtMs: r.optNumber("finishedAtMs"),
+    version: r.optNumber("version"),
   };
   return {
     sessionId: r.string("sessionId"),

@@ -45,6 +45,8 @@ export class RequestCounter implements StoreMetricsSink {
   /** Items written. */
   items = 0;
   failedOperations = 0;
+  /** Failed write requests (conditions, conflicts, throttling) by the store method that sent them. */
+  readonly failedByPurpose = new Map<string, number>();
   capacityUnits = 0;
   readonly byOperation = new Map<WriteOperation, { operations: number; items: number }>();
   readonly reads: RequestTally = { requests: 0, items: 0 };
@@ -55,7 +57,11 @@ export class RequestCounter implements StoreMetricsSink {
   recordWrite(event: WriteEvent): void {
     this.operations += 1;
     this.items += event.items;
-    if (!event.succeeded) this.failedOperations += 1;
+    if (!event.succeeded) {
+      this.failedOperations += 1;
+      const purpose = event.purpose ?? event.operation;
+      this.failedByPurpose.set(purpose, (this.failedByPurpose.get(purpose) ?? 0) + 1);
+    }
     this.capacityUnits += event.capacityUnits ?? 0;
     const entry = this.byOperation.get(event.operation) ?? { operations: 0, items: 0 };
     entry.operations += 1;
@@ -75,6 +81,7 @@ export class RequestCounter implements StoreMetricsSink {
     this.operations = 0;
     this.items = 0;
     this.failedOperations = 0;
+    this.failedByPurpose.clear();
     this.capacityUnits = 0;
     this.byOperation.clear();
     this.reads.requests = 0;

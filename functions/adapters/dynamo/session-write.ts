@@ -10,8 +10,8 @@ import type { HistoryRecord, RunRecord } from "../../core/model.ts";
 import { InvalidStoreRequestError, TransactionTooLargeError } from "../../core/ports/session-store.ts";
 import type { RetryState } from "../../core/retry/evaluate.ts";
 import { AttemptOutcome, KERNEL_STATUSES, SESSION_STATUSES } from "../../core/status.ts";
-import { itemAbsent, itemExists, sessionAt } from "./conditions.ts";
-import { all } from "./expressions.ts";
+import { itemAbsent, itemExists, kernelAt, sessionAt } from "./conditions.ts";
+import { all, type Expressions } from "./expressions.ts";
 import { historyItem, kernelStatusIndexPk, runItem } from "./item-codec.ts";
 import { kernelSk, SESSION_SK, sessionPk, sessionStatusPk, shardOf, targetPk } from "./keys.ts";
 import {
@@ -137,7 +137,38 @@ function sessionUpdate(write: SessionWrite, layout: StoreLayout): UpdateRequest 
   );
 }
 
-function kernelUpdate(
+/**
+ * Kernel reports' write (SessionStore.patchKernels): the kernels alone, each guarded by the
+ * version it was read at, the session item untouched, so a report never collides with a stage
+ * entry or a claim that leaves its kernel alone.
+ */
+export function planKernelPatches(
+  sessionId: string,
+  patches: readonly KernelPatch[],
+  nowMs: number,
+  layout: StoreLayout,
+): PlannedTransaction {
+  requireId("sessionId", sessionId);
+  requireTime("nowMs", nowMs);
+  if (patches.length === 0) throw new InvalidStoreRequestError("patches", "at least one kernel patch");
+  if (patches.length > MAX_TRANSACTION_ITEMS) {
+    throw new TransactionTooLargeError(sessionId, "patchKernels", patches.length, MAX_TRANSACTION_ITEMS);
+  }
+  patches.forEach((patch, i) => {
+    if (patch.expectedVersion === undefined) {
+      throw new InvalidStoreRequestError(
+        `patches[${i}].expectedVersion`,
+        "required: the version the patch was read at",
+      );
+    }
+  });
+  return {
+    items: patches.map((patch) => ({ Update: kernelUpdate(sessionId, patch, nowMs, layout) })),
+    roles: patches.map((patch) => ({ kind: "kernel", index: patch.index })),
+  };
+}
+
+export function kernelUpdate(
   sessionId: string,
   patch: KernelPatch,
   nowMs: number,
@@ -147,6 +178,7 @@ function kernelUpdate(
     layout.tableName,
     { pk: { S: sessionPk(sessionId) }, sk: { S: kernelSk(patch.index) } },
     (u) => {
+      u.setTo("version", bumpVersion);
       if (patch.status !== undefined) {
         u.set("status", patch.status).set("statusChangedAtMs", nowMs);
         const indexPk = kernelStatusIndexPk(sessionId, patch.status, layout.shards);
@@ -172,10 +204,14 @@ function kernelUpdate(
         else if (value !== undefined) u.set(field, value);
       }
     },
-    // A patch must never create a kernel the session does not have.
-    itemExists,
+    // A patch must never create a kernel the session does not have, nor undo one it did not see.
+    patch.expectedVersion === undefined ? itemExists : all(itemExists, kernelAt(patch.expectedVersion)),
   );
 }
+
+/** A kernel item's version after a write (items written before versions existed count from 0). */
+export const bumpVersion = (e: Expressions): string =>
+  `if_not_exists(${e.path("version")}, ${e.value(0)}) + ${e.value(1)}`;
 
 export function validateSessionWrite(write: SessionWrite): void {
   requireId("sessionId", write.sessionId);

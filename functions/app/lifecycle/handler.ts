@@ -5,7 +5,7 @@
  */
 import type { CairnConfig } from "../../config.ts";
 import type { LifecycleHandlerSpec } from "../../core/handlers.ts";
-import type { KernelPatch } from "../../core/effects.ts";
+import { guardedByRead, type KernelPatch } from "../../core/effects.ts";
 import type { Agent, SessionWithKernels } from "../../core/model.ts";
 import type { SessionStore } from "../../core/ports/session-store.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
@@ -116,8 +116,9 @@ export async function patchKernels(
 ): Promise<SessionWithKernels | undefined> {
   let current: SessionWithKernels | undefined = target;
   for (let attempt = 1; current && current.session.status === target.session.status; attempt++) {
-    const patches = plan(current);
-    if (!patches || patches.length === 0) return undefined;
+    const planned = plan(current);
+    if (!planned || planned.length === 0) return undefined;
+    const patches = guardedByRead(planned, current.kernels);
     // Written or conflicting, the copy read is out of date either way.
     ctx.snapshot.forget(current.session.id);
     try {

@@ -4,7 +4,7 @@
  * implements it. Errors are part of the contract: callers branch on `code`, never `instanceof`,
  * because they cross Lambda and Step Functions boundaries.
  */
-import type { SessionWrite } from "../effects.ts";
+import type { KernelPatch, SessionWrite } from "../effects.ts";
 import type {
   Agent,
   HistoryRecord,
@@ -158,6 +158,19 @@ export interface SessionStore {
    * session is no longer at `expected`, NotFoundError for a missing session or kernel.
    */
   applyWrite(write: SessionWrite): Promise<AppliedWrite>;
+  /**
+   * Kernel reports' write: the patched kernels only, each guarded by its `expectedVersion`; the
+   * session item (its version, its stage) is untouched, so a report and a stage entry collide
+   * only where both change one kernel. Throws ConflictError when a kernel changed since it was
+   * read (`expected` is the session as the reports were checked against, for the message),
+   * NotFoundError for a missing kernel.
+   */
+  patchKernels(
+    sessionId: string,
+    expected: SessionState,
+    patches: readonly KernelPatch[],
+    nowMs: number,
+  ): Promise<void>;
   /** The session's history in seq order (records past their retention are left out). */
   listHistory(sessionId: string, query?: HistoryQuery): Promise<HistoryRecord[]>;
 
