@@ -193,6 +193,11 @@ export class ScriptedAgent {
 export interface ReplayOptions {
   /** Coordinator runs per step before the replay gives up (a loop that never settles). */
   readonly maxRunsPerStep?: number;
+  /**
+   * At-least-once delivery: every batch the bus delivers is delivered again, whole, in the next
+   * coordinator run (EventBridge and SQS may do so at any time).
+   */
+  readonly redeliver?: boolean;
 }
 
 export class Replay {
@@ -213,6 +218,7 @@ export class Replay {
   readonly #table: TestTable;
   readonly #ids = new Set<string>();
   readonly #maxRuns: number;
+  readonly #redeliver: boolean;
   #events = 0;
   #steps = 0;
   #last: Dump | undefined;
@@ -220,6 +226,7 @@ export class Replay {
   private constructor(table: TestTable, options: ReplayOptions) {
     this.#table = table;
     this.#maxRuns = options.maxRunsPerStep ?? 100;
+    this.#redeliver = options.redeliver === true;
     this.store = table.store();
     const config = loadConfig({
       CAIRN_TABLE_NAME: table.tableName,
@@ -347,15 +354,24 @@ export class Replay {
       if (run >= this.#maxRuns)
         this.#fail(label, [`the system did not settle in ${this.#maxRuns} coordinator runs`]);
       const batch = this.bus.splice(0);
-      this.note(`  bus → coordinator: ${batch.map(describe).join(", ")}`);
-      const report = await this.coordinator.run(batch);
-      for (const i of report.retry) this.bus.push(batch[i]!);
-      if (report.retry.length > 0) this.note(`  redelivered: ${report.retry.length}`);
+      await this.#deliver(batch, "bus → coordinator");
+      if (this.#redeliver) {
+        await this.driver.drain();
+        await this.check(label);
+        await this.#deliver(batch, "bus → coordinator (again)");
+      }
       await this.driver.drain();
       await this.check(label);
       checked = true;
     }
     if (!checked) await this.check(label);
+  }
+
+  async #deliver(batch: readonly Envelope[], how: string): Promise<void> {
+    this.note(`  ${how}: ${batch.map(describe).join(", ")}`);
+    const report = await this.coordinator.run(batch);
+    for (const i of report.retry) this.bus.push(batch[i]!);
+    if (report.retry.length > 0) this.note(`  redelivered: ${report.retry.length}`);
   }
 
   submit(sessionId: string, spec: SessionSpecInput): Promise<void> {
