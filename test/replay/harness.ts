@@ -217,6 +217,8 @@ export class Replay {
   readonly lines: string[] = [];
   readonly #table: TestTable;
   readonly #ids = new Set<string>();
+  /** Process starts per agent id. */
+  readonly #starts = new Map<string, number>();
   readonly #maxRuns: number;
   readonly #redeliver: boolean;
   #events = 0;
@@ -403,8 +405,9 @@ export class Replay {
 
   /** A new agent process registers; its answer (the signing key) arrives on its channel. */
   async register(agentId: string, capacity: Resources): Promise<ScriptedAgent> {
-    const generation =
-      (this.agents.get(agentId) ? Number(this.agents.get(agentId)!.incarnation.split("-").at(-1)) : 0) + 1;
+    // Each process start of the agent is a new incarnation: inc-<id>-1, inc-<id>-2, …
+    const generation = (this.#starts.get(agentId) ?? 0) + 1;
+    this.#starts.set(agentId, generation);
     const agent = new ScriptedAgent(this, agentId, capacity, generation);
     this.agents.set(agentId, agent);
     await this.step(`register ${agentId} (${capacity.cpu} cpu, ${capacity.memoryMiB} MiB)`, () =>
