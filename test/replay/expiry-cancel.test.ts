@@ -98,6 +98,27 @@ describe("stage timers", () => {
   });
 });
 
+describe("run-time limit", () => {
+  test("RUNNING's timer is the run-time limit: the kernel is stopped as DeadlineExceeded and the run ends", async () => {
+    const h = await open("deadline");
+    const a = await h.register("agent-a", CAP);
+    await h.submit("s-001", { name: "deadline", command: ["sleep", "600"], timeouts: { running: 30 } });
+    await h.advance(30_000);
+
+    const done = await h.session("s-001");
+    expect(done.session.status, h.stepLog).toBe("TERMINATED");
+    expect(sessionResult(done)).toBe("failed");
+    expect(done.kernels[0]).toMatchObject({ status: "TERMINATED", condition: "DeadlineExceeded" });
+    const stop = a.received.find((m) => m.type === "command" && m.command.action === "stop");
+    expect(stop?.type === "command" && stop.command.condition).toBe("DeadlineExceeded");
+    expect((await h.history("s-001")).slice(-2), h.stepLog).toEqual([
+      "Lifecycle EXPIRED RUNNING->TERMINATING",
+      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+    ]);
+    expect(h.errors).toEqual([]);
+  });
+});
+
 describe("cancels", () => {
   test("cancel in PENDING ends the session CANCELLED", async () => {
     const h = await open("cancel-pending");
