@@ -134,7 +134,8 @@ describe("the embedded runtime declares nothing itself", () => {
 
   test("local/runtime.ts builds functions, queues, rules, state machines and the sweep from the topology", () => {
     const text = readFileSync("local/runtime.ts", "utf8");
-    const imported = /import\s*\{([^}]*)\}\s*from\s*"\.\.\/functions\/topology\/index\.ts"/.exec(text)?.[1] ?? "";
+    const imported =
+      /import\s*\{([^}]*)\}\s*from\s*"\.\.\/functions\/topology\/index\.ts"/.exec(text)?.[1] ?? "";
     for (const name of ["FUNCTIONS", "QUEUES", "RULES", "STATE_MACHINES", "SWEEP"]) {
       expect(imported, `runtime imports ${name}`).toMatch(new RegExp(`\\b${name}\\b`));
       const uses = text.match(new RegExp(`\\b${name}\\b`, "g"))?.length ?? 0;

@@ -108,8 +108,8 @@ function ctx(): HandlerContext {
     commands: new KernelCommands(store, channel),
     config,
     nowMs: NOW,
-    liveAgents: async (ids) => {
-      const wanted = new Set(ids);
+    liveAgents: async (refs) => {
+      const wanted = new Set([...refs].map((r) => r.agentId));
       return new Map(
         (await store.listAgents()).filter((a) => wanted.has(a.id)).map((a): [string, Agent] => [a.id, a]),
       );

@@ -147,4 +147,56 @@ describe("agent registration", () => {
     });
     expect(bigger.agent.free).toEqual({ cpu: 7, memoryMiB: 7680 });
   });
+
+  test("a placement is on the incarnation it read: the kernel records it, a retired one is refused, unplacing clears it", async () => {
+    const store = table.store();
+    await store.registerAgent(registration("ag-inc", "inc-ffff-1"));
+    await store.createSession(newSession("inc-s", { replicas: 1 }));
+    await store.reserveCapacity({
+      sessionId: "inc-s",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 1,
+      placements: [
+        {
+          kernelIndex: 0,
+          agentId: "ag-inc",
+          resources: { cpu: 1, memoryMiB: 512 },
+          incarnation: "inc-ffff-1",
+        },
+      ],
+    });
+    let read = (await store.getSession("inc-s"))!;
+    expect(read.kernels[0]).toMatchObject({ agentId: "ag-inc", agentIncarnation: "inc-ffff-1", version: 1 });
+    // Unplaced (a return to PENDING): the incarnation goes with the agent.
+    await store.applyWrite({
+      sessionId: "inc-s",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 2,
+      kernels: [{ index: 0, expectedVersion: 1, agentId: null }],
+    });
+    await store.releaseCapacity("inc-s");
+    read = (await store.getSession("inc-s"))!;
+    expect(read.kernels[0]?.agentId).toBeUndefined();
+    expect(read.kernels[0]?.agentIncarnation).toBeUndefined();
+    // The agent restarted: a placement made from a copy of the old incarnation takes nothing.
+    await store.markAgentLost({ agentId: "ag-inc", incarnation: "inc-ffff-1", nowMs: T0 + 3 });
+    await store.registerAgent(registration("ag-inc", "inc-ffff-2", T0 + 4));
+    const refused = await caught(() =>
+      store.reserveCapacity({
+        sessionId: "inc-s",
+        expected: { status: "PENDING", version: 1 },
+        nowMs: T0 + 5,
+        placements: [
+          {
+            kernelIndex: 0,
+            agentId: "ag-inc",
+            resources: { cpu: 1, memoryMiB: 512 },
+            incarnation: "inc-ffff-1",
+          },
+        ],
+      }),
+    );
+    expect(refused).toMatchObject({ code: "CAPACITY", agentId: "ag-inc" });
+    expect((await store.getSession("inc-s"))?.kernels[0]?.agentId).toBeUndefined();
+  });
 });

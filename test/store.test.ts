@@ -15,6 +15,7 @@ import {
   USED_PREFIXES,
 } from "../functions/adapters/dynamo/keys.ts";
 import { stageEntryWrite } from "../functions/core/effects.ts";
+import { sessionAfterWrite } from "../functions/core/session-after-write.ts";
 import type { SessionWrite } from "../functions/core/effects.ts";
 import { placeHistory } from "../functions/core/history.ts";
 import type { HistoryDraft } from "../functions/core/model.ts";
@@ -149,6 +150,77 @@ describe("sessions: create, read, write", () => {
       [0, "SKIPPED", undefined],
       [1, "SUCCESS", "SCHEDULED"],
     ]);
+  });
+
+  test("sessionAfterWrite is what a read right after the write returns, field by field", async () => {
+    const store = table.store();
+    await store.createSession(newSession("after-1", { replicas: 2 }));
+    let copy = (await store.getSession("after-1"))!;
+    const check = async (write: Omit<SessionWrite, "sessionId" | "expected">) => {
+      const full: SessionWrite = {
+        ...write,
+        sessionId: "after-1",
+        expected: { status: copy.session.status, version: copy.session.version },
+      };
+      await store.applyWrite(full);
+      const computed = sessionAfterWrite(copy, full);
+      const read = (await store.getSession("after-1"))!;
+      expect(computed).toEqual(read);
+      copy = read;
+    };
+    await check({
+      nowMs: T0 + 1,
+      tries: "increment",
+      pendingReason: "waiting",
+      avoidAgentIds: ["agent-x"],
+      history: placeHistory(copy.session.lastHistory, [skip("after-1", T0 + 1, "waiting")]),
+    });
+    await check(
+      stageEntryWrite({
+        session: copy.session,
+        kernels: copy.kernels,
+        transition: { from: "PENDING", to: "SCHEDULED", result: "SUCCESS", handler: "ScheduleNewSessions" },
+        taskToken: "tok-1",
+        nowMs: T0 + 2,
+      }),
+    );
+    await check({
+      nowMs: T0 + 3,
+      claimStage: true,
+      cancelRequestedAtMs: T0 + 3,
+      cancelReason: "asked",
+      preemption: { atMs: T0 + 3, by: "other", byPriority: 9 },
+      kernels: [
+        {
+          index: 0,
+          expectedVersion: copy.kernels[0]!.version ?? 0,
+          agentId: "agent-a",
+          exitCode: 3,
+          message: "m",
+        },
+      ],
+      kernelGuards: [{ index: 1, version: copy.kernels[1]!.version ?? 0 }],
+    });
+    await check({
+      nowMs: T0 + 4,
+      // A second cancel keeps the first time and reason; the rest clears.
+      cancelRequestedAtMs: T0 + 4,
+      cancelReason: "again",
+      preemption: null,
+      avoidAgentIds: null,
+      pendingReason: null,
+      runIndex: "increment",
+      retry: { totalRetries: 1, ruleRetries: { r: 1 }, failureCount: 1, preemptionCount: 0 },
+      kernels: [
+        {
+          index: 0,
+          expectedVersion: copy.kernels[0]!.version ?? 0,
+          agentId: null,
+          resetRun: true,
+          status: "PENDING",
+        },
+      ],
+    });
   });
 
   test("a write whose kernel part fails changes nothing at all", async () => {
@@ -326,19 +398,20 @@ describe("sessions: create, read, write", () => {
     );
     expect(clash).toMatchObject({ code: "CONFLICT", reason: "kernel 0 changed since it was read" });
     // A report computed from a stale kernel conflicts too, and one for a missing kernel is not found.
+    const now = { status: "PENDING" as const, version: 1 };
     expect(
-      await caught(() => store.patchKernels("kver-1", at, [{ index: 1, expectedVersion: 0 }], T0 + 4)),
+      await caught(() => store.patchKernels("kver-1", now, [{ index: 1, expectedVersion: 0 }], T0 + 4)),
     ).toMatchObject({ code: "CONFLICT", reason: "kernel 1 changed since it was read" });
     expect(
-      await caught(() => store.patchKernels("kver-1", at, [{ index: 5, expectedVersion: 0 }], T0 + 4)),
+      await caught(() => store.patchKernels("kver-1", now, [{ index: 5, expectedVersion: 0 }], T0 + 4)),
     ).toMatchObject({ code: "NOT_FOUND", entity: "kernel" });
-    // Every patch names the version it was read at; several kernels are one transaction.
+    // Every patch names the version it was read at.
     expect(
-      await caught(() => store.patchKernels("kver-1", at, [{ index: 0, status: "PREPARED" }], T0 + 4)),
+      await caught(() => store.patchKernels("kver-1", now, [{ index: 0, status: "PREPARED" }], T0 + 4)),
     ).toMatchObject({ field: "patches[0].expectedVersion" });
     await store.patchKernels(
       "kver-1",
-      at,
+      now,
       [
         { index: 0, expectedVersion: 1, message: "a" },
         { index: 1, expectedVersion: 1, message: "b" },

@@ -52,13 +52,15 @@ export class Agents {
     this.#d = deps;
   }
 
-  async register(detail: AgentRegistrationRequestedDetail): Promise<void> {
+  async register(detail: AgentRegistrationRequestedDetail): Promise<{ readonly retired: boolean }> {
     const { store, channel, clock } = this.#d;
     const { agentId, incarnation } = detail;
     await channel.open(agentId);
     let agent = await store.getAgent(agentId);
+    let retired = false;
     if (agent?.incarnation !== incarnation) {
       if (agent?.incarnation !== undefined) {
+        retired = true;
         // The old process is gone (this one replaced it): what it ran is lost. Retire it before
         // the new registration makes the agent placeable again, so no new placement is mistaken
         // for the old one's.
@@ -94,6 +96,7 @@ export class Agents {
     };
     // Sent again on a redelivered registration: the agent takes the newest for its incarnation.
     await channel.send([{ agentId, message: registered }]);
+    return { retired };
   }
 
   /** Records a signed heartbeat. Returns whether placement should look again (a returning or draining agent). */

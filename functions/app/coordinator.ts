@@ -264,23 +264,22 @@ export class Coordinator {
    * A session just entered `status` (EnterStage, right after recording it): the passes for that
    * one session run now, in the caller's invocation, instead of after a trip through the bus and
    * the coordinator's queue behind every other session's events. Placement (PENDING) is not
-   * taken here: it goes through the queue, where it is serialized.
+   * taken here: it goes through the queue, where it is serialized. `written` is the session as
+   * the entry left it (its copy plus the write, exact because the entry guarded the session and
+   * every kernel): the step starts from it without reading the session again.
    */
   async advance(
     sessionId: string,
     status: SessionStatus,
-    entered?: SessionWithKernels,
+    written?: SessionWithKernels,
   ): Promise<Pick<RunReport, "passes" | "completed">> {
-    // What EnterStage wrote the entry against tells, without a read, that nothing can move yet.
-    if (entered && !mayAdvance(status, entered)) return { passes: [], completed: 0 };
+    if (written && !mayAdvance(status, written)) return { passes: [], completed: 0 };
     const dirty = new Dirty();
     dirty.touch(status, sessionId);
     dirty.sessions.add(sessionId);
-    const { passes, completed } = await this.#progress(
-      dirty,
-      new RunSnapshot(this.#d.store, this.#agentCache),
-      false,
-    );
+    const snapshot = new RunSnapshot(this.#d.store, this.#agentCache);
+    if (written?.session.id === sessionId && written.session.status === status) snapshot.remember([written]);
+    const { passes, completed } = await this.#progress(dirty, snapshot, false);
     return { passes, completed };
   }
 
@@ -332,8 +331,11 @@ export class Coordinator {
       commands: this.#commands,
       config,
       nowMs,
-      liveAgents: async (agentIds) => {
-        const agents = await Promise.all([...new Set(agentIds)].map((id) => snapshot.agent(id)));
+      liveAgents: async (refs) => {
+        const wanted = new Map([...refs].map((r) => [r.agentId, r.incarnation]));
+        const agents = await Promise.all(
+          [...wanted].map(([id, incarnation]) => snapshot.agent(id, incarnation)),
+        );
         return new Map(
           agents.flatMap((a) => (a && isLiveAgent(a, nowMs, config.agentTimeoutMs) ? [[a.id, a]] : [])),
         );
@@ -435,9 +437,15 @@ export class Coordinator {
       }
       case DetailType.AgentRegistrationRequested: {
         dirty.agentsHeard = true;
-        await this.#agents.register(event.detail);
+        const { retired } = await this.#agents.register(event.detail);
         this.#agentCache.forget(event.detail.agentId);
         dirty.wakeAll(SessionStatus.PENDING);
+        if (retired) {
+          // The old incarnation's kernels ended WORKER_FAILED: sessions past PENDING (RUNNING
+          // ones waiting for DetectTermination) move on now, as after an agent lost by silence.
+          for (const s of SESSION_STATUSES) dirty.wakeAll(s);
+          snapshot.clear();
+        }
         return undefined;
       }
     }
@@ -472,11 +480,13 @@ export class Coordinator {
         cancelled: s.session.cancelRequestedAtMs !== undefined,
       });
       if (patches.length > 0) {
-        // Written or conflicting, the copy read is out of date either way.
+        // Written or conflicting, the copy read is out of date either way: the passes read the
+        // session again, after the write, so a stage entry written meanwhile is seen by them or
+        // (its kernel guards failing) sees the reports itself.
         snapshot.forget(sessionId);
         try {
           // The kernels alone, each at the version read: a stage entry or claim of the session
-          // in between does not make the reports conflict, only a write to the same kernel does.
+          // meanwhile does not make the reports conflict, only a write to the same kernel does.
           await this.#d.store.patchKernels(
             sessionId,
             { status: s.session.status, version: s.session.version },
@@ -487,6 +497,10 @@ export class Coordinator {
           if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
           continue;
         }
+        // The passes act on the session's status as of after the write, not as first read.
+        const after = await snapshot.session(sessionId);
+        if (after) dirty.touch(after.session.status, sessionId);
+        return outcomes;
       }
       dirty.touch(s.session.status, sessionId);
       return outcomes;
@@ -823,11 +837,11 @@ function queueOrder(a: SessionWithKernels, b: SessionWithKernels): number {
  * promotions can be told without a read: none matches its kernels, and no cancel is asked for.
  * Otherwise a report still to come moves it, through the report queue.
  */
-function mayAdvance(status: SessionStatus, entered: SessionWithKernels): boolean {
-  if (entered.session.cancelRequestedAtMs !== undefined) return true;
+function mayAdvance(status: SessionStatus, written: SessionWithKernels): boolean {
+  if (written.session.cancelRequestedAtMs !== undefined) return true;
   const passes = PASSES.filter((p) => passStatuses(p).includes(status));
   if (passes.some((p) => p.kind === "lifecycle")) return true;
-  const asEntered = { session: { ...entered.session, status }, kernels: entered.kernels };
+  const asEntered = { session: { ...written.session, status }, kernels: written.kernels };
   return passes.some((p) => p.kind === "promotion" && sessionsToPromote(p.spec, [asEntered]).length > 0);
 }
 

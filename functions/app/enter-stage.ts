@@ -25,6 +25,7 @@ import {
 } from "../core/status.ts";
 import { runName } from "../core/retry/naming.ts";
 import { runRecord } from "../core/runs.ts";
+import { sessionAfterWrite } from "../core/session-after-write.ts";
 import { errorCode } from "./lifecycle/handler.ts";
 import { kernelCommand } from "./kernel-commands.ts";
 import type { KernelCommandDetailInput } from "./event-types.ts";
@@ -82,9 +83,9 @@ export interface EnterStageDeps {
   /**
    * Takes the session's next step at once, in this invocation, where that step is the session's
    * own work (Coordinator.advance): every waiting stage but PENDING, whose placement is
-   * serialized through the coordinator's queue.
+   * serialized through the coordinator's queue. `written` is the session as the entry left it.
    */
-  readonly advance?: (sessionId: string, status: Status, entered: SessionWithKernels) => Promise<unknown>;
+  readonly advance?: (sessionId: string, status: Status, written: SessionWithKernels) => Promise<unknown>;
 }
 
 /** The stages whose next step EnterStage takes itself (see EnterStageDeps.advance). */
@@ -126,6 +127,7 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     }
   }
   let before: SessionWithKernels | undefined;
+  let written: SessionWithKernels | undefined;
   let applied = transition;
   for (let attempt = 1; ; attempt++) {
     const current =
@@ -141,10 +143,11 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       return { status: input.status };
     }
     if (seen === "retried") {
-      if (await replaceToken(current, input, deps)) {
+      const replaced = await replaceToken(current, input, deps);
+      if (replaced) {
         // The first attempt may have failed before announcing the change: announce it (again).
         await announce(input, transition, deps);
-        await advance(input, current, deps);
+        await advance(input, replaced, deps);
         return { status: input.status };
       }
       continue;
@@ -173,13 +176,14 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     try {
       await deps.store.applyWrite(write);
       before = current;
+      written = sessionAfterWrite(current, write);
       break;
     } catch (error) {
       // A kernel report landed between the read and the write: read again and recompute.
       if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
     }
   }
-  if (!before) return { status: input.status };
+  if (!before || !written) return { status: input.status };
   const atMs = await announce(input, applied, deps);
   if (applied.requeue) {
     const runIndex = before.session.runIndex + 1;
@@ -198,24 +202,24 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       },
     ]);
   }
-  await advance(input, before, deps);
+  await advance(input, written, deps);
   return { status: input.status };
 }
 
 /**
- * The session's next step, where EnterStage takes it; `entered` is the session as the entry was
- * written against. A failure here does not fail the entry
+ * The session's next step, where EnterStage takes it; `written` is the session as the entry left
+ * it. A failure here does not fail the entry
  * (which is recorded and announced): the passes log their own errors, and the sweep picks up
  * a session left waiting.
  */
 async function advance(
   input: EnterStageInput,
-  entered: SessionWithKernels,
+  written: SessionWithKernels,
   deps: EnterStageDeps,
 ): Promise<void> {
   if (!deps.advance || !ADVANCED_ON_ENTRY.has(input.status) || input.taskToken === undefined) return;
   try {
-    await deps.advance(input.sessionId, input.status, entered);
+    await deps.advance(input.sessionId, input.status, written);
   } catch (error) {
     deps.log.warn("taking the session's next step after its stage entry failed; the sweep will", {
       sessionId: input.sessionId,
@@ -293,23 +297,27 @@ function attemptOf({ session }: SessionWithKernels, input: EnterStageInput): "re
  * The retry's token replaces the earlier attempt's, conditional on the version read, so a
  * concurrent writer (a late attempt, the coordinator's claim) makes this read and decide again.
  * An outcome may have claimed the earlier token already: the new one makes the session a
- * target again, and the coordinator judges it afresh.
+ * target again, and the coordinator judges it afresh. Returns the session as written, or
+ * undefined on a conflict.
  */
 async function replaceToken(
   current: SessionWithKernels,
   input: EnterStageInput,
   deps: EnterStageDeps,
-): Promise<boolean> {
+): Promise<SessionWithKernels | undefined> {
   const { session } = current;
+  const write: SessionWrite = {
+    sessionId: session.id,
+    expected: { status: session.status, version: session.version },
+    nowMs: deps.clock.nowMs(),
+    stage: { ...session.stage, taskToken: input.taskToken!, attempt: input.entry!.retryCount },
+    // The copy the next step starts from must be the stored one, kernels included.
+    kernelGuards: current.kernels.map((k) => ({ index: k.index, version: k.version ?? 0 })),
+  };
   try {
-    await deps.store.applyWrite({
-      sessionId: session.id,
-      expected: { status: session.status, version: session.version },
-      nowMs: deps.clock.nowMs(),
-      stage: { ...session.stage, taskToken: input.taskToken!, attempt: input.entry!.retryCount },
-    });
+    await deps.store.applyWrite(write);
   } catch (error) {
-    if (errorCode(error) === "CONFLICT") return false;
+    if (errorCode(error) === "CONFLICT") return undefined;
     throw error;
   }
   deps.log.info("a retried state entry replaced its task token", {
@@ -317,7 +325,7 @@ async function replaceToken(
     status: session.status,
     attempt: input.entry!.retryCount,
   });
-  return true;
+  return sessionAfterWrite(current, write);
 }
 
 /**

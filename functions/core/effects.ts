@@ -63,6 +63,35 @@ export function guardedByRead(patches: readonly KernelPatch[], read: readonly Ke
   );
 }
 
+/** Guards on the kernels `patches` leave alone, at the versions read. */
+function unpatchedGuards(
+  kernels: readonly Kernel[],
+  patches: readonly KernelPatch[],
+): { kernelGuards?: KernelGuard[] } {
+  const patched = new Set(patches.map((p) => p.index));
+  const guards = kernels
+    .filter((k) => !patched.has(k.index))
+    .map((k) => ({ index: k.index, version: k.version ?? 0 }));
+  return guards.length > 0 ? { kernelGuards: guards } : {};
+}
+
+export interface KernelGuard {
+  readonly index: number;
+  readonly version: number;
+}
+
+/** Fields a patch's `resetRun` clears: what one run leaves on the kernel. */
+export const RUN_FIELDS = [
+  "exitCode",
+  "condition",
+  "message",
+  "failureCategory",
+  "outcome",
+  "error",
+  "startedAtMs",
+  "finishedAtMs",
+] as const satisfies readonly (keyof Kernel & keyof KernelPatch)[];
+
 export interface SessionWrite {
   readonly sessionId: string;
   /** The write commits only if the session still has this status and version. */
@@ -76,6 +105,12 @@ export interface SessionWrite {
   readonly claimStage?: boolean;
   readonly tries?: "increment" | "reset";
   readonly kernels?: readonly KernelPatch[];
+  /**
+   * Kernels the write leaves alone but depends on: it commits only if each is still at the
+   * version read. A stage entry names every kernel it does not patch, so the session it wrote is
+   * exactly its copy plus the write (sessionAfterWrite) and needs no read to act on.
+   */
+  readonly kernelGuards?: readonly KernelGuard[];
   /** Placed history records (see placeHistory); a merged record overwrites its seq. */
   readonly history?: readonly HistoryRecord[];
   /** `null` clears it. */
@@ -185,6 +220,7 @@ export function stageEntryWrite({
     status: to,
     tries: "reset",
     ...(patches.length > 0 ? { kernels: guardedByRead(patches, kernels) } : {}),
+    ...unpatchedGuards(kernels, patches),
     history: placeHistory(session.lastHistory, [
       {
         sessionId: session.id,

@@ -176,6 +176,11 @@ export interface Kernel {
   readonly status: KernelStatus;
   readonly resources: ResourceRequest;
   readonly agentId?: string;
+  /**
+   * The agent's incarnation the kernel was placed with: its commands are for that incarnation,
+   * and a copy of the agent from another (an older one, cached) is read again before sending.
+   */
+  readonly agentIncarnation?: string;
   readonly exitCode?: number;
   readonly condition?: TerminationCondition;
   /** Termination message, error text, or why the kernel ended. */

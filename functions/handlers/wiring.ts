@@ -81,7 +81,7 @@ export function wire(config: CairnConfig, instrumentation: Instrumentation = pla
       clock: systemClock,
       log: instrumentation.logger("enter-stage"),
       terminationGraceMs: config.terminationGraceMs,
-      advance: (sessionId, status, entered) => coordinator.advance(sessionId, status, entered),
+      advance: (sessionId, status, written) => coordinator.advance(sessionId, status, written),
     },
     store,
     clock: systemClock,

@@ -25,15 +25,18 @@ async function restartMidRun(name: string): Promise<{ h: Replay; old: ScriptedAg
   await replay.advance(5_000);
   await replay.register("agent-a", CAP);
   expect(replay.agent("agent-a").incarnation).toBe("inc-agent-a-2");
-  const lost = await replay.session("s-001");
-  expect(lost.kernels[0], replay.stepLog).toMatchObject({ status: "TERMINATED", outcome: "WORKER_FAILED" });
+  // What the old process ran is lost: the run is recorded WORKER_FAILED in the registration's run.
+  const [run0] = await replay.store.listRuns("s-001");
+  expect(run0?.kernels[0], replay.stepLog).toMatchObject({
+    outcome: "WORKER_FAILED",
+    condition: "AgentLost",
+  });
   return { h: replay, old };
 }
 
 describe("agent restarts", () => {
-  test("an agent restarting mid-RUNNING: after the sweep the run is retried; the old incarnation's report is refused", async () => {
+  test("an agent restarting mid-RUNNING: the run is retried; the old incarnation's report is refused", async () => {
     const { h, old } = await restartMidRun("restart");
-    await h.sweep();
     // The retry's backoff (0 s) is the execution's Wait state: the clock reaches it.
     await h.advance(0);
     const retried = await h.session("s-001");
@@ -60,23 +63,14 @@ describe("agent restarts", () => {
     expect(h.errors).toEqual([]);
   });
 
-  // PRODUCT BUG (found by this replay): a registration that retires the agent's old incarnation
-  // (Agents.register → evict, functions/app/agents.ts) ends the kernels it ran WORKER_FAILED, but
-  // the coordinator's run only wakes PENDING for it (Coordinator #apply, the
-  // AgentRegistrationRequested case in functions/app/coordinator.ts). The RUNNING session whose
-  // kernel was just ended is not touched, so DetectTermination does not see it: it stays RUNNING
-  // with a dead kernel until the next periodic sweep (or its run-time limit). An agent declared
-  // lost by silence does not have this problem: sweepLost's caller wakes every status. Should:
-  // the evicted sessions are touched (or every status woken) as for a lost agent, and the run is
-  // retried in the same run. Remove `.fails` then.
-  test.fails(
-    "an agent restarting mid-RUNNING: the run is retried at once, without waiting for the sweep",
-    async () => {
-      const { h } = await restartMidRun("restart-no-sweep");
-      await h.advance(0);
-      const retried = await h.session("s-001");
-      expect(retried.session.status, h.stepLog).toBe("RUNNING");
-      expect(retried.session.runIndex, h.stepLog).toBe(1);
-    },
-  );
+  // Found by this replay: a registration that retires the agent's old incarnation ends the
+  // kernels it ran WORKER_FAILED, and the coordinator's run then wakes every status, as for an
+  // agent lost by silence, so the RUNNING session moves on without waiting for the sweep.
+  test("an agent restarting mid-RUNNING: the run is retried at once, without waiting for the sweep", async () => {
+    const { h } = await restartMidRun("restart-no-sweep");
+    await h.advance(0);
+    const retried = await h.session("s-001");
+    expect(retried.session.status, h.stepLog).toBe("RUNNING");
+    expect(retried.session.runIndex, h.stepLog).toBe(1);
+  });
 });

@@ -16,7 +16,14 @@ import {
   type Allocation,
   type ReservationRequest,
 } from "../../core/ports/session-store.ts";
-import { hasFreeCapacity, itemAbsent, itemExists, kernelUnplaced, sessionAt } from "./conditions.ts";
+import {
+  hasFreeCapacity,
+  incarnationIs,
+  itemAbsent,
+  itemExists,
+  kernelUnplaced,
+  sessionAt,
+} from "./conditions.ts";
 import { all } from "./expressions.ts";
 import { allocationItem } from "./item-codec.ts";
 import { bumpVersion } from "./session-write.ts";
@@ -59,6 +66,8 @@ export function planReservation(request: ReservationRequest, layout: StoreLayout
   ];
   const roles: ItemRole[] = [{ kind: "session" }];
   for (const allocation of allocations) {
+    // Placed on the incarnation the pass read: a restarted agent's new one is placed afresh.
+    const incarnation = request.placements.find((p) => p.agentId === allocation.agentId)?.incarnation;
     items.push({
       Update: updateRequest(
         tableName,
@@ -68,7 +77,9 @@ export function planReservation(request: ReservationRequest, layout: StoreLayout
             .increment("free.cpu", -allocation.resources.cpu)
             .increment("free.memoryMiB", -allocation.resources.memoryMiB)
             .increment("version", 1),
-        all(itemExists, hasFreeCapacity(allocation.resources)),
+        incarnation === undefined
+          ? all(itemExists, hasFreeCapacity(allocation.resources))
+          : all(itemExists, hasFreeCapacity(allocation.resources), incarnationIs(incarnation)),
       ),
     });
     roles.push({ kind: "agent", agentId: allocation.agentId, requested: allocation.resources });
@@ -80,7 +91,10 @@ export function planReservation(request: ReservationRequest, layout: StoreLayout
       Update: updateRequest(
         tableName,
         { pk: { S: sessionPk(request.sessionId) }, sk: { S: kernelSk(placement.kernelIndex) } },
-        (u) => u.set("agentId", placement.agentId).setTo("version", bumpVersion),
+        (u) => {
+          u.set("agentId", placement.agentId).setTo("version", bumpVersion);
+          if (placement.incarnation !== undefined) u.set("agentIncarnation", placement.incarnation);
+        },
         all(itemExists, kernelUnplaced),
       ),
     });

@@ -187,6 +187,7 @@ export function kernelFromItem(item: Item): Kernel {
   const r = new Fields(fromItem(item), "kernel");
   const optional = {
     agentId: r.optString("agentId"),
+    agentIncarnation: r.optString("agentIncarnation"),
     exitCode: r.optNumber("exitCode"),
     condition: r.optString("condition") as Kernel["condition"],
     message: r.optString("message"),

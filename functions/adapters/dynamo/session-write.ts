@@ -5,7 +5,7 @@
  * so an index never disagrees with its item.
  */
 import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
-import type { KernelPatch, SessionWrite } from "../../core/effects.ts";
+import { RUN_FIELDS, type KernelPatch, type SessionWrite } from "../../core/effects.ts";
 import type { HistoryRecord, RunRecord } from "../../core/model.ts";
 import { InvalidStoreRequestError, TransactionTooLargeError } from "../../core/ports/session-store.ts";
 import type { RetryState } from "../../core/retry/evaluate.ts";
@@ -32,18 +32,6 @@ import { requireCount, requireId, requireTime } from "./validation.ts";
  */
 export const MAX_KERNELS_PER_SESSION = MAX_TRANSACTION_ITEMS - 3;
 
-/** Fields a kernel's `resetRun` clears: what one run leaves on the kernel. */
-export const RUN_FIELDS = [
-  "exitCode",
-  "condition",
-  "message",
-  "failureCategory",
-  "outcome",
-  "error",
-  "startedAtMs",
-  "finishedAtMs",
-] as const;
-
 export function planSessionWrite(write: SessionWrite, layout: StoreLayout): PlannedTransaction {
   validateSessionWrite(write);
   const kernels = write.kernels ?? [];
@@ -57,6 +45,16 @@ export function planSessionWrite(write: SessionWrite, layout: StoreLayout): Plan
   for (const patch of kernels) {
     items.push({ Update: kernelUpdate(write.sessionId, patch, write.nowMs, layout) });
     roles.push({ kind: "kernel", index: patch.index });
+  }
+  for (const guard of write.kernelGuards ?? []) {
+    items.push({
+      ConditionCheck: {
+        TableName: layout.tableName,
+        Key: { pk: { S: sessionPk(write.sessionId) }, sk: { S: kernelSk(guard.index) } },
+        ...guarded(all(itemExists, kernelAt(guard.version))),
+      },
+    });
+    roles.push({ kind: "kernel", index: guard.index });
   }
   for (const record of history) {
     items.push({
@@ -74,7 +72,13 @@ export function planSessionWrite(write: SessionWrite, layout: StoreLayout): Plan
 
 /** The items of a write's transaction: the session, patched kernels, history and the run record. */
 export function sessionWriteItemCount(write: SessionWrite): number {
-  return 1 + (write.kernels?.length ?? 0) + (write.history?.length ?? 0) + (write.run !== undefined ? 1 : 0);
+  return (
+    1 +
+    (write.kernels?.length ?? 0) +
+    (write.kernelGuards?.length ?? 0) +
+    (write.history?.length ?? 0) +
+    (write.run !== undefined ? 1 : 0)
+  );
 }
 
 /** TTL of a history record: retention counted from the last time its outcome was seen. */
@@ -185,7 +189,7 @@ export function kernelUpdate(
         if (indexPk !== undefined) u.set("gsi1pk", indexPk);
         else u.remove("gsi1pk");
       }
-      if (patch.agentId === null) u.remove("agentId");
+      if (patch.agentId === null) u.remove("agentId").remove("agentIncarnation");
       else if (patch.agentId !== undefined) u.set("agentId", patch.agentId);
       const runFields: Record<(typeof RUN_FIELDS)[number], unknown> = {
         exitCode: patch.exitCode,

@@ -24,7 +24,11 @@ export interface HandlerContext {
   readonly config: CairnConfig;
   readonly nowMs: number;
   /** Those of `agentIds` whose heartbeat is recent; each agent is read once per coordinator run. */
-  liveAgents(agentIds: Iterable<string>): Promise<ReadonlyMap<string, Agent>>;
+  /**
+   * The live agents among `agents`; an agent named with the incarnation a kernel was placed
+   * with is read again when the copy at hand is of another one.
+   */
+  liveAgents(agents: Iterable<AgentRef>): Promise<ReadonlyMap<string, Agent>>;
 }
 
 export interface LifecycleHandler {
@@ -62,8 +66,23 @@ export class ResultBuilder {
 }
 
 /** The agents the targets' kernels are placed on. */
-export function agentsOf(targets: readonly SessionWithKernels[]): string[] {
-  return [...new Set(targets.flatMap((t) => t.kernels.flatMap((k) => (k.agentId ? [k.agentId] : []))))];
+/** An agent a handler needs, and the incarnation its kernel was placed with, when recorded. */
+export interface AgentRef {
+  readonly agentId: string;
+  readonly incarnation?: string;
+}
+
+/** The agents the targets' kernels are placed on. */
+export function agentsOf(targets: readonly SessionWithKernels[]): AgentRef[] {
+  const refs = new Map<string, AgentRef>();
+  for (const k of targets.flatMap((t) => t.kernels)) {
+    if (k.agentId === undefined) continue;
+    refs.set(k.agentId, {
+      agentId: k.agentId,
+      ...(k.agentIncarnation !== undefined ? { incarnation: k.agentIncarnation } : {}),
+    });
+  }
+  return [...refs.values()];
 }
 
 /** Kernels whose agent has stopped heartbeating, described for history. */
@@ -147,7 +166,7 @@ export async function dispatch(
   try {
     await ctx.commands.send(
       commands.map((c) => c.detail),
-      await ctx.liveAgents(commands.map((c) => c.detail.agentId)),
+      await ctx.liveAgents(commands.map((c) => ({ agentId: c.detail.agentId }))),
     );
   } catch (error) {
     const failed = new Set(commands.map((c) => c.sessionId));

@@ -24,11 +24,11 @@ export const scheduleNewSessions: LifecycleHandler = {
     // Free capacity as it is now, not the run's snapshot: passes earlier in this run may have
     // released capacity, and a higher-priority session must not miss it to a later, targeted
     // pass that places a lower-priority one (priority inversion, then a needless preemption).
-    const pass = new PlacementPass(
-      (await ctx.store.listAgents())
-        .filter((a) => isLiveAgent(a, ctx.nowMs, ctx.config.agentTimeoutMs))
-        .map(toAgentFree),
+    const live = (await ctx.store.listAgents()).filter((a) =>
+      isLiveAgent(a, ctx.nowMs, ctx.config.agentTimeoutMs),
     );
+    const incarnations = new Map(live.map((a) => [a.id, a.incarnation]));
+    const pass = new PlacementPass(live.map(toAgentFree));
     for (const target of targets) {
       const { session, kernels } = target;
       const planned = pass.place(target);
@@ -51,6 +51,9 @@ export const scheduleNewSessions: LifecycleHandler = {
             kernelIndex: p.index,
             agentId: p.agentId,
             resources: kernels[p.index]?.resources ?? session.spec.resources,
+            ...(incarnations.get(p.agentId) !== undefined
+              ? { incarnation: incarnations.get(p.agentId)! }
+              : {}),
           })),
         });
       } catch (error) {

@@ -101,6 +101,11 @@ export interface Placement {
   readonly kernelIndex: number;
   readonly agentId: string;
   readonly resources: ResourceRequest;
+  /**
+   * The agent's incarnation as the placement read it: the reservation holds only while the agent
+   * is still that incarnation, and the kernel records it (Kernel.agentIncarnation).
+   */
+  readonly incarnation?: string;
 }
 
 export interface ReservationRequest {
@@ -160,10 +165,10 @@ export interface SessionStore {
   applyWrite(write: SessionWrite): Promise<AppliedWrite>;
   /**
    * Kernel reports' write: the patched kernels only, each guarded by its `expectedVersion`; the
-   * session item (its version, its stage) is untouched, so a report and a stage entry collide
-   * only where both change one kernel. Throws ConflictError when a kernel changed since it was
-   * read (`expected` is the session as the reports were checked against, for the message),
-   * NotFoundError for a missing kernel.
+   * session item (its version, its stage) is neither written nor checked, so a report and a stage
+   * entry or claim collide only where both change one kernel. Throws ConflictError when a kernel
+   * changed since it was read (`expected`: the session as the reports were checked against, for
+   * the message), NotFoundError for a missing kernel.
    */
   patchKernels(
     sessionId: string,
