@@ -33,6 +33,32 @@ describe("job items", () => {
     expect(await store.getJob("no-such-job")).toBeUndefined();
   });
 
+  test("a job and its sessions in one write, only if none exists; otherwise nothing is written", async () => {
+    const store = table.store();
+    const job = newJob("one-write", spec, T0);
+    const sessions = job.sessionIds.map((id) => newSession(id, { replicas: 1 }));
+    expect(await store.createJobWithSessions(job, sessions)).toEqual({ created: true });
+    expect(await store.getJob("one-write")).toEqual(job);
+    expect((await store.getSessions(job.sessionIds)).map((s) => s.session.id)).toEqual(job.sessionIds);
+    // A repeat writes nothing (the step-by-step path tells it from a clash).
+    expect(await store.createJobWithSessions(job, sessions)).toEqual({ created: false });
+    // A session id another job holds: not even the job is written.
+    const squatter = newJob("one-write-t1", parseSessionSpec({ name: "s", command: ["true"] }), T0);
+    expect(
+      await store.createJobWithSessions(squatter, [newSession("one-write-t1", { replicas: 1 })]),
+    ).toEqual({ created: false });
+    expect(await store.getJob("one-write-t1")).toBeUndefined();
+    // More than one transaction holds: nothing is sent.
+    const big = newJob(
+      "one-write-big",
+      parseSessionSpec({ name: "b", command: ["true"], replicas: 60, coscheduled: false }),
+      T0,
+    );
+    const many = big.sessionIds.map((id) => newSession(id, { replicas: 1 }));
+    expect(await store.createJobWithSessions(big, many)).toEqual({ created: false });
+    expect(await store.getJob("one-write-big")).toBeUndefined();
+  });
+
   test("children are a set; a missing parent is reported as undefined", async () => {
     const store = table.store();
     await store.createJob(newJob("job-parent", spec, T0));

@@ -50,6 +50,14 @@ export type SubmitOutcome =
   | { readonly ok: true; readonly sessionIds: readonly string[] }
   | { readonly ok: false; readonly reason: string };
 
+/** The job's `index`-th session as submitted: the job itself when co-scheduled, else a task. */
+function newJobSession(job: Job, index: number, nowMs: number): SessionWithKernels {
+  const fresh = newSession(job.sessionIds[index]!, taskSpec(job.spec), nowMs);
+  return jobSettings(job.spec).coscheduled
+    ? fresh
+    : { ...fresh, session: { ...fresh.session, task: { jobId: job.id, index, count: job.spec.replicas } } };
+}
+
 function takenBy(job: Job): string {
   return `detail.sessionId: ${job.id} is taken by another submission (name "${job.spec.name}"); choose another id`;
 }
@@ -75,6 +83,22 @@ export class Jobs {
         reason: `detail.sessionId: must be at most ${limit} characters for ${spec.replicas} independent tasks (their sessions are <id>-t<index>)`,
       };
     }
+    // The common case, a new job with no parent: the job and its sessions in one write. Any of
+    // them existing (a repeat, a clash) writes nothing, and the checks below tell which.
+    if (spec.parent === undefined) {
+      const nowMs = clock.nowMs();
+      const job = newJob(jobId, spec, nowMs);
+      const sessions = job.sessionIds.map((id, index) => newJobSession(job, index, nowMs));
+      if ((await store.createJobWithSessions(job, sessions)).created) {
+        for (const { session } of sessions) {
+          await executions.start(session.id, {
+            sessionId: session.id,
+            timeouts: { ...session.spec.timeouts },
+          });
+        }
+        return { ok: true, sessionIds: job.sessionIds };
+      }
+    }
     let parent: Job | undefined;
     if (spec.parent !== undefined) {
       if (spec.parent === jobId)
@@ -97,13 +121,8 @@ export class Jobs {
     const { created: jobCreated, job } = await store.createJob(newJob(jobId, spec, nowMs));
     if (!jobCreated && !sameSpec(job.spec, spec)) return { ok: false, reason: takenBy(job) };
     if (parent) parent = (await store.addChildJob(parent.id, job.id)) ?? parent;
-    const { coscheduled } = jobSettings(job.spec);
     for (const [index, sessionId] of job.sessionIds.entries()) {
-      const fresh = newSession(sessionId, taskSpec(job.spec), nowMs);
-      const input = coscheduled
-        ? fresh
-        : { ...fresh, session: { ...fresh.session, task: { jobId, index, count: job.spec.replicas } } };
-      const created = await store.createSession(input);
+      const created = await store.createSession(newJobSession(job, index, nowMs));
       if (!created.created) {
         // Taken between the check above and this write by a job of its own (a race): this job
         // gives up what it holds, never the other's session.

@@ -86,7 +86,7 @@ import { RetryResources } from "./retry-resources.ts";
 import type { RetryOptions } from "./retry.ts";
 import { planKernelPatches, planSessionWrite } from "./session-write.ts";
 import { LISTING_INDEX, STATUS_INDEX, TARGET_INDEX } from "../../topology/table-schema.ts";
-import type { StoreLayout } from "./transaction-plan.ts";
+import { MAX_TRANSACTION_ITEMS, type StoreLayout } from "./transaction-plan.ts";
 import { requireCount, requireId, requireKnown, requireLimit, requireNonEmpty } from "./validation.ts";
 
 export interface DynamoSessionStoreOptions {
@@ -507,6 +507,21 @@ export class DynamoSessionStore implements SessionStore {
 
   createJob(job: Job): Promise<{ created: boolean; job: Job }> {
     return this.jobs.create(job);
+  }
+
+  async createJobWithSessions(
+    job: Job,
+    sessions: readonly SessionWithKernels[],
+  ): Promise<{ created: boolean }> {
+    const jobPlan = this.jobs.planCreate(job);
+    const plans = sessions.map((s) => planCreateSession(s, this.layout));
+    const size = jobPlan.items.length + plans.reduce((n, p) => n + p.items.length, 0);
+    if (size > MAX_TRANSACTION_ITEMS) return { created: false };
+    const failure = await this.requests.transact("createJobWithSessions", {
+      items: [...jobPlan.items, ...plans.flatMap((p) => p.items)],
+      roles: [...jobPlan.roles, ...plans.flatMap((p) => p.roles)],
+    });
+    return { created: failure === undefined };
   }
 
   getJob(jobId: string): Promise<Job | undefined> {

@@ -12,9 +12,19 @@ import { itemAbsent, itemExists } from "./conditions.ts";
 import type { DynamoRequests } from "./dynamo-requests.ts";
 import { Fields, fromItem, ItemType, toItem, type Item } from "./item-codec.ts";
 import { JOB_SK, jobPk } from "./keys.ts";
+import { guarded, type PlannedTransaction } from "./transaction-plan.ts";
 import { requireId, requireTime } from "./validation.ts";
 
 export const jobKey = (id: string): Item => ({ pk: { S: jobPk(id) }, sk: { S: JOB_SK } });
+
+function validateJob(job: Job): void {
+  requireId("job.id", job.id);
+  requireTime("job.createdAtMs", job.createdAtMs);
+  job.sessionIds.forEach((id, i) => requireId(`job.sessionIds[${i}]`, id));
+  if (job.parentId !== undefined) requireId("job.parentId", job.parentId);
+  if (job.parentId === job.id)
+    throw new InvalidStoreRequestError("job.parentId", "a job cannot be its own parent");
+}
 
 export function jobItem(job: Job): Item {
   return toItem({
@@ -61,13 +71,17 @@ export class JobItems {
   }
 
   /** Writes the job unless it exists; either way returns the stored job. */
+  /** The job's item, to be written only if the id is free (createJobWithSessions). */
+  planCreate(job: Job): PlannedTransaction {
+    validateJob(job);
+    return {
+      items: [{ Put: { TableName: this.#requests.tableName, Item: jobItem(job), ...guarded(itemAbsent) } }],
+      roles: [{ kind: "job", jobId: job.id }],
+    };
+  }
+
   async create(job: Job): Promise<{ created: boolean; job: Job }> {
-    requireId("job.id", job.id);
-    requireTime("job.createdAtMs", job.createdAtMs);
-    job.sessionIds.forEach((id, i) => requireId(`job.sessionIds[${i}]`, id));
-    if (job.parentId !== undefined) requireId("job.parentId", job.parentId);
-    if (job.parentId === job.id)
-      throw new InvalidStoreRequestError("job.parentId", "a job cannot be its own parent");
+    validateJob(job);
     const created = await this.#requests.putItem("createJob", { Item: jobItem(job) }, itemAbsent);
     if (created) return { created, job };
     const stored = await this.get(job.id);

@@ -23,6 +23,7 @@ export type ItemRole =
   | { readonly kind: "agent"; readonly agentId: string; readonly requested: ResourceRequest }
   | { readonly kind: "allocation"; readonly agentId: string }
   | { readonly kind: "run"; readonly runIndex: number }
+  | { readonly kind: "job"; readonly jobId: string }
   | { readonly kind: "queue"; readonly name: string }
   | { readonly kind: "retryPolicy"; readonly name: string; readonly change: "attach" | "detach" };
 

@@ -246,6 +246,16 @@ export interface SessionStore {
   // Jobs (issue 6).
   /** Writes the job unless one with its id exists; returns the stored job either way. */
   createJob(job: Job): Promise<{ readonly created: boolean; readonly job: Job }>;
+  /**
+   * A submission in one write: the job and every one of its sessions (with their kernels),
+   * created together only if none of them exists yet. `created: false` when any does, or when
+   * they do not fit in one transaction: nothing was written, and the caller takes the
+   * step-by-step path (createJob, createSession), which tells a repeat from a clash.
+   */
+  createJobWithSessions(
+    job: Job,
+    sessions: readonly SessionWithKernels[],
+  ): Promise<{ readonly created: boolean }>;
   getJob(jobId: string): Promise<Job | undefined>;
   getJobs(jobIds: readonly string[]): Promise<Job[]>;
   /** Adds a child to its parent's children; the parent after the write, undefined if it does not exist. */
