@@ -890,7 +890,7 @@ export class LocalAgent {
   private finishRun(
     launch: KernelLaunch,
     status: "TERMINATED" | "ERROR",
-    details: Omit<KernelReport, "agentId" | "sessionId" | "kernelIndex" | "runIndex" | "status" | "atMs">,
+    details: Omit<KernelReport, ReportIdentity>,
   ): void {
     this.markEnded(launch);
     const report = this.emitReport(launch, status, details);
@@ -915,13 +915,14 @@ export class LocalAgent {
   private emitReport(
     launch: KernelLaunch,
     status: KernelReportStatus,
-    details: Omit<KernelReport, "agentId" | "sessionId" | "kernelIndex" | "runIndex" | "status" | "atMs">,
+    details: Omit<KernelReport, ReportIdentity>,
   ): KernelReport {
     const report: KernelReport = {
       agentId: this.id,
       sessionId: launch.sessionId,
       kernelIndex: launch.kernelIndex,
       runIndex: launch.runIndex,
+      ...(launch.placement !== undefined ? { placement: launch.placement } : {}),
       status,
       ...details,
       atMs: this.clock(),
@@ -979,6 +980,9 @@ export class LocalAgent {
     });
   }
 }
+
+/** What emitReport fills in from the launch and the agent: a report's identity and time. */
+type ReportIdentity = "agentId" | "sessionId" | "kernelIndex" | "runIndex" | "placement" | "status" | "atMs";
 
 function busyMessage(slot: RunningProcess): string {
   const { sessionId, kernelIndex, runIndex } = slot.launch;

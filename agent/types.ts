@@ -46,6 +46,11 @@ export interface KernelReport {
   readonly sessionId: string;
   readonly kernelIndex: number;
   readonly runIndex: number;
+  /**
+   * The placement of the launch that started the kernel, echoed so the control plane can refuse
+   * a late report of a placement that is over. Absent when the launch carried none.
+   */
+  readonly placement?: number;
   readonly status: KernelReportStatus;
   /** Exit status as a container runtime reports it: killed by signal N → 128 + N. */
   readonly exitCode?: number;

@@ -267,6 +267,31 @@ describe("preparing", () => {
     ]);
   });
 
+  test("every report echoes the placement of the launch it answers; a launch without one gives reports without one", async () => {
+    const { agent, reports, waitForReport } = newAgent();
+    const first = launch([NODE, "-e", "0"], { placement: 0 });
+    await agent.prepare(first);
+    await agent.stop(first.sessionId, 0, {});
+    // The run is placed again on this agent: its reports must not pass for the first placement's.
+    const again = { ...first, placement: 1 };
+    await agent.prepare(again);
+    await agent.start(again);
+    await waitForReport((r) => terminated(again)(r) && r.placement === 1);
+    expect(reports.map((r) => [r.status, r.placement])).toEqual([
+      ["PREPARED", 0],
+      ["TERMINATED", 0],
+      ["PREPARED", 1],
+      ["RUNNING", 1],
+      ["TERMINATED", 1],
+    ]);
+
+    const legacy = launch([NODE, "-e", "0"]);
+    await agent.start(legacy);
+    const end = await waitForReport(terminated(legacy));
+    expect(end.status).toBe("TERMINATED");
+    expect("placement" in end).toBe(false);
+  });
+
   test("bad input is rejected with the field named", async () => {
     const { agent } = newAgent();
     await expect(agent.start(launch(["x"], { kernelIndex: 2, numKernels: 2 }))).rejects.toMatchObject({

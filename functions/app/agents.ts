@@ -22,6 +22,7 @@ import {
 } from "../core/events.ts";
 import type { Agent, SessionWithKernels } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
+import { sessionPlacement } from "../core/sessions.ts";
 import { errorCode, errorMessage } from "./lifecycle/handler.ts";
 import { newSigningKey, signatureMatches } from "../topology/agent-signature.ts";
 import type { Logger } from "./logger.ts";
@@ -134,7 +135,7 @@ export class Agents {
 
   /**
    * Whether a kernel report may change the session: signed by the current incarnation of the
-   * agent the kernel is placed on, for the session's current run.
+   * agent the kernel is placed on, for the session's current run and placement.
    */
   async checkReport(
     report: KernelStatusChangedDetail,
@@ -166,6 +167,15 @@ export class Agents {
     if (report.runIndex !== s.session.runIndex) {
       return {
         refused: `detail.runIndex: run ${report.runIndex} of session ${report.sessionId} has ended (the session is on run ${s.session.runIndex})`,
+      };
+    }
+    // A report without a placement (an agent of the previous version) counts as placement 0,
+    // as a command without one does: refused once the run has been placed again.
+    const placement = report.placement ?? 0;
+    const current = sessionPlacement(s.session);
+    if (placement !== current) {
+      return {
+        refused: `detail.placement: placement ${placement} of run ${report.runIndex} of session ${report.sessionId} has ended (the session is on placement ${current})`,
       };
     }
     return undefined;

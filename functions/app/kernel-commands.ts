@@ -2,6 +2,7 @@
 import { AgentMessageType } from "../core/agent-protocol.ts";
 import type { Agent, Kernel, SessionWithKernels } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
+import { sessionPlacement } from "../core/sessions.ts";
 import type { TerminationCondition } from "../core/status.ts";
 import type { KernelCommandDetailInput } from "./event-types.ts";
 import type { AgentChannelPort } from "./ports.ts";
@@ -27,7 +28,7 @@ export function kernelCommand(
       : {}),
     runIndex: session.runIndex,
     // Returns to PENDING within a run are counted per session: each placement has its own number.
-    placement: session.retry?.freeReturns ?? 0,
+    placement: sessionPlacement(session),
     command: [...session.spec.command],
     env: { ...session.spec.env },
     cpu: kernel.resources.cpu,

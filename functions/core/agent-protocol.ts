@@ -24,6 +24,7 @@ import {
   kernelIndexSchema,
   labelsSchema,
   messageSchema,
+  placementSchema,
   runIndexSchema,
   sessionIdSchema,
 } from "./event-fields.ts";
@@ -56,7 +57,7 @@ export const KernelCommandDetailSchema = strictObject({
   numTasks: z.number().int().min(SPEC_LIMITS.replicas.min).max(SPEC_LIMITS.replicas.max).optional(),
   runIndex: runIndexSchema,
   /** Which placement of the run (a session sent back to PENDING within a run is placed again). */
-  placement: z.number().int().min(0).optional(),
+  placement: placementSchema.optional(),
   command: commandSchema,
   /** Includes Cairn's own `CAIRN_…` variables, so the reserved-prefix rule does not apply. */
   env: envSchema,

@@ -29,6 +29,11 @@ export const kernelIndexSchema = z
   .max(SPEC_LIMITS.replicas.max - 1);
 /** The run (attempt) of the session, from 0: a retried session runs again as the next index. */
 export const runIndexSchema = z.number().int().min(0);
+/**
+ * Which placement of the run, from 0: a session sent back to PENDING within a run (a stage
+ * expiry, a give-up, an agent lost before RUNNING) is placed again with a higher number.
+ */
+export const placementSchema = z.number().int().min(0);
 /** Free text for people: at most 4,096 characters. */
 export const messageSchema = z.string().max(MAX_MESSAGE_LENGTH);
 /** Why a kernel ended, when something ended it (Armada's termination conditions). */

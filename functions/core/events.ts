@@ -16,6 +16,7 @@ import {
   kernelIndexSchema,
   labelsSchema,
   messageSchema,
+  placementSchema,
   reportedConditionSchema,
   runIndexSchema,
   sessionIdSchema,
@@ -118,6 +119,11 @@ export const KernelStatusChangedDetailSchema = strictObject({
   sessionId: sessionIdSchema,
   kernelIndex: kernelIndexSchema,
   runIndex: runIndexSchema,
+  /**
+   * The command's `placement`, echoed; a report of another placement is refused. Optional for
+   * agents of the previous version: absent counts as 0, refused once the run is placed again.
+   */
+  placement: placementSchema.optional(),
   status: z.enum(REPORTED_KERNEL_STATUSES),
   exitCode: z.number().int().optional(),
   signal: signalSchema.optional(),

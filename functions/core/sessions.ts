@@ -25,6 +25,15 @@ export function newSession(id: string, spec: SessionSpec, nowMs: number): Sessio
   return { session, kernels };
 }
 
+/**
+ * The session's current placement within its run: returns to PENDING are counted per session
+ * (`retry.freeReturns`), so each placement has its own number. Kernel commands carry it, and a
+ * kernel report answering another placement is refused (Agents.checkReport).
+ */
+export function sessionPlacement(session: Session): number {
+  return session.retry?.freeReturns ?? 0;
+}
+
 export type SessionResult = "succeeded" | "failed" | "cancelled";
 
 /** Undefined while the session is not finished. Succeeded means every kernel exited 0. */

@@ -113,6 +113,9 @@ describe("each inbound detail-type parses its valid example", () => {
     delete running.signal;
     delete running.condition;
     expect(parsed(envelope("Kernel Status Changed", "cairn.agent", running)).detail).toEqual(running);
+    // The placement the report answers; optional (agents of the previous version send none).
+    const placed = { ...VALID.kernel, placement: 2 };
+    expect(parsed(envelope("Kernel Status Changed", "cairn.agent", placed)).detail).toEqual(placed);
   });
 
   test("Agent Heartbeat", () => {
@@ -170,6 +173,8 @@ describe("each inbound detail-type is rejected with the right path", () => {
     ["detail.kernelIndex: must be at least 0", { kernelIndex: -1 }],
     ["detail.kernelIndex: must be at most 63", { kernelIndex: 64 }],
     ["detail.runIndex: must be an integer", { runIndex: 0.5 }],
+    ["detail.placement: must be an integer", { placement: 1.5 }],
+    ["detail.placement: must be at least 0", { placement: -1 }],
     ['detail.signal: must be a signal name such as "SIGKILL"', { signal: "9" }],
     ["detail.message: must be at most 4096 characters", { message: "m".repeat(4097) }],
     ["detail.atMs: expected a number, got a string", { atMs: TIME }],

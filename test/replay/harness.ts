@@ -158,6 +158,7 @@ export class ScriptedAgent {
       sessionId: c.sessionId,
       kernelIndex: c.kernelIndex,
       runIndex: c.runIndex,
+      ...(c.placement !== undefined ? { placement: c.placement } : {}),
       status,
       ...extra,
       atMs: this.#replay.nowMs,
