@@ -24,6 +24,7 @@ import { parseArgs } from "node:util";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
 import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
+import { storeRetryConfig } from "../functions/adapters/dynamo/retry.ts";
 import { createTable } from "../functions/adapters/dynamo/create-table.ts";
 import { loadConfig } from "../functions/config.ts";
 import {
@@ -368,6 +369,7 @@ async function partB(
   console.log("B. store reads (DynamoDB Local)");
   const dynamo = await startDynamoDbLocal();
   const client = new DynamoDBClient({
+    ...storeRetryConfig(),
     endpoint: dynamo.endpoint,
     region: "local",
     credentials: { accessKeyId: "local", secretAccessKey: "local" },

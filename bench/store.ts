@@ -10,6 +10,7 @@
 import { DynamoDBClient, GetItemCommand, QueryCommand, type AttributeValue } from "@aws-sdk/client-dynamodb";
 import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
 import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
+import { storeRetryConfig } from "../functions/adapters/dynamo/retry.ts";
 import { createTable } from "../functions/adapters/dynamo/create-table.ts";
 import { stageEntryWrite, type SessionWrite } from "../functions/core/effects.ts";
 import { placeHistory } from "../functions/core/history.ts";
@@ -92,6 +93,7 @@ interface StepCost {
 async function main(): Promise<void> {
   const dynamo = await startDynamoDbLocal();
   const client = new DynamoDBClient({
+    ...storeRetryConfig(),
     endpoint: dynamo.endpoint,
     region: "local",
     credentials: { accessKeyId: "local", secretAccessKey: "local" },

@@ -10,13 +10,19 @@ import {
   type DynamoSessionStoreOptions,
 } from "../functions/adapters/dynamo/dynamo-session-store.ts";
 import { createTable } from "../functions/adapters/dynamo/create-table.ts";
+import { storeRetryConfig, type StoreRetryOptions } from "../functions/adapters/dynamo/retry.ts";
 import type { Kernel, Session, SessionSpec, SessionWithKernels } from "../functions/core/model.ts";
 import type { KernelStatus, SessionStatus } from "../functions/core/status.ts";
 
 export const T0 = 1_800_000_000_000;
 
-export function localClient(): DynamoDBClient {
+/**
+ * A client for DynamoDB Local with the store's retry strategy; no backoff unless `retry` asks
+ * for one (random 0: every delay is 0), as conflicts between a test's own requests clear at once.
+ */
+export function localClient(retry: StoreRetryOptions = {}): DynamoDBClient {
   return new DynamoDBClient({
+    ...storeRetryConfig({ random: () => 0, ...retry }),
     endpoint: inject("dynamoEndpoint"),
     region: "local",
     credentials: { accessKeyId: "local", secretAccessKey: "local" },
@@ -37,7 +43,7 @@ export async function freshTable(prefix: string): Promise<TestTable> {
   return {
     client,
     tableName,
-    store: (options = {}) => new DynamoSessionStore({ client, tableName, sleep: async () => {}, ...options }),
+    store: (options = {}) => new DynamoSessionStore({ client, tableName, ...options }),
     drop: async () => {
       await client.send(new DeleteTableCommand({ TableName: tableName }));
       client.destroy();

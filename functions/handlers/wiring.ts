@@ -17,6 +17,7 @@ import type { CairnConfig } from "../config.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
 import { DynamoSessionStore } from "../adapters/dynamo/dynamo-session-store.ts";
 import { RequestCounter } from "../adapters/dynamo/metrics.ts";
+import { storeRetryConfig } from "../adapters/dynamo/retry.ts";
 import { eventBridgeEvents } from "../adapters/eventbridge/events-port.ts";
 import { EventPublisher } from "../adapters/eventbridge/publisher.ts";
 import { LifecycleExecutions } from "../adapters/sfn/lifecycle-executions.ts";
@@ -52,7 +53,7 @@ export const storeMetrics = new RequestCounter();
 export function wire(config: CairnConfig, instrumentation: Instrumentation = plain(config)): Wiring {
   const captureClient = <T extends object>(client: T): T => instrumentation.captureClient(client);
   const store = new DynamoSessionStore({
-    client: captureClient(new DynamoDBClient({})),
+    client: captureClient(new DynamoDBClient({ ...storeRetryConfig() })),
     tableName: config.tableName,
     shards: config.shards,
     metrics: storeMetrics,

@@ -1,8 +1,9 @@
 /**
- * Every request the store sends goes through here: throttling and transaction conflicts are
- * retried with capped, jittered backoff (retry.ts), writes are reported to the metrics hook,
- * reads are consistent, and a cancelled transaction comes back as the list of items whose
- * condition failed (with the role each item plays) instead of an exception.
+ * Every request the store sends goes through here, once: the client's own retry strategy
+ * retries throttling and transaction conflicts (retry.ts, StoreRetryStrategy), and what
+ * outlasted it becomes StoreUnavailableError here. Writes are reported to the metrics hook (each
+ * try the SDK made), reads are consistent, and a cancelled transaction comes back as the list
+ * of items whose condition failed (with the role each item plays) instead of an exception.
  */
 import {
   BatchGetItemCommand,
@@ -10,6 +11,7 @@ import {
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
+  ProvisionedThroughputExceededException,
   TransactWriteItemsCommand,
   UpdateItemCommand,
   type BatchGetItemCommandInput,
@@ -21,17 +23,12 @@ import {
   type TransactWriteItem,
   type UpdateItemCommandInput,
 } from "@aws-sdk/client-dynamodb";
+import type { RetryErrorInfo, RetryStrategy, RetryStrategyV2, RetryToken } from "@smithy/types";
 import { StoreUnavailableError } from "../../core/ports/session-store.ts";
 import { Expressions, UpdateBuilder, type Clause } from "./expressions.ts";
 import type { Item } from "./item-codec.ts";
 import type { StoreMetricsSink, WriteOperation } from "./metrics.ts";
-import {
-  backoffDelayMs,
-  cancellationReasons,
-  withRetries,
-  type CancellationReason,
-  type RetryOptions,
-} from "./retry.ts";
+import { afterRetries, attemptsOf, cancellationReasons, type CancellationReason } from "./retry.ts";
 import { MAX_TRANSACTION_ITEMS, type ItemRole, type PlannedTransaction } from "./transaction-plan.ts";
 
 const BATCH_GET_MAX = 100;
@@ -44,20 +41,22 @@ export interface ConditionFailure {
 
 export class DynamoRequests {
   readonly tableName: string;
-  readonly retry: RetryOptions;
   private readonly client: DynamoDBClient;
   private readonly metrics: StoreMetricsSink | undefined;
 
-  constructor(
-    client: DynamoDBClient,
-    tableName: string,
-    retry: RetryOptions,
-    metrics: StoreMetricsSink | undefined,
-  ) {
+  constructor(client: DynamoDBClient, tableName: string, metrics: StoreMetricsSink | undefined) {
     this.client = client;
     this.tableName = tableName;
-    this.retry = retry;
     this.metrics = metrics;
+  }
+
+  /** One request, retried only by the client's strategy; a retryable failure left over is StoreUnavailableError. */
+  private async request<T>(operation: string, send: () => Promise<T>): Promise<T> {
+    try {
+      return await send();
+    } catch (error) {
+      throw afterRetries(operation, error);
+    }
   }
 
   /**
@@ -211,9 +210,15 @@ export class DynamoRequests {
     items: number,
     send: () => Promise<T>,
   ): Promise<T> {
-    return withRetries(operation, this.retry, async () => {
+    const failed = (tries: number): void => {
+      for (let i = 0; i < tries; i++)
+        this.metrics?.recordWrite({ operation: kind, purpose: operation, items, succeeded: false });
+    };
+    return this.request(operation, async () => {
       try {
         const out = await send();
+        // Every try is a request sent (and billed): the ones the SDK retried failed.
+        failed(attemptsOf(out) - 1);
         const consumed = out.ConsumedCapacity;
         const units = (Array.isArray(consumed) ? consumed : consumed ? [consumed] : []).reduce(
           (sum, c) => sum + (c.CapacityUnits ?? 0),
@@ -228,14 +233,14 @@ export class DynamoRequests {
         });
         return out;
       } catch (error) {
-        this.metrics?.recordWrite({ operation: kind, purpose: operation, items, succeeded: false });
+        failed(attemptsOf(error));
         throw error;
       }
     });
   }
 
   async getItem(operation: string, key: Item): Promise<Item | undefined> {
-    const out = await withRetries(operation, this.retry, () =>
+    const out = await this.request(operation, () =>
       this.client.send(new GetItemCommand({ TableName: this.tableName, Key: key, ConsistentRead: true })),
     );
     this.metrics?.recordRead({ operation: "GetItem", purpose: operation, items: out.Item ? 1 : 0 });
@@ -246,7 +251,7 @@ export class DynamoRequests {
     operation: string,
     input: QueryCommandInput,
   ): Promise<{ items: Item[]; lastKey: Item | undefined }> {
-    const out = await withRetries(operation, this.retry, () => this.client.send(new QueryCommand(input)));
+    const out = await this.request(operation, () => this.client.send(new QueryCommand(input)));
     this.metrics?.recordRead({ operation: "Query", purpose: operation, items: out.Items?.length ?? 0 });
     return { items: out.Items ?? [], lastKey: out.LastEvaluatedKey };
   }
@@ -265,18 +270,21 @@ export class DynamoRequests {
     return items;
   }
 
-  /** Consistent BatchGetItem, in the order of `keys` (undefined where absent). */
+  /**
+   * Consistent BatchGetItem, in the order of `keys` (undefined where absent). Unprocessed keys
+   * are DynamoDB shedding load in a successful response, which the SDK does not retry: they are
+   * asked again under the client's retry strategy, as a throttle (same limit, same backoff).
+   */
   async batchGet(operation: string, keys: readonly Item[]): Promise<(Item | undefined)[]> {
     const byKey = new Map<string, Item>();
     for (let start = 0; start < keys.length; start += BATCH_GET_MAX) {
       let pending: Item[] = keys.slice(start, start + BATCH_GET_MAX);
-      for (let attempt = 1; pending.length > 0; attempt++) {
+      let retry: { strategy: RetryStrategyV2; token: RetryToken } | undefined;
+      while (pending.length > 0) {
         const input: BatchGetItemCommandInput = {
           RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } },
         };
-        const out = await withRetries(operation, this.retry, () =>
-          this.client.send(new BatchGetItemCommand(input)),
-        );
+        const out = await this.request(operation, () => this.client.send(new BatchGetItemCommand(input)));
         this.metrics?.recordRead({
           operation: "BatchGetItem",
           purpose: operation,
@@ -284,16 +292,44 @@ export class DynamoRequests {
         });
         for (const item of out.Responses?.[this.tableName] ?? []) byKey.set(keyString(item), item);
         pending = out.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
-        if (pending.length === 0) break;
-        // Unprocessed keys are DynamoDB shedding load: back off like any throttle.
-        if (attempt >= this.retry.maxAttempts) {
-          throw new StoreUnavailableError(operation, attempt, `${pending.length} keys left unprocessed`);
-        }
-        await this.retry.sleep(backoffDelayMs(attempt, this.retry));
+        if (pending.length > 0) retry = await this.retryUnprocessed(operation, pending.length, retry);
+        else retry?.strategy.recordSuccess(retry.token);
       }
     }
     return keys.map((k) => byKey.get(keyString(k)));
   }
+
+  /** A retry token for the keys left unprocessed, or StoreUnavailableError when the strategy refuses one. */
+  private async retryUnprocessed(
+    operation: string,
+    unprocessed: number,
+    retry: { strategy: RetryStrategyV2; token: RetryToken } | undefined,
+  ): Promise<{ strategy: RetryStrategyV2; token: RetryToken }> {
+    const tries = (retry?.token.getRetryCount() ?? 0) + 1;
+    const shed = new ProvisionedThroughputExceededException({
+      $metadata: { attempts: tries },
+      message: `${unprocessed} keys left unprocessed`,
+    });
+    const strategy = retry?.strategy ?? (await this.client.config.retryStrategy());
+    if (!isRetryStrategyV2(strategy)) throw new StoreUnavailableError(operation, tries, shed);
+    const token = retry?.token ?? (await strategy.acquireInitialRetryToken(""));
+    let next: RetryToken;
+    try {
+      // SdkError types `cause` as Error where ES2022's Error has unknown; the SDK passes its errors as they are.
+      const error = shed as RetryErrorInfo["error"];
+      next = await strategy.refreshRetryTokenForRetry(token, { error, errorType: "THROTTLING" });
+    } catch {
+      throw new StoreUnavailableError(operation, tries, shed);
+    }
+    // The SDK's strategies sleep while refreshing; one that leaves it to its caller sets a delay.
+    const delay = next.getRetryDelay();
+    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+    return { strategy, token: next };
+  }
+}
+
+function isRetryStrategyV2(strategy: RetryStrategy | RetryStrategyV2): strategy is RetryStrategyV2 {
+  return "acquireInitialRetryToken" in strategy && "refreshRetryTokenForRetry" in strategy;
 }
 
 export function tableKey(item: Item): Item {

@@ -1,7 +1,8 @@
 /**
  * The DynamoDB implementation of the SessionStore port (single table, see
- * docs/data-model.md). Every request goes through one place that retries throttling and
- * transaction conflicts with capped, jittered backoff and counts writes for the metrics hook.
+ * docs/data-model.md). Every request goes through one place (dynamo-requests.ts) that counts
+ * writes for the metrics hook; throttling and transaction conflicts are retried by the client's
+ * own retry strategy (retry.ts, storeRetryConfig).
  * Nothing is read from the environment: the caller passes the client and the table name.
  */
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -83,25 +84,28 @@ import type { QueueInput } from "./resource-items.ts";
 import { JobItems } from "./job-items.ts";
 import { RejectionItems } from "./rejection-items.ts";
 import { RetryResources } from "./retry-resources.ts";
-import type { RetryOptions } from "./retry.ts";
 import { planKernelPatches, planSessionWrite } from "./session-write.ts";
 import { LISTING_INDEX, STATUS_INDEX, TARGET_INDEX } from "../../topology/table-schema.ts";
 import { MAX_TRANSACTION_ITEMS, type StoreLayout } from "./transaction-plan.ts";
 import { requireCount, requireId, requireKnown, requireLimit, requireNonEmpty } from "./validation.ts";
 
 export interface DynamoSessionStoreOptions {
+  /**
+   * Build it with `...storeRetryConfig()` (retry.ts): its retry strategy is the only retry of
+   * throttling and transaction conflicts; the store sends each request once.
+   */
   readonly client: DynamoDBClient;
   readonly tableName: string;
   /** Partitions per status in the sharded indexes. May grow later, never shrink. Default 4. */
   readonly shards?: number;
   /** History records expire this long after they were last seen. Default 30. */
   readonly historyRetentionDays?: number;
-  /** Tries per request on throttling or transaction conflicts, the first included. Default 6. */
+  /**
+   * Rounds of a read-and-write loop whose condition keeps failing on a changed item (a
+   * creation, a heartbeat, a queue update), the first included. Default 6. Transport retries
+   * are the client's (storeRetryConfig).
+   */
   readonly maxAttempts?: number;
-  /** Default: a real timer. Tests pass a recorder. */
-  readonly sleep?: (ms: number) => Promise<void>;
-  /** Jitter source in [0, 1). Default Math.random. */
-  readonly random?: () => number;
   /** Epoch ms, for TTL checks (history reads, recordOnce). Default Date.now. */
   readonly clock?: () => number;
   /** Receives every request sent (see metrics.ts). */
@@ -135,14 +139,7 @@ export class DynamoSessionStore implements SessionStore {
     this.shards = shards;
     this.maxAttempts = maxAttempts;
     this.layout = { tableName: options.tableName, shards, historyRetentionDays };
-    const retry: RetryOptions = {
-      maxAttempts,
-      baseDelayMs: 25,
-      maxDelayMs: 1_000,
-      sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
-      random: options.random ?? Math.random,
-    };
-    this.requests = new DynamoRequests(options.client, options.tableName, retry, options.metrics);
+    this.requests = new DynamoRequests(options.client, options.tableName, options.metrics);
     this.agents = new AgentCapacity(this.requests, this.layout, maxAttempts);
     this.resources = new RetryResources(this.requests, this.layout, maxAttempts);
     this.jobs = new JobItems(this.requests);
