@@ -17,6 +17,11 @@ export interface CairnConfig {
   readonly logLevel: "info" | "warn" | "error";
   /** How long retry policies, queues and the retry config are cached by a function. */
   readonly retryCacheMs: number;
+  /**
+   * The sweep asks Step Functions about a session's execution only once its stage was entered
+   * this long ago (a younger one is still being started or completed), and repairs it if gone.
+   */
+  readonly repairAfterMs: number;
   /** Agent queues are named `<prefix><agentId>` (docs/agents.md). */
   readonly agentQueuePrefix: string;
 }
@@ -51,6 +56,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     terminationGraceMs: int("CAIRN_TERMINATION_GRACE_MS", 5_000),
     logLevel: logLevel(env["CAIRN_LOG_LEVEL"]),
     retryCacheMs: int("CAIRN_RETRY_CACHE_MS", 5_000),
+    repairAfterMs: int("CAIRN_REPAIR_AFTER_MS", 60_000),
     agentQueuePrefix: queuePrefix(env["CAIRN_AGENT_QUEUE_PREFIX"]),
   };
 }

@@ -74,6 +74,8 @@ export interface RuntimeOptions {
   readonly agentTimeoutMs?: number;
   /** Sweep period. @default the topology's rate */
   readonly sweepMs?: number;
+  /** How old a stage must be before the sweep repairs a session without a live execution. @default 60000 */
+  readonly repairAfterMs?: number;
   /** Grace between SIGTERM and SIGKILL when a session's kernels are stopped. @default 5000 */
   readonly terminationGraceMs?: number;
   /** How long the functions cache retry policies, queues and the retry config. @default 5000 */
@@ -262,6 +264,9 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       CAIRN_TERMINATION_GRACE_MS: String(options.terminationGraceMs ?? 5_000),
       CAIRN_LOG_LEVEL: options.handlerLogLevel ?? "warn",
       CAIRN_RETRY_CACHE_MS: String(options.retryCacheMs ?? 5_000),
+      ...(options.repairAfterMs !== undefined
+        ? { CAIRN_REPAIR_AFTER_MS: String(options.repairAfterMs) }
+        : {}),
     };
 
     const invocations = new Map<FunctionName, number>(FUNCTIONS.map((f) => [f.name, 0]));

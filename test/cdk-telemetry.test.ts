@@ -61,6 +61,7 @@ const config: CairnConfig = {
   terminationGraceMs: 5_000,
   logLevel: "warn",
   retryCacheMs: 5_000,
+  repairAfterMs: 60_000,
   agentQueuePrefix: "cairn-agent-",
 };
 

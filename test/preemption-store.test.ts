@@ -41,6 +41,7 @@ const config: CairnConfig = {
   terminationGraceMs: 1_000,
   logLevel: "error",
   retryCacheMs: 0,
+  repairAfterMs: 60_000,
   agentQueuePrefix: "cairn-agent-",
 };
 

@@ -164,6 +164,8 @@ export class Coordinator {
       ...deps,
       commands: this.#commands,
       terminationGraceMs: deps.config.terminationGraceMs,
+      minAgeMs: deps.config.repairAfterMs,
+      intervalMs: Math.min(10_000, deps.config.repairAfterMs),
     });
   }
 
