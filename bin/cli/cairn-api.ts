@@ -10,6 +10,7 @@ import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { DynamoSessionStore } from "../../functions/adapters/dynamo/dynamo-session-store.ts";
+import { storeRetryConfig } from "../../functions/adapters/dynamo/retry.ts";
 import type { PutEventsEntry } from "../../functions/core/events.ts";
 import type { SessionStore } from "../../functions/core/ports/session-store.ts";
 import { explainAwsError } from "./aws-errors.ts";
@@ -76,6 +77,8 @@ export function openCairnApi(connection: Connection): CairnApi {
   };
   const dynamo = new DynamoDBClient({
     ...common,
+    // The store's retries (conflicts, throttling) are the SDK client's own.
+    ...storeRetryConfig(),
     ...(connection.endpoints.dynamoDb === undefined ? {} : { endpoint: connection.endpoints.dynamoDb }),
   });
   const events = new EventBridgeClient({

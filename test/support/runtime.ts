@@ -17,6 +17,7 @@ import {
   type SessionStatus,
 } from "../../functions/core/status.ts";
 import { startRuntime, type Runtime, type RuntimeOptions } from "../../local/runtime.ts";
+import { storeRetryConfig } from "../../functions/adapters/dynamo/retry.ts";
 
 export interface TestRuntime {
   readonly runtime: Runtime;
@@ -62,6 +63,7 @@ export async function startTestRuntime(options: RuntimeOptions = {}): Promise<Te
       endpoint: info.endpoints.dynamoDb,
       region: info.region,
       credentials: CREDENTIALS,
+      ...storeRetryConfig(),
     }),
     tableName: info.tableName,
   });
