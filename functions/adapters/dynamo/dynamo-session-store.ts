@@ -1,6 +1,6 @@
 /**
- * The DynamoDB implementation of the SessionStore port (single table, see
- * docs/data-model.md). Every request goes through one place (dynamo-requests.ts) that counts
+ * The DynamoDB implementation of the store's ports (SessionRepository, AgentRepository,
+ * JobRepository, RetryCatalogRepository: SessionStore; single table, see docs/data-model.md). Every request goes through one place (dynamo-requests.ts) that counts
  * writes for the metrics hook; throttling and transaction conflicts are retried by the client's
  * own retry strategy (retry.ts, storeRetryConfig).
  * Nothing is read from the environment: the caller passes the client and the table name.
@@ -27,12 +27,15 @@ import {
   type AppliedWrite,
   type CreateSessionResult,
   type HistoryQuery,
-  type KernelStatusQuery,
   type Page,
   type PageRequest,
   type ReservationRequest,
   type SessionState,
-  type SessionStore,
+  type AgentLossRequest,
+  type AgentRepository,
+  type JobRepository,
+  type RetryCatalogRepository,
+  type SessionRepository,
   type SubmissionRejection,
   type TargetQuery,
 } from "../../core/ports/session-store.ts";
@@ -112,10 +115,22 @@ export interface DynamoSessionStoreOptions {
   readonly metrics?: StoreMetricsSink;
 }
 
+/** sessionsByKernelStatus's query (not on the ports: nothing in Cairn asks it; tests do). */
+export interface KernelStatusQuery {
+  /** Sessions with at least one kernel in one of these (non-terminal) statuses. */
+  readonly kernelStatuses: readonly KernelStatus[];
+  readonly limit: number;
+  /** Keep only sessions in one of these statuses. */
+  readonly sessionStatuses?: readonly SessionStatus[];
+  readonly targetableOnly?: boolean;
+}
+
 const MAX_QUERY_LIMIT = 1000;
 const DEFAULT_PAGE = 50;
 
-export class DynamoSessionStore implements SessionStore {
+export class DynamoSessionStore
+  implements SessionRepository, AgentRepository, JobRepository, RetryCatalogRepository
+{
   readonly tableName: string;
   readonly shards: number;
   private readonly requests: DynamoRequests;
@@ -270,6 +285,10 @@ export class DynamoSessionStore implements SessionStore {
     );
   }
 
+  /**
+   * Sessions with a kernel in the given statuses, in queue order. Not on the ports (no component
+   * asks it); kept for the store's tests of the kernel-status index.
+   */
   async sessionsByKernelStatus(query: KernelStatusQuery): Promise<SessionWithKernels[]> {
     requireNonEmpty("kernelStatuses", query.kernelStatuses);
     query.kernelStatuses.forEach((s, i) => {
@@ -472,7 +491,7 @@ export class DynamoSessionStore implements SessionStore {
     return this.agents.register(registration);
   }
 
-  markAgentLost(request: Parameters<SessionStore["markAgentLost"]>[0]): Promise<boolean> {
+  markAgentLost(request: AgentLossRequest): Promise<boolean> {
     return this.agents.markLost(request);
   }
 
@@ -492,6 +511,7 @@ export class DynamoSessionStore implements SessionStore {
     return this.agents.release(sessionId);
   }
 
+  /** The session's allocations. Not on the ports (no component asks it); tests assert with it. */
   allocationsOf(sessionId: string): Promise<Allocation[]> {
     return this.agents.allocationsOf(sessionId);
   }
@@ -599,6 +619,10 @@ export class DynamoSessionStore implements SessionStore {
 
   // ---------------------------------------------------------------------------- de-duplication
 
+  /**
+   * True the first time `key` is seen within `ttlSeconds`, false after (at-least-once consumers).
+   * Not on the ports: no component uses it yet; its tests do.
+   */
   async recordOnce(key: string, ttlSeconds: number): Promise<boolean> {
     requireId("key", key);
     requireLimit("ttlSeconds", ttlSeconds, 366 * 86_400);

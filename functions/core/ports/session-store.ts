@@ -1,8 +1,10 @@
 /**
- * The storage port: what handlers, the coordinator and the lifecycle execution need from the
- * store, as a plain interface. No AWS types; the DynamoDB adapter (functions/adapters/dynamo)
- * implements it. Errors are part of the contract: callers branch on `code`, never `instanceof`,
- * because they cross Lambda and Step Functions boundaries.
+ * The storage ports, one per aggregate: SessionRepository (sessions, kernels, history, runs),
+ * AgentRepository (agents and capacity), JobRepository (jobs, rejected submissions) and
+ * RetryCatalogRepository (retry policies, queues, the retry configuration). Each component takes
+ * the ones it uses; SessionStore is all four, as the wiring builds it. No AWS types; the DynamoDB
+ * adapter (functions/adapters/dynamo) implements them. Errors are part of the contract: callers
+ * branch on `code`, never `instanceof`, because they cross Lambda and Step Functions boundaries.
  */
 import type { KernelPatch, SessionWrite } from "../effects.ts";
 import type {
@@ -17,7 +19,7 @@ import type {
 } from "../model.ts";
 import type { RetryConfig } from "../retry/config.ts";
 import type { RetryPolicy } from "../retry/policy.ts";
-import type { KernelStatus, SessionStatus } from "../status.ts";
+import type { SessionStatus } from "../status.ts";
 
 /** The status and version a conditional write expects (or found) on the session item. */
 export interface SessionState {
@@ -47,15 +49,6 @@ export interface TargetQuery {
    * scheduling pass must let go first). Not combined with `belowPriority`.
    */
   readonly abovePriority?: number;
-}
-
-export interface KernelStatusQuery {
-  /** Sessions with at least one kernel in one of these (non-terminal) statuses. */
-  readonly kernelStatuses: readonly KernelStatus[];
-  readonly limit: number;
-  /** Keep only sessions in one of these statuses. */
-  readonly sessionStatuses?: readonly SessionStatus[];
-  readonly targetableOnly?: boolean;
 }
 
 export interface AppliedWrite {
@@ -93,6 +86,14 @@ export interface AgentRegistration {
   readonly capacity: ResourceRequest;
   readonly labels: Readonly<Record<string, string>>;
   readonly signingKey: string;
+  readonly nowMs: number;
+}
+
+/** Which incarnation of an agent to declare lost, and since when it must have been silent. */
+export interface AgentLossRequest {
+  readonly agentId: string;
+  readonly incarnation: string | undefined;
+  readonly silentSinceMs?: number;
   readonly nowMs: number;
 }
 
@@ -145,7 +146,11 @@ export interface SubmissionRejection {
   readonly atMs: number;
 }
 
-export interface SessionStore {
+/**
+ * Sessions: the session and its kernels, their writes, history and runs, and the listings and
+ * queues that find them (targets, statuses, stale stages).
+ */
+export interface SessionRepository {
   /** Creates the session and its kernels atomically; a taken id writes nothing. */
   createSession(input: SessionWithKernels): Promise<CreateSessionResult>;
   /** The session and its kernels (ordered by index), read consistently; undefined if absent. */
@@ -155,8 +160,6 @@ export interface SessionStore {
 
   /** Sessions in the given statuses, highest priority first, then oldest first. */
   targetsByStatus(query: TargetQuery): Promise<SessionWithKernels[]>;
-  /** Sessions with a kernel in the given statuses, in the same queue order. */
-  sessionsByKernelStatus(query: KernelStatusQuery): Promise<SessionWithKernels[]>;
 
   /**
    * Applies one `SessionWrite` in one conditional transaction. Throws ConflictError when the
@@ -178,7 +181,24 @@ export interface SessionStore {
   ): Promise<void>;
   /** The session's history in seq order (records past their retention are left out). */
   listHistory(sessionId: string, query?: HistoryQuery): Promise<HistoryRecord[]>;
+  /** The session's finished runs, in run order. */
+  listRuns(sessionId: string): Promise<RunRecord[]>;
 
+  /** Sessions in one status, in queue order, paginated (for the CLI). */
+  listSessionsByStatus(status: SessionStatus, page?: PageRequest): Promise<Page<Session>>;
+  /** All sessions, newest first, paginated (for the CLI). */
+  listRecentSessions(page?: PageRequest): Promise<Page<Session>>;
+
+  // The sweep's repair of sessions without a live execution (issue 11).
+  /**
+   * Sessions in one non-terminal status whose stage was entered before `enteredBeforeMs`, a page
+   * at a time in queue order.
+   */
+  staleSessions(status: SessionStatus, enteredBeforeMs: number, page?: PageRequest): Promise<Page<Session>>;
+}
+
+/** Agents and the capacity sessions hold on them. */
+export interface AgentRepository {
   /** Registers an agent or records its heartbeat; a changed capacity adjusts `free` by the difference. */
   heartbeatAgent(heartbeat: AgentHeartbeat): Promise<Agent>;
   getAgent(agentId: string): Promise<Agent | undefined>;
@@ -192,12 +212,7 @@ export interface SessionStore {
    * Declares the incarnation lost (silent since before `silentSinceMs`, or replaced). False when
    * it heartbeated since, registered anew or was already declared lost.
    */
-  markAgentLost(request: {
-    readonly agentId: string;
-    readonly incarnation: string | undefined;
-    readonly silentSinceMs?: number;
-    readonly nowMs: number;
-  }): Promise<boolean>;
+  markAgentLost(request: AgentLossRequest): Promise<boolean>;
   listAgents(): Promise<Agent[]>;
   /**
    * Reserves capacity for all placements or none. Throws CapacityError (an agent lacks room),
@@ -206,22 +221,41 @@ export interface SessionStore {
   reserveCapacity(request: ReservationRequest): Promise<Allocation[]>;
   /** Gives back every allocation of the session; a second call gives nothing back. */
   releaseCapacity(sessionId: string): Promise<Allocation[]>;
-  allocationsOf(sessionId: string): Promise<Allocation[]>;
   allocationsOnAgent(agentId: string): Promise<Allocation[]>;
+}
 
-  /** True the first time `key` is seen within `ttlSeconds`, false after (at-least-once consumers). */
-  recordOnce(key: string, ttlSeconds: number): Promise<boolean>;
+/** Jobs (issue 6) and the submissions the control plane refused (issue 11). */
+export interface JobRepository {
+  /** Writes the job unless one with its id exists; returns the stored job either way. */
+  createJob(job: Job): Promise<{ readonly created: boolean; readonly job: Job }>;
+  /**
+   * A submission in one write: the job and every one of its sessions (with their kernels),
+   * created together only if none of them exists yet. `created: false` when any does, or when
+   * they do not fit in one transaction: nothing was written, and the caller takes the
+   * step-by-step path (createJob, createSession), which tells a repeat from a clash.
+   */
+  createJobWithSessions(
+    job: Job,
+    sessions: readonly SessionWithKernels[],
+  ): Promise<{ readonly created: boolean }>;
+  getJob(jobId: string): Promise<Job | undefined>;
+  getJobs(jobIds: readonly string[]): Promise<Job[]>;
+  /** Adds a child to its parent's children; the parent after the write, undefined if it does not exist. */
+  addChildJob(parentId: string, childId: string): Promise<Job | undefined>;
+  /** Records the job's final state once: true if this call recorded it. */
+  finishJob(jobId: string, final: NonNullable<Job["final"]>): Promise<boolean>;
 
-  /** Sessions in one status, in queue order, paginated (for the CLI). */
-  listSessionsByStatus(status: SessionStatus, page?: PageRequest): Promise<Page<Session>>;
-  /** All sessions, newest first, paginated (for the CLI). */
-  listRecentSessions(page?: PageRequest): Promise<Page<Session>>;
+  /** Records a refused submission for `ttlSeconds`; recording the same event again overwrites it. */
+  recordRejection(rejection: SubmissionRejection, ttlSeconds: number): Promise<void>;
+  /** The id's unexpired rejections, newest first (at most 100). */
+  listRejections(id: string): Promise<SubmissionRejection[]>;
+}
 
-  /** The session's finished runs, in run order. */
-  listRuns(sessionId: string): Promise<RunRecord[]>;
-
-  // Retry policies, queues and the retry configuration: operator-managed resources. Documents
-  // are validated (core/retry) before they reach the store.
+/**
+ * Retry policies, queues and the retry configuration: operator-managed resources. Documents are
+ * validated (core/retry) before they reach the store.
+ */
+export interface RetryCatalogRepository {
   /** Throws AlreadyExistsError when the name is taken. */
   createRetryPolicy(policy: RetryPolicy, nowMs: number): Promise<void>;
   /** Throws NotFoundError when absent. */
@@ -242,41 +276,14 @@ export interface SessionStore {
 
   /** The retry configuration operators set at run time; undefined means the defaults. */
   getRetryConfig(): Promise<RetryConfig | undefined>;
-
-  // Jobs (issue 6).
-  /** Writes the job unless one with its id exists; returns the stored job either way. */
-  createJob(job: Job): Promise<{ readonly created: boolean; readonly job: Job }>;
-  /**
-   * A submission in one write: the job and every one of its sessions (with their kernels),
-   * created together only if none of them exists yet. `created: false` when any does, or when
-   * they do not fit in one transaction: nothing was written, and the caller takes the
-   * step-by-step path (createJob, createSession), which tells a repeat from a clash.
-   */
-  createJobWithSessions(
-    job: Job,
-    sessions: readonly SessionWithKernels[],
-  ): Promise<{ readonly created: boolean }>;
-  getJob(jobId: string): Promise<Job | undefined>;
-  getJobs(jobIds: readonly string[]): Promise<Job[]>;
-  /** Adds a child to its parent's children; the parent after the write, undefined if it does not exist. */
-  addChildJob(parentId: string, childId: string): Promise<Job | undefined>;
-  /** Records the job's final state once: true if this call recorded it. */
-  finishJob(jobId: string, final: NonNullable<Job["final"]>): Promise<boolean>;
   putRetryConfig(config: RetryConfig, nowMs: number): Promise<void>;
-
-  // Rejected submissions (issue 11).
-  /** Records a refused submission for `ttlSeconds`; recording the same event again overwrites it. */
-  recordRejection(rejection: SubmissionRejection, ttlSeconds: number): Promise<void>;
-  /** The id's unexpired rejections, newest first (at most 100). */
-  listRejections(id: string): Promise<SubmissionRejection[]>;
-
-  // The sweep's repair of sessions without a live execution (issue 11).
-  /**
-   * Sessions in one non-terminal status whose stage was entered before `enteredBeforeMs`, a page
-   * at a time in queue order.
-   */
-  staleSessions(status: SessionStatus, enteredBeforeMs: number, page?: PageRequest): Promise<Page<Session>>;
 }
+
+/**
+ * The whole store, as the wiring builds it and the adapter implements it. Components depend on
+ * the repositories they use, not on this.
+ */
+export type SessionStore = SessionRepository & AgentRepository & JobRepository & RetryCatalogRepository;
 
 // ---------------------------------------------------------------------------------------------
 // Errors. One hierarchy; `code` and `name` are stable strings.
