@@ -12,7 +12,11 @@ import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge
 import { DynamoSessionStore } from "../../functions/adapters/dynamo/dynamo-session-store.ts";
 import { storeRetryConfig } from "../../functions/adapters/dynamo/retry.ts";
 import type { PutEventsEntry } from "../../functions/core/events.ts";
-import type { SessionStore } from "../../functions/core/ports/session-store.ts";
+import type {
+  JobRepository,
+  RetryCatalogRepository,
+  SessionRepository,
+} from "../../functions/core/ports/session-store.ts";
 import { explainAwsError } from "./aws-errors.ts";
 import { UnreachableError } from "./errors.ts";
 import { cloudWatchLogReader } from "./kernel-log-reader.ts";
@@ -20,7 +24,7 @@ import type { Connection, StackRequest } from "./target.ts";
 import type { KernelLogReader } from "./kernel-log-reader.ts";
 
 export type SessionReader = Pick<
-  SessionStore,
+  SessionRepository & JobRepository,
   | "getSession"
   | "getSessions"
   | "getJob"
@@ -30,12 +34,12 @@ export type SessionReader = Pick<
   | "listRecentSessions"
 > & {
   /** Rejected submissions (issue 11); a reader without it (a test's fake) knows of none. */
-  readonly listRejections?: SessionStore["listRejections"];
+  readonly listRejections?: JobRepository["listRejections"];
 };
 
 /** Retry policies, queues and the retry configuration, written directly to the store. */
 export type RetryAdmin = Pick<
-  SessionStore,
+  RetryCatalogRepository,
   | "createRetryPolicy"
   | "updateRetryPolicy"
   | "getRetryPolicy"

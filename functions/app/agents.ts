@@ -21,7 +21,7 @@ import {
   type KernelStatusChangedDetail,
 } from "../core/events.ts";
 import type { Agent, SessionWithKernels } from "../core/model.ts";
-import type { SessionStore } from "../core/ports/session-store.ts";
+import type { AgentRepository, SessionRepository } from "../core/ports/session-store.ts";
 import { sessionPlacement } from "../core/sessions.ts";
 import { errorCode, errorMessage } from "./lifecycle/handler.ts";
 import { newSigningKey, signatureMatches } from "../topology/agent-signature.ts";
@@ -29,7 +29,7 @@ import type { Logger } from "./logger.ts";
 import type { AgentChannelPort, Clock, LifecycleExecutionsPort } from "./ports.ts";
 
 export interface AgentsDeps {
-  readonly store: SessionStore;
+  readonly store: SessionRepository & AgentRepository;
   readonly channel: AgentChannelPort;
   readonly executions: LifecycleExecutionsPort;
   readonly config: CairnConfig;

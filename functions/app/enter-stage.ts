@@ -13,7 +13,7 @@ import type { SessionWrite } from "../core/effects.ts";
 import { stageEntryWrite } from "../core/effects.ts";
 import { placeHistory } from "../core/history.ts";
 import type { SessionWithKernels, StageTransition } from "../core/model.ts";
-import type { SessionStore } from "../core/ports/session-store.ts";
+import type { AgentRepository, SessionRepository } from "../core/ports/session-store.ts";
 import {
   isTerminalKernelStatus,
   KernelStatus,
@@ -74,7 +74,7 @@ export const LIFECYCLE_FAILURE = {
 const FAILURE_CAUSE_CHARS = 1_000;
 
 export interface EnterStageDeps {
-  readonly store: SessionStore;
+  readonly store: SessionRepository & AgentRepository;
   readonly events: EventsPort;
   readonly commands: KernelCommands;
   readonly clock: Clock;

@@ -22,7 +22,7 @@ import {
   taskSpec,
 } from "../core/jobs.ts";
 import type { Job, SessionSpec, SessionWithKernels } from "../core/model.ts";
-import type { SessionStore } from "../core/ports/session-store.ts";
+import type { AgentRepository, JobRepository, SessionRepository } from "../core/ports/session-store.ts";
 import { MAX_MESSAGE_LENGTH } from "../core/events.ts";
 import { newSession } from "../core/sessions.ts";
 import { ID_PATTERN } from "../core/spec.ts";
@@ -39,7 +39,8 @@ export const REJECTION_TTL_SECONDS = 7 * 86_400;
 const MAX_CASCADE_DEPTH = 32;
 
 export interface JobDeps {
-  readonly store: SessionStore;
+  /** getAgent: only for the RunSnapshot settle reads sessions through when given none. */
+  readonly store: SessionRepository & JobRepository & Pick<AgentRepository, "getAgent">;
   readonly events: EventsPort;
   readonly executions: LifecycleExecutionsPort;
   readonly clock: Clock;

@@ -1,7 +1,7 @@
 /** Builds the commands agents receive for a session's kernels, and sends them on their queues. */
 import { AgentMessageType } from "../core/agent-protocol.ts";
 import type { Agent, Kernel, SessionWithKernels } from "../core/model.ts";
-import type { SessionStore } from "../core/ports/session-store.ts";
+import type { AgentRepository } from "../core/ports/session-store.ts";
 import { sessionPlacement } from "../core/sessions.ts";
 import type { TerminationCondition } from "../core/status.ts";
 import type { KernelCommandDetailInput } from "./event-types.ts";
@@ -59,10 +59,10 @@ export class AgentUnreachableError extends Error {
  * incarnation, so a restarted agent can tell commands meant for its previous life.
  */
 export class KernelCommands {
-  readonly #store: Pick<SessionStore, "getAgent">;
+  readonly #store: Pick<AgentRepository, "getAgent">;
   readonly #channel: AgentChannelPort;
 
-  constructor(store: Pick<SessionStore, "getAgent">, channel: AgentChannelPort) {
+  constructor(store: Pick<AgentRepository, "getAgent">, channel: AgentChannelPort) {
     this.#store = store;
     this.#channel = channel;
   }

@@ -20,7 +20,7 @@ import { STAGES } from "../core/handlers.ts";
 import { jobSettings } from "../core/jobs.ts";
 import { isLiveAgent, type Agent, type SessionWithKernels, type StageTransition } from "../core/model.ts";
 import { placeKernels, type AgentFree } from "../core/placement.ts";
-import type { SessionStore } from "../core/ports/session-store.ts";
+import type { AgentRepository, SessionRepository } from "../core/ports/session-store.ts";
 import {
   describePlan,
   planPreemptions,
@@ -35,7 +35,7 @@ import type { Logger } from "./logger.ts";
 import type { Clock, LifecycleExecutionsPort } from "./ports.ts";
 
 export interface PreemptionDeps {
-  readonly store: SessionStore;
+  readonly store: SessionRepository & AgentRepository;
   readonly executions: LifecycleExecutionsPort;
   readonly config: CairnConfig;
   readonly clock: Clock;

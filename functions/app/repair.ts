@@ -17,7 +17,7 @@
  * the state machine, which it does not have: a stranded session is ended, never resumed.
  */
 import type { Session } from "../core/model.ts";
-import type { SessionStore } from "../core/ports/session-store.ts";
+import type { AgentRepository, SessionRepository } from "../core/ports/session-store.ts";
 import { STAGES } from "../core/handlers.ts";
 import { isWaitingStatus, SessionStatus, WAITING_SESSION_STATUSES } from "../core/status.ts";
 import { errorMessage } from "./lifecycle/handler.ts";
@@ -27,7 +27,8 @@ import type { Logger } from "./logger.ts";
 import type { Clock, EventsPort, ExecutionState, LifecycleExecutionsPort } from "./ports.ts";
 
 export interface RepairDeps {
-  readonly store: SessionStore;
+  /** Agents: the stage entry it ends a session with releases the session's capacity. */
+  readonly store: SessionRepository & AgentRepository;
   readonly executions: LifecycleExecutionsPort;
   readonly events: EventsPort;
   readonly commands: KernelCommands;

@@ -4,7 +4,7 @@
  * within seconds without a restart, and a burst of finished runs costs one read of each.
  */
 import type { Queue, Session } from "../core/model.ts";
-import type { SessionStore } from "../core/ports/session-store.ts";
+import type { RetryCatalogRepository } from "../core/ports/session-store.ts";
 import { RETRY_CONFIG_DEFAULTS, type RetryConfig } from "../core/retry/config.ts";
 import type { RetryPolicy } from "../core/retry/policy.ts";
 import { resolvePolicies, type PolicyResolution } from "../core/retry/resolve.ts";
@@ -17,14 +17,14 @@ interface Cached<T> {
 }
 
 export class RetryCatalog {
-  readonly #store: SessionStore;
+  readonly #store: RetryCatalogRepository;
   readonly #clock: Clock;
   readonly #ttlMs: number;
   #config: Cached<RetryConfig> | undefined;
   #policies: Cached<ReadonlyMap<string, RetryPolicy>> | undefined;
   readonly #queues = new Map<string, Cached<Queue | undefined>>();
 
-  constructor(store: SessionStore, clock: Clock, ttlMs = 5_000) {
+  constructor(store: RetryCatalogRepository, clock: Clock, ttlMs = 5_000) {
     this.#store = store;
     this.#clock = clock;
     this.#ttlMs = ttlMs;

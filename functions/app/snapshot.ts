@@ -6,16 +6,19 @@
  * meanwhile is caught by the conditional write (a CONFLICT), never acted on.
  */
 import type { Agent, SessionWithKernels } from "../core/model.ts";
-import type { SessionStore } from "../core/ports/session-store.ts";
+import type { AgentRepository, SessionRepository } from "../core/ports/session-store.ts";
 import type { Clock } from "./ports.ts";
 
 export class RunSnapshot {
-  readonly #store: Pick<SessionStore, "getSessions" | "getAgent">;
+  readonly #store: Pick<SessionRepository, "getSessions"> & Pick<AgentRepository, "getAgent">;
   /** null: read, and not there. */
   readonly #sessions = new Map<string, SessionWithKernels | null>();
   readonly #agents: AgentCache;
 
-  constructor(store: Pick<SessionStore, "getSessions" | "getAgent">, agents?: AgentCache) {
+  constructor(
+    store: Pick<SessionRepository, "getSessions"> & Pick<AgentRepository, "getAgent">,
+    agents?: AgentCache,
+  ) {
     this.#store = store;
     this.#agents = agents ?? new AgentCache(store, { nowMs: () => 0 }, Infinity);
   }
@@ -71,7 +74,7 @@ export class RunSnapshot {
  * seconds) and the incarnation, which `get` checks when the caller knows the one it needs.
  */
 export class AgentCache {
-  readonly #store: Pick<SessionStore, "getAgent">;
+  readonly #store: Pick<AgentRepository, "getAgent">;
   readonly #clock: Clock;
   readonly #ttlMs: number;
   readonly #entries = new Map<
@@ -79,7 +82,7 @@ export class AgentCache {
     { readonly atMs: number; readonly agent: Promise<Agent | undefined> }
   >();
 
-  constructor(store: Pick<SessionStore, "getAgent">, clock: Clock, ttlMs: number) {
+  constructor(store: Pick<AgentRepository, "getAgent">, clock: Clock, ttlMs: number) {
     this.#store = store;
     this.#clock = clock;
     this.#ttlMs = ttlMs;

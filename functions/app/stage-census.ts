@@ -5,7 +5,7 @@
  * could not record its next state (a failed or stopped execution, EnterStage failing): an
  * operator must look. The count feeds the "sessions stuck beyond their stage timeout" alarm.
  */
-import type { SessionStore } from "../core/ports/session-store.ts";
+import type { SessionRepository } from "../core/ports/session-store.ts";
 import { WAITING_SESSION_STATUSES, type WaitingSessionStatus } from "../core/status.ts";
 
 export interface StageCensus {
@@ -37,7 +37,7 @@ export class CensusError extends Error {
 export const DEFAULT_STUCK_GRACE_MS = 5 * 60_000;
 
 export async function stageCensus(
-  store: Pick<SessionStore, "listSessionsByStatus">,
+  store: Pick<SessionRepository, "listSessionsByStatus">,
   nowMs: number,
   options: CensusOptions = {},
 ): Promise<StageCensus> {

@@ -7,7 +7,7 @@ import type { CairnConfig } from "../../config.ts";
 import type { LifecycleHandlerSpec } from "../../core/handlers.ts";
 import { guardedByRead, type KernelPatch } from "../../core/effects.ts";
 import type { Agent, SessionWithKernels } from "../../core/model.ts";
-import type { SessionStore } from "../../core/ports/session-store.ts";
+import type { AgentRepository, SessionRepository } from "../../core/ports/session-store.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
 import type { KernelCommandDetailInput } from "../event-types.ts";
 import type { KernelCommands } from "../kernel-commands.ts";
@@ -15,7 +15,7 @@ import type { EventsPort } from "../ports.ts";
 import type { RunSnapshot } from "../snapshot.ts";
 
 export interface HandlerContext {
-  readonly store: SessionStore;
+  readonly store: SessionRepository & AgentRepository;
   /** The sessions and agents this coordinator run has read (forget a session once written). */
   readonly snapshot: RunSnapshot;
   readonly events: EventsPort;
