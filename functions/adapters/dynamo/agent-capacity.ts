@@ -251,6 +251,9 @@ export class AgentCapacity {
       );
       if (failure === undefined) {
         released.push(...batch);
+        // Everything read is released: nothing places a session that is leaving its agents, so
+        // there is no need to read again to find out.
+        if (batch.length === held.length) return released;
         attempt = 0; // progress: the attempt budget is for failures in a row
         continue;
       }
