@@ -5,15 +5,13 @@
  */
 import { afterEach, describe, expect, test } from "vitest";
 import { sessionResult } from "../../functions/core/sessions.ts";
-import { Replay, type ScriptedAgent } from "./harness.ts";
+import { Replay, type ScriptedAgent, CAP } from "./harness.ts";
 
 let h: Replay | undefined;
 afterEach(async () => {
   await h?.close();
   h = undefined;
 });
-
-const CAP = { cpu: 4, memoryMiB: 4096 };
 
 /** s-001 runs on agent-a, whose process then starts again (a new incarnation registers). */
 async function restartMidRun(name: string): Promise<{ h: Replay; old: ScriptedAgent }> {

@@ -3,22 +3,11 @@
  * simulated clock passes a stage's timeout, as Step Functions' TimeoutSeconds would; a cancel is
  * honoured from the stage the session waits in. Invariants after every step (harness.ts).
  */
-import { afterEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { sessionResult } from "../../functions/core/sessions.ts";
-import { Replay, T0 } from "./harness.ts";
+import { CAP, replaysClosedAfterEach, T0 } from "./harness.ts";
 
-let h: Replay | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
-
-async function open(name: string): Promise<Replay> {
-  h = await Replay.open(name);
-  return h;
-}
-
-const CAP = { cpu: 4, memoryMiB: 4096 };
+const open = replaysClosedAfterEach();
 const TOO_BIG = "no agent matches: a task needs 64 cpu and 256 MiB; the largest agent has 4 cpu and 4096 MiB";
 
 describe("stage timers", () => {

@@ -4,22 +4,11 @@
  * preemption budget, and a stage retried up to maxTries then given up. Invariants after every
  * step (harness.ts): in particular no split gang and capacity conserved.
  */
-import { afterEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { sessionResult } from "../../functions/core/sessions.ts";
-import { AGENT_TIMEOUT_MS, Replay } from "./harness.ts";
+import { AGENT_TIMEOUT_MS, CAP, replaysClosedAfterEach } from "./harness.ts";
 
-let h: Replay | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
-
-async function open(name: string): Promise<Replay> {
-  h = await Replay.open(name);
-  return h;
-}
-
-const CAP = { cpu: 4, memoryMiB: 4096 };
+const open = replaysClosedAfterEach();
 
 describe("gangs", () => {
   test("a gang of 4 kernels waits whole while one agent cannot hold it, then is placed all at once on two", async () => {

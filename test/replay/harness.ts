@@ -32,9 +32,12 @@ import type { DynamoSessionStore } from "../../functions/adapters/dynamo/dynamo-
 import { freshTable, type TestTable } from "../store-fixtures.ts";
 import { LifecycleDriver } from "./driver.ts";
 import { checkAll, type Dump } from "./invariants.ts";
+import { afterEach } from "vitest";
 
 /** The replay's epoch: every time is a literal offset from it. */
 export const T0 = 1_800_000_000_000;
+/** The scripted agents' usual size. */
+export const CAP = { cpu: 4, memoryMiB: 4096 } as const;
 export const AGENT_TIMEOUT_MS = 30_000;
 export const HEARTBEAT_MS = 10_000;
 const TERMINATION_GRACE_MS = 1_000;
@@ -597,4 +600,14 @@ export function formatDump(d: Dump): string {
     );
   }
   return lines.join("\n");
+}
+
+/** A test file's replays: the function returned opens one, closed again after each test. */
+export function replaysClosedAfterEach(options: ReplayOptions = {}): (name: string) => Promise<Replay> {
+  let current: Replay | undefined;
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  return async (name) => (current = await Replay.open(name, options));
 }

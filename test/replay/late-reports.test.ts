@@ -5,15 +5,13 @@
  */
 import { afterEach, describe, expect, test } from "vitest";
 import { sessionResult } from "../../functions/core/sessions.ts";
-import { Replay } from "./harness.ts";
+import { Replay, CAP } from "./harness.ts";
 
 let h: Replay | undefined;
 afterEach(async () => {
   await h?.close();
   h = undefined;
 });
-
-const CAP = { cpu: 4, memoryMiB: 4096 };
 
 describe("late reports", () => {
   // Found by this replay: a kernel report named its run (runIndex) but not its placement, so

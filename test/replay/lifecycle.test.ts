@@ -3,22 +3,11 @@
  * coordinator and EnterStage on DynamoDB Local, a simulated clock, invariants after every step
  * (harness.ts). Each scenario opens its own table, so ids repeat across scenarios.
  */
-import { afterEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { sessionResult } from "../../functions/core/sessions.ts";
-import { Replay, T0 } from "./harness.ts";
+import { CAP, replaysClosedAfterEach, T0 } from "./harness.ts";
 
-let h: Replay | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
-
-async function open(name: string): Promise<Replay> {
-  h = await Replay.open(name);
-  return h;
-}
-
-const CAP = { cpu: 4, memoryMiB: 4096 };
+const open = replaysClosedAfterEach();
 
 describe("one session, replayed", () => {
   test("happy path: one kernel runs PENDING → … → TERMINATED with its full history", async () => {

@@ -5,22 +5,11 @@
  * single delivery gives (lifecycle.test.ts, gang-retry.test.ts), and the invariants hold after
  * every run (harness.ts).
  */
-import { afterEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { sessionResult } from "../../functions/core/sessions.ts";
-import { AGENT_TIMEOUT_MS, Replay } from "./harness.ts";
+import { AGENT_TIMEOUT_MS, CAP, replaysClosedAfterEach } from "./harness.ts";
 
-let h: Replay | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
-
-async function open(name: string): Promise<Replay> {
-  h = await Replay.open(name, { redeliver: true });
-  return h;
-}
-
-const CAP = { cpu: 4, memoryMiB: 4096 };
+const open = replaysClosedAfterEach({ redeliver: true });
 const ONE_RUN = [
   "Submit SUBMITTED PENDING->PENDING",
   "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
