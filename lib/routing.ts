@@ -88,13 +88,17 @@ export class CairnRouting extends Construct {
         });
         acknowledge(queue, NAG_ACKNOWLEDGEMENTS.disposableQueue);
       } else {
+        // A FIFO queue's dead-letter queue must be FIFO too.
+        const fifo = decl.fifoGroup !== undefined ? { fifo: true } : {};
         const deadLetterQueue = secureQueue(this, `${decl.name}DeadLetterQueue`, {
           retentionPeriod: DEAD_LETTER_RETENTION,
+          ...fifo,
         });
         queue = secureQueue(this, decl.name, {
           visibilityTimeout,
           retentionPeriod: WORK_RETENTION,
           deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
+          ...(decl.fifoGroup !== undefined ? { fifo: true, contentBasedDeduplication: true } : {}),
         });
         queueDeadLetterQueues.set(decl.name, deadLetterQueue);
       }
@@ -134,7 +138,14 @@ export class CairnRouting extends Construct {
           eventBus: bus,
           description: decl.description,
           eventPattern: toEventPattern(decl.name, decl.eventPattern),
-          targets: [new targets.SqsQueue(queue, delivery)],
+          targets: [
+            new targets.SqsQueue(queue, {
+              ...delivery,
+              ...(fifoGroupOf(decl.target.queue) !== undefined
+                ? { messageGroupId: fifoGroupOf(decl.target.queue)! }
+                : {}),
+            }),
+          ],
         }),
       );
     }
@@ -163,6 +174,10 @@ export class CairnRouting extends Construct {
 export function disposableLifetime(settings: Pick<ResolvedCairnProps, "agentTimeoutMs">): Duration {
   const seconds = Math.ceil(settings.agentTimeoutMs / 1000);
   return Duration.seconds(Math.min(MAX_LIFETIME_SECONDS, Math.max(MIN_LIFETIME_SECONDS, seconds)));
+}
+
+function fifoGroupOf(name: QueueName): string | undefined {
+  return QUEUES.find((q) => q.name === name)?.fifoGroup;
 }
 
 function secureQueue(scope: Construct, id: string, props: sqs.QueueProps): sqs.Queue {

@@ -6,10 +6,13 @@
  */
 import { randomUUID } from "node:crypto";
 
+/** How long SQS remembers a FIFO message's deduplication id (here: its body's content). */
+const FIFO_DEDUPLICATION_MS = 5 * 60_000;
+
 export interface SqsRecord {
   readonly messageId: string;
   readonly body: string;
-  readonly attributes: { readonly ApproximateReceiveCount: string };
+  readonly attributes: { readonly ApproximateReceiveCount: string; readonly MessageGroupId?: string };
 }
 
 export type QueueConsumer = (event: {
@@ -27,6 +30,12 @@ export interface LocalQueueOptions {
   readonly maxReceives?: number;
   /** First redelivery delay, doubled per receive. @default 200 */
   readonly redeliveryBaseMs?: number;
+  /**
+   * A FIFO queue of one message group, as SQS runs it: one batch at a time, in order; a message
+   * being redelivered holds the group (nothing behind it is delivered first); a body sent again
+   * within five minutes is dropped (content-based deduplication).
+   */
+  readonly fifoGroup?: string;
   readonly onError?: (error: unknown) => void;
 }
 
@@ -50,16 +59,29 @@ export class LocalQueue {
   readonly #dead: { body: string; receives: number }[] = [];
   readonly #idleWaiters: (() => void)[] = [];
   #inFlight = 0;
+  /** FIFO: messages waiting to be redelivered, which hold the group. */
+  #holding = 0;
+  /** FIFO: when each body was last sent (content-based deduplication). */
+  readonly #sentAt = new Map<string, number>();
   #window: NodeJS.Timeout | undefined;
   #closed = false;
   #stats = { sent: 0, batches: 0, redelivered: 0, deadLettered: 0 };
 
   constructor(options: LocalQueueOptions) {
-    this.#o = { maxReceives: 5, redeliveryBaseMs: 200, onError: () => {}, ...options };
+    this.#o = {
+      maxReceives: 5,
+      redeliveryBaseMs: 200,
+      onError: () => {},
+      // Only a FIFO queue has a group; "" never reaches a record.
+      fifoGroup: "",
+      ...options,
+      ...(options.fifoGroup !== undefined ? { batchingWindowMs: 0 } : {}),
+    };
   }
 
   send(body: string): void {
     if (this.#closed) throw new Error(`queue ${this.#o.name} is closed`);
+    if (this.#o.fifoGroup !== "" && this.#duplicate(body)) return;
     this.#stats.sent++;
     this.#ready.push({ id: randomUUID(), body, receives: 0 });
     this.#schedule();
@@ -99,18 +121,35 @@ export class LocalQueue {
     for (const resolve of this.#idleWaiters.splice(0)) resolve();
   }
 
+  /** Batches that may run at once: a FIFO queue's one group runs one at a time, and not while held. */
+  #capacity(): number {
+    if (this.#o.fifoGroup === "") return this.#o.maxConcurrency;
+    return this.#holding > 0 ? 0 : 1;
+  }
+
+  /** SQS drops a FIFO message whose body was sent in the last five minutes. */
+  #duplicate(body: string): boolean {
+    const nowMs = Date.now();
+    for (const [sent, atMs] of this.#sentAt) {
+      if (nowMs - atMs < FIFO_DEDUPLICATION_MS) break;
+      this.#sentAt.delete(sent);
+    }
+    if (this.#sentAt.has(body)) return true;
+    this.#sentAt.set(body, nowMs);
+    return false;
+  }
+
   #schedule(): void {
     if (this.#closed) return;
-    while (this.#inFlight < this.#o.maxConcurrency && this.#ready.length >= this.#o.batchSize)
-      this.#dispatch();
-    if (this.#ready.length === 0 || this.#inFlight >= this.#o.maxConcurrency || this.#window) return;
+    while (this.#inFlight < this.#capacity() && this.#ready.length >= this.#o.batchSize) this.#dispatch();
+    if (this.#ready.length === 0 || this.#inFlight >= this.#capacity() || this.#window) return;
     if (this.#o.batchingWindowMs <= 0) {
       this.#dispatch();
       return;
     }
     this.#window = setTimeout(() => {
       this.#window = undefined;
-      if (this.#ready.length > 0 && this.#inFlight < this.#o.maxConcurrency) this.#dispatch();
+      if (this.#ready.length > 0 && this.#inFlight < this.#capacity()) this.#dispatch();
       this.#schedule();
     }, this.#o.batchingWindowMs);
   }
@@ -121,10 +160,11 @@ export class LocalQueue {
     for (const m of batch) m.receives++;
     this.#inFlight++;
     this.#stats.batches++;
+    const group = this.#o.fifoGroup !== "" ? { MessageGroupId: this.#o.fifoGroup } : {};
     const records: SqsRecord[] = batch.map((m) => ({
       messageId: m.id,
       body: m.body,
-      attributes: { ApproximateReceiveCount: String(m.receives) },
+      attributes: { ApproximateReceiveCount: String(m.receives), ...group },
     }));
     void this.#o
       .consumer({ Records: records })
@@ -136,7 +176,9 @@ export class LocalQueue {
         },
       )
       .then((failed) => {
-        for (const m of batch) if (failed.has(m.id)) this.#redeliver(m);
+        const again = batch.filter((m) => failed.has(m.id));
+        if (this.#o.fifoGroup !== "") this.#redeliverInOrder(again);
+        else for (const m of again) this.#redeliver(m);
       })
       .finally(() => {
         this.#inFlight--;
@@ -145,14 +187,46 @@ export class LocalQueue {
       });
   }
 
+  /**
+   * FIFO: the failed messages go back to the head of the group, in their order, after the
+   * back-off of the first; the group is held meanwhile. Those past their receives are
+   * dead-lettered.
+   */
+  #redeliverInOrder(messages: readonly Message[]): void {
+    if (this.#closed || messages.length === 0) return;
+    const alive = messages.filter((m) => {
+      if (m.receives < this.#o.maxReceives) return true;
+      this.#deadLetter(m);
+      return false;
+    });
+    if (alive.length === 0) return;
+    this.#stats.redelivered += alive.length;
+    this.#holding++;
+    const timer = setTimeout(
+      () => {
+        this.#delayed.delete(timer);
+        this.#holding--;
+        this.#ready.unshift(...alive);
+        this.#schedule();
+        this.#notifyIdle();
+      },
+      this.#o.redeliveryBaseMs * 2 ** (alive[0]!.receives - 1),
+    );
+    this.#delayed.add(timer);
+  }
+
+  #deadLetter(m: Message): void {
+    this.#stats.deadLettered++;
+    this.#dead.push({ body: m.body, receives: m.receives });
+    this.#o.onError(
+      new Error(`queue ${this.#o.name}: message ${m.id} dead-lettered after ${m.receives} receives`),
+    );
+  }
+
   #redeliver(m: Message): void {
     if (this.#closed) return;
     if (m.receives >= this.#o.maxReceives) {
-      this.#stats.deadLettered++;
-      this.#dead.push({ body: m.body, receives: m.receives });
-      this.#o.onError(
-        new Error(`queue ${this.#o.name}: message ${m.id} dead-lettered after ${m.receives} receives`),
-      );
+      this.#deadLetter(m);
       return;
     }
     this.#stats.redelivered++;

@@ -315,6 +315,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         batchSize: q.batchSize,
         batchingWindowMs: q.maxBatchingWindowSeconds * 1000,
         maxConcurrency: q.maxConcurrency,
+        ...(q.fifoGroup !== undefined ? { fifoGroup: q.fifoGroup } : {}),
         onError: (error) => log(`cairn: queue ${q.name}: ${String(error)}`),
       });
       queues.set(q.name, queue);

@@ -74,6 +74,26 @@ describe("the stack equals the topology", () => {
       expect(p["MaximumBatchingWindowInSeconds"] ?? 0).toBe(q.maxBatchingWindowSeconds);
       expect(p["ScalingConfig"]).toEqual({ MaximumConcurrency: q.maxConcurrency });
       expect(p["FunctionResponseTypes"]).toEqual(["ReportBatchItemFailures"]);
+      // A queue of one FIFO group: FIFO with content-based deduplication (EventBridge requires
+      // it), a FIFO dead-letter queue, and every rule targeting it names the group.
+      const queue = resource(queueId);
+      if (q.fifoGroup === undefined) {
+        expect(queue["FifoQueue"], q.name).toBeUndefined();
+        continue;
+      }
+      expect(queue["FifoQueue"], q.name).toBe(true);
+      expect(queue["ContentBasedDeduplication"], q.name).toBe(true);
+      const dlq = (queue["RedrivePolicy"] as { deadLetterTargetArn: { "Fn::GetAtt": [string, string] } })
+        .deadLetterTargetArn["Fn::GetAtt"][0];
+      expect(resource(dlq)["FifoQueue"], `${q.name} dead-letter queue`).toBe(true);
+      const rules = RULES.filter((r) => r.target.queue === q.name);
+      expect(rules.length, q.name).toBeGreaterThan(0);
+      for (const rule of rules) {
+        const targets = resource(logicalId(s.stack.cairn.rules.get(rule.name)!))["Targets"] as {
+          SqsParameters?: { MessageGroupId?: string };
+        }[];
+        expect(targets.map((t) => t.SqsParameters?.MessageGroupId)).toEqual([q.fifoGroup]);
+      }
     }
   });
 

@@ -13,8 +13,14 @@ import { errorMessage } from "../app/lifecycle/handler.ts";
 import { NO_METRICS, recordCensus, recordRun, type MetricSink } from "./metrics.ts";
 import { createTelemetry, instrumented, type Telemetry } from "./telemetry.ts";
 
+interface SqsRecord {
+  readonly messageId: string;
+  readonly body: string;
+  /** MessageGroupId is set on records of a FIFO queue. */
+  readonly attributes?: { readonly MessageGroupId?: string };
+}
 interface SqsEvent {
-  readonly Records: readonly { readonly messageId: string; readonly body: string }[];
+  readonly Records: readonly SqsRecord[];
 }
 interface ScheduledEvent {
   readonly source: "aws.events";
@@ -67,7 +73,24 @@ export async function handleCoordinatorEvent(
     ...unparseable.map((id) => ({ id, "detail-type": undefined, detail: "message body is not JSON" })),
   ]);
   recordRun(metrics, "events", report);
-  return { batchItemFailures: report.retry.flatMap((i) => (ids[i] ? [{ itemIdentifier: ids[i] }] : [])) };
+  const failed = new Set(report.retry.flatMap((i) => (ids[i] ? [ids[i]] : [])));
+  return { batchItemFailures: batchItemFailures(event.Records, failed) };
+}
+
+/**
+ * The records to report failed. From a FIFO queue, every record from the first failed one on:
+ * Lambda requires it so that the group's order holds (a later message must not be taken as done
+ * before an earlier one it follows).
+ */
+export function batchItemFailures(
+  records: readonly SqsRecord[],
+  failed: ReadonlySet<string>,
+): { itemIdentifier: string }[] {
+  const fifo = records.some((r) => r.attributes?.MessageGroupId !== undefined);
+  const first = records.findIndex((r) => failed.has(r.messageId));
+  if (first < 0) return [];
+  const reported = fifo ? records.slice(first) : records.filter((r) => failed.has(r.messageId));
+  return reported.map((r) => ({ itemIdentifier: r.messageId }));
 }
 
 /** Metrics have one-minute resolution: a census per minute is enough, however often the sweep runs. */

@@ -89,6 +89,13 @@ export interface QueueDecl {
   readonly maxBatchingWindowSeconds: number;
   /** How many batches may run at once. */
   readonly maxConcurrency: number;
+  /**
+   * A FIFO queue whose messages all carry this message group: SQS hands the consumer one batch
+   * of a group at a time, in order, so the queue's work runs serialized whatever the
+   * concurrency. FIFO queues have content-based deduplication (an EventBridge target requires
+   * it) and no batching window. Absent: a standard queue.
+   */
+  readonly fifoGroup?: string;
 }
 
 export const QUEUES: readonly QueueDecl[] = [
@@ -112,14 +119,16 @@ export const QUEUES: readonly QueueDecl[] = [
     maxConcurrency: 8,
   },
   {
-    // Placement: sessions entering PENDING and capacity coming free. Few batches at once (2 is
-    // the least an SQS event source allows), so passes rarely compete for the same capacity;
-    // when they do, the reservation's condition decides and the loser is skipped, not failed.
+    // Placement: sessions entering PENDING and capacity coming free. Serialized, as Sokovan
+    // serializes scheduling per scaling group: one message group, so one pass at a time, and
+    // passes never compete for the same sessions or capacity (the sweep's full pass still may:
+    // the reservation's condition decides, and the loser is skipped, not failed).
     name: QueueName.PlacementQueue,
     consumer: FunctionName.Coordinator,
     batchSize: 10,
     maxBatchingWindowSeconds: 0,
     maxConcurrency: 2,
+    fifoGroup: "placement",
   },
   {
     // Heartbeats have their own queue so that a burst of work in the coordinator queue cannot
