@@ -53,7 +53,7 @@ export interface QueueStats {
 }
 
 export class LocalQueue {
-  readonly #o: Required<LocalQueueOptions>;
+  readonly #o: Required<Omit<LocalQueueOptions, "fifoGroup">> & Pick<LocalQueueOptions, "fifoGroup">;
   readonly #ready: Message[] = [];
   readonly #delayed = new Set<NodeJS.Timeout>();
   readonly #dead: { body: string; receives: number }[] = [];
@@ -72,8 +72,6 @@ export class LocalQueue {
       maxReceives: 5,
       redeliveryBaseMs: 200,
       onError: () => {},
-      // Only a FIFO queue has a group; "" never reaches a record.
-      fifoGroup: "",
       ...options,
       ...(options.fifoGroup !== undefined ? { batchingWindowMs: 0 } : {}),
     };
@@ -81,7 +79,7 @@ export class LocalQueue {
 
   send(body: string): void {
     if (this.#closed) throw new Error(`queue ${this.#o.name} is closed`);
-    if (this.#o.fifoGroup !== "" && this.#duplicate(body)) return;
+    if (this.#o.fifoGroup !== undefined && this.#duplicate(body)) return;
     this.#stats.sent++;
     this.#ready.push({ id: randomUUID(), body, receives: 0 });
     this.#schedule();
@@ -123,7 +121,7 @@ export class LocalQueue {
 
   /** Batches that may run at once: a FIFO queue's one group runs one at a time, and not while held. */
   #capacity(): number {
-    if (this.#o.fifoGroup === "") return this.#o.maxConcurrency;
+    if (this.#o.fifoGroup === undefined) return this.#o.maxConcurrency;
     return this.#holding > 0 ? 0 : 1;
   }
 
@@ -160,7 +158,7 @@ export class LocalQueue {
     for (const m of batch) m.receives++;
     this.#inFlight++;
     this.#stats.batches++;
-    const group = this.#o.fifoGroup !== "" ? { MessageGroupId: this.#o.fifoGroup } : {};
+    const group = this.#o.fifoGroup !== undefined ? { MessageGroupId: this.#o.fifoGroup } : {};
     const records: SqsRecord[] = batch.map((m) => ({
       messageId: m.id,
       body: m.body,
@@ -177,7 +175,7 @@ export class LocalQueue {
       )
       .then((failed) => {
         const again = batch.filter((m) => failed.has(m.id));
-        if (this.#o.fifoGroup !== "") this.#redeliverInOrder(again);
+        if (this.#o.fifoGroup !== undefined) this.#redeliverInOrder(again);
         else for (const m of again) this.#redeliver(m);
       })
       .finally(() => {

@@ -10,7 +10,7 @@
  * retry clears comes back here as a failure to record: the session ends TERMINATED, FAILED.
  */
 import type { SessionWrite } from "../core/effects.ts";
-import { stageEntryWrite } from "../core/effects.ts";
+import { kernelGuardsOf, stageEntryWrite } from "../core/effects.ts";
 import { placeHistory } from "../core/history.ts";
 import type { SessionWithKernels, StageTransition } from "../core/model.ts";
 import type { AgentRepository, SessionRepository } from "../core/ports/session-store.ts";
@@ -312,7 +312,7 @@ async function replaceToken(
     nowMs: deps.clock.nowMs(),
     stage: { ...session.stage, taskToken: input.taskToken!, attempt: input.entry!.retryCount },
     // The copy the next step starts from must be the stored one, kernels included.
-    kernelGuards: current.kernels.map((k) => ({ index: k.index, version: k.version ?? 0 })),
+    kernelGuards: kernelGuardsOf(current.kernels),
   };
   try {
     await deps.store.applyWrite(write);

@@ -21,7 +21,7 @@ import {
   sameSpec,
   taskSpec,
 } from "../core/jobs.ts";
-import type { Job, SessionSpec, SessionWithKernels } from "../core/model.ts";
+import type { Job, Session, SessionSpec, SessionWithKernels } from "../core/model.ts";
 import type { AgentRepository, JobRepository, SessionRepository } from "../core/ports/session-store.ts";
 import { MAX_MESSAGE_LENGTH } from "../core/events.ts";
 import { newSession } from "../core/sessions.ts";
@@ -76,7 +76,7 @@ export class Jobs {
    * at once, so no child outlives a failed parent whichever came first.
    */
   async submit(jobId: string, spec: SessionSpec): Promise<SubmitOutcome> {
-    const { store, executions, clock } = this.#d;
+    const { store, clock } = this.#d;
     const limit = maxJobIdLength(spec);
     if (jobId.length > limit) {
       return {
@@ -91,12 +91,7 @@ export class Jobs {
       const job = newJob(jobId, spec, nowMs);
       const sessions = job.sessionIds.map((id, index) => newJobSession(job, index, nowMs));
       if ((await store.createJobWithSessions(job, sessions)).created) {
-        for (const { session } of sessions) {
-          await executions.start(session.id, {
-            sessionId: session.id,
-            timeouts: { ...session.spec.timeouts },
-          });
-        }
+        for (const { session } of sessions) await this.#startExecution(session);
         return { ok: true, sessionIds: job.sessionIds };
       }
     }
@@ -131,15 +126,20 @@ export class Jobs {
         if (clash !== undefined) return this.#abandon(job, index, clash);
         this.#d.log.info("duplicate submission; session already exists", { sessionId });
       }
-      await executions.start(sessionId, {
-        sessionId,
-        timeouts: { ...created.session.session.spec.timeouts },
-      });
+      await this.#startExecution(created.session.session);
     }
     if (parent?.final && parent.final.state !== JobState.SUCCEEDED) {
       await this.cancelJob(job.id, `parent job ${parent.id} ${parent.final.state}: ${parent.final.reason}`);
     }
     return { ok: true, sessionIds: job.sessionIds };
+  }
+
+  /** Starts the session's lifecycle execution (idempotent: one execution per session id). */
+  async #startExecution(session: Session): Promise<void> {
+    await this.#d.executions.start(session.id, {
+      sessionId: session.id,
+      timeouts: { ...session.spec.timeouts },
+    });
   }
 
   /**

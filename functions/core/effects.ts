@@ -63,15 +63,18 @@ export function guardedByRead(patches: readonly KernelPatch[], read: readonly Ke
   );
 }
 
+/** Guards on `kernels` at the versions read (a write that depends on them but leaves them alone). */
+export function kernelGuardsOf(kernels: readonly Kernel[]): KernelGuard[] {
+  return kernels.map((k) => ({ index: k.index, version: k.version ?? 0 }));
+}
+
 /** Guards on the kernels `patches` leave alone, at the versions read. */
 function unpatchedGuards(
   kernels: readonly Kernel[],
   patches: readonly KernelPatch[],
 ): { kernelGuards?: KernelGuard[] } {
   const patched = new Set(patches.map((p) => p.index));
-  const guards = kernels
-    .filter((k) => !patched.has(k.index))
-    .map((k) => ({ index: k.index, version: k.version ?? 0 }));
+  const guards = kernelGuardsOf(kernels.filter((k) => !patched.has(k.index)));
   return guards.length > 0 ? { kernelGuards: guards } : {};
 }
 

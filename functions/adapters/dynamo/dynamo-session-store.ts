@@ -1,7 +1,8 @@
 /**
  * The DynamoDB implementation of the store's ports (SessionRepository, AgentRepository,
- * JobRepository, RetryCatalogRepository: SessionStore; single table, see docs/data-model.md). Every request goes through one place (dynamo-requests.ts) that counts
- * writes for the metrics hook; throttling and transaction conflicts are retried by the client's
+ * JobRepository, RetryCatalogRepository: SessionStore; single table, see docs/data-model.md).
+ * Every request goes through one place (dynamo-requests.ts) that counts writes for the metrics
+ * hook; throttling and transaction conflicts are retried by the client's
  * own retry strategy (retry.ts, storeRetryConfig).
  * Nothing is read from the environment: the caller passes the client and the table name.
  */
@@ -50,7 +51,7 @@ import {
 } from "../../core/status.ts";
 import { AgentCapacity } from "./agent-capacity.ts";
 import { expiredBefore, itemAbsent } from "./conditions.ts";
-import { DynamoRequests, tableKey } from "./dynamo-requests.ts";
+import { DynamoRequests, tableKey, type ConditionFailure } from "./dynamo-requests.ts";
 import { any } from "./expressions.ts";
 import { transactionError } from "./failures.ts";
 import { MergedIndexStream, type PageFetcher } from "./index-stream.ts";
@@ -127,6 +128,19 @@ export interface KernelStatusQuery {
 
 const MAX_QUERY_LIMIT = 1000;
 const DEFAULT_PAGE = 50;
+
+/** A kernel's guard failed on an item that is there: it changed since it was read. */
+function kernelChanged({ role, reason }: ConditionFailure): string | undefined {
+  return role.kind === "kernel" && reason.Item !== undefined
+    ? `kernel ${role.index} changed since it was read`
+    : undefined;
+}
+
+/** A kernel's guard failed because the item is not there. */
+function kernelMissing(sessionId: string): (failure: ConditionFailure) => Error | undefined {
+  return ({ role }) =>
+    role.kind === "kernel" ? new NotFoundError("kernel", `${sessionId}/${role.index}`) : undefined;
+}
 
 export class DynamoSessionStore
   implements SessionRepository, AgentRepository, JobRepository, RetryCatalogRepository
@@ -331,16 +345,11 @@ export class DynamoSessionStore
         failure,
         () => this.readSessionItem(write.sessionId),
         {
-          clash: ({ role, reason }) =>
-            role.kind === "run"
-              ? `run ${role.runIndex} of the session is already recorded`
-              : role.kind === "kernel" && reason.Item !== undefined
-                ? `kernel ${role.index} changed since it was read`
-                : undefined,
-          other: ({ role }) =>
-            role.kind === "kernel"
-              ? new NotFoundError("kernel", `${write.sessionId}/${role.index}`)
-              : undefined,
+          clash: (failure) =>
+            failure.role.kind === "run"
+              ? `run ${failure.role.runIndex} of the session is already recorded`
+              : kernelChanged(failure),
+          other: kernelMissing(write.sessionId),
         },
       );
     }
@@ -359,12 +368,8 @@ export class DynamoSessionStore
     );
     if (failure === undefined) return;
     throw await transactionError(sessionId, expected, failure, () => this.readSessionItem(sessionId), {
-      clash: ({ role, reason }) =>
-        role.kind === "kernel" && reason.Item !== undefined
-          ? `kernel ${role.index} changed since it was read`
-          : undefined,
-      other: ({ role }) =>
-        role.kind === "kernel" ? new NotFoundError("kernel", `${sessionId}/${role.index}`) : undefined,
+      clash: kernelChanged,
+      other: kernelMissing(sessionId),
     });
   }
 

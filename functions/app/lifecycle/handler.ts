@@ -23,10 +23,10 @@ export interface HandlerContext {
   readonly commands: KernelCommands;
   readonly config: CairnConfig;
   readonly nowMs: number;
-  /** Those of `agentIds` whose heartbeat is recent; each agent is read once per coordinator run. */
   /**
-   * The live agents among `agents`; an agent named with the incarnation a kernel was placed
-   * with is read again when the copy at hand is of another one.
+   * The live agents among `agents` (a recent heartbeat), each read once per coordinator run; one
+   * named with the incarnation a kernel was placed with is read again when the copy at hand is
+   * of another.
    */
   liveAgents(agents: Iterable<AgentRef>): Promise<ReadonlyMap<string, Agent>>;
 }
@@ -65,7 +65,6 @@ export class ResultBuilder {
   }
 }
 
-/** The agents the targets' kernels are placed on. */
 /** An agent a handler needs, and the incarnation its kernel was placed with, when recorded. */
 export interface AgentRef {
   readonly agentId: string;
