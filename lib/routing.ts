@@ -141,9 +141,7 @@ export class CairnRouting extends Construct {
           targets: [
             new targets.SqsQueue(queue, {
               ...delivery,
-              ...(fifoGroupOf(decl.target.queue) !== undefined
-                ? { messageGroupId: fifoGroupOf(decl.target.queue)! }
-                : {}),
+              ...messageGroupOf(decl.target.queue),
             }),
           ],
         }),
@@ -176,8 +174,10 @@ export function disposableLifetime(settings: Pick<ResolvedCairnProps, "agentTime
   return Duration.seconds(Math.min(MAX_LIFETIME_SECONDS, Math.max(MIN_LIFETIME_SECONDS, seconds)));
 }
 
-function fifoGroupOf(name: QueueName): string | undefined {
-  return QUEUES.find((q) => q.name === name)?.fifoGroup;
+/** A FIFO queue's target names its message group (EventBridge requires one); others none. */
+function messageGroupOf(name: QueueName): { messageGroupId?: string } {
+  const group = QUEUES.find((q) => q.name === name)?.fifoGroup;
+  return group !== undefined ? { messageGroupId: group } : {};
 }
 
 function secureQueue(scope: Construct, id: string, props: sqs.QueueProps): sqs.Queue {
