@@ -7,7 +7,7 @@
  */
 import type { CairnConfig } from "../config.ts";
 import { judge, judgePromotions, type Decision, type JudgedTarget } from "../core/coordinator/decide.ts";
-import { decisionWrite } from "../core/effects.ts";
+import { decisionWrite, type SessionWrite } from "../core/effects.ts";
 import { partitionUnrecoverable } from "../core/coordinator/unrecoverable.ts";
 import {
   DetailType,
@@ -32,6 +32,7 @@ import { SchedulingResult } from "../core/scheduling.ts";
 import { evaluateRetry, INITIAL_RETRY_STATE } from "../core/retry/evaluate.ts";
 import { failedKernels } from "../core/retry/match.ts";
 import { runRecord, runStarted, runSucceeded } from "../core/runs.ts";
+import { sessionAfterWrite } from "../core/session-after-write.ts";
 import { submissionSizeIssue } from "../core/submission-size.ts";
 import {
   isWaitingStatus,
@@ -646,8 +647,8 @@ export class Coordinator {
         const { transition, run } = judged
           ? callbackPayload(judged)
           : { transition: undefined, run: undefined };
+        const write = decisionWrite(s.session, decision, this.#d.clock.nowMs());
         try {
-          const write = decisionWrite(s.session, decision, this.#d.clock.nowMs());
           snapshot.forget(s.session.id);
           await this.#d.store.applyWrite(run ? { ...write, run } : write);
         } catch (error) {
@@ -655,7 +656,7 @@ export class Coordinator {
           throw error;
         }
         if (transition && token !== undefined) {
-          await this.#complete(s.session.id, token, transition);
+          await this.#complete(s.session.id, token, transition, sessionAfterWrite(s, write));
           completed++;
         }
       }),
@@ -727,10 +728,17 @@ export class Coordinator {
    * claimed and completed instead. Otherwise the stage's own timer fired first and the execution
    * has moved on along its EXPIRED path.
    */
-  async #complete(sessionId: string, token: string, transition: StageTransition): Promise<void> {
+  async #complete(
+    sessionId: string,
+    token: string,
+    transition: StageTransition,
+    known?: SessionWithKernels,
+  ): Promise<void> {
     let current = token;
     for (let hop = 0; hop < MAX_TOKEN_HOPS; hop++) {
-      if ((await this.#d.executions.complete(current, transition)) === "completed") return;
+      // The claim's copy goes with the first completion: the next state's entry starts from it.
+      const sent = hop === 0 && known ? { ...transition, known } : transition;
+      if ((await this.#d.executions.complete(current, sent)) === "completed") return;
       const s = await this.#d.store.getSession(sessionId);
       const newer = s?.session.stage.taskToken;
       if (!s || s.session.status !== transition.from || newer === undefined || newer === current) break;
@@ -763,7 +771,8 @@ export class Coordinator {
         ? await snapshot.sessions(dirty.sessions)
         : [];
     let completed = 0;
-    for (const { session } of candidates) {
+    for (const candidate of candidates) {
+      const { session } = candidate;
       const token = session.stage.taskToken;
       if (
         session.cancelRequestedAtMs === undefined ||
@@ -775,24 +784,24 @@ export class Coordinator {
       const to = STAGES[session.status].onCancel;
       if (to === session.status) continue;
       snapshot.forget(session.id);
+      const claim: SessionWrite = {
+        sessionId: session.id,
+        expected: { status: session.status, version: session.version },
+        nowMs: this.#d.clock.nowMs(),
+        claimStage: true,
+      };
       try {
-        await this.#d.store.applyWrite({
-          sessionId: session.id,
-          expected: { status: session.status, version: session.version },
-          nowMs: this.#d.clock.nowMs(),
-          claimStage: true,
-        });
+        await this.#d.store.applyWrite(claim);
       } catch (error) {
         if (errorCode(error) === "CONFLICT") continue;
         throw error;
       }
-      await this.#complete(session.id, token, {
-        from: session.status,
-        to,
-        result: "CANCELLED",
-        handler: "Cancel",
-        message: "cancel requested",
-      });
+      await this.#complete(
+        session.id,
+        token,
+        { from: session.status, to, result: "CANCELLED", handler: "Cancel", message: "cancel requested" },
+        sessionAfterWrite(candidate, claim),
+      );
       completed++;
     }
     return completed;

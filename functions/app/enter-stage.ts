@@ -108,7 +108,7 @@ const LEAVES_AGENTS: ReadonlySet<Status> = new Set([
 
 export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): Promise<{ status: Status }> {
   if (input.failure) return recordFailure(input, input.failure, deps);
-  const { transition } = input;
+  const { known: sent, ...transition } = input.transition;
   if (transition.to !== input.status) {
     throw new StageEntryError(
       `state records ${input.status} but the transition leads to ${transition.to} (session ${input.sessionId})`,
@@ -116,9 +116,11 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
   }
   // Leaving the agents: stop what may still run and give the capacity back *before* the write
   // that makes the session a target again (PENDING), so no placement can race the release.
-  let prefetched: SessionWithKernels | undefined;
+  // The copy the callback brought (the coordinator's claim) stands in for a read; the entry's
+  // write is guarded by its versions, so if it went stale the write fails and the loop reads.
+  let prefetched = knownCopy(sent, input.sessionId, transition);
   if (LEAVES_AGENTS.has(input.status) && transition.from !== input.status) {
-    const current = await deps.store.getSession(input.sessionId);
+    const current = prefetched ?? (await deps.store.getSession(input.sessionId));
     // Releasing touches allocations and agents, not the session item: this read stays current.
     prefetched = current;
     if (current && current.session.status === transition.from && !alreadyEntered(current, input)) {
@@ -269,6 +271,22 @@ async function withRunRecord(
   }
   const reason = t.message ?? t.result.toLowerCase();
   return { ...t, run: runRecord(current, { decision: "finished", reason }, deps.clock.nowMs()) };
+}
+
+/**
+ * The session copy a transition carries, when it is one the entry can start from: this session,
+ * in the status the transition leaves. Anything else is ignored and the session read.
+ */
+function knownCopy(
+  known: SessionWithKernels | undefined,
+  sessionId: string,
+  transition: StageTransition,
+): SessionWithKernels | undefined {
+  if (known === undefined || typeof known !== "object" || known === null) return undefined;
+  const { session, kernels } = known as Partial<SessionWithKernels>;
+  if (session?.id !== sessionId || session.status !== transition.from) return undefined;
+  if (typeof session.version !== "number" || !Array.isArray(kernels)) return undefined;
+  return known;
 }
 
 function entryAtMs(entry: StateEntryRef): number {

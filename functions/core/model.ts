@@ -282,6 +282,13 @@ export interface StageTransition {
    * claimed the stage): the callback payload carries the index, never the record (256 KiB).
    */
   readonly runIndex?: number;
+  /**
+   * The session as the sender of the transition last wrote it (its claim of the stage): the
+   * entry of the next state starts from this copy instead of reading the session. Every write
+   * planned from it is guarded by the versions in it, so a copy gone stale costs a read and a
+   * second try, never a wrong write. Absent where it would not fit a callback's payload.
+   */
+  readonly known?: SessionWithKernels;
   /** Present when the run is retried (result REQUEUED, TERMINATING → PENDING). */
   readonly requeue?: {
     readonly retry: RetryState;

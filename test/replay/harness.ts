@@ -218,6 +218,8 @@ export class Replay {
   readonly requeues: string[] = [];
   /** The coordinator's and EnterStage's error log lines. */
   readonly errors: string[] = [];
+  /** The sessions EnterStage read (getSession), in order: an entry given a copy reads none. */
+  readonly entryReads: string[] = [];
   readonly lines: string[] = [];
   readonly #table: TestTable;
   readonly #ids = new Set<string>();
@@ -295,8 +297,16 @@ export class Replay {
       clock,
       log,
     });
+    const store = this.store;
+    const entryReads = this.entryReads;
     const enterDeps: EnterStageDeps = {
-      store: this.store,
+      // The table's store, with EnterStage's session reads counted.
+      store: Object.assign(Object.create(store) as typeof store, {
+        getSession: (id: string) => {
+          entryReads.push(id);
+          return store.getSession(id);
+        },
+      }),
       events,
       commands: new KernelCommands(this.store, channel),
       clock,

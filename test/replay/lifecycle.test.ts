@@ -51,6 +51,9 @@ describe("one session, replayed", () => {
     expect(await h.store.allocationsOf("s-001")).toEqual([]);
     expect(h.driver.executions.get("s-001")?.status).toBe("SUCCEEDED");
     expect(h.errors).toEqual([]);
+    // Each completed callback carries the coordinator's copy of the session: of 8 entries only
+    // the first (PENDING, from the execution's input) reads the session.
+    expect(h.entryReads, h.stepLog).toEqual(["s-001"]);
   });
 
   test("a non-zero exit ends RUNNING → TERMINATING → TERMINATED with the exit code recorded", async () => {

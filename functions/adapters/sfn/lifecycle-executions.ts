@@ -74,11 +74,12 @@ export class LifecycleExecutions {
   async complete(taskToken: string, transition: StageTransition): Promise<CompletionOutcome> {
     try {
       const how = stageCompletion(transition);
-      const payload = JSON.stringify(transition);
       if (how.kind === "success") {
-        await this.#client.send(new SendTaskSuccessCommand({ taskToken, output: payload }));
+        const output = payloadWithin(transition, MAX_KNOWN_OUTPUT_BYTES, (p) => Buffer.byteLength(p));
+        await this.#client.send(new SendTaskSuccessCommand({ taskToken, output }));
       } else {
-        await this.#client.send(new SendTaskFailureCommand({ taskToken, error: how.error, cause: payload }));
+        const cause = payloadWithin(transition, MAX_CAUSE_CHARS, (p) => p.length);
+        await this.#client.send(new SendTaskFailureCommand({ taskToken, error: how.error, cause }));
       }
       return "completed";
     } catch (error) {
@@ -86,6 +87,27 @@ export class LifecycleExecutions {
       throw error;
     }
   }
+}
+
+/**
+ * A callback's output carries the session's copy (`known`) only up to this size: the output
+ * becomes the next state's input, and a state's data is at most 256 KiB in all. Larger sessions
+ * are read by the entry instead.
+ */
+const MAX_KNOWN_OUTPUT_BYTES = 64 * 1024;
+/** SendTaskFailure's `cause` is at most 32,768 characters. */
+const MAX_CAUSE_CHARS = 32_768;
+
+/** The transition as JSON, without its session copy when the copy would not fit within `limit`. */
+function payloadWithin(
+  transition: StageTransition,
+  limit: number,
+  size: (payload: string) => number,
+): string {
+  const payload = JSON.stringify(transition);
+  if (transition.known === undefined || size(payload) <= limit) return payload;
+  const { known: _tooLarge, ...rest } = transition;
+  return JSON.stringify(rest);
 }
 
 const EXECUTION_STATUSES: ReadonlySet<string> = new Set([
