@@ -12,11 +12,16 @@
  *   lib                  the CDK stack: core and topology, never code that runs in a function
  *   agent                the host agent: core and topology
  *   bin                  the CLI and the CDK app: never the embedded runtime or the application
+ *   dashboard            the web dashboard (served by `npm start` and `cairn dashboard`): reads
+ *                        through the store's ports and adapters (core, topology, adapters, the
+ *                        AWS SDK, the agents' log format); never the application, handlers, stack,
+ *                        the rest of the agent, the CLI or the runtime,
+ *                        and nothing below it (functions, lib, agent) imports it
  *   local                the embedded runtime: runs the product, and nothing of it imports local
  *
  * test/layers.test.ts proves each rule catches what it names.
  */
-const PRODUCT = "^(functions|lib|agent|bin)/";
+const PRODUCT = "^(functions|lib|agent|bin|dashboard)/";
 const NOT_PRODUCT = "^(local|bench|scripts|test)/";
 const AWS_OR_CDK = "node_modules/(@aws-sdk|@smithy|aws-cdk-lib|constructs)/";
 
@@ -27,7 +32,7 @@ module.exports = {
       name: "no-cycles",
       comment: "Modules form layers, not rings: a cycle means a piece belongs somewhere else.",
       severity: "error",
-      from: { path: "^(functions|lib|agent|bin|local)/" },
+      from: { path: "^(functions|lib|agent|bin|dashboard|local)/" },
       to: { circular: true },
     },
     {
@@ -94,6 +99,26 @@ module.exports = {
       severity: "error",
       from: { path: "^bin/" },
       to: { path: "^(local)/|^functions/(app|handlers)/" },
+    },
+    {
+      name: "dashboard-reads-through-ports",
+      comment:
+        "The dashboard renders what the store's ports and adapters read (core, topology, adapters, the AWS SDK): never the application, the handlers, the CDK stack, the agent, the CLI or the embedded runtime.",
+      severity: "error",
+      from: { path: "^dashboard/" },
+      to: {
+        path: "^functions/(app|handlers)/|^(lib|local|agent|bin)/|node_modules/(aws-cdk-lib|constructs)/",
+        // The format the agents write kernel logs in is theirs; the dashboard reads it, as the CLI does.
+        pathNot: "^agent/log-events\\.ts$",
+      },
+    },
+    {
+      name: "dashboard-is-a-front-end",
+      comment:
+        "The dashboard sits beside the CLI: the CLI and the embedded runtime may serve it; functions, the stack and the agent never import it.",
+      severity: "error",
+      from: { path: "^(functions|lib|agent)/" },
+      to: { path: "^dashboard/" },
     },
     {
       name: "product-never-imports-tooling",

@@ -2,6 +2,7 @@
  * `npm start`: runs all of Cairn locally until Ctrl-C. Prints `cairn ready` with the endpoints
  * once it accepts submissions; the CLI finds them in .cairn/runtime.json.
  */
+import { startLocalDashboard } from "./dashboard.ts";
 import { startRuntime } from "./runtime.ts";
 import { parseStartArgs, START_USAGE, StartUsageError, type StartCommand } from "./start-options.ts";
 
@@ -21,12 +22,21 @@ async function main(): Promise<void> {
   const started = Date.now();
   const runtime = await startRuntime(command.options);
   const { info } = runtime;
+  const dashboard = await startLocalDashboard(info, { port: command.dashboardPort }).catch(
+    async (error: unknown) => {
+      await runtime.stop();
+      throw new Error(`the dashboard did not start on port ${command.dashboardPort}: ${String(error)}`, {
+        cause: error,
+      });
+    },
+  );
   console.log(
     `cairn ready in ${((Date.now() - started) / 1000).toFixed(1)}s: events ${info.endpoints.eventBridge} ` +
       `(bus ${info.eventBusName}), stepfunctions ${info.endpoints.stepFunctions}, dynamodb ${info.endpoints.dynamoDb}, ` +
-      `sqs ${info.endpoints.sqs}, logs ${info.endpoints.logs}; ` +
+      `sqs ${info.endpoints.sqs}, logs ${info.endpoints.logs}; dashboard ${dashboard.url}; ` +
       `${runtime.agents.length} agents (cairn agent processes: ${runtime.agents.map((a) => `${a.id} pid ${a.pid}`).join(", ")})`,
   );
+  console.log(`dashboard: ${dashboard.url}`);
   console.log("submit with: npx cairn submit -f examples/hello.yaml --wait   (Ctrl-C stops)");
 
   let stopping = false;
@@ -37,16 +47,19 @@ async function main(): Promise<void> {
     }
     stopping = true;
     console.error(`cairn: ${signal} received, stopping kernels and services …`);
-    runtime.stop().then(
-      () => {
-        console.error("cairn: stopped");
-        process.exit(0);
-      },
-      (error: unknown) => {
-        console.error(`cairn: stop failed: ${String(error)}`);
-        process.exit(1);
-      },
-    );
+    dashboard
+      .close()
+      .then(() => runtime.stop())
+      .then(
+        () => {
+          console.error("cairn: stopped");
+          process.exit(0);
+        },
+        (error: unknown) => {
+          console.error(`cairn: stop failed: ${String(error)}`);
+          process.exit(1);
+        },
+      );
   };
   process.on("SIGINT", () => shutdown("SIGINT"));
   process.on("SIGTERM", () => shutdown("SIGTERM"));

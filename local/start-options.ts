@@ -7,7 +7,8 @@ import { parseArgs } from "node:util";
 import type { RuntimeOptions } from "./runtime.ts";
 
 export const START_USAGE = `usage: npm start -- [--agents N] [--agent-cpu N] [--agent-memory-mib N] [--data-dir DIR]
-                      [--sfn-port N] [--events-port N] [--sweep-seconds N] [--verbose]
+                      [--sfn-port N] [--events-port N] [--dashboard-port N] [--sweep-seconds N]
+                      [--verbose]
 
   --agents N            cairn agent processes to run, 0 to 64 (default 4)
   --agent-cpu N         CPUs each agent offers, 1 to 1024 (default 4)
@@ -15,6 +16,7 @@ export const START_USAGE = `usage: npm start -- [--agents N] [--agent-cpu N] [--
   --data-dir DIR        keep sessions and history in DIR across restarts (default: .cairn, in memory)
   --sfn-port N          Step Functions endpoint port, 1 to 65535 (default: a free port)
   --events-port N       EventBridge endpoint port, 1 to 65535 (default: a free port)
+  --dashboard-port N    the dashboard's port on 127.0.0.1, 0 to 65535 (default 0: a free port)
   --sweep-seconds N     period of the safety sweep, 1 to 86400 (default 60)
   --verbose             the functions' info logs too`;
 
@@ -25,7 +27,12 @@ export class StartUsageError extends Error {
 
 export type StartCommand =
   | { readonly kind: "help" }
-  | { readonly kind: "start"; readonly options: RuntimeOptions & { readonly dataDir: string } };
+  | {
+      readonly kind: "start";
+      readonly options: RuntimeOptions & { readonly dataDir: string };
+      /** The dashboard's port on 127.0.0.1; 0 picks a free one. */
+      readonly dashboardPort: number;
+    };
 
 /** Whole numbers only, in [min, max]: "1e3", "0x10", "2.5" and " 7" are refused. */
 function integer(name: string, raw: string | undefined, min: number, max: number): number | undefined {
@@ -50,6 +57,7 @@ export function parseStartArgs(argv: readonly string[]): StartCommand {
         "data-dir": { type: "string" },
         "sfn-port": { type: "string" },
         "events-port": { type: "string" },
+        "dashboard-port": { type: "string" },
         "sweep-seconds": { type: "string" },
         verbose: { type: "boolean", default: false },
         help: { type: "boolean", default: false },
@@ -68,12 +76,19 @@ export function parseStartArgs(argv: readonly string[]): StartCommand {
   const memoryMiB = integer("agent-memory-mib", values["agent-memory-mib"], 1, 16 * 1024 * 1024);
   const sfnPort = integer("sfn-port", values["sfn-port"], 1, 65535);
   const eventsPort = integer("events-port", values["events-port"], 1, 65535);
+  const dashboardPort = integer("dashboard-port", values["dashboard-port"], 0, 65535);
   const sweepSeconds = integer("sweep-seconds", values["sweep-seconds"], 1, 86_400);
   if (sfnPort !== undefined && sfnPort === eventsPort) {
     throw new StartUsageError(`--sfn-port and --events-port must differ, both are ${sfnPort}`);
   }
+  if (dashboardPort !== undefined && dashboardPort !== 0 && [sfnPort, eventsPort].includes(dashboardPort)) {
+    throw new StartUsageError(
+      `--dashboard-port must differ from --sfn-port and --events-port, got ${dashboardPort}`,
+    );
+  }
   return {
     kind: "start",
+    dashboardPort: dashboardPort ?? 0,
     options: {
       agents: agents ?? 4,
       agentCapacity: { cpu: cpu ?? 4, memoryMiB: memoryMiB ?? 4096 },

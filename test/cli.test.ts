@@ -216,11 +216,11 @@ describe("parseCommandLine", () => {
   test.each([
     [
       "",
-      "missing command (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config, agent)",
+      "missing command (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config, agent, dashboard)",
     ],
     [
       "launch x",
-      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config, agent)',
+      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config, agent, dashboard)',
     ],
     ["get abc-1 --verbose", "unknown option --verbose"],
     ["list -x", "unknown option -x"],
@@ -259,7 +259,7 @@ describe("parseCommandLine", () => {
     ["list --endpoint localhost:4566", '--endpoint must be an http(s) URL, got "localhost:4566"'],
     [
       "help launch",
-      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config, agent)',
+      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config, agent, dashboard)',
     ],
   ])("%j is an error: %s", (line, message) => {
     expect(usageError(line).message).toBe(message);
@@ -703,7 +703,11 @@ describe("resolveConnection", () => {
       hint: "is `npm start` still running? Otherwise start one with `npm start`, or pass --stack/--endpoint",
       region: "local",
       credentials: { accessKeyId: "local", secretAccessKey: "local" },
-      endpoints: { dynamoDb: "http://127.0.0.1:8000", eventBridge: "http://127.0.0.1:8002" },
+      endpoints: {
+        dynamoDb: "http://127.0.0.1:8000",
+        eventBridge: "http://127.0.0.1:8002",
+        stepFunctions: "http://127.0.0.1:8001",
+      },
       tableName: "cairn",
       eventBusName: "cairn",
       stateMachineArn: RUNTIME_FILE.stateMachineArn,

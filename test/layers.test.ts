@@ -10,7 +10,7 @@ import { cruise, type ICruiseResult } from "dependency-cruiser";
 import extractDepcruiseOptions from "dependency-cruiser/config-utl/extract-depcruise-options";
 
 const ROOT = resolve(import.meta.dirname, "..");
-const LAYERS = ["functions", "lib", "agent", "bin", "local"];
+const LAYERS = ["functions", "lib", "agent", "bin", "dashboard", "local"];
 
 async function check(baseDir: string): Promise<ICruiseResult> {
   const options = await extractDepcruiseOptions(join(ROOT, ".dependency-cruiser.cjs"));
@@ -53,6 +53,9 @@ describe("the layering check", () => {
     "lib/stack.ts",
     "local/runtime.ts",
     "bench/local.ts",
+    "dashboard/server.ts",
+    "agent/log-events.ts",
+    "agent/host.ts",
   ]) {
     write(path, "export const x = 1;\n");
   }
@@ -72,11 +75,26 @@ describe("the layering check", () => {
     ["cli-never-embeds", "bin/cli/a.ts", "../../local/runtime.ts"],
     ["product-never-imports-tooling", "functions/app/c.ts", "../../bench/local.ts"],
     ["runtime-is-not-the-cli", "local/a.ts", "../bench/local.ts"],
+    ["dashboard-reads-through-ports", "dashboard/a.ts", "../functions/app/coordinator.ts"],
+    ["dashboard-reads-through-ports", "dashboard/b.ts", "../local/runtime.ts"],
+    ["dashboard-reads-through-ports", "dashboard/c.ts", "../bin/cli/a.ts"],
+    ["dashboard-reads-through-ports", "dashboard/e.ts", "../agent/host.ts"],
+    ["dashboard-is-a-front-end", "functions/adapters/b.ts", "../../dashboard/server.ts"],
+    ["dashboard-is-a-front-end", "lib/b.ts", "../dashboard/server.ts"],
+    ["product-never-imports-tooling", "dashboard/d.ts", "../bench/local.ts"],
   ];
   for (const [, from, spec] of cases) write(from, `import { x } from "${spec}";\nexport const y = x;\n`);
   // Allowed: an adapter implementing a port, the stack reading the topology, a two-file ring.
   write("functions/adapters/ok.ts", 'import { x } from "../app/ports.ts";\nexport const y = x;\n');
   write("lib/ok.ts", 'import { x } from "../functions/topology/index.ts";\nexport const y = x;\n');
+  // Allowed: the dashboard reading through an adapter; the CLI and the runtime serving it.
+  write(
+    "dashboard/ok.ts",
+    'import { x } from "../functions/adapters/dynamo/store.ts";\nexport const y = x;\n',
+  );
+  write("dashboard/logs/ok.ts", 'import { x } from "../../agent/log-events.ts";\nexport const y = x;\n');
+  write("bin/cli/ok.ts", 'import { x } from "../../dashboard/server.ts";\nexport const y = x;\n');
+  write("local/ok.ts", 'import { x } from "../dashboard/server.ts";\nexport const y = x;\n');
   write("functions/core/ring-a.ts", 'import { b } from "./ring-b.ts";\nexport const a = () => b;\n');
   write("functions/core/ring-b.ts", 'import { a } from "./ring-a.ts";\nexport const b = () => a;\n');
 

@@ -34,6 +34,11 @@ describe("npm start options", () => {
       "--sfn-port and --events-port must differ, both are 9000",
     ],
     [["--data-dir", ""], '--data-dir must name a directory, got ""'],
+    [["--dashboard-port", "65536"], '--dashboard-port must be a whole number from 0 to 65535, got "65536"'],
+    [
+      ["--sfn-port", "9000", "--dashboard-port", "9000"],
+      "--dashboard-port must differ from --sfn-port and --events-port, got 9000",
+    ],
     [["--sweep"], "Unknown option '--sweep'"],
     [["extra"], "Unexpected argument 'extra'"],
   ])("%j is refused: %s", (argv, message) => {
@@ -43,6 +48,7 @@ describe("npm start options", () => {
   test("defaults: in memory under .cairn; --data-dir keeps the table on disk", () => {
     expect(parseStartArgs([])).toEqual({
       kind: "start",
+      dashboardPort: 0,
       options: {
         agents: 4,
         agentCapacity: { cpu: 4, memoryMiB: 4096 },
@@ -180,6 +186,12 @@ describe("npm start killed with SIGKILL, then started again with the same --data
     await first.ready;
     const finished = await runCairn(dataDir, ["submit", "examples/hello.yaml", "--id", "done-1", "--wait"]);
     expect(finished.code, finished.stderr).toBe(0);
+    // The ready line names the dashboard, on loopback, and it lists the session.
+    const dashboardUrl = /dashboard (http:\/\/127\.0\.0\.1:\d+\/);/.exec(first.stdout)?.[1];
+    expect(dashboardUrl, first.stdout).toBeDefined();
+    const listPage = await fetch(dashboardUrl!);
+    expect(listPage.status).toBe(200);
+    expect(await listPage.text()).toContain('data-session="done-1"');
     const specFile = join(dataDir, "sleep.yaml");
     writeFileSync(specFile, 'name: sleepy\ncommand: ["sleep", "600"]\n');
     const submitted = await runCairn(dataDir, ["submit", specFile, "--id", "sleepy-1"]);

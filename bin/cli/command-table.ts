@@ -396,6 +396,22 @@ examples:
     exitCodes: [SessionDidNotSucceed, Usage, Unreachable],
     build: ({ values, common }) => ({ ...common, kind: "agent", agent: agentOptions(values) }),
   },
+  dashboard: {
+    summary: "serve the dashboard on 127.0.0.1: sessions, jobs, timelines, agents, queues; cancel",
+    args: [],
+    options: [["--port <N>", "the port on 127.0.0.1 (0 to 65535; default 0: a free port)"]],
+    outputs: ["text"],
+    details: `Reads wherever the global options point (a stack with --stack, LocalStack with --endpoint, or
+the local runtime) with your own credentials, like \`kubectl proxy\`: nothing is deployed for it.
+Prints the URL and serves until SIGINT or SIGTERM. Only loopback is bound; the one write is a
+cancel, a POST from the dashboard's own pages.
+
+examples:
+  cairn dashboard --stack Cairn --port 8080
+  cairn dashboard                       # against the local runtime (npm start serves one too)`,
+    exitCodes: [Usage, Unreachable],
+    build: ({ values, common }) => ({ ...common, kind: "dashboard", port: portOption(text(values["port"])) }),
+  },
 };
 
 /** Commands written as two words, `cairn <group> <action>`: the group's name and summary. */
@@ -627,6 +643,14 @@ function outputFormat(raw: string | undefined, allowed: readonly OutputFormat[])
 }
 
 /** A policy or queue name: the same rule as a spec's name. */
+function portOption(raw: string | undefined): number {
+  if (raw === undefined) return 0;
+  if (!/^\d{1,5}$/.test(raw) || Number(raw) > 65535) {
+    throw new UsageError(`--port must be a whole number from 0 to 65535, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
 function nameValue(raw: string | undefined, what: string): string {
   const name = raw ?? "";
   if (name.length === 0 || name.length > SPEC_LIMITS.nameMaxLength || !NAME_PATTERN.test(name)) {

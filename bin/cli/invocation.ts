@@ -80,4 +80,6 @@ export type Invocation =
       readonly retryPolicies?: readonly string[];
     })
   | (Common & { readonly kind: "retry-config set"; readonly changes: RetryConfigChanges })
-  | (Common & { readonly kind: "agent"; readonly agent: AgentOptions });
+  | (Common & { readonly kind: "agent"; readonly agent: AgentOptions })
+  /** `cairn dashboard`: serves until stopped; port 0 picks a free one. */
+  | (Common & { readonly kind: "dashboard"; readonly port: number });

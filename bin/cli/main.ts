@@ -52,6 +52,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       if (!io.runAgent) throw new UsageError("`cairn agent` cannot run here", "agent");
       return await io.runAgent(invocation.agent, connection);
     }
+    if (invocation.kind === "dashboard") {
+      if (!io.runDashboard) throw new UsageError("`cairn dashboard` cannot run here", "dashboard");
+      return await io.runDashboard(invocation.port, connection);
+    }
     api = await io.openApi(connection);
     return await dispatch(invocation, { submit, policy }, { io, api });
   } catch (error) {
@@ -115,6 +119,8 @@ function dispatch(
       return runRetryConfigSet(invocation, ctx);
     case "agent":
       throw new UsageError("`cairn agent` runs without a session store", "agent");
+    case "dashboard":
+      throw new UsageError("`cairn dashboard` opens its own connections", "dashboard");
   }
 }
 

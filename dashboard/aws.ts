@@ -1,0 +1,205 @@
+/**
+ * The dashboard's ports over the AWS SDK, as the CLI reaches Cairn: the application's own store
+ * adapter (DynamoSessionStore) and the status census on DynamoDB, the cancel request on
+ * EventBridge (the entry `cairn cancel` puts), kernel logs on CloudWatch Logs, and the lifecycle
+ * executions on Step Functions (the console's page when deployed; the history itself from the
+ * embedded engine). Only endpoints differ between AWS, LocalStack and the local runtime.
+ */
+import {
+  CloudWatchLogsClient,
+  GetLogEventsCommand,
+  type OutputLogEvent,
+} from "@aws-sdk/client-cloudwatch-logs";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { GetExecutionHistoryCommand, SFNClient, type HistoryEvent } from "@aws-sdk/client-sfn";
+import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
+import { storeRetryConfig } from "../functions/adapters/dynamo/retry.ts";
+import { DynamoSessionCensus } from "../functions/adapters/dynamo/session-census.ts";
+import { decodeLogMessage, kernelLogStreamName, LinePartJoiner } from "../agent/log-events.ts";
+import { DetailType, toPutEventsEntry } from "../functions/core/events.ts";
+import type { DashboardDeps, ExecutionEvent, Executions, KernelLogs, LogLine } from "./deps.ts";
+
+export interface AwsDashboardOptions {
+  /** Where the data comes from, for the header. */
+  readonly where: string;
+  /** Undefined: the SDK's own resolution. */
+  readonly region?: string;
+  /** Undefined: the SDK's default credential chain (the user's own credentials). */
+  readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string };
+  /** Per service; undefined: the SDK's default (AWS, or AWS_ENDPOINT_URL_…). */
+  readonly endpoints: {
+    readonly dynamoDb?: string;
+    readonly eventBridge?: string;
+    readonly logs?: string;
+    readonly stepFunctions?: string;
+  };
+  readonly tableName: string;
+  readonly eventBusName: string;
+  readonly shards?: number;
+  readonly stateMachineArn?: string;
+  /** Undefined: the dashboard shows no logs. */
+  readonly kernelLogGroupName?: string;
+  /**
+   * "console": link each session to its execution in the Step Functions console (deployed);
+   * "local": show the execution's history read from the embedded engine.
+   */
+  readonly executions: "console" | "local";
+  readonly agentTimeoutMs?: number;
+}
+
+export interface AwsDashboard {
+  readonly deps: DashboardDeps;
+  /** Releases the clients' sockets. */
+  close(): void;
+}
+
+export async function awsDashboardDeps(options: AwsDashboardOptions): Promise<AwsDashboard> {
+  const common = {
+    ...(options.region === undefined ? {} : { region: options.region }),
+    ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
+  };
+  const at = (endpoint: string | undefined) => (endpoint === undefined ? {} : { endpoint });
+  const dynamo = new DynamoDBClient({ ...common, ...storeRetryConfig(), ...at(options.endpoints.dynamoDb) });
+  const events = new EventBridgeClient({ ...common, ...at(options.endpoints.eventBridge) });
+  const logsClient =
+    options.kernelLogGroupName === undefined
+      ? undefined
+      : new CloudWatchLogsClient({ ...common, ...at(options.endpoints.logs) });
+  const sfn =
+    options.executions === "local"
+      ? new SFNClient({ ...common, ...at(options.endpoints.stepFunctions) })
+      : undefined;
+  const shards = options.shards === undefined ? {} : { shards: options.shards };
+  const store = new DynamoSessionStore({ client: dynamo, tableName: options.tableName, ...shards });
+  const census = new DynamoSessionCensus({ client: dynamo, tableName: options.tableName, ...shards });
+  let executions: Executions = { kind: "none" };
+  if (options.stateMachineArn !== undefined && options.stateMachineArn !== "") {
+    const stateMachineArn = options.stateMachineArn;
+    executions =
+      sfn !== undefined
+        ? { kind: "local", stateMachineArn, history: (arn) => executionHistory(sfn, arn) }
+        : { kind: "console", stateMachineArn, region: options.region ?? (await dynamo.config.region()) };
+  }
+  const deps: DashboardDeps = {
+    store,
+    census,
+    cancel: async (id, reason) => {
+      const entry = toPutEventsEntry(options.eventBusName, DetailType.SessionCancelRequested, {
+        sessionId: id,
+        reason,
+      });
+      const out = await events.send(new PutEventsCommand({ Entries: [entry] }));
+      const result = out.Entries?.[0];
+      if ((out.FailedEntryCount ?? 0) > 0 || result?.ErrorCode) {
+        throw new Error(
+          `the bus ${options.eventBusName} did not accept the cancel request (${result?.ErrorCode ?? "?"}: ${result?.ErrorMessage ?? ""})`,
+        );
+      }
+    },
+    ...(logsClient !== undefined && options.kernelLogGroupName !== undefined
+      ? { logs: cloudWatchKernelLogs(logsClient, options.kernelLogGroupName) }
+      : {}),
+    executions,
+    where: options.where,
+    ...(options.agentTimeoutMs === undefined ? {} : { agentTimeoutMs: options.agentTimeoutMs }),
+  };
+  return {
+    deps,
+    close: () => {
+      dynamo.destroy();
+      events.destroy();
+      logsClient?.destroy();
+      sfn?.destroy();
+    },
+  };
+}
+
+/**
+ * The agents' events decoded (agent/log-events.ts): one line each, split lines joined back; a
+ * line still unfinished at the end of the page is shown as it is.
+ */
+function lines(events: readonly OutputLogEvent[] | undefined): LogLine[] {
+  const joiner = new LinePartJoiner();
+  const out: LogLine[] = [];
+  for (const e of events ?? []) {
+    const timestamp = e.timestamp ?? 0;
+    for (const line of joiner.push("", timestamp, decodeLogMessage(e.message ?? ""))) {
+      out.push({ timestamp: line.atMs, stream: line.stream, message: line.text });
+    }
+  }
+  const rest = joiner.end("");
+  if (rest !== undefined) out.push({ timestamp: rest.atMs, stream: rest.stream, message: rest.text });
+  return out;
+}
+
+function cloudWatchKernelLogs(client: CloudWatchLogsClient, logGroupName: string): KernelLogs {
+  return {
+    async tail(sessionId, kernelIndex, runIndex, limit) {
+      try {
+        const page = await client.send(
+          new GetLogEventsCommand({
+            logGroupName,
+            logStreamName: kernelLogStreamName(sessionId, kernelIndex, runIndex),
+            startFromHead: false,
+            limit,
+          }),
+        );
+        return { lines: lines(page.events), next: page.nextForwardToken ?? "" };
+      } catch (error) {
+        if ((error as { name?: unknown }).name === "ResourceNotFoundException") return undefined;
+        throw error;
+      }
+    },
+    async follow(sessionId, kernelIndex, runIndex, token) {
+      const page = await client.send(
+        new GetLogEventsCommand({
+          logGroupName,
+          logStreamName: kernelLogStreamName(sessionId, kernelIndex, runIndex),
+          startFromHead: true,
+          nextToken: token,
+        }),
+      );
+      return { lines: lines(page.events), next: page.nextForwardToken ?? token };
+    },
+  };
+}
+
+async function executionHistory(
+  client: SFNClient,
+  executionArn: string,
+): Promise<ExecutionEvent[] | undefined> {
+  const out: ExecutionEvent[] = [];
+  let nextToken: string | undefined;
+  try {
+    do {
+      const page = await client.send(
+        new GetExecutionHistoryCommand({ executionArn, nextToken, maxResults: 1000 }),
+      );
+      out.push(...(page.events ?? []).map(executionEvent));
+      nextToken = page.nextToken;
+    } while (nextToken !== undefined && out.length < 25_000);
+  } catch (error) {
+    if ((error as { name?: unknown }).name === "ExecutionDoesNotExist") return undefined;
+    throw error;
+  }
+  return out;
+}
+
+function executionEvent(e: HistoryEvent): ExecutionEvent {
+  const state = e.stateEnteredEventDetails?.name ?? e.stateExitedEventDetails?.name;
+  // Any failure-like details (TaskFailed, ExecutionFailed, TaskTimedOut, …) carry error and cause.
+  let detail: string | undefined;
+  for (const [key, value] of Object.entries(e)) {
+    if (!key.endsWith("EventDetails") || value === null || typeof value !== "object") continue;
+    const { error, cause } = value as { error?: unknown; cause?: unknown };
+    if (typeof error === "string") detail = `${error}${typeof cause === "string" ? `: ${cause}` : ""}`;
+  }
+  return {
+    id: e.id ?? 0,
+    timestamp: e.timestamp?.getTime() ?? 0,
+    type: e.type ?? "",
+    ...(state !== undefined ? { state } : {}),
+    ...(detail !== undefined ? { detail } : {}),
+  };
+}

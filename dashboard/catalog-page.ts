@@ -1,0 +1,61 @@
+/** Queues, retry policies and the retry configuration, read-only (they are managed with the CLI). */
+import type { Queue } from "../functions/core/model.ts";
+import { retryConfigToDocument, type RetryConfig } from "../functions/core/retry/config.ts";
+import { retryPolicyToDocument, type RetryPolicy } from "../functions/core/retry/policy.ts";
+import { stringify } from "yaml";
+import { html, isoTime, type Html } from "./html.ts";
+
+export function renderCatalogPage(
+  queues: readonly Queue[],
+  policies: readonly RetryPolicy[],
+  config: RetryConfig,
+  configIsDefault: boolean,
+): Html {
+  return html`<h1>Queues</h1>
+    <p class="muted">Read-only: <code>cairn queue create|update|delete</code> changes them.</p>
+    <table class="queues">
+      <thead>
+        <tr>
+          <th>queue</th>
+          <th class="num">priority</th>
+          <th>retry policies</th>
+          <th>sessions</th>
+          <th>updated</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${queues.map(
+          (q) =>
+            html`<tr data-queue="${q.name}">
+              <td>${q.name}</td>
+              <td class="num">${q.priority}</td>
+              <td>
+                ${q.retryPolicies.length === 0 ? html`<span class="muted">none</span>` : q.retryPolicies.join(", ")}
+              </td>
+              <td><a href="/?queue=${encodeURIComponent(q.name)}">list</a></td>
+              <td>${isoTime(q.updatedAtMs)}</td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+    ${queues.length === 0 ? html`<p class="muted">No queue is defined; sessions of the queue <code>default</code> need none.</p>` : ""}
+    <h1>Retry policies</h1>
+    <p class="muted">Read-only: <code>cairn retry-policy create|update|delete</code> changes them.</p>
+    ${policies.length === 0 ? html`<p class="muted">No retry policy is defined.</p>` : ""}
+    <table class="policies">
+      <tbody>
+        ${policies.map(
+          (p) =>
+            html`<tr data-policy="${p.name}">
+              <th>${p.name}</th>
+              <td><pre class="doc">${stringify(retryPolicyToDocument(p))}</pre></td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+    <h1>Retry configuration</h1>
+    <p class="muted">
+      ${configIsDefault ? "The defaults (none was set)." : "As set with cairn retry-config set."}
+    </p>
+    <pre class="doc">${stringify(retryConfigToDocument(config))}</pre>`;
+}

@@ -1,0 +1,85 @@
+/**
+ * What the dashboard reads and the one thing it writes, as ports: the store's repositories (the
+ * reads `cairn get`, `job get` and `list` make), the status census, a cancel request put on the
+ * bus exactly as `cairn cancel` puts it, and optionally the kernels' logs and the lifecycle
+ * executions. `npm start` (local/dashboard.ts) and `cairn dashboard` (bin/cli/commands/dashboard.ts)
+ * build them over the AWS SDK (dashboard/aws.ts); tests may pass their own.
+ */
+import type { SessionCensus } from "../functions/core/ports/session-census.ts";
+import type {
+  AgentRepository,
+  JobRepository,
+  RetryCatalogRepository,
+  SessionRepository,
+} from "../functions/core/ports/session-store.ts";
+
+export type DashboardStore = Pick<
+  SessionRepository,
+  "getSession" | "getSessions" | "listHistory" | "listRuns" | "listSessionsByStatus" | "listRecentSessions"
+> &
+  Pick<JobRepository, "getJob"> &
+  Pick<AgentRepository, "listAgents" | "allocationsOnAgent"> &
+  Pick<RetryCatalogRepository, "listQueues" | "listRetryPolicies" | "getRetryConfig">;
+
+export interface LogLine {
+  readonly timestamp: number;
+  readonly stream: "stdout" | "stderr";
+  /** The line's text, as the task wrote it. */
+  readonly message: string;
+}
+
+/** One kernel run's output (stream `<session>/<kernel>/run-<run>`). */
+export interface KernelLogs {
+  /** The last `limit` lines and a token to follow from; undefined when the stream does not exist (yet). */
+  tail(
+    sessionId: string,
+    kernelIndex: number,
+    runIndex: number,
+    limit: number,
+  ): Promise<{ lines: LogLine[]; next: string } | undefined>;
+  /** Lines written after `token` (from tail or an earlier follow). */
+  follow(
+    sessionId: string,
+    kernelIndex: number,
+    runIndex: number,
+    token: string,
+  ): Promise<{ lines: LogLine[]; next: string }>;
+}
+
+export interface ExecutionEvent {
+  readonly id: number;
+  readonly timestamp: number;
+  readonly type: string;
+  /** The state's name, when the event names one. */
+  readonly state?: string;
+  /** Error and cause of a failure event, for people. */
+  readonly detail?: string;
+}
+
+/** Where a session's lifecycle execution can be looked at. */
+export type Executions =
+  /** Deployed: the Step Functions console page of the execution. */
+  | { readonly kind: "console"; readonly region: string; readonly stateMachineArn: string }
+  /** Local: the execution's history, read from the embedded engine and shown by the dashboard. */
+  | {
+      readonly kind: "local";
+      readonly stateMachineArn: string;
+      history(executionArn: string): Promise<ExecutionEvent[] | undefined>;
+    }
+  | { readonly kind: "none" };
+
+export interface DashboardDeps {
+  readonly store: DashboardStore;
+  readonly census: SessionCensus;
+  /** Puts a `Session Cancel Requested` event for a session or a job id. */
+  cancel(id: string, reason: string): Promise<void>;
+  /** Absent when the kernels' log group is not known. */
+  readonly logs?: KernelLogs;
+  readonly executions: Executions;
+  /** Where the data comes from, shown in the header ("the local runtime", "stack Cairn"). */
+  readonly where: string;
+  /** An agent silent this long is shown as lost. @default 30000 (CAIRN_AGENT_TIMEOUT_MS's default) */
+  readonly agentTimeoutMs?: number;
+  /** @default Date.now */
+  readonly nowMs?: () => number;
+}

@@ -1,0 +1,142 @@
+/**
+ * A job: its state and the rule that decided it (final once recorded), parent and children, and
+ * one row per task with Iris's state name and colour (seed 000), why a PENDING task waits, how
+ * an ended one ended, its retries against each budget, and a link to the task's session.
+ */
+import { deriveJobState, jobSettings, jobTasks, countTaskStates } from "../functions/core/jobs.ts";
+import type { Job, SessionWithKernels } from "../functions/core/model.ts";
+import { BUDGET_DEFAULTS } from "../functions/core/retry/budgets.ts";
+import { TaskState, TERMINAL_SESSION_STATUSES } from "../functions/core/status.ts";
+import { budgetSummary } from "./budgets.ts";
+import { cancelControl } from "./cancel.ts";
+import type { DashboardDeps } from "./deps.ts";
+import { html, isoTime, type Html } from "./html.ts";
+import { stateBadge, stateClass, stateName } from "./states.ts";
+
+export type JobLookup =
+  | { readonly found: true; readonly job: Job; readonly sessions: readonly SessionWithKernels[] }
+  /** The id is a task's session: its job is elsewhere. */
+  | { readonly found: false; readonly redirect: string }
+  | { readonly found: false; readonly redirect?: undefined };
+
+export async function readJob(store: DashboardDeps["store"], jobId: string): Promise<JobLookup> {
+  let job = await store.getJob(jobId);
+  if (job === undefined) {
+    const found = await store.getSession(jobId);
+    if (found === undefined) return { found: false };
+    if (found.session.task !== undefined) {
+      return { found: false, redirect: `/jobs/${encodeURIComponent(found.session.task.jobId)}` };
+    }
+    // A session submitted before jobs existed is the job of its own kernels (core/jobs.ts jobIdOf).
+    const { session } = found;
+    job = {
+      id: session.id,
+      spec: session.spec,
+      sessionIds: [session.id],
+      childIds: [],
+      createdAtMs: session.createdAtMs,
+    };
+  }
+  return { found: true, job, sessions: await store.getSessions(job.sessionIds) };
+}
+
+export function renderJobPage(job: Job, sessions: readonly SessionWithKernels[], notice?: string): Html {
+  const tasks = jobTasks(job, sessions);
+  const settings = jobSettings(job.spec);
+  const verdict = job.final ?? deriveJobState(tasks, settings.maxTaskFailures);
+  const ended =
+    sessions.length === job.sessionIds.length &&
+    sessions.every(({ session }) => TERMINAL_SESSION_STATUSES.has(session.status));
+  const bySession = new Map(sessions.map((s) => [s.session.id, s.session]));
+  const counts = countTaskStates(tasks);
+  const schedulingTimeout = job.spec.schedulingTimeout ?? job.spec.timeouts.pending;
+  const rows = tasks.map((t) => {
+    const session = bySession.get(t.sessionId);
+    const href = `/sessions/${encodeURIComponent(t.sessionId)}#kernel-${t.kernelIndex}`;
+    return html`<tr data-task="${t.index}">
+      <td class="num"><a href="${href}">task ${t.index}</a></td>
+      <td>
+        ${stateBadge(t.state)}${t.state === TaskState.WORKER_FAILED ? html` <span class="muted">(worker failure)</span>` : ""}${t.state === TaskState.PENDING && t.reason !== undefined ? html`<span class="reason pending-reason">${t.reason}</span>` : ""}
+      </td>
+      <td>${t.finished ? "yes" : "no"}</td>
+      <td>
+        <a href="/sessions/${encodeURIComponent(t.sessionId)}">${t.sessionId}</a>
+        <span class="muted">kernel ${t.kernelIndex}</span>
+      </td>
+      <td>${t.agentId !== undefined ? html`<a href="/agents#agent-${t.agentId}">${t.agentId}</a>` : ""}</td>
+      <td class="num">${t.exitCode ?? ""}</td>
+      <td>${t.condition ?? ""}</td>
+      <td class="num">${t.runIndex}</td>
+      <td>${session !== undefined ? budgetSummary(session) : ""}</td>
+      <td>${t.state === TaskState.PENDING ? "" : (t.reason ?? "")}</td>
+      <td>${isoTime(t.startedAtMs)}</td>
+      <td>${isoTime(t.finishedAtMs)}</td>
+    </tr>`;
+  });
+  return html`${notice !== undefined ? html`<p class="notice">${notice}</p>` : ""}
+    <h1>Job ${job.id} <span class="muted">${job.spec.name}</span></h1>
+    <p>
+      ${stateBadge(verdict.state)} <span class="job-reason">${verdict.reason}</span>
+      <span class="muted"
+        >${job.final !== undefined ? `(final, recorded ${isoTime(job.final.atMs)})` : "(derived from the tasks now)"}</span
+      >
+    </p>
+    ${ended ? "" : cancelControl("job", job.id, `job ${job.id} (${job.spec.name})`)}
+    <dl class="facts">
+      <dt>tasks</dt>
+      <dd>
+        ${job.spec.replicas}
+        (${settings.coscheduled ? `co-scheduled: one gang, at most ${settings.perAgent} per agent` : "independent: one session each"})
+      </dd>
+      <dt>maxTaskFailures</dt>
+      <dd>${settings.maxTaskFailures}</dd>
+      <dt>scheduling timeout</dt>
+      <dd>${schedulingTimeout} s</dd>
+      <dt>queue / priority</dt>
+      <dd>${job.spec.queue} / ${job.spec.priority}</dd>
+      <dt>retry budgets</dt>
+      <dd>
+        failure ${job.spec.retry?.maxRetriesFailure ?? `${BUDGET_DEFAULTS.maxRetriesFailure} (default)`},
+        preemption
+        ${job.spec.retry?.maxRetriesPreemption ?? `${BUDGET_DEFAULTS.maxRetriesPreemption} (default)`}${job.spec.retry?.policies !== undefined ? `; policies ${job.spec.retry.policies.join(", ")}` : ""}
+      </dd>
+      <dt>parent</dt>
+      <dd>
+        ${job.parentId !== undefined ? html`<a href="/jobs/${encodeURIComponent(job.parentId)}">${job.parentId}</a>` : html`<span class="muted">none</span>`}
+      </dd>
+      <dt>children</dt>
+      <dd>
+        ${job.childIds.length === 0 ? html`<span class="muted">none</span>` : job.childIds.map((c, i) => html`${i > 0 ? ", " : ""}<a href="/jobs/${encodeURIComponent(c)}">${c}</a>`)}
+      </dd>
+      <dt>created</dt>
+      <dd>${isoTime(job.createdAtMs)}</dd>
+      <dt>sessions</dt>
+      <dd><a href="/?job=${encodeURIComponent(job.id)}">${job.sessionIds.length} in the list</a></dd>
+    </dl>
+    <div class="counts">
+      ${Object.values(TaskState)
+        .filter((s) => counts[s] > 0)
+        .map((s) => html`<span class="${stateClass(s)}">${stateName(s)} <b>${counts[s]}</b></span>`)}
+    </div>
+    <table class="tasks">
+      <thead>
+        <tr>
+          <th class="num">task</th>
+          <th>state</th>
+          <th>finished</th>
+          <th>session</th>
+          <th>agent</th>
+          <th class="num">exit</th>
+          <th>condition</th>
+          <th class="num">run</th>
+          <th>retries used</th>
+          <th>how it ended</th>
+          <th>started</th>
+          <th>finished</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${rows}
+      </tbody>
+    </table>`;
+}

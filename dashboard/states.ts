@@ -1,0 +1,31 @@
+/**
+ * How states look. Task states are Iris's (seed 000): the display name is the state in lower case
+ * (`stateToName`: TASK_STATE_WORKER_FAILED → worker_failed) and its CSS class is
+ * `status-<name>`, coloured exactly as the seed's table (dashboard/static/dashboard.css). Job
+ * states use the same classes (killed and the rest share their task state's name). Session
+ * statuses (Sokovan's) have classes of their own, `session-<status>`.
+ */
+import type { JobState, SessionStatus, TaskState } from "../functions/core/status.ts";
+import { html, type Html } from "./html.ts";
+
+/** Seed 000: display name = the state without its prefix, lower case. */
+export function stateName(state: TaskState | JobState): string {
+  return state.toLowerCase();
+}
+
+/** The seed's CSS class of a task (or job) state. */
+export function stateClass(state: TaskState | JobState): string {
+  return `status-${stateName(state)}`;
+}
+
+export function stateBadge(state: TaskState | JobState): Html {
+  return html`<span class="badge ${stateClass(state)}" data-state="${state}">${stateName(state)}</span>`;
+}
+
+export function sessionClass(status: SessionStatus): string {
+  return `session-${status.toLowerCase()}`;
+}
+
+export function sessionBadge(status: SessionStatus): Html {
+  return html`<span class="badge ${sessionClass(status)}" data-status="${status}">${status}</span>`;
+}

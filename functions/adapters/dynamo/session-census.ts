@@ -1,0 +1,66 @@
+/**
+ * SessionCensus over the status index (docs/data-model.md, pattern 13): one `Select: COUNT`
+ * Query per (status, shard) partition of `gsi1` `STATUS#<status>#<shard>`, all in parallel, each
+ * followed through its pages. The index is KEYS_ONLY, so a page holds about 10,000 entries: the
+ * census of 10,000 sessions is one request per partition. No item is read.
+ */
+import { QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { SessionCensus } from "../../core/ports/session-census.ts";
+import { SESSION_STATUSES, type SessionStatus } from "../../core/status.ts";
+import { STATUS_INDEX } from "../../topology/table-schema.ts";
+import { sessionStatusPk } from "./keys.ts";
+
+export interface DynamoSessionCensusOptions {
+  /** Built with `...storeRetryConfig()` (retry.ts), as the store's. */
+  readonly client: DynamoDBClient;
+  readonly tableName: string;
+  /** Partitions per status: the store's (default 4). */
+  readonly shards?: number;
+}
+
+export class DynamoSessionCensus implements SessionCensus {
+  private readonly client: DynamoDBClient;
+  private readonly tableName: string;
+  private readonly shards: number;
+
+  constructor(options: DynamoSessionCensusOptions) {
+    const shards = options.shards ?? 4;
+    if (!Number.isInteger(shards) || shards < 1) {
+      throw new RangeError(`shards must be a whole number of at least 1, got ${shards}`);
+    }
+    this.client = options.client;
+    this.tableName = options.tableName;
+    this.shards = shards;
+  }
+
+  async countSessionsByStatus(): Promise<Readonly<Record<SessionStatus, number>>> {
+    const partitions = SESSION_STATUSES.flatMap((status) =>
+      Array.from({ length: this.shards }, (_, shard) => ({ status, pk: sessionStatusPk(status, shard) })),
+    );
+    const counts = await Promise.all(partitions.map((p) => this.countPartition(p.pk)));
+    const out = Object.fromEntries(SESSION_STATUSES.map((s) => [s, 0])) as Record<SessionStatus, number>;
+    partitions.forEach((p, i) => (out[p.status] += counts[i] ?? 0));
+    return out;
+  }
+
+  private async countPartition(pk: string): Promise<number> {
+    let total = 0;
+    let startKey: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: STATUS_INDEX,
+          KeyConditionExpression: "#pk = :pk",
+          ExpressionAttributeNames: { "#pk": "gsi1pk" },
+          ExpressionAttributeValues: { ":pk": { S: pk } },
+          Select: "COUNT",
+          ...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),
+        }),
+      );
+      total += page.Count ?? 0;
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return total;
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * The dashboard of the embedded runtime (`npm start`): the product's dashboard (dashboard/) over
+ * the runtime's own endpoints, with the client's credentials, exactly as `cairn dashboard` would
+ * reach them; the executions' history comes from the embedded Step Functions engine.
+ */
+import { awsDashboardDeps } from "../dashboard/aws.ts";
+import { startDashboard, type DashboardServer } from "../dashboard/server.ts";
+import type { RuntimeInfo } from "./runtime.ts";
+
+export interface LocalDashboardOptions {
+  /** 0 picks a free port. @default 0 */
+  readonly port?: number;
+  /** The runtime's agent liveness window (CAIRN_AGENT_TIMEOUT_MS), for the agents page. */
+  readonly agentTimeoutMs?: number;
+}
+
+export async function startLocalDashboard(
+  info: RuntimeInfo,
+  options: LocalDashboardOptions = {},
+): Promise<DashboardServer> {
+  const aws = await awsDashboardDeps({
+    where: `the local runtime (pid ${info.pid})`,
+    region: info.region,
+    credentials: info.credentials.client,
+    endpoints: {
+      dynamoDb: info.endpoints.dynamoDb,
+      eventBridge: info.endpoints.eventBridge,
+      logs: info.endpoints.logs,
+      stepFunctions: info.endpoints.stepFunctions,
+    },
+    tableName: info.tableName,
+    eventBusName: info.eventBusName,
+    stateMachineArn: info.stateMachineArn,
+    kernelLogGroupName: info.kernelLogGroupName,
+    executions: "local",
+    ...(options.agentTimeoutMs === undefined ? {} : { agentTimeoutMs: options.agentTimeoutMs }),
+  });
+  try {
+    const server = await startDashboard(aws.deps, { port: options.port ?? 0 });
+    return {
+      ...server,
+      close: async () => {
+        await server.close();
+        aws.close();
+      },
+    };
+  } catch (error) {
+    aws.close();
+    throw error;
+  }
+}

@@ -1,0 +1,416 @@
+/**
+ * Issue 13 in a real browser: Debian's Chromium driven by puppeteer-core, against the embedded
+ * runtime with real agent processes and the dashboard `npm start` serves (local/dashboard.ts).
+ * Screenshots go to test-results/ (kept by CI as artifacts). One runtime and one browser for the
+ * file; each scenario submits its own sessions.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { get } from "node:http";
+import { resolve } from "node:path";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { newSession } from "../functions/core/sessions.ts";
+import { SPEC_DEFAULTS } from "../functions/core/spec.ts";
+import { parseRetryPolicy } from "../functions/core/retry/policy.ts";
+import type { DashboardServer } from "../dashboard/server.ts";
+import { startLocalDashboard } from "../local/dashboard.ts";
+import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+
+const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
+const RESULTS = resolve("test-results");
+const sh = (script: string) => ["/bin/sh", "-c", script];
+let n = 0;
+const newId = (label: string) => `dash-${label}-${Date.now().toString(36)}-${n++}`;
+
+/**
+ * The DOM the callbacks run in the page read, declared here: the project compiles without the
+ * DOM lib (its one browser script is plain JavaScript).
+ */
+interface El {
+  readonly textContent: string | null;
+  readonly className: string;
+  getAttribute(name: string): string | null;
+  querySelector(selector: string): El | null;
+  checkVisibility(): boolean;
+}
+interface BrowserGlobals {
+  getComputedStyle(element: El): { color: string };
+}
+
+let rt: TestRuntime;
+let dashboard: DashboardServer;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`,
+    );
+  }
+  mkdirSync(RESULTS, { recursive: true });
+  [rt, browser] = await Promise.all([
+    startTestRuntime({ agents: 2, agentCapacity: { cpu: 2, memoryMiB: 1024 }, retryCacheMs: 200 }),
+    puppeteer.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+    }),
+  ]);
+  dashboard = await startLocalDashboard(rt.runtime.info);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await dashboard?.close();
+  await rt?.stop();
+});
+
+async function open(path: string): Promise<Page> {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+  const errors: string[] = [];
+  page.on("pageerror", (error) => errors.push(String(error)));
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(message.text());
+  });
+  const response = await page.goto(new URL(path, dashboard.url).href, { waitUntil: "load" });
+  expect(response?.status(), `GET ${path}`).toBe(200);
+  // No script error and no CSP violation on any page.
+  expect(errors).toEqual([]);
+  return page;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 40_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** The badge of each task row: display name and computed colour. */
+function taskBadges(page: Page): Promise<{ text: string; cls: string; color: string }[]> {
+  return page.$$eval("table.tasks tbody tr td:nth-child(2) .badge", (badges) =>
+    (badges as unknown as El[]).map((b) => ({
+      text: b.textContent ?? "",
+      cls: b.className,
+      color: (globalThis as unknown as BrowserGlobals).getComputedStyle(b).color,
+    })),
+  );
+}
+
+describe("the dashboard in Chromium", () => {
+  test("a gang job whose task fails shows FAILED and WORKER_FAILED in the seed's colours", async () => {
+    const id = newId("gang");
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "gang",
+        replicas: 2,
+        coscheduled: true,
+        resources: { cpu: 1, memoryMiB: 64 },
+        command: sh(`if [ "$CAIRN_TASK_INDEX" = "1" ]; then sleep 0.5; exit 1; fi; exec sleep 60`),
+      },
+    });
+    await until("the job's final state", async () => (await rt.store.getJob(id))?.final);
+    const page = await open(`/jobs/${id}`);
+    expect(await taskBadges(page)).toEqual([
+      { text: "worker_failed", cls: "badge status-worker_failed", color: "rgb(130, 80, 223)" },
+      { text: "failed", cls: "badge status-failed", color: "rgb(207, 34, 46)" },
+    ]);
+    const state = await page.$eval("main > p .badge", (badge) => {
+      const b = badge as unknown as El;
+      return {
+        text: b.textContent,
+        color: (globalThis as unknown as BrowserGlobals).getComputedStyle(b).color,
+      };
+    });
+    expect(state).toEqual({ text: "failed", color: "rgb(207, 34, 46)" });
+    expect(await page.$eval(".job-reason", (e) => (e as unknown as El).textContent)).toBe(
+      "1 task failed (maxTaskFailures 0)",
+    );
+    // A link per task, to its session's kernel.
+    expect(
+      await page.$$eval("table.tasks td:first-child a", (as) =>
+        (as as unknown as El[]).map((a) => a.getAttribute("href")),
+      ),
+    ).toEqual([`/sessions/${id}#kernel-0`, `/sessions/${id}#kernel-1`]);
+    await page.screenshot({ path: `${RESULTS}/dashboard-job.png`, fullPage: true });
+    await page.close();
+  });
+
+  test("a retried session's timeline shows two runs and the backoff between them", async () => {
+    const policy = `p-${Date.now().toString(36)}`;
+    await rt.store.createRetryPolicy(
+      parseRetryPolicy({
+        apiVersion: "cairn.dev/v1",
+        kind: "RetryPolicy",
+        metadata: { name: policy },
+        spec: {
+          rules: [
+            {
+              action: "Retry",
+              onExitCodes: { operator: "In", values: [3] },
+              backoff: { initialDelay: "1s" },
+            },
+          ],
+        },
+      }),
+      Date.now(),
+    );
+    const id = newId("retry");
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "retried",
+        resources: { cpu: 1, memoryMiB: 64 },
+        command: sh(
+          `echo "run $CAIRN_RUN_INDEX"; if [ "$CAIRN_RUN_INDEX" = "0" ]; then exit 3; fi; echo done`,
+        ),
+        retry: { policies: [policy] },
+      },
+    });
+    await rt.waitForEnd(id, 60_000);
+    const page = await open(`/sessions/${id}`);
+    const runs = await page.$$eval("svg.timeline g[data-run] rect.run-band", (rects) =>
+      (rects as unknown as El[]).map((r) => ({
+        cls: r.getAttribute("class"),
+        title: r.querySelector("title")?.textContent ?? "",
+      })),
+    );
+    expect(runs).toHaveLength(2);
+    expect(runs[0]).toMatchObject({ cls: "run-band status-failed" });
+    expect(runs[0]?.title).toMatch(/^run 0: FAILED · exit 3; retried: /);
+    expect(runs[1]).toMatchObject({ cls: "run-band status-succeeded" });
+    const backoffs = await page.$$eval("svg.timeline rect.backoff title", (ts) =>
+      (ts as unknown as El[]).map((t) => t.textContent),
+    );
+    expect(backoffs).toHaveLength(1);
+    expect(backoffs[0]).toMatch(/^backoff 1\.0 s after run 0, until /);
+    // Stages entered, each with its expiry deadline; the history records at their times.
+    const stages = await page.$$eval("svg.timeline g.stage-entry", (gs) =>
+      (gs as unknown as El[]).map((g) => g.getAttribute("data-status")),
+    );
+    expect(stages).toEqual(expect.arrayContaining(["PENDING", "RUNNING", "TERMINATING", "TERMINATED"]));
+    expect(stages.filter((s) => s === "RUNNING")).toHaveLength(2);
+    expect(
+      await page.$$eval("svg.timeline .deadline", (ds) => (ds as unknown as El[]).length),
+    ).toBeGreaterThan(4);
+    expect(
+      await page.$$eval(
+        "svg.timeline g.history-mark[data-result='REQUEUED']",
+        (ms) => (ms as unknown as El[]).length,
+      ),
+    ).toBeGreaterThanOrEqual(1);
+    expect(await page.$eval("a.execution", (a) => (a as unknown as El).getAttribute("href"))).toBe(
+      `/sessions/${id}/execution`,
+    );
+    // The log tail of the last run, read from the runtime's CloudWatch Logs.
+    await until("the log tail", async () =>
+      (await page.$eval("#log-0", (e) => (e as unknown as El).textContent ?? "")).includes("run 1\ndone")
+        ? true
+        : undefined,
+    );
+    await page.screenshot({ path: `${RESULTS}/dashboard-timeline.png`, fullPage: true });
+    const execution = await open(`/sessions/${id}/execution`);
+    expect(
+      await execution.$$eval("table.execution-history tbody tr", (rows) => (rows as unknown as El[]).length),
+    ).toBeGreaterThan(10);
+    await execution.close();
+    await page.close();
+  });
+
+  test("a pending session shows why it waits; cancelling it from the page cancels it", async () => {
+    const id = newId("pending");
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "too-big",
+        resources: { cpu: 64, memoryMiB: 64 },
+        command: ["/bin/true"],
+        schedulingTimeout: 600,
+      },
+    });
+    const { session } = await rt.waitFor(
+      id,
+      (s) => s.session.pendingReason !== undefined,
+      "a pending reason",
+    );
+    const list = await open(`/?status=PENDING`);
+    const row = await list.$eval(
+      `tr[data-session="${id}"] td.note`,
+      (td) => (td as unknown as El).textContent,
+    );
+    expect(row).toBe(session.pendingReason);
+    expect(session.pendingReason).toMatch(/no agent matches/);
+    await list.close();
+
+    const page = await open(`/sessions/${id}`);
+    expect(await page.$eval("p.pending-reason", (p) => (p as unknown as El).textContent)).toBe(
+      `Waiting because: ${session.pendingReason}`,
+    );
+    // The confirmation is in the page: the button appears only once the cancel is opened.
+    expect(await page.$eval("details.cancel button", (b) => (b as unknown as El).checkVisibility())).toBe(
+      false,
+    );
+    await page.click("details.cancel summary");
+    await Promise.all([page.waitForNavigation(), page.click("details.cancel button.danger")]);
+    expect(page.url()).toBe(new URL(`/sessions/${id}?cancel=requested`, dashboard.url).href);
+    expect(await page.$eval("p.notice", (p) => (p as unknown as El).textContent)).toBe(
+      `Cancel requested for session ${id}.`,
+    );
+    const ended = await rt.waitForEnd(id);
+    expect(ended.session.status).toBe("CANCELLED");
+    expect(ended.session.cancelReason).toBe("cancelled from the dashboard");
+    // The live refresh brings the new status into the open page.
+    await until("the page shows CANCELLED", async () =>
+      (await page.$eval("main .badge", (b) => (b as unknown as El).textContent)) === "CANCELLED"
+        ? true
+        : undefined,
+    );
+    await page.close();
+  });
+
+  test("a cancel POST from another origin is refused", async () => {
+    const id = newId("origin");
+    await rt.submit({
+      sessionId: id,
+      spec: { name: "sleeper", command: ["sleep", "30"], resources: { cpu: 1, memoryMiB: 64 } },
+    });
+    const post = (origin: string) =>
+      fetch(new URL("/cancel", dashboard.url), {
+        method: "POST",
+        headers: { Origin: origin, "Content-Type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ kind: "session", id, confirm: "yes", reason: "x" }),
+        redirect: "manual",
+      });
+    const refused = await post("http://evil.example");
+    expect(refused.status).toBe(403);
+    expect(await refused.text()).toContain(
+      "cancel refused: Origin http://evil.example is not this dashboard",
+    );
+    expect((await rt.store.getSession(id))?.session.cancelRequestedAtMs).toBeUndefined();
+    const accepted = await post(new URL(dashboard.url).origin);
+    expect(accepted.status).toBe(303);
+    await rt.waitForEnd(id);
+  });
+
+  test("a session name containing <script> renders as text", async () => {
+    const id = newId("xss");
+    const name = `<script>window.__owned = 1</script><img src=x onerror="window.__owned = 2">`;
+    // Names are validated at submission: this one can only come from the table itself.
+    await rt.store.createSession(
+      newSession(id, { ...SPEC_DEFAULTS, name, command: ["/bin/true"] }, Date.now()),
+    );
+    for (const path of [`/sessions/${id}`, `/?name=${encodeURIComponent("<script>")}`, `/jobs/${id}`]) {
+      const page = await open(path);
+      expect(
+        await page.evaluate(() => (globalThis as unknown as { __owned?: number }).__owned),
+      ).toBeUndefined();
+      expect(await page.$$eval("main script, main img", (els) => els.length)).toBe(0);
+      const shown = await page.$eval("main", (main) => (main as unknown as El).textContent);
+      expect(shown).toContain(name);
+      if (path.startsWith("/sessions/")) await page.screenshot({ path: `${RESULTS}/dashboard-escaping.png` });
+      await page.close();
+    }
+  });
+
+  test("agents, queues and the list's counts", async () => {
+    const agents = await open("/agents");
+    const rows = await agents.$$eval("table.agents tbody tr", (trs) =>
+      (trs as unknown as El[]).map((tr) => [
+        tr.getAttribute("data-agent"),
+        tr.querySelector(".liveness")?.textContent,
+      ]),
+    );
+    expect(rows).toEqual([
+      ["agent-1", "live"],
+      ["agent-2", "live"],
+    ]);
+    await agents.close();
+    const queues = await open("/queues");
+    expect(
+      await queues.$$eval("table.policies tr", (trs) => (trs as unknown as El[]).length),
+    ).toBeGreaterThan(0);
+    await queues.close();
+    const list = await open("/");
+    const counts: Record<string, number> = await list.$$eval(".counts a", (as) =>
+      Object.fromEntries(
+        (as as unknown as El[]).map((a): [string, number] => [
+          a.getAttribute("data-count"),
+          Number(a.querySelector("b")?.textContent),
+        ]),
+      ),
+    );
+    const sessions = await rt.store.listRecentSessions({ limit: 1000 });
+    expect(counts["ALL"]).toBe(sessions.items.length);
+    await list.close();
+  });
+});
+
+describe("cairn dashboard, pointed at the runtime's endpoints as at AWS", () => {
+  let child: ChildProcess | undefined;
+  afterAll(() => {
+    child?.kill("SIGKILL");
+  });
+
+  test("--endpoint serves the same pages and stops on SIGINT", async () => {
+    const { info } = rt.runtime;
+    const env = {
+      ...Object.fromEntries(
+        Object.entries(process.env).filter(([k]) => !k.startsWith("AWS_") && !k.startsWith("CAIRN_")),
+      ),
+      AWS_REGION: info.region,
+      AWS_ACCESS_KEY_ID: info.credentials.client.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: info.credentials.client.secretAccessKey,
+      CAIRN_TABLE_NAME: info.tableName,
+      CAIRN_EVENT_BUS_NAME: info.eventBusName,
+      CAIRN_STATE_MACHINE_ARN: info.stateMachineArn,
+      CAIRN_KERNEL_LOG_GROUP_NAME: info.kernelLogGroupName,
+    };
+    const cli = spawn(
+      process.execPath,
+      [resolve("bin/cairn.ts"), "dashboard", "--endpoint", info.endpoints.edge, "--port", "0"],
+      {
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    child = cli;
+    let stdout = "";
+    let stderr = "";
+    cli.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    cli.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    const url = await until(
+      "the dashboard's URL",
+      () => {
+        if (cli.exitCode !== null) throw new Error(`cairn dashboard exited ${cli.exitCode}: ${stderr}`);
+        return Promise.resolve(/cairn dashboard: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(stdout)?.[1]);
+      },
+      20_000,
+    );
+    const sessions = await rt.store.listRecentSessions({ limit: 1 });
+    const newest = sessions.items[0]!;
+    const list = await fetch(url);
+    expect(list.status).toBe(200);
+    expect(list.headers.get("content-security-policy")).toContain("script-src 'self'");
+    expect(await list.text()).toContain(`data-session="${newest.id}"`);
+    const sessionPage = await fetch(new URL(`/sessions/${newest.id}`, url));
+    expect(sessionPage.status).toBe(200);
+    // Another Host (DNS rebinding) is refused.
+    const rebound = await new Promise<number | undefined>((done, fail) =>
+      get(url, { headers: { Host: "attacker.example" } }, (res) => {
+        res.resume();
+        done(res.statusCode);
+      }).on("error", fail),
+    );
+    expect(rebound).toBe(421);
+    cli.kill("SIGINT");
+    const code = await new Promise<number | null>((done) => cli.once("exit", (c) => done(c)));
+    expect(code, stderr).toBe(0);
+    child = undefined;
+  });
+});
