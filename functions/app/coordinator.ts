@@ -95,6 +95,11 @@ class Dirty {
   readonly ended = new Map<string, number[]>();
   /** The batch carried heartbeats or registrations: a moment to look for agents that fell silent. */
   agentsHeard = false;
+  /**
+   * Stages claimed when they were entered (EnterStage's write left the token out): the run holds
+   * their tokens, and completes each stage or writes its token back (HeldTokens).
+   */
+  readonly held = new HeldTokens();
 
   touch(status: SessionStatus, sessionId: string): void {
     let ids = this.byStatus.get(status);
@@ -109,6 +114,34 @@ class Dirty {
   /** Sessions touched in any of `statuses`. */
   touched(statuses: readonly SessionStatus[]): string[] {
     return statuses.flatMap((s) => [...(this.byStatus.get(s) ?? [])]);
+  }
+}
+
+/**
+ * The callback tokens of stages claimed on entry, held by this run instead of the table: a
+ * session holding none is no one else's target, so no other run can judge it meanwhile. Each is
+ * used once: to complete the stage, or written back with a decision that keeps the session
+ * waiting; what is left unused is written back when the run ends (Coordinator.advance).
+ */
+class HeldTokens {
+  readonly #tokens = new Map<string, string>();
+  readonly #used = new Set<string>();
+
+  hold(sessionId: string, token: string): void {
+    this.#tokens.set(sessionId, token);
+  }
+
+  /** The token held for the session, unless it was used. */
+  get(sessionId: string): string | undefined {
+    return this.#used.has(sessionId) ? undefined : this.#tokens.get(sessionId);
+  }
+
+  use(sessionId: string): void {
+    this.#used.add(sessionId);
+  }
+
+  unused(): [string, string][] {
+    return [...this.#tokens].filter(([id]) => !this.#used.has(id));
   }
 }
 
@@ -275,15 +308,51 @@ export class Coordinator {
     sessionId: string,
     status: SessionStatus,
     written?: SessionWithKernels,
+    held?: string,
   ): Promise<Pick<RunReport, "passes" | "completed">> {
-    if (written && !mayAdvance(status, written)) return { passes: [], completed: 0 };
     const dirty = new Dirty();
-    dirty.touch(status, sessionId);
-    dirty.sessions.add(sessionId);
     const snapshot = new RunSnapshot(this.#d.store, this.#agentCache);
     if (written?.session.id === sessionId && written.session.status === status) snapshot.remember([written]);
-    const { passes, completed } = await this.#progress(dirty, snapshot, false);
-    return { passes, completed };
+    // A stage claimed on entry: this run holds its token (see HeldTokens).
+    if (held !== undefined) dirty.held.hold(sessionId, held);
+    try {
+      if (held === undefined && written && !mayAdvance(status, written)) return { passes: [], completed: 0 };
+      dirty.touch(status, sessionId);
+      dirty.sessions.add(sessionId);
+      const { passes, completed } = await this.#progress(dirty, snapshot, false);
+      return { passes, completed };
+    } finally {
+      for (const [id, token] of dirty.held.unused()) await this.#giveBack(id, status, token, snapshot);
+    }
+  }
+
+  /**
+   * Writes a held token back (the run neither completed the stage nor wrote a decision with it),
+   * so the stage is a target again for the next event or the sweep. Nothing is written when the
+   * session has moved on or holds a token already (a retried attempt of the entry wrote its own).
+   */
+  async #giveBack(
+    sessionId: string,
+    status: SessionStatus,
+    token: string,
+    snapshot: RunSnapshot,
+  ): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const s = await snapshot.session(sessionId);
+      if (!s || s.session.status !== status || s.session.stage.taskToken !== undefined) return;
+      snapshot.forget(sessionId);
+      try {
+        await this.#d.store.applyWrite({
+          sessionId,
+          expected: { status, version: s.session.version },
+          nowMs: this.#d.clock.nowMs(),
+          stage: { ...s.session.stage, taskToken: token },
+        });
+        return;
+      } catch (error) {
+        if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
+      }
+    }
   }
 
   /** What the run's events made possible: jobs settled, cancels honoured, the handler passes. */
@@ -311,7 +380,7 @@ export class Coordinator {
       try {
         const targets = await this.#targets(passStatuses(pass), dirty, snapshot);
         if (targets.length === 0) continue;
-        outcome = await this.#runPass(pass, targets, ctx);
+        outcome = await this.#runPass(pass, targets, ctx, dirty.held);
       } catch (error) {
         // One pass failing must not stall the others or the events already applied; what it
         // left undone is picked up by the next event or the sweep.
@@ -530,7 +599,9 @@ export class Coordinator {
     const ids = dirty.touched(statuses);
     if (ids.length === 0) return [];
     const sessions = (await snapshot.sessions(ids)).filter(
-      ({ session }) => statuses.includes(session.status) && session.stage.taskToken !== undefined,
+      ({ session }) =>
+        statuses.includes(session.status) &&
+        (session.stage.taskToken !== undefined || dirty.held.get(session.id) !== undefined),
     );
     const ahead = await this.#waitingAhead(statuses, sessions);
     snapshot.remember(ahead);
@@ -564,13 +635,14 @@ export class Coordinator {
     pass: Pass,
     targets: readonly SessionWithKernels[],
     ctx: HandlerContext,
+    held: HeldTokens,
   ): Promise<PassOutcome> {
     // Issue 11: a run that can never start ends FAILED here instead of reaching its handler again.
     if (pass.kind === "lifecycle") {
       const { ending, rest } = partitionUnrecoverable(targets, pass.handler.spec.name, this.#d.clock.nowMs());
       if (ending.length > 0) {
-        const ended = await this.#carryOut(ending, targets, ctx.snapshot);
-        const others = rest.length > 0 ? await this.#runPass(pass, rest, ctx) : undefined;
+        const ended = await this.#carryOut(ending, targets, ctx.snapshot, held);
+        const others = rest.length > 0 ? await this.#runPass(pass, rest, ctx, held) : undefined;
         return {
           targets: targets.length,
           decisions: ending.length + (others?.decisions ?? 0),
@@ -601,7 +673,7 @@ export class Coordinator {
         this.#d.clock.nowMs(),
       );
     }
-    const completed = preempted + (await this.#carryOut(decisions, targets, ctx.snapshot));
+    const completed = preempted + (await this.#carryOut(decisions, targets, ctx.snapshot, held));
     return { targets: targets.length, decisions: decisions.length, completed };
   }
 
@@ -610,6 +682,7 @@ export class Coordinator {
     decisions: readonly Decision[],
     targets: readonly SessionWithKernels[],
     snapshot: RunSnapshot,
+    held: HeldTokens,
   ): Promise<number> {
     const interval = this.#d.skipRecordIntervalMs ?? 30_000;
     const read = new Map(targets.map((t) => [t.session.id, t.session]));
@@ -633,14 +706,20 @@ export class Coordinator {
         const s = fresh.get(decision.sessionId);
         // The session moved on since it was read as a target: the next run judges it afresh.
         if (!s || s.session.status !== decision.fromStatus) return;
-        const token = s.session.stage.taskToken;
-        if (decision.complete && token === undefined) return;
         if (
           decision.result === SchedulingResult.SKIPPED &&
           isRecentRepeat(s.session.lastHistory, decision.history, interval)
         ) {
           return;
         }
+        // A stage claimed on entry holds no token in the table: this run holds it.
+        const heldToken = s.session.stage.taskToken === undefined ? held.get(s.session.id) : undefined;
+        if (heldToken !== undefined) {
+          completed += await this.#carryOutHeld(s, decision, heldToken, held);
+          return;
+        }
+        const token = s.session.stage.taskToken;
+        if (decision.complete && token === undefined) return;
         // A run leaving TERMINATING is judged first: retried (back to PENDING) or finished.
         const judged = decision.complete ? await this.#judgeRun(s, decision.complete) : undefined;
         // Issue 11: the run's record is written with the claim; the callback carries its index.
@@ -662,6 +741,52 @@ export class Coordinator {
       }),
     );
     return completed;
+  }
+
+  /**
+   * A decision on a stage claimed on entry (its token held by this run): a status change needs
+   * no claim, the stage is completed at once with the copy as the next entry's start; a
+   * decision that keeps the session waiting is written with the token put back. Returns the
+   * stages completed (0 or 1).
+   */
+  async #carryOutHeld(
+    s: SessionWithKernels,
+    decision: Decision,
+    token: string,
+    held: HeldTokens,
+  ): Promise<number> {
+    const nowMs = this.#d.clock.nowMs();
+    if (!decision.complete) {
+      const write = decisionWrite(s.session, decision, nowMs);
+      try {
+        await this.#d.store.applyWrite({ ...write, stage: { ...s.session.stage, taskToken: token } });
+      } catch (error) {
+        // The run's end writes the token back (Coordinator.advance).
+        if (errorCode(error) === "CONFLICT") return 0;
+        throw error;
+      }
+      held.use(s.session.id);
+      return 0;
+    }
+    const judged = await this.#judgeRun(s, decision.complete);
+    const { transition, run } = callbackPayload(judged);
+    if (run && JSON.stringify(run).length > MAX_CARRIED_RUN_CHARS) {
+      // Too large for the callback: the record goes to the table, the transition names its index.
+      try {
+        await this.#d.store.applyWrite({ ...decisionWrite(s.session, decision, nowMs), run });
+      } catch (error) {
+        if (errorCode(error) === "CONFLICT") return 0;
+        throw error;
+      }
+      held.use(s.session.id);
+      await this.#complete(s.session.id, token, transition);
+    } else {
+      held.use(s.session.id);
+      // Small enough to travel with the transition: the next entry writes it with the status.
+      const { runIndex: _inTable, ...carried } = transition;
+      await this.#complete(s.session.id, token, run ? { ...carried, run } : transition, s);
+    }
+    return 1;
   }
 
   /**
@@ -773,7 +898,8 @@ export class Coordinator {
     let completed = 0;
     for (const candidate of candidates) {
       const { session } = candidate;
-      const token = session.stage.taskToken;
+      const heldToken = session.stage.taskToken === undefined ? dirty.held.get(session.id) : undefined;
+      const token = session.stage.taskToken ?? heldToken;
       if (
         session.cancelRequestedAtMs === undefined ||
         token === undefined ||
@@ -783,6 +909,20 @@ export class Coordinator {
       }
       const to = STAGES[session.status].onCancel;
       if (to === session.status) continue;
+      const transition: StageTransition = {
+        from: session.status,
+        to,
+        result: "CANCELLED",
+        handler: "Cancel",
+        message: "cancel requested",
+      };
+      if (heldToken !== undefined) {
+        // Claimed on entry: nothing to write before completing.
+        dirty.held.use(session.id);
+        await this.#complete(session.id, heldToken, transition, candidate);
+        completed++;
+        continue;
+      }
       snapshot.forget(session.id);
       const claim: SessionWrite = {
         sessionId: session.id,
@@ -796,12 +936,7 @@ export class Coordinator {
         if (errorCode(error) === "CONFLICT") continue;
         throw error;
       }
-      await this.#complete(
-        session.id,
-        token,
-        { from: session.status, to, result: "CANCELLED", handler: "Cancel", message: "cancel requested" },
-        sessionAfterWrite(candidate, claim),
-      );
+      await this.#complete(session.id, token, transition, sessionAfterWrite(candidate, claim));
       completed++;
     }
     return completed;
@@ -810,6 +945,11 @@ export class Coordinator {
 
 /** A stage's token replaced more often than this while completing it is left to the next pass. */
 const MAX_TOKEN_HOPS = 3;
+/**
+ * A finished run's record up to this size travels with the transition of a stage claimed on
+ * entry (the next entry writes it); a larger one is written to the table first.
+ */
+const MAX_CARRIED_RUN_CHARS = 8_192;
 /** A transition's message in a callback payload (the history keeps what it carries). */
 const MAX_TRANSITION_MESSAGE_CHARS = 4_096;
 

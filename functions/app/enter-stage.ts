@@ -85,13 +85,31 @@ export interface EnterStageDeps {
    * own work (Coordinator.advance): every waiting stage but PENDING, whose placement is
    * serialized through the coordinator's queue. `written` is the session as the entry left it.
    */
-  readonly advance?: (sessionId: string, status: Status, written: SessionWithKernels) => Promise<unknown>;
+  readonly advance?: (
+    sessionId: string,
+    status: Status,
+    written: SessionWithKernels,
+    held?: string,
+  ) => Promise<unknown>;
 }
 
 /** The stages whose next step EnterStage takes itself (see EnterStageDeps.advance). */
 const ADVANCED_ON_ENTRY: ReadonlySet<Status> = new Set(
   WAITING_SESSION_STATUSES.filter((s) => !PLACEMENT_STATUSES.includes(s)),
 );
+
+/**
+ * Stages whose handler decides the moment they are entered (dispatching the agents' prepare or
+ * start commands; finding the run over): the entry is written already claimed, its token left
+ * out so that no other run targets the stage, and handed to the step taken right after, which
+ * completes the stage with it or writes it back (Coordinator.advance). One write per stage
+ * instead of an entry and a claim.
+ */
+const CLAIMED_ON_ENTRY: ReadonlySet<Status> = new Set([
+  SessionStatus.SCHEDULED,
+  SessionStatus.PREPARED,
+  SessionStatus.TERMINATING,
+]);
 
 export class StageEntryError extends Error {
   override readonly name = "StageEntryError";
@@ -165,7 +183,7 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       session: current.session,
       kernels: current.kernels,
       transition: applied,
-      ...(input.taskToken !== undefined ? { taskToken: input.taskToken } : {}),
+      ...(input.taskToken !== undefined && !claimsOnEntry(input, deps) ? { taskToken: input.taskToken } : {}),
       nowMs: deps.clock.nowMs(),
     });
     const write: SessionWrite =
@@ -204,8 +222,12 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       },
     ]);
   }
-  await advance(input, written, deps);
+  await advance(input, written, deps, claimsOnEntry(input, deps) ? input.taskToken : undefined);
   return { status: input.status };
+}
+
+function claimsOnEntry(input: EnterStageInput, deps: EnterStageDeps): boolean {
+  return deps.advance !== undefined && input.taskToken !== undefined && CLAIMED_ON_ENTRY.has(input.status);
 }
 
 /**
@@ -218,11 +240,15 @@ async function advance(
   input: EnterStageInput,
   written: SessionWithKernels,
   deps: EnterStageDeps,
+  held?: string,
 ): Promise<void> {
   if (!deps.advance || !ADVANCED_ON_ENTRY.has(input.status) || input.taskToken === undefined) return;
   try {
-    await deps.advance(input.sessionId, input.status, written);
+    await deps.advance(input.sessionId, input.status, written, held);
   } catch (error) {
+    // A held token that could not be written back: fail the entry, so that its retry (a new
+    // token, replacing none) leaves the stage a target again.
+    if (held !== undefined) throw error;
     deps.log.warn("taking the session's next step after its stage entry failed; the sweep will", {
       sessionId: input.sessionId,
       status: input.status,

@@ -82,7 +82,7 @@ export function wire(config: CairnConfig, instrumentation: Instrumentation = pla
       clock: systemClock,
       log: instrumentation.logger("enter-stage"),
       terminationGraceMs: config.terminationGraceMs,
-      advance: (sessionId, status, written) => coordinator.advance(sessionId, status, written),
+      advance: (sessionId, status, written, held) => coordinator.advance(sessionId, status, written, held),
     },
     store,
     clock: systemClock,

@@ -218,6 +218,10 @@ export class Replay {
   readonly requeues: string[] = [];
   /** The coordinator's and EnterStage's error log lines. */
   readonly errors: string[] = [];
+  /** Fault switch: this many of the next sends to agents' queues fail (SQS unreachable). */
+  failSends = 0;
+  /** Every call made to the store from outside it, in order, with the session it names. */
+  readonly storeCalls: StoreCall[] = [];
   /** The sessions EnterStage read (getSession), in order: an entry given a copy reads none. */
   readonly entryReads: string[] = [];
   readonly lines: string[] = [];
@@ -235,7 +239,7 @@ export class Replay {
     this.#table = table;
     this.#maxRuns = options.maxRunsPerStep ?? 100;
     this.#redeliver = options.redeliver === true;
-    this.store = table.store();
+    this.store = recording(table.store(), this.storeCalls);
     const config = loadConfig({
       CAIRN_TABLE_NAME: table.tableName,
       CAIRN_EVENT_BUS_NAME: "replay",
@@ -275,6 +279,11 @@ export class Replay {
     const channel: AgentChannelPort = {
       open: () => Promise.resolve(),
       send: (deliveries) => {
+        if (this.failSends > 0) {
+          this.failSends--;
+          this.note("  fault: a send to the agents' queues failed");
+          return Promise.reject(new Error("the agents' queues are unreachable (fault switch)"));
+        }
         for (const { agentId, message } of deliveries) this.agents.get(agentId)?.receive(message);
         return Promise.resolve();
       },
@@ -312,7 +321,8 @@ export class Replay {
       clock,
       log,
       terminationGraceMs: TERMINATION_GRACE_MS,
-      advance: (sessionId, status, entered) => this.coordinator.advance(sessionId, status, entered),
+      advance: (sessionId, status, entered, held) =>
+        this.coordinator.advance(sessionId, status, entered, held),
     };
   }
 
@@ -620,4 +630,30 @@ export function replaysClosedAfterEach(options: ReplayOptions = {}): (name: stri
     current = undefined;
   });
   return async (name) => (current = await Replay.open(name, options));
+}
+
+export interface StoreCall {
+  readonly method: string;
+  readonly sessionId?: string;
+}
+
+/** The store, with each call from outside it recorded (its own internal calls are not). */
+function recording<T extends object>(store: T, calls: StoreCall[]): T {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== "function" || typeof property !== "string") return value;
+      return (...args: unknown[]) => {
+        const first = args[0];
+        const sessionId =
+          typeof first === "string"
+            ? first
+            : typeof first === "object" && first !== null && "sessionId" in first
+              ? String(first.sessionId)
+              : undefined;
+        calls.push(sessionId !== undefined ? { method: property, sessionId } : { method: property });
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
 }

@@ -13,6 +13,7 @@ import {
   noOrphanProcess,
   noOrphanToken,
   noSplitGang,
+  noStrandedStage,
   singleWriter,
   triesMonotonic,
   type Dump,
@@ -86,6 +87,19 @@ describe("replay invariants", () => {
     expect(
       singleWriter(dump({ sessions: [s], executions: [execution("s-001", "RUNNING", "tok-3")] })),
     ).toEqual(["s-001: holds token tok-2 but its execution holds tok-3"]);
+  });
+
+  test("no stranded stage: a callback its execution holds open is held by the session too", () => {
+    const held = session("s-001", "SCHEDULED", { token: "tok-2" });
+    const claimed = session("s-002", "SCHEDULED");
+    expect(
+      noStrandedStage(
+        dump({
+          sessions: [held, claimed],
+          executions: [execution("s-001", "RUNNING", "tok-2"), execution("s-002", "RUNNING", "tok-5")],
+        }),
+      ),
+    ).toEqual(["s-002: SCHEDULED holds no token but its execution waits in Pending on tok-5"]);
   });
 
   test("no orphan token: an ended session holds no token, and its execution has ended", () => {

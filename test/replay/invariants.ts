@@ -53,6 +53,25 @@ export function singleWriter(d: Dump): string[] {
   return problems;
 }
 
+/**
+ * No stranded stage: a callback its execution holds open is held by the session too, so the
+ * next event or the sweep can complete it. (Within a step a run may hold a stage's token itself,
+ * claimed on entry; by the step's end it has completed the stage or written the token back.)
+ */
+export function noStrandedStage(d: Dump): string[] {
+  const problems: string[] = [];
+  for (const s of d.sessions) {
+    const e = d.executions.get(s.session.executionName);
+    if (ended(s) || e?.status !== "RUNNING" || e.open === undefined || e.closed !== undefined) continue;
+    if (s.session.stage.taskToken !== e.open.token) {
+      problems.push(
+        `${s.session.id}: ${s.session.status} holds ${s.session.stage.taskToken ?? "no token"} but its execution waits in ${e.open.state} on ${e.open.token}`,
+      );
+    }
+  }
+  return problems;
+}
+
 /** No orphan token: an ended session holds no token and its execution has ended too. */
 export function noOrphanToken(d: Dump): string[] {
   const problems: string[] = [];
@@ -182,6 +201,7 @@ export function checkAll(before: Dump | undefined, after: Dump): string[] {
   return [
     ...singleWriter(after).map((p) => `single writer: ${p}`),
     ...noOrphanToken(after).map((p) => `no orphan token: ${p}`),
+    ...noStrandedStage(after).map((p) => `no stranded stage: ${p}`),
     ...capacityConserved(after).map((p) => `capacity conserved: ${p}`),
     ...noSplitGang(after).map((p) => `no split gang: ${p}`),
     ...noOrphanProcess(after).map((p) => `no orphan process: ${p}`),

@@ -54,6 +54,43 @@ describe("one session, replayed", () => {
     // Each completed callback carries the coordinator's copy of the session: of 8 entries only
     // the first (PENDING, from the execution's input) reads the session.
     expect(h.entryReads, h.stepLog).toEqual(["s-001"]);
+    // One write per stage entered; a claim only where a report decides the stage (the stages
+    // decided on entry are written claimed, and their callback completed with the held token).
+    const writes = new Set(["applyWrite", "reserveCapacity", "patchKernels", "releaseCapacity", "finishJob"]);
+    expect(
+      h.storeCalls.filter((c) => c.sessionId === "s-001" && writes.has(c.method)).map((c) => c.method),
+      h.stepLog,
+    ).toEqual([
+      ...["applyWrite", "reserveCapacity", "applyWrite"], // PENDING entered; placed, claimed
+      "applyWrite", // SCHEDULED entered claimed, prepare sent, completed
+      ...["applyWrite", "patchKernels", "applyWrite"], // PREPARING entered; reported, claimed
+      "applyWrite", // PREPARED entered claimed, start sent, completed
+      ...["applyWrite", "patchKernels", "applyWrite"], // CREATING
+      ...["applyWrite", "patchKernels", "applyWrite"], // RUNNING: the exit reported
+      "applyWrite", // TERMINATING entered claimed, the run judged over, completed
+      ...["releaseCapacity", "applyWrite", "finishJob"], // TERMINATED: capacity back, the job settled
+    ]);
+  });
+
+  test("a stage claimed on entry whose step fails gives its token back, and the stage is retried", async () => {
+    const h = await open("held-token");
+    await h.register("agent-a", CAP);
+    h.failSends = 1;
+    await h.submit("s-001", { name: "held", command: ["true"] });
+    // SCHEDULED was entered claimed; the prepare could not be sent: the decision (NEED_RETRY)
+    // was written with the token back (no stage stranded: checked after every step), so the
+    // status change's own pass could retry the stage and complete it.
+    expect(await h.history("s-001"), h.stepLog).toEqual([
+      "Submit SUBMITTED PENDING->PENDING",
+      "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
+      "PrepareSessions NEED_RETRY SCHEDULED->=",
+      "PrepareSessions SUCCESS SCHEDULED->PREPARING",
+      "PromoteToPrepared SUCCESS PREPARING->PREPARED",
+      "StartSessions SUCCESS PREPARED->CREATING",
+      "PromoteToRunning SUCCESS CREATING->RUNNING",
+    ]);
+    await h.exit("s-001", 0, 0);
+    expect(sessionResult(await h.session("s-001")), h.stepLog).toBe("succeeded");
   });
 
   test("a non-zero exit ends RUNNING → TERMINATING → TERMINATED with the exit code recorded", async () => {
