@@ -101,6 +101,9 @@ beforeEach(async () => {
 
 afterEach(() => table.drop());
 
+/** Stages a handler claimed with its own write (a placement), as the coordinator would hold them. */
+const held: { sessionId: string; status: string; token: string }[] = [];
+
 function ctx(): HandlerContext {
   return {
     store,
@@ -109,6 +112,7 @@ function ctx(): HandlerContext {
     commands: new KernelCommands(store, channel),
     config,
     nowMs: NOW,
+    hold: (sessionId, status, token) => held.push({ sessionId, status, token }),
     liveAgents: async (refs) => {
       const wanted = new Set([...refs].map((r) => r.agentId));
       return new Map(

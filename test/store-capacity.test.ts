@@ -4,6 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
+import type { ReservationRequest } from "../functions/core/ports/session-store.ts";
+import { sessionAfterPlacement } from "../functions/core/session-after-write.ts";
 import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
 
 const small = { cpu: 1, memoryMiB: 512 };
@@ -71,6 +73,39 @@ describe("agents and capacity", () => {
       cpu: 0.5,
       memoryMiB: 7168,
     });
+  });
+
+  test("a reservation that claims the stage reads back as sessionAfterPlacement computes it", async () => {
+    await store.registerAgent({
+      agentId: "claim-a",
+      incarnation: "claim-a-1",
+      capacity: { cpu: 4, memoryMiB: 4096 },
+      labels: {},
+      signingKey: "k".repeat(32),
+      nowMs: T0,
+    });
+    await store.createSession(newSession("claim-1", { replicas: 2, taskToken: "tok-claim" }));
+    const copy = (await store.getSession("claim-1"))!;
+    expect(copy.session.stage.taskToken).toBe("tok-claim");
+    const request: ReservationRequest = {
+      sessionId: "claim-1",
+      expected: { status: copy.session.status, version: copy.session.version },
+      nowMs: T0 + 5,
+      placements: [0, 1].map((kernelIndex) => ({
+        kernelIndex,
+        agentId: "claim-a",
+        resources: small,
+        incarnation: "claim-a-1",
+      })),
+      claimStage: true,
+    };
+    await store.reserveCapacity(request);
+    const read = (await store.getSession("claim-1"))!;
+    expect(read.session.stage.taskToken).toBeUndefined();
+    expect(sessionAfterPlacement(copy, request)).toEqual(read);
+    // No longer a target: the claimed session is out of the targets index.
+    const targets = await store.targetsByStatus({ statuses: ["PENDING"], limit: 100, targetableOnly: true });
+    expect(targets.map((t) => t.session.id)).not.toContain("claim-1");
   });
 
   test("a reservation places the whole session: one allocation per agent, kernels on several agents", async () => {

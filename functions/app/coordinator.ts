@@ -124,24 +124,27 @@ class Dirty {
  * waiting; what is left unused is written back when the run ends (Coordinator.advance).
  */
 class HeldTokens {
-  readonly #tokens = new Map<string, string>();
+  readonly #held = new Map<string, { readonly status: SessionStatus; readonly token: string }>();
   readonly #used = new Set<string>();
 
-  hold(sessionId: string, token: string): void {
-    this.#tokens.set(sessionId, token);
+  hold(sessionId: string, status: SessionStatus, token: string): void {
+    this.#held.set(sessionId, { status, token });
+    this.#used.delete(sessionId);
   }
 
   /** The token held for the session, unless it was used. */
   get(sessionId: string): string | undefined {
-    return this.#used.has(sessionId) ? undefined : this.#tokens.get(sessionId);
+    return this.#used.has(sessionId) ? undefined : this.#held.get(sessionId)?.token;
   }
 
   use(sessionId: string): void {
     this.#used.add(sessionId);
   }
 
-  unused(): [string, string][] {
-    return [...this.#tokens].filter(([id]) => !this.#used.has(id));
+  unused(): { sessionId: string; status: SessionStatus; token: string }[] {
+    return [...this.#held].flatMap(([sessionId, h]) =>
+      this.#used.has(sessionId) ? [] : [{ sessionId, ...h }],
+    );
   }
 }
 
@@ -310,20 +313,16 @@ export class Coordinator {
     written?: SessionWithKernels,
     held?: string,
   ): Promise<Pick<RunReport, "passes" | "completed">> {
+    if (held === undefined && written && !mayAdvance(status, written)) return { passes: [], completed: 0 };
     const dirty = new Dirty();
     const snapshot = new RunSnapshot(this.#d.store, this.#agentCache);
     if (written?.session.id === sessionId && written.session.status === status) snapshot.remember([written]);
     // A stage claimed on entry: this run holds its token (see HeldTokens).
-    if (held !== undefined) dirty.held.hold(sessionId, held);
-    try {
-      if (held === undefined && written && !mayAdvance(status, written)) return { passes: [], completed: 0 };
-      dirty.touch(status, sessionId);
-      dirty.sessions.add(sessionId);
-      const { passes, completed } = await this.#progress(dirty, snapshot, false);
-      return { passes, completed };
-    } finally {
-      for (const [id, token] of dirty.held.unused()) await this.#giveBack(id, status, token, snapshot);
-    }
+    if (held !== undefined) dirty.held.hold(sessionId, status, held);
+    dirty.touch(status, sessionId);
+    dirty.sessions.add(sessionId);
+    const { passes, completed } = await this.#progress(dirty, snapshot, false);
+    return { passes, completed };
   }
 
   /**
@@ -361,10 +360,24 @@ export class Coordinator {
     snapshot: RunSnapshot,
     sweep: boolean,
   ): Promise<Pick<RunReport, "passes" | "completed" | "retry">> {
+    try {
+      return await this.#passes(dirty, snapshot, sweep);
+    } finally {
+      // Tokens the run held and neither used to complete a stage nor wrote back with a decision.
+      for (const { sessionId, status, token } of dirty.held.unused())
+        await this.#giveBack(sessionId, status, token, snapshot);
+    }
+  }
+
+  async #passes(
+    dirty: Dirty,
+    snapshot: RunSnapshot,
+    sweep: boolean,
+  ): Promise<Pick<RunReport, "passes" | "completed" | "retry">> {
     const retry: number[] = [];
     const passes: RunReport["passes"][number][] = [];
     let completed = 0;
-    const ctx = this.#context(snapshot);
+    const ctx = this.#context(snapshot, dirty.held);
     try {
       for (const id of await this.#jobs.settle([...dirty.ended.keys()], snapshot)) dirty.sessions.add(id);
     } catch (error) {
@@ -393,12 +406,13 @@ export class Coordinator {
     return { retry, passes, completed };
   }
 
-  #context(snapshot: RunSnapshot): HandlerContext {
+  #context(snapshot: RunSnapshot, held: HeldTokens): HandlerContext {
     const { store, events, config } = this.#d;
     const nowMs = this.#d.clock.nowMs();
     return {
       store,
       snapshot,
+      hold: (sessionId, status, token) => held.hold(sessionId, status, token),
       events,
       commands: this.#commands,
       config,

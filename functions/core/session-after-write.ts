@@ -7,12 +7,44 @@
  */
 import { RUN_FIELDS, type KernelPatch, type SessionWrite } from "./effects.ts";
 import type { HistoryRecord, Kernel, Session, SessionWithKernels } from "./model.ts";
+import type { ReservationRequest } from "./ports/session-store.ts";
 
 /** The session and kernels after `write` committed over `before`. */
 export function sessionAfterWrite(before: SessionWithKernels, write: SessionWrite): SessionWithKernels {
   return {
     session: sessionItemAfter(before.session, write),
     kernels: kernelsAfter(before.kernels, write.kernels ?? [], write.nowMs),
+  };
+}
+
+/**
+ * The session and kernels after a reservation that claimed the stage (ReservationRequest with
+ * claimStage): the stage's token gone and the version bumped, each placed kernel on its agent
+ * (and incarnation). Exact for the same reason: the reservation is guarded by the session's
+ * version and by every kernel being unplaced, which the copy must have shown to plan it.
+ */
+export function sessionAfterPlacement(
+  before: SessionWithKernels,
+  request: ReservationRequest,
+): SessionWithKernels {
+  const placed = new Map(request.placements.map((p) => [p.kernelIndex, p]));
+  return {
+    session: sessionItemAfter(before.session, {
+      sessionId: request.sessionId,
+      expected: request.expected,
+      nowMs: request.nowMs,
+      claimStage: true,
+    }),
+    kernels: before.kernels.map((k) => {
+      const p = placed.get(k.index);
+      if (!p) return k;
+      return {
+        ...k,
+        agentId: p.agentId,
+        ...(p.incarnation !== undefined ? { agentIncarnation: p.incarnation } : {}),
+        version: (k.version ?? 0) + 1,
+      };
+    }),
   };
 }
 

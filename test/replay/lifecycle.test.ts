@@ -55,13 +55,14 @@ describe("one session, replayed", () => {
     // the first (PENDING, from the execution's input) reads the session.
     expect(h.entryReads, h.stepLog).toEqual(["s-001"]);
     // One write per stage entered; a claim only where a report decides the stage (the stages
-    // decided on entry are written claimed, and their callback completed with the held token).
+    // decided on entry are written claimed, the placement claims PENDING, and their callbacks
+    // are completed with the token the run holds).
     const writes = new Set(["applyWrite", "reserveCapacity", "patchKernels", "releaseCapacity", "finishJob"]);
     expect(
       h.storeCalls.filter((c) => c.sessionId === "s-001" && writes.has(c.method)).map((c) => c.method),
       h.stepLog,
     ).toEqual([
-      ...["applyWrite", "reserveCapacity", "applyWrite"], // PENDING entered; placed, claimed
+      ...["applyWrite", "reserveCapacity"], // PENDING entered; placed and claimed in one transaction
       "applyWrite", // SCHEDULED entered claimed, prepare sent, completed
       ...["applyWrite", "patchKernels", "applyWrite"], // PREPARING entered; reported, claimed
       "applyWrite", // PREPARED entered claimed, start sent, completed

@@ -26,7 +26,7 @@ import {
 } from "./conditions.ts";
 import { all } from "./expressions.ts";
 import { allocationItem } from "./item-codec.ts";
-import { bumpVersion } from "./session-write.ts";
+import { bumpVersion, sessionUpdate } from "./session-write.ts";
 import { AGENT_SK, agentPk, allocationSk, kernelSk, SESSION_SK, sessionPk } from "./keys.ts";
 import {
   guarded,
@@ -56,13 +56,25 @@ export function planReservation(request: ReservationRequest, layout: StoreLayout
   }
   const { tableName } = layout;
   const items: PlannedTransaction["items"] = [
-    {
-      ConditionCheck: {
-        TableName: tableName,
-        Key: { pk: { S: sessionPk(request.sessionId) }, sk: { S: SESSION_SK } },
-        ...guarded(all(itemExists, sessionAt(request.expected))),
-      },
-    },
+    request.claimStage === true
+      ? {
+          Update: sessionUpdate(
+            {
+              sessionId: request.sessionId,
+              expected: request.expected,
+              nowMs: request.nowMs,
+              claimStage: true,
+            },
+            layout,
+          ),
+        }
+      : {
+          ConditionCheck: {
+            TableName: tableName,
+            Key: { pk: { S: sessionPk(request.sessionId) }, sk: { S: SESSION_SK } },
+            ...guarded(all(itemExists, sessionAt(request.expected))),
+          },
+        },
   ];
   const roles: ItemRole[] = [{ kind: "session" }];
   for (const allocation of allocations) {

@@ -89,7 +89,8 @@ export function historyExpiry(
   return Math.ceil((record.lastAtMs + layout.historyRetentionDays * 86_400_000) / 1000);
 }
 
-function sessionUpdate(write: SessionWrite, layout: StoreLayout): UpdateRequest {
+/** The session item's update of a write (also a reservation's claim, capacity.ts). */
+export function sessionUpdate(write: SessionWrite, layout: StoreLayout): UpdateRequest {
   const shard = shardOf(write.sessionId, layout.shards);
   // The targets index is keyed by the status the session will be in after this write.
   const statusAfter = write.status ?? write.expected.status;

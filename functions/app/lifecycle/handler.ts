@@ -9,6 +9,7 @@ import { guardedByRead, type KernelPatch } from "../../core/effects.ts";
 import type { Agent, SessionWithKernels } from "../../core/model.ts";
 import type { AgentRepository, SessionRepository } from "../../core/ports/session-store.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
+import type { SessionStatus } from "../../core/status.ts";
 import type { KernelCommandDetailInput } from "../event-types.ts";
 import type { KernelCommands } from "../kernel-commands.ts";
 import type { EventsPort } from "../ports.ts";
@@ -23,6 +24,11 @@ export interface HandlerContext {
   readonly commands: KernelCommands;
   readonly config: CairnConfig;
   readonly nowMs: number;
+  /**
+   * The handler's own write claimed the session's stage (a placement that decides it): the run
+   * now holds the stage's token, to complete the stage with or write back.
+   */
+  hold(sessionId: string, status: SessionStatus, token: string): void;
   /**
    * The live agents among `agents` (a recent heartbeat), each read once per coordinator run; one
    * named with the incarnation a kernel was placed with is read again when the copy at hand is

@@ -8,7 +8,9 @@
 import { LIFECYCLE_HANDLERS } from "../../core/handlers.ts";
 import { isLiveAgent, type SessionWithKernels } from "../../core/model.ts";
 import { PlacementPass, toAgentFree } from "../../core/placement-pass.ts";
+import type { ReservationRequest } from "../../core/ports/session-store.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
+import { sessionAfterPlacement } from "../../core/session-after-write.ts";
 import {
   errorCode,
   errorMessage,
@@ -42,20 +44,26 @@ export const scheduleNewSessions: LifecycleHandler = {
       }
       // The reservation places the kernels: the copy read no longer shows them.
       ctx.snapshot.forget(session.id);
+      const token = session.stage.taskToken;
+      const request: ReservationRequest = {
+        sessionId: session.id,
+        expected: { status: session.status, version: session.version },
+        nowMs: ctx.nowMs,
+        placements: planned.kernels.map((p) => ({
+          kernelIndex: p.index,
+          agentId: p.agentId,
+          resources: kernels[p.index]?.resources ?? session.spec.resources,
+          ...(incarnations.get(p.agentId) !== undefined ? { incarnation: incarnations.get(p.agentId)! } : {}),
+        })),
+        // Placing decides the stage: the reservation claims it too, and the run holds the token.
+        ...(token !== undefined ? { claimStage: true } : {}),
+      };
       try {
-        await ctx.store.reserveCapacity({
-          sessionId: session.id,
-          expected: { status: session.status, version: session.version },
-          nowMs: ctx.nowMs,
-          placements: planned.kernels.map((p) => ({
-            kernelIndex: p.index,
-            agentId: p.agentId,
-            resources: kernels[p.index]?.resources ?? session.spec.resources,
-            ...(incarnations.get(p.agentId) !== undefined
-              ? { incarnation: incarnations.get(p.agentId)! }
-              : {}),
-          })),
-        });
+        await ctx.store.reserveCapacity(request);
+        if (token !== undefined) {
+          ctx.snapshot.remember([sessionAfterPlacement(target, request)]);
+          ctx.hold(session.id, session.status, token);
+        }
       } catch (error) {
         const code = errorCode(error);
         if (code === "CAPACITY") {

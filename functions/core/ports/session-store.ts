@@ -116,6 +116,11 @@ export interface ReservationRequest {
   readonly nowMs: number;
   /** Every kernel being placed: all of them are reserved, or none. */
   readonly placements: readonly Placement[];
+  /**
+   * The placement decides the stage: claim it in the same transaction (the session's token
+   * removed, its version bumped, as SessionWrite.claimStage), so the placer holds the token.
+   */
+  readonly claimStage?: boolean;
 }
 
 /** Capacity a session holds on one agent (several kernels on one agent share one allocation). */
