@@ -11,6 +11,7 @@ import { SESSION_STATUSES, type SessionStatus } from "../functions/core/status.t
 import type { DashboardDeps } from "./deps.ts";
 import { html, isoTime, query, type Html } from "./html.ts";
 import { sessionBadge } from "./states.ts";
+import type { StatusCounts } from "./status-counts.ts";
 
 export const PAGE_SIZE = 50;
 /** Sessions read per page at most when a filter no index serves (queue, name) is set. */
@@ -148,16 +149,26 @@ function note(session: Session): string {
   return text.length > NOTE_LENGTH ? `${text.slice(0, NOTE_LENGTH - 1)}…` : text;
 }
 
-export async function renderListPage(deps: DashboardDeps, filter: ListFilter): Promise<Html> {
-  const [counts, result] = await Promise.all([
-    deps.census.countSessionsByStatus(),
+/** How long the list waits for a count it has never had before it renders without it. */
+const COUNT_WAIT_MS = 150;
+
+export async function renderListPage(
+  deps: DashboardDeps,
+  statusCounts: StatusCounts,
+  filter: ListFilter,
+): Promise<Html> {
+  const [{ counts, errors }, result] = await Promise.all([
+    statusCounts.snapshot(COUNT_WAIT_MS),
     listSessions(deps.store, filter),
   ]);
-  const total = SESSION_STATUSES.reduce((n, s) => n + counts[s], 0);
+  const known = SESSION_STATUSES.every((s) => counts[s] !== undefined);
+  const total = SESSION_STATUSES.reduce((n, s) => n + (counts[s] ?? 0), 0);
+  const shown = (n: number | undefined) => (n === undefined ? "…" : String(n));
+  const failures = Object.entries(errors).map(([s, why]) => `${s}: ${why}`);
   const keep = { queue: filter.queue, job: filter.job, name: filter.name };
-  const countLinks = [
+  const countLinks: Html[] = [
     html`<a href="/${query(keep)}" class="${filter.status === undefined ? "on" : ""}" data-count="ALL"
-      >all <b>${total}</b></a
+      >all <b>${known ? String(total) : "…"}</b></a
     >`,
     ...SESSION_STATUSES.map(
       (s) =>
@@ -165,7 +176,7 @@ export async function renderListPage(deps: DashboardDeps, filter: ListFilter): P
           href="/${query({ ...keep, status: s })}"
           class="${filter.status === s ? "on" : ""}"
           data-count="${s}"
-          ><span class="${`session-${s.toLowerCase()}`}">${s}</span> <b>${counts[s]}</b></a
+          ><span class="${`session-${s.toLowerCase()}`}">${s}</span> <b>${shown(counts[s])}</b></a
         >`,
     ),
   ];
@@ -191,6 +202,7 @@ export async function renderListPage(deps: DashboardDeps, filter: ListFilter): P
       : undefined;
   return html`<h1>Sessions</h1>
     <div class="counts">${countLinks}</div>
+    ${failures.length > 0 ? html`<p class="error">Counting failed (${failures.join("; ")}); the last counts are shown.</p>` : ""}
     <form class="filters" method="get" action="/">
       <label
         >status<select name="status">

@@ -19,6 +19,7 @@ import { html, type Html } from "./html.ts";
 import { readJob, renderJobPage } from "./job-page.ts";
 import { page } from "./layout.ts";
 import { FilterError, parseListFilter, renderListPage } from "./list-page.ts";
+import { StatusCounts, type CountsOptions } from "./status-counts.ts";
 import { executionArn, renderLogs, renderSessionPage, type LogTail } from "./session-page.ts";
 
 export const CONTENT_SECURITY_POLICY =
@@ -66,6 +67,8 @@ export interface DashboardOptions {
   readonly host?: string;
   /** 0 picks a free port. @default 0 */
   readonly port?: number;
+  /** How long the counts per status are kept (status-counts.ts). */
+  readonly counts?: Pick<CountsOptions, "liveTtlMs" | "endedTtlMs">;
 }
 
 export async function startDashboard(
@@ -78,7 +81,7 @@ export async function startDashboard(
     throw new RangeError(`port must be a whole number from 0 to 65535, got ${port}`);
   }
   const allowedHosts = new Set<string>();
-  const handler = dashboardHandler(deps, allowedHosts);
+  const handler = dashboardHandler(deps, allowedHosts, options.counts);
   const server = createServer((req, res) => void handler(req, res));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -105,12 +108,17 @@ export async function startDashboard(
 export function dashboardHandler(
   deps: DashboardDeps,
   allowedHosts: ReadonlySet<string>,
+  countsOptions: Pick<CountsOptions, "liveTtlMs" | "endedTtlMs"> = {},
 ): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  const counts = new StatusCounts(deps.census, {
+    ...countsOptions,
+    ...(deps.nowMs === undefined ? {} : { clock: deps.nowMs }),
+  });
   return async (req, res) => {
     const started = performance.now();
     let reply: Reply;
     try {
-      reply = await route(deps, req, allowedHosts);
+      reply = await route(deps, counts, req, allowedHosts);
     } catch (error) {
       const status = error instanceof HttpError ? error.status : error instanceof FilterError ? 400 : 500;
       const message = error instanceof Error ? error.message : String(error);
@@ -156,6 +164,7 @@ function idFrom(raw: string, field: string): string {
 
 async function route(
   deps: DashboardDeps,
+  counts: StatusCounts,
   req: IncomingMessage,
   allowedHosts: ReadonlySet<string>,
 ): Promise<Reply> {
@@ -187,7 +196,7 @@ async function route(
 
   if (path === "/") {
     const filter = parseListFilter(url.searchParams);
-    return respond("Sessions", await renderListPage(deps, filter));
+    return respond("Sessions", await renderListPage(deps, counts, filter));
   }
   if (path === "/agents") {
     const agents = await deps.store.listAgents();

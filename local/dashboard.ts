@@ -4,7 +4,7 @@
  * reach them; the executions' history comes from the embedded Step Functions engine.
  */
 import { awsDashboardDeps } from "../dashboard/aws.ts";
-import { startDashboard, type DashboardServer } from "../dashboard/server.ts";
+import { startDashboard, type DashboardOptions, type DashboardServer } from "../dashboard/server.ts";
 import type { RuntimeInfo } from "./runtime.ts";
 
 export interface LocalDashboardOptions {
@@ -12,6 +12,8 @@ export interface LocalDashboardOptions {
   readonly port?: number;
   /** The runtime's agent liveness window (CAIRN_AGENT_TIMEOUT_MS), for the agents page. */
   readonly agentTimeoutMs?: number;
+  /** How long the list's counts per status are kept (dashboard/status-counts.ts). */
+  readonly counts?: DashboardOptions["counts"];
 }
 
 export async function startLocalDashboard(
@@ -36,7 +38,10 @@ export async function startLocalDashboard(
     ...(options.agentTimeoutMs === undefined ? {} : { agentTimeoutMs: options.agentTimeoutMs }),
   });
   try {
-    const server = await startDashboard(aws.deps, { port: options.port ?? 0 });
+    const server = await startDashboard(aws.deps, {
+      port: options.port ?? 0,
+      ...(options.counts === undefined ? {} : { counts: options.counts }),
+    });
     return {
       ...server,
       close: async () => {

@@ -37,7 +37,7 @@ export async function runDashboard(port: number, connection: Connection, io: Cli
   let server;
   try {
     // Reachable before serving: a wrong table or missing credentials fail here, with the reason.
-    await aws.deps.census.countSessionsByStatus();
+    await aws.deps.census.countSessions("PENDING");
     server = await startDashboard(aws.deps, { port });
   } catch (error) {
     aws.close();

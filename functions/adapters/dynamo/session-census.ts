@@ -1,11 +1,11 @@
 /**
  * SessionCensus over the status index (docs/data-model.md, pattern 13): one `Select: COUNT`
- * Query per (status, shard) partition of `gsi1` `STATUS#<status>#<shard>`, all in parallel, each
- * followed through its pages. The index is KEYS_ONLY, so a page holds about 10,000 entries: the
- * census of 10,000 sessions is one request per partition. No item is read.
+ * Query per shard of `gsi1` `STATUS#<status>#<shard>`, in parallel, each followed through its
+ * pages (1 MB of index entries each: about 10,000 sessions). No item is read.
  */
 import { QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SessionCensus } from "../../core/ports/session-census.ts";
+import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
 import { SESSION_STATUSES, type SessionStatus } from "../../core/status.ts";
 import { STATUS_INDEX } from "../../topology/table-schema.ts";
 import { sessionStatusPk } from "./keys.ts";
@@ -26,21 +26,23 @@ export class DynamoSessionCensus implements SessionCensus {
   constructor(options: DynamoSessionCensusOptions) {
     const shards = options.shards ?? 4;
     if (!Number.isInteger(shards) || shards < 1) {
-      throw new RangeError(`shards must be a whole number of at least 1, got ${shards}`);
+      throw new InvalidStoreRequestError("shards", `must be a whole number of at least 1, got ${shards}`);
     }
     this.client = options.client;
     this.tableName = options.tableName;
     this.shards = shards;
   }
 
-  async countSessionsByStatus(): Promise<Readonly<Record<SessionStatus, number>>> {
-    const partitions = SESSION_STATUSES.flatMap((status) =>
-      Array.from({ length: this.shards }, (_, shard) => ({ status, pk: sessionStatusPk(status, shard) })),
-    );
-    const counts = await Promise.all(partitions.map((p) => this.countPartition(p.pk)));
-    const out = Object.fromEntries(SESSION_STATUSES.map((s) => [s, 0])) as Record<SessionStatus, number>;
-    partitions.forEach((p, i) => (out[p.status] += counts[i] ?? 0));
-    return out;
+  async countSessions(status: SessionStatus): Promise<number> {
+    if (!SESSION_STATUSES.includes(status)) {
+      throw new InvalidStoreRequestError(
+        "status",
+        `must be one of ${SESSION_STATUSES.join(", ")}, got "${status}"`,
+      );
+    }
+    const shards = Array.from({ length: this.shards }, (_, shard) => sessionStatusPk(status, shard));
+    const counts = await Promise.all(shards.map((pk) => this.countPartition(pk)));
+    return counts.reduce((a, b) => a + b, 0);
   }
 
   private async countPartition(pk: string): Promise<number> {

@@ -1,0 +1,324 @@
+/**
+ * The dashboard without a browser: escaping, the timeline built from literal times, the list's
+ * filters and paging, the cached counts, the status census on DynamoDB Local, and the server's
+ * Host, Origin and form checks (fake ports; no runtime).
+ */
+import { BatchWriteItemCommand } from "@aws-sdk/client-dynamodb";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { kernelItem, sessionItem } from "../functions/adapters/dynamo/item-codec.ts";
+import { DynamoSessionCensus } from "../functions/adapters/dynamo/session-census.ts";
+import type { HistoryRecord, RunRecord, Session } from "../functions/core/model.ts";
+import type { SessionCensus } from "../functions/core/ports/session-census.ts";
+import { newSession } from "../functions/core/sessions.ts";
+import { SPEC_DEFAULTS } from "../functions/core/spec.ts";
+import type { SessionStatus } from "../functions/core/status.ts";
+import type { DashboardDeps, DashboardStore } from "../dashboard/deps.ts";
+import { escapeHtml, html } from "../dashboard/html.ts";
+import { listSessions, parseListFilter, SCAN_BUDGET } from "../dashboard/list-page.ts";
+import { startDashboard, type DashboardServer } from "../dashboard/server.ts";
+import { StatusCounts } from "../dashboard/status-counts.ts";
+import { buildTimeline } from "../dashboard/timeline.ts";
+import { freshTable, type TestTable } from "./store-fixtures.ts";
+
+const T0 = 1_800_000_000_000;
+
+function session(id: string, overrides: Partial<Session> = {}, specOverrides = {}): Session {
+  return {
+    ...newSession(id, { ...SPEC_DEFAULTS, name: id, command: ["/bin/true"], ...specOverrides }, T0).session,
+    ...overrides,
+  };
+}
+
+function record(seq: number, atMs: number, fields: Partial<HistoryRecord>): HistoryRecord {
+  return {
+    sessionId: "s-1",
+    seq,
+    handler: "ScheduleNewSessions",
+    result: "SUCCESS",
+    fromStatus: "PENDING",
+    count: 1,
+    firstAtMs: atMs,
+    lastAtMs: atMs,
+    ...fields,
+  };
+}
+
+describe("html", () => {
+  test("every interpolated value is escaped; only html`` fragments pass through", () => {
+    const name = `<script>alert("x")</script>&'\``;
+    expect(html`<b>${name}</b>${[html`<i>${name}</i>`, 3, undefined, false]}`.text).toBe(
+      `<b>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;&#96;</b><i>${escapeHtml(name)}</i>3`,
+    );
+  });
+});
+
+describe("the timeline", () => {
+  test("stages with their deadlines, two runs with the backoff between them, and the current stage", () => {
+    const s = session("s-1", {
+      status: "RUNNING",
+      runIndex: 1,
+      stage: { enteredAtMs: T0 + 9_000, expiresAtMs: T0 + 9_000 + 50_000 },
+    });
+    const h = [
+      record(0, T0, { handler: "Submit", result: "SUBMITTED", toStatus: "PENDING" }),
+      record(1, T0 + 1_000, { fromStatus: "PENDING", toStatus: "RUNNING" }),
+      record(2, T0 + 3_000, {
+        handler: "Retry",
+        result: "REQUEUED",
+        fromStatus: "RUNNING",
+        toStatus: "PENDING",
+      }),
+      record(3, T0 + 4_000, {
+        result: "SKIPPED",
+        message: "no agent has 4 cpu free",
+        count: 3,
+        lastAtMs: T0 + 6_000,
+      }),
+      record(4, T0 + 9_000, { fromStatus: "PENDING", toStatus: "RUNNING" }),
+    ];
+    const run: RunRecord = {
+      sessionId: "s-1",
+      runIndex: 0,
+      name: "s-1",
+      outcome: "FAILED",
+      startedAtMs: T0 + 1_000,
+      endedAtMs: T0 + 3_000,
+      decision: "retry",
+      reason: "rule 0",
+      delayMs: 5_000,
+      kernels: [{ index: 0, status: "TERMINATED", outcome: "FAILED", exitCode: 3, condition: "OOMKilled" }],
+    };
+    const t = buildTimeline(s, [], h, [run], T0 + 12_000);
+    expect(
+      t.stages.map((x) => [x.status, x.fromMs - T0, x.toMs - T0, (x.deadlineMs ?? T0) - T0, x.current]),
+    ).toEqual([
+      ["PENDING", 0, 1_000, SPEC_DEFAULTS.timeouts.pending * 1000, false],
+      ["RUNNING", 1_000, 3_000, 1_000 + SPEC_DEFAULTS.timeouts.running * 1000, false],
+      ["PENDING", 3_000, 9_000, 3_000 + SPEC_DEFAULTS.timeouts.pending * 1000, false],
+      // The stage it is in carries its recorded deadline.
+      ["RUNNING", 9_000, 12_000, 59_000, true],
+    ]);
+    expect(t.runs.map((r) => [r.runIndex, r.fromMs - T0, r.toMs - T0, r.label])).toEqual([
+      [0, 0, 3_000, "run 0: FAILED · exit 3 · OOMKilled"],
+      [1, 8_000, 12_000, "run 1: RUNNING (under way)"],
+    ]);
+    expect(t.backoffs).toEqual([{ afterRun: 0, fromMs: T0 + 3_000, toMs: T0 + 8_000 }]);
+    expect(t.marks.map((m) => m.kind)).toEqual([
+      "transition",
+      "transition",
+      "transition",
+      "other",
+      "transition",
+    ]);
+    expect(t.startMs).toBe(T0);
+    // The current stage's deadline (59 s) is far past the data (12 s): drawn at the edge, not in range.
+    expect(t.endMs).toBe(T0 + 12_000);
+  });
+});
+
+describe("the list", () => {
+  test("a bad filter names its field", () => {
+    expect(() => parseListFilter(new URLSearchParams("status=DONE"))).toThrow(
+      'status: must be one of PENDING, SCHEDULED, PREPARING, PREPARED, CREATING, RUNNING, TERMINATING, TERMINATED, CANCELLED, got "DONE"',
+    );
+    expect(() => parseListFilter(new URLSearchParams(`name=${"x".repeat(129)}`))).toThrow(
+      "name: must be at most 128 characters",
+    );
+    expect(parseListFilter(new URLSearchParams("status=PENDING&queue=%20gpu%20&job="))).toEqual({
+      status: "PENDING",
+      queue: "gpu",
+    });
+  });
+
+  /** A store of `count` sessions, newest first, every tenth in queue gpu; counts the reads. */
+  function fakeStore(count: number): { store: DashboardStore; reads: number[] } {
+    const all = Array.from({ length: count }, (_, i) =>
+      session(`s-${String(count - i).padStart(5, "0")}`, {}, { queue: i % 10 === 0 ? "gpu" : "default" }),
+    );
+    const reads: number[] = [];
+    const store = {
+      listRecentSessions: ({ limit = 50, cursor }: { limit?: number; cursor?: string } = {}) => {
+        const from = cursor === undefined ? 0 : Number(cursor);
+        reads.push(limit);
+        const items = all.slice(from, from + limit);
+        return Promise.resolve({
+          items,
+          ...(from + limit < all.length ? { cursor: String(from + limit) } : {}),
+        });
+      },
+    } as unknown as DashboardStore;
+    return { store, reads };
+  }
+
+  test("a filter no index serves reads at most SCAN_BUDGET sessions a page, and the next page goes on", async () => {
+    const { store, reads } = fakeStore(5_000);
+    const first = await listSessions(store, { queue: "gpu" });
+    expect(first.sessions).toHaveLength(50);
+    expect(first.scanned).toBe(500);
+    expect(first.budgetSpent).toBe(false);
+    const rare = await listSessions(store, { name: "s-00001" });
+    expect(rare.scanned).toBe(SCAN_BUDGET);
+    expect(rare.budgetSpent).toBe(true);
+    expect(rare.cursor).toBe(String(SCAN_BUDGET));
+    expect(reads.every((limit) => limit === 100)).toBe(true);
+    const unfiltered = await listSessions(store, {});
+    expect([unfiltered.sessions.length, unfiltered.scanned, unfiltered.cursor]).toEqual([50, 50, "50"]);
+  });
+});
+
+describe("counts per status", () => {
+  test("cached per status (live 2 s, ended 30 s), one count in flight, a failure kept with the last value", async () => {
+    let now = T0;
+    const calls: SessionStatus[] = [];
+    let fail = false;
+    const census: SessionCensus = {
+      countSessions: (status) => {
+        calls.push(status);
+        return fail ? Promise.reject(new Error("throttled")) : Promise.resolve(calls.length);
+      },
+    };
+    const counts = new StatusCounts(census, { clock: () => now });
+    const first = await counts.snapshot(1_000);
+    expect(Object.values(first.counts).every((n) => typeof n === "number")).toBe(true);
+    expect(calls).toHaveLength(9);
+    now += 1_000;
+    await counts.snapshot(1_000);
+    expect(calls).toHaveLength(9);
+    now += 1_500;
+    await counts.snapshot(1_000);
+    // Only the 7 live statuses are counted again.
+    expect(calls.slice(9)).toEqual([
+      "PENDING",
+      "SCHEDULED",
+      "PREPARING",
+      "PREPARED",
+      "CREATING",
+      "RUNNING",
+      "TERMINATING",
+    ]);
+    fail = true;
+    now += 30_000;
+    await counts.snapshot(0);
+    const failed = await counts.snapshot(0);
+    expect(failed.errors.TERMINATED).toBe("throttled");
+    expect(failed.counts.TERMINATED).toBe(first.counts.TERMINATED);
+  });
+
+  test("a count it never had is waited for at most waitMs", async () => {
+    const never: SessionCensus = { countSessions: () => new Promise<number>(() => undefined) };
+    const started = Date.now();
+    const snapshot = await new StatusCounts(never).snapshot(50);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(snapshot.counts.PENDING).toBeUndefined();
+  });
+});
+
+describe("DynamoSessionCensus on DynamoDB Local", () => {
+  let table: TestTable;
+  beforeAll(async () => {
+    table = await freshTable("census");
+  });
+  afterAll(() => table.drop());
+
+  test("counts each status over every shard from the status index", async () => {
+    const statuses: SessionStatus[] = [
+      "PENDING",
+      "PENDING",
+      "RUNNING",
+      "TERMINATED",
+      "TERMINATED",
+      "TERMINATED",
+    ];
+    const items = statuses.flatMap((status, i) => {
+      const { session: s, kernels } = newSession(
+        `census-${i}`,
+        { ...SPEC_DEFAULTS, name: "c", command: ["x"] },
+        T0 + i,
+      );
+      const stored = { ...s, status };
+      return [sessionItem(stored, 4), ...kernels.map((k) => kernelItem(k, stored, 4))];
+    });
+    await table.client.send(
+      new BatchWriteItemCommand({
+        RequestItems: { [table.tableName]: items.map((Item) => ({ PutRequest: { Item } })) },
+      }),
+    );
+    const census = new DynamoSessionCensus({ client: table.client, tableName: table.tableName });
+    expect(await census.countSessions("PENDING")).toBe(2);
+    expect(await census.countSessions("RUNNING")).toBe(1);
+    expect(await census.countSessions("TERMINATED")).toBe(3);
+    expect(await census.countSessions("CANCELLED")).toBe(0);
+    await expect(census.countSessions("DONE" as SessionStatus)).rejects.toThrow(
+      /^status: must be one of PENDING/,
+    );
+  });
+});
+
+describe("the server's checks", () => {
+  let server: DashboardServer;
+  const cancels: string[] = [];
+  beforeAll(async () => {
+    const found = newSession("live-1", { ...SPEC_DEFAULTS, name: "live", command: ["x"] }, T0);
+    const store = {
+      getSession: (id: string) => Promise.resolve(id === "live-1" ? found : undefined),
+    } as unknown as DashboardStore;
+    const deps: DashboardDeps = {
+      store,
+      census: { countSessions: () => Promise.resolve(0) },
+      cancel: (id, reason) => {
+        cancels.push(`${id}: ${reason}`);
+        return Promise.resolve();
+      },
+      executions: { kind: "none" },
+      where: "test",
+    };
+    server = await startDashboard(deps);
+  });
+  afterAll(() => server.close());
+
+  const post = (body: Record<string, string>, headers: Record<string, string>) =>
+    fetch(new URL("/cancel", server.url), {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers },
+      body: new URLSearchParams(body),
+      redirect: "manual",
+    });
+
+  test("binds loopback; a cancel needs the same origin, confirmation and a known session", async () => {
+    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+    const origin = new URL(server.url).origin;
+    const noOrigin = await post({ kind: "session", id: "live-1", confirm: "yes" }, {});
+    expect(noOrigin.status).toBe(403);
+    expect(await noOrigin.text()).toContain("cancel refused: Origin (none) is not this dashboard");
+    const unconfirmed = await post({ kind: "session", id: "live-1" }, { Origin: origin });
+    expect(unconfirmed.status).toBe(400);
+    expect(await unconfirmed.text()).toContain("confirm: the cancel was not confirmed");
+    const unknown = await post({ kind: "session", id: "gone-1", confirm: "yes" }, { Origin: origin });
+    expect(unknown.status).toBe(404);
+    const badId = await post({ kind: "session", id: "<x>", confirm: "yes" }, { Origin: origin });
+    expect(badId.status).toBe(400);
+    expect(await badId.text()).toContain("id: not a session or job id");
+    expect(cancels).toEqual([]);
+    const ok = await post(
+      { kind: "session", id: "live-1", confirm: "yes", reason: "  " },
+      { Origin: origin },
+    );
+    expect([ok.status, ok.headers.get("location")]).toEqual([303, "/sessions/live-1?cancel=requested"]);
+    expect(cancels).toEqual(["live-1: cancelled from the dashboard"]);
+  });
+
+  test("every page carries the CSP; a bad filter is a 400 naming the field, escaped", async () => {
+    const res = await fetch(new URL("/?status=%3Cb%3E", server.url));
+    expect(res.status).toBe(400);
+    expect(res.headers.get("content-security-policy")).toBe(
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
+    const body = await res.text();
+    expect(body).toContain("status: must be one of");
+    expect(body).toContain("got &quot;&lt;b&gt;&quot;");
+    expect(body).not.toContain("<b>");
+    expect((await fetch(new URL("/sessions/NOT_AN_ID", server.url))).status).toBe(400);
+    expect((await fetch(new URL("/nowhere", server.url))).status).toBe(404);
+  });
+});
