@@ -116,10 +116,19 @@ export function buildTimeline(
       record: run,
       label: runLabel(run),
     });
+    // The wait starts when the requeue is applied (the run's TERMINATING → PENDING), which may
+    // come a little after the run's end; the state machine then waits `delayMs` in PENDING.
+    const requeuedAtMs =
+      run.decision === "retry"
+        ? (sorted.find(
+            (h) => h.result === "REQUEUED" && h.fromStatus === "TERMINATING" && h.firstAtMs >= run.endedAtMs,
+          )?.firstAtMs ?? run.endedAtMs)
+        : run.endedAtMs;
     const delay = run.decision === "retry" ? (run.delayMs ?? 0) : 0;
-    if (delay > 0)
-      backoffs.push({ afterRun: run.runIndex, fromMs: run.endedAtMs, toMs: run.endedAtMs + delay });
-    runStart = run.endedAtMs + delay;
+    if (delay > 0) {
+      backoffs.push({ afterRun: run.runIndex, fromMs: requeuedAtMs, toMs: requeuedAtMs + delay });
+    }
+    runStart = requeuedAtMs + delay;
   }
   if (!finished.some((r) => r.runIndex === session.runIndex)) {
     bands.push({
@@ -155,6 +164,8 @@ export function buildTimeline(
 }
 
 const WIDTH = 1000;
+/** Room a label needs at 11px (about 7 units a character in the 1000-wide view box), or it is left to the tooltip. */
+const textWidth = (label: string) => label.length * 7 + 8;
 const LEFT = 64;
 const RIGHT = 16;
 
@@ -175,7 +186,7 @@ export function renderTimeline(t: Timeline): Html {
         width="${fixed(width)}"
         height="22"
         ><title>${title}</title></rect
-      >${width > 70 ? html`<text class="in" x="${fixed(x(s.fromMs) + 3)}" y="23">${s.status}</text>` : ""}</g
+      >${width > textWidth(s.status) ? html`<text class="in" x="${fixed(x(s.fromMs) + 3)}" y="23">${s.status}</text>` : ""}</g
     >`;
   });
   const deadlines = t.stages.flatMap((s) => {
@@ -207,7 +218,7 @@ export function renderTimeline(t: Timeline): Html {
     return html`<g data-run="${r.runIndex}"
       ><rect class="run-band ${cls}" x="${fixed(x(r.fromMs))}" y="42" width="${fixed(width)}" height="22"
         ><title>${detail}</title></rect
-      >${width > 90 ? html`<text x="${fixed(x(r.fromMs) + 3)}" y="57">${r.label}</text>` : ""}</g
+      >${width > textWidth(r.label) ? html`<text x="${fixed(x(r.fromMs) + 3)}" y="57">${r.label}</text>` : ""}</g
     >`;
   });
   const backoffRects = t.backoffs.map((b) => {
@@ -216,7 +227,7 @@ export function renderTimeline(t: Timeline): Html {
     return html`<g data-backoff-after="${b.afterRun}"
       ><rect class="backoff" x="${fixed(x(b.fromMs))}" y="42" width="${fixed(width)}" height="22"
         ><title>${label} after run ${b.afterRun}, until ${isoTime(b.toMs)}</title></rect
-      >${width > 60 ? html`<text x="${fixed(x(b.fromMs) + 3)}" y="57">${label}</text>` : ""}</g
+      >${width > textWidth(label) ? html`<text x="${fixed(x(b.fromMs) + 3)}" y="57">${label}</text>` : ""}</g
     >`;
   });
   const marks = t.marks.map((m, i) => {
@@ -247,6 +258,11 @@ export function renderTimeline(t: Timeline): Html {
       <line class="axis" x1="${LEFT}" x2="${WIDTH - RIGHT}" y1="100" y2="100"></line>
       ${ticks}
     </svg>
+    <p class="legend">
+      ${[...new Set(t.stages.map((s) => s.status))].map(
+        (status) => html`<span class="${sessionClass(status)}">■ ${status}</span> `,
+      )}
+    </p>
     <p class="legend">
       Stages in their status colour; dashed red line: the stage's expiry deadline (an arrow at the right edge:
       later than shown). Runs as bands (outcome colour), yellow dashed: backoff before the next run. Dots:

@@ -19,6 +19,17 @@ import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
 const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 const RESULTS = resolve("test-results");
+/** `CAIRN_DOCS_SCREENSHOTS=1` also writes the README's screenshots (docs/images/), cropped. */
+const DOCS = process.env["CAIRN_DOCS_SCREENSHOTS"] === "1" ? resolve("docs/images") : undefined;
+
+/** The full page under test-results/, and the top `height` pixels for the README when asked. */
+async function screenshot(page: Page, name: string, height: number): Promise<void> {
+  await page.screenshot({ path: `${RESULTS}/${name}.png`, fullPage: true });
+  if (DOCS !== undefined) {
+    mkdirSync(DOCS, { recursive: true });
+    await page.screenshot({ path: `${DOCS}/${name}.png`, clip: { x: 0, y: 0, width: 1100, height } });
+  }
+}
 const sh = (script: string) => ["/bin/sh", "-c", script];
 let n = 0;
 const newId = (label: string) => `dash-${label}-${Date.now().toString(36)}-${n++}`;
@@ -69,7 +80,7 @@ afterAll(async () => {
 
 async function open(path: string): Promise<Page> {
   const page = await browser.newPage();
-  await page.setViewport({ width: 1280, height: 900 });
+  await page.setViewport({ width: 1100, height: 900 });
   const errors: string[] = [];
   page.on("pageerror", (error) => errors.push(String(error)));
   page.on("console", (message) => {
@@ -139,7 +150,7 @@ describe("the dashboard in Chromium", () => {
         (as as unknown as El[]).map((a) => a.getAttribute("href")),
       ),
     ).toEqual([`/sessions/${id}#kernel-0`, `/sessions/${id}#kernel-1`]);
-    await page.screenshot({ path: `${RESULTS}/dashboard-job.png`, fullPage: true });
+    await screenshot(page, "dashboard-job", 440);
     await page.close();
   });
 
@@ -215,7 +226,7 @@ describe("the dashboard in Chromium", () => {
         ? true
         : undefined,
     );
-    await page.screenshot({ path: `${RESULTS}/dashboard-timeline.png`, fullPage: true });
+    await screenshot(page, "dashboard-timeline", 640);
     const execution = await open(`/sessions/${id}/execution`);
     expect(
       await execution.$$eval("table.execution-history tbody tr", (rows) => (rows as unknown as El[]).length),

@@ -57,24 +57,26 @@ describe("the timeline", () => {
     const s = session("s-1", {
       status: "RUNNING",
       runIndex: 1,
-      stage: { enteredAtMs: T0 + 9_000, expiresAtMs: T0 + 9_000 + 50_000 },
+      stage: { enteredAtMs: T0 + 10_000, expiresAtMs: T0 + 60_000 },
     });
     const h = [
       record(0, T0, { handler: "Submit", result: "SUBMITTED", toStatus: "PENDING" }),
       record(1, T0 + 1_000, { fromStatus: "PENDING", toStatus: "RUNNING" }),
-      record(2, T0 + 3_000, {
+      record(2, T0 + 2_500, { handler: "DetectTermination", fromStatus: "RUNNING", toStatus: "TERMINATING" }),
+      // The run ended at 3 s; its requeue was applied at 3.5 s, and the backoff waited from there.
+      record(3, T0 + 3_500, {
         handler: "Retry",
         result: "REQUEUED",
-        fromStatus: "RUNNING",
+        fromStatus: "TERMINATING",
         toStatus: "PENDING",
       }),
-      record(3, T0 + 4_000, {
+      record(4, T0 + 9_000, {
         result: "SKIPPED",
         message: "no agent has 4 cpu free",
         count: 3,
-        lastAtMs: T0 + 6_000,
+        lastAtMs: T0 + 9_500,
       }),
-      record(4, T0 + 9_000, { fromStatus: "PENDING", toStatus: "RUNNING" }),
+      record(5, T0 + 10_000, { fromStatus: "PENDING", toStatus: "RUNNING" }),
     ];
     const run: RunRecord = {
       sessionId: "s-1",
@@ -89,21 +91,24 @@ describe("the timeline", () => {
       kernels: [{ index: 0, status: "TERMINATED", outcome: "FAILED", exitCode: 3, condition: "OOMKilled" }],
     };
     const t = buildTimeline(s, [], h, [run], T0 + 12_000);
+    const { pending, running, terminating } = SPEC_DEFAULTS.timeouts;
     expect(
       t.stages.map((x) => [x.status, x.fromMs - T0, x.toMs - T0, (x.deadlineMs ?? T0) - T0, x.current]),
     ).toEqual([
-      ["PENDING", 0, 1_000, SPEC_DEFAULTS.timeouts.pending * 1000, false],
-      ["RUNNING", 1_000, 3_000, 1_000 + SPEC_DEFAULTS.timeouts.running * 1000, false],
-      ["PENDING", 3_000, 9_000, 3_000 + SPEC_DEFAULTS.timeouts.pending * 1000, false],
+      ["PENDING", 0, 1_000, pending * 1000, false],
+      ["RUNNING", 1_000, 2_500, 1_000 + running * 1000, false],
+      ["TERMINATING", 2_500, 3_500, 2_500 + terminating * 1000, false],
+      ["PENDING", 3_500, 10_000, 3_500 + pending * 1000, false],
       // The stage it is in carries its recorded deadline.
-      ["RUNNING", 9_000, 12_000, 59_000, true],
+      ["RUNNING", 10_000, 12_000, 60_000, true],
     ]);
     expect(t.runs.map((r) => [r.runIndex, r.fromMs - T0, r.toMs - T0, r.label])).toEqual([
       [0, 0, 3_000, "run 0: FAILED · exit 3 · OOMKilled"],
-      [1, 8_000, 12_000, "run 1: RUNNING (under way)"],
+      [1, 8_500, 12_000, "run 1: RUNNING (under way)"],
     ]);
-    expect(t.backoffs).toEqual([{ afterRun: 0, fromMs: T0 + 3_000, toMs: T0 + 8_000 }]);
+    expect(t.backoffs).toEqual([{ afterRun: 0, fromMs: T0 + 3_500, toMs: T0 + 8_500 }]);
     expect(t.marks.map((m) => m.kind)).toEqual([
+      "transition",
       "transition",
       "transition",
       "transition",
@@ -111,7 +116,7 @@ describe("the timeline", () => {
       "transition",
     ]);
     expect(t.startMs).toBe(T0);
-    // The current stage's deadline (59 s) is far past the data (12 s): drawn at the edge, not in range.
+    // The current stage's deadline (60 s) is far past the data (12 s): drawn at the edge, not in range.
     expect(t.endMs).toBe(T0 + 12_000);
   });
 });
