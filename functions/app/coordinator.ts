@@ -7,7 +7,7 @@
  */
 import type { CairnConfig } from "../config.ts";
 import { judge, judgePromotions, type Decision, type JudgedTarget } from "../core/coordinator/decide.ts";
-import { decisionWrite, type SessionWrite } from "../core/effects.ts";
+import { decisionWrite, reportClaimWrite, type SessionWrite } from "../core/effects.ts";
 import { partitionUnrecoverable } from "../core/coordinator/unrecoverable.ts";
 import {
   DetailType,
@@ -32,7 +32,7 @@ import { SchedulingResult } from "../core/scheduling.ts";
 import { evaluateRetry, INITIAL_RETRY_STATE } from "../core/retry/evaluate.ts";
 import { failedKernels } from "../core/retry/match.ts";
 import { runRecord, runStarted, runSucceeded } from "../core/runs.ts";
-import { sessionAfterWrite } from "../core/session-after-write.ts";
+import { kernelsAfter, sessionAfterWrite } from "../core/session-after-write.ts";
 import { submissionSizeIssue } from "../core/submission-size.ts";
 import {
   isWaitingStatus,
@@ -570,6 +570,26 @@ export class Coordinator {
         // session again, after the write, so a stage entry written meanwhile is seen by them or
         // (its kernel guards failing) sees the reports itself.
         snapshot.forget(sessionId);
+        const nowMs = this.#d.clock.nowMs();
+        const token = s.session.stage.taskToken;
+        if (
+          token !== undefined &&
+          promotionDue({ session: s.session, kernels: kernelsAfter(s.kernels, patches, nowMs) })
+        ) {
+          // The reports decide the stage: kernels and claim in one write, guarded by the session's
+          // version and every kernel's; the run then holds the token and knows the session exactly.
+          const write = reportClaimWrite(s, patches, nowMs);
+          try {
+            await this.#d.store.applyWrite(write);
+          } catch (error) {
+            if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
+            continue;
+          }
+          snapshot.remember([sessionAfterWrite(s, write)]);
+          dirty.held.hold(sessionId, s.session.status, token);
+          dirty.touch(s.session.status, sessionId);
+          return outcomes;
+        }
         try {
           // The kernels alone, each at the version read: a stage entry or claim of the session
           // meanwhile does not make the reports conflict, only a write to the same kernel does.
@@ -1002,12 +1022,21 @@ function queueOrder(a: SessionWithKernels, b: SessionWithKernels): number {
  * promotions can be told without a read: none matches its kernels, and no cancel is asked for.
  * Otherwise a report still to come moves it, through the report queue.
  */
+/** Whether a promotion pass would move the session on as `copy` shows it (its status, its kernels). */
+function promotionDue(copy: SessionWithKernels): boolean {
+  return PASSES.some(
+    (p) =>
+      p.kind === "promotion" &&
+      p.spec.targetSessionStatuses.includes(copy.session.status) &&
+      sessionsToPromote(p.spec, [copy]).length > 0,
+  );
+}
+
 function mayAdvance(status: SessionStatus, written: SessionWithKernels): boolean {
   if (written.session.cancelRequestedAtMs !== undefined) return true;
   const passes = PASSES.filter((p) => passStatuses(p).includes(status));
   if (passes.some((p) => p.kind === "lifecycle")) return true;
-  const asEntered = { session: { ...written.session, status }, kernels: written.kernels };
-  return passes.some((p) => p.kind === "promotion" && sessionsToPromote(p.spec, [asEntered]).length > 0);
+  return promotionDue({ session: { ...written.session, status }, kernels: written.kernels });
 }
 
 /** A session leaving its agents (or re-queued) frees capacity the whole queue may use. */

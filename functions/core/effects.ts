@@ -11,6 +11,7 @@ import type {
   PreemptionMark,
   RunRecord,
   Session,
+  SessionWithKernels,
   StageRecord,
   StageTransition,
 } from "./model.ts";
@@ -66,6 +67,27 @@ export function guardedByRead(patches: readonly KernelPatch[], read: readonly Ke
 /** Guards on `kernels` at the versions read (a write that depends on them but leaves them alone). */
 export function kernelGuardsOf(kernels: readonly Kernel[]): KernelGuard[] {
   return kernels.map((k) => ({ index: k.index, version: k.version ?? 0 }));
+}
+
+/**
+ * Kernel reports that decide the session's stage (a promotion is due once they are written): the
+ * kernels and the stage's claim in one write, guarded by the session's version and every kernel's,
+ * so the writer holds the token and knows the session exactly (sessionAfterWrite).
+ */
+export function reportClaimWrite(
+  read: SessionWithKernels,
+  patches: readonly KernelPatch[],
+  nowMs: number,
+): SessionWrite {
+  const { session, kernels } = read;
+  return {
+    sessionId: session.id,
+    expected: { status: session.status, version: session.version },
+    nowMs,
+    kernels: guardedByRead(patches, kernels),
+    ...unpatchedGuards(kernels, patches),
+    claimStage: true,
+  };
 }
 
 /** Guards on the kernels `patches` leave alone, at the versions read. */

@@ -54,9 +54,9 @@ describe("one session, replayed", () => {
     // Each completed callback carries the coordinator's copy of the session: of 8 entries only
     // the first (PENDING, from the execution's input) reads the session.
     expect(h.entryReads, h.stepLog).toEqual(["s-001"]);
-    // One write per stage entered; a claim only where a report decides the stage (the stages
-    // decided on entry are written claimed, the placement claims PENDING, and their callbacks
-    // are completed with the token the run holds).
+    // One write per stage entered and nothing more: the stages decided on entry are written
+    // claimed, the placement claims PENDING, and the report that decides a stage writes its
+    // kernels and the claim together; each callback is completed with the token the run holds.
     const writes = new Set(["applyWrite", "reserveCapacity", "patchKernels", "releaseCapacity", "finishJob"]);
     expect(
       h.storeCalls.filter((c) => c.sessionId === "s-001" && writes.has(c.method)).map((c) => c.method),
@@ -64,10 +64,10 @@ describe("one session, replayed", () => {
     ).toEqual([
       ...["applyWrite", "reserveCapacity"], // PENDING entered; placed and claimed in one transaction
       "applyWrite", // SCHEDULED entered claimed, prepare sent, completed
-      ...["applyWrite", "patchKernels", "applyWrite"], // PREPARING entered; reported, claimed
+      ...["applyWrite", "applyWrite"], // PREPARING entered; the PREPARED report written with the claim
       "applyWrite", // PREPARED entered claimed, start sent, completed
-      ...["applyWrite", "patchKernels", "applyWrite"], // CREATING
-      ...["applyWrite", "patchKernels", "applyWrite"], // RUNNING: the exit reported
+      ...["applyWrite", "applyWrite"], // CREATING; the RUNNING report and the claim
+      ...["applyWrite", "applyWrite"], // RUNNING; the exit report and the claim
       "applyWrite", // TERMINATING entered claimed, the run judged over, completed
       ...["releaseCapacity", "applyWrite", "finishJob"], // TERMINATED: capacity back, the job settled
     ]);
