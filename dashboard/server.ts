@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { SESSION_ID_PATTERN } from "../functions/core/events.ts";
+import { TERMINAL_SESSION_STATUSES } from "../functions/core/status.ts";
 import { RETRY_CONFIG_DEFAULTS } from "../functions/core/retry/config.ts";
 import { renderAgentsPage } from "./agents-page.ts";
 import { requestCancel } from "./cancel.ts";
@@ -155,7 +156,12 @@ function htmlReply(status: number, body: Html): Reply {
 }
 
 function idFrom(raw: string, field: string): string {
-  const id = decodeURIComponent(raw);
+  let id: string;
+  try {
+    id = decodeURIComponent(raw);
+  } catch {
+    throw new HttpError(400, `${field}: "${raw}" is not a valid URL path segment`);
+  }
   if (!SESSION_ID_PATTERN.test(id)) {
     throw new HttpError(400, `${field}: "${id}" is not an id (3-63 of a-z, 0-9 and '-')`);
   }
@@ -287,7 +293,11 @@ async function route(
       `Session ${sessionId}`,
       main,
       true,
-      renderLogs(sessionId, tails, "The kernels' log group is not known for this connection."),
+      renderLogs(sessionId, tails, {
+        // An ended session's logs are complete: nothing to follow.
+        follow: !TERMINAL_SESSION_STATUSES.has(found.session.status) && runIndex === found.session.runIndex,
+        why: "The kernels' log group is not known for this connection.",
+      }),
     );
   }
   throw new HttpError(404, `no page at ${path}`);

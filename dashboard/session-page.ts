@@ -217,11 +217,16 @@ export interface LogTail {
 }
 
 /** The tail of each task's log for one run, with a follow switch (static/dashboard.js). */
-export function renderLogs(sessionId: string, tails: readonly LogTail[] | undefined, why?: string): Html {
+export function renderLogs(
+  sessionId: string,
+  tails: readonly LogTail[] | undefined,
+  options: { readonly follow: boolean; readonly why: string },
+): Html {
+  const why = options.why;
   if (tails === undefined)
     return html`<section class="below logs">
       <h2>Logs</h2>
-      <p class="muted">${why ?? "The kernels' logs cannot be read here."}</p>
+      <p class="muted">${why}</p>
     </section>`;
   return html`<section class="below logs">
     <h2>Logs</h2>
@@ -234,7 +239,7 @@ export function renderLogs(sessionId: string, tails: readonly LogTail[] | undefi
             type="checkbox"
             class="follow"
             data-target="log-${t.kernelIndex}"
-            ${t.lines === undefined || t.next !== undefined ? " checked" : ""}
+            ${options.follow ? " checked" : ""}
           />
           follow</label
         >

@@ -342,6 +342,7 @@ describe("the dashboard in Chromium", () => {
       ["agent-1", "live"],
       ["agent-2", "live"],
     ]);
+    await agents.screenshot({ path: `${RESULTS}/dashboard-agents.png`, fullPage: true });
     await agents.close();
     const queues = await open("/queues");
     expect(
@@ -359,6 +360,7 @@ describe("the dashboard in Chromium", () => {
     );
     const sessions = await rt.store.listRecentSessions({ limit: 1000 });
     expect(counts["ALL"]).toBe(sessions.items.length);
+    await list.screenshot({ path: `${RESULTS}/dashboard-list.png`, fullPage: true });
     await list.close();
   });
 });
