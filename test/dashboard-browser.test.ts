@@ -217,6 +217,17 @@ describe("the dashboard in Chromium", () => {
         (ms) => (ms as unknown as El[]).length,
       ),
     ).toBeGreaterThanOrEqual(1);
+    // Retries used of each budget: the failure budget, the global cap and the policy's rule.
+    const budgets = await page.$$eval("table.budgets tbody tr", (trs) =>
+      (trs as unknown as El[]).map((tr) => tr.textContent?.replace(/\s+/g, " ").trim()),
+    );
+    expect(budgets).toEqual(
+      expect.arrayContaining([
+        "failure (FAILED runs) 1 0 (default; applies when no retry policy does)",
+        "counted retries (global cap under policies) 1 20 (globalMaxRetries)",
+        `rule ${policy}#0 1 the rule's retryLimit`,
+      ]),
+    );
     expect(await page.$eval("a.execution", (a) => (a as unknown as El).getAttribute("href"))).toBe(
       `/sessions/${id}/execution`,
     );
@@ -259,6 +270,16 @@ describe("the dashboard in Chromium", () => {
     expect(row).toBe(session.pendingReason);
     expect(session.pendingReason).toMatch(/no agent matches/);
     await list.close();
+
+    // The job page shows it under the task's state.
+    const job = await open(`/jobs/${id}`);
+    expect(await taskBadges(job)).toEqual([
+      { text: "pending", cls: "badge status-pending", color: "rgb(154, 103, 0)" },
+    ]);
+    expect(await job.$eval("span.pending-reason", (e) => (e as unknown as El).textContent)).toBe(
+      session.pendingReason,
+    );
+    await job.close();
 
     const page = await open(`/sessions/${id}`);
     expect(await page.$eval("p.pending-reason", (p) => (p as unknown as El).textContent)).toBe(

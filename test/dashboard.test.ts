@@ -121,6 +121,29 @@ describe("the timeline", () => {
   });
 });
 
+describe("the timeline's history marks", () => {
+  test("preemptions, failures, status changes and kept statuses each have their kind", () => {
+    const s = session("s-2", { status: "PENDING" });
+    const h = [
+      record(0, T0, { handler: "Submit", result: "SUBMITTED", toStatus: "PENDING" }),
+      record(1, T0 + 1, {
+        handler: "Preempt",
+        result: "PREEMPTED",
+        fromStatus: "RUNNING",
+        toStatus: "TERMINATING",
+      }),
+      record(2, T0 + 2, { result: "EXPIRED", fromStatus: "SCHEDULED", toStatus: "PENDING" }),
+      record(3, T0 + 3, { result: "SKIPPED" }),
+    ];
+    expect(buildTimeline(s, [], h, [], T0 + 10).marks.map((m) => [m.record.result, m.kind])).toEqual([
+      ["SUBMITTED", "transition"],
+      ["PREEMPTED", "preempted"],
+      ["EXPIRED", "failure"],
+      ["SKIPPED", "other"],
+    ]);
+  });
+});
+
 describe("the list", () => {
   test("a bad filter names its field", () => {
     expect(() => parseListFilter(new URLSearchParams("status=DONE"))).toThrow(
