@@ -18,6 +18,8 @@ import { listSessions, parseListFilter, SCAN_BUDGET } from "../dashboard/list-pa
 import { startDashboard, type DashboardServer } from "../dashboard/server.ts";
 import { StatusCounts } from "../dashboard/status-counts.ts";
 import { buildTimeline } from "../dashboard/timeline.ts";
+import { executionLink } from "../dashboard/session-page.ts";
+import { parseCommandLine } from "../bin/cli/args.ts";
 import { freshTable, type TestTable } from "./store-fixtures.ts";
 
 const T0 = 1_800_000_000_000;
@@ -348,5 +350,39 @@ describe("the server's checks", () => {
     expect(body).not.toContain("<b>");
     expect((await fetch(new URL("/sessions/NOT_AN_ID", server.url))).status).toBe(400);
     expect((await fetch(new URL("/nowhere", server.url))).status).toBe(404);
+  });
+});
+
+describe("where a session's execution is shown", () => {
+  const machine = "arn:aws:states:eu-west-1:123456789012:stateMachine:SessionLifecycle";
+  test("deployed: the Step Functions console's page of the execution", () => {
+    const link = executionLink(
+      { kind: "console", region: "eu-west-1", stateMachineArn: machine },
+      "s-1",
+      "s-1",
+    ).text;
+    const arn = "arn:aws:states:eu-west-1:123456789012:execution:SessionLifecycle:s-1";
+    expect(link).toContain(
+      `href="https://eu-west-1.console.aws.amazon.com/states/home?region=eu-west-1#/v2/executions/details/${encodeURIComponent(arn)}"`,
+    );
+  });
+  test("local: the dashboard's own page of the execution's history", () => {
+    const local = { kind: "local" as const, stateMachineArn: machine, history: () => Promise.resolve([]) };
+    expect(executionLink(local, "s-1", "s-1").text).toContain('href="/sessions/s-1/execution"');
+    expect(executionLink({ kind: "none" }, "s-1", "s-1").text).toContain("unknown");
+  });
+});
+
+describe("cairn dashboard's command line", () => {
+  test("--port is a port", () => {
+    expect(parseCommandLine(["dashboard", "--port", "8080", "--stack", "Cairn"])).toMatchObject({
+      kind: "dashboard",
+      port: 8080,
+      target: { stack: "Cairn" },
+    });
+    expect(parseCommandLine(["dashboard"])).toMatchObject({ kind: "dashboard", port: 0 });
+    expect(() => parseCommandLine(["dashboard", "--port", "70000"])).toThrow(
+      '--port must be a whole number from 0 to 65535, got "70000"',
+    );
   });
 });
