@@ -91,7 +91,7 @@ export class Jobs {
       const job = newJob(jobId, spec, nowMs);
       const sessions = job.sessionIds.map((id, index) => newJobSession(job, index, nowMs));
       if ((await store.createJobWithSessions(job, sessions)).created) {
-        for (const { session } of sessions) await this.#startExecution(session);
+        for (const created of sessions) await this.#startExecution(created.session, created);
         return { ok: true, sessionIds: job.sessionIds };
       }
     }
@@ -126,7 +126,7 @@ export class Jobs {
         if (clash !== undefined) return this.#abandon(job, index, clash);
         this.#d.log.info("duplicate submission; session already exists", { sessionId });
       }
-      await this.#startExecution(created.session.session);
+      await this.#startExecution(created.session.session, created.created ? created.session : null);
     }
     if (parent?.final && parent.final.state !== JobState.SUCCEEDED) {
       await this.cancelJob(job.id, `parent job ${parent.id} ${parent.final.state}: ${parent.final.reason}`);
@@ -134,11 +134,15 @@ export class Jobs {
     return { ok: true, sessionIds: job.sessionIds };
   }
 
-  /** Starts the session's lifecycle execution (idempotent: one execution per session id). */
-  async #startExecution(session: Session): Promise<void> {
+  /**
+   * Starts the session's lifecycle execution (idempotent: one execution per session id), with
+   * the session as this submission created it, for the first entry to start from.
+   */
+  async #startExecution(session: Session, created: SessionWithKernels | null): Promise<void> {
     await this.#d.executions.start(session.id, {
       sessionId: session.id,
       timeouts: { ...session.spec.timeouts },
+      known: created,
     });
   }
 

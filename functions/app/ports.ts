@@ -9,7 +9,7 @@ import type {
   SessionRequeuedDetailInput,
   SessionStatusChangedDetailInput,
 } from "./event-types.ts";
-import type { StageTransition } from "../core/model.ts";
+import type { SessionWithKernels, StageTransition } from "../core/model.ts";
 
 export interface Clock {
   nowMs(): number;
@@ -24,8 +24,20 @@ export interface ExecutionState {
   readonly cause?: string;
 }
 
+/** A lifecycle execution's input (statemachines/session-lifecycle.asl.json). */
+export interface ExecutionInput {
+  readonly sessionId: string;
+  /** The stages' timers, in seconds (each callback state's TimeoutSecondsPath). */
+  readonly timeouts: Record<string, number>;
+  /**
+   * The session as it was created, for the first entry to start from (StageTransition.known);
+   * null when unknown. The adapter leaves it out (null) when too large for the input.
+   */
+  readonly known: SessionWithKernels | null;
+}
+
 export interface LifecycleExecutionsPort {
-  start(sessionId: string, input: { sessionId: string; timeouts: Record<string, number> }): Promise<string>;
+  start(sessionId: string, input: ExecutionInput): Promise<string>;
   complete(taskToken: string, transition: StageTransition): Promise<"completed" | "already-closed">;
   /**
    * The execution named `executionName`, undefined when there is none (the sweep's repair, issue

@@ -109,6 +109,7 @@ export class Repair {
       await this.#d.executions.start(session.id, {
         sessionId: session.id,
         timeouts: { ...session.spec.timeouts },
+        known: null,
       });
       this.#d.log.warn("started a session's missing execution", { sessionId: session.id });
       return { kind: "started" };

@@ -51,9 +51,9 @@ describe("one session, replayed", () => {
     expect(await h.store.allocationsOf("s-001")).toEqual([]);
     expect(h.driver.executions.get("s-001")?.status).toBe("SUCCEEDED");
     expect(h.errors).toEqual([]);
-    // Each completed callback carries the coordinator's copy of the session: of 8 entries only
-    // the first (PENDING, from the execution's input) reads the session.
-    expect(h.entryReads, h.stepLog).toEqual(["s-001"]);
+    // The execution's input carries the session as created, and each completed callback the
+    // coordinator's copy: no entry reads the session.
+    expect(h.entryReads, h.stepLog).toEqual([]);
     // One write per stage entered and nothing more: the stages decided on entry are written
     // claimed, the placement claims PENDING, and the report that decides a stage writes its
     // kernels and the claim together; each callback is completed with the token the run holds.

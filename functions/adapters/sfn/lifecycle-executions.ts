@@ -13,7 +13,7 @@ import {
 } from "@aws-sdk/client-sfn";
 import type { StageTransition } from "../../core/model.ts";
 import { stageCompletion } from "../../core/transitions.ts";
-import type { ExecutionState } from "../../app/ports.ts";
+import type { ExecutionInput, ExecutionState } from "../../app/ports.ts";
 
 export type CompletionOutcome = "completed" | "already-closed";
 
@@ -29,17 +29,14 @@ export class LifecycleExecutions {
   }
 
   /** Starts the session's execution; an existing one with the same input is returned as is. */
-  async start(
-    sessionId: string,
-    input: { sessionId: string; timeouts: Record<string, number> },
-  ): Promise<string> {
+  async start(sessionId: string, input: ExecutionInput): Promise<string> {
+    let json = JSON.stringify(input);
+    if (input.known !== null && Buffer.byteLength(json) > MAX_KNOWN_OUTPUT_BYTES) {
+      json = JSON.stringify({ ...input, known: null });
+    }
     try {
       const out = await this.#client.send(
-        new StartExecutionCommand({
-          stateMachineArn: this.#stateMachineArn,
-          name: sessionId,
-          input: JSON.stringify(input),
-        }),
+        new StartExecutionCommand({ stateMachineArn: this.#stateMachineArn, name: sessionId, input: json }),
       );
       return out.executionArn ?? "";
     } catch (error) {
@@ -90,9 +87,9 @@ export class LifecycleExecutions {
 }
 
 /**
- * A callback's output carries the session's copy (`known`) only up to this size: the output
- * becomes the next state's input, and a state's data is at most 256 KiB in all. Larger sessions
- * are read by the entry instead.
+ * A callback's output (or an execution's input) carries the session's copy (`known`) only up to
+ * this size: it becomes a state's input, and a state's data is at most 256 KiB in all. Larger
+ * sessions are read by the entry instead.
  */
 const MAX_KNOWN_OUTPUT_BYTES = 64 * 1024;
 /** SendTaskFailure's `cause` is at most 32,768 characters. */
