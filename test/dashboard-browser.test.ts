@@ -6,7 +6,8 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
-import { get } from "node:http";
+import { createServer, get, request, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -387,34 +388,39 @@ describe("the dashboard in Chromium", () => {
 });
 
 describe("cairn dashboard, pointed at the runtime's endpoints as at AWS", () => {
-  let child: ChildProcess | undefined;
+  const children: ChildProcess[] = [];
+  let proxy: Server | undefined;
   afterAll(() => {
-    child?.kill("SIGKILL");
+    for (const c of children) c.kill("SIGKILL");
+    proxy?.close();
   });
 
-  test("--endpoint serves the same pages and stops on SIGINT", async () => {
+  /** The CLI's environment: no AWS or Cairn settings but the ones given. */
+  function cliEnv(extra: Record<string, string>): Record<string, string> {
+    const inherited = Object.entries(process.env).filter(
+      (entry): entry is [string, string] =>
+        entry[1] !== undefined && !entry[0].startsWith("AWS_") && !entry[0].startsWith("CAIRN_"),
+    );
     const { info } = rt.runtime;
-    const env = {
-      ...Object.fromEntries(
-        Object.entries(process.env).filter(([k]) => !k.startsWith("AWS_") && !k.startsWith("CAIRN_")),
-      ),
+    return {
+      ...Object.fromEntries(inherited),
       AWS_REGION: info.region,
       AWS_ACCESS_KEY_ID: info.credentials.client.accessKeyId,
       AWS_SECRET_ACCESS_KEY: info.credentials.client.secretAccessKey,
-      CAIRN_TABLE_NAME: info.tableName,
-      CAIRN_EVENT_BUS_NAME: info.eventBusName,
-      CAIRN_STATE_MACHINE_ARN: info.stateMachineArn,
-      CAIRN_KERNEL_LOG_GROUP_NAME: info.kernelLogGroupName,
+      ...extra,
     };
-    const cli = spawn(
-      process.execPath,
-      [resolve("bin/cairn.ts"), "dashboard", "--endpoint", info.endpoints.edge, "--port", "0"],
-      {
-        env,
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    child = cli;
+  }
+
+  /** Runs `cairn dashboard …` until it prints its URL. */
+  async function cliDashboard(
+    args: readonly string[],
+    env: Record<string, string>,
+  ): Promise<{ url: string; stop(): Promise<number | null>; stderr(): string }> {
+    const cli = spawn(process.execPath, [resolve("bin/cairn.ts"), "dashboard", ...args], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.push(cli);
     let stdout = "";
     let stderr = "";
     cli.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
@@ -427,25 +433,100 @@ describe("cairn dashboard, pointed at the runtime's endpoints as at AWS", () => 
       },
       20_000,
     );
-    const sessions = await rt.store.listRecentSessions({ limit: 1 });
-    const newest = sessions.items[0]!;
+    return {
+      url,
+      stderr: () => stderr,
+      stop: () => {
+        cli.kill("SIGINT");
+        return new Promise((done) => cli.once("exit", (c) => done(c)));
+      },
+    };
+  }
+
+  async function expectPages(url: string): Promise<void> {
+    const newest = (await rt.store.listRecentSessions({ limit: 1 })).items[0]!;
     const list = await fetch(url);
     expect(list.status).toBe(200);
     expect(list.headers.get("content-security-policy")).toContain("script-src 'self'");
     expect(await list.text()).toContain(`data-session="${newest.id}"`);
     const sessionPage = await fetch(new URL(`/sessions/${newest.id}`, url));
     expect(sessionPage.status).toBe(200);
+    expect(await sessionPage.text()).toContain(`href="/sessions/${newest.id}/execution"`);
+    const agents = await fetch(new URL("/agents", url));
+    expect(await agents.text()).toContain('data-agent="agent-1"');
+  }
+
+  test("--endpoint serves the same pages, refuses another Host, and stops on SIGINT", async () => {
+    const { info } = rt.runtime;
+    const dash = await cliDashboard(
+      ["--endpoint", info.endpoints.edge, "--port", "0"],
+      cliEnv({
+        CAIRN_TABLE_NAME: info.tableName,
+        CAIRN_EVENT_BUS_NAME: info.eventBusName,
+        CAIRN_STATE_MACHINE_ARN: info.stateMachineArn,
+        CAIRN_KERNEL_LOG_GROUP_NAME: info.kernelLogGroupName,
+      }),
+    );
+    await expectPages(dash.url);
     // Another Host (DNS rebinding) is refused.
     const rebound = await new Promise<number | undefined>((done, fail) =>
-      get(url, { headers: { Host: "attacker.example" } }, (res) => {
+      get(dash.url, { headers: { Host: "attacker.example" } }, (res) => {
         res.resume();
         done(res.statusCode);
       }).on("error", fail),
     );
     expect(rebound).toBe(421);
-    cli.kill("SIGINT");
-    const code = await new Promise<number | null>((done) => cli.once("exit", (c) => done(c)));
-    expect(code, stderr).toBe(0);
-    child = undefined;
+    expect(await dash.stop(), dash.stderr()).toBe(0);
+  });
+
+  test("--stack reads the stack's outputs from CloudFormation, then serves the same pages", async () => {
+    const { info } = rt.runtime;
+    // One endpoint, as LocalStack's: CloudFormation answered here (the runtime has none), every
+    // other service passed on to the runtime's edge endpoint.
+    const outputs = {
+      TableName: info.tableName,
+      EventBusName: info.eventBusName,
+      StateMachineArn: info.stateMachineArn,
+      KernelLogGroupName: info.kernelLogGroupName,
+    };
+    const edge = new URL(info.endpoints.edge);
+    const describeStacks: string[] = [];
+    proxy = createServer((req, res) => {
+      const service = /Credential=[^/]+\/[^/]+\/[^/]+\/([^/]+)\//.exec(req.headers.authorization ?? "")?.[1];
+      if (service === "cloudformation") {
+        let body = "";
+        req.on("data", (c: Buffer) => (body += c.toString()));
+        req.on("end", () => {
+          describeStacks.push(new URLSearchParams(body).get("StackName") ?? "");
+          res.writeHead(200, { "Content-Type": "text/xml" });
+          res.end(
+            `<DescribeStacksResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/"><DescribeStacksResult><Stacks><member>` +
+              `<StackName>Cairn</StackName><StackStatus>CREATE_COMPLETE</StackStatus><CreationTime>2026-11-01T00:00:00Z</CreationTime><Outputs>` +
+              Object.entries(outputs)
+                .map(
+                  ([k, v]) => `<member><OutputKey>${k}</OutputKey><OutputValue>${v}</OutputValue></member>`,
+                )
+                .join("") +
+              `</Outputs></member></Stacks></DescribeStacksResult><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></DescribeStacksResponse>`,
+          );
+        });
+        return;
+      }
+      const forward = request(
+        { host: edge.hostname, port: edge.port, path: req.url, method: req.method, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      forward.on("error", (error) => res.destroy(error));
+      req.pipe(forward);
+    });
+    await new Promise<void>((done) => proxy!.listen(0, "127.0.0.1", done));
+    const endpoint = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const dash = await cliDashboard(["--stack", "Cairn", "--endpoint", endpoint], cliEnv({}));
+    expect(describeStacks).toEqual(["Cairn"]);
+    await expectPages(dash.url);
+    expect(await dash.stop(), dash.stderr()).toBe(0);
   });
 });
