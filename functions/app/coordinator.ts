@@ -29,9 +29,7 @@ import {
 import type { SessionStore } from "../core/ports/session-store.ts";
 import { sessionsToPromote } from "../core/promotion.ts";
 import { SchedulingResult } from "../core/scheduling.ts";
-import { evaluateRetry, INITIAL_RETRY_STATE } from "../core/retry/evaluate.ts";
-import { failedKernels } from "../core/retry/match.ts";
-import { runRecord, runStarted, runSucceeded } from "../core/runs.ts";
+import { judgeFinishedRun, runNeedsRetryCatalog } from "../core/coordinator/finished-run.ts";
 import { kernelsAfter, sessionAfterWrite } from "../core/session-after-write.ts";
 import { submissionSizeIssue } from "../core/submission-size.ts";
 import {
@@ -823,62 +821,21 @@ export class Coordinator {
     return 1;
   }
 
-  /**
-   * Issue 5: a finished run is retried when its retry policies (or, without policies, the two
-   * budgets) allow it. The transition then leads back to PENDING with the next run's backoff;
-   * either way it carries the run's record.
-   */
+  /** A run leaving TERMINATING, judged (core/coordinator/finished-run.ts) with the catalog it needs. */
   async #judgeRun(s: SessionWithKernels, t: StageTransition): Promise<StageTransition> {
-    if (t.from !== SessionStatus.TERMINATING || t.to !== SessionStatus.TERMINATED) return t;
     const nowMs = this.#d.clock.nowMs();
-    const { session, kernels } = s;
-    const finished = (reason: string): StageTransition => ({
-      ...t,
-      message: t.message !== undefined ? `${t.message}; ${reason}` : reason,
-      run: runRecord(s, { decision: "finished", reason }, nowMs),
-    });
-    if (session.cancelRequestedAtMs !== undefined) return finished("cancelled: not retried");
-    if (runSucceeded(kernels)) return finished("every kernel exited 0");
-    if (failedKernels(kernels).length === 0) return finished("no kernel reported how it ended: not retried");
+    if (!runNeedsRetryCatalog(s, t)) return judgeFinishedRun(s, t, nowMs);
     const [config, resolution] = await Promise.all([
       this.#catalog.config(),
-      this.#catalog.policiesFor(session),
+      this.#catalog.policiesFor(s.session),
     ]);
     if (resolution.missing.length > 0) {
       this.#d.log.warn("retry policies named but not found", {
-        sessionId: session.id,
+        sessionId: s.session.id,
         missing: resolution.missing,
       });
     }
-    const { policies: _named, ...budgets } = session.spec.retry ?? {};
-    const decision = evaluateRetry({
-      run: { startedRunning: runStarted(kernels), kernels },
-      policies: resolution.policies,
-      state: session.retry ?? INITIAL_RETRY_STATE,
-      config,
-      budgets,
-      gracePeriodMs: 0,
-    });
-    if (decision.action === "fail") return finished(decision.reason);
-    const avoidAgentIds = decision.avoidAgentId !== undefined ? [decision.avoidAgentId] : [];
-    return {
-      from: SessionStatus.TERMINATING,
-      to: STAGES.TERMINATING.onRequeue ?? SessionStatus.PENDING,
-      result: "REQUEUED",
-      handler: "Retry",
-      message: decision.reason,
-      run: runRecord(
-        s,
-        {
-          decision: "retry",
-          reason: decision.reason,
-          delayMs: decision.delayMs,
-          ...(decision.avoidAgentId !== undefined ? { avoidAgentId: decision.avoidAgentId } : {}),
-        },
-        nowMs,
-      ),
-      requeue: { retry: decision.state, avoidAgentIds, delaySeconds: Math.ceil(decision.delayMs / 1000) },
-    };
+    return judgeFinishedRun(s, t, nowMs, { config, policies: resolution.policies });
   }
 
   /**

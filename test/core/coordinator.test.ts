@@ -101,7 +101,7 @@ describe("judge(): tries", () => {
   });
 
   /**
-   * give-up.ts: `maxTries` counts attempts, so the failure that spends the last try gives up:
+   * decide.ts (isGiveUp): `maxTries` counts attempts, so the failure that spends the last try gives up:
    * GIVE_UP exactly when triesSpentBefore + 1 >= maxTries. With maxTries = 3 the failures at
    * tries 0 and 1 are NEED_RETRY and the one at tries 2 is GIVE_UP; maxTries = 1 gives up at once.
    */

@@ -17,9 +17,6 @@ import type { HistoryDraft, StageTransition } from "../model.ts";
 import { SchedulingResult, type HandlerResult, type TransitionStatus } from "../scheduling.ts";
 import type { KernelStatus, SessionStatus } from "../status.ts";
 import { HandlerContractError } from "./errors.ts";
-import { isExpired } from "./expiry.ts";
-import { isGiveUp } from "./give-up.ts";
-import { needRetryTransition } from "./retry.ts";
 
 /** What the coordinator knows of a target when judging it. */
 export interface JudgedTarget {
@@ -91,7 +88,7 @@ export function judge({ handler, result, targets, nowMs }: JudgeInput): Decision
     decisions.push(make(target, SchedulingResult.EXPIRED, t.expired, false));
   }
   for (const target of failed.filter((f) => !isGiveUp(f.tries, f.maxTries))) {
-    decisions.push(make(target, SchedulingResult.NEED_RETRY, needRetryTransition(t), true));
+    decisions.push(make(target, SchedulingResult.NEED_RETRY, t.needRetry, true));
   }
   for (const id of result.skipped.filter((s) => !expired.has(s))) {
     decisions.push(make(need(byId, id), SchedulingResult.SKIPPED, undefined, false));
@@ -192,4 +189,20 @@ function checkContract(
     }
   }
   return byId;
+}
+
+/** Expiry: the stage's timer has run out. The same deadline drives the state machine's timeout. */
+function isExpired(expiresAtMs: number, nowMs: number): boolean {
+  return nowMs >= expiresAtMs;
+}
+
+/**
+ * Give-up: a failure that spends the stage's last try. `maxTries` counts attempts, so with
+ * maxTries = 3 the first two failures are NEED_RETRY and the third is GIVE_UP: give up exactly
+ * when the tries spent (this failure included) exceed the retries allowed (maxTries − 1). Every
+ * Sokovan session handler has `need_retry = None`: a retried stage keeps its status, and only
+ * history is written.
+ */
+function isGiveUp(triesSpentBefore: number, maxTries: number): boolean {
+  return triesSpentBefore + 1 >= maxTries;
 }

@@ -1,0 +1,91 @@
+/**
+ * A run that leaves TERMINATING is judged here (issue 5): retried — back to PENDING, with the
+ * next run's backoff and the retry state it spends — or finished. Either way the transition
+ * carries the run's record. Pure: the retry policies and configuration that apply are given.
+ */
+import { STAGES } from "../handlers.ts";
+import type { SessionWithKernels, StageTransition } from "../model.ts";
+import type { RetryConfig } from "../retry/config.ts";
+import { evaluateRetry, INITIAL_RETRY_STATE } from "../retry/evaluate.ts";
+import { failedKernels } from "../retry/match.ts";
+import type { RetryPolicy } from "../retry/policy.ts";
+import { runRecord, runStarted, runSucceeded } from "../runs.ts";
+import { SessionStatus } from "../status.ts";
+
+/** What a failed run's judgment reads besides the session: the catalog operators manage. */
+export interface RetryCatalogView {
+  readonly config: RetryConfig;
+  /** The policies that apply to the session, in order (resolvePolicies). */
+  readonly policies: readonly RetryPolicy[];
+}
+
+/**
+ * Whether judging the run needs the retry catalog: it ended a run that failed, was not
+ * cancelled, and had kernels report how they ended. Otherwise the run is over without asking.
+ */
+export function runNeedsRetryCatalog({ session, kernels }: SessionWithKernels, t: StageTransition): boolean {
+  return (
+    endsRun(t) &&
+    session.cancelRequestedAtMs === undefined &&
+    !runSucceeded(kernels) &&
+    failedKernels(kernels).length > 0
+  );
+}
+
+/**
+ * The transition a finished run takes: `t` itself (with the run's record) when the run is over,
+ * or a REQUEUED transition back to PENDING when its policies or budgets retry it. `catalog` is
+ * required exactly when runNeedsRetryCatalog says so.
+ */
+export function judgeFinishedRun(
+  s: SessionWithKernels,
+  t: StageTransition,
+  nowMs: number,
+  catalog?: RetryCatalogView,
+): StageTransition {
+  if (!endsRun(t)) return t;
+  const { session, kernels } = s;
+  const finished = (reason: string): StageTransition => ({
+    ...t,
+    message: t.message !== undefined ? `${t.message}; ${reason}` : reason,
+    run: runRecord(s, { decision: "finished", reason }, nowMs),
+  });
+  if (session.cancelRequestedAtMs !== undefined) return finished("cancelled: not retried");
+  if (runSucceeded(kernels)) return finished("every kernel exited 0");
+  if (failedKernels(kernels).length === 0) return finished("no kernel reported how it ended: not retried");
+  if (!catalog) throw new Error(`judging the failed run of ${session.id} needs the retry catalog`);
+  const { policies: _named, ...budgets } = session.spec.retry ?? {};
+  const decision = evaluateRetry({
+    run: { startedRunning: runStarted(kernels), kernels },
+    policies: catalog.policies,
+    state: session.retry ?? INITIAL_RETRY_STATE,
+    config: catalog.config,
+    budgets,
+    gracePeriodMs: 0,
+  });
+  if (decision.action === "fail") return finished(decision.reason);
+  const avoidAgentIds = decision.avoidAgentId !== undefined ? [decision.avoidAgentId] : [];
+  return {
+    from: SessionStatus.TERMINATING,
+    to: STAGES.TERMINATING.onRequeue ?? SessionStatus.PENDING,
+    result: "REQUEUED",
+    handler: "Retry",
+    message: decision.reason,
+    run: runRecord(
+      s,
+      {
+        decision: "retry",
+        reason: decision.reason,
+        delayMs: decision.delayMs,
+        ...(decision.avoidAgentId !== undefined ? { avoidAgentId: decision.avoidAgentId } : {}),
+      },
+      nowMs,
+    ),
+    requeue: { retry: decision.state, avoidAgentIds, delaySeconds: Math.ceil(decision.delayMs / 1000) },
+  };
+}
+
+/** The run's end: TERMINATING → TERMINATED, as the stage's handler decides it. */
+function endsRun(t: StageTransition): boolean {
+  return t.from === SessionStatus.TERMINATING && t.to === SessionStatus.TERMINATED;
+}

@@ -1,0 +1,89 @@
+/**
+ * A run leaving TERMINATING, judged by the pure core (core/coordinator/finished-run.ts): over,
+ * or retried back to PENDING with its backoff, the retry state it spends and its record.
+ */
+import { describe, expect, test } from "vitest";
+import { judgeFinishedRun, runNeedsRetryCatalog } from "../../functions/core/coordinator/finished-run.ts";
+import type { SessionWithKernels, StageTransition } from "../../functions/core/model.ts";
+import { RETRY_CONFIG_DEFAULTS } from "../../functions/core/retry/config.ts";
+import { newSession, T0 } from "../store-fixtures.ts";
+
+const ended: StageTransition = {
+  from: "TERMINATING",
+  to: "TERMINATED",
+  result: "SUCCESS",
+  handler: "TerminateSessions",
+};
+const NOW = T0 + 60_000;
+const catalog = { config: RETRY_CONFIG_DEFAULTS, policies: [] };
+
+function ran(
+  exitCodes: readonly number[],
+  more: Partial<SessionWithKernels["session"]> = {},
+): SessionWithKernels {
+  const s = newSession("s-run", {
+    status: "TERMINATING",
+    replicas: exitCodes.length,
+    kernelStatus: "TERMINATED",
+  });
+  return {
+    session: { ...s.session, ...more },
+    kernels: s.kernels.map((k, i) => ({
+      ...k,
+      agentId: "agent-a",
+      startedAtMs: T0,
+      finishedAtMs: T0 + 1_000,
+      exitCode: exitCodes[i]!,
+      outcome: exitCodes[i] === 0 ? "SUCCEEDED" : "FAILED",
+    })),
+  };
+}
+
+describe("a finished run, judged", () => {
+  test("every kernel exited 0: the run is over, without the catalog", () => {
+    const s = ran([0, 0]);
+    expect(runNeedsRetryCatalog(s, ended)).toBe(false);
+    const t = judgeFinishedRun(s, ended, NOW);
+    expect(t).toMatchObject({ to: "TERMINATED", message: "every kernel exited 0" });
+    expect(t.run).toMatchObject({ runIndex: 0, decision: "finished" });
+  });
+
+  test("a cancelled run is not retried, whatever it exited with", () => {
+    const s = ran([3], { cancelRequestedAtMs: T0 });
+    expect(runNeedsRetryCatalog(s, ended)).toBe(false);
+    expect(judgeFinishedRun(s, ended, NOW)).toMatchObject({
+      to: "TERMINATED",
+      message: "cancelled: not retried",
+    });
+  });
+
+  test("a failed run within its failure budget goes back to PENDING with its backoff and record", () => {
+    const s = ran([0, 3], { spec: { ...ran([0]).session.spec, retry: { maxRetriesFailure: 1 } } });
+    expect(runNeedsRetryCatalog(s, ended)).toBe(true);
+    expect(() => judgeFinishedRun(s, ended, NOW)).toThrow(/needs the retry catalog/);
+    const t = judgeFinishedRun(s, ended, NOW, catalog);
+    expect(t).toMatchObject({ from: "TERMINATING", to: "PENDING", result: "REQUEUED", handler: "Retry" });
+    expect(t.requeue?.retry.failureCount).toBe(1);
+    expect(t.requeue?.delaySeconds).toBeGreaterThanOrEqual(0);
+    expect(t.run).toMatchObject({ runIndex: 0, decision: "retry" });
+  });
+
+  test("a failed run with no budget left is over, and says why", () => {
+    const s = ran([3], { spec: { ...ran([0]).session.spec, retry: { maxRetriesFailure: 0 } } });
+    const t = judgeFinishedRun(s, ended, NOW, catalog);
+    expect(t.to).toBe("TERMINATED");
+    expect(t.run?.decision).toBe("finished");
+    expect(t.message).toMatch(/./);
+  });
+
+  test("any other transition passes through untouched", () => {
+    const other: StageTransition = {
+      from: "RUNNING",
+      to: "TERMINATING",
+      result: "SUCCESS",
+      handler: "DetectTermination",
+    };
+    expect(runNeedsRetryCatalog(ran([3]), other)).toBe(false);
+    expect(judgeFinishedRun(ran([3]), other, NOW)).toBe(other);
+  });
+});
