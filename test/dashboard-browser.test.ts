@@ -372,16 +372,23 @@ describe("the dashboard in Chromium", () => {
     ).toBeGreaterThan(0);
     await queues.close();
     const list = await open("/");
-    const counts: Record<string, number> = await list.$$eval(".counts a", (as) =>
-      Object.fromEntries(
-        (as as unknown as El[]).map((a): [string, number] => [
-          a.getAttribute("data-count") ?? "",
-          Number(a.querySelector("b")?.textContent),
-        ]),
-      ),
-    );
+    const readCounts = (): Promise<Record<string, number>> =>
+      list.$$eval(".counts a", (as) =>
+        Object.fromEntries(
+          (as as unknown as El[]).map((a): [string, number] => [
+            a.getAttribute("data-count") ?? "",
+            Number(a.querySelector("b")?.textContent),
+          ]),
+        ),
+      );
     const sessions = await rt.store.listRecentSessions({ limit: 1000 });
-    expect(counts["ALL"]).toBe(sessions.items.length);
+    const ended = sessions.items.filter((x) => x.status === "TERMINATED" || x.status === "CANCELLED").length;
+    // Counts are cached and refreshed behind the page: the live refresh brings the current ones.
+    const counts = await until("the counts to match the table", async () => {
+      const seen = await readCounts();
+      return seen["ALL"] === sessions.items.length ? seen : undefined;
+    });
+    expect((counts["TERMINATED"] ?? 0) + (counts["CANCELLED"] ?? 0)).toBe(ended);
     await list.screenshot({ path: `${RESULTS}/dashboard-list.png`, fullPage: true });
     await list.close();
   });
