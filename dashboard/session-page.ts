@@ -33,7 +33,7 @@ export function executionLink(executions: Executions, sessionId: string, executi
       <span class="muted">${arn}</span>`;
   }
   const region = executions.region;
-  const href = `https://${region}.console.aws.amazon.com/states/home?region=${encodeURIComponent(region)}#/v2/executions/details/${encodeURIComponent(arn)}`;
+  const href = `https://${region}.console.aws.amazon.com/states/home?region=${encodeURIComponent(region)}#/v2/executions/details/${arn}`;
   return html`<a class="execution" href="${href}" rel="noreferrer" target="_blank">Step Functions console</a>
     <span class="muted">${arn}</span>`;
 }

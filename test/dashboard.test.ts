@@ -363,7 +363,7 @@ describe("where a session's execution is shown", () => {
     ).text;
     const arn = "arn:aws:states:eu-west-1:123456789012:execution:SessionLifecycle:s-1";
     expect(link).toContain(
-      `href="https://eu-west-1.console.aws.amazon.com/states/home?region=eu-west-1#/v2/executions/details/${encodeURIComponent(arn)}"`,
+      `href="https://eu-west-1.console.aws.amazon.com/states/home?region=eu-west-1#/v2/executions/details/${arn}"`,
     );
   });
   test("local: the dashboard's own page of the execution's history", () => {
