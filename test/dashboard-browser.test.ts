@@ -308,6 +308,35 @@ describe("the dashboard in Chromium", () => {
     await page.close();
   });
 
+  test("a running task's log is followed as it is written", async () => {
+    const id = newId("follow");
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "talker",
+        resources: { cpu: 1, memoryMiB: 64 },
+        command: sh(`echo first; sleep 3; echo "<b>second</b>"; sleep 30`),
+      },
+    });
+    await rt.waitForStatus(id, "RUNNING");
+    const page = await open(`/sessions/${id}`);
+    expect(await page.$eval("input.follow", (e) => (e as unknown as { checked: boolean }).checked)).toBe(
+      true,
+    );
+    expect(await page.$eval("#log-0", (e) => (e as unknown as El).textContent ?? "")).not.toContain("second");
+    // Written after the page was served: only the follow brings it, as text.
+    await until("the second line", async () =>
+      (await page.$eval("#log-0", (e) => (e as unknown as El).textContent ?? "")).includes(
+        "first\n<b>second</b>\n",
+      )
+        ? true
+        : undefined,
+    );
+    expect(await page.$$eval("#log-0 b", (els) => (els as unknown as El[]).length)).toBe(0);
+    await page.close();
+    await rt.cancel(id, "done following");
+  });
+
   test("a cancel POST from another origin is refused", async () => {
     const id = newId("origin");
     await rt.submit({
