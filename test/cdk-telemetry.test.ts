@@ -15,7 +15,12 @@ import { WAITING_SESSION_STATUSES, type SessionStatus } from "../functions/core/
 import { handleCoordinatorEvent } from "../functions/handlers/coordinator.ts";
 import { recordCensus, recordRun, recordStageEntry, type MetricSink } from "../functions/handlers/metrics.ts";
 import { MetricDimension, MetricName, METRICS_SERVICE } from "../functions/topology/metrics.ts";
-import { createTelemetry, instrumented, metricsEnabled } from "../functions/handlers/telemetry.ts";
+import {
+  createTelemetry,
+  instrumented,
+  metricsEnabled,
+  tracingEnabled,
+} from "../functions/handlers/telemetry.ts";
 import type { CairnConfig } from "../functions/config.ts";
 
 /** A sink that records data points as "Name{Dim=value} = n". */
@@ -290,7 +295,7 @@ describe("Powertools wiring", () => {
 
   test("in Lambda, an invocation flushes EMF with the stack's namespace, the service and each dimension", async () => {
     const lines = await stdoutOf(async () => {
-      const telemetry = createTelemetry(config, {
+      const telemetry = await createTelemetry(config, {
         AWS_LAMBDA_FUNCTION_NAME: "Coordinator",
         POWERTOOLS_METRICS_NAMESPACE: "Cairn/Test",
       });
@@ -319,7 +324,7 @@ describe("Powertools wiring", () => {
   test("a failing invocation still flushes what it recorded, then rethrows", async () => {
     let thrown: unknown;
     const lines = await stdoutOf(async () => {
-      const telemetry = createTelemetry(config, { AWS_LAMBDA_FUNCTION_NAME: "EnterStage" });
+      const telemetry = await createTelemetry(config, { AWS_LAMBDA_FUNCTION_NAME: "EnterStage" });
       try {
         await instrumented(telemetry, "EnterStage", () => {
           telemetry.metrics.count(MetricName.StageCompletions, 1);
@@ -335,10 +340,11 @@ describe("Powertools wiring", () => {
 
   test("outside Lambda nothing is emitted and tracing is off; the SDK clients pass through untouched", async () => {
     const lines = await stdoutOf(async () => {
-      const telemetry = createTelemetry(config, {});
+      const telemetry = await createTelemetry(config, {});
       const client = { send: () => undefined };
       expect(telemetry.captureClient(client)).toBe(client);
-      expect(telemetry.tracer.isTracingEnabled()).toBe(false);
+      // Not even loaded: the X-Ray SDK's async hooks would slow every promise in the process.
+      expect(telemetry.tracer).toBeUndefined();
       await instrumented(telemetry, "Coordinator", () => {
         telemetry.metrics.count(MetricName.EventsApplied, 1);
         return Promise.resolve();
@@ -347,9 +353,18 @@ describe("Powertools wiring", () => {
     expect(emf(lines)).toEqual([]);
   });
 
+  test("tracing is loaded in Lambda only, and off where POWERTOOLS_TRACE_ENABLED=false", () => {
+    expect(tracingEnabled({})).toBe(false);
+    expect(tracingEnabled({ AWS_EXECUTION_ENV: "AWS_Lambda_nodejs24.x" })).toBe(true);
+    expect(
+      tracingEnabled({ AWS_EXECUTION_ENV: "AWS_Lambda_nodejs24.x", POWERTOOLS_TRACE_ENABLED: "false" }),
+    ).toBe(false);
+  });
+
   test("logs are Powertools JSON lines at the configured level, with the component", async () => {
+    const telemetry = await createTelemetry(config, {});
     const lines = await stdoutOf(() => {
-      const log = createTelemetry(config, {}).logger("coordinator");
+      const log = telemetry.logger("coordinator");
       log.info("not at warn level");
       log.warn("event rejected", { eventId: "e-1" });
     });

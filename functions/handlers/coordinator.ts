@@ -37,7 +37,7 @@ let wired: { wiring: Wiring; telemetry: Telemetry } | undefined;
 export async function handler(event: CoordinatorEvent): Promise<BatchResponse> {
   if (!wired) {
     const config = loadConfig();
-    const telemetry = createTelemetry(config);
+    const telemetry = await createTelemetry(config);
     wired = { wiring: wire(config, telemetry), telemetry };
   }
   const { wiring, telemetry } = wired;

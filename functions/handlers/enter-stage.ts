@@ -34,7 +34,7 @@ export async function handler(event: EnterStageInput): Promise<{ status: Session
   checkInput(event);
   if (!wired) {
     const config = loadConfig();
-    const telemetry = createTelemetry(config);
+    const telemetry = await createTelemetry(config);
     wired = { wiring: wire(config, telemetry), telemetry };
   }
   const { wiring, telemetry } = wired;
