@@ -59,7 +59,10 @@ export function renderSessionPage(d: SessionPageData): Html {
     .map(
       (r) =>
         html`<tr data-run-row="${r.runIndex}">
-          <td class="num">${r.runIndex}</td>
+          <td class="num">
+            ${r.runIndex}
+            <a href="/sessions/${encodeURIComponent(session.id)}?run=${r.runIndex}#logs">logs</a>
+          </td>
           <td>${r.name}</td>
           <td>${stateBadge(r.outcome)}</td>
           <td>
@@ -224,11 +227,11 @@ export function renderLogs(
 ): Html {
   const why = options.why;
   if (tails === undefined)
-    return html`<section class="below logs">
+    return html`<section class="below logs" id="logs">
       <h2>Logs</h2>
       <p class="muted">${why}</p>
     </section>`;
-  return html`<section class="below logs">
+  return html`<section class="below logs" id="logs">
     <h2>Logs</h2>
     ${tails.map((t) => {
       const src = `/sessions/${encodeURIComponent(sessionId)}/logs${query({ kernel: t.kernelIndex, run: t.runIndex })}`;

@@ -239,6 +239,13 @@ describe("the dashboard in Chromium", () => {
         : undefined,
     );
     await screenshot(page, "dashboard-timeline", 640);
+    // An earlier run's log, from the runs table.
+    await Promise.all([page.waitForNavigation(), page.click(`tr[data-run-row="0"] a[href$="?run=0#logs"]`)]);
+    await until("run 0's log", async () =>
+      (await page.$eval("#log-0", (e) => (e as unknown as El).textContent ?? "")) === "run 0\n"
+        ? true
+        : undefined,
+    );
     const execution = await open(`/sessions/${id}/execution`);
     expect(
       await execution.$$eval("table.execution-history tbody tr", (rows) => (rows as unknown as El[]).length),

@@ -24,6 +24,8 @@
     return false;
   }
 
+  let last = "";
+
   async function refresh() {
     if (busy() || document.hidden) return;
     try {
@@ -33,7 +35,8 @@
       });
       if (!response.ok) return;
       const text = await response.text();
-      if (!busy()) {
+      if (text !== last && !busy()) {
+        last = text;
         main.innerHTML = text;
         document.body.dataset.refreshedAt = String(Date.now());
       }
