@@ -165,7 +165,9 @@ export function buildTimeline(
 
 const WIDTH = 1000;
 /** Room a label needs at 11px (about 7 units a character in the 1000-wide view box), or it is left to the tooltip. */
-const textWidth = (label: string) => label.length * 7 + 8;
+const textWidth = (label: string) => label.length * 6.5 + 8;
+/** The first label that fits in `width`, or undefined. */
+const fitting = (width: number, labels: readonly string[]) => labels.find((l) => width > textWidth(l));
 const LEFT = 64;
 const RIGHT = 16;
 
@@ -215,10 +217,11 @@ export function renderTimeline(t: Timeline): Html {
       r.record !== undefined
         ? `${r.label}; ${r.record.decision === "retry" ? "retried" : "finished"}: ${r.record.reason}`
         : r.label;
+    const label = fitting(width, [r.label, r.label.split(" · ")[0] ?? "", `run ${r.runIndex}`]);
     return html`<g data-run="${r.runIndex}"
       ><rect class="run-band ${cls}" x="${fixed(x(r.fromMs))}" y="42" width="${fixed(width)}" height="22"
         ><title>${detail}</title></rect
-      >${width > textWidth(r.label) ? html`<text x="${fixed(x(r.fromMs) + 3)}" y="57">${r.label}</text>` : ""}</g
+      >${label !== undefined ? html`<text x="${fixed(x(r.fromMs) + 3)}" y="57">${label}</text>` : ""}</g
     >`;
   });
   const backoffRects = t.backoffs.map((b) => {
