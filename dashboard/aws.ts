@@ -16,9 +16,10 @@ import { GetExecutionHistoryCommand, SFNClient, type HistoryEvent } from "@aws-s
 import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
 import { storeRetryConfig } from "../functions/adapters/dynamo/retry.ts";
 import { DynamoSessionCensus } from "../functions/adapters/dynamo/session-census.ts";
-import { decodeLogMessage, kernelLogStreamName, LinePartJoiner } from "../agent/log-events.ts";
+import { kernelLogStreamName } from "../agent/log-events.ts";
 import { DetailType, toPutEventsEntry } from "../functions/core/events.ts";
 import type { DashboardDeps, ExecutionEvent, Executions, KernelLogs, LogLine } from "./deps.ts";
+import { decodeKernelLogEvents } from "./log-lines.ts";
 
 export interface AwsDashboardOptions {
   /** Where the data comes from, for the header. */
@@ -54,7 +55,7 @@ export interface AwsDashboard {
   close(): void;
 }
 
-export async function awsDashboardDeps(options: AwsDashboardOptions): Promise<AwsDashboard> {
+export function awsDashboardDeps(options: AwsDashboardOptions): AwsDashboard {
   const common = {
     ...(options.region === undefined ? {} : { region: options.region }),
     ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
@@ -79,7 +80,7 @@ export async function awsDashboardDeps(options: AwsDashboardOptions): Promise<Aw
     executions =
       sfn !== undefined
         ? { kind: "local", stateMachineArn, history: (arn) => executionHistory(sfn, arn) }
-        : { kind: "console", stateMachineArn, region: options.region ?? (await dynamo.config.region()) };
+        : { kind: "console", stateMachineArn };
   }
   const deps: DashboardDeps = {
     store,
@@ -115,22 +116,10 @@ export async function awsDashboardDeps(options: AwsDashboardOptions): Promise<Aw
   };
 }
 
-/**
- * The agents' events decoded (agent/log-events.ts): one line each, split lines joined back; a
- * line still unfinished at the end of the page is shown as it is.
- */
 function lines(events: readonly OutputLogEvent[] | undefined): LogLine[] {
-  const joiner = new LinePartJoiner();
-  const out: LogLine[] = [];
-  for (const e of events ?? []) {
-    const timestamp = e.timestamp ?? 0;
-    for (const line of joiner.push("", timestamp, decodeLogMessage(e.message ?? ""))) {
-      out.push({ timestamp: line.atMs, stream: line.stream, message: line.text });
-    }
-  }
-  const rest = joiner.end("");
-  if (rest !== undefined) out.push({ timestamp: rest.atMs, stream: rest.stream, message: rest.text });
-  return out;
+  return decodeKernelLogEvents(
+    (events ?? []).map((e) => ({ timestamp: e.timestamp ?? 0, message: e.message ?? "" })),
+  );
 }
 
 function cloudWatchKernelLogs(client: CloudWatchLogsClient, logGroupName: string): KernelLogs {

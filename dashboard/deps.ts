@@ -58,15 +58,16 @@ export interface ExecutionEvent {
 
 /** Where a session's lifecycle execution can be looked at. */
 export type Executions =
-  /** Deployed: the Step Functions console page of the execution. */
-  | { readonly kind: "console"; readonly region: string; readonly stateMachineArn: string }
+  /** Deployed: the Step Functions console page of the execution (in the state machine's region). */
+  | { readonly kind: "console"; readonly stateMachineArn: string }
   /** Local: the execution's history, read from the embedded engine and shown by the dashboard. */
   | {
       readonly kind: "local";
       readonly stateMachineArn: string;
       history(executionArn: string): Promise<ExecutionEvent[] | undefined>;
     }
-  | { readonly kind: "none" };
+  /** Not shown here; `why` says where to look instead. */
+  | { readonly kind: "none"; readonly why?: string };
 
 export interface DashboardDeps {
   readonly store: DashboardStore;

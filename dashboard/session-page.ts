@@ -23,7 +23,9 @@ export function executionArn(stateMachineArn: string, executionName: string): st
 }
 
 export function executionLink(executions: Executions, sessionId: string, executionName: string): Html {
-  if (executions.kind === "none") return html`<span class="muted">unknown (no state machine ARN)</span>`;
+  if (executions.kind === "none") {
+    return html`<span class="muted">${executions.why ?? "not known here (no state machine ARN)"}</span>`;
+  }
   const arn = executionArn(executions.stateMachineArn, executionName);
   if (arn === undefined) return html`<span class="muted">${executionName}</span>`;
   if (executions.kind === "local") {
@@ -32,7 +34,8 @@ export function executionLink(executions: Executions, sessionId: string, executi
       >
       <span class="muted">${arn}</span>`;
   }
-  const region = executions.region;
+  // arn:aws:states:<region>:<account>:execution:…: the console of the execution's own region.
+  const region = arn.split(":")[3] ?? "";
   const href = `https://${region}.console.aws.amazon.com/states/home?region=${encodeURIComponent(region)}#/v2/executions/details/${arn}`;
   return html`<a class="execution" href="${href}" rel="noreferrer" target="_blank">Step Functions console</a>
     <span class="muted">${arn}</span>`;

@@ -20,7 +20,7 @@ export async function startLocalDashboard(
   info: RuntimeInfo,
   options: LocalDashboardOptions = {},
 ): Promise<DashboardServer> {
-  const aws = await awsDashboardDeps({
+  const aws = awsDashboardDeps({
     where: `the local runtime (pid ${info.pid})`,
     region: info.region,
     credentials: info.credentials.client,

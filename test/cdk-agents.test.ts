@@ -365,17 +365,18 @@ async function recordingProxy(target: string): Promise<RecordingProxy> {
   };
 }
 
-/** The store methods the CLI's API exposes (bin/cli/cairn-api.ts's SessionReader and RetryAdmin). */
+/** The store methods the CLI's API exposes (bin/cli/cairn-api.ts's SessionReader, RetryAdmin and AgentReader). */
 function storeMethodsOfTheCli(): string[] {
   const text = readFileSync("bin/cli/cairn-api.ts", "utf8");
   const names: string[] = [];
-  for (const type of ["SessionReader", "RetryAdmin"]) {
+  for (const type of ["SessionReader", "RetryAdmin", "AgentReader"]) {
     const pick = new RegExp(`export type ${type} = Pick<\\s*[\\w\\s&]+,([^>]*)>`).exec(text);
     expect(pick, type).not.toBeNull();
     names.push(...[...pick![1]!.matchAll(/"(\w+)"/g)].map((m) => m[1]!));
   }
   expect(text).toMatch(/readonly store: SessionReader;/);
   expect(text).toMatch(/readonly admin: RetryAdmin;/);
+  expect(text).toMatch(/readonly agents: AgentReader;/);
   return names;
 }
 
@@ -421,6 +422,7 @@ async function storeActionsOfTheCli(t: TestTable, proxy: RecordingProxy): Promis
     });
   const store = spy(api.store);
   const admin = spy(api.admin);
+  const agents = spy(api.agents);
   try {
     expect(await store.getSession(session.id)).toBeDefined();
     expect(await store.getSessions([session.id])).toHaveLength(1);
@@ -443,6 +445,10 @@ async function storeActionsOfTheCli(t: TestTable, proxy: RecordingProxy): Promis
     await admin.deleteRetryPolicy("infra");
     await admin.putRetryConfig(RETRY_CONFIG_DEFAULTS, T0);
     expect(await admin.getRetryConfig()).toBeDefined();
+    // `cairn dashboard`'s reads: agents and their allocations, and the status census.
+    expect(await agents.listAgents()).toEqual([]);
+    expect(await agents.allocationsOnAgent("agent-1")).toEqual([]);
+    expect(await api.census.countSessions(session.status)).toBe(1);
   } finally {
     api.close();
   }

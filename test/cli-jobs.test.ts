@@ -839,6 +839,9 @@ function cli(world: World, logs: KernelLogsApi, files: Record<string, string> = 
   const api: CairnApi = {
     store: fakeStore(world),
     admin: {} as CairnApi["admin"],
+    // Not read by these commands (`cairn dashboard`'s).
+    agents: {} as CairnApi["agents"],
+    census: {} as CairnApi["census"],
     eventBusName: "cairn",
     logs,
     put: (entry) => {

@@ -1052,6 +1052,9 @@ function fakeWorld(
   const api: CairnApi = {
     store,
     admin,
+    // Not read by these commands (`cairn dashboard`'s).
+    agents: {} as CairnApi["agents"],
+    census: {} as CairnApi["census"],
     eventBusName: "cairn",
     stateMachineArn: RUNTIME_FILE.stateMachineArn,
     logs: { readable: false, why: "no logs in this fake" },

@@ -486,7 +486,7 @@ describe("cairn dashboard, pointed at the runtime's endpoints as at AWS", () => 
     };
   }
 
-  async function expectPages(url: string): Promise<void> {
+  async function expectPages(url: string, execution: string): Promise<void> {
     const newest = (await rt.store.listRecentSessions({ limit: 1 })).items[0]!;
     const list = await fetch(url);
     expect(list.status).toBe(200);
@@ -494,7 +494,14 @@ describe("cairn dashboard, pointed at the runtime's endpoints as at AWS", () => 
     expect(await list.text()).toContain(`data-session="${newest.id}"`);
     const sessionPage = await fetch(new URL(`/sessions/${newest.id}`, url));
     expect(sessionPage.status).toBe(200);
-    expect(await sessionPage.text()).toContain(`href="/sessions/${newest.id}/execution"`);
+    expect(await sessionPage.text()).toContain(execution);
+    // A task's log, read from CloudWatch Logs through the CLI's own reader.
+    const talker = (await rt.store.listRecentSessions({ limit: 100 })).items.find(
+      (x) => x.spec.name === "talker",
+    )!;
+    const log = await fetch(new URL(`/sessions/${talker.id}/logs?kernel=0&run=0`, url));
+    const { lines } = (await log.json()) as { lines: { message: string }[] };
+    expect(lines.map((l) => l.message).slice(0, 2)).toEqual(["first", "<b>second</b>"]);
     const agents = await fetch(new URL("/agents", url));
     expect(await agents.text()).toContain('data-agent="agent-1"');
   }
@@ -510,7 +517,8 @@ describe("cairn dashboard, pointed at the runtime's endpoints as at AWS", () => 
         CAIRN_KERNEL_LOG_GROUP_NAME: info.kernelLogGroupName,
       }),
     );
-    await expectPages(dash.url);
+    // Through an endpoint there is no console to link the execution to.
+    await expectPages(dash.url, "the execution is on endpoint");
     // Another Host (DNS rebinding) is refused.
     const rebound = await new Promise<number | undefined>((done, fail) =>
       get(dash.url, { headers: { Host: "attacker.example" } }, (res) => {
@@ -522,7 +530,7 @@ describe("cairn dashboard, pointed at the runtime's endpoints as at AWS", () => 
     expect(await dash.stop(), dash.stderr()).toBe(0);
   });
 
-  test("--stack reads the stack's outputs from CloudFormation, then serves the same pages", async () => {
+  test("--stack reads the stack's outputs from CloudFormation, then serves the same pages, linking executions to the console", async () => {
     const { info } = rt.runtime;
     // One endpoint, as LocalStack's: CloudFormation answered here (the runtime has none), every
     // other service passed on to the runtime's edge endpoint.
@@ -567,9 +575,15 @@ describe("cairn dashboard, pointed at the runtime's endpoints as at AWS", () => 
     });
     await new Promise<void>((done) => proxy!.listen(0, "127.0.0.1", done));
     const endpoint = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-    const dash = await cliDashboard(["--stack", "Cairn", "--endpoint", endpoint], cliEnv({}));
+    // As against AWS: no --endpoint, the SDK's own AWS_ENDPOINT_URL sends every call to the endpoint.
+    const dash = await cliDashboard(["--stack", "Cairn"], cliEnv({ AWS_ENDPOINT_URL: endpoint }));
     expect(describeStacks).toEqual(["Cairn"]);
-    await expectPages(dash.url);
+    const newest = (await rt.store.listRecentSessions({ limit: 1 })).items[0]!;
+    const arn = `${info.stateMachineArn.replace(":stateMachine:", ":execution:")}:${newest.id}`;
+    await expectPages(
+      dash.url,
+      `href="https://${info.region}.console.aws.amazon.com/states/home?region=${info.region}#/v2/executions/details/${arn}"`,
+    );
     expect(await dash.stop(), dash.stderr()).toBe(0);
   });
 });

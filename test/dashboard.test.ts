@@ -356,11 +356,7 @@ describe("the server's checks", () => {
 describe("where a session's execution is shown", () => {
   const machine = "arn:aws:states:eu-west-1:123456789012:stateMachine:SessionLifecycle";
   test("deployed: the Step Functions console's page of the execution", () => {
-    const link = executionLink(
-      { kind: "console", region: "eu-west-1", stateMachineArn: machine },
-      "s-1",
-      "s-1",
-    ).text;
+    const link = executionLink({ kind: "console", stateMachineArn: machine }, "s-1", "s-1").text;
     const arn = "arn:aws:states:eu-west-1:123456789012:execution:SessionLifecycle:s-1";
     expect(link).toContain(
       `href="https://eu-west-1.console.aws.amazon.com/states/home?region=eu-west-1#/v2/executions/details/${arn}"`,
@@ -369,7 +365,10 @@ describe("where a session's execution is shown", () => {
   test("local: the dashboard's own page of the execution's history", () => {
     const local = { kind: "local" as const, stateMachineArn: machine, history: () => Promise.resolve([]) };
     expect(executionLink(local, "s-1", "s-1").text).toContain('href="/sessions/s-1/execution"');
-    expect(executionLink({ kind: "none" }, "s-1", "s-1").text).toContain("unknown");
+    expect(executionLink({ kind: "none" }, "s-1", "s-1").text).toContain("not known here");
+    expect(executionLink({ kind: "none", why: "see <there>" }, "s-1", "s-1").text).toContain(
+      "see &lt;there&gt;",
+    );
   });
 });
 

@@ -10,9 +10,12 @@ import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { DynamoSessionStore } from "../../functions/adapters/dynamo/dynamo-session-store.ts";
+import { DynamoSessionCensus } from "../../functions/adapters/dynamo/session-census.ts";
 import { storeRetryConfig } from "../../functions/adapters/dynamo/retry.ts";
 import type { PutEventsEntry } from "../../functions/core/events.ts";
+import type { SessionCensus } from "../../functions/core/ports/session-census.ts";
 import type {
+  AgentRepository,
   JobRepository,
   RetryCatalogRepository,
   SessionRepository,
@@ -54,6 +57,9 @@ export type RetryAdmin = Pick<
   | "putRetryConfig"
 >;
 
+/** Agents and the capacity sessions hold on them, read by `cairn dashboard`. */
+export type AgentReader = Pick<AgentRepository, "listAgents" | "allocationsOnAgent">;
+
 /** The kernels' output, or why this connection cannot read it (said by `logs` only). */
 export type KernelLogsApi =
   | { readonly readable: true; readonly reader: KernelLogReader }
@@ -62,6 +68,9 @@ export type KernelLogsApi =
 export interface CairnApi {
   readonly store: SessionReader;
   readonly admin: RetryAdmin;
+  readonly agents: AgentReader;
+  /** Sessions per status, from the status index (`cairn dashboard`'s counts). */
+  readonly census: SessionCensus;
   readonly eventBusName: string;
   readonly stateMachineArn?: string;
   readonly logs: KernelLogsApi;
@@ -104,6 +113,12 @@ export function openCairnApi(connection: Connection): CairnApi {
   return {
     store,
     admin: store,
+    agents: store,
+    census: new DynamoSessionCensus({
+      client: dynamo,
+      tableName: connection.tableName,
+      ...(connection.shards === undefined ? {} : { shards: connection.shards }),
+    }),
     eventBusName: connection.eventBusName,
     ...(connection.stateMachineArn === undefined ? {} : { stateMachineArn: connection.stateMachineArn }),
     logs:

@@ -27,8 +27,6 @@ export interface CliIo {
   stackOutputs(request: StackRequest): Promise<Readonly<Record<string, string>>>;
   /** `cairn agent`: runs the agent in this process until it is stopped. */
   runAgent?(options: AgentOptions, connection: Connection): Promise<number>;
-  /** `cairn dashboard`: serves the dashboard from this process until it is stopped. */
-  runDashboard?(port: number, connection: Connection): Promise<number>;
 }
 
 export function printJson(io: CliIo, value: unknown): void {

@@ -27,6 +27,14 @@ export interface KernelLogReader {
     streamName: string,
     nextToken?: string,
   ): Promise<{ events: RawLogEvent[]; nextForwardToken: string }>;
+  /**
+   * The last `limit` events of one stream and the token to read on from (the dashboard's tail);
+   * undefined when the stream does not exist yet.
+   */
+  tail(
+    streamName: string,
+    limit: number,
+  ): Promise<{ events: RawLogEvent[]; nextForwardToken: string } | undefined>;
   /** One page of several streams' events interleaved by time; `nextToken` while more remain. */
   filter(
     streamNames: readonly string[],
@@ -83,6 +91,26 @@ export function cloudWatchLogReader(
         events: (page.events ?? []).map((e) => ({ timestamp: e.timestamp ?? 0, message: e.message ?? "" })),
         nextForwardToken: page.nextForwardToken ?? nextToken ?? "",
       };
+    },
+    async tail(streamName, limit) {
+      try {
+        const page = await client.send(
+          new GetLogEventsCommand({ logGroupName, logStreamName: streamName, startFromHead: false, limit }),
+        );
+        return {
+          events: (page.events ?? []).map((e) => ({ timestamp: e.timestamp ?? 0, message: e.message ?? "" })),
+          nextForwardToken: page.nextForwardToken ?? "",
+        };
+      } catch (error) {
+        // A stream that does not exist yet (its task has not written); a missing group is reported.
+        if (
+          (error as { name?: unknown }).name === "ResourceNotFoundException" &&
+          /stream/i.test((error as Error).message)
+        ) {
+          return undefined;
+        }
+        return missing(error);
+      }
     },
     async filter(streamNames, nextToken) {
       const page = await client

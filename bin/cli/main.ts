@@ -6,6 +6,7 @@ import { parseCommandLine, type Invocation } from "./args.ts";
 import { explainAwsError } from "./aws-errors.ts";
 import type { CairnApi } from "./cairn-api.ts";
 import { runCancel } from "./commands/cancel.ts";
+import { runDashboard } from "./commands/dashboard.ts";
 import type { CommandContext } from "./commands/context.ts";
 import { runGet } from "./commands/get.ts";
 import { runHistory } from "./commands/history.ts";
@@ -52,11 +53,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       if (!io.runAgent) throw new UsageError("`cairn agent` cannot run here", "agent");
       return await io.runAgent(invocation.agent, connection);
     }
-    if (invocation.kind === "dashboard") {
-      if (!io.runDashboard) throw new UsageError("`cairn dashboard` cannot run here", "dashboard");
-      return await io.runDashboard(invocation.port, connection);
-    }
     api = await io.openApi(connection);
+    if (invocation.kind === "dashboard") return await runDashboard(invocation.port, connection, { io, api });
     return await dispatch(invocation, { submit, policy }, { io, api });
   } catch (error) {
     return report(error, connection, io);
@@ -120,7 +118,7 @@ function dispatch(
     case "agent":
       throw new UsageError("`cairn agent` runs without a session store", "agent");
     case "dashboard":
-      throw new UsageError("`cairn dashboard` opens its own connections", "dashboard");
+      throw new UsageError("`cairn dashboard` serves until it is stopped", "dashboard");
   }
 }
 

@@ -23,8 +23,5 @@ export function processIo(): CliIo {
     runAgent: async function (options, connection) {
       return (await import("./commands/agent.ts")).runAgent(options, connection, this);
     },
-    runDashboard: async function (port, connection) {
-      return (await import("./commands/dashboard.ts")).runDashboard(port, connection, this);
-    },
   };
 }

@@ -1,46 +1,91 @@
 /**
  * `cairn dashboard`: serves the dashboard (dashboard/) from this process against whatever the
- * global options point at, through the AWS SDK with the user's own credentials, until SIGINT or
- * SIGTERM. Executions: the Step Functions console for a stack; the history itself where a Step
- * Functions endpoint is known (the local runtime, LocalStack).
+ * global options point at, through the CLI's own API (cairn-api.ts: the store, the status census,
+ * the bus, CloudWatch Logs) with the user's credentials, until SIGINT or SIGTERM. Executions are
+ * links to the Step Functions console when Cairn is a deployed stack; through an endpoint (the
+ * local runtime, LocalStack) there is no console to link to.
  */
-import { awsDashboardDeps } from "../../../dashboard/aws.ts";
+import type { DashboardDeps, DashboardStore, KernelLogs } from "../../../dashboard/deps.ts";
+import { decodeKernelLogEvents } from "../../../dashboard/log-lines.ts";
 import { startDashboard } from "../../../dashboard/server.ts";
+import { kernelLogStreamName } from "../../../agent/log-events.ts";
+import { DetailType, toPutEventsEntry } from "../../../functions/core/events.ts";
+import type { KernelLogReader } from "../kernel-log-reader.ts";
 import { UnreachableError } from "../errors.ts";
 import { ExitCode } from "../exit-codes.ts";
-import type { CliIo } from "../io.ts";
 import type { Connection } from "../target.ts";
+import type { CommandContext } from "./context.ts";
 
-export async function runDashboard(port: number, connection: Connection, io: CliIo): Promise<ExitCode> {
-  const logs = connection.logs;
-  const aws = await awsDashboardDeps({
-    where: connection.where,
-    ...(connection.region === undefined ? {} : { region: connection.region }),
-    ...(connection.credentials === undefined ? {} : { credentials: connection.credentials }),
-    endpoints: {
-      ...(connection.endpoints.dynamoDb === undefined ? {} : { dynamoDb: connection.endpoints.dynamoDb }),
-      ...(connection.endpoints.eventBridge === undefined
-        ? {}
-        : { eventBridge: connection.endpoints.eventBridge }),
-      ...(connection.endpoints.stepFunctions === undefined
-        ? {}
-        : { stepFunctions: connection.endpoints.stepFunctions }),
-      ...(logs.readable && logs.endpoint !== undefined ? { logs: logs.endpoint } : {}),
+export function dashboardDeps(connection: Connection, ctx: CommandContext): DashboardDeps {
+  const { api } = ctx;
+  const local = connection.endpoints.dynamoDb !== undefined;
+  return {
+    store: dashboardStore(ctx.api),
+    census: api.census,
+    cancel: async (id, reason) => {
+      await api.put(
+        toPutEventsEntry(api.eventBusName, DetailType.SessionCancelRequested, { sessionId: id, reason }),
+      );
     },
-    tableName: connection.tableName,
-    eventBusName: connection.eventBusName,
-    ...(connection.shards === undefined ? {} : { shards: connection.shards }),
-    ...(connection.stateMachineArn === undefined ? {} : { stateMachineArn: connection.stateMachineArn }),
-    ...(logs.readable ? { kernelLogGroupName: logs.logGroupName } : {}),
-    executions: connection.endpoints.stepFunctions === undefined ? "console" : "local",
-  });
+    ...(api.logs.readable ? { logs: kernelLogs(api.logs.reader) } : {}),
+    executions:
+      api.stateMachineArn === undefined || api.stateMachineArn === ""
+        ? { kind: "none" }
+        : local
+          ? {
+              kind: "none",
+              why: `the execution is on ${connection.where}'s Step Functions endpoint (npm start's own dashboard shows its history)`,
+            }
+          : { kind: "console", stateMachineArn: api.stateMachineArn },
+    where: connection.where,
+  };
+}
+
+/** The reads the dashboard makes, and nothing else of the CLI's API. */
+function dashboardStore({ store, admin, agents }: CommandContext["api"]): DashboardStore {
+  return {
+    getSession: (id) => store.getSession(id),
+    getSessions: (ids) => store.getSessions(ids),
+    listHistory: (id, query) => store.listHistory(id, query),
+    listRuns: (id) => store.listRuns(id),
+    listSessionsByStatus: (status, page) => store.listSessionsByStatus(status, page),
+    listRecentSessions: (page) => store.listRecentSessions(page),
+    getJob: (id) => store.getJob(id),
+    listAgents: () => agents.listAgents(),
+    allocationsOnAgent: (id) => agents.allocationsOnAgent(id),
+    listQueues: () => admin.listQueues(),
+    listRetryPolicies: () => admin.listRetryPolicies(),
+    getRetryConfig: () => admin.getRetryConfig(),
+  };
+}
+
+function kernelLogs(reader: KernelLogReader): KernelLogs {
+  return {
+    async tail(sessionId, kernelIndex, runIndex, limit) {
+      const page = await reader.tail(kernelLogStreamName(sessionId, kernelIndex, runIndex), limit);
+      return page === undefined
+        ? undefined
+        : { lines: decodeKernelLogEvents(page.events), next: page.nextForwardToken };
+    },
+    async follow(sessionId, kernelIndex, runIndex, token) {
+      const page = await reader.forward(kernelLogStreamName(sessionId, kernelIndex, runIndex), token);
+      return { lines: decodeKernelLogEvents(page.events), next: page.nextForwardToken };
+    },
+  };
+}
+
+export async function runDashboard(
+  port: number,
+  connection: Connection,
+  ctx: CommandContext,
+): Promise<ExitCode> {
+  const deps = dashboardDeps(connection, ctx);
+  // Reachable before serving: a wrong table or missing credentials fail here, with the reason.
+  await deps.census.countSessions("PENDING");
   let server;
   try {
-    // Reachable before serving: a wrong table or missing credentials fail here, with the reason.
-    await aws.deps.census.countSessions("PENDING");
-    server = await startDashboard(aws.deps, { port });
+    server = await startDashboard(deps, { port });
   } catch (error) {
-    aws.close();
     if ((error as { code?: unknown }).code === "EADDRINUSE") {
       throw new UnreachableError(
         `--port ${port} is in use on 127.0.0.1; choose another or 0 for a free one`,
@@ -49,7 +94,7 @@ export async function runDashboard(port: number, connection: Connection, io: Cli
     }
     throw error;
   }
-  io.stdout(`cairn dashboard: ${server.url} (${connection.where}; Ctrl-C stops)`);
+  ctx.io.stdout(`cairn dashboard: ${server.url} (${connection.where}; Ctrl-C stops)`);
   await new Promise<void>((resolve) => {
     const stop = () => {
       process.off("SIGINT", stop);
@@ -60,6 +105,5 @@ export async function runDashboard(port: number, connection: Connection, io: Cli
     process.on("SIGTERM", stop);
   });
   await server.close();
-  aws.close();
   return ExitCode.Ok;
 }
