@@ -703,11 +703,7 @@ describe("resolveConnection", () => {
       hint: "is `npm start` still running? Otherwise start one with `npm start`, or pass --stack/--endpoint",
       region: "local",
       credentials: { accessKeyId: "local", secretAccessKey: "local" },
-      endpoints: {
-        dynamoDb: "http://127.0.0.1:8000",
-        eventBridge: "http://127.0.0.1:8002",
-        stepFunctions: "http://127.0.0.1:8001",
-      },
+      endpoints: { dynamoDb: "http://127.0.0.1:8000", eventBridge: "http://127.0.0.1:8002" },
       tableName: "cairn",
       eventBusName: "cairn",
       stateMachineArn: RUNTIME_FILE.stateMachineArn,

@@ -33,13 +33,7 @@ export interface Connection {
   /** Undefined: the SDK's default credential chain. */
   readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string };
   /** Per service; undefined: the SDK's default (AWS, or AWS_ENDPOINT_URL…). */
-  readonly endpoints: {
-    readonly dynamoDb?: string;
-    readonly eventBridge?: string;
-    readonly sqs?: string;
-    /** Step Functions: the local runtime's engine or LocalStack (`cairn dashboard` reads executions there). */
-    readonly stepFunctions?: string;
-  };
+  readonly endpoints: { readonly dynamoDb?: string; readonly eventBridge?: string; readonly sqs?: string };
   /** Agent queues are `<prefix><agentId>` (docs/agents.md); undefined when the stack predates agents. */
   readonly agentQueuePrefix?: string;
   /** The local runtime's credentials for agents (its EventBridge lets only them send agent events). */
@@ -77,12 +71,7 @@ const RuntimeFileSchema = z.object({
   tableName: z.string().min(1),
   eventBusName: z.string().min(1),
   stateMachineArn: z.string().min(1),
-  endpoints: z.object({
-    dynamoDb: z.url(),
-    eventBridge: z.url(),
-    sqs: z.url().optional(),
-    stepFunctions: z.url().optional(),
-  }),
+  endpoints: z.object({ dynamoDb: z.url(), eventBridge: z.url(), sqs: z.url().optional() }),
   agentQueuePrefix: z.string().min(1).optional(),
   credentials: z
     .object({
@@ -107,12 +96,7 @@ export async function resolveConnection(options: TargetOptions, deps: TargetDeps
   const endpoints =
     options.endpoint === undefined
       ? {}
-      : {
-          dynamoDb: options.endpoint,
-          eventBridge: options.endpoint,
-          sqs: options.endpoint,
-          stepFunctions: options.endpoint,
-        };
+      : { dynamoDb: options.endpoint, eventBridge: options.endpoint, sqs: options.endpoint };
   const at = options.endpoint === undefined ? "" : ` at ${options.endpoint}`;
   const base = {
     ...(region === undefined ? {} : { region }),
@@ -211,7 +195,6 @@ function localConnection(runtimeFile: string, shards: number | undefined, deps: 
       dynamoDb: info.endpoints.dynamoDb,
       eventBridge: info.endpoints.eventBridge,
       ...(info.endpoints.sqs ? { sqs: info.endpoints.sqs } : {}),
-      ...(info.endpoints.stepFunctions ? { stepFunctions: info.endpoints.stepFunctions } : {}),
     },
     ...(info.agentQueuePrefix ? { agentQueuePrefix: info.agentQueuePrefix } : {}),
     tableName: info.tableName,
