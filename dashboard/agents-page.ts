@@ -54,7 +54,8 @@ export function renderAgentsPage(
   return html`<h1>Agents</h1>
     <p class="muted">
       ${agents.length} registered; live means heard from within ${duration(timeoutMs)} and neither lost nor
-      draining.
+      draining. Only the control plane declares an agent lost (its kernels are then WORKER_FAILED and
+      retried); "silent" is an agent past the window that it has not declared lost yet.
     </p>
     <table class="agents">
       <thead>

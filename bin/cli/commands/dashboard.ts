@@ -38,6 +38,10 @@ export function dashboardDeps(connection: Connection, ctx: CommandContext): Dash
             }
           : { kind: "console", stateMachineArn: api.stateMachineArn },
     where: connection.where,
+    // The agents page's "live" window: the control plane's own default, which this process cannot
+    // read (a stack's agentTimeout, lib/props.ts: 90 s; the local runtime's: 30 s). Only the
+    // control plane declares an agent lost; the page shows that from the agent item itself.
+    agentTimeoutMs: local ? 30_000 : 90_000,
   };
 }
 
