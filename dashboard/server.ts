@@ -38,6 +38,8 @@ const STATIC: Readonly<Record<string, { type: string; body: Buffer }>> = {
   },
 };
 
+/** Tasks whose logs the session page tails (a gang may have 97). */
+const MAX_LOG_TAILS = 8;
 /** Lines of each task's log shown when the session page opens. */
 const LOG_TAIL_LINES = 200;
 const MAX_FORM_BYTES = 8 * 1024;
@@ -276,11 +278,17 @@ async function route(
     const runParam = url.searchParams.get("run");
     const runIndex =
       runParam !== null && /^\d{1,6}$/.test(runParam) ? Number(runParam) : found.session.runIndex;
+    // A big gang's page tails the first few tasks; `?kernel=N` shows another.
+    const kernelParam = url.searchParams.get("kernel");
+    const shown =
+      kernelParam !== null && /^\d{1,4}$/.test(kernelParam)
+        ? found.kernels.filter((k) => k.index === Number(kernelParam))
+        : found.kernels.slice(0, MAX_LOG_TAILS);
     const tails: LogTail[] | undefined =
       deps.logs === undefined
         ? undefined
         : await Promise.all(
-            found.kernels.map(async (k) => {
+            shown.map(async (k) => {
               const tail = await deps.logs!.tail(sessionId, k.index, runIndex, LOG_TAIL_LINES);
               return {
                 kernelIndex: k.index,
@@ -294,6 +302,7 @@ async function route(
       main,
       true,
       renderLogs(sessionId, tails, {
+        kernels: found.kernels.length,
         // An ended session's logs are complete: nothing to follow.
         follow: !TERMINAL_SESSION_STATUSES.has(found.session.status) && runIndex === found.session.runIndex,
         why: "The kernels' log group is not known for this connection.",

@@ -226,7 +226,7 @@ export interface LogTail {
 export function renderLogs(
   sessionId: string,
   tails: readonly LogTail[] | undefined,
-  options: { readonly follow: boolean; readonly why: string },
+  options: { readonly follow: boolean; readonly why: string; readonly kernels: number },
 ): Html {
   const why = options.why;
   if (tails === undefined)
@@ -234,8 +234,24 @@ export function renderLogs(
       <h2>Logs</h2>
       <p class="muted">${why}</p>
     </section>`;
+  const shown = new Set(tails.map((t) => t.kernelIndex));
+  const others = Array.from({ length: options.kernels }, (_, i) => i).filter((i) => !shown.has(i));
+  const run = tails[0]?.runIndex;
   return html`<section class="below logs" id="logs">
     <h2>Logs</h2>
+    ${
+      others.length > 0
+        ? html`<p class="muted">
+            Other kernels' logs:
+            ${others.map(
+              (i) =>
+                html`<a href="/sessions/${encodeURIComponent(sessionId)}${query({ kernel: i, run })}#logs"
+                  >${i}</a
+                > `,
+            )}
+          </p>`
+        : ""
+    }
     ${tails.map((t) => {
       const src = `/sessions/${encodeURIComponent(sessionId)}/logs${query({ kernel: t.kernelIndex, run: t.runIndex })}`;
       return html`<h3>kernel ${t.kernelIndex}, run ${t.runIndex}</h3>

@@ -18,7 +18,7 @@ import { listSessions, parseListFilter, SCAN_BUDGET } from "../dashboard/list-pa
 import { startDashboard, type DashboardServer } from "../dashboard/server.ts";
 import { StatusCounts } from "../dashboard/status-counts.ts";
 import { buildTimeline } from "../dashboard/timeline.ts";
-import { executionLink } from "../dashboard/session-page.ts";
+import { executionLink, renderLogs } from "../dashboard/session-page.ts";
 import { parseCommandLine } from "../bin/cli/args.ts";
 import { freshTable, type TestTable } from "./store-fixtures.ts";
 
@@ -383,5 +383,22 @@ describe("cairn dashboard's command line", () => {
     expect(() => parseCommandLine(["dashboard", "--port", "70000"])).toThrow(
       '--port must be a whole number from 0 to 65535, got "70000"',
     );
+  });
+});
+
+describe("the session page's logs", () => {
+  test("a big gang's page tails some tasks and links the others; lines are text", () => {
+    const tails = [0, 1].map((i) => ({
+      kernelIndex: i,
+      runIndex: 2,
+      lines: [{ timestamp: T0, stream: "stdout" as const, message: `<i>task ${i}</i>` }],
+      next: "f/1",
+    }));
+    const page = renderLogs("gang-1", tails, { follow: true, why: "", kernels: 4 }).text;
+    expect(page).toContain('href="/sessions/gang-1?kernel=2&amp;run=2#logs"');
+    expect(page).toContain('href="/sessions/gang-1?kernel=3&amp;run=2#logs"');
+    expect(page).not.toContain("kernel=1&amp;run=2#logs");
+    expect(page).toContain("&lt;i&gt;task 1&lt;/i&gt;\n</pre>");
+    expect(page).toContain('data-src="/sessions/gang-1/logs?kernel=0&amp;run=2" data-next="f/1"');
   });
 });
