@@ -213,6 +213,7 @@ export class AgentCapacity {
           sk: { S: SESSION_SK },
         }),
       {
+        sessionChecked: true,
         clash: ({ role, reason }) => {
           if (role.kind === "kernel") {
             if (reason.Item === undefined)

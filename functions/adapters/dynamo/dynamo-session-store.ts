@@ -350,6 +350,7 @@ export class DynamoSessionStore
               ? `run ${failure.role.runIndex} of the session is already recorded`
               : kernelChanged(failure),
           other: kernelMissing(write.sessionId),
+          sessionChecked: true,
         },
       );
     }

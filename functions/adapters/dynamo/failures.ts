@@ -13,6 +13,12 @@ export interface FailureMappers {
   readonly clash?: (failure: ConditionFailure) => string | Error | undefined;
   /** An error for a failed item other than the session. */
   readonly other?: (failure: ConditionFailure) => Error | undefined;
+  /**
+   * The write checked the session item itself (its condition is part of the transaction): when
+   * that condition held, the session was as expected, and a clash elsewhere reports it so
+   * without reading the item again.
+   */
+  readonly sessionChecked?: boolean;
 }
 
 export async function transactionError(
@@ -40,7 +46,7 @@ export async function transactionError(
     const clash = mappers.clash?.(failure);
     if (clash === undefined) continue;
     if (clash instanceof Error) return clash;
-    const found = await stateOf(undefined);
+    const found = mappers.sessionChecked === true ? expected : await stateOf(undefined);
     return found === undefined
       ? new NotFoundError("session", sessionId)
       : new ConflictError(sessionId, expected, found, clash);
