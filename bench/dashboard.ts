@@ -117,7 +117,7 @@ async function main(): Promise<void> {
     ];
     for (const status of ["PENDING", "TERMINATED"] as const) {
       const census0 = performance.now();
-      const count = await census.countSessions(status);
+      const { count } = await census.countSessions(status);
       console.log(
         `census of ${status} alone (${count} sessions): ${(performance.now() - census0).toFixed(1)} ms`,
       );

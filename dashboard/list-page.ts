@@ -6,6 +6,7 @@
  * which no index serves, scan at most SCAN_BUDGET sessions per page and say so.
  */
 import { jobIdOf } from "../functions/core/jobs.ts";
+import type { CensusCount } from "../functions/core/ports/session-census.ts";
 import type { Session } from "../functions/core/model.ts";
 import { SESSION_STATUSES, type SessionStatus } from "../functions/core/status.ts";
 import type { DashboardDeps } from "./deps.ts";
@@ -162,13 +163,15 @@ export async function renderListPage(
   const result = await listSessions(deps.store, filter);
   const { counts, errors } = await statusCounts.snapshot(COUNT_WAIT_MS);
   const known = SESSION_STATUSES.every((s) => counts[s] !== undefined);
-  const total = SESSION_STATUSES.reduce((n, s) => n + (counts[s] ?? 0), 0);
-  const shown = (n: number | undefined) => (n === undefined ? "…" : String(n));
+  const total = SESSION_STATUSES.reduce((n, s) => n + (counts[s]?.count ?? 0), 0);
+  const exact = SESSION_STATUSES.every((s) => counts[s]?.exact === true);
+  const shown = (c: CensusCount | undefined) =>
+    c === undefined ? "…" : c.exact ? String(c.count) : `${c.count}+`;
   const failures = Object.entries(errors).map(([s, why]) => `${s}: ${why}`);
   const keep = { queue: filter.queue, job: filter.job, name: filter.name };
   const countLinks: Html[] = [
     html`<a href="/${query(keep)}" class="${filter.status === undefined ? "on" : ""}" data-count="ALL"
-      >all <b>${known ? String(total) : "…"}</b></a
+      >all <b>${known ? `${total}${exact ? "" : "+"}` : "…"}</b></a
     >`,
     ...SESSION_STATUSES.map(
       (s) =>

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { kernelItem, sessionItem } from "../functions/adapters/dynamo/item-codec.ts";
 import { DynamoSessionCensus } from "../functions/adapters/dynamo/session-census.ts";
 import type { HistoryRecord, RunRecord, Session } from "../functions/core/model.ts";
-import type { SessionCensus } from "../functions/core/ports/session-census.ts";
+import type { CensusCount, SessionCensus } from "../functions/core/ports/session-census.ts";
 import { newSession } from "../functions/core/sessions.ts";
 import { SPEC_DEFAULTS } from "../functions/core/spec.ts";
 import type { SessionStatus } from "../functions/core/status.ts";
@@ -204,12 +204,14 @@ describe("counts per status", () => {
     const census: SessionCensus = {
       countSessions: (status) => {
         calls.push(status);
-        return fail ? Promise.reject(new Error("throttled")) : Promise.resolve(calls.length);
+        return fail
+          ? Promise.reject(new Error("throttled"))
+          : Promise.resolve({ count: calls.length, exact: true });
       },
     };
     const counts = new StatusCounts(census, { clock: () => now });
     const first = await counts.snapshot(1_000);
-    expect(Object.values(first.counts).every((n) => typeof n === "number")).toBe(true);
+    expect(Object.values(first.counts).every((n) => n !== undefined && n.exact)).toBe(true);
     expect(calls).toHaveLength(9);
     now += 1_000;
     await counts.snapshot(1_000);
@@ -235,7 +237,7 @@ describe("counts per status", () => {
   });
 
   test("a count it never had is waited for at most waitMs", async () => {
-    const never: SessionCensus = { countSessions: () => new Promise<number>(() => undefined) };
+    const never: SessionCensus = { countSessions: () => new Promise<CensusCount>(() => undefined) };
     const started = Date.now();
     const snapshot = await new StatusCounts(never).snapshot(50);
     expect(Date.now() - started).toBeLessThan(1_000);
@@ -274,10 +276,28 @@ describe("DynamoSessionCensus on DynamoDB Local", () => {
       }),
     );
     const census = new DynamoSessionCensus({ client: table.client, tableName: table.tableName });
-    expect(await census.countSessions("PENDING")).toBe(2);
-    expect(await census.countSessions("RUNNING")).toBe(1);
-    expect(await census.countSessions("TERMINATED")).toBe(3);
-    expect(await census.countSessions("CANCELLED")).toBe(0);
+    expect(await census.countSessions("PENDING")).toEqual({ count: 2, exact: true });
+    expect(await census.countSessions("RUNNING")).toEqual({ count: 1, exact: true });
+    expect(await census.countSessions("TERMINATED")).toEqual({ count: 3, exact: true });
+    expect(await census.countSessions("CANCELLED")).toEqual({ count: 0, exact: true });
+    // Capped: five CREATING sessions in one shard, counted at most 2, then at most 6 (all of them).
+    const creating = Array.from({ length: 5 }, (_, i) => {
+      const { session: s, kernels } = newSession(
+        `creating-${i}`,
+        { ...SPEC_DEFAULTS, name: "c", command: ["x"] },
+        T0 + i,
+      );
+      const stored = { ...s, status: "CREATING" as const };
+      return [sessionItem(stored, 1), ...kernels.map((k) => kernelItem(k, stored, 1))];
+    }).flat();
+    await table.client.send(
+      new BatchWriteItemCommand({
+        RequestItems: { [table.tableName]: creating.map((Item) => ({ PutRequest: { Item } })) },
+      }),
+    );
+    const single = new DynamoSessionCensus({ client: table.client, tableName: table.tableName, shards: 1 });
+    expect(await single.countSessions("CREATING", 2)).toEqual({ count: 2, exact: false });
+    expect(await single.countSessions("CREATING", 6)).toEqual({ count: 5, exact: true });
     await expect(census.countSessions("DONE" as SessionStatus)).rejects.toThrow(
       /^status: must be one of PENDING/,
     );
@@ -294,7 +314,7 @@ describe("the server's checks", () => {
     } as unknown as DashboardStore;
     const deps: DashboardDeps = {
       store,
-      census: { countSessions: () => Promise.resolve(0) },
+      census: { countSessions: () => Promise.resolve({ count: 0, exact: true }) },
       cancel: (id, reason) => {
         cancels.push(`${id}: ${reason}`);
         return Promise.resolve();

@@ -85,7 +85,7 @@ export async function runDashboard(
 ): Promise<ExitCode> {
   const deps = dashboardDeps(connection, ctx);
   // Reachable before serving: a wrong table or missing credentials fail here, with the reason.
-  await deps.census.countSessions("PENDING");
+  await deps.census.countSessions("PENDING", 1);
   let server;
   try {
     server = await startDashboard(deps, { port });

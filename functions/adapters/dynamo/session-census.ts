@@ -4,7 +4,7 @@
  * pages (1 MB of index entries each: about 10,000 sessions). No item is read.
  */
 import { QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { SessionCensus } from "../../core/ports/session-census.ts";
+import type { CensusCount, SessionCensus } from "../../core/ports/session-census.ts";
 import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
 import { SESSION_STATUSES, type SessionStatus } from "../../core/status.ts";
 import { STATUS_INDEX } from "../../topology/table-schema.ts";
@@ -33,22 +33,31 @@ export class DynamoSessionCensus implements SessionCensus {
     this.shards = shards;
   }
 
-  async countSessions(status: SessionStatus): Promise<number> {
+  async countSessions(status: SessionStatus, atMost?: number): Promise<CensusCount> {
     if (!SESSION_STATUSES.includes(status)) {
       throw new InvalidStoreRequestError(
         "status",
         `must be one of ${SESSION_STATUSES.join(", ")}, got "${status}"`,
       );
     }
+    if (atMost !== undefined && (!Number.isInteger(atMost) || atMost < 1)) {
+      throw new InvalidStoreRequestError("atMost", `must be a whole number of at least 1, got ${atMost}`);
+    }
+    // Sessions spread evenly over the shards (by hash): each counts its share of the cap.
+    const share = atMost === undefined ? undefined : Math.ceil(atMost / this.shards);
     const shards = Array.from({ length: this.shards }, (_, shard) => sessionStatusPk(status, shard));
-    const counts = await Promise.all(shards.map((pk) => this.countPartition(pk)));
-    return counts.reduce((a, b) => a + b, 0);
+    const counts = await Promise.all(shards.map((pk) => this.countPartition(pk, share)));
+    return {
+      count: counts.reduce((a, c) => a + c.count, 0),
+      exact: counts.every((c) => c.exact),
+    };
   }
 
-  private async countPartition(pk: string): Promise<number> {
+  private async countPartition(pk: string, atMost: number | undefined): Promise<CensusCount> {
     let total = 0;
     let startKey: Record<string, AttributeValue> | undefined;
     do {
+      const remaining = atMost === undefined ? undefined : atMost - total;
       const page = await this.client.send(
         new QueryCommand({
           TableName: this.tableName,
@@ -57,12 +66,13 @@ export class DynamoSessionCensus implements SessionCensus {
           ExpressionAttributeNames: { "#pk": "gsi1pk" },
           ExpressionAttributeValues: { ":pk": { S: pk } },
           Select: "COUNT",
+          ...(remaining === undefined ? {} : { Limit: remaining }),
           ...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),
         }),
       );
       total += page.Count ?? 0;
       startKey = page.LastEvaluatedKey;
-    } while (startKey !== undefined);
-    return total;
+    } while (startKey !== undefined && (atMost === undefined || total < atMost));
+    return { count: total, exact: startKey === undefined };
   }
 }
