@@ -232,9 +232,10 @@ function claimsOnEntry(input: EnterStageInput, deps: EnterStageDeps): boolean {
 
 /**
  * The session's next step, where EnterStage takes it; `written` is the session as the entry left
- * it. A failure here does not fail the entry
- * (which is recorded and announced): the passes log their own errors, and the sweep picks up
- * a session left waiting.
+ * it, and `held` the stage's token when the entry was written claimed. A failure here does not
+ * fail the entry (which is recorded and announced): the passes log their own errors, and the
+ * sweep picks up a session left waiting — unless the step could not write a held token back,
+ * which fails the entry so that the state's retry stores a new one.
  */
 async function advance(
   input: EnterStageInput,
