@@ -149,19 +149,23 @@ export class CairnRouting extends Construct {
     }
     this.rules = rules;
 
-    // Schedules live on the default bus. A sweep is stale once the next one is due: its target
-    // gives up after one period, and the function does not retry a failed sweep either.
-    const sweepTarget = functions.get(SWEEP.target);
+    // Schedules live on the default bus. The sweep goes onto the placement queue (SWEEP.target),
+    // in its message group, so its scheduling pass is serialized with the others; a sweep is stale
+    // once the next one is due, so EventBridge gives up delivering it after one period.
+    const sweepQueue = queues.get(SWEEP.target.queue);
+    if (!sweepQueue) {
+      throw new TopologyError("SWEEP.target", `queue ${SWEEP.target.queue} is not declared`);
+    }
     const period = Duration.seconds(sweepRateSeconds());
-    sweepTarget.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: period });
     this.sweep = new events.Rule(this, SWEEP.name, {
       description: "Safety sweep: runs every handler pass for anything an event missed",
       schedule: events.Schedule.rate(period),
       targets: [
-        new targets.LambdaFunction(sweepTarget, {
+        new targets.SqsQueue(sweepQueue, {
           deadLetterQueue: this.deliveryDeadLetterQueue,
           retryAttempts: 2,
           maxEventAge: period,
+          ...messageGroupOf(SWEEP.target.queue),
         }),
       ],
     });

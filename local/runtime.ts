@@ -8,6 +8,7 @@
  * Application code is not told it is local: the runtime only sets the standard SDK endpoint
  * variables and Cairn's configuration in the environment, as Lambda would.
  */
+import { randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -339,11 +340,22 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       });
     }
 
-    const sweepHandler = handlers.get(SWEEP.target)!;
+    // The sweep as EventBridge delivers it: a scheduled event on the placement queue, in its group.
+    const sweepQueue = queues.get(SWEEP.target.queue)!;
     const sweepTimer = setInterval(
       () => {
-        void Promise.resolve(sweepHandler({ source: "aws.events", "detail-type": "Scheduled Event" })).catch(
-          (error: unknown) => log(`cairn: sweep failed: ${String(error)}`),
+        sweepQueue.send(
+          JSON.stringify({
+            version: "0",
+            id: randomUUID(),
+            "detail-type": "Scheduled Event",
+            source: "aws.events",
+            account: ACCOUNT,
+            time: new Date().toISOString(),
+            region: REGION,
+            resources: [`arn:aws:events:${REGION}:${ACCOUNT}:rule/${SWEEP.name}`],
+            detail: {},
+          }),
         );
       },
       options.sweepMs ?? SWEEP.rateSeconds * 1000,

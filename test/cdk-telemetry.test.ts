@@ -223,6 +223,32 @@ describe("the coordinator entry point", () => {
     expect(sink.points).not.toContain(expect.stringMatching(/^SessionsInStatus/));
   });
 
+  test("a scheduled event on the placement queue sweeps in that batch's run, with its census", async () => {
+    const { wiring, runs } = fakeWiring({ value: 1_800_000_000_000 }, storeWith({}));
+    const sink = recordingSink();
+    const scheduled = { id: "e-1", source: "aws.events", "detail-type": "Scheduled Event", detail: {} };
+    const out = await handleCoordinatorEvent(
+      wiring,
+      {
+        Records: [
+          {
+            messageId: "m-1",
+            body: JSON.stringify({ id: "a" }),
+            attributes: { MessageGroupId: "placement" },
+          },
+          { messageId: "m-2", body: JSON.stringify(scheduled), attributes: { MessageGroupId: "placement" } },
+        ],
+      },
+      sink,
+    );
+    // The scheduled event is not an event to apply: the run is a sweep over the others.
+    expect(runs).toEqual([{ envelopes: [{ id: "a" }], sweep: true }]);
+    expect(sink.points[0]).toBe("CoordinatorRuns{Trigger=sweep} = 1");
+    expect(sink.points.some((p) => p.startsWith("SessionsInStatus"))).toBe(true);
+    // The run's retry index 1 names no message here: the scheduled event is not one of its envelopes.
+    expect(out).toEqual({ batchItemFailures: [] });
+  });
+
   test("sweeps: the run, then a census at most once a minute; a stuck session is logged", async () => {
     const nowMs = { value: 1_800_000_000_000 };
     const { wiring, logged } = fakeWiring(nowMs, storeWith({ RUNNING: [nowMs.value - 3_600_000] }));

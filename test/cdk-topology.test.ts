@@ -132,13 +132,19 @@ describe("the stack equals the topology", () => {
     }
   });
 
-  test("sweep: a schedule at the declared rate on the default bus, invoking the declared target", () => {
+  test("sweep: a schedule at the declared rate on the default bus, onto the declared queue's message group", () => {
     const p = resource(logicalId(s.stack.cairn.sweep));
     const minutes = SWEEP.rateSeconds / 60;
     expect(p["ScheduleExpression"]).toBe(`rate(${minutes} minute${minutes === 1 ? "" : "s"})`);
     expect(p["EventBusName"]).toBeUndefined();
-    expect((p["Targets"] as { Arn: unknown }[]).map((t) => t.Arn)).toEqual([
-      { "Fn::GetAtt": [fnId(SWEEP.target), "Arn"] },
+    const queue = s.stack.cairn.queues.get(SWEEP.target.queue)!;
+    const group = QUEUES.find((q) => q.name === SWEEP.target.queue)?.fifoGroup;
+    expect(group).toBeDefined();
+    expect(p["Targets"]).toEqual([
+      expect.objectContaining({
+        Arn: { "Fn::GetAtt": [logicalId(queue), "Arn"] },
+        SqsParameters: { MessageGroupId: group },
+      }),
     ]);
   });
 });

@@ -1,6 +1,7 @@
 /**
- * Lambda entry point of the coordinator. Triggered by the coordinator queue (SQS batches of
- * EventBridge events) and by the sweep schedule. Transient failures are reported per message
+ * Lambda entry point of the coordinator. Triggered by its queues (SQS batches of EventBridge
+ * events); the sweep's scheduled event arrives on the placement queue among them (invoked with
+ * the scheduled event itself, it sweeps too). Transient failures are reported per message
  * (`batchItemFailures`) so only those are redelivered; rejected events are logged, not retried.
  * The sweep also takes the census of waiting sessions that the dashboard and the stuck-session
  * alarm read.
@@ -59,22 +60,40 @@ export async function handleCoordinatorEvent(
   const envelopes: unknown[] = [];
   const ids: string[] = [];
   const unparseable: string[] = [];
+  // The sweep arrives on the placement queue (SWEEP.target), serialized with placement.
+  let sweep = false;
   for (const record of event.Records) {
     try {
-      envelopes.push(JSON.parse(record.body));
+      const envelope: unknown = JSON.parse(record.body);
+      if (isScheduledEvent(envelope)) {
+        sweep = true;
+        continue;
+      }
+      envelopes.push(envelope);
       ids.push(record.messageId);
     } catch {
       unparseable.push(record.messageId);
     }
   }
   // A body that is not JSON is still an envelope to reject with a reason, never a silent drop.
-  const report: RunReport = await w.coordinator.run([
-    ...envelopes,
-    ...unparseable.map((id) => ({ id, "detail-type": undefined, detail: "message body is not JSON" })),
-  ]);
-  recordRun(metrics, "events", report);
+  const report: RunReport = await w.coordinator.run(
+    [
+      ...envelopes,
+      ...unparseable.map((id) => ({ id, "detail-type": undefined, detail: "message body is not JSON" })),
+    ],
+    { sweep },
+  );
+  recordRun(metrics, sweep ? "sweep" : "events", report);
+  if (sweep) await takeCensus(w, metrics);
   const failed = new Set(report.retry.flatMap((i) => (ids[i] ? [ids[i]] : [])));
   return { batchItemFailures: batchItemFailures(event.Records, failed) };
+}
+
+/** EventBridge's scheduled event (the sweep's schedule), as its queue delivers it. */
+function isScheduledEvent(envelope: unknown): boolean {
+  if (typeof envelope !== "object" || envelope === null) return false;
+  const e = envelope as Record<string, unknown>;
+  return e["source"] === "aws.events" && e["detail-type"] === "Scheduled Event";
 }
 
 /**

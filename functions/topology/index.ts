@@ -119,10 +119,9 @@ export const QUEUES: readonly QueueDecl[] = [
     maxConcurrency: 8,
   },
   {
-    // Placement: sessions entering PENDING and capacity coming free. Serialized, as Sokovan
-    // serializes scheduling per scaling group: one message group, so one pass at a time, and
-    // passes never compete for the same sessions or capacity (the sweep's full pass still may:
-    // the reservation's condition decides, and the loser is skipped, not failed).
+    // Placement: sessions entering PENDING, capacity coming free, and the sweep. Serialized, as
+    // Sokovan serializes scheduling per scaling group: one message group, so one pass at a time,
+    // and passes never compete for the same sessions or capacity.
     name: QueueName.PlacementQueue,
     consumer: FunctionName.Coordinator,
     batchSize: 10,
@@ -204,5 +203,14 @@ export const STATE_MACHINES: readonly StateMachineDecl[] = [
   },
 ];
 
-/** The safety sweep: runs every pass for anything an event missed. */
-export const SWEEP = { name: "Sweep", rateSeconds: 60, target: FunctionName.Coordinator } as const;
+/**
+ * The safety sweep: runs every pass for anything an event missed. It is a scheduled event put on
+ * the placement queue, not a direct invocation, so that its full scheduling pass takes its turn
+ * in the one message group like every other placement instead of racing them for the same
+ * sessions and capacity.
+ */
+export const SWEEP = {
+  name: "Sweep",
+  rateSeconds: 60,
+  target: { queue: QueueName.PlacementQueue },
+} as const;
