@@ -7,7 +7,7 @@
  */
 import type { CairnConfig } from "../config.ts";
 import { judge, judgePromotions, type Decision, type JudgedTarget } from "../core/coordinator/decide.ts";
-import { decisionWrite, reportClaimWrite, type SessionWrite } from "../core/effects.ts";
+import { decisionWrite, type SessionWrite } from "../core/effects.ts";
 import { partitionUnrecoverable } from "../core/coordinator/unrecoverable.ts";
 import {
   DetailType,
@@ -18,7 +18,7 @@ import {
 } from "../core/events.ts";
 import { STAGES } from "../core/handlers.ts";
 import { isRecentRepeat } from "../core/history.ts";
-import { kernelReportPatches } from "../core/kernel-reports.ts";
+import { reportsEffect } from "../core/kernel-reports.ts";
 import {
   isLiveAgent,
   stageKey,
@@ -27,10 +27,10 @@ import {
   type StageTransition,
 } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
-import { sessionsToPromote } from "../core/promotion.ts";
+import { promotionDue, sessionsToPromote } from "../core/promotion.ts";
 import { SchedulingResult } from "../core/scheduling.ts";
 import { judgeFinishedRun, runNeedsRetryCatalog } from "../core/coordinator/finished-run.ts";
-import { kernelsAfter, sessionAfterWrite } from "../core/session-after-write.ts";
+import { sessionAfterWrite } from "../core/session-after-write.ts";
 import { submissionSizeIssue } from "../core/submission-size.ts";
 import {
   isWaitingStatus,
@@ -560,53 +560,34 @@ export class Coordinator {
         outcomes.push(refusal ? rejectionOf(event, refusal.refused) : undefined);
         if (!refusal) accepted.push(event.detail);
       }
-      const patches = kernelReportPatches(s.kernels, accepted, {
-        cancelled: s.session.cancelRequestedAtMs !== undefined,
-      });
-      if (patches.length > 0) {
-        // Written or conflicting, the copy read is out of date either way: the passes read the
-        // session again, after the write, so a stage entry written meanwhile is seen by them or
-        // (its kernel guards failing) sees the reports itself.
-        snapshot.forget(sessionId);
-        const nowMs = this.#d.clock.nowMs();
-        const token = s.session.stage.taskToken;
-        if (
-          token !== undefined &&
-          promotionDue({ session: s.session, kernels: kernelsAfter(s.kernels, patches, nowMs) })
-        ) {
-          // The reports decide the stage: kernels and claim in one write, guarded by the session's
-          // version and every kernel's; the run then holds the token and knows the session exactly.
-          const write = reportClaimWrite(s, patches, nowMs);
-          try {
-            await this.#d.store.applyWrite(write);
-          } catch (error) {
-            if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
-            continue;
-          }
-          snapshot.remember([sessionAfterWrite(s, write)]);
-          dirty.held.hold(sessionId, s.session.status, token);
-          dirty.touch(s.session.status, sessionId);
-          return outcomes;
-        }
-        try {
-          // The kernels alone, each at the version read: a stage entry or claim of the session
-          // meanwhile does not make the reports conflict, only a write to the same kernel does.
-          await this.#d.store.patchKernels(
-            sessionId,
-            { status: s.session.status, version: s.session.version },
-            patches,
-            this.#d.clock.nowMs(),
-          );
-        } catch (error) {
-          if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
-          continue;
-        }
-        // The passes act on the session's status as of after the write, not as first read.
-        const after = await snapshot.session(sessionId);
-        if (after) dirty.touch(after.session.status, sessionId);
+      const nowMs = this.#d.clock.nowMs();
+      const effect = reportsEffect(s, accepted, nowMs);
+      if (effect.kind === "none") {
+        dirty.touch(s.session.status, sessionId);
         return outcomes;
       }
-      dirty.touch(s.session.status, sessionId);
+      // Written or conflicting, the copy read is out of date either way.
+      snapshot.forget(sessionId);
+      try {
+        if (effect.kind === "claim") await this.#d.store.applyWrite(effect.write);
+        // The kernels alone, each at the version read: a stage entry or claim of the session
+        // meanwhile does not make the reports conflict, only a write to the same kernel does.
+        else await this.#d.store.patchKernels(sessionId, expectedOf(s), effect.patches, nowMs);
+      } catch (error) {
+        if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
+        continue;
+      }
+      if (effect.kind === "claim") {
+        // The reports decided the stage: the run holds its token and knows the session exactly.
+        snapshot.remember([sessionAfterWrite(s, effect.write)]);
+        dirty.held.hold(sessionId, s.session.status, effect.token);
+        dirty.touch(s.session.status, sessionId);
+        return outcomes;
+      }
+      // The passes act on the session as of after the write, not as first read: a stage entry
+      // written meanwhile is seen by them or (its kernel guards failing) sees the reports itself.
+      const after = await snapshot.session(sessionId);
+      if (after) dirty.touch(after.session.status, sessionId);
       return outcomes;
     }
   }
@@ -979,16 +960,6 @@ function queueOrder(a: SessionWithKernels, b: SessionWithKernels): number {
  * promotions can be told without a read: none matches its kernels, and no cancel is asked for.
  * Otherwise a report still to come moves it, through the report queue.
  */
-/** Whether a promotion pass would move the session on as `copy` shows it (its status, its kernels). */
-function promotionDue(copy: SessionWithKernels): boolean {
-  return PASSES.some(
-    (p) =>
-      p.kind === "promotion" &&
-      p.spec.targetSessionStatuses.includes(copy.session.status) &&
-      sessionsToPromote(p.spec, [copy]).length > 0,
-  );
-}
-
 function mayAdvance(status: SessionStatus, written: SessionWithKernels): boolean {
   if (written.session.cancelRequestedAtMs !== undefined) return true;
   const passes = PASSES.filter((p) => passStatuses(p).includes(status));
@@ -1058,4 +1029,8 @@ function namedSession(envelope: unknown): string[] {
       ? (detail as Record<string, unknown>)["sessionId"]
       : undefined;
   return typeof id === "string" && id.length > 0 && id.length <= 256 ? [id] : [];
+}
+
+function expectedOf({ session }: SessionWithKernels): { status: SessionStatus; version: number } {
+  return { status: session.status, version: session.version };
 }

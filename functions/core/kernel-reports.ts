@@ -2,8 +2,10 @@
  * How an agent's report moves a kernel. Reports arrive at least once and possibly late, so a
  * report only moves a kernel forward, and one from another run or agent is ignored by the caller.
  */
-import { guardedByRead, type KernelPatch } from "./effects.ts";
-import type { Kernel } from "./model.ts";
+import { guardedByRead, reportClaimWrite, type KernelPatch, type SessionWrite } from "./effects.ts";
+import type { Kernel, SessionWithKernels } from "./model.ts";
+import { promotionDue } from "./promotion.ts";
+import { kernelsAfter } from "./session-after-write.ts";
 import {
   AttemptOutcome,
   isTerminalKernelStatus,
@@ -123,4 +125,37 @@ export function kernelReportPatches(
   }
   // Guarded by the kernels as read, not as the batch's earlier reports left them.
   return guardedByRead([...patches.values()], kernels);
+}
+
+/** What a session's accepted reports of one batch write (reportsEffect). */
+export type ReportsEffect =
+  | { readonly kind: "none" }
+  /** The kernels alone, each guarded by its version: the stage is not decided by them. */
+  | { readonly kind: "patch"; readonly patches: readonly KernelPatch[] }
+  /**
+   * They complete the stage: the kernels and the claim in one write (reportClaimWrite); the
+   * writer then holds `token` and knows the session exactly (sessionAfterWrite).
+   */
+  | { readonly kind: "claim"; readonly write: SessionWrite; readonly token: string };
+
+/**
+ * The one write a session's accepted reports make, decided from the copy read: nothing, the
+ * kernels alone, or — when a promotion is due once they are written and the stage holds its
+ * token — the kernels with the stage's claim.
+ */
+export function reportsEffect(
+  read: SessionWithKernels,
+  reports: readonly (KernelReport & { readonly kernelIndex: number })[],
+  nowMs: number,
+): ReportsEffect {
+  const patches = kernelReportPatches(read.kernels, reports, {
+    cancelled: read.session.cancelRequestedAtMs !== undefined,
+  });
+  if (patches.length === 0) return { kind: "none" };
+  const token = read.session.stage.taskToken;
+  const after = { session: read.session, kernels: kernelsAfter(read.kernels, patches, nowMs) };
+  if (token !== undefined && promotionDue(after)) {
+    return { kind: "claim", write: reportClaimWrite(read, patches, nowMs), token };
+  }
+  return { kind: "patch", patches };
 }

@@ -4,7 +4,7 @@
  * fails the condition / no kernel is in the statuses) and never ANY, exactly as the seed's SQL
  * formulation behaves (a session id absent from the kernel query result).
  */
-import type { PromotionHandlerSpec } from "./handlers.ts";
+import { PROMOTION_HANDLERS, type PromotionHandlerSpec } from "./handlers.ts";
 import type { Kernel, SessionWithKernels } from "./model.ts";
 import { KernelMatchType } from "./scheduling.ts";
 import { AttemptOutcome, TERMINAL_KERNEL_STATUSES, type KernelStatus } from "./status.ts";
@@ -47,4 +47,12 @@ function matchedKernels(spec: PromotionHandlerSpec, kernels: readonly Kernel[]):
     return kernels;
   }
   return kernels.filter((k) => k.outcome !== AttemptOutcome.SUCCEEDED);
+}
+
+/** Whether a promotion would move the session on as `copy` shows it (its status, its kernels). */
+export function promotionDue(copy: SessionWithKernels): boolean {
+  return Object.values(PROMOTION_HANDLERS).some(
+    (spec) =>
+      spec.targetSessionStatuses.includes(copy.session.status) && sessionsToPromote(spec, [copy]).length > 0,
+  );
 }
