@@ -1,0 +1,126 @@
+/**
+ * EnterStage starting from the session copy a callback carries (StageTransition.known), against
+ * DynamoDB Local: a current copy costs no read; a copy a kernel report made stale costs one read
+ * and a second try, never a wrong write.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
+import { enterStage } from "../functions/app/enter-stage.ts";
+import { KernelCommands } from "../functions/app/kernel-commands.ts";
+import type { Logger } from "../functions/app/logger.ts";
+import type { EventsPort } from "../functions/app/ports.ts";
+import type { StageTransition } from "../functions/core/model.ts";
+import { freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
+
+const NOW = T0 + 60_000;
+const quiet: Logger = { info: () => {}, warn: () => {}, error: () => {} };
+const events: EventsPort = {
+  statusChanged: () => Promise.resolve(),
+  rejected: () => Promise.resolve(),
+  requeued: () => Promise.resolve(),
+  jobStateChanged: () => Promise.resolve(),
+};
+
+let table: TestTable;
+let store: DynamoSessionStore;
+beforeAll(async () => {
+  table = await freshTable("cairn-enter-known");
+  store = table.store();
+});
+afterAll(() => table.drop());
+
+/** EnterStage's deps, with its session reads counted. */
+function deps(reads: string[]) {
+  const counted = Object.assign(Object.create(store) as DynamoSessionStore, {
+    getSession: (id: string) => {
+      reads.push(id);
+      return store.getSession(id);
+    },
+  });
+  const channel = { open: () => Promise.resolve(), send: () => Promise.resolve() };
+  return {
+    store: counted,
+    events,
+    commands: new KernelCommands(store, channel),
+    clock: { nowMs: () => NOW },
+    log: quiet,
+    terminationGraceMs: 1_000,
+  };
+}
+
+const toPreparing = (known: unknown): StageTransition =>
+  ({
+    from: "SCHEDULED",
+    to: "PREPARING",
+    result: "SUCCESS",
+    handler: "PrepareSessions",
+    known,
+  }) as StageTransition;
+
+describe("an entry given the session's copy", () => {
+  test("a current copy: the entry reads nothing", async () => {
+    await store.createSession(newSession("known-1", { status: "SCHEDULED", replicas: 1, taskToken: null }));
+    const copy = (await store.getSession("known-1"))!;
+    const reads: string[] = [];
+    await enterStage(
+      {
+        sessionId: "known-1",
+        status: "PREPARING",
+        transition: toPreparing(copy),
+        taskToken: "tok-1",
+        executionName: "known-1",
+      },
+      deps(reads),
+    );
+    expect(reads).toEqual([]);
+    const entered = (await store.getSession("known-1"))!;
+    expect(entered.session).toMatchObject({ status: "PREPARING", stage: { taskToken: "tok-1" } });
+    expect(entered.kernels.map((k) => k.status)).toEqual(["PREPARING"]);
+  });
+
+  test("a copy a report made stale: the write fails on the kernel, the entry reads once and applies", async () => {
+    await store.createSession(newSession("known-2", { status: "SCHEDULED", replicas: 1, taskToken: null }));
+    const copy = (await store.getSession("known-2"))!;
+    // The agent answers before the entry: its kernel moves on (and its version with it).
+    await store.patchKernels(
+      "known-2",
+      { status: "SCHEDULED", version: copy.session.version },
+      [{ index: 0, status: "PREPARED", expectedVersion: 0 }],
+      NOW,
+    );
+    const reads: string[] = [];
+    await enterStage(
+      {
+        sessionId: "known-2",
+        status: "PREPARING",
+        transition: toPreparing(copy),
+        taskToken: "tok-2",
+        executionName: "known-2",
+      },
+      deps(reads),
+    );
+    expect(reads).toEqual(["known-2"]);
+    const entered = (await store.getSession("known-2"))!;
+    expect(entered.session).toMatchObject({ status: "PREPARING", stage: { taskToken: "tok-2" } });
+    // The report is kept: the entry never moves a kernel back.
+    expect(entered.kernels.map((k) => k.status)).toEqual(["PREPARED"]);
+  });
+
+  test("a copy of another session, or of another status, is ignored and the session read", async () => {
+    await store.createSession(newSession("known-3", { status: "SCHEDULED", replicas: 1, taskToken: null }));
+    const other = (await store.getSession("known-1"))!;
+    const reads: string[] = [];
+    await enterStage(
+      {
+        sessionId: "known-3",
+        status: "PREPARING",
+        transition: toPreparing(other),
+        taskToken: "tok-3",
+        executionName: "known-3",
+      },
+      deps(reads),
+    );
+    expect(reads).toEqual(["known-3"]);
+    expect((await store.getSession("known-3"))!.session.status).toBe("PREPARING");
+  });
+});
