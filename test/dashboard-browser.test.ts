@@ -17,6 +17,7 @@ import { parseRetryPolicy } from "../functions/core/retry/policy.ts";
 import type { DashboardServer } from "../dashboard/server.ts";
 import { startLocalDashboard } from "../local/dashboard.ts";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+import { until } from "./support/until.ts";
 
 const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 const RESULTS = resolve("test-results");
@@ -92,16 +93,6 @@ async function open(path: string): Promise<Page> {
   // No script error and no CSP violation on any page.
   expect(errors).toEqual([]);
   return page;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 40_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 /** The badge of each task row: display name and computed colour. */

@@ -17,6 +17,7 @@ import type { SessionWithKernels } from "../functions/core/model.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
 import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
 import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+import { until } from "./support/until.ts";
 
 const sh = (script: string) => ["/bin/sh", "-c", script];
 let n = 0;
@@ -36,16 +37,6 @@ function kernelPids(sessionId: string): number[] {
     }
   }
   return pids;
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe("agents are processes of their own", () => {

@@ -161,9 +161,13 @@ describe("a session without a live execution is repaired by the sweep", { timeou
       expect(ended.kernels.map((k) => k.exitCode)).toEqual([0]);
       const history = await rt.store.listHistory(id);
       expect(history[0]).toMatchObject({ result: "SUBMITTED", fromStatus: "PENDING", toStatus: "PENDING" });
-      expect(
-        (await rt.runtime.stepFunctions.describeExecution({ executionArn: executionArn(id) })).status,
-      ).toBe("SUCCEEDED");
+      // The session is TERMINATED as its last state is entered; the execution ends right after.
+      await expect
+        .poll(
+          async () =>
+            (await rt.runtime.stepFunctions.describeExecution({ executionArn: executionArn(id) })).status,
+        )
+        .toBe("SUCCEEDED");
       await expectSettled(ended, expect);
     },
   );

@@ -106,6 +106,41 @@ describe("an entry given the session's copy", () => {
     expect(entered.kernels.map((k) => k.status)).toEqual(["PREPARED"]);
   });
 
+  test("the first entry: the execution's input carries the created session, or (an older input) not", async () => {
+    const created = newSession("known-4", { status: "PENDING", replicas: 1, taskToken: null });
+    await store.createSession(created);
+    const copy = (await store.getSession("known-4"))!;
+    const submitted = (start: unknown): StageTransition =>
+      ({ from: "PENDING", to: "PENDING", result: "SUBMITTED", handler: "Submit", start }) as StageTransition;
+    const reads: string[] = [];
+    await enterStage(
+      {
+        sessionId: "known-4",
+        status: "PENDING",
+        transition: submitted({ sessionId: "known-4", timeouts: {}, known: copy }),
+        taskToken: "tok-4",
+        executionName: "known-4",
+      },
+      deps(reads),
+    );
+    expect(reads).toEqual([]);
+    await store.createSession(newSession("known-5", { status: "PENDING", replicas: 1, taskToken: null }));
+    await enterStage(
+      {
+        sessionId: "known-5",
+        status: "PENDING",
+        transition: submitted({ sessionId: "known-5", timeouts: {} }),
+        taskToken: "tok-5",
+        executionName: "known-5",
+      },
+      deps(reads),
+    );
+    expect(reads).toEqual(["known-5"]);
+    for (const id of ["known-4", "known-5"]) {
+      expect((await store.getSession(id))!.session.lastHistory).toMatchObject({ result: "SUBMITTED" });
+    }
+  });
+
   test("a copy of another session, or of another status, is ignored and the session read", async () => {
     await store.createSession(newSession("known-3", { status: "SCHEDULED", replicas: 1, taskToken: null }));
     const other = (await store.getSession("known-1"))!;

@@ -12,6 +12,7 @@ import { pidFilePath, recoverStaleRuntime, startTicks, type PidFileContents } fr
 import { parseStartArgs } from "../local/start-options.ts";
 import { runCairn, stdoutJson } from "./support/cli.ts";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+import { until } from "./support/until.ts";
 
 const MAIN = resolve("local/main.ts");
 
@@ -157,18 +158,6 @@ function kernelPids(workRoot: string): number[] {
     .map(Number);
 }
 
-async function until(
-  what: string,
-  check: () => boolean | Promise<boolean>,
-  timeoutMs = 30_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 describe("npm start killed with SIGKILL, then started again with the same --data-dir", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "cairn-restart-"));
   const started: StartedRuntime[] = [];
@@ -197,7 +186,12 @@ describe("npm start killed with SIGKILL, then started again with the same --data
     const submitted = await runCairn(dataDir, ["submit", specFile, "--id", "sleepy-1"]);
     expect(submitted.code, submitted.stderr).toBe(0);
     const workRoot = join(dataDir, "work");
-    await until("the sleep kernel runs", () => kernelPids(workRoot).length > 0);
+    await until(
+      "the sleep kernel runs",
+      () => (kernelPids(workRoot).length > 0 ? true : undefined),
+      30_000,
+      200,
+    );
     const kernels = kernelPids(workRoot).map((pid) => ({ pid, ticks: startTicks(pid) }));
     const pids = JSON.parse(readFileSync(pidFilePath(dataDir), "utf8")) as PidFileContents;
     const [agent] = pids.agents;
@@ -212,7 +206,12 @@ describe("npm start killed with SIGKILL, then started again with the same --data
     expect(kernels.every((k) => isAlive(k.pid, k.ticks))).toBe(true);
     expect(existsSync(join(dataDir, "runtime.json"))).toBe(true);
     // DynamoDB Local notices its stdin closing and exits by itself.
-    await until("DynamoDB Local exits", () => !isAlive(pids.dynamoDb!.pid, pids.dynamoDb!.startTicks));
+    await until(
+      "DynamoDB Local exits",
+      () => (isAlive(pids.dynamoDb!.pid, pids.dynamoDb!.startTicks) ? undefined : true),
+      30_000,
+      200,
+    );
 
     const second = new StartedRuntime(dataDir);
     started.push(second);

@@ -126,7 +126,8 @@ const LEAVES_AGENTS: ReadonlySet<Status> = new Set([
 
 export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): Promise<{ status: Status }> {
   if (input.failure) return recordFailure(input, input.failure, deps);
-  const { known: sent, ...transition } = input.transition;
+  const { known, start, ...transition } = input.transition;
+  const sent = known ?? start?.known ?? undefined;
   if (transition.to !== input.status) {
     throw new StageEntryError(
       `state records ${input.status} but the transition leads to ${transition.to} (session ${input.sessionId})`,

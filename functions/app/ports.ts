@@ -30,8 +30,9 @@ export interface ExecutionInput {
   /** The stages' timers, in seconds (each callback state's TimeoutSecondsPath). */
   readonly timeouts: Record<string, number>;
   /**
-   * The session as it was created, for the first entry to start from (StageTransition.known);
-   * null when unknown. The adapter leaves it out (null) when too large for the input.
+   * The session as it was created, for the first entry to start from (it reaches EnterStage as
+   * StageTransition.start.known); null when unknown. The adapter leaves it out (null) when too
+   * large for the input.
    */
   readonly known: SessionWithKernels | null;
 }

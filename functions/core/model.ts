@@ -289,6 +289,12 @@ export interface StageTransition {
    * second try, never a wrong write. Absent where it would not fit a callback's payload.
    */
   readonly known?: SessionWithKernels;
+  /**
+   * The first entry's transition only: the execution's input as it was started, whose `known`
+   * is the session as its submission created it (null, or absent from an older input, when not
+   * known: the entry reads the session then).
+   */
+  readonly start?: { readonly known?: SessionWithKernels | null };
   /** Present when the run is retried (result REQUEUED, TERMINATING → PENDING). */
   readonly requeue?: {
     readonly retry: RetryState;
