@@ -66,9 +66,10 @@ async function executionHistory(id: string): Promise<HistoryEvent[]> {
   return events;
 }
 
+/** How the session's execution ended (it ends just after the session's last state is entered). */
 async function executionStatus(id: string): Promise<string | undefined> {
   const arn = executionArn(STATE_MACHINES[0]!.name, id);
-  return (await rt.runtime.stepFunctions.describeExecution({ executionArn: arn })).status;
+  return (await rt.runtime.stepFunctions.waitForExecution(arn, 30_000)).status;
 }
 
 /** Indexes of the events where the execution entered the callback state `name`. */
