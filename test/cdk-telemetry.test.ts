@@ -252,7 +252,15 @@ describe("the coordinator entry point", () => {
   test("sweeps: the run, then a census at most once a minute; a stuck session is logged", async () => {
     const nowMs = { value: 1_800_000_000_000 };
     const { wiring, logged } = fakeWiring(nowMs, storeWith({ RUNNING: [nowMs.value - 3_600_000] }));
-    const sweep = { source: "aws.events", "detail-type": "Scheduled Event" } as const;
+    // The sweep as its queue delivers it: a batch of one scheduled event.
+    const sweep = {
+      Records: [
+        {
+          messageId: "m-sweep",
+          body: JSON.stringify({ source: "aws.events", "detail-type": "Scheduled Event" }),
+        },
+      ],
+    };
     const census = (sink: { points: string[] }) => sink.points.filter((p) => /^Sessions/.test(p));
 
     const first = recordingSink();
@@ -279,7 +287,18 @@ describe("the coordinator entry point", () => {
     const { wiring, logged } = fakeWiring({ value: 0 }, failing);
     const sink = recordingSink();
     await expect(
-      handleCoordinatorEvent(wiring, { source: "aws.events", "detail-type": "Scheduled Event" }, sink),
+      handleCoordinatorEvent(
+        wiring,
+        {
+          Records: [
+            {
+              messageId: "m-sweep",
+              body: JSON.stringify({ source: "aws.events", "detail-type": "Scheduled Event" }),
+            },
+          ],
+        },
+        sink,
+      ),
     ).resolves.toEqual({ batchItemFailures: [] });
     expect(sink.points.filter((p) => p.startsWith("Sessions"))).toEqual([]);
     expect(logged).toEqual(['error census failed {"error":"throttled"}']);

@@ -572,7 +572,13 @@ export class Coordinator {
         if (effect.kind === "claim") await this.#d.store.applyWrite(effect.write);
         // The kernels alone, each at the version read: a stage entry or claim of the session
         // meanwhile does not make the reports conflict, only a write to the same kernel does.
-        else await this.#d.store.patchKernels(sessionId, expectedOf(s), effect.patches, nowMs);
+        else
+          await this.#d.store.patchKernels(
+            sessionId,
+            { status: s.session.status, version: s.session.version },
+            effect.patches,
+            nowMs,
+          );
       } catch (error) {
         if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
         continue;
@@ -1029,8 +1035,4 @@ function namedSession(envelope: unknown): string[] {
       ? (detail as Record<string, unknown>)["sessionId"]
       : undefined;
   return typeof id === "string" && id.length > 0 && id.length <= 256 ? [id] : [];
-}
-
-function expectedOf({ session }: SessionWithKernels): { status: SessionStatus; version: number } {
-  return { status: session.status, version: session.version };
 }

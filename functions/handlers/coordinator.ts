@@ -1,7 +1,7 @@
 /**
  * Lambda entry point of the coordinator. Triggered by its queues (SQS batches of EventBridge
- * events); the sweep's scheduled event arrives on the placement queue among them (invoked with
- * the scheduled event itself, it sweeps too). Transient failures are reported per message
+ * events); the sweep's scheduled event arrives on the placement queue among them. Transient
+ * failures are reported per message
  * (`batchItemFailures`) so only those are redelivered; rejected events are logged, not retried.
  * The sweep also takes the census of waiting sessions that the dashboard and the stuck-session
  * alarm read.
@@ -23,11 +23,8 @@ interface SqsRecord {
 interface SqsEvent {
   readonly Records: readonly SqsRecord[];
 }
-interface ScheduledEvent {
-  readonly source: "aws.events";
-  readonly "detail-type": "Scheduled Event";
-}
-export type CoordinatorEvent = SqsEvent | ScheduledEvent;
+/** Every trigger is a queue, the sweep's schedule included (SWEEP.target). */
+export type CoordinatorEvent = SqsEvent;
 
 export interface BatchResponse {
   readonly batchItemFailures: readonly { readonly itemIdentifier: string }[];
@@ -52,11 +49,6 @@ export async function handleCoordinatorEvent(
   event: CoordinatorEvent,
   metrics: MetricSink = NO_METRICS,
 ): Promise<BatchResponse> {
-  if (!("Records" in event)) {
-    recordRun(metrics, "sweep", await w.coordinator.run([], { sweep: true }));
-    await takeCensus(w, metrics);
-    return { batchItemFailures: [] };
-  }
   const envelopes: unknown[] = [];
   const ids: string[] = [];
   const unparseable: string[] = [];
