@@ -408,7 +408,7 @@ describe("the dashboard in Chromium", () => {
           ]),
         ),
       );
-    const endedIn = (items: { status: string }[]): number =>
+    const endedIn = (items: readonly { status: string }[]): number =>
       items.filter((x) => x.status === "TERMINATED" || x.status === "CANCELLED").length;
     // Counts are cached and refreshed behind the page, and sessions of earlier tests may still be
     // ending: the live refresh must come to agree with the table as it is when the page is read.
