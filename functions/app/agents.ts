@@ -21,9 +21,14 @@ import {
   type KernelStatusChangedDetail,
 } from "../core/events.ts";
 import type { Agent, SessionWithKernels } from "../core/model.ts";
-import type { AgentRepository, SessionRepository } from "../core/ports/session-store.ts";
+import {
+  AgentFencedError,
+  type AgentRepository,
+  type SessionRepository,
+} from "../core/ports/session-store.ts";
 import { sessionPlacement } from "../core/sessions.ts";
-import { errorCode, errorMessage } from "./lifecycle/handler.ts";
+import { errorMessage } from "./lifecycle/handler.ts";
+import { rereadOnConflict } from "./reread.ts";
 import { newSigningKey, signatureMatches } from "../topology/agent-signature.ts";
 import type { Logger } from "./logger.ts";
 import type { AgentChannelPort, Clock, LifecycleExecutionsPort } from "./ports.ts";
@@ -41,8 +46,6 @@ export interface AgentsDeps {
 export interface Refusal {
   readonly refused: string;
 }
-
-const MAX_CONFLICT_RETRIES = 5;
 
 export class Agents {
   readonly #d: AgentsDeps;
@@ -125,7 +128,7 @@ export class Agents {
         nowMs,
       });
     } catch (error) {
-      if (errorCode(error) === "AGENT_FENCED") return this.#fence(agentId, incarnation, errorMessage(error));
+      if (error instanceof AgentFencedError) return this.#fence(agentId, incarnation, errorMessage(error));
       throw error;
     }
     const returning = agent!.lastHeartbeatAtMs < nowMs - this.#d.config.agentTimeoutMs;
@@ -234,7 +237,7 @@ export class Agents {
 
   async #evictSession(sessionId: string, agentId: string, reason: string): Promise<void> {
     const { store, clock, executions } = this.#d;
-    for (let attempt = 1; ; attempt++) {
+    await rereadOnConflict(async () => {
       const s = await store.getSession(sessionId);
       if (!s) return;
       const nowMs = clock.nowMs();
@@ -242,22 +245,16 @@ export class Agents {
       if (!plan) return;
       const token = s.session.stage.taskToken;
       const transition = plan.transition;
-      try {
-        await store.applyWrite({
-          sessionId,
-          expected: { status: s.session.status, version: s.session.version },
-          nowMs,
-          kernels: plan.kernels,
-          ...(transition && token !== undefined ? { claimStage: true } : {}),
-        });
-      } catch (error) {
-        if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
-        continue;
-      }
+      await store.applyWrite({
+        sessionId,
+        expected: { status: s.session.status, version: s.session.version },
+        nowMs,
+        kernels: plan.kernels,
+        ...(transition && token !== undefined ? { claimStage: true } : {}),
+      });
       if (transition && token !== undefined) await executions.complete(token, transition);
       this.#d.log.info("session moved off a lost agent", { sessionId, agentId, status: s.session.status });
-      return;
-    }
+    });
   }
 
   async #authenticate(

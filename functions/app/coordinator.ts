@@ -39,7 +39,8 @@ import {
   WAITING_SESSION_STATUSES,
   SessionStatus,
 } from "../core/status.ts";
-import { errorCode, errorMessage, type HandlerContext } from "./lifecycle/handler.ts";
+import { errorMessage, type HandlerContext } from "./lifecycle/handler.ts";
+import { isConflict, rereadOnConflict } from "./reread.ts";
 import { PASSES, passName, passStatuses, type Pass } from "./passes.ts";
 import type { AgentChannelPort, Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
 import { Agents } from "./agents.ts";
@@ -152,7 +153,6 @@ interface PassOutcome {
   readonly completed: number;
 }
 
-const MAX_CONFLICT_RETRIES = 5;
 /** How long a coordinator instance uses an agent as read (liveness and incarnation; see AgentCache). */
 const AGENT_CACHE_MS = 1_000;
 
@@ -224,7 +224,7 @@ export class Coordinator {
       // Contention on one session (a gang's kernels reporting at once) outlasting the
       // re-reads is expected under load and resolves on redelivery: not an error.
       const message = "event processing failed; it will be redelivered";
-      if (errorCode(error) === "CONFLICT") this.#d.log.warn(message, { error: errorMessage(error) });
+      if (isConflict(error)) this.#d.log.warn(message, { error: errorMessage(error) });
       else this.#d.log.error(message, { error: errorMessage(error) });
     };
     const outcome = (rejection: Rejection | undefined) => {
@@ -334,22 +334,17 @@ export class Coordinator {
     token: string,
     snapshot: RunSnapshot,
   ): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
+    await rereadOnConflict(async () => {
       const s = await snapshot.session(sessionId);
       if (!s || s.session.status !== status || s.session.stage.taskToken !== undefined) return;
       snapshot.forget(sessionId);
-      try {
-        await this.#d.store.applyWrite({
-          sessionId,
-          expected: { status, version: s.session.version },
-          nowMs: this.#d.clock.nowMs(),
-          stage: { ...s.session.stage, taskToken: token },
-        });
-        return;
-      } catch (error) {
-        if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
-      }
-    }
+      await this.#d.store.applyWrite({
+        sessionId,
+        expected: { status, version: s.session.version },
+        nowMs: this.#d.clock.nowMs(),
+        stage: { ...s.session.stage, taskToken: token },
+      });
+    });
   }
 
   /** What the run's events made possible: jobs settled, cancels honoured, the handler passes. */
@@ -547,7 +542,7 @@ export class Coordinator {
     dirty: Dirty,
     snapshot: RunSnapshot,
   ): Promise<(Rejection | undefined)[]> {
-    for (let attempt = 1; ; attempt++) {
+    return rereadOnConflict(async () => {
       const s = await snapshot.session(sessionId);
       if (!s)
         return group.map(({ event }) => rejectionOf(event, `detail.sessionId: no session ${sessionId}`));
@@ -568,21 +563,16 @@ export class Coordinator {
       }
       // Written or conflicting, the copy read is out of date either way.
       snapshot.forget(sessionId);
-      try {
-        if (effect.kind === "claim") await this.#d.store.applyWrite(effect.write);
-        // The kernels alone, each at the version read: a stage entry or claim of the session
-        // meanwhile does not make the reports conflict, only a write to the same kernel does.
-        else
-          await this.#d.store.patchKernels(
-            sessionId,
-            { status: s.session.status, version: s.session.version },
-            effect.patches,
-            nowMs,
-          );
-      } catch (error) {
-        if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
-        continue;
-      }
+      if (effect.kind === "claim") await this.#d.store.applyWrite(effect.write);
+      // The kernels alone, each at the version read: a stage entry or claim of the session
+      // meanwhile does not make the reports conflict, only a write to the same kernel does.
+      else
+        await this.#d.store.patchKernels(
+          sessionId,
+          { status: s.session.status, version: s.session.version },
+          effect.patches,
+          nowMs,
+        );
       if (effect.kind === "claim") {
         // The reports decided the stage: the run holds its token and knows the session exactly.
         snapshot.remember([sessionAfterWrite(s, effect.write)]);
@@ -595,7 +585,7 @@ export class Coordinator {
       const after = await snapshot.session(sessionId);
       if (after) dirty.touch(after.session.status, sessionId);
       return outcomes;
-    }
+    });
   }
 
   // --- passes ------------------------------------------------------------------------------
@@ -750,7 +740,7 @@ export class Coordinator {
           snapshot.forget(s.session.id);
           await this.#d.store.applyWrite(run ? { ...write, run } : write);
         } catch (error) {
-          if (errorCode(error) === "CONFLICT") return;
+          if (isConflict(error)) return;
           throw error;
         }
         if (transition && token !== undefined) {
@@ -781,7 +771,7 @@ export class Coordinator {
         await this.#d.store.applyWrite({ ...write, stage: { ...s.session.stage, taskToken: token } });
       } catch (error) {
         // The run's end writes the token back (Coordinator.advance).
-        if (errorCode(error) === "CONFLICT") return 0;
+        if (isConflict(error)) return 0;
         throw error;
       }
       held.use(s.session.id);
@@ -794,7 +784,7 @@ export class Coordinator {
       try {
         await this.#d.store.applyWrite({ ...decisionWrite(s.session, decision, nowMs), run });
       } catch (error) {
-        if (errorCode(error) === "CONFLICT") return 0;
+        if (isConflict(error)) return 0;
         throw error;
       }
       held.use(s.session.id);
@@ -853,7 +843,7 @@ export class Coordinator {
           claimStage: true,
         });
       } catch (error) {
-        if (errorCode(error) === "CONFLICT") break;
+        if (isConflict(error)) break;
         throw error;
       }
       this.#d.log.info("completing the retried stage's newer token", { sessionId, from: transition.from });
@@ -911,7 +901,7 @@ export class Coordinator {
       try {
         await this.#d.store.applyWrite(claim);
       } catch (error) {
-        if (errorCode(error) === "CONFLICT") continue;
+        if (isConflict(error)) continue;
         throw error;
       }
       await this.#complete(session.id, token, transition, sessionAfterWrite(candidate, claim));

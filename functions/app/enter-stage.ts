@@ -26,7 +26,7 @@ import {
 import { runName } from "../core/retry/naming.ts";
 import { runRecord } from "../core/runs.ts";
 import { sessionAfterWrite } from "../core/session-after-write.ts";
-import { errorCode } from "./lifecycle/handler.ts";
+import { rereadOnConflict } from "./reread.ts";
 import { kernelCommand } from "./kernel-commands.ts";
 import type { KernelCommandDetailInput } from "./event-types.ts";
 import type { Clock, EventsPort } from "./ports.ts";
@@ -116,7 +116,13 @@ export class StageEntryError extends Error {
   readonly code = "STAGE_ENTRY";
 }
 
-const MAX_CONFLICT_RETRIES = 8;
+/** An entry written: the session as read before it and as written, and the transition applied. */
+interface EntryWrite {
+  readonly before: SessionWithKernels;
+  readonly written: SessionWithKernels;
+  readonly applied: StageTransition;
+}
+
 /** Where the session's processes must stop and its capacity go back. */
 const LEAVES_AGENTS: ReadonlySet<Status> = new Set([
   SessionStatus.PENDING,
@@ -147,12 +153,9 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       await deps.store.releaseCapacity(input.sessionId);
     }
   }
-  let before: SessionWithKernels | undefined;
-  let written: SessionWithKernels | undefined;
-  let applied = transition;
-  for (let attempt = 1; ; attempt++) {
-    const current =
-      (attempt === 1 ? prefetched : undefined) ?? (await deps.store.getSession(input.sessionId));
+  // A retried attempt whose token could not be stored conflicted like any write: read again.
+  const entry = await rereadOnConflict(async (n): Promise<EntryWrite | "done"> => {
+    const current = (n === 1 ? prefetched : undefined) ?? (await deps.store.getSession(input.sessionId));
     if (!current) throw new StageEntryError(`session ${input.sessionId} does not exist`);
     const seen = attemptOf(current, input);
     if (seen === "stale") {
@@ -161,25 +164,22 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
         status: input.status,
         attempt: input.entry?.retryCount,
       });
-      return { status: input.status };
+      return "done";
     }
     if (seen === "retried") {
       const replaced = await replaceToken(current, input, deps);
-      if (replaced) {
-        // The first attempt may have failed before announcing the change: announce it (again).
-        await announce(input, transition, deps);
-        await advance(input, replaced, deps);
-        return { status: input.status };
-      }
-      continue;
+      // The first attempt may have failed before announcing the change: announce it (again).
+      await announce(input, transition, deps);
+      await advance(input, replaced, deps);
+      return "done";
     }
-    if (alreadyEntered(current, input)) break;
+    if (alreadyEntered(current, input)) return "done";
     if (current.session.status !== transition.from) {
       throw new StageEntryError(
         `session ${input.sessionId} is ${current.session.status}; cannot apply ${transition.from} → ${transition.to}`,
       );
     }
-    applied = await withRunRecord(current, transition, deps);
+    const applied = await withRunRecord(current, transition, deps);
     const entered: SessionWrite = stageEntryWrite({
       session: current.session,
       kernels: current.kernels,
@@ -194,17 +194,12 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
             stage: { ...entered.stage, entryAtMs: entryAtMs(input.entry), attempt: input.entry.retryCount },
           }
         : entered;
-    try {
-      await deps.store.applyWrite(write);
-      before = current;
-      written = sessionAfterWrite(current, write);
-      break;
-    } catch (error) {
-      // A kernel report landed between the read and the write: read again and recompute.
-      if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
-    }
-  }
-  if (!before || !written) return { status: input.status };
+    // A kernel report landing between the read and the write conflicts: read again, recompute.
+    await deps.store.applyWrite(write);
+    return { before: current, written: sessionAfterWrite(current, write), applied };
+  });
+  if (entry === "done") return { status: input.status };
+  const { before, written, applied } = entry;
   const atMs = await announce(input, applied, deps);
   if (applied.requeue) {
     const runIndex = before.session.runIndex + 1;
@@ -343,14 +338,14 @@ function attemptOf({ session }: SessionWithKernels, input: EnterStageInput): "re
  * The retry's token replaces the earlier attempt's, conditional on the version read, so a
  * concurrent writer (a late attempt, the coordinator's claim) makes this read and decide again.
  * An outcome may have claimed the earlier token already: the new one makes the session a
- * target again, and the coordinator judges it afresh. Returns the session as written, or
- * undefined on a conflict.
+ * target again, and the coordinator judges it afresh. Returns the session as written; a
+ * conflict is thrown, for the caller to read again.
  */
 async function replaceToken(
   current: SessionWithKernels,
   input: EnterStageInput,
   deps: EnterStageDeps,
-): Promise<SessionWithKernels | undefined> {
+): Promise<SessionWithKernels> {
   const { session } = current;
   const write: SessionWrite = {
     sessionId: session.id,
@@ -360,12 +355,7 @@ async function replaceToken(
     // The copy the next step starts from must be the stored one, kernels included.
     kernelGuards: kernelGuardsOf(current.kernels),
   };
-  try {
-    await deps.store.applyWrite(write);
-  } catch (error) {
-    if (errorCode(error) === "CONFLICT") return undefined;
-    throw error;
-  }
+  await deps.store.applyWrite(write);
   deps.log.info("a retried state entry replaced its task token", {
     sessionId: session.id,
     status: session.status,
@@ -386,7 +376,7 @@ async function recordFailure(
 ): Promise<{ status: Status }> {
   const cause = failure.Cause === undefined ? "" : `: ${failure.Cause.slice(0, FAILURE_CAUSE_CHARS)}`;
   const message = `the lifecycle failed entering ${input.transition.from} with ${failure.Error}${cause}`;
-  for (let attempt = 1; ; attempt++) {
+  return rereadOnConflict(async (attempt) => {
     const current = await deps.store.getSession(input.sessionId);
     if (!current) throw new StageEntryError(`session ${input.sessionId} does not exist`);
     const { session } = current;
@@ -428,12 +418,7 @@ async function recordFailure(
         nowMs,
       });
     }
-    try {
-      await deps.store.applyWrite(write);
-    } catch (error) {
-      if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
-      continue;
-    }
+    await deps.store.applyWrite(write);
     if (!ended) await announce(input, transition, deps);
     deps.log.error("a lifecycle state failed; the session records it", {
       sessionId: session.id,
@@ -441,7 +426,7 @@ async function recordFailure(
       error: failure.Error,
     });
     return { status: ended ? session.status : LIFECYCLE_FAILURE.status };
-  }
+  });
 }
 
 /** A redelivered invocation: this state was already entered with this token. */

@@ -27,12 +27,11 @@ import { MAX_MESSAGE_LENGTH } from "../core/events.ts";
 import { newSession } from "../core/sessions.ts";
 import { ID_PATTERN } from "../core/spec.ts";
 import { JobState, TERMINAL_JOB_STATES, TERMINAL_SESSION_STATUSES } from "../core/status.ts";
-import { errorCode } from "./lifecycle/handler.ts";
+import { rereadOnConflict } from "./reread.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
 import { RunSnapshot } from "./snapshot.ts";
 
-const MAX_CONFLICT_RETRIES = 5;
 /** How long a rejected submission stays readable (docs/data-model.md). */
 export const REJECTION_TTL_SECONDS = 7 * 86_400;
 /** Bounds a parent/child chain (and any cycle a hand-edited table could hold). */
@@ -174,29 +173,25 @@ export class Jobs {
    * Returns false when there is no such session.
    */
   async requestCancel(sessionId: string, reason: string, snapshot?: RunSnapshot): Promise<boolean> {
-    for (let attempt = 1; ; attempt++) {
+    return rereadOnConflict(async () => {
       const s = snapshot ? await snapshot.session(sessionId) : await this.#d.store.getSession(sessionId);
       if (!s) return false;
       const { session } = s;
       if (TERMINAL_SESSION_STATUSES.has(session.status) || session.cancelRequestedAtMs !== undefined)
         return true;
-      try {
-        const nowMs = this.#d.clock.nowMs();
-        // Written or conflicting, the copy read is out of date either way.
-        snapshot?.forget(sessionId);
-        await this.#d.store.applyWrite({
-          sessionId,
-          expected: { status: session.status, version: session.version },
-          nowMs,
-          cancelRequestedAtMs: nowMs,
-          cancelReason: reason,
-          history: [],
-        });
-        return true;
-      } catch (error) {
-        if (errorCode(error) !== "CONFLICT" || attempt >= MAX_CONFLICT_RETRIES) throw error;
-      }
-    }
+      const nowMs = this.#d.clock.nowMs();
+      // Written or conflicting, the copy read is out of date either way.
+      snapshot?.forget(sessionId);
+      await this.#d.store.applyWrite({
+        sessionId,
+        expected: { status: session.status, version: session.version },
+        nowMs,
+        cancelRequestedAtMs: nowMs,
+        cancelReason: reason,
+        history: [],
+      });
+      return true;
+    });
   }
 
   /**

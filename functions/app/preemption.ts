@@ -30,7 +30,8 @@ import {
 } from "../core/preemption.ts";
 import type { HandlerResult } from "../core/scheduling.ts";
 import { isWaitingStatus, SessionStatus, WAITING_SESSION_STATUSES } from "../core/status.ts";
-import { errorCode, errorMessage } from "./lifecycle/handler.ts";
+import { errorMessage } from "./lifecycle/handler.ts";
+import { unlessConflict } from "./reread.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock, LifecycleExecutionsPort } from "./ports.ts";
 
@@ -211,19 +212,18 @@ export class Preemption {
     const to = isWaitingStatus(session.status) ? STAGES[session.status].onPreempt : undefined;
     if (to === undefined || token === undefined) return false;
     const nowMs = this.#d.clock.nowMs();
-    try {
-      await this.#d.store.applyWrite({
+    // A conflict: it moved on since it was read (a report, its own transition), and the next
+    // pass sees it anew.
+    const claimed = await unlessConflict(() =>
+      this.#d.store.applyWrite({
         sessionId: session.id,
         expected: { status: session.status, version: session.version },
         nowMs,
         claimStage: true,
         preemption: { atMs: nowMs, by: by.sessionId, byPriority: by.priority },
-      });
-    } catch (error) {
-      // It moved on since it was read (a report, its own transition): the next pass sees it anew.
-      if (errorCode(error) === "CONFLICT") return false;
-      throw error;
-    }
+      }),
+    );
+    if (claimed === undefined) return false;
     const free = to === SessionStatus.PENDING;
     const transition: StageTransition = {
       from: session.status,

@@ -21,7 +21,7 @@ import type { AgentRepository, SessionRepository } from "../core/ports/session-s
 import { STAGES } from "../core/handlers.ts";
 import { isWaitingStatus, SessionStatus, WAITING_SESSION_STATUSES } from "../core/status.ts";
 import { errorMessage } from "./lifecycle/handler.ts";
-import { enterStage } from "./enter-stage.ts";
+import { enterStage, StageEntryError } from "./enter-stage.ts";
 import type { KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock, EventsPort, ExecutionState, LifecycleExecutionsPort } from "./ports.ts";
@@ -137,7 +137,7 @@ export class Repair {
       );
     } catch (error) {
       // The session moved since it was read: whoever moved it is alive after all.
-      if ((error as { code?: unknown }).code === "STAGE_ENTRY") return undefined;
+      if (error instanceof StageEntryError) return undefined;
       throw error;
     }
     log.warn("ended a session without a live execution", { sessionId: session.id, to, reason });

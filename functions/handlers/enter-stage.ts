@@ -27,8 +27,6 @@ const NETWORK_CODES: ReadonlySet<string> = new Set([
   "EPIPE",
   "EAI_AGAIN",
 ]);
-/** Store codes that mean "not now": throttling or contention outlasted the store's own retries. */
-const TRANSIENT_CODES: ReadonlySet<string> = new Set(["STORE_UNAVAILABLE", "CONFLICT"]);
 
 export async function handler(event: EnterStageInput): Promise<{ status: SessionStatus }> {
   checkInput(event);
@@ -54,15 +52,15 @@ export async function handler(event: EnterStageInput): Promise<{ status: Session
 }
 
 /**
- * Retryability read from the error's own data: `retryable` when it says so (the publisher's
- * errors), the store's codes, and the AWS SDK's marks (`$retryable`: throttling and transient
+ * Retryability read from the error's own data: `retryable` when it says so (the store's and the
+ * publisher's errors), the AWS SDK's marks (`$retryable`: throttling and transient
  * faults; `$fault: "server"`: a 5xx), and network failures.
  */
 export function isTransient(error: unknown): boolean {
   if (typeof error !== "object" || error === null) return false;
   const e = error as { retryable?: unknown; code?: unknown; $retryable?: unknown; $fault?: unknown };
   if (typeof e.retryable === "boolean") return e.retryable;
-  if (typeof e.code === "string" && (TRANSIENT_CODES.has(e.code) || NETWORK_CODES.has(e.code))) return true;
+  if (typeof e.code === "string" && NETWORK_CODES.has(e.code)) return true;
   return e.$retryable !== undefined || e.$fault === "server";
 }
 

@@ -12,6 +12,7 @@ import {
   type AgentHeartbeat,
   type Allocation,
   type ReservationRequest,
+  AgentFencedError,
 } from "../../core/ports/session-store.ts";
 import { planRelease, planReservation, RELEASE_BATCH } from "./capacity.ts";
 import {
@@ -306,23 +307,4 @@ export class AgentCapacity {
 /** Capacity arithmetic in JS (a resize) must not leave binary noise in stored numbers. */
 function round(value: number): number {
   return Math.round(value * 1e6) / 1e6;
-}
-
-/** A heartbeat from an incarnation that was replaced or declared lost: it must register again. */
-export class AgentFencedError extends Error {
-  override readonly name = "AgentFencedError";
-  readonly code = "AGENT_FENCED";
-  readonly agentId: string;
-  readonly incarnation: string;
-  readonly current: Agent;
-  constructor(agentId: string, incarnation: string, current: Agent) {
-    super(
-      current.incarnation !== incarnation
-        ? `agent ${agentId} incarnation ${incarnation} was replaced by ${current.incarnation ?? "none"}`
-        : `agent ${agentId} incarnation ${incarnation} was declared lost at ${new Date(current.lostAtMs ?? 0).toISOString()}`,
-    );
-    this.agentId = agentId;
-    this.incarnation = incarnation;
-    this.current = current;
-  }
 }

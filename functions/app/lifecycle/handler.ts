@@ -13,6 +13,7 @@ import type { SessionStatus } from "../../core/status.ts";
 import type { KernelCommandDetailInput } from "../event-types.ts";
 import type { KernelCommands } from "../kernel-commands.ts";
 import type { EventsPort } from "../ports.ts";
+import { rereadOnConflict } from "../reread.ts";
 import type { RunSnapshot } from "../snapshot.ts";
 
 export interface HandlerContext {
@@ -118,14 +119,6 @@ export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-export function errorCode(error: unknown): string | undefined {
-  if (typeof error === "object" && error !== null && "code" in error) {
-    const code = error.code;
-    return typeof code === "string" ? code : undefined;
-  }
-  return undefined;
-}
-
 /**
  * Writes kernel patches that depend on the session's current kernels, re-reading on a version
  * conflict (agents report concurrently). `plan` returns undefined when, on a fresh read, there is
@@ -136,29 +129,23 @@ export async function patchKernels(
   ctx: HandlerContext,
   target: SessionWithKernels,
   plan: (current: SessionWithKernels) => readonly KernelPatch[] | undefined,
-  attempts = 5,
 ): Promise<SessionWithKernels | undefined> {
-  let current: SessionWithKernels | undefined = target;
-  for (let attempt = 1; current && current.session.status === target.session.status; attempt++) {
+  return rereadOnConflict(async (n) => {
+    const current = n === 1 ? target : await ctx.snapshot.session(target.session.id);
+    if (!current || current.session.status !== target.session.status) return undefined;
     const planned = plan(current);
     if (!planned || planned.length === 0) return undefined;
     const patches = guardedByRead(planned, current.kernels);
     // Written or conflicting, the copy read is out of date either way.
     ctx.snapshot.forget(current.session.id);
-    try {
-      await ctx.store.applyWrite({
-        sessionId: current.session.id,
-        expected: { status: current.session.status, version: current.session.version },
-        nowMs: ctx.nowMs,
-        kernels: patches,
-      });
-      return current;
-    } catch (error) {
-      if (errorCode(error) !== "CONFLICT" || attempt >= attempts) throw error;
-    }
-    current = await ctx.snapshot.session(target.session.id);
-  }
-  return undefined;
+    await ctx.store.applyWrite({
+      sessionId: current.session.id,
+      expected: { status: current.session.status, version: current.session.version },
+      nowMs: ctx.nowMs,
+      kernels: patches,
+    });
+    return current;
+  });
 }
 
 /** Sends the commands; a session whose commands could not be sent is a failure, not a success. */

@@ -8,16 +8,11 @@
 import { LIFECYCLE_HANDLERS } from "../../core/handlers.ts";
 import { isLiveAgent, type SessionWithKernels } from "../../core/model.ts";
 import { PlacementPass, toAgentFree } from "../../core/placement-pass.ts";
-import type { ReservationRequest } from "../../core/ports/session-store.ts";
+import { CapacityError, NotFoundError, type ReservationRequest } from "../../core/ports/session-store.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
 import { sessionAfterPlacement } from "../../core/session-after-write.ts";
-import {
-  errorCode,
-  errorMessage,
-  ResultBuilder,
-  type HandlerContext,
-  type LifecycleHandler,
-} from "./handler.ts";
+import { isConflict } from "../reread.ts";
+import { errorMessage, ResultBuilder, type HandlerContext, type LifecycleHandler } from "./handler.ts";
 
 export const scheduleNewSessions: LifecycleHandler = {
   spec: LIFECYCLE_HANDLERS.ScheduleNewSessions,
@@ -65,13 +60,12 @@ export const scheduleNewSessions: LifecycleHandler = {
           ctx.hold(session.id, session.status, token);
         }
       } catch (error) {
-        const code = errorCode(error);
-        if (code === "CAPACITY") {
+        if (error instanceof CapacityError) {
           // Another run took the capacity first: not this session's failure, so no try is spent.
           result.skip(session.id, `capacity changed while placing: ${errorMessage(error)}`);
-          const agent = await ctx.store.getAgent((error as { agentId: string }).agentId);
+          const agent = await ctx.store.getAgent(error.agentId);
           if (agent) pass.refresh(toAgentFree(agent));
-        } else if (code === "CONFLICT" || code === "NOT_FOUND") {
+        } else if (isConflict(error) || error instanceof NotFoundError) {
           // The session moved on (cancelled, or another run placed it): nothing to judge.
         } else {
           result.failure(session.id, `could not reserve capacity: ${errorMessage(error)}`);

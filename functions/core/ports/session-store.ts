@@ -295,12 +295,18 @@ export type SessionStore = SessionRepository & AgentRepository & JobRepository &
 
 export abstract class SessionStoreError extends Error {
   abstract readonly code: string;
+  /**
+   * Whether the same request may succeed later: a conflict (re-read and judge again) or the
+   * store being unavailable. Callers read this, never the message or the code.
+   */
+  readonly retryable: boolean = false;
 }
 
 /** The session is not at the status/version the write expected. Re-read and judge again. */
 export class ConflictError extends SessionStoreError {
   override readonly name = "ConflictError";
   readonly code = "CONFLICT";
+  override readonly retryable = true;
   readonly sessionId: string;
   readonly expected: SessionState;
   readonly found: SessionState;
@@ -357,6 +363,7 @@ export class CapacityError extends SessionStoreError {
 export class StoreUnavailableError extends SessionStoreError {
   override readonly name = "StoreUnavailableError";
   readonly code = "STORE_UNAVAILABLE";
+  override readonly retryable = true;
   readonly operation: string;
   readonly attempts: number;
   constructor(operation: string, attempts: number, cause: unknown) {
@@ -392,6 +399,25 @@ export class InvalidStoreRequestError extends SessionStoreError {
   constructor(field: string, reason: string) {
     super(`${field}: ${reason}`);
     this.field = field;
+  }
+}
+
+/** A heartbeat from an incarnation that was replaced or declared lost: it must register again. */
+export class AgentFencedError extends SessionStoreError {
+  override readonly name = "AgentFencedError";
+  readonly code = "AGENT_FENCED";
+  readonly agentId: string;
+  readonly incarnation: string;
+  readonly current: Agent;
+  constructor(agentId: string, incarnation: string, current: Agent) {
+    super(
+      current.incarnation !== incarnation
+        ? `agent ${agentId} incarnation ${incarnation} was replaced by ${current.incarnation ?? "none"}`
+        : `agent ${agentId} incarnation ${incarnation} was declared lost at ${new Date(current.lostAtMs ?? 0).toISOString()}`,
+    );
+    this.agentId = agentId;
+    this.incarnation = incarnation;
+    this.current = current;
   }
 }
 

@@ -1,0 +1,71 @@
+import { describe, expect, test } from "vitest";
+import { CONFLICT_ATTEMPTS, isConflict, rereadOnConflict, unlessConflict } from "../functions/app/reread.ts";
+import {
+  ConflictError,
+  NotFoundError,
+  StoreUnavailableError,
+} from "../functions/core/ports/session-store.ts";
+import { SessionStatus } from "../functions/core/status.ts";
+
+const conflict = (): ConflictError =>
+  new ConflictError(
+    "s-1",
+    { status: SessionStatus.PENDING, version: 1 },
+    { status: SessionStatus.PENDING, version: 2 },
+  );
+
+describe("the one re-read-and-retry loop", () => {
+  test("a conflicting write is planned again from a fresh read until it lands", async () => {
+    const calls: number[] = [];
+    const out = await rereadOnConflict((n) => {
+      calls.push(n);
+      return n < 3 ? Promise.reject(conflict()) : Promise.resolve("written");
+    });
+    expect(out).toBe("written");
+    expect(calls).toEqual([1, 2, 3]);
+  });
+
+  test(`after ${CONFLICT_ATTEMPTS} conflicts the conflict is passed on`, async () => {
+    let calls = 0;
+    await expect(
+      rereadOnConflict(() => {
+        calls++;
+        return Promise.reject(conflict());
+      }),
+    ).rejects.toBeInstanceOf(ConflictError);
+    expect(calls).toBe(CONFLICT_ATTEMPTS);
+  });
+
+  test("any other error is passed on at once, retryable or not", async () => {
+    for (const error of [
+      new NotFoundError("session", "s-1"),
+      new StoreUnavailableError("applyWrite", 3, new Error("throttled")),
+      new Error("CONFLICT"),
+      Object.assign(new Error("looks like one"), { code: "CONFLICT" }),
+    ]) {
+      let calls = 0;
+      await expect(
+        rereadOnConflict(() => {
+          calls++;
+          return Promise.reject(error);
+        }),
+      ).rejects.toBe(error);
+      expect(calls).toBe(1);
+    }
+  });
+
+  test("a conflict is told by the error's class, not its code or message", () => {
+    expect(isConflict(conflict())).toBe(true);
+    expect(isConflict(Object.assign(new Error("x"), { code: "CONFLICT" }))).toBe(false);
+    expect(conflict().retryable).toBe(true);
+    expect(new StoreUnavailableError("op", 1, "x").retryable).toBe(true);
+    expect(new NotFoundError("session", "s").retryable).toBe(false);
+  });
+
+  test("unlessConflict answers a conflict with undefined and passes other errors on", async () => {
+    await expect(unlessConflict(() => Promise.resolve(1))).resolves.toBe(1);
+    await expect(unlessConflict(() => Promise.reject(conflict()))).resolves.toBeUndefined();
+    const other = new NotFoundError("session", "s-1");
+    await expect(unlessConflict(() => Promise.reject(other))).rejects.toBe(other);
+  });
+});
