@@ -3,6 +3,7 @@
  * (DESIGN.md §1). Pure data; no I/O. Times are epoch milliseconds (`…AtMs`) unless the name
  * says otherwise.
  */
+import type { Executor } from "./fargate.ts";
 import type { HandlerName } from "./handlers.ts";
 import type { RetryState } from "./retry/state.ts";
 import type { SchedulingResult } from "./scheduling.ts";
@@ -63,6 +64,10 @@ export interface SessionSpec {
   readonly parent?: string;
   /** Only agents carrying all these labels may run the kernels. */
   readonly nodeSelector?: Readonly<Record<string, string>>;
+  /** Where the kernels run: on agents, or each as an ECS task on Fargate. @default "agent" */
+  readonly executor?: Executor;
+  /** Fargate only (and required there): the container image each kernel's task runs `command` in. */
+  readonly image?: string;
   /** Per kernel. */
   readonly resources: ResourceRequest;
   readonly command: readonly string[];

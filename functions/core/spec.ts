@@ -4,6 +4,14 @@
  * `<path>: <reason>`, and the parsed type is checked at compile time against `SessionSpec`.
  */
 import * as z from "zod";
+import {
+  DEFAULT_EXECUTOR,
+  EXECUTORS,
+  Executor,
+  fargateResourceIssues,
+  IMAGE_PATTERN,
+  IMAGE_PATTERN_MESSAGE,
+} from "./fargate.ts";
 import { STAGE_KEYS, type SessionSpec, type StageKey } from "./model.ts";
 import { BUDGET_DEFAULTS } from "./retry/budgets.ts";
 import type { ValidationIssue } from "./validation-issue.ts";
@@ -45,36 +53,38 @@ export const RESERVED_ENV_PREFIX = "CAIRN_";
 
 /** Every field a user may omit, and the value it takes. */
 export const SPEC_DEFAULTS: Omit<SessionSpec, "name" | "command"> &
-  Required<Pick<SessionSpec, "coscheduled" | "perAgent" | "maxTaskFailures" | "maxPendingReturns">> =
-  deepFreeze({
-    queue: "default",
-    priority: 0,
-    replicas: 1,
-    coscheduled: true,
-    perAgent: 1,
-    maxTaskFailures: 0,
-    maxPendingReturns: 5,
-    resources: { cpu: 1, memoryMiB: 256 },
-    env: {},
-    timeouts: {
-      pending: 3600,
-      scheduled: 300,
-      preparing: 600,
-      prepared: 300,
-      creating: 300,
-      running: 86_400,
-      terminating: 300,
-    },
-    maxTries: {
-      pending: 3,
-      scheduled: 3,
-      preparing: 3,
-      prepared: 3,
-      creating: 3,
-      running: 3,
-      terminating: 3,
-    },
-  });
+  Required<
+    Pick<SessionSpec, "coscheduled" | "perAgent" | "maxTaskFailures" | "maxPendingReturns" | "executor">
+  > = deepFreeze({
+  queue: "default",
+  priority: 0,
+  replicas: 1,
+  coscheduled: true,
+  perAgent: 1,
+  maxTaskFailures: 0,
+  maxPendingReturns: 5,
+  executor: DEFAULT_EXECUTOR,
+  resources: { cpu: 1, memoryMiB: 256 },
+  env: {},
+  timeouts: {
+    pending: 3600,
+    scheduled: 300,
+    preparing: 600,
+    prepared: 300,
+    creating: 300,
+    running: 86_400,
+    terminating: 300,
+  },
+  maxTries: {
+    pending: 3,
+    scheduled: 3,
+    preparing: 3,
+    prepared: 3,
+    creating: 3,
+    running: 3,
+    terminating: 3,
+  },
+});
 
 // ---------------------------------------------------------------------------------------------
 // Schema building blocks (shared with events.ts).
@@ -206,6 +216,12 @@ const sessionSpecShape = {
   parent: z.string().regex(ID_PATTERN, { error: ID_PATTERN_MESSAGE }).optional(),
   /** Only agents carrying every one of these labels (`cairn agent --labels k=v`) may run the kernels. */
   nodeSelector: labelsSchema.optional(),
+  // Optional with its default in SPEC_DEFAULTS (read through fargate.ts's executorOf), so specs
+  // written before executors existed read back unchanged.
+  /** `agent` (the default): kernels run on hosts running `cairn agent`; `fargate`: each kernel is an ECS task. */
+  executor: z.enum(EXECUTORS).optional(),
+  /** The container image each kernel's task runs `command` in: required with executor fargate, refused otherwise. */
+  image: z.string().regex(IMAGE_PATTERN, { error: IMAGE_PATTERN_MESSAGE }).optional(),
   resources: resourcesSchema.prefault({}),
   command: commandSchema,
   env: userEnvSchema.prefault({}),
@@ -237,6 +253,23 @@ export const SessionSpecSchema = strictObject(sessionSpecShape)
       ctx.addIssue({ code: "custom", path: [path], message });
     if (spec.perAgent !== undefined && spec.coscheduled === false) {
       issue("perAgent", "only applies to a co-scheduled job (coscheduled: true)");
+    }
+    if (spec.executor === Executor.fargate) {
+      if (spec.image === undefined) issue("image", "required with executor fargate: the image the task runs");
+      // No agent runs a Fargate kernel, so agent placement fields could only leave it unplaceable.
+      for (const field of ["nodeSelector", "perAgent"] as const) {
+        if (spec[field] !== undefined)
+          issue(field, "only applies to executor agent (Fargate tasks run on no agent)");
+      }
+      // A gang's kernels are one task each: the task size is checked per kernel.
+      for (const { path, message } of fargateResourceIssues(spec.resources)) {
+        ctx.addIssue({ code: "custom", path: path.split("."), message });
+      }
+    } else if (spec.image !== undefined) {
+      issue(
+        "image",
+        "only applies to executor fargate (agents run the command on their host, with no image)",
+      );
     }
     if (spec.maxTaskFailures !== undefined && spec.maxTaskFailures >= spec.replicas) {
       issue(

@@ -1,3 +1,4 @@
+import { executorOf } from "../../functions/core/fargate.ts";
 import { jobSettings } from "../../functions/core/jobs.ts";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -71,17 +72,19 @@ describe("defaults", () => {
   test("SPEC_DEFAULTS is exactly what omitted fields become", () => {
     const parsed = parseSessionSpec(MINIMAL);
     const { name: _name, command: _command, ...rest } = parsed;
-    // The job fields and maxPendingReturns stay absent in the spec (older specs read back
-    // unchanged); jobSettings and the coordinator supply their defaults.
+    // The job fields, maxPendingReturns and executor stay absent in the spec (older specs read
+    // back unchanged); jobSettings, executorOf and the coordinator supply their defaults.
     const {
       coscheduled,
       perAgent,
       maxTaskFailures,
       maxPendingReturns: _,
+      executor,
       ...sessionDefaults
     } = SPEC_DEFAULTS;
     expect(rest).toEqual(sessionDefaults);
     expect(jobSettings(parsed)).toEqual({ coscheduled, perAgent, maxTaskFailures });
+    expect(executorOf(parsed)).toBe(executor);
     expect(Object.isFrozen(SPEC_DEFAULTS.timeouts)).toBe(true);
   });
 
@@ -215,7 +218,7 @@ describe("unknown fields are rejected at every level, naming the path", () => {
   test("top level", () => {
     expect(specError({ ...MINIMAL, replica: 2 }).message).toBe(
       "invalid session spec (1 problem):\n" +
-        "  replica: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, resources, command, env, timeouts, maxTries, maxPendingReturns, retry)",
+        "  replica: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, executor, image, resources, command, env, timeouts, maxTries, maxPendingReturns, retry)",
     );
   });
 
@@ -275,7 +278,7 @@ describe("every problem is reported at once", () => {
         "  command: required",
         "  env.CAIRN_X: names starting with CAIRN_ are reserved for Cairn",
         "  timeouts.pendng: unknown field (expected one of pending, scheduled, preparing, prepared, creating, running, terminating)",
-        "  extra: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, resources, command, env, timeouts, maxTries, maxPendingReturns, retry)",
+        "  extra: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, executor, image, resources, command, env, timeouts, maxTries, maxPendingReturns, retry)",
       ].join("\n"),
     );
     expect(error.issues).toHaveLength(7);
