@@ -318,6 +318,19 @@ export class LocalEventBus {
    * HTTP server, which checks a request once and then routes each entry to its bus.
    */
   acceptEntry(entry: PutEventsRequestEntry): PutEventsResultEntry {
+    return this.#accept(entry, false);
+  }
+
+  /**
+   * An event an AWS service emits onto this bus (the embedded ECS's task state changes on the
+   * default bus): routed exactly as a PutEvents entry, but under its `aws.*` source, which
+   * PutEvents refuses to callers (NotAuthorizedForSourceException).
+   */
+  putServiceEvent(entry: PutEventsRequestEntry): PutEventsResultEntry {
+    return this.#accept(entry, true);
+  }
+
+  #accept(entry: PutEventsRequestEntry, awsService: boolean): PutEventsResultEntry {
     this.#assertOpen();
     const busName = entry.EventBusName;
     if (busName !== undefined && busName !== null && busName !== this.name && busName !== this.arn) {
@@ -333,6 +346,7 @@ export class LocalEventBus {
       account: this.account,
       region: this.region,
       nowMs,
+      awsService,
     });
     if ("failure" in built) {
       this.#counts.failedEntries++;

@@ -92,6 +92,8 @@ export interface EnvelopeContext {
   readonly account: string;
   readonly region: string;
   readonly nowMs: number;
+  /** An AWS service's own event (ECS task state changes): the aws.* namespace is allowed. */
+  readonly awsService?: boolean;
 }
 
 /**
@@ -116,7 +118,7 @@ export function buildEnvelope(
     return fail("InvalidArgument", "Parameter Detail is not valid. Reason: Detail is a required argument.");
   }
   // Only AWS services may publish under the aws. namespace.
-  if (entry.Source.startsWith("aws."))
+  if (entry.Source.startsWith("aws.") && ctx.awsService !== true)
     return fail("NotAuthorizedForSourceException", "Not authorized for the source.");
   let detail: unknown;
   try {
