@@ -13,7 +13,7 @@ export interface EdgeServer {
   close(): Promise<void>;
 }
 
-/** `upstreams`: SigV4 signing name (dynamodb, events, sqs, logs, states) → endpoint URL. */
+/** `upstreams`: SigV4 signing name (dynamodb, events, sqs, logs, states, ecs) → endpoint URL. */
 export async function startEdgeServer(upstreams: Readonly<Record<string, string>>): Promise<EdgeServer> {
   const server = createServer((req, res) => forward(req, res, upstreams));
   await new Promise<void>((resolve, reject) => {

@@ -35,6 +35,7 @@ import {
 } from "./pid-file.ts";
 import { startEdgeServer } from "./edge.ts";
 import { startSqsServer, type SqsServer } from "./sqs/index.ts";
+import { ecsAuth, logsStoreSink, startEcsServer, type EcsServer } from "./ecs/index.ts";
 import { startLogsServer, type LogsServer } from "./logs/index.ts";
 import { startDynamoDbLocal, type RunningDynamoDb } from "./dynamodb-local.ts";
 import { LocalEventBus, startEventBridgeServer, type EventBridgeServer } from "./eventbridge/index.ts";
@@ -103,9 +104,13 @@ export interface RuntimeInfo {
     readonly eventBridge: string;
     readonly sqs: string;
     readonly logs: string;
+    /** The embedded ECS (Fargate tasks as local processes, local/ecs/README.md). */
+    readonly ecs: string;
     /** Every endpoint above on one port, routed by the request's SigV4 service name. */
     readonly edge: string;
   };
+  /** The embedded ECS's cluster for Fargate kernels. */
+  readonly ecsClusterArn: string;
   /** Agent queues are `<prefix><agentId>` (docs/agents.md). */
   readonly agentQueuePrefix: string;
   /** Where agents ship kernel output (one stream per run) and `cairn logs` reads it. */
@@ -132,6 +137,13 @@ export interface Runtime {
   readonly queues: ReadonlyMap<string, LocalQueue>;
   readonly sqs: SqsServer;
   readonly logs: LogsServer;
+  /** The embedded ECS; `ecs.service.interruptSpot(taskArn)` simulates a Fargate Spot interruption. */
+  readonly ecs: EcsServer;
+  /**
+   * The account's default bus, where the embedded ECS puts its `ECS Task State Change` events
+   * (as AWS services do); Cairn's own events go to `bus`. Rules meant for it go here.
+   */
+  readonly defaultBus: LocalEventBus;
   /** The agent processes now running (startAgent adds to them). */
   readonly agents: readonly AgentProcess[];
   /** Invocations of each function so far, by name (for the benchmark's "per session" figures). */
@@ -157,6 +169,7 @@ const BUS_NAME = "cairn";
 const AGENT_QUEUE_PREFIX = "cairn-agent-";
 const KERNEL_LOG_GROUP = "/cairn/kernels";
 const ACCOUNT = "000000000000";
+const ECS_CLUSTER = "cairn";
 
 export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
   const log = options.log ?? ((line: string) => process.stderr.write(line + "\n"));
@@ -245,6 +258,31 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       auth: access.auth,
     });
     stops.push(() => logs.close());
+    // ECS puts its events on the account's default bus, never on Cairn's: a separate bus, so a
+    // rule on the wrong bus misses them here as it would on AWS.
+    const defaultBus = new LocalEventBus({
+      name: "default",
+      region: REGION,
+      retryBaseDelayMs: 200,
+      retryMaxDelayMs: 10_000,
+      logger: { warn: (m: string) => log(`cairn: default bus: ${m}`) },
+    });
+    stops.push(() => defaultBus.close());
+    const ecs = await startEcsServer({
+      region: REGION,
+      account: ACCOUNT,
+      clusters: [ECS_CLUSTER],
+      workRoot: join(dataDir, "ecs-tasks"),
+      logs: logsStoreSink(logs.store),
+      publish: (entry) => {
+        const result = defaultBus.putServiceEvent({ ...entry, Resources: [...entry.Resources] });
+        if ("ErrorCode" in result)
+          log(`cairn: ecs: event not put: ${result.ErrorCode}: ${result.ErrorMessage}`);
+      },
+      auth: ecsAuth(access.auth),
+      logger: { warn: (m: string) => log(`cairn: ${m}`) },
+    });
+    stops.push(() => ecs.close());
 
     const sfnArn = stateMachineArn(STATE_MACHINES[0]!.name);
     // The functions read this environment on their first invocation, as Lambda's would.
@@ -255,6 +293,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
       AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
       AWS_ENDPOINT_URL_SQS: sqs.endpoint,
+      AWS_ENDPOINT_URL_ECS: ecs.endpoint,
       CAIRN_AGENT_QUEUE_PREFIX: AGENT_QUEUE_PREFIX,
       CAIRN_TABLE_NAME: TABLE_NAME,
       CAIRN_EVENT_BUS_NAME: BUS_NAME,
@@ -292,6 +331,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       sqs: sqs.endpoint,
       logs: logs.endpoint,
       states: sfnServer.endpoint,
+      ecs: ecs.endpoint,
     });
     stops.push(() => edge.close());
     Object.assign(process.env, env);
@@ -383,8 +423,10 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
           eventBridge: eventBridge.endpoint,
           sqs: sqs.endpoint,
           logs: logs.endpoint,
+          ecs: ecs.endpoint,
           edge: edge.endpoint,
         },
+        ecsClusterArn: ecs.service.clusterArn(ECS_CLUSTER),
         agentQueuePrefix: AGENT_QUEUE_PREFIX,
         kernelLogGroupName: KERNEL_LOG_GROUP,
         credentials,
@@ -436,12 +478,15 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         AWS_ENDPOINT_URL_SFN: sfnServer.endpoint,
         AWS_ENDPOINT_URL_SQS: sqs.endpoint,
         AWS_ENDPOINT_URL_CLOUDWATCH_LOGS: logs.endpoint,
+        AWS_ENDPOINT_URL_ECS: ecs.endpoint,
       },
       stepFunctions: sfn,
       bus,
       queues,
       sqs,
       logs,
+      ecs,
+      defaultBus,
       agents,
       invocations,
       dynamoDbPid: dynamo.pid,

@@ -151,6 +151,11 @@ export class EcsService {
     return clusterArn(this.scope, name);
   }
 
+  /** The ARN of a cluster by name, whether or not it exists. */
+  clusterArn(name: string): string {
+    return clusterArn(this.scope, name);
+  }
+
   hasCluster(name: string): boolean {
     return this.#clusters.has(name);
   }
