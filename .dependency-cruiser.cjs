@@ -64,7 +64,7 @@ module.exports = {
       from: { path: "^functions/adapters/" },
       to: {
         path: "^functions/(app|handlers)/|^(lib|local|agent|bin)/",
-        pathNot: "^functions/app/(ports|event-types)\\.ts$",
+        pathNot: "^functions/app/(ports|event-types|fargate-port)\\.ts$",
       },
     },
     {
