@@ -24,7 +24,30 @@ export interface CairnConfig {
   readonly repairAfterMs: number;
   /** Agent queues are named `<prefix><agentId>` (docs/agents.md). */
   readonly agentQueuePrefix: string;
+  /** Where kernels run as ECS tasks on Fargate; absent when the stack has no Fargate executor. */
+  readonly fargate?: FargateConfig;
 }
+
+/** The Fargate executor's cluster, networking and roles (lib/fargate.ts sets them). */
+export interface FargateConfig {
+  readonly clusterArn: string;
+  /** awsvpc subnets of every task (1 to 16, RunTask's limit). */
+  readonly subnets: readonly string[];
+  /** awsvpc security groups of every task (1 to 5, RunTask's limit). */
+  readonly securityGroups: readonly string[];
+  readonly assignPublicIp: boolean;
+  /** The role ECS pulls images and ships logs with (a task definition's executionRoleArn). */
+  readonly executionRoleArn: string;
+  /** The role a kernel's code runs as (a task definition's taskRoleArn). */
+  readonly taskRoleArn: string;
+  /** The `awslogs` driver's group: the kernel log group `cairn logs` reads. */
+  readonly logGroupName: string;
+  /** The capacity providers the cluster has, of FARGATE and FARGATE_SPOT. */
+  readonly capacityProviders: readonly FargateCapacityProvider[];
+}
+
+export const FARGATE_CAPACITY_PROVIDERS = ["FARGATE", "FARGATE_SPOT"] as const;
+export type FargateCapacityProvider = (typeof FARGATE_CAPACITY_PROVIDERS)[number];
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
@@ -58,6 +81,68 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     retryCacheMs: int("CAIRN_RETRY_CACHE_MS", 5_000),
     repairAfterMs: int("CAIRN_REPAIR_AFTER_MS", 60_000),
     agentQueuePrefix: queuePrefix(env["CAIRN_AGENT_QUEUE_PREFIX"]),
+    ...fargate(env),
+  };
+}
+
+/**
+ * The Fargate executor's settings: all of them when CAIRN_FARGATE_CLUSTER_ARN is set, none
+ * otherwise.
+ */
+function fargate(env: Readonly<Record<string, string | undefined>>): { fargate?: FargateConfig } {
+  const clusterArn = env["CAIRN_FARGATE_CLUSTER_ARN"];
+  if (clusterArn === undefined || clusterArn === "") return {};
+  const required = (key: string, pattern: RegExp, rule: string): string => {
+    const value = env[key];
+    if (!value) {
+      throw new ConfigError(`environment variable ${key} is required when CAIRN_FARGATE_CLUSTER_ARN is set`);
+    }
+    if (!pattern.test(value))
+      throw new ConfigError(`environment variable ${key} must be ${rule}, got "${value}"`);
+    return value;
+  };
+  const list = (key: string, item: RegExp, rule: string, max: number): string[] => {
+    const values = required(key, /./, "").split(",");
+    if (values.length > max || values.some((v) => !item.test(v))) {
+      throw new ConfigError(
+        `environment variable ${key} must be 1 to ${max} comma-separated ${rule}, got "${env[key]}"`,
+      );
+    }
+    return values;
+  };
+  const roleArn = /^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/;
+  const providers = list(
+    "CAIRN_FARGATE_CAPACITY_PROVIDERS",
+    /^(FARGATE|FARGATE_SPOT)$/,
+    "of FARGATE and FARGATE_SPOT",
+    2,
+  );
+  if (new Set(providers).size !== providers.length) {
+    throw new ConfigError(
+      `environment variable CAIRN_FARGATE_CAPACITY_PROVIDERS names a capacity provider twice: "${env["CAIRN_FARGATE_CAPACITY_PROVIDERS"]}"`,
+    );
+  }
+  const publicIp = env["CAIRN_FARGATE_ASSIGN_PUBLIC_IP"] ?? "false";
+  if (publicIp !== "true" && publicIp !== "false") {
+    throw new ConfigError(
+      `environment variable CAIRN_FARGATE_ASSIGN_PUBLIC_IP must be true or false, got "${publicIp}"`,
+    );
+  }
+  return {
+    fargate: {
+      clusterArn: required(
+        "CAIRN_FARGATE_CLUSTER_ARN",
+        /^arn:aws[a-z-]*:ecs:[a-z0-9-]+:\d{12}:cluster\/[A-Za-z0-9_-]{1,255}$/,
+        "an ECS cluster ARN",
+      ),
+      subnets: list("CAIRN_FARGATE_SUBNETS", /^subnet-[0-9a-f]+$/, "subnet ids", 16),
+      securityGroups: list("CAIRN_FARGATE_SECURITY_GROUPS", /^sg-[0-9a-f]+$/, "security group ids", 5),
+      assignPublicIp: publicIp === "true",
+      executionRoleArn: required("CAIRN_FARGATE_EXECUTION_ROLE_ARN", roleArn, "an IAM role ARN"),
+      taskRoleArn: required("CAIRN_FARGATE_TASK_ROLE_ARN", roleArn, "an IAM role ARN"),
+      logGroupName: required("CAIRN_FARGATE_LOG_GROUP_NAME", /^[\w#/.-]{1,512}$/, "a log group name"),
+      capacityProviders: providers as FargateCapacityProvider[],
+    },
   };
 }
 

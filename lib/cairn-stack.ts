@@ -32,6 +32,7 @@ export const StackOutput = {
   KernelLogGroupName: "KernelLogGroupName",
   AgentPolicyArn: "AgentPolicyArn",
   ClientPolicyArn: "ClientPolicyArn",
+  FargateClusterArn: "FargateClusterArn",
 } as const;
 
 export class CairnStack extends Stack {
@@ -81,6 +82,9 @@ export class CairnStack extends Stack {
       cairn.clientPolicy.managedPolicyArn,
       "Managed policy for those who run the cairn CLI against this stack",
     );
+    if (cairn.fargate !== undefined) {
+      output("FargateClusterArn", cairn.fargate.clusterArn, "ECS cluster Fargate kernels run in");
+    }
     // One output per queue (a URL each, not a joined list): CoordinatorQueueUrl, HeartbeatQueueUrl,
     // DeliveryDeadLetterQueueUrl, CoordinatorQueueDeadLetterQueueUrl, …
     for (const [name, queue] of cairn.queues) {

@@ -1,8 +1,8 @@
 /**
  * The whole of Cairn as one construct to drop into a CDK app: the sessions table, the event bus
  * and its rules, the coordinator queue, the session-lifecycle state machine, the functions, the
- * sweep, the dashboard and the alarms, the kernel log group, and the managed policies for agents
- * and clients. Everything topological (functions, rules, queues, state
+ * sweep, the dashboard and the alarms, the kernel log group, the managed policies for agents
+ * and clients, and, with the `fargate` prop, the Fargate executor (lib/fargate.ts). Everything topological (functions, rules, queues, state
  * machine, sweep) comes from functions/topology/index.ts, which the embedded runtime also builds from.
  *
  * ```ts
@@ -20,9 +20,10 @@ import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
-import { FUNCTIONS, type FunctionName } from "../functions/topology/index.ts";
+import { FARGATE, FUNCTIONS, type FunctionName } from "../functions/topology/index.ts";
 import { CairnAgentAccess } from "./agent-access.ts";
 import { CairnEventSchemas } from "./event-schemas.ts";
+import { CairnFargate } from "./fargate.ts";
 import { CairnFunctions } from "./functions.ts";
 import { CairnMonitoring } from "./monitoring.ts";
 import { agentQueuesArn, grantUses } from "./permissions.ts";
@@ -52,6 +53,8 @@ export class Cairn extends Construct {
   readonly agentPolicy: iam.ManagedPolicy;
   /** For those who run the CLI against this Cairn (ClientPolicyArn). */
   readonly clientPolicy: iam.ManagedPolicy;
+  /** The Fargate executor's cluster, roles and networking; absent without the `fargate` prop. */
+  readonly fargate: CairnFargate | undefined;
 
   constructor(scope: Construct, id: string, props: CairnProps = {}) {
     super(scope, id);
@@ -114,7 +117,26 @@ export class Cairn extends Construct {
     this.agentPolicy = access.agentPolicy;
     this.clientPolicy = access.clientPolicy;
 
-    const routing = new CairnRouting(this, "Routing", { settings, bus: this.bus, functions });
+    if (settings.fargate !== undefined) {
+      const fargate = new CairnFargate(this, "Fargate", {
+        settings: settings.fargate,
+        kernelLogGroup: this.kernelLogGroup,
+      });
+      for (const fn of functions.byName.values()) {
+        for (const [key, value] of Object.entries(fargate.environment)) fn.addEnvironment(key, value);
+      }
+      for (const name of FARGATE.commandSenders) fargate.grantCommands(functions.get(name));
+      this.fargate = fargate;
+    } else {
+      this.fargate = undefined;
+    }
+
+    const routing = new CairnRouting(this, "Routing", {
+      settings,
+      bus: this.bus,
+      functions,
+      ...(this.fargate !== undefined ? { fargateClusterArn: this.fargate.clusterArn } : {}),
+    });
     this.queues = routing.queues;
     this.rules = routing.rules;
     this.sweep = routing.sweep;

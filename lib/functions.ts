@@ -12,7 +12,7 @@ import * as lambda from "aws-cdk-lib/aws-lambda";
 import { NodejsFunction, OutputFormat, type BundlingOptions } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
-import { FUNCTIONS, type FunctionDecl, type FunctionName } from "../functions/topology/index.ts";
+import { FARGATE, FUNCTIONS, type FunctionDecl, type FunctionName } from "../functions/topology/index.ts";
 import { METRICS_SERVICE } from "../functions/topology/metrics.ts";
 import { TopologyError } from "./errors.ts";
 import { acknowledge, NAG_ACKNOWLEDGEMENTS } from "./nag-acknowledgements.ts";
@@ -86,7 +86,14 @@ export class CairnFunctions extends Construct {
         resources: [logGroup.logGroupArn],
       }),
     );
-    acknowledge(role, NAG_ACKNOWLEDGEMENTS.functionRoleXRay);
+    // With a Fargate executor, the functions that send kernel commands also register task
+    // definitions, which ECS allows only on '*' (lib/fargate.ts).
+    acknowledge(
+      role,
+      settings.fargate !== undefined && FARGATE.commandSenders.includes(decl.name)
+        ? NAG_ACKNOWLEDGEMENTS.functionRoleXRayAndEcsTaskDefinitions
+        : NAG_ACKNOWLEDGEMENTS.functionRoleXRay,
+    );
     return new NodejsFunction(this, decl.name, {
       entry,
       handler: "handler",

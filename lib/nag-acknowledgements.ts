@@ -52,6 +52,21 @@ export const NAG_ACKNOWLEDGEMENTS = {
     reason:
       "The heartbeat queue carries only agents' heartbeats and registration requests, which are disposable: a newer heartbeat supersedes an old one and an agent asks again until its registration is answered. A message its consumer keeps failing on expires with the queue's retention (the agent timeout) instead of being dead-lettered, so a lost heartbeat raises no alarm.",
   },
+  functionRoleXRayAndEcsTaskDefinitions: {
+    id: "AwsSolutions-IAM5[Resource::*]",
+    reason:
+      "Resource '*' carries Lambda active tracing (xray:PutTraceSegments, xray:PutTelemetryRecords), which X-Ray supports no resource-level permissions for, and the Fargate executor's task definition calls (ecs:RegisterTaskDefinition, ecs:DescribeTaskDefinition), which the Service Authorization Reference for Amazon ECS lists with no resource type: they cannot be scoped. Running a task is scoped to Cairn's task definitions on Cairn's cluster, and iam:PassRole to the two Fargate roles passed to ecs-tasks.amazonaws.com, so registering a definition grants no way to run it elsewhere.",
+  },
+  taskExecutionRoleEcrToken: {
+    id: "AwsSolutions-IAM5[Resource::*]",
+    reason:
+      "The task execution role's only statement on Resource '*' is ecr:GetAuthorizationToken, which ECR supports no resource-level permissions for: the token authenticates to the registry, and the image pulls (ecr:BatchCheckLayerAvailability, ecr:GetDownloadUrlForLayer, ecr:BatchGetImage) are granted on the image repositories only. Used instead of the managed AmazonECSTaskExecutionRolePolicy, which allows pulls and log writes on '*'.",
+  },
+  containerInsightsDisabled: {
+    id: "AwsSolutions-ECS4",
+    reason:
+      "CloudWatch Container Insights is turned off on Cairn's Fargate cluster by the fargate.containerInsights prop (ContainerInsights.DISABLED), a cost choice of the deployer; kernels' status reaches Cairn from ECS task state change events and their output the kernel log group either way.",
+  },
 } as const satisfies Record<string, NagAcknowledgement>;
 
 /**
@@ -74,6 +89,22 @@ export const NAG_WILDCARD_RESOURCES = {
   kernelLogReads: {
     reason:
       "The CLI reads kernel output from streams created at run time, one per kernel run, so it can name them only by their log group: the resource is the kernel log group's streams (`log-group:<name>:*`), never another log group, with only reads (logs:DescribeLogStreams, logs:GetLogEvents, logs:FilterLogEvents).",
+  },
+  fargateTaskDefinitions: {
+    reason:
+      "Cairn registers one task definition per kernel image at run time, family `cairn-<hash of the image>`, so the functions that start kernels can name them only by that prefix: the resource is `task-definition/cairn-*` (every revision of Cairn's families, no other family), with only ecs:RunTask, and only with the condition ecs:cluster equal to Cairn's cluster, and ecs:TagResource only as RegisterTaskDefinition's tags on create (ecs:CreateAction RegisterTaskDefinition: the definition's content-hash tag).",
+  },
+  fargateTasks: {
+    reason:
+      "Kernels' ECS tasks are started at run time, so the functions can name them only by their cluster: the resource is `task/<Cairn's cluster name>/*`, with ecs:StopTask and ecs:DescribeTasks conditioned on ecs:cluster being Cairn's cluster, and ecs:TagResource only as RunTask's tags on create (ecs:CreateAction RunTask).",
+  },
+  taskLogStreams: {
+    reason:
+      "Each kernel task's output goes to a log stream the awslogs driver creates at run time in the kernel log group, so the task execution role can name the streams only by their group: the resource is the kernel log group's streams (`log-group:<name>:*`), never another group, with only logs:CreateLogStream and logs:PutLogEvents.",
+  },
+  imageRepositories: {
+    reason:
+      "Kernel images are named per session at run time, so without the fargate.imageRepositories prop the task execution role may pull from any ECR repository of the stack's account in its region (`repository/*`), with only the pull actions (ecr:BatchCheckLayerAvailability, ecr:GetDownloadUrlForLayer, ecr:BatchGetImage); the imageRepositories prop narrows it to named repositories.",
   },
 } as const satisfies Record<string, { readonly reason: string }>;
 

@@ -5,7 +5,12 @@
 import { createHash } from "node:crypto";
 import { Duration, RemovalPolicy, Token } from "aws-cdk-lib";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
+import * as ec2 from "aws-cdk-lib/aws-ec2";
+import type * as ecr from "aws-cdk-lib/aws-ecr";
+import * as ecs from "aws-cdk-lib/aws-ecs";
+import type * as iam from "aws-cdk-lib/aws-iam";
 import { RetentionDays } from "aws-cdk-lib/aws-logs";
+import { FARGATE_CAPACITY_PROVIDERS, type FargateCapacityProvider } from "../functions/config.ts";
 import { CairnPropsError } from "./errors.ts";
 
 export type CairnLogLevel = "info" | "warn" | "error";
@@ -24,6 +29,89 @@ export interface CairnEventDeliveryProps {
    * @default Duration.hours(24)
    */
   readonly maxEventAge?: Duration;
+}
+
+/**
+ * Kernels as ECS tasks on Fargate (issue 14). Tasks run in awsvpc mode, so they need subnets and
+ * security groups, as AWS Batch's Fargate compute environments do: either `subnets` and
+ * `securityGroups`, or a `vpc` (its private subnets with egress, and a security group the stack
+ * creates that allows no inbound traffic).
+ */
+export interface CairnFargateProps {
+  /**
+   * The cluster the tasks run in: a cluster of this app, one imported (`ecs.Cluster.fromClusterArn`),
+   * or a cluster's ARN or name (in the stack's account and region). A given cluster must have
+   * the `capacityProviders` associated; the stack does not change it.
+   *
+   * @default - a cluster the stack creates, with the FARGATE and FARGATE_SPOT capacity providers
+   */
+  readonly cluster?: ecs.ICluster | string;
+  /**
+   * CloudWatch Container Insights on the cluster the stack creates (not allowed with `cluster`).
+   *
+   * @default ecs.ContainerInsights.ENABLED
+   */
+  readonly containerInsights?: ecs.ContainerInsights;
+  /**
+   * The capacity providers tasks may be placed with (a queue picks one of them). The created
+   * cluster is given these; a given cluster must have them.
+   *
+   * @default ["FARGATE", "FARGATE_SPOT"]
+   */
+  readonly capacityProviders?: readonly FargateCapacityProvider[];
+  /**
+   * The VPC to take the tasks' subnets from (`vpcSubnets`), and in which the stack creates their
+   * security group unless `securityGroups` are given. Not with `subnets`.
+   *
+   * @default - none: `subnets` and `securityGroups` must be given
+   */
+  readonly vpc?: ec2.IVpc;
+  /**
+   * Which of the `vpc`'s subnets the tasks run in.
+   *
+   * @default - the private subnets with egress (a task must reach ECR, CloudWatch Logs and the
+   * image's registry: through a NAT gateway, or VPC endpoints)
+   */
+  readonly vpcSubnets?: ec2.SubnetSelection;
+  /**
+   * The subnets the tasks run in (1–16, RunTask's limit). Not with `vpc`.
+   *
+   * @default - from `vpc`
+   */
+  readonly subnets?: readonly ec2.ISubnet[];
+  /**
+   * The tasks' security groups (1–5, RunTask's limit). Required with `subnets`.
+   *
+   * @default - with `vpc`: one the stack creates, with no inbound rule and all outbound traffic
+   */
+  readonly securityGroups?: readonly ec2.ISecurityGroup[];
+  /**
+   * Give each task a public IP address: only for public subnets without a NAT gateway, so that a
+   * task can pull its image.
+   *
+   * @default false
+   */
+  readonly assignPublicIp?: boolean;
+  /**
+   * The private ECR repositories kernel images may be pulled from, in any account (the task
+   * execution role may pull from these only).
+   *
+   * @default - every repository of the stack's account in its region; images from public
+   * registries need no permission
+   */
+  readonly imageRepositories?: readonly ecr.IRepository[];
+  /**
+   * The role kernels' code runs as in their tasks. It must trust `ecs-tasks.amazonaws.com`.
+   *
+   * @default - a role the stack creates, allowed nothing but `taskRoleStatements`
+   */
+  readonly taskRole?: iam.IRole;
+  /**
+   * What the role the stack creates for kernels' code may do (not with `taskRole`).
+   *
+   * @default - nothing
+   */
+  readonly taskRoleStatements?: readonly iam.PolicyStatement[];
 }
 
 export interface CairnProps {
@@ -151,6 +239,32 @@ export interface CairnProps {
    * construct's path, and "-agent-": e.g. "Cairn-1a2b3c4d-agent-"
    */
   readonly agentQueuePrefix?: string;
+  /**
+   * Let kernels run as ECS tasks on Fargate, besides on agents: a cluster, the task execution and
+   * task roles, the rule that brings ECS's task state changes in, and the functions' grants to
+   * run tasks (docs/deploy.md, "Fargate").
+   *
+   * @default - no Fargate executor, and no ECS resource or permission at all
+   */
+  readonly fargate?: CairnFargateProps;
+}
+
+/** CairnFargateProps checked, with the defaults applied. */
+export interface ResolvedFargateProps {
+  /** Absent: the stack creates the cluster. */
+  readonly cluster:
+    ecs.ICluster | { readonly clusterArn: string } | { readonly clusterName: string } | undefined;
+  readonly containerInsights: ecs.ContainerInsights;
+  readonly capacityProviders: readonly FargateCapacityProvider[];
+  readonly network:
+    | { readonly vpc: ec2.IVpc; readonly vpcSubnets: ec2.SubnetSelection }
+    | { readonly subnets: readonly ec2.ISubnet[] };
+  /** Absent: the stack creates one in the VPC. */
+  readonly securityGroups: readonly ec2.ISecurityGroup[] | undefined;
+  readonly assignPublicIp: boolean;
+  readonly imageRepositories: readonly ecr.IRepository[] | undefined;
+  readonly taskRole: iam.IRole | undefined;
+  readonly taskRoleStatements: readonly iam.PolicyStatement[];
 }
 
 /** CairnProps with every default applied and every value checked. */
@@ -174,6 +288,8 @@ export interface ResolvedCairnProps {
   readonly dashboardName: string | undefined;
   readonly eventSchemas: boolean;
   readonly agentQueuePrefix: string;
+  /** Absent: no Fargate executor. */
+  readonly fargate: ResolvedFargateProps | undefined;
 }
 
 export const CAIRN_DEFAULTS = {
@@ -270,7 +386,119 @@ export function resolveCairnProps(
       props.agentQueuePrefix === undefined
         ? defaultAgentQueuePrefix(stackName, constructPath)
         : agentQueuePrefix(props.agentQueuePrefix),
+    fargate: props.fargate === undefined ? undefined : fargate(props.fargate),
   };
+}
+
+/** RunTask's awsvpcConfiguration limits. */
+const MAX_SUBNETS = 16;
+const MAX_SECURITY_GROUPS = 5;
+
+function fargate(props: CairnFargateProps): ResolvedFargateProps {
+  if (props.cluster !== undefined && props.containerInsights !== undefined) {
+    throw new CairnPropsError(
+      "fargate.containerInsights",
+      "applies only to the cluster the stack creates; set it on the given fargate.cluster instead",
+    );
+  }
+  const capacityProviders = props.capacityProviders ?? FARGATE_CAPACITY_PROVIDERS;
+  if (
+    capacityProviders.length === 0 ||
+    capacityProviders.some((p) => !(FARGATE_CAPACITY_PROVIDERS as readonly string[]).includes(p)) ||
+    new Set(capacityProviders).size !== capacityProviders.length
+  ) {
+    throw new CairnPropsError(
+      "fargate.capacityProviders",
+      `must be FARGATE, FARGATE_SPOT or both, each once, got [${capacityProviders.join(", ")}]`,
+    );
+  }
+  if (props.vpc !== undefined && props.subnets !== undefined) {
+    throw new CairnPropsError("fargate.subnets", "give either fargate.subnets or fargate.vpc, not both");
+  }
+  if (props.vpcSubnets !== undefined && props.vpc === undefined) {
+    throw new CairnPropsError("fargate.vpcSubnets", "selects subnets of fargate.vpc, which is not given");
+  }
+  if (props.vpc === undefined && props.subnets === undefined) {
+    throw new CairnPropsError(
+      "fargate.subnets",
+      "required (or fargate.vpc): Fargate tasks run in awsvpc mode, in subnets of your VPC that can reach ECR and CloudWatch Logs (private subnets with a NAT gateway or VPC endpoints)",
+    );
+  }
+  if (props.subnets !== undefined && (props.subnets.length === 0 || props.subnets.length > MAX_SUBNETS)) {
+    throw new CairnPropsError(
+      "fargate.subnets",
+      `must be 1 to ${MAX_SUBNETS} subnets (RunTask's limit), got ${props.subnets.length}`,
+    );
+  }
+  if (props.subnets !== undefined && props.securityGroups === undefined) {
+    throw new CairnPropsError(
+      "fargate.securityGroups",
+      "required with fargate.subnets (with fargate.vpc the stack creates one that allows no inbound traffic)",
+    );
+  }
+  if (
+    props.securityGroups !== undefined &&
+    (props.securityGroups.length === 0 || props.securityGroups.length > MAX_SECURITY_GROUPS)
+  ) {
+    throw new CairnPropsError(
+      "fargate.securityGroups",
+      `must be 1 to ${MAX_SECURITY_GROUPS} security groups (RunTask's limit), got ${props.securityGroups.length}`,
+    );
+  }
+  if (props.taskRole !== undefined && props.taskRoleStatements !== undefined) {
+    throw new CairnPropsError(
+      "fargate.taskRoleStatements",
+      "apply only to the task role the stack creates; add them to the given fargate.taskRole instead",
+    );
+  }
+  if (props.imageRepositories !== undefined && props.imageRepositories.length === 0) {
+    throw new CairnPropsError(
+      "fargate.imageRepositories",
+      "must name at least one repository (leave it out for every repository of the account)",
+    );
+  }
+  return {
+    cluster: props.cluster === undefined ? undefined : givenCluster(props.cluster),
+    containerInsights: props.containerInsights ?? ecs.ContainerInsights.ENABLED,
+    capacityProviders,
+    network:
+      props.vpc !== undefined
+        ? {
+            vpc: props.vpc,
+            vpcSubnets: props.vpcSubnets ?? { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
+          }
+        : { subnets: props.subnets! },
+    securityGroups: props.securityGroups,
+    assignPublicIp: props.assignPublicIp ?? false,
+    imageRepositories: props.imageRepositories,
+    taskRole: props.taskRole,
+    taskRoleStatements: props.taskRoleStatements ?? [],
+  };
+}
+
+/** ECS's cluster name alphabet. */
+const CLUSTER_NAME_PATTERN = /^[A-Za-z0-9_-]{1,255}$/;
+const CLUSTER_ARN_PATTERN = /^arn:aws[a-z-]*:ecs:[a-z0-9-]+:\d{12}:cluster\/[A-Za-z0-9_-]{1,255}$/;
+
+function givenCluster(cluster: ecs.ICluster | string): ResolvedFargateProps["cluster"] {
+  if (typeof cluster !== "string") return cluster;
+  // The grants, the rule and the functions' environment need the ARN; a token is taken as one.
+  if (Token.isUnresolved(cluster) || cluster.startsWith("arn:")) {
+    if (!Token.isUnresolved(cluster) && !CLUSTER_ARN_PATTERN.test(cluster)) {
+      throw new CairnPropsError(
+        "fargate.cluster",
+        `must be an ECS cluster ARN (arn:aws:ecs:<region>:<account>:cluster/<name>) or a cluster name, got "${cluster}"`,
+      );
+    }
+    return { clusterArn: cluster };
+  }
+  if (!CLUSTER_NAME_PATTERN.test(cluster)) {
+    throw new CairnPropsError(
+      "fargate.cluster",
+      `must be a cluster name (1–255 of letters, digits, '-' and '_') or a cluster ARN, got "${cluster}"`,
+    );
+  }
+  return { clusterName: cluster };
 }
 
 function intIn(prop: string, value: number, min: number, max: number): number {

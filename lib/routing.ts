@@ -13,7 +13,16 @@ import * as targets from "aws-cdk-lib/aws-events-targets";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import { FUNCTIONS, QUEUES, QueueName, RULES, SWEEP } from "../functions/topology/index.ts";
+import {
+  bindClusterArn,
+  FARGATE,
+  FUNCTIONS,
+  QUEUES,
+  QueueName,
+  RULES,
+  RuleBus,
+  SWEEP,
+} from "../functions/topology/index.ts";
 import { TopologyError } from "./errors.ts";
 import { acknowledge, NAG_ACKNOWLEDGEMENTS } from "./nag-acknowledgements.ts";
 import type { CairnFunctions } from "./functions.ts";
@@ -50,6 +59,11 @@ export interface CairnRoutingProps {
   readonly settings: ResolvedCairnProps;
   readonly bus: events.IEventBus;
   readonly functions: CairnFunctions;
+  /**
+   * The Fargate cluster's ARN, when there is a Fargate executor: its task state changes are
+   * routed in (FARGATE.rules).
+   */
+  readonly fargateClusterArn?: string;
 }
 
 export class CairnRouting extends Construct {
@@ -123,7 +137,11 @@ export class CairnRouting extends Construct {
       maxEventAge: settings.maxEventAge,
     };
     const rules = new Map<string, events.Rule>();
-    for (const decl of RULES) {
+    const fargateRules =
+      props.fargateClusterArn === undefined
+        ? []
+        : FARGATE.rules.map((r) => bindClusterArn(r, props.fargateClusterArn!));
+    for (const decl of [...RULES, ...fargateRules]) {
       if (rules.has(decl.name)) throw new TopologyError(`RULES ${decl.name}`, "declared twice");
       const queue = queues.get(decl.target.queue);
       if (!queue)
@@ -135,7 +153,9 @@ export class CairnRouting extends Construct {
       rules.set(
         decl.name,
         new events.Rule(this, decl.name, {
-          eventBus: bus,
+          // AWS services' events (ECS task state changes) are on the account's default bus,
+          // which is where a rule without a bus is.
+          ...((decl.bus ?? RuleBus.Cairn) === RuleBus.Cairn ? { eventBus: bus } : {}),
           description: decl.description,
           eventPattern: toEventPattern(decl.name, decl.eventPattern),
           targets: [

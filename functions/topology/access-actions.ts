@@ -33,3 +33,39 @@ export const CLIENT_LOG_ACTIONS = [
   "logs:GetLogEvents",
   "logs:FilterLogEvents",
 ] as const;
+
+/**
+ * The Fargate executor's ECS calls (issue 14), made by the functions that send kernel commands
+ * (topology FARGATE.commandSenders). Each list is one grant of lib/fargate.ts, on its own
+ * resources and conditions (the Service Authorization Reference for Amazon ECS):
+ */
+/** Starting a kernel's task: only Cairn's task definitions (`cairn-*`), only on Cairn's cluster. */
+export const ECS_RUN_TASK_ACTIONS = ["ecs:RunTask"] as const;
+/**
+ * RunTask and RegisterTaskDefinition with `tags` are authorised as ecs:TagResource as well (tags
+ * on create), with `ecs:CreateAction` naming the call, on the task or task definition it creates.
+ */
+export const ECS_TAG_ON_CREATE_ACTIONS = ["ecs:TagResource"] as const;
+/** Stopping and reading the cluster's tasks. */
+export const ECS_TASK_ACTIONS = ["ecs:StopTask", "ecs:DescribeTasks"] as const;
+/**
+ * Registering a kernel image's task definition (family `cairn-<hash>`) and reading it back: ECS
+ * supports no resource-level permissions for these, so they are granted on `*`.
+ */
+export const ECS_TASK_DEFINITION_ACTIONS = [
+  "ecs:RegisterTaskDefinition",
+  "ecs:DescribeTaskDefinition",
+] as const;
+/** Handing the task execution role and the task role to ECS (RegisterTaskDefinition, RunTask). */
+export const ECS_PASS_ROLE_ACTIONS = ["iam:PassRole"] as const;
+/**
+ * The task execution role: ECS pulls a kernel's image from ECR (an authorization token for the
+ * registry, then the image's layers) and ships its output through the `awslogs` driver.
+ */
+export const ECR_AUTH_ACTIONS = ["ecr:GetAuthorizationToken"] as const;
+export const ECR_PULL_ACTIONS = [
+  "ecr:BatchCheckLayerAvailability",
+  "ecr:GetDownloadUrlForLayer",
+  "ecr:BatchGetImage",
+] as const;
+export const TASK_LOG_ACTIONS = ["logs:CreateLogStream", "logs:PutLogEvents"] as const;

@@ -140,11 +140,23 @@ export const QUEUES: readonly QueueDecl[] = [
   },
 ];
 
+/**
+ * The bus a rule listens on: Cairn's own (what clients and agents put), or the account's default
+ * bus, where AWS services put their events (ECS task state changes).
+ */
+export const RuleBus = {
+  Cairn: "cairn",
+  Default: "default",
+} as const;
+export type RuleBus = (typeof RuleBus)[keyof typeof RuleBus];
+
 export interface RuleDecl {
   readonly name: string;
   readonly description: string;
   readonly eventPattern: Readonly<Record<string, unknown>>;
   readonly target: { readonly queue: QueueName };
+  /** Absent: Cairn's own bus. */
+  readonly bus?: RuleBus;
 }
 
 export const RULES: readonly RuleDecl[] = [
@@ -187,6 +199,60 @@ export const RULES: readonly RuleDecl[] = [
     target: { queue: QueueName.PlacementQueue },
   },
 ];
+
+/** ECS's own events about a task (the Fargate executor's kernel reports, issue 14). */
+export const EcsEvent = {
+  Source: "aws.ecs",
+  TaskStateChange: "ECS Task State Change",
+} as const;
+
+/**
+ * Stands for the Fargate cluster's ARN in FARGATE.rules' patterns until the stack (or the
+ * embedded runtime) knows it: bindClusterArn.
+ */
+export const CLUSTER_ARN_PLACEHOLDER = "${ClusterArn}";
+
+/**
+ * What exists only when kernels may run as ECS tasks on Fargate. The functions that send kernel
+ * commands (they hold agents:send) are the ones that carry them to tasks as ECS calls; the
+ * stack grants them the ECS actions on its cluster only. ECS reports a task's changes on the
+ * account's default bus, filtered to the cluster, and they go where agents' kernel reports go.
+ */
+export interface FargateDecl {
+  readonly commandSenders: readonly FunctionName[];
+  readonly rules: readonly RuleDecl[];
+}
+
+export const FARGATE: FargateDecl = {
+  commandSenders: [FunctionName.Coordinator, FunctionName.EnterStage],
+  rules: [
+    {
+      name: "EcsTaskStateChanges",
+      description:
+        "ECS task state changes of Cairn's Fargate cluster (kernel reports of the Fargate executor)",
+      bus: RuleBus.Default,
+      eventPattern: {
+        source: [EcsEvent.Source],
+        "detail-type": [EcsEvent.TaskStateChange],
+        detail: { clusterArn: [CLUSTER_ARN_PLACEHOLDER] },
+      },
+      target: { queue: QueueName.ReportQueue },
+    },
+  ],
+};
+
+/** A rule's pattern with the cluster's ARN in place of CLUSTER_ARN_PLACEHOLDER. */
+export function bindClusterArn(rule: RuleDecl, clusterArn: string): RuleDecl {
+  const bind = (value: unknown): unknown => {
+    if (value === CLUSTER_ARN_PLACEHOLDER) return clusterArn;
+    if (Array.isArray(value)) return value.map(bind);
+    if (typeof value === "object" && value !== null) {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, bind(v)]));
+    }
+    return value;
+  };
+  return { ...rule, eventPattern: bind(rule.eventPattern) as Record<string, unknown> };
+}
 
 export interface StateMachineDecl {
   readonly name: string;
