@@ -396,6 +396,17 @@ describe("a cluster the stack creates, in a given VPC", () => {
     },
   );
 
+  test("no statement grants a wildcard action", () => {
+    const wildcards = allStatements(s.json)
+      .filter(({ statement }) => statement.Effect === "Allow")
+      .flatMap(({ where, statement }) =>
+        list(statement.Action)
+          .filter((a) => a.includes("*"))
+          .map((a) => `${where}: ${a}`),
+      );
+    expect(wildcards).toEqual([]);
+  });
+
   test("no one else may run tasks or pass the roles", () => {
     const senders = new Set<string>(
       FARGATE.commandSenders.map((n) => resourceNamed(s.json, "AWS::IAM::Role", `CairnFunctions${n}Role`)[0]),
