@@ -234,6 +234,22 @@ describe("queues", () => {
     await store.deleteQueue("q-one");
   });
 
+  test("Fargate settings are stored and read back; an update without them removes them", async () => {
+    const store = table.store();
+    const fargate = { capacityProvider: "FARGATE_SPOT", vcpuQuota: 6.5 } as const;
+    const created = await store.createQueue({ name: "spot", priority: 0, retryPolicies: [], fargate }, T0);
+    expect(created.fargate).toEqual(fargate);
+    expect(await store.getQueue("spot")).toEqual(created);
+    expect((await store.listQueues()).find((q) => q.name === "spot")?.fargate).toEqual(fargate);
+
+    const moved = { capacityProvider: "FARGATE", vcpuQuota: 16 } as const;
+    await store.updateQueue({ name: "spot", priority: 0, retryPolicies: [], fargate: moved }, T0 + 1);
+    expect((await store.getQueue("spot"))?.fargate).toEqual(moved);
+    await store.updateQueue({ name: "spot", priority: 0, retryPolicies: [] }, T0 + 2);
+    expect(await store.getQueue("spot")).not.toHaveProperty("fargate");
+    await store.deleteQueue("spot");
+  });
+
   test("bad queues are refused before anything is sent, naming the field", async () => {
     const metrics = new RequestCounter();
     const store = table.store({ metrics });
@@ -245,6 +261,19 @@ describe("queues", () => {
       [
         { name: "q", priority: 0, retryPolicies: Array.from({ length: 17 }, (_, i) => `p${i}`) },
         "queue.retryPolicies",
+      ],
+      [
+        { name: "q", priority: 0, retryPolicies: [], fargate: { capacityProvider: "FARGATE", vcpuQuota: 0 } },
+        "queue.fargate.vcpuQuota",
+      ],
+      [
+        {
+          name: "q",
+          priority: 0,
+          retryPolicies: [],
+          fargate: { capacityProvider: "EC2" as "FARGATE", vcpuQuota: 4 },
+        },
+        "queue.fargate.capacityProvider",
       ],
     ] as const;
     for (const [queue, field] of cases) {

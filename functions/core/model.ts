@@ -348,6 +348,16 @@ export interface Queue {
   readonly name: string;
   readonly priority: number;
   readonly retryPolicies: readonly string[];
+  /** How the queue's Fargate sessions run; absent: the queue has no Fargate settings of its own. */
+  readonly fargate?: QueueFargateSettings;
   readonly createdAtMs: number;
   readonly updatedAtMs: number;
+}
+
+/** A queue's Fargate settings, validated by queue-settings.ts. */
+export interface QueueFargateSettings {
+  /** FARGATE_SPOT's interruptions become Cairn preemptions, retried under the preemption budget. */
+  readonly capacityProvider: "FARGATE" | "FARGATE_SPOT";
+  /** vCPUs the queue's running Fargate kernels may hold at once: placement waits beyond it. */
+  readonly vcpuQuota: number;
 }

@@ -1,6 +1,10 @@
 /** `cairn queue create|update|get|delete|list`. */
+import {
+  changeQueueFargateSettings,
+  type QueueFargateChanges,
+} from "../../../functions/core/queue-settings.ts";
 import type { OutputFormat } from "../args.ts";
-import { ConflictError, ResourceNotFoundError } from "../errors.ts";
+import { ConflictError, InvalidInputError, ResourceNotFoundError } from "../errors.ts";
 import { ExitCode } from "../exit-codes.ts";
 import { printJson } from "../io.ts";
 import { queueListView, queueView, renderQueue, renderQueueList } from "../retry-views.ts";
@@ -11,6 +15,8 @@ export interface QueueWriteInvocation {
   readonly name: string;
   readonly priority?: number;
   readonly retryPolicies?: readonly string[];
+  /** Fargate settings to change (`--capacity-provider`, `--vcpu-quota`); `null` removes them. */
+  readonly fargate?: QueueFargateChanges | null;
   readonly output: OutputFormat;
 }
 
@@ -29,10 +35,19 @@ export async function runQueueWrite(
   const known = await Promise.all(retryPolicies.map((name) => admin.getRetryPolicy(name)));
   const unknown = retryPolicies.filter((_, i) => known[i] === undefined);
   if (unknown.length > 0) throw unknownPolicies(unknown);
+  // Checked here too, so a bad setting is named before anything is sent (the store checks again).
+  const fargate = changeQueueFargateSettings(current?.fargate, invocation.fargate);
+  if (!fargate.ok) {
+    throw new InvalidInputError(
+      `invalid Fargate settings for queue ${invocation.name}:\n${fargate.issues.map((i) => `  ${i.path}: ${i.message}`).join("\n")}`,
+      fargate.issues,
+    );
+  }
   const input = {
     name: invocation.name,
     priority: invocation.priority ?? current?.priority ?? 0,
     retryPolicies,
+    ...(fargate.settings !== undefined ? { fargate: fargate.settings } : {}),
   };
   let queue;
   try {

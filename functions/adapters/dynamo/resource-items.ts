@@ -7,6 +7,7 @@
  */
 import type { Queue } from "../../core/model.ts";
 import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+import { parseQueueFargateSettings } from "../../core/queue-settings.ts";
 import {
   parseRetryConfig,
   retryConfigToDocument,
@@ -116,6 +117,13 @@ export function validateQueue(queue: QueueInput): void {
     }
     seen.add(name);
   });
+  if (queue.fargate !== undefined) {
+    const parsed = parseQueueFargateSettings(queue.fargate);
+    if (!parsed.ok) {
+      const [first] = parsed.issues;
+      throw new InvalidStoreRequestError(`queue.${first!.path}`, first!.message);
+    }
+  }
 }
 
 /** A queue item; `version` guards read-modify-write updates (its policies' references move with it). */
@@ -127,6 +135,7 @@ export function queueItem(queue: Queue, version: number): Item {
     name: queue.name,
     priority: queue.priority,
     retryPolicies: [...queue.retryPolicies],
+    ...(queue.fargate !== undefined ? { fargate: { ...queue.fargate } } : {}),
     createdAtMs: queue.createdAtMs,
     updatedAtMs: queue.updatedAtMs,
     version,
@@ -136,11 +145,20 @@ export function queueItem(queue: Queue, version: number): Item {
 }
 
 export function queueFromItem(item: Item): Queue & { readonly version: number } {
-  const r = new Fields(fromItem(item), "queue");
+  const record = fromItem(item);
+  const r = new Fields(record, "queue");
+  // Decoded with the core's parser, like policies: what a reader gets passed the write's checks.
+  let fargate: Queue["fargate"];
+  if (record["fargate"] !== undefined) {
+    const parsed = parseQueueFargateSettings(record["fargate"]);
+    if (!parsed.ok) return r.fail(parsed.issues[0]!.path, `valid (${parsed.issues[0]!.message})`);
+    fargate = parsed.settings;
+  }
   return {
     name: r.string("name"),
     priority: r.number("priority"),
     retryPolicies: r.strings("retryPolicies"),
+    ...(fargate !== undefined ? { fargate } : {}),
     createdAtMs: r.number("createdAtMs"),
     updatedAtMs: r.number("updatedAtMs"),
     version: r.number("version"),

@@ -119,6 +119,7 @@ export class RetryResources {
       name: input.name,
       priority: input.priority,
       retryPolicies: [...input.retryPolicies],
+      ...(input.fargate !== undefined ? { fargate: input.fargate } : {}),
       createdAtMs: nowMs,
       updatedAtMs: nowMs,
     };
@@ -148,6 +149,7 @@ export class RetryResources {
         name: input.name,
         priority: input.priority,
         retryPolicies: [...input.retryPolicies],
+        ...(input.fargate !== undefined ? { fargate: input.fargate } : {}),
         createdAtMs: current.createdAtMs,
         updatedAtMs: nowMs,
       };
