@@ -222,6 +222,13 @@ describe("a task that runs and exits", () => {
       expect(stopped.detail[field], field).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     }
     expect(otherCluster).toEqual([]);
+    // Only ECS itself puts aws.ecs events: PutEvents still refuses them to callers.
+    expect(
+      defaultBus.putEvents([{ Source: "aws.ecs", DetailType: "ECS Task State Change", Detail: "{}" }])
+        .Entries,
+    ).toEqual([
+      { ErrorCode: "NotAuthorizedForSourceException", ErrorMessage: "Not authorized for the source." },
+    ]);
 
     // awslogs: stream <prefix>/<container>/<task id>, a line per event, the override's value.
     const taskId = taskArn!.split("/").at(-1)!;
@@ -262,6 +269,16 @@ describe("StopTask", () => {
     // Stopping a stopped task answers with it, unchanged.
     const again = await ecs.send(new StopTaskCommand({ cluster: "cairn", task: taskArn! }));
     expect(again.task).toMatchObject({ lastStatus: "STOPPED", stoppedReason: "cancelled: session s-2" });
+  });
+
+  test("stopped before it runs: no process is left, the task never reports RUNNING", async () => {
+    await register("cairn-early-stop", kernel({ command: ["sh", "-c", "while :; do sleep 0.05; done"] }));
+    const [taskArn] = await runTasks("cairn-early-stop");
+    await ecs.send(new StopTaskCommand({ cluster: "cairn", task: taskArn!, reason: "cancelled early" }));
+    const stopped = await stoppedEvent(taskArn!);
+    expect(stopped.detail).toMatchObject({ stopCode: "UserInitiated", stoppedReason: "cancelled early" });
+    expect(eventsOf(taskArn!).map((e) => e.detail.lastStatus)).not.toContain("RUNNING");
+    expect(server.service.activeTasks).toBe(0);
   });
 
   test("a container that ignores SIGTERM is killed after its stopTimeout (137)", async () => {
