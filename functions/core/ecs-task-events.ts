@@ -16,8 +16,9 @@
  * - [spot]      https://docs.aws.amazon.com/AmazonECS/latest/developerguide/fargate-capacity-providers.html
  *               (a Spot interruption's warning: `stopCode` TerminationNotice while still RUNNING)
  * - [stopcodes] https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_Task.html (`stopCode`)
- * - [runtask]   https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_RunTask.html
- *               (`startedBy`: up to 36 letters, digits, `-`, `/`, `_`)
+ * - [startedby] https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_StartTask.html and
+ *               API_RunTask.html: `startedBy` is letters, digits, `-`, `/`, `_`; StartTask takes up to
+ *               36 of them, RunTask up to 128
  * - [stoptask]  https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_StopTask.html
  *               ("Any tags associated with the task will be deleted": tags cannot identify a stopped task)
  * - [oom]       https://repost.aws/knowledge-center/ecs-resolve-outofmemory-errors
@@ -376,7 +377,7 @@ export interface EcsKernelIdentity {
   readonly placement?: number;
 }
 
-/** RunTask's limit on `startedBy` ([runtask]). */
+/** StartTask's limit on `startedBy`, the smaller of the two ([startedby]): either API takes Cairn's. */
 export const ECS_STARTED_BY_MAX_LENGTH = 36;
 export const ECS_STARTED_BY_PREFIX = "cairn/";
 
