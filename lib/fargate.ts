@@ -6,7 +6,7 @@
  * a task reaches them as CAIRN_FARGATE_* (functions/config.ts).
  *
  * Every ECS permission is scoped as far as the Service Authorization Reference allows: RunTask
- * on Cairn's task definitions (`cairn-*`) on this cluster only, the task actions on this
+ * on Cairn's task definitions (`cairn-*`) on this cluster only, StopTask on this
  * cluster's tasks, PassRole of these two roles to ECS tasks only. Registering and reading task
  * definitions supports no resource-level permissions and is granted on `*`.
  */

@@ -96,7 +96,7 @@ export const NAG_WILDCARD_RESOURCES = {
   },
   fargateTasks: {
     reason:
-      "Kernels' ECS tasks are started at run time, so the functions can name them only by their cluster: the resource is `task/<Cairn's cluster name>/*`, with ecs:StopTask and ecs:DescribeTasks conditioned on ecs:cluster being Cairn's cluster, and ecs:TagResource only as RunTask's tags on create (ecs:CreateAction RunTask).",
+      "Kernels' ECS tasks are started at run time, so the functions can name them only by their cluster: the resource is `task/<Cairn's cluster name>/*`, with ecs:StopTask conditioned on ecs:cluster being Cairn's cluster, and ecs:TagResource only as RunTask's tags on create (ecs:CreateAction RunTask).",
   },
   taskLogStreams: {
     reason:

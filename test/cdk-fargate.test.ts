@@ -324,7 +324,7 @@ describe("a cluster the stack creates, in a given VPC", () => {
   });
 
   test.each(FARGATE.commandSenders.map((name) => [name]))(
-    "%s: RunTask only on cairn-* task definitions on this cluster, the task actions on its tasks, PassRole of the two roles to ECS tasks",
+    "%s: RunTask only on cairn-* task definitions on this cluster, StopTask on its tasks, PassRole of the two roles to ECS tasks",
     (name) => {
       const statements = roleStatements(s.json, `CairnFunctions${name}Role`);
       const tasks = { "Fn::Join": ["", [ARN("ecs:<region>:<account>:task/"), { Ref: clusterId }, "/*"]] };
@@ -354,7 +354,7 @@ describe("a cluster the stack creates, in a given VPC", () => {
       ]);
       expect(grantsOf(statements, "ecs:StopTask")).toEqual([
         {
-          Action: ["ecs:DescribeTasks", "ecs:StopTask"],
+          Action: "ecs:StopTask",
           Effect: "Allow",
           Resource: tasks,
           Condition: onCluster,
@@ -619,7 +619,7 @@ describe("other ways to name the cluster", () => {
     });
     expect(stack.cairn.fargate!.clusterArn).toBe(ARN("ecs:<region>:<account>:cluster/research"));
     const statements = roleStatements(json, "CairnFunctionsCoordinatorRole");
-    expect(grantsOf(statements, "ecs:DescribeTasks")[0]?.Resource).toBe(
+    expect(grantsOf(statements, "ecs:StopTask")[0]?.Resource).toBe(
       ARN("ecs:<region>:<account>:task/research/*"),
     );
   });

@@ -46,8 +46,11 @@ export const ECS_RUN_TASK_ACTIONS = ["ecs:RunTask"] as const;
  * on create), with `ecs:CreateAction` naming the call, on the task or task definition it creates.
  */
 export const ECS_TAG_ON_CREATE_ACTIONS = ["ecs:TagResource"] as const;
-/** Stopping and reading the cluster's tasks. */
-export const ECS_TASK_ACTIONS = ["ecs:StopTask", "ecs:DescribeTasks"] as const;
+/**
+ * Stopping the cluster's tasks. (No ecs:DescribeTasks: the functions learn tasks' states from
+ * ECS's events, and send no DescribeTasks; grant it here when they do.)
+ */
+export const ECS_TASK_ACTIONS = ["ecs:StopTask"] as const;
 /**
  * Registering a kernel image's task definition (family `cairn-<hash>`) and reading it back: ECS
  * supports no resource-level permissions for these, so they are granted on `*`.
