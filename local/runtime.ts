@@ -35,7 +35,7 @@ import {
 } from "./pid-file.ts";
 import { startEdgeServer } from "./edge.ts";
 import { startSqsServer, type SqsServer } from "./sqs/index.ts";
-import { ecsAuth, logsStoreSink, startEcsServer, type EcsServer } from "./ecs/index.ts";
+import { ecsAuth, logsStoreSink, reapStaleEcsTasks, startEcsServer, type EcsServer } from "./ecs/index.ts";
 import { startLogsServer, type LogsServer } from "./logs/index.ts";
 import { startDynamoDbLocal, type RunningDynamoDb } from "./dynamodb-local.ts";
 import { LocalEventBus, startEventBridgeServer, type EventBridgeServer } from "./eventbridge/index.ts";
@@ -195,6 +195,9 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     // An earlier runtime killed with SIGKILL left its agents, their kernels (and perhaps its
     // DynamoDB Local) running: stop them before anything of ours starts.
     for (const line of recoverStaleRuntime(dataDir)) log(`cairn: ${line}`);
+    // …and the containers of its ECS tasks (detached process groups, recorded in their work dirs).
+    const ecsWorkRoot = join(dataDir, "ecs-tasks");
+    for (const line of reapStaleEcsTasks(ecsWorkRoot)) log(`cairn: ${line}`);
     const pids: { dynamoDb?: RecordedProcess; agents: PidFileContents["agents"] } = { agents: [] };
     const writePids = () => writePidFile(dataDir, { runtime: recordProcess(process.pid), ...pids });
     writePids();
@@ -272,7 +275,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       region: REGION,
       account: ACCOUNT,
       clusters: [ECS_CLUSTER],
-      workRoot: join(dataDir, "ecs-tasks"),
+      workRoot: ecsWorkRoot,
       logs: logsStoreSink(logs.store),
       publish: (entry) => {
         const result = defaultBus.putServiceEvent({ ...entry, Resources: [...entry.Resources] });

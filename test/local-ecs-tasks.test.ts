@@ -15,8 +15,13 @@ import {
   type RunTaskCommandInput,
 } from "@aws-sdk/client-ecs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { mkdtempSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
+  EcsService,
   logsStoreSink,
+  reapStaleEcsTasks,
   SPOT_INTERRUPTED_REASON,
   startEcsServer,
   type EcsServer,
@@ -406,5 +411,54 @@ describe("independent tasks", () => {
     ]);
     await Promise.all(arns.slice(1).map((task) => ecs.send(new StopTaskCommand({ cluster: "cairn", task }))));
     await Promise.all(arns.slice(1).map(stoppedEvent));
+  });
+});
+
+describe("after a runtime killed with SIGKILL", () => {
+  test("the next start kills the containers it left (recorded with their start time) and removes their work dirs", async () => {
+    const workRoot = mkdtempSync(join(tmpdir(), "cairn-ecs-stale-"));
+    // A service whose runtime "died": its task keeps running until the reaper comes.
+    const orphaned = new EcsService({ clusters: ["cairn"], stepDelayMs: 5, workRoot });
+    orphaned.taskDefinitions.register(
+      {
+        family: "cairn-orphan",
+        requiresCompatibilities: ["FARGATE"],
+        networkMode: "awsvpc",
+        cpu: "256",
+        memory: "512",
+        containerDefinitions: [
+          { name: "kernel", image: "x", command: ["sh", "-c", "while :; do sleep 0.05; done"] },
+        ],
+      },
+      [],
+    );
+    const { tasks } = orphaned.runTask({
+      cluster: "cairn",
+      definition: orphaned.taskDefinitions.find("cairn-orphan")!,
+      count: 1,
+      subnets: ["subnet-1"],
+      overrides: { containerOverrides: [] },
+      cpu: "256",
+      memory: "512",
+      group: "family:cairn-orphan",
+      tags: [],
+      propagateTaskDefinitionTags: false,
+      managedTags: false,
+    });
+    const task = tasks[0]!;
+    await until("the orphan running", () => (task.lastStatus === "RUNNING" ? true : undefined));
+    expect(readdirSync(workRoot)).toEqual([task.init.id]);
+
+    const lines = reapStaleEcsTasks(workRoot);
+    expect(lines).toEqual([
+      expect.stringMatching(
+        new RegExp(`^stopped container kernel of ECS task ${task.init.id} \\(pid \\d+\\)$`),
+      ),
+    ]);
+    expect(readdirSync(workRoot)).toEqual([]);
+    // The process is gone: its task sees the exit (as the dead runtime would have).
+    await until("the orphan's exit", () => (task.containers[0]!.exitCode === 137 ? true : undefined));
+    expect(reapStaleEcsTasks(workRoot)).toEqual([]);
+    await orphaned.close();
   });
 });

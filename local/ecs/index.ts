@@ -16,3 +16,4 @@ export { EcsError, EcsErrorCode } from "./errors.ts";
 export { FARGATE_MEMORY_BY_CPU, isFargateSize } from "./fargate-sizes.ts";
 export { logsStoreSink } from "./logs-sink.ts";
 export { ecsAuth } from "./access.ts";
+export { reapStaleEcsTasks } from "./stale.ts";

@@ -20,6 +20,7 @@ import { join } from "node:path";
 import { clusterArn, clusterNameOf, containerArn, newTaskId, taskArn, taskIdOf, type Scope } from "./arns.ts";
 import { startContainerProcess, SpawnFailure, type ContainerProcess } from "./container-process.ts";
 import { invalidParameter } from "./errors.ts";
+import { recordContainerProcess } from "./stale.ts";
 import type { RunPlan, StrategyItem } from "./run-input.ts";
 import {
   EcsTask,
@@ -426,6 +427,7 @@ export class EcsService {
         return cannotStartReason(c.argv[0] ?? "", error);
       }
       const process = c.process;
+      recordContainerProcess(run.workDir, c.state.name, process.pid);
       void process.exited.then((exit) => this.#containerExited(run, c, exit.exitCode, exit.atMs));
     }
     return undefined;
