@@ -20,13 +20,12 @@ import {
   type AgentRegistrationRequestedDetail,
   type KernelStatusChangedDetail,
 } from "../core/events.ts";
-import type { Agent, SessionWithKernels } from "../core/model.ts";
+import type { Agent } from "../core/model.ts";
 import {
   AgentFencedError,
   type AgentRepository,
   type SessionRepository,
 } from "../core/ports/session-store.ts";
-import { sessionPlacement } from "../core/sessions.ts";
 import { errorMessage } from "./lifecycle/handler.ts";
 import { rereadOnConflict } from "./reread.ts";
 import { newSigningKey, signatureMatches } from "../topology/agent-signature.ts";
@@ -137,51 +136,22 @@ export class Agents {
   }
 
   /**
-   * Whether a kernel report may change the session: signed by the current incarnation of the
-   * agent the kernel is placed on, for the session's current run and placement.
+   * Whether a kernel report comes from the agent it names, as registered now (its incarnation,
+   * its signature, not fenced). What the report may change is the core's to say
+   * (reportRefusal in core/coordinator/inbound.ts).
    */
-  async checkReport(
+  async authenticateReport(
     report: KernelStatusChangedDetail,
-    s: SessionWithKernels,
     getAgent: (agentId: string) => Promise<Agent | undefined> = (id) => this.#d.store.getAgent(id),
   ): Promise<Refusal | undefined> {
     const agent = await getAgent(report.agentId);
-    const refusal = await this.#authenticate(
+    return this.#authenticate(
       agent,
       report.agentId,
       report.incarnation,
       DetailType.KernelStatusChanged,
       report,
     );
-    if (refusal) return refusal;
-    const kernel = s.kernels.find((k) => k.index === report.kernelIndex);
-    if (!kernel)
-      return {
-        refused: `detail.kernelIndex: session ${report.sessionId} has no kernel ${report.kernelIndex}`,
-      };
-    if (kernel.agentId !== report.agentId) {
-      return {
-        refused:
-          `detail.agentId: kernel ${report.kernelIndex} of session ${report.sessionId} is ` +
-          (kernel.agentId === undefined ? "not placed" : `placed on agent ${kernel.agentId}`) +
-          `, not on ${report.agentId}`,
-      };
-    }
-    if (report.runIndex !== s.session.runIndex) {
-      return {
-        refused: `detail.runIndex: run ${report.runIndex} of session ${report.sessionId} has ended (the session is on run ${s.session.runIndex})`,
-      };
-    }
-    // A report without a placement (an agent of the previous version) counts as placement 0,
-    // as a command without one does: refused once the run has been placed again.
-    const placement = report.placement ?? 0;
-    const current = sessionPlacement(s.session);
-    if (placement !== current) {
-      return {
-        refused: `detail.placement: placement ${placement} of run ${report.runIndex} of session ${report.sessionId} has ended (the session is on placement ${current})`,
-      };
-    }
-    return undefined;
   }
 
   /**

@@ -6,9 +6,21 @@
  * applied by the lifecycle execution when the stage's callback is completed.
  */
 import type { CairnConfig } from "../config.ts";
-import { judge, judgePromotions, type Decision, type JudgedTarget } from "../core/coordinator/decide.ts";
-import { decisionWrite, type SessionWrite } from "../core/effects.ts";
-import { partitionUnrecoverable } from "../core/coordinator/unrecoverable.ts";
+import type { Decision } from "../core/coordinator/decide.ts";
+import type { RetryCatalogView } from "../core/coordinator/finished-run.ts";
+import {
+  jobsToCheck,
+  queuesNamed,
+  submissionId,
+  type Applied,
+  type BatchEvent,
+  type EventAction,
+  type Rejection,
+  type Wake,
+} from "../core/coordinator/inbound.ts";
+import { needsRetryCatalog, type CarryOutPlan, type PassResultEffects } from "../core/coordinator/passes.ts";
+import { step, type StepInput } from "../core/coordinator/step.ts";
+import type { SessionWrite } from "../core/effects.ts";
 import {
   DetailType,
   EventSource,
@@ -16,31 +28,13 @@ import {
   SessionStatusChangedDetailSchema,
   type InboundEvent,
 } from "../core/events.ts";
-import { STAGES } from "../core/handlers.ts";
-import { isRecentRepeat } from "../core/history.ts";
-import { reportsEffect } from "../core/kernel-reports.ts";
-import {
-  isLiveAgent,
-  stageKey,
-  type RunRecord,
-  type SessionWithKernels,
-  type StageTransition,
-} from "../core/model.ts";
+import { isLiveAgent, type Queue, type SessionWithKernels, type StageTransition } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
-import { promotionDue, sessionsToPromote } from "../core/promotion.ts";
-import { SchedulingResult } from "../core/scheduling.ts";
-import { judgeFinishedRun, runNeedsRetryCatalog } from "../core/coordinator/finished-run.ts";
+import { promotionDue } from "../core/promotion.ts";
+import { SESSION_STATUSES, WAITING_SESSION_STATUSES, SessionStatus } from "../core/status.ts";
 import { sessionAfterWrite } from "../core/session-after-write.ts";
-import { submissionSizeIssue } from "../core/submission-size.ts";
-import {
-  isWaitingStatus,
-  SESSION_STATUSES,
-  TERMINAL_SESSION_STATUSES,
-  WAITING_SESSION_STATUSES,
-  SessionStatus,
-} from "../core/status.ts";
 import { errorMessage, type HandlerContext } from "./lifecycle/handler.ts";
-import { isConflict, rereadOnConflict } from "./reread.ts";
+import { isConflict, rereadOnConflict, unlessConflict } from "./reread.ts";
 import { PASSES, passName, passStatuses, type Pass } from "./passes.ts";
 import type { AgentChannelPort, Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
 import { Agents } from "./agents.ts";
@@ -64,11 +58,7 @@ export interface CoordinatorDeps {
   readonly skipRecordIntervalMs?: number;
 }
 
-export interface Rejection {
-  readonly eventId: string | undefined;
-  readonly detailType: string | undefined;
-  readonly reason: string;
-}
+export type { Rejection };
 
 export interface RunReport {
   readonly applied: number;
@@ -110,6 +100,15 @@ class Dirty {
     this.full.add(status);
   }
 
+  /** What the step said a batch's events wake. */
+  apply(wake: Wake): void {
+    for (const s of wake.full) this.wakeAll(s);
+    for (const [status, id] of wake.touched) this.touch(status, id);
+    for (const id of wake.cancelCheck) this.sessions.add(id);
+    for (const [id, index] of wake.ended) this.ended.set(id, [...(this.ended.get(id) ?? []), index]);
+    if (wake.agentsHeard) this.agentsHeard = true;
+  }
+
   /** Sessions touched in any of `statuses`. */
   touched(statuses: readonly SessionStatus[]): string[] {
     return statuses.flatMap((s) => [...(this.byStatus.get(s) ?? [])]);
@@ -140,6 +139,11 @@ class HeldTokens {
     this.#used.add(sessionId);
   }
 
+  /** The tokens held and not used, by session. */
+  tokens(): ReadonlyMap<string, string> {
+    return new Map(this.unused().map((h) => [h.sessionId, h.token]));
+  }
+
   unused(): { sessionId: string; status: SessionStatus; token: string }[] {
     return [...this.#held].flatMap(([sessionId, h]) =>
       this.#used.has(sessionId) ? [] : [{ sessionId, ...h }],
@@ -156,11 +160,7 @@ interface PassOutcome {
 /** How long a coordinator instance uses an agent as read (liveness and incarnation; see AgentCache). */
 const AGENT_CACHE_MS = 1_000;
 
-/** An event held back to be applied with others after the batch's loop (kernel reports). */
-const DEFERRED = Symbol("deferred");
-
 type KernelReportEvent = Extract<InboundEvent, { detailType: typeof DetailType.KernelStatusChanged }>;
-type KernelStatusChangedDetail = KernelReportEvent["detail"];
 
 interface PendingReport {
   /** The event's index in the batch. */
@@ -168,13 +168,8 @@ interface PendingReport {
   readonly event: KernelReportEvent;
 }
 
-function rejectionOf(event: InboundEvent, reason: string): Rejection {
-  return { eventId: event.id, detailType: event.detailType, reason };
-}
 /** Higher-priority waiting sessions a targeted scheduling pass also tries, first. */
 const WAITING_AHEAD_LIMIT = 10;
-/** Sessions name no queue: they are in this one, which need not have been created. */
-const DEFAULT_QUEUE = "default";
 
 export class Coordinator {
   readonly #d: CoordinatorDeps;
@@ -186,9 +181,11 @@ export class Coordinator {
   readonly #repair: Repair;
   /** Agents as recently read, across this instance's runs (snapshot.ts). */
   readonly #agentCache: AgentCache;
+  readonly #skipRecordIntervalMs: number;
 
   constructor(deps: CoordinatorDeps) {
     this.#d = deps;
+    this.#skipRecordIntervalMs = deps.skipRecordIntervalMs ?? 30_000;
     this.#agentCache = new AgentCache(deps.store, deps.clock, AGENT_CACHE_MS);
     this.#agents = new Agents(deps);
     this.#commands = new KernelCommands(deps.store, deps.channel);
@@ -216,44 +213,7 @@ export class Coordinator {
       // Each event reads its own session below, and fails (to be redelivered) on its own.
       this.#d.log.warn("reading the batch's sessions failed", { error: errorMessage(error) });
     }
-    const rejected: Rejection[] = [];
-    const retry: number[] = [];
-    let applied = 0;
-    const failed = (indexes: readonly number[], error: unknown) => {
-      retry.push(...indexes);
-      // Contention on one session (a gang's kernels reporting at once) outlasting the
-      // re-reads is expected under load and resolves on redelivery: not an error.
-      const message = "event processing failed; it will be redelivered";
-      if (isConflict(error)) this.#d.log.warn(message, { error: errorMessage(error) });
-      else this.#d.log.error(message, { error: errorMessage(error) });
-    };
-    const outcome = (rejection: Rejection | undefined) => {
-      if (rejection) {
-        rejected.push(rejection);
-        this.#d.log.warn("event rejected", { ...rejection });
-      } else applied++;
-    };
-    const reports = new Map<string, PendingReport[]>();
-    for (const [i, envelope] of envelopes.entries()) {
-      try {
-        const rejection = await this.#ingest(envelope, i, dirty, snapshot, reports);
-        if (rejection !== DEFERRED) outcome(rejection);
-      } catch (error) {
-        failed([i], error);
-      }
-    }
-    // A session's reports in this batch are applied together: one write per session.
-    for (const [sessionId, group] of reports) {
-      try {
-        for (const rejection of await this.#applyReports(sessionId, group, dirty, snapshot))
-          outcome(rejection);
-      } catch (error) {
-        failed(
-          group.map((r) => r.index),
-          error,
-        );
-      }
-    }
+    const { applied, rejected, retry } = await this.#applyEvents(envelopes, dirty, snapshot);
     if (rejected.length > 0) {
       const atMs = this.#d.clock.nowMs();
       await this.#d.events.rejected(
@@ -424,139 +384,206 @@ export class Coordinator {
 
   // --- inbound events --------------------------------------------------------------------
 
-  async #ingest(
-    envelope: unknown,
-    index: number,
+  /**
+   * The batch's events: parsed, what their rules read loaded, stepped, and each action carried
+   * out in the batch's order; then what the actions came to, stepped again for what it wakes.
+   * Kernel reports are applied last, each session's together (#applyReports).
+   */
+  async #applyEvents(
+    envelopes: readonly unknown[],
     dirty: Dirty,
     snapshot: RunSnapshot,
-    reports: Map<string, PendingReport[]>,
-  ): Promise<Rejection | undefined | typeof DEFERRED> {
-    const own = ownStatusChange(envelope);
-    if (own) {
-      dirty.touch(own.to, own.sessionId);
-      dirty.sessions.add(own.sessionId);
-      if (TERMINAL_SESSION_STATUSES.has(own.to)) {
-        dirty.ended.set(own.sessionId, [...(dirty.ended.get(own.sessionId) ?? []), index]);
-      }
-      if (freesCapacity(own)) dirty.wakeAll(SessionStatus.PENDING);
-      return undefined;
-    }
-    const parsed = parseInboundEvent(envelope);
-    if (!parsed.ok) {
-      const { eventId, detailType, message } = parsed.error;
-      if (detailType === DetailType.SessionSubmitted)
-        await this.#jobs.refuse(submissionOf(envelope), message);
-      return { eventId, detailType, reason: message };
-    }
-    return this.#apply(parsed.event, index, dirty, snapshot, reports);
-  }
-
-  async #apply(
-    event: InboundEvent,
-    index: number,
-    dirty: Dirty,
-    snapshot: RunSnapshot,
-    reports: Map<string, PendingReport[]>,
-  ): Promise<Rejection | undefined | typeof DEFERRED> {
-    const { store } = this.#d;
-    const reject = (reason: string): Rejection => rejectionOf(event, reason);
-    switch (event.detailType) {
-      case DetailType.SessionSubmitted: {
-        const id = event.detail.sessionId ?? `s-${event.id.toLowerCase()}`;
-        const { spec } = event.detail;
-        // Kept where the submitter reads it (issue 11): `submit` waits for it, `get` says why.
-        const refuse = async (reason: string) =>
-          reject(await this.#jobs.refuse({ id, eventId: event.id }, reason));
-        // A spec whose kernel commands could never be sent is refused now, not stranded later.
-        const tooLarge = submissionSizeIssue(event.detail.sessionId, spec);
-        if (tooLarge) return refuse(`detail.${tooLarge.path}: ${tooLarge.message}`);
-        const queue = await this.#catalog.queue(spec.queue);
-        if (!queue && spec.queue !== DEFAULT_QUEUE && !(await store.getJob(id))) {
-          return refuse(
-            `detail.spec.queue: no queue named "${spec.queue}" (create it with \`cairn queue create\`)`,
-          );
+  ): Promise<{ applied: number; rejected: Rejection[]; retry: number[] }> {
+    const rejected: Rejection[] = [];
+    const retry: number[] = [];
+    let applied = 0;
+    const failed = (indexes: readonly number[], error: unknown) => {
+      retry.push(...indexes);
+      // Contention on one session (a gang's kernels reporting at once) outlasting the
+      // re-reads is expected under load and resolves on redelivery: not an error.
+      const message = "event processing failed; it will be redelivered";
+      if (isConflict(error)) this.#d.log.warn(message, { error: errorMessage(error) });
+      else this.#d.log.error(message, { error: errorMessage(error) });
+    };
+    const outcome = (rejection: Rejection | undefined) => {
+      if (rejection) {
+        rejected.push(rejection);
+        this.#d.log.warn("event rejected", { ...rejection });
+      } else applied++;
+    };
+    const reject = async (action: Extract<EventAction, { kind: "reject" }>) => {
+      // Kept where the submitter reads it (issue 11): `submit` waits for it, `get` says why.
+      if (action.refuse) await this.#jobs.refuse(action.refuse, action.rejection.reason);
+      outcome(action.rejection);
+    };
+    const { actions, wake } = step(await this.#loadEvents(envelopes.map(parseBatchEvent)));
+    dirty.apply(wake);
+    const done: Applied[] = [];
+    const reports = new Map<string, PendingReport[]>();
+    for (const action of actions) {
+      try {
+        switch (action.kind) {
+          case "none":
+            outcome(undefined);
+            break;
+          case "redeliver":
+            retry.push(action.index);
+            break;
+          case "reject":
+            await reject(action);
+            break;
+          case "submit": {
+            const submitted = await this.#jobs.submit(action.jobId, action.spec);
+            if (submitted.ok) outcome(undefined);
+            done.push(
+              submitted.ok
+                ? { kind: "submitted", action, sessionIds: submitted.sessionIds }
+                : { kind: "submit-refused", action, reason: submitted.reason },
+            );
+            break;
+          }
+          case "cancel": {
+            // A session, or a job of independent tasks (whose sessions are <id>-t<index>).
+            const sessionIds = (await this.#jobs.requestCancel(action.sessionId, action.reason, snapshot))
+              ? [action.sessionId]
+              : await this.#jobs.cancelJob(action.sessionId, action.reason, snapshot);
+            if (sessionIds) outcome(undefined);
+            done.push({ kind: "cancel-requested", action, sessionIds });
+            break;
+          }
+          case "report": {
+            const group = reports.get(action.event.detail.sessionId) ?? [];
+            group.push({ index: action.index, event: action.event });
+            reports.set(action.event.detail.sessionId, group);
+            break;
+          }
+          case "heartbeat": {
+            const beat = await this.#agents.heartbeat(action.event.detail);
+            if ("refused" in beat) {
+              outcome({
+                eventId: action.event.id,
+                detailType: action.event.detailType,
+                reason: beat.refused,
+              });
+            } else outcome(undefined);
+            done.push({
+              kind: "heartbeat",
+              index: action.index,
+              capacityChanged: "wake" in beat && beat.wake,
+            });
+            break;
+          }
+          case "register": {
+            const { retired } = await this.#agents.register(action.event.detail);
+            this.#agentCache.forget(action.event.detail.agentId);
+            outcome(undefined);
+            done.push({ kind: "registered", index: action.index, retired });
+            break;
+          }
         }
-        // A queue's priority orders its sessions among other queues': it is added to the
-        // session's own, and the sum is what the session is queued by.
-        const queued =
-          queue && queue.priority !== 0 ? { ...spec, priority: spec.priority + queue.priority } : spec;
-        const outcome = await this.#jobs.submit(id, queued);
-        if (!outcome.ok) return refuse(outcome.reason);
-        for (const sessionId of outcome.sessionIds) dirty.sessions.add(sessionId);
-        return undefined;
-      }
-      case DetailType.SessionCancelRequested: {
-        const { sessionId } = event.detail;
-        const reason = event.detail.reason ?? "cancel requested";
-        // A session, or a job of independent tasks (whose sessions are <id>-t<index>).
-        if (await this.#jobs.requestCancel(sessionId, reason, snapshot)) {
-          dirty.sessions.add(sessionId);
-          return undefined;
-        }
-        const cancelled = await this.#jobs.cancelJob(sessionId, reason, snapshot);
-        if (!cancelled) return reject(`detail.sessionId: no session or job ${sessionId}`);
-        for (const id of cancelled) dirty.sessions.add(id);
-        return undefined;
-      }
-      case DetailType.KernelStatusChanged: {
-        // Applied after the batch's other events, together with the session's other reports.
-        const group = reports.get(event.detail.sessionId) ?? [];
-        group.push({ index, event });
-        reports.set(event.detail.sessionId, group);
-        return DEFERRED;
-      }
-      case DetailType.AgentHeartbeat: {
-        dirty.agentsHeard = true;
-        const outcome = await this.#agents.heartbeat(event.detail);
-        if ("refused" in outcome) return reject(outcome.refused);
-        // Capacity only appears with a returning agent (or leaves with a draining one); a
-        // routine heartbeat must not trigger a scheduling pass over the whole queue.
-        if (outcome.wake) dirty.wakeAll(SessionStatus.PENDING);
-        return undefined;
-      }
-      case DetailType.AgentRegistrationRequested: {
-        dirty.agentsHeard = true;
-        const { retired } = await this.#agents.register(event.detail);
-        this.#agentCache.forget(event.detail.agentId);
-        dirty.wakeAll(SessionStatus.PENDING);
-        if (retired) {
-          // The old incarnation's kernels ended WORKER_FAILED: sessions past PENDING (RUNNING
-          // ones waiting for DetectTermination) move on now, as after an agent lost by silence.
-          for (const s of SESSION_STATUSES) dirty.wakeAll(s);
-          snapshot.clear();
-        }
-        return undefined;
+      } catch (error) {
+        failed([action.index], error);
       }
     }
+    const after = step({ kind: "applied", applied: done });
+    for (const action of after.rejected) {
+      try {
+        await reject(action);
+      } catch (error) {
+        failed([action.index], error);
+      }
+    }
+    dirty.apply(after.wake);
+    if (after.wake.forgetReads) snapshot.clear();
+    // A session's reports in this batch are applied together: one write per session.
+    for (const [sessionId, group] of reports) {
+      try {
+        for (const rejection of await this.#applyReports(sessionId, group, dirty, snapshot))
+          outcome(rejection);
+      } catch (error) {
+        failed(
+          group.map((r) => r.index),
+          error,
+        );
+      }
+    }
+    return { applied, rejected, retry };
   }
 
   /**
-   * A session's kernel reports of one batch: each checked (only the agent the kernel is placed
-   * on may report it, signed, for the current run), then all applied in one write of the kernels
-   * they change, re-reading on a conflict. Returns each report's rejection, or undefined where it
-   * was applied.
+   * What the events' rules read: the queues submissions name, and whether a submission naming
+   * a missing queue repeats a stored job. An event whose read failed is redelivered, the rest
+   * of the batch goes on.
+   */
+  async #loadEvents(events: BatchEvent[]): Promise<StepInput & { kind: "events" }> {
+    const queues = new Map<string, Queue>();
+    const unreadQueues = new Set<string>();
+    await Promise.all(
+      queuesNamed(events).map(async (name) => {
+        try {
+          const queue = await this.#catalog.queue(name);
+          if (queue) queues.set(name, queue);
+        } catch (error) {
+          unreadQueues.add(name);
+          this.#d.log.warn("reading a submission's queue failed", {
+            queue: name,
+            error: errorMessage(error),
+          });
+        }
+      }),
+    );
+    const existingJobs = new Set<string>();
+    const unreadJobs = new Set<string>();
+    await Promise.all(
+      jobsToCheck(events, queues).map(async (id) => {
+        try {
+          if (await this.#d.store.getJob(id)) existingJobs.add(id);
+        } catch (error) {
+          unreadJobs.add(id);
+          this.#d.log.warn("reading a submission's job failed", { jobId: id, error: errorMessage(error) });
+        }
+      }),
+    );
+    return {
+      kind: "events",
+      events: events.map((e) =>
+        e.kind === "inbound" &&
+        e.event.detailType === DetailType.SessionSubmitted &&
+        (unreadQueues.has(e.event.detail.spec.queue) || unreadJobs.has(submissionId(e.event)))
+          ? { kind: "unloaded" }
+          : e,
+      ),
+      queues,
+      existingJobs,
+    };
+  }
+
+  /**
+   * A session's kernel reports of one batch: each authenticated here (only the agent's current
+   * incarnation signs), judged by the core (for the kernel's agent, run and placement), and the
+   * accepted ones applied in one write of the kernels they change, re-reading on a conflict.
+   * Returns each report's rejection, or undefined where it was applied.
    */
   async #applyReports(
     sessionId: string,
     group: readonly PendingReport[],
     dirty: Dirty,
     snapshot: RunSnapshot,
-  ): Promise<(Rejection | undefined)[]> {
+  ): Promise<readonly (Rejection | undefined)[]> {
     return rereadOnConflict(async () => {
       const s = await snapshot.session(sessionId);
-      if (!s)
-        return group.map(({ event }) => rejectionOf(event, `detail.sessionId: no session ${sessionId}`));
-      const outcomes: (Rejection | undefined)[] = [];
-      const accepted: KernelStatusChangedDetail[] = [];
+      const reports: { event: KernelReportEvent; refused?: string }[] = [];
       for (const { event } of group) {
-        const refusal = await this.#agents.checkReport(event.detail, s, (id) =>
-          snapshot.agent(id, event.detail.incarnation),
-        );
-        outcomes.push(refusal ? rejectionOf(event, refusal.refused) : undefined);
-        if (!refusal) accepted.push(event.detail);
+        const refusal = s
+          ? await this.#agents.authenticateReport(event.detail, (id) =>
+              snapshot.agent(id, event.detail.incarnation),
+            )
+          : undefined;
+        reports.push(refusal ? { event, refused: refusal.refused } : { event });
       }
       const nowMs = this.#d.clock.nowMs();
-      const effect = reportsEffect(s, accepted, nowMs);
+      const { outcomes, effect } = step({ kind: "reports", sessionId, session: s, reports, nowMs });
+      if (!s) return outcomes;
       if (effect.kind === "none") {
         dirty.touch(s.session.status, sessionId);
         return outcomes;
@@ -647,161 +674,103 @@ export class Coordinator {
     held: HeldTokens,
   ): Promise<PassOutcome> {
     // Issue 11: a run that can never start ends FAILED here instead of reaching its handler again.
+    const { ending, rest } =
+      pass.kind === "lifecycle"
+        ? step({
+            kind: "pass-targets",
+            handler: pass.handler.spec.name,
+            targets,
+            nowMs: this.#d.clock.nowMs(),
+          })
+        : { ending: [], rest: targets };
+    let decisions = ending.length;
+    let completed = await this.#carryOut(ending, ctx.snapshot, held);
+    if (rest.length === 0) return { targets: targets.length, decisions, completed };
+    const judging = { targets: rest, skipRecordIntervalMs: this.#skipRecordIntervalMs };
+    let judged: PassResultEffects;
     if (pass.kind === "lifecycle") {
-      const { ending, rest } = partitionUnrecoverable(targets, pass.handler.spec.name, this.#d.clock.nowMs());
-      if (ending.length > 0) {
-        const ended = await this.#carryOut(ending, targets, ctx.snapshot, held);
-        const others = rest.length > 0 ? await this.#runPass(pass, rest, ctx, held) : undefined;
-        return {
-          targets: targets.length,
-          decisions: ending.length + (others?.decisions ?? 0),
-          completed: ended + (others?.completed ?? 0),
-        };
-      }
-    }
-    const judged = targets.map(toJudged);
-    let decisions: Decision[];
-    let preempted = 0;
-    if (pass.kind === "lifecycle") {
-      let result = await pass.handler.execute(targets, ctx);
+      let result = await pass.handler.execute(rest, ctx);
       // Sessions that could not be placed may preempt lower-priority ones (issue 6).
       if (pass.handler.spec.name === "ScheduleNewSessions") {
-        ({ result, completed: preempted } = await this.#preemption.afterSchedule(targets, result));
+        let preempted: number;
+        ({ result, completed: preempted } = await this.#preemption.afterSchedule(rest, result));
+        completed += preempted;
       }
-      decisions = judge({
-        handler: pass.handler.spec,
-        result,
-        targets: judged,
+      judged = step({
+        kind: "pass-result",
+        pass: { kind: "lifecycle", spec: pass.handler.spec, result },
         nowMs: this.#d.clock.nowMs(),
+        ...judging,
       });
     } else {
-      decisions = judgePromotions(
-        pass.spec,
-        sessionsToPromote(pass.spec, targets),
-        judged,
-        this.#d.clock.nowMs(),
-      );
+      judged = step({ kind: "pass-result", pass: pass, nowMs: this.#d.clock.nowMs(), ...judging });
     }
-    const completed = preempted + (await this.#carryOut(decisions, targets, ctx.snapshot, held));
-    return { targets: targets.length, decisions: decisions.length, completed };
-  }
-
-  /** Writes each decision; completes the stage's callback for those that change status. */
-  async #carryOut(
-    decisions: readonly Decision[],
-    targets: readonly SessionWithKernels[],
-    snapshot: RunSnapshot,
-    held: HeldTokens,
-  ): Promise<number> {
-    const interval = this.#d.skipRecordIntervalMs ?? 30_000;
-    const read = new Map(targets.map((t) => [t.session.id, t.session]));
-    // A skip repeating the session's latest record is not rewritten: decide that before reading
-    // again what the pass wrote.
-    const worthWriting = decisions.filter(
-      (d) =>
-        d.result !== SchedulingResult.SKIPPED ||
-        !isRecentRepeat(read.get(d.sessionId)?.lastHistory, d.history, interval),
-    );
-    if (worthWriting.length === 0) return 0;
-    // The run's copies; those the pass wrote (a placement, kernel patches) are read again. A copy
-    // that is out of date otherwise makes the conditional write below fail, and the next event
-    // or the sweep judges the session afresh.
-    const fresh = new Map(
-      (await snapshot.sessions(worthWriting.map((d) => d.sessionId))).map((s) => [s.session.id, s]),
-    );
-    let completed = 0;
-    await Promise.all(
-      worthWriting.map(async (decision) => {
-        const s = fresh.get(decision.sessionId);
-        // The session moved on since it was read as a target: the next run judges it afresh.
-        if (!s || s.session.status !== decision.fromStatus) return;
-        if (
-          decision.result === SchedulingResult.SKIPPED &&
-          isRecentRepeat(s.session.lastHistory, decision.history, interval)
-        ) {
-          return;
-        }
-        // A stage claimed on entry holds no token in the table: this run holds it.
-        const heldToken = s.session.stage.taskToken === undefined ? held.get(s.session.id) : undefined;
-        if (heldToken !== undefined) {
-          completed += await this.#carryOutHeld(s, decision, heldToken, held);
-          return;
-        }
-        const token = s.session.stage.taskToken;
-        if (decision.complete && token === undefined) return;
-        // A run leaving TERMINATING is judged first: retried (back to PENDING) or finished.
-        const judged = decision.complete ? await this.#judgeRun(s, decision.complete) : undefined;
-        // Issue 11: the run's record is written with the claim; the callback carries its index.
-        const { transition, run } = judged
-          ? callbackPayload(judged)
-          : { transition: undefined, run: undefined };
-        const write = decisionWrite(s.session, decision, this.#d.clock.nowMs());
-        try {
-          snapshot.forget(s.session.id);
-          await this.#d.store.applyWrite(run ? { ...write, run } : write);
-        } catch (error) {
-          if (isConflict(error)) return;
-          throw error;
-        }
-        if (transition && token !== undefined) {
-          await this.#complete(s.session.id, token, transition, sessionAfterWrite(s, write));
-          completed++;
-        }
-      }),
-    );
-    return completed;
+    decisions += judged.decisions.length;
+    completed += await this.#carryOut(judged.toCarryOut, ctx.snapshot, held);
+    return { targets: targets.length, decisions, completed };
   }
 
   /**
-   * A decision on a stage claimed on entry (its token held by this run): a status change needs
-   * no claim, the stage is completed at once with the copy as the next entry's start; a
-   * decision that keeps the session waiting is written with the token put back. Returns the
-   * stages completed (0 or 1).
+   * Carries each decision out on the session as it is now: the run's copies, where those the
+   * pass wrote (a placement, kernel patches) are read again. A copy that is out of date
+   * otherwise makes the conditional write fail, and the next event or the sweep judges the
+   * session afresh. Returns the stages completed.
    */
-  async #carryOutHeld(
-    s: SessionWithKernels,
-    decision: Decision,
-    token: string,
-    held: HeldTokens,
-  ): Promise<number> {
-    const nowMs = this.#d.clock.nowMs();
-    if (!decision.complete) {
-      const write = decisionWrite(s.session, decision, nowMs);
-      try {
-        await this.#d.store.applyWrite({ ...write, stage: { ...s.session.stage, taskToken: token } });
-      } catch (error) {
-        // The run's end writes the token back (Coordinator.advance).
-        if (isConflict(error)) return 0;
-        throw error;
-      }
-      held.use(s.session.id);
-      return 0;
-    }
-    const judged = await this.#judgeRun(s, decision.complete);
-    const { transition, run } = callbackPayload(judged);
-    if (run && JSON.stringify(run).length > MAX_CARRIED_RUN_CHARS) {
-      // Too large for the callback: the record goes to the table, the transition names its index.
-      try {
-        await this.#d.store.applyWrite({ ...decisionWrite(s.session, decision, nowMs), run });
-      } catch (error) {
-        if (isConflict(error)) return 0;
-        throw error;
-      }
-      held.use(s.session.id);
-      await this.#complete(s.session.id, token, transition);
-    } else {
-      held.use(s.session.id);
-      // Small enough to travel with the transition: the next entry writes it with the status.
-      const { runIndex: _inTable, ...carried } = transition;
-      await this.#complete(s.session.id, token, run ? { ...carried, run } : transition, s);
-    }
-    return 1;
+  async #carryOut(decisions: readonly Decision[], snapshot: RunSnapshot, held: HeldTokens): Promise<number> {
+    if (decisions.length === 0) return 0;
+    const now = new Map(
+      (await snapshot.sessions(decisions.map((d) => d.sessionId))).map((s) => [s.session.id, s]),
+    );
+    const completed = await Promise.all(
+      decisions.map(async (decision) => {
+        const session = now.get(decision.sessionId);
+        const catalog = needsRetryCatalog(decision, session) ? await this.#retryCatalog(session!) : undefined;
+        const plan = step({
+          kind: "carry-out",
+          decision,
+          session,
+          heldToken: held.get(decision.sessionId),
+          catalog,
+          nowMs: this.#d.clock.nowMs(),
+          skipRecordIntervalMs: this.#skipRecordIntervalMs,
+        });
+        return this.#carryOutPlan(decision.sessionId, plan, snapshot, held);
+      }),
+    );
+    return completed.reduce((a, b) => a + b, 0);
   }
 
-  /** A run leaving TERMINATING, judged (core/coordinator/finished-run.ts) with the catalog it needs. */
-  async #judgeRun(s: SessionWithKernels, t: StageTransition): Promise<StageTransition> {
-    const nowMs = this.#d.clock.nowMs();
-    if (!runNeedsRetryCatalog(s, t)) return judgeFinishedRun(s, t, nowMs);
+  /** One decision's plan: its write, then its callback. Returns the stages completed (0 or 1). */
+  async #carryOutPlan(
+    sessionId: string,
+    plan: CarryOutPlan,
+    snapshot: RunSnapshot,
+    held: HeldTokens,
+  ): Promise<number> {
+    const write = (w: SessionWrite) => unlessConflict(() => this.#d.store.applyWrite(w));
+    switch (plan.kind) {
+      case "none":
+        return 0;
+      case "held-write":
+        // On a conflict the token is still held: the run's end writes it back (#giveBack).
+        if ((await write(plan.write)) === undefined) return 0;
+        held.use(sessionId);
+        return 0;
+      case "held-complete":
+        if (plan.write && (await write(plan.write)) === undefined) return 0;
+        held.use(sessionId);
+        await this.#complete(sessionId, plan.token, plan.transition, plan.known);
+        return 1;
+      case "write":
+        snapshot.forget(sessionId);
+        if ((await write(plan.write)) === undefined || !plan.complete) return 0;
+        await this.#complete(sessionId, plan.complete.token, plan.complete.transition, plan.complete.known);
+        return 1;
+    }
+  }
+
+  /** What a failed run's judgment reads besides the session: its retry policies and the configuration. */
+  async #retryCatalog(s: SessionWithKernels): Promise<RetryCatalogView> {
     const [config, resolution] = await Promise.all([
       this.#catalog.config(),
       this.#catalog.policiesFor(s.session),
@@ -812,7 +781,7 @@ export class Coordinator {
         missing: resolution.missing,
       });
     }
-    return judgeFinishedRun(s, t, nowMs, { config, policies: resolution.policies });
+    return { config, policies: resolution.policies };
   }
 
   /**
@@ -864,47 +833,22 @@ export class Coordinator {
         ? await snapshot.sessions(dirty.sessions)
         : [];
     let completed = 0;
-    for (const candidate of candidates) {
-      const { session } = candidate;
-      const heldToken = session.stage.taskToken === undefined ? dirty.held.get(session.id) : undefined;
-      const token = session.stage.taskToken ?? heldToken;
-      if (
-        session.cancelRequestedAtMs === undefined ||
-        token === undefined ||
-        !isWaitingStatus(session.status)
-      ) {
-        continue;
-      }
-      const to = STAGES[session.status].onCancel;
-      if (to === session.status) continue;
-      const transition: StageTransition = {
-        from: session.status,
-        to,
-        result: "CANCELLED",
-        handler: "Cancel",
-        message: "cancel requested",
-      };
-      if (heldToken !== undefined) {
+    const plans = step({
+      kind: "cancels",
+      candidates,
+      held: dirty.held.tokens(),
+      nowMs: this.#d.clock.nowMs(),
+    });
+    for (const plan of plans) {
+      if (plan.claim) {
+        const claim = plan.claim;
+        snapshot.forget(plan.sessionId);
+        if ((await unlessConflict(() => this.#d.store.applyWrite(claim))) === undefined) continue;
+      } else {
         // Claimed on entry: nothing to write before completing.
-        dirty.held.use(session.id);
-        await this.#complete(session.id, heldToken, transition, candidate);
-        completed++;
-        continue;
+        dirty.held.use(plan.sessionId);
       }
-      snapshot.forget(session.id);
-      const claim: SessionWrite = {
-        sessionId: session.id,
-        expected: { status: session.status, version: session.version },
-        nowMs: this.#d.clock.nowMs(),
-        claimStage: true,
-      };
-      try {
-        await this.#d.store.applyWrite(claim);
-      } catch (error) {
-        if (isConflict(error)) continue;
-        throw error;
-      }
-      await this.#complete(session.id, token, transition, sessionAfterWrite(candidate, claim));
+      await this.#complete(plan.sessionId, plan.token, plan.transition, plan.known);
       completed++;
     }
     return completed;
@@ -913,33 +857,6 @@ export class Coordinator {
 
 /** A stage's token replaced more often than this while completing it is left to the next pass. */
 const MAX_TOKEN_HOPS = 3;
-/**
- * A finished run's record up to this size travels with the transition of a stage claimed on
- * entry (the next entry writes it); a larger one is written to the table first.
- */
-const MAX_CARRIED_RUN_CHARS = 8_192;
-/** A transition's message in a callback payload (the history keeps what it carries). */
-const MAX_TRANSITION_MESSAGE_CHARS = 4_096;
-
-/**
- * Issue 11: a callback payload is small by construction (Step Functions: 256 KiB). The run's
- * record (every kernel's message) goes to the table; the transition carries its index and a
- * capped message.
- */
-function callbackPayload(judged: StageTransition): { transition: StageTransition; run?: RunRecord } {
-  const { run, ...rest } = judged;
-  const message =
-    rest.message !== undefined && rest.message.length > MAX_TRANSITION_MESSAGE_CHARS
-      ? `${rest.message.slice(0, MAX_TRANSITION_MESSAGE_CHARS - 1)}…`
-      : rest.message;
-  const transition: StageTransition = {
-    ...rest,
-    ...(message !== undefined ? { message } : {}),
-    ...(run ? { runIndex: run.runIndex } : {}),
-  };
-  return run ? { transition, run } : { transition };
-}
-
 /** The status queues' order: highest priority first, then oldest, then id. */
 function queueOrder(a: SessionWithKernels, b: SessionWithKernels): number {
   return (
@@ -963,23 +880,6 @@ function mayAdvance(status: SessionStatus, written: SessionWithKernels): boolean
   return promotionDue({ session: { ...written.session, status }, kernels: written.kernels });
 }
 
-/** A session leaving its agents (or re-queued) frees capacity the whole queue may use. */
-function freesCapacity({ from, to }: { from: SessionStatus; to: SessionStatus }): boolean {
-  if (to === SessionStatus.TERMINATED || to === SessionStatus.CANCELLED) return true;
-  return to === SessionStatus.PENDING && from !== SessionStatus.PENDING;
-}
-
-function toJudged({ session }: SessionWithKernels): JudgedTarget {
-  const status = session.status;
-  return {
-    sessionId: session.id,
-    status,
-    tries: session.tries,
-    maxTries: isWaitingStatus(status) ? session.spec.maxTries[stageKey(status)] : 1,
-    expiresAtMs: session.stage.expiresAtMs,
-  };
-}
-
 /** The id and event id of a submission that did not parse, as far as they can be read. */
 function submissionOf(envelope: unknown): { id?: unknown; eventId?: unknown } {
   if (typeof envelope !== "object" || envelope === null) return {};
@@ -990,6 +890,16 @@ function submissionOf(envelope: unknown): { id?: unknown; eventId?: unknown } {
       ? (detail as Record<string, unknown>)["sessionId"]
       : undefined;
   return { id, eventId: e["id"] };
+}
+
+/** An envelope as the step reads it: the control plane's own status change, an inbound event, or why not. */
+function parseBatchEvent(envelope: unknown): BatchEvent {
+  const own = ownStatusChange(envelope);
+  if (own) return { kind: "status-changed", ...own };
+  const parsed = parseInboundEvent(envelope);
+  if (parsed.ok) return { kind: "inbound", event: parsed.event };
+  const { eventId, detailType, message } = parsed.error;
+  return { kind: "invalid", eventId, detailType, message, submission: submissionOf(envelope) };
 }
 
 /** The control plane's own "Session Status Changed" events only wake passes. */
