@@ -15,9 +15,12 @@ import { pathToFileURL } from "node:url";
 import { DescribeTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { createTable } from "../functions/adapters/dynamo/create-table.ts";
 import {
+  bindClusterArn,
+  FARGATE,
   FUNCTIONS,
   QUEUES,
   RULES,
+  RuleBus,
   STATE_MACHINES,
   SWEEP,
   type FunctionName,
@@ -366,9 +369,12 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       stops.push(() => queue.close());
       stops.push(() => bus.close());
     }
-    for (const rule of RULES) {
+    // The Fargate executor's rule listens on the default bus, where the embedded ECS puts its
+    // events, bound to the runtime's cluster as the stack binds it to its own.
+    const ecsRules = FARGATE.rules.map((r) => bindClusterArn(r, ecs.service.clusterArn(ECS_CLUSTER)));
+    for (const rule of [...RULES, ...ecsRules]) {
       const queue = queues.get(rule.target.queue)!;
-      bus.putRule({
+      (rule.bus === RuleBus.Default ? defaultBus : bus).putRule({
         name: rule.name,
         description: rule.description,
         eventPattern: rule.eventPattern,

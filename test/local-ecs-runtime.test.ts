@@ -28,6 +28,8 @@ afterAll(async () => {
   await rt?.stop();
 });
 
+const eventsOfTask = (taskArn: string) => onDefault.filter((e) => e.detail.taskArn === taskArn).length;
+
 async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -101,6 +103,14 @@ test("a Fargate task through the edge with the functions' credentials: events on
   );
   expect(stopped).toMatchObject({ source: "aws.ecs", detail: { stopCode: "SpotInterruption" } });
   expect(onCairn.filter((e) => e.source === "aws.ecs")).toEqual([]);
+  // The stack's rule for them (FARGATE.rules) is on the default bus, bound to this cluster.
+  const [rule] = rt.runtime.defaultBus.listRules("EcsTaskStateChanges");
+  expect(JSON.parse(rule!.eventPattern)).toEqual({
+    source: ["aws.ecs"],
+    "detail-type": ["ECS Task State Change"],
+    detail: { clusterArn: [info.ecsClusterArn] },
+  });
+  expect(rt.runtime.defaultBus.stats().matched).toBeGreaterThanOrEqual(eventsOfTask(taskArn));
   ecs.destroy();
 
   // The CLI's credentials may not touch ECS, as in the stack only the functions' roles may.
