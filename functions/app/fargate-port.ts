@@ -22,7 +22,10 @@ export interface FargateTaskDefinitionSpec {
   readonly executionRoleArn?: string;
   /** The kernel's own AWS identity. @default none */
   readonly taskRoleArn?: string;
-  /** Families are `<familyPrefix>-<12 hex digits of the content hash>`. @default "cairn" */
+  /**
+   * Families are `<familyPrefix>-<12 hex digits of the content hash>`; the stack grants RunTask
+   * on `cairn-*` families only. @default "cairn"
+   */
   readonly familyPrefix?: string;
 }
 
