@@ -1460,7 +1460,10 @@ describe("retry commands: parsing", () => {
     ],
     [["queue", "get", "gpu", "-o", "yaml"], '--output must be text or json, got "yaml"'],
     [["retry-policy", "get", "x", "-o", "xml"], '--output must be text, json or yaml, got "xml"'],
-    [["queue", "update", "gpu"], "nothing to change: give --priority and/or --retry-policy"],
+    [
+      ["queue", "update", "gpu"],
+      "nothing to change: give --priority, --retry-policy, --capacity-provider, --vcpu-quota or --no-fargate",
+    ],
     [
       ["queue", "create", "gpu", "--priority", "1.5"],
       '--priority must be a whole number from -1000 to 1000, got "1.5"',

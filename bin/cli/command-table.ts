@@ -6,6 +6,7 @@
 import { Command, Option } from "commander";
 import { AGENT_ID_PATTERN, labelsSchema } from "../../functions/core/event-fields.ts";
 import { MAX_MESSAGE_LENGTH, SESSION_ID_PATTERN } from "../../functions/core/events.ts";
+import { CapacityProvider, type QueueFargateChanges } from "../../functions/core/queue-settings.ts";
 import { NAME_PATTERN, safeParseWithIssues, SPEC_LIMITS } from "../../functions/core/spec.ts";
 import { SESSION_STATUSES, type SessionStatus } from "../../functions/core/status.ts";
 import type {
@@ -25,8 +26,11 @@ export const MAX_LIST_LIMIT = 1000;
 /** An option: commander flags (`-f, --file <FILE>`: a value; `--wait`: a switch) and its help line. */
 type OptionSpec = readonly [flags: string, description: string];
 
-/** Option values as commander stores them (camelCase keys). */
-type Values = Readonly<Record<string, string | true | undefined>>;
+/**
+ * Option values as commander stores them (camelCase keys); a `--no-x` switch is `false` when
+ * given (and `true` by default).
+ */
+type Values = Readonly<Record<string, string | boolean | undefined>>;
 
 interface Parsed {
   /** The positional arguments, as many as the command declares (more are refused before). */
@@ -72,6 +76,19 @@ const policyFile: OptionSpec = [
 const queueOptions: readonly OptionSpec[] = [
   ["--priority <N>", "added to each session's own priority (an integer, -1000 to 1000; create: default 0)"],
   ["--retry-policy <NAMES>", 'retry policies, comma-separated, in order; each must exist ("" for none)'],
+  [
+    "--capacity-provider <PROVIDER>",
+    "Fargate: FARGATE (default) or FARGATE_SPOT (Spot interruptions are preemptions)",
+  ],
+  [
+    "--vcpu-quota <N>",
+    "Fargate: vCPUs the queue's Fargate kernels may hold at once (> 0; placement waits beyond it)",
+  ],
+];
+const queueCreateOptions: readonly OptionSpec[] = [...queueOptions, output];
+const queueUpdateOptions: readonly OptionSpec[] = [
+  ...queueOptions,
+  ["--no-fargate", "remove the queue's Fargate settings"],
   output,
 ];
 
@@ -290,25 +307,40 @@ examples:
     build: ({ common }) => ({ ...common, kind: "retry-policy list" }),
   },
   "queue create": {
-    summary: "create a queue: a priority and the retry policies its sessions get",
+    summary: "create a queue: a priority, the retry policies its sessions get, its Fargate settings",
     args: ["<NAME>"],
-    options: queueOptions,
+    options: queueCreateOptions,
     details: `Every policy named must exist (create it first with \`cairn retry-policy create\`).
+Fargate settings (for sessions with \`executor: fargate\`) need --vcpu-quota; --capacity-provider
+defaults to FARGATE.
 
-example: cairn queue create gpu --priority 10 --retry-policy infra,ml-training`,
+examples:
+  cairn queue create gpu --priority 10 --retry-policy infra,ml-training
+  cairn queue create batch --capacity-provider FARGATE_SPOT --vcpu-quota 16`,
     exitCodes: [Usage, Unreachable],
     build: ({ args, values, common }) => ({ ...common, kind: "queue create", ...queueChanges(args, values) }),
   },
   "queue update": {
-    summary: "change a queue's priority or retry policies (what is not given is kept)",
+    summary: "change a queue's priority, retry policies or Fargate settings (what is not given is kept)",
     args: ["<NAME>"],
-    options: queueOptions,
-    details: 'example: cairn queue update gpu --retry-policy ""   (detach every policy)',
+    options: queueUpdateOptions,
+    details: `A Fargate setting not given is kept; a queue without Fargate settings needs --vcpu-quota.
+
+examples:
+  cairn queue update gpu --retry-policy ""        (detach every policy)
+  cairn queue update batch --vcpu-quota 32        (the capacity provider is kept)
+  cairn queue update batch --no-fargate           (remove the Fargate settings)`,
     exitCodes: READS,
     build: ({ args, values, common }) => {
       const changes = queueChanges(args, values);
-      if (changes.priority === undefined && changes.retryPolicies === undefined) {
-        throw new UsageError("nothing to change: give --priority and/or --retry-policy");
+      if (
+        changes.priority === undefined &&
+        changes.retryPolicies === undefined &&
+        changes.fargate === undefined
+      ) {
+        throw new UsageError(
+          "nothing to change: give --priority, --retry-policy, --capacity-provider, --vcpu-quota or --no-fargate",
+        );
       }
       return { ...common, kind: "queue update", ...changes };
     },
@@ -514,7 +546,7 @@ function exitCodeHelp(codes: readonly ExitCode[]): string {
 // ---------------------------------------------------------------------------------------------
 // The checks: each names the option or argument and what it must be.
 
-function text(value: string | true | undefined): string | undefined {
+function text(value: string | boolean | undefined): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
@@ -562,13 +594,55 @@ function fileArgument(values: Values, positional: string | undefined, what: stri
 function queueChanges(
   args: Parsed["args"],
   values: Values,
-): { name: string; priority?: number; retryPolicies?: readonly string[] } {
+): {
+  name: string;
+  priority?: number;
+  retryPolicies?: readonly string[];
+  fargate?: QueueFargateChanges | null;
+} {
   const policies = text(values["retryPolicy"]);
   return {
     name: nameValue(args[0], "NAME"),
     ...optional("priority", priorityOption(text(values["priority"]))),
     ...optional("retryPolicies", policies === undefined ? undefined : policyList(policies)),
+    ...optional("fargate", fargateChanges(values)),
   };
+}
+
+/**
+ * `--capacity-provider`, `--vcpu-quota`: the Fargate settings to change (merged with the queue's
+ * by the command); `--no-fargate` (update only): `null`, remove them; none: undefined.
+ */
+function fargateChanges(values: Values): QueueFargateChanges | null | undefined {
+  const rawProvider = text(values["capacityProvider"]);
+  const rawQuota = text(values["vcpuQuota"]);
+  if (values["fargate"] === false) {
+    if (rawProvider !== undefined || rawQuota !== undefined) {
+      throw new UsageError(
+        "--no-fargate removes the Fargate settings: it cannot be combined with --capacity-provider or --vcpu-quota",
+      );
+    }
+    return null;
+  }
+  if (rawProvider === undefined && rawQuota === undefined) return undefined;
+  const providers = Object.values(CapacityProvider);
+  const provider =
+    rawProvider === undefined ? undefined : providers.find((p) => p === rawProvider.toUpperCase());
+  if (rawProvider !== undefined && provider === undefined) {
+    throw new UsageError(`--capacity-provider must be ${providers.join(" or ")}, got "${rawProvider}"`);
+  }
+  return {
+    ...optional("capacityProvider", provider),
+    ...optional("vcpuQuota", rawQuota === undefined ? undefined : vcpuQuotaOption(rawQuota)),
+  };
+}
+
+function vcpuQuotaOption(raw: string): number {
+  const quota = Number(raw);
+  if (raw.trim() === "" || !Number.isFinite(quota) || quota <= 0) {
+    throw new UsageError(`--vcpu-quota must be a number of vCPUs greater than 0, got "${raw}"`);
+  }
+  return quota;
 }
 
 function retryConfigChanges(values: Values): RetryConfigChanges {

@@ -1,4 +1,5 @@
 /** What the command line asks for: the typed result of parsing argv (args.ts). */
+import type { QueueFargateChanges } from "../../functions/core/queue-settings.ts";
 import type { SessionStatus } from "../../functions/core/status.ts";
 
 export type OutputFormat = "text" | "json" | "yaml";
@@ -78,6 +79,8 @@ export type Invocation =
       readonly name: string;
       readonly priority?: number;
       readonly retryPolicies?: readonly string[];
+      /** `--capacity-provider`, `--vcpu-quota`; `null`: `--no-fargate` (remove the settings). */
+      readonly fargate?: QueueFargateChanges | null;
     })
   | (Common & { readonly kind: "retry-config set"; readonly changes: RetryConfigChanges })
   | (Common & { readonly kind: "agent"; readonly agent: AgentOptions })

@@ -3,7 +3,7 @@
  * their text blocks and tables. A policy is shown as its document (what `create -f` reads back);
  * the configuration in the operator's shape (durations as strings). Pure.
  */
-import type { Queue } from "../../functions/core/model.ts";
+import type { Queue, QueueFargateSettings } from "../../functions/core/model.ts";
 import {
   retryConfigToDocument,
   type RetryConfig,
@@ -115,6 +115,8 @@ export interface QueueView {
   readonly name: string;
   readonly priority: number;
   readonly retryPolicies: readonly string[];
+  /** Absent: the queue has no Fargate settings. */
+  readonly fargate?: QueueFargateSettings;
   readonly createdAt: string;
   readonly updatedAt: string;
 }
@@ -124,6 +126,14 @@ export function queueView(queue: Queue): QueueView {
     name: queue.name,
     priority: queue.priority,
     retryPolicies: [...queue.retryPolicies],
+    ...(queue.fargate === undefined
+      ? {}
+      : {
+          fargate: {
+            capacityProvider: queue.fargate.capacityProvider,
+            vcpuQuota: queue.fargate.vcpuQuota,
+          },
+        }),
     createdAt: iso(queue.createdAtMs),
     updatedAt: iso(queue.updatedAtMs),
   };
@@ -137,6 +147,7 @@ export function renderQueue(view: QueueView): string {
   const rows: [string, string][] = [
     ["priority", String(view.priority)],
     ["retry policies", view.retryPolicies.length === 0 ? NONE : view.retryPolicies.join(", ")],
+    ["fargate", fargateText(view.fargate)],
     ["created", view.createdAt],
     ["updated", view.updatedAt],
   ];
@@ -148,15 +159,23 @@ export function renderQueue(view: QueueView): string {
 
 export function renderQueueList(views: readonly QueueView[]): string {
   if (views.length === 0) return "no queues";
+  // The FARGATE column only once some queue has Fargate settings: agent-only setups keep theirs.
+  const fargate = views.some((q) => q.fargate !== undefined);
   return renderTable(
-    ["NAME", "PRIORITY", "RETRY-POLICIES", "UPDATED"],
+    ["NAME", "PRIORITY", "RETRY-POLICIES", ...(fargate ? ["FARGATE"] : []), "UPDATED"],
     views.map((q) => [
       q.name,
       String(q.priority),
       q.retryPolicies.length === 0 ? NONE : q.retryPolicies.join(","),
+      ...(fargate ? [fargateText(q.fargate)] : []),
       q.updatedAt,
     ]),
   );
+}
+
+/** `FARGATE_SPOT, 16 vCPU`; `-` for a queue without Fargate settings. */
+function fargateText(fargate: QueueFargateSettings | undefined): string {
+  return fargate === undefined ? NONE : `${fargate.capacityProvider}, ${fargate.vcpuQuota} vCPU`;
 }
 
 // ---- the retry configuration

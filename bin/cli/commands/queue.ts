@@ -35,8 +35,21 @@ export async function runQueueWrite(
   const known = await Promise.all(retryPolicies.map((name) => admin.getRetryPolicy(name)));
   const unknown = retryPolicies.filter((_, i) => known[i] === undefined);
   if (unknown.length > 0) throw unknownPolicies(unknown);
+  // The quota has no default: a queue that gets Fargate settings must be given one.
+  const changes = invocation.fargate;
+  if (
+    changes !== undefined &&
+    changes !== null &&
+    changes.vcpuQuota === undefined &&
+    current?.fargate === undefined
+  ) {
+    throw new InvalidInputError(
+      `queue ${invocation.name} has no Fargate settings yet: give --vcpu-quota N (the vCPUs its Fargate kernels may hold at once)`,
+      [{ path: "fargate.vcpuQuota", message: "required" }],
+    );
+  }
   // Checked here too, so a bad setting is named before anything is sent (the store checks again).
-  const fargate = changeQueueFargateSettings(current?.fargate, invocation.fargate);
+  const fargate = changeQueueFargateSettings(current?.fargate, changes);
   if (!fargate.ok) {
     throw new InvalidInputError(
       `invalid Fargate settings for queue ${invocation.name}:\n${fargate.issues.map((i) => `  ${i.path}: ${i.message}`).join("\n")}`,
