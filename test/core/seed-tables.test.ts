@@ -4,7 +4,7 @@
  * deliberately departs from the literal text, the departure is listed next to the row with the
  * seed passage that justifies it, so any other drift fails.
  *
- * The Deployment and Route tables of the seed have no counterpart in the core and are not here.
+ * The seed's Deployment and Route tables are in deployment-tables.test.ts.
  */
 import { describe, expect, test } from "vitest";
 import { judge, judgePromotions } from "../../functions/core/coordinator/decide.ts";

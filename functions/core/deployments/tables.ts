@@ -1,0 +1,186 @@
+/**
+ * The deployment and route handler families of seed 001 (001_d9b509ca94f26bf4.txt), as typed
+ * data beside the session tables (core/handlers.ts). A deployment keeps N replicas of a service
+ * running; each replica is a route, backed by a session. Unlike sessions, neither family has
+ * expiry or give-up: a deployment handler's outcome is SUCCESS or FAILURE, a route handler's
+ * SUCCESS, FAILURE or STALE, and that is also what their history records.
+ *
+ * The tables are the seed's second tables ("Handler | Current | SUCCESS | FAILURE [| STALE]"),
+ * where "(maintain)" is `undefined`: the status stays and only history is written.
+ */
+
+/** EndpointLifecycle. CREATED is deprecated in the seed (use READY) but still handled. */
+export const DeploymentStatus = {
+  PENDING: "PENDING",
+  CREATED: "CREATED",
+  SCALING: "SCALING",
+  READY: "READY",
+  DEPLOYING: "DEPLOYING",
+  DESTROYING: "DESTROYING",
+  DESTROYED: "DESTROYED",
+} as const;
+export type DeploymentStatus = (typeof DeploymentStatus)[keyof typeof DeploymentStatus];
+export const DEPLOYMENT_STATUSES = Object.values(DeploymentStatus);
+
+export const RouteStatus = {
+  PROVISIONING: "PROVISIONING",
+  HEALTHY: "HEALTHY",
+  UNHEALTHY: "UNHEALTHY",
+  DEGRADED: "DEGRADED",
+  TERMINATING: "TERMINATING",
+  TERMINATED: "TERMINATED",
+  FAILED_TO_START: "FAILED_TO_START",
+} as const;
+export type RouteStatus = (typeof RouteStatus)[keyof typeof RouteStatus];
+export const ROUTE_STATUSES = Object.values(RouteStatus);
+
+/** What a deployment handler's outcome is recorded as. */
+export const DeploymentResult = { SUCCESS: "SUCCESS", FAILURE: "FAILURE" } as const;
+export type DeploymentResult = (typeof DeploymentResult)[keyof typeof DeploymentResult];
+
+/** What a route handler's outcome is recorded as: STALE when the route was not reported on in time. */
+export const RouteResult = { SUCCESS: "SUCCESS", FAILURE: "FAILURE", STALE: "STALE" } as const;
+export type RouteResult = (typeof RouteResult)[keyof typeof RouteResult];
+
+export const DeploymentHandlerName = {
+  CheckPendingDeployment: "CheckPendingDeployment",
+  ScalingDeployment: "ScalingDeployment",
+  CheckReplicaDeployment: "CheckReplicaDeployment",
+  ReconcileDeployment: "ReconcileDeployment",
+  DestroyingDeployment: "DestroyingDeployment",
+} as const;
+export type DeploymentHandlerName = (typeof DeploymentHandlerName)[keyof typeof DeploymentHandlerName];
+
+export const RouteHandlerName = {
+  ProvisioningRoute: "ProvisioningRoute",
+  HealthCheckRoute: "HealthCheckRoute",
+  RunningRoute: "RunningRoute",
+  RouteEviction: "RouteEviction",
+  TerminatingRoute: "TerminatingRoute",
+  ServiceDiscoverySync: "ServiceDiscoverySync",
+} as const;
+export type RouteHandlerName = (typeof RouteHandlerName)[keyof typeof RouteHandlerName];
+
+export interface DeploymentHandlerSpec {
+  readonly name: DeploymentHandlerName;
+  readonly targetStatuses: readonly DeploymentStatus[];
+  /** `undefined`: the status is maintained, history only. */
+  readonly success: DeploymentStatus | undefined;
+  readonly failure: DeploymentStatus | undefined;
+  /** The seed's "Role" column. */
+  readonly role: string;
+}
+
+export interface RouteHandlerSpec {
+  readonly name: RouteHandlerName;
+  readonly targetStatuses: readonly RouteStatus[];
+  readonly success: RouteStatus | undefined;
+  readonly failure: RouteStatus | undefined;
+  /** Only a handler with a STALE transition may judge a route stale. */
+  readonly stale: RouteStatus | undefined;
+  readonly role: string;
+}
+
+const D = DeploymentStatus;
+const R = RouteStatus;
+
+export const DEPLOYMENT_HANDLERS: Readonly<Record<DeploymentHandlerName, DeploymentHandlerSpec>> = {
+  CheckPendingDeployment: {
+    name: "CheckPendingDeployment",
+    targetStatuses: [D.PENDING, D.CREATED],
+    success: D.SCALING,
+    failure: undefined,
+    role: "Check pending and start scaling",
+  },
+  ScalingDeployment: {
+    name: "ScalingDeployment",
+    targetStatuses: [D.SCALING],
+    success: D.READY,
+    failure: undefined,
+    role: "Perform actual scaling",
+  },
+  CheckReplicaDeployment: {
+    name: "CheckReplicaDeployment",
+    targetStatuses: [D.READY],
+    success: D.SCALING,
+    failure: undefined,
+    role: "Check replica count and scale if needed",
+  },
+  ReconcileDeployment: {
+    name: "ReconcileDeployment",
+    targetStatuses: [D.READY],
+    success: undefined,
+    failure: D.SCALING,
+    role: "Detect replica-route mismatch",
+  },
+  DestroyingDeployment: {
+    name: "DestroyingDeployment",
+    targetStatuses: [D.DESTROYING],
+    success: D.DESTROYED,
+    failure: D.DESTROYED,
+    role: "Delete deployment",
+  },
+};
+
+export const ROUTE_HANDLERS: Readonly<Record<RouteHandlerName, RouteHandlerSpec>> = {
+  ProvisioningRoute: {
+    name: "ProvisioningRoute",
+    targetStatuses: [R.PROVISIONING],
+    success: R.DEGRADED,
+    failure: R.FAILED_TO_START,
+    stale: undefined,
+    role: "Route provisioning",
+  },
+  HealthCheckRoute: {
+    name: "HealthCheckRoute",
+    targetStatuses: [R.HEALTHY, R.UNHEALTHY, R.DEGRADED],
+    success: R.HEALTHY,
+    failure: R.UNHEALTHY,
+    stale: R.DEGRADED,
+    role: "Health check",
+  },
+  RunningRoute: {
+    name: "RunningRoute",
+    targetStatuses: [R.DEGRADED, R.HEALTHY, R.UNHEALTHY, R.FAILED_TO_START],
+    success: undefined,
+    failure: R.TERMINATING,
+    stale: undefined,
+    role: "Check running routes",
+  },
+  RouteEviction: {
+    name: "RouteEviction",
+    targetStatuses: [R.UNHEALTHY],
+    success: R.TERMINATING,
+    failure: undefined,
+    stale: undefined,
+    role: "Remove unhealthy routes",
+  },
+  TerminatingRoute: {
+    name: "TerminatingRoute",
+    targetStatuses: [R.TERMINATING],
+    success: R.TERMINATED,
+    failure: undefined,
+    stale: undefined,
+    role: "Route termination",
+  },
+  ServiceDiscoverySync: {
+    name: "ServiceDiscoverySync",
+    targetStatuses: [R.HEALTHY],
+    success: undefined,
+    failure: undefined,
+    stale: undefined,
+    role: "Service discovery sync",
+  },
+};
+
+/** A destroy request moves a deployment that is not being destroyed already to DESTROYING. */
+export const DESTROYABLE_STATUSES: readonly DeploymentStatus[] = [
+  D.PENDING,
+  D.CREATED,
+  D.SCALING,
+  D.READY,
+  D.DEPLOYING,
+];
+
+export const TERMINAL_DEPLOYMENT_STATUSES: ReadonlySet<DeploymentStatus> = new Set([D.DESTROYED]);
+export const TERMINAL_ROUTE_STATUSES: ReadonlySet<RouteStatus> = new Set([R.TERMINATED]);
