@@ -113,6 +113,7 @@ function ctx(): HandlerContext {
     config,
     nowMs: NOW,
     hold: (sessionId, status, token) => held.push({ sessionId, status, token }),
+    queue: () => Promise.resolve(undefined),
     liveAgents: async (refs) => {
       const wanted = new Set([...refs].map((r) => r.agentId));
       return new Map(

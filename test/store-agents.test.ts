@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
+import { fargatePoolCapacity, fargatePoolId } from "../functions/core/fargate-pool.ts";
 import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
 
 const CAPACITY = { cpu: 4, memoryMiB: 4096 };
@@ -146,6 +147,40 @@ describe("agent registration", () => {
       capacity: { cpu: 8, memoryMiB: 8192 },
     });
     expect(bigger.agent.free).toEqual({ cpu: 7, memoryMiB: 7680 });
+  });
+
+  test("a queue's Fargate pool is upserted without an incarnation: created, then resized by the quota's change", async () => {
+    const agentId = fargatePoolId("fg-queue");
+    const quota4 = fargatePoolCapacity({ vcpuQuota: 4 });
+    const created = await store.heartbeatAgent({ agentId, capacity: quota4, nowMs: T0 });
+    expect(created).toMatchObject({ id: agentId, capacity: quota4, free: quota4, version: 0 });
+    expect(created.incarnation).toBeUndefined();
+    // The pool is on the roster, as agents are: placement lists it.
+    expect((await store.listAgents()).map((a) => a.id)).toContain(agentId);
+    await store.createSession(newSession("fg-s", { replicas: 1 }));
+    await store.reserveCapacity({
+      sessionId: "fg-s",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 1,
+      placements: [{ kernelIndex: 0, agentId, resources: { cpu: 1, memoryMiB: 2048 } }],
+    });
+    // The quota raised to 16: free moves by the difference, the session keeps what it holds.
+    const quota16 = fargatePoolCapacity({ vcpuQuota: 16 });
+    const resized = await store.heartbeatAgent({ agentId, capacity: quota16, nowMs: T0 + 2 });
+    expect(resized).toMatchObject({
+      capacity: quota16,
+      free: { cpu: 15, memoryMiB: quota16.memoryMiB - 2048 },
+      lastHeartbeatAtMs: T0 + 2,
+    });
+    // Lowered below what is held: free goes negative until releases (placement waits meanwhile).
+    const lowered = await store.heartbeatAgent({
+      agentId,
+      capacity: { cpu: 0.5, memoryMiB: 4096 },
+      nowMs: T0 + 3,
+    });
+    expect(lowered.free).toEqual({ cpu: -0.5, memoryMiB: 2048 });
+    await store.releaseCapacity("fg-s");
+    expect((await store.getAgent(agentId))?.free).toEqual({ cpu: 0.5, memoryMiB: 4096 });
   });
 
   test("a placement is on the incarnation it read: the kernel records it, a retired one is refused, unplacing clears it", async () => {

@@ -14,6 +14,7 @@
 import type { CairnConfig } from "../config.ts";
 import { AgentMessageType, type FencedMessage, type RegisteredMessage } from "../core/agent-protocol.ts";
 import { agentLossPlan } from "../core/agent-loss.ts";
+import { isFargatePool } from "../core/fargate-pool.ts";
 import {
   DetailType,
   type AgentHeartbeatDetail,
@@ -166,7 +167,8 @@ export class Agents {
     this.#lastLivenessCheckMs = nowMs;
     let lost = 0;
     for (const agent of await this.#d.store.listAgents()) {
-      if (agent.incarnation === undefined) continue;
+      // A queue's Fargate pool has no process to fall silent (and no incarnation either).
+      if (agent.incarnation === undefined || isFargatePool(agent.id)) continue;
       if (agent.lostAtMs === undefined) {
         if (agent.lastHeartbeatAtMs >= nowMs - window) continue;
         const marked = await this.#d.store.markAgentLost({

@@ -370,6 +370,7 @@ export class Coordinator {
       commands: this.#commands,
       config,
       nowMs,
+      queue: (name) => this.#catalog.queue(name),
       liveAgents: async (refs) => {
         const wanted = new Map([...refs].map((r) => [r.agentId, r.incarnation]));
         const agents = await Promise.all(

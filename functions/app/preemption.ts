@@ -16,6 +16,8 @@
  * reason says what it waits for.
  */
 import type { CairnConfig } from "../config.ts";
+import { executorOf, Executor } from "../core/fargate.ts";
+import { isFargatePool } from "../core/fargate-pool.ts";
 import { STAGES } from "../core/handlers.ts";
 import { jobSettings } from "../core/jobs.ts";
 import { isLiveAgent, type Agent, type SessionWithKernels, type StageTransition } from "../core/model.ts";
@@ -97,8 +99,13 @@ export class Preemption {
     const nowMs = clock.nowMs();
     this.#forgetIfPlacedBelow(targets, result.successes);
     const skipped = new Set(result.skipped);
+    // Fargate sessions wait for their queue's vCPU quota, which no agent session holds: only
+    // agent sessions preempt, and only other agent sessions (toCandidate).
     const waiting = targets.filter(
-      ({ session }) => skipped.has(session.id) && session.cancelRequestedAtMs === undefined,
+      ({ session }) =>
+        skipped.has(session.id) &&
+        session.cancelRequestedAtMs === undefined &&
+        executorOf(session.spec) === Executor.agent,
     );
     if (waiting.length === 0) return { result, completed: 0 };
     const top = Math.max(...waiting.map((t) => t.session.spec.priority));
@@ -201,8 +208,8 @@ export class Preemption {
   /** Agents heartbeating now, with their free capacity after this run's placements. */
   async #liveAgents(): Promise<Agent[]> {
     const nowMs = this.#d.clock.nowMs();
-    return (await this.#d.store.listAgents()).filter((a) =>
-      isLiveAgent(a, nowMs, this.#d.config.agentTimeoutMs),
+    return (await this.#d.store.listAgents()).filter(
+      (a) => !isFargatePool(a.id) && isLiveAgent(a, nowMs, this.#d.config.agentTimeoutMs),
     );
   }
 
@@ -288,7 +295,9 @@ function isWaiting({ session, kernels }: SessionWithKernels): boolean {
 function toCandidate({ session, kernels }: SessionWithKernels): PreemptionCandidate[] {
   const held = new Map<string, { cpu: number; memoryMiB: number }>();
   for (const k of kernels) {
-    if (k.agentId === undefined) continue;
+    // A pool's quota is no agent's capacity: preempting a Fargate kernel frees nothing an agent
+    // session could use.
+    if (k.agentId === undefined || isFargatePool(k.agentId)) continue;
     const h = held.get(k.agentId) ?? { cpu: 0, memoryMiB: 0 };
     held.set(k.agentId, { cpu: h.cpu + k.resources.cpu, memoryMiB: h.memoryMiB + k.resources.memoryMiB });
   }

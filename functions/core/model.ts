@@ -4,6 +4,7 @@
  * says otherwise.
  */
 import type { Executor } from "./fargate.ts";
+import { isFargatePool } from "./fargate-pool.ts";
 import type { HandlerName } from "./handlers.ts";
 import type { RetryState } from "./retry/state.ts";
 import type { SchedulingResult } from "./scheduling.ts";
@@ -231,8 +232,13 @@ export interface Agent {
   readonly draining?: boolean;
 }
 
-/** An agent work may be placed on: registered, heard from within the window, not lost or draining. */
+/**
+ * An agent work may be placed on: registered, heard from within the window, not lost or
+ * draining. A queue's Fargate pool (fargate-pool.ts) has no process to fall silent: it is live
+ * unless draining, whatever its heartbeat says.
+ */
 export function isLiveAgent(agent: Agent, nowMs: number, timeoutMs: number): boolean {
+  if (isFargatePool(agent.id)) return agent.draining !== true;
   return (
     agent.lastHeartbeatAtMs >= nowMs - timeoutMs && agent.lostAtMs === undefined && agent.draining !== true
   );

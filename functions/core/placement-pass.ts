@@ -6,6 +6,8 @@
  * placed waits with the reason, which says so when higher-priority sessions placed ahead of it
  * in this pass took the capacity it would have fitted in (it waits for priority).
  */
+import { executorOf, Executor } from "./fargate.ts";
+import { fargatePoolId, isFargatePool } from "./fargate-pool.ts";
 import { jobSettings } from "./jobs.ts";
 import type { Agent, SessionWithKernels } from "./model.ts";
 import { placeKernels, type AgentFree } from "./placement.ts";
@@ -20,26 +22,47 @@ export type PassPlacement =
     }
   | { readonly kind: "wait"; readonly message: string; readonly forPriority: boolean };
 
+export interface PlacementPassOptions {
+  /** Whether the stack has a Fargate executor (config.fargate): without one, no pool will appear. */
+  readonly fargate?: boolean;
+}
+
 export class PlacementPass {
+  /** Agents' free capacity: agent sessions are placed here, never on a pool. */
   readonly #free: Map<string, AgentFree>;
   readonly #atStart: readonly AgentFree[];
+  /** Queues' Fargate pools (fargate-pool.ts): a Fargate session only on its own queue's. */
+  readonly #pools: Map<string, AgentFree>;
+  readonly #poolsAtStart: ReadonlyMap<string, AgentFree>;
+  readonly #fargate: boolean;
   /** Priorities of the sessions placed so far in this pass (they were ahead in queue order). */
   readonly #placedAhead: number[] = [];
 
-  /** `agents`: the live agents, one entry per id. */
-  constructor(agents: Iterable<AgentFree>) {
-    this.#free = new Map([...agents].map((a) => [a.id, a]));
+  /** `agents`: the live agents and pools, one entry per id. */
+  constructor(agents: Iterable<AgentFree>, options: PlacementPassOptions = {}) {
+    const all = [...agents];
+    this.#free = new Map(all.filter((a) => !isFargatePool(a.id)).map((a) => [a.id, a]));
     this.#atStart = [...this.#free.values()];
+    this.#pools = new Map(all.filter((a) => isFargatePool(a.id)).map((a) => [a.id, a]));
+    this.#poolsAtStart = new Map(this.#pools);
+    this.#fargate = options.fargate === true;
   }
 
+  /** The agents' free capacity (pools apart). */
   get free(): ReadonlyMap<string, AgentFree> {
     return this.#free;
+  }
+
+  /** The pools' free capacity. */
+  get pools(): ReadonlyMap<string, AgentFree> {
+    return this.#pools;
   }
 
   place({ session, kernels }: SessionWithKernels): PassPlacement {
     if (kernels.length > 0 && kernels.every((k) => k.agentId !== undefined)) {
       return { kind: "placed-before", message: placedOn(kernels.map((k) => k.agentId!)) };
     }
+    if (executorOf(session.spec) === Executor.fargate) return this.#placeOnPool({ session, kernels });
     // Anti-affinity: a retry avoids the agent of the run that failed (most recent only).
     const demand = kernels.map((k) => ({ index: k.index, resources: k.resources }));
     const options = {
@@ -69,16 +92,57 @@ export class PlacementPass {
     };
   }
 
+  /**
+   * A Fargate session: every kernel on its queue's pool (each is its own task, so a gang spreads
+   * over nothing), when the pool's free vCPU holds them all.
+   */
+  #placeOnPool({ session, kernels }: SessionWithKernels): PassPlacement {
+    const queue = session.spec.queue;
+    if (!this.#fargate) {
+      return { kind: "wait", forPriority: false, message: NO_FARGATE_EXECUTOR };
+    }
+    const poolId = fargatePoolId(queue);
+    const pool = this.#pools.get(poolId);
+    if (!pool) {
+      return {
+        kind: "wait",
+        forPriority: false,
+        message: `queue "${queue}" has no Fargate capacity: set one with \`cairn queue update ${queue} --vcpu-quota N\``,
+      };
+    }
+    const cpu = kernels.reduce((sum, k) => sum + k.resources.cpu, 0);
+    const memoryMiB = kernels.reduce((sum, k) => sum + k.resources.memoryMiB, 0);
+    const fits = (p: AgentFree | undefined) =>
+      p !== undefined && p.free.cpu >= cpu && p.free.memoryMiB >= memoryMiB;
+    if (fits(pool)) {
+      const placed = kernels.map((k) => ({ index: k.index, agentId: poolId }));
+      return { kind: "place", kernels: placed, message: placedOn([poolId]) };
+    }
+    const quota = pool.capacity?.cpu;
+    const reason =
+      quota !== undefined && cpu > quota
+        ? `needs ${cpu} vCPU; queue ${queue}'s Fargate quota is ${quota} vCPU: raise it with \`cairn queue update ${queue} --vcpu-quota N\``
+        : `needs ${cpu} vCPU; queue ${queue}'s Fargate quota has ${pool.free.cpu} of ${quota ?? "?"} free`;
+    const forPriority =
+      this.#placedAhead.some((p) => p > session.spec.priority) && fits(this.#poolsAtStart.get(poolId));
+    return {
+      kind: "wait",
+      forPriority,
+      message: forPriority ? `capacity: higher-priority sessions were placed first (${reason})` : reason,
+    };
+  }
+
   /** The placement's reservation holds: its capacity is taken for the rest of the pass. */
   taken(
     { session, kernels }: SessionWithKernels,
     placed: readonly { readonly index: number; readonly agentId: string }[],
   ): void {
     for (const p of placed) {
-      const agent = this.#free.get(p.agentId);
+      const free = isFargatePool(p.agentId) ? this.#pools : this.#free;
+      const agent = free.get(p.agentId);
       const need = kernels[p.index]?.resources;
       if (agent && need) {
-        this.#free.set(p.agentId, {
+        free.set(p.agentId, {
           ...agent,
           free: { cpu: agent.free.cpu - need.cpu, memoryMiB: agent.free.memoryMiB - need.memoryMiB },
         });
@@ -89,9 +153,12 @@ export class PlacementPass {
 
   /** An agent as read again (another run took its capacity first). */
   refresh(agent: AgentFree): void {
-    this.#free.set(agent.id, agent);
+    (isFargatePool(agent.id) ? this.#pools : this.#free).set(agent.id, agent);
   }
 }
+
+/** Why a Fargate session waits on a stack deployed without the Fargate executor. */
+export const NO_FARGATE_EXECUTOR = "this stack has no Fargate executor (deploy with the fargate prop)";
 
 function placedOn(agentIds: readonly string[]): string {
   return `placed on ${[...new Set(agentIds)].join(", ")}`;

@@ -229,6 +229,35 @@ describe("events: what each inbound event asks for", () => {
     // What they wake depends on what applying them finds: the "applied" step says.
     expect(wake.full).toEqual([]);
   });
+
+  test("a heartbeat or registration under a Fargate pool's id is refused, naming detail.agentId", () => {
+    const { actions } = eventsStep([
+      inbound("Agent Heartbeat", "cairn.agent", {
+        agentId: "fargate_batch",
+        incarnation: INCARNATION,
+        capacity: { cpu: 8, memoryMiB: 16_384 },
+        atMs: NOW_MS,
+        signature: "ab".repeat(32),
+      }),
+      inbound("Agent Registration Requested", "cairn.agent", {
+        agentId: "fargate_batch",
+        incarnation: INCARNATION,
+        capacity: { cpu: 8, memoryMiB: 16_384 },
+        atMs: NOW_MS,
+      }),
+    ]);
+    const reason =
+      'detail.agentId: fargate_batch starts with "fargate_", which is reserved for queues\' ' +
+      "Fargate capacity: an agent must take another id";
+    expect(actions).toEqual([
+      { kind: "reject", index: 0, rejection: { eventId: "ev-1", detailType: "Agent Heartbeat", reason } },
+      {
+        kind: "reject",
+        index: 1,
+        rejection: { eventId: "ev-1", detailType: "Agent Registration Requested", reason },
+      },
+    ]);
+  });
 });
 
 describe("applied: what the events' actions came to", () => {

@@ -6,7 +6,7 @@
 import type { CairnConfig } from "../../config.ts";
 import type { LifecycleHandlerSpec } from "../../core/handlers.ts";
 import { guardedByRead, type KernelPatch } from "../../core/effects.ts";
-import type { Agent, SessionWithKernels } from "../../core/model.ts";
+import type { Agent, Queue, SessionWithKernels } from "../../core/model.ts";
 import type { AgentRepository, SessionRepository } from "../../core/ports/session-store.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
 import type { SessionStatus } from "../../core/status.ts";
@@ -36,6 +36,8 @@ export interface HandlerContext {
    * of another.
    */
   liveAgents(agents: Iterable<AgentRef>): Promise<ReadonlyMap<string, Agent>>;
+  /** A queue as stored (cached across runs, as the retry catalog keeps it); undefined: none. */
+  queue(name: string): Promise<Queue | undefined>;
 }
 
 export interface LifecycleHandler {

@@ -5,8 +5,10 @@
  * reason, which becomes its pending reason; when higher-priority sessions placed ahead of it in
  * this pass took the capacity it would have fitted in, the reason says so (it waits for priority).
  */
+import { executorOf, Executor } from "../../core/fargate.ts";
+import { fargatePoolCapacity, fargatePoolId, isFargatePool } from "../../core/fargate-pool.ts";
 import { LIFECYCLE_HANDLERS } from "../../core/handlers.ts";
-import { isLiveAgent, type SessionWithKernels } from "../../core/model.ts";
+import { isLiveAgent, type Agent, type SessionWithKernels } from "../../core/model.ts";
 import { PlacementPass, toAgentFree } from "../../core/placement-pass.ts";
 import { CapacityError, NotFoundError, type ReservationRequest } from "../../core/ports/session-store.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
@@ -21,11 +23,13 @@ export const scheduleNewSessions: LifecycleHandler = {
     // Free capacity as it is now, not the run's snapshot: passes earlier in this run may have
     // released capacity, and a higher-priority session must not miss it to a later, targeted
     // pass that places a lower-priority one (priority inversion, then a needless preemption).
-    const live = (await ctx.store.listAgents()).filter((a) =>
-      isLiveAgent(a, ctx.nowMs, ctx.config.agentTimeoutMs),
-    );
+    const agents = await ctx.store.listAgents();
+    const live = [
+      ...agents.filter((a) => !isFargatePool(a.id) && isLiveAgent(a, ctx.nowMs, ctx.config.agentTimeoutMs)),
+      ...(await fargatePools(targets, agents, ctx)),
+    ];
     const incarnations = new Map(live.map((a) => [a.id, a.incarnation]));
-    const pass = new PlacementPass(live.map(toAgentFree));
+    const pass = new PlacementPass(live.map(toAgentFree), { fargate: ctx.config.fargate !== undefined });
     for (const target of targets) {
       const { session, kernels } = target;
       const planned = pass.place(target);
@@ -78,3 +82,39 @@ export const scheduleNewSessions: LifecycleHandler = {
     return result.build();
   },
 };
+
+/**
+ * The pools of the queues the targets' Fargate sessions name, sized from each queue's settings
+ * as read now: created when absent, resized when the quota changed (the store's incarnation-less
+ * heartbeat moves free capacity by the difference). A queue without Fargate settings has no
+ * pool to offer, whatever a former setting left in the table. Nothing is read or written
+ * without a Fargate executor or Fargate targets.
+ */
+async function fargatePools(
+  targets: readonly SessionWithKernels[],
+  agents: readonly Agent[],
+  ctx: HandlerContext,
+): Promise<Agent[]> {
+  if (ctx.config.fargate === undefined) return [];
+  const queues = new Set(
+    targets.flatMap(({ session }) =>
+      executorOf(session.spec) === Executor.fargate ? [session.spec.queue] : [],
+    ),
+  );
+  const stored = new Map(agents.filter((a) => isFargatePool(a.id)).map((a) => [a.id, a]));
+  const pools: Agent[] = [];
+  for (const name of queues) {
+    const settings = (await ctx.queue(name))?.fargate;
+    if (!settings) continue;
+    const agentId = fargatePoolId(name);
+    const capacity = fargatePoolCapacity(settings);
+    const pool = stored.get(agentId);
+    const current =
+      pool !== undefined &&
+      pool.capacity.cpu === capacity.cpu &&
+      pool.capacity.memoryMiB === capacity.memoryMiB &&
+      pool.draining !== true;
+    pools.push(current ? pool : await ctx.store.heartbeatAgent({ agentId, capacity, nowMs: ctx.nowMs }));
+  }
+  return pools.filter((p) => isLiveAgent(p, ctx.nowMs, ctx.config.agentTimeoutMs));
+}

@@ -5,6 +5,7 @@
  * the sessions reports name), and carries the actions out.
  */
 import { DetailType, type InboundEvent, type KernelStatusChangedDetail } from "../events.ts";
+import { poolIdRefusal } from "../fargate-pool.ts";
 import type { Queue, SessionSpec, SessionWithKernels } from "../model.ts";
 import { sessionPlacement } from "../sessions.ts";
 import { SESSION_STATUSES, SessionStatus, TERMINAL_SESSION_STATUSES } from "../status.ts";
@@ -242,9 +243,14 @@ function inboundAction(index: number, event: InboundEvent, input: EventsInput): 
     case DetailType.KernelStatusChanged:
       return { kind: "report", index, event };
     case DetailType.AgentHeartbeat:
-      return { kind: "heartbeat", index, event };
-    case DetailType.AgentRegistrationRequested:
-      return { kind: "register", index, event };
+    case DetailType.AgentRegistrationRequested: {
+      // A pool's id is the coordinator's: an agent under it would take the queue's Fargate quota.
+      const poolId = poolIdRefusal(event.detail.agentId);
+      if (poolId !== undefined) return reject(poolId);
+      return event.detailType === DetailType.AgentHeartbeat
+        ? { kind: "heartbeat", index, event }
+        : { kind: "register", index, event };
+    }
   }
 }
 
