@@ -196,6 +196,7 @@ describe("sessions: create, read, write", () => {
           expectedVersion: copy.kernels[0]!.version ?? 0,
           agentId: "agent-a",
           exitCode: 3,
+          taskArn: "arn:aws:ecs:us-east-1:123456789012:task/cairn/0123456789abcdef0",
           message: "m",
         },
       ],
@@ -221,6 +222,24 @@ describe("sessions: create, read, write", () => {
         },
       ],
     });
+    // The run's reset took the task with it.
+    expect(copy.kernels[0]?.taskArn).toBeUndefined();
+    await check({
+      nowMs: T0 + 5,
+      kernels: [
+        {
+          index: 1,
+          expectedVersion: copy.kernels[1]!.version ?? 0,
+          taskArn: "arn:aws:ecs:us-east-1:123456789012:task/cairn/fedcba9876543210f",
+        },
+      ],
+    });
+    expect(copy.kernels[1]?.taskArn).toBe("arn:aws:ecs:us-east-1:123456789012:task/cairn/fedcba9876543210f");
+    await check({
+      nowMs: T0 + 6,
+      kernels: [{ index: 1, expectedVersion: copy.kernels[1]!.version ?? 0, taskArn: null }],
+    });
+    expect(copy.kernels[1]?.taskArn).toBeUndefined();
   });
 
   test("a write whose kernel part fails changes nothing at all", async () => {

@@ -40,6 +40,8 @@ export interface KernelPatch {
   /** `null` clears the placement. */
   readonly agentId?: string | null;
   readonly exitCode?: number;
+  /** The kernel's ECS task (Kernel.taskArn); `null` clears it. */
+  readonly taskArn?: string | null;
   readonly condition?: TerminationCondition;
   readonly message?: string;
   readonly failureCategory?: string;
@@ -47,8 +49,8 @@ export interface KernelPatch {
   /** `null` clears it. */
   readonly error?: string | null;
   /**
-   * Clears what the kernel's previous run left (exit code, condition, message, outcome, error,
-   * start and finish times) before the other fields of the patch apply: a retried run starts
+   * Clears what the kernel's previous run left (exit code, ECS task, condition, message, outcome,
+   * error, start and finish times) before the other fields of the patch apply: a retried run starts
    * clean. Its record is kept in the session's RunRecord.
    */
   readonly resetRun?: boolean;
@@ -108,6 +110,7 @@ export interface KernelGuard {
 /** Fields a patch's `resetRun` clears: what one run leaves on the kernel. */
 export const RUN_FIELDS = [
   "exitCode",
+  "taskArn",
   "condition",
   "message",
   "failureCategory",

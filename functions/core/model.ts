@@ -188,6 +188,11 @@ export interface Kernel {
    */
   readonly agentIncarnation?: string;
   readonly exitCode?: number;
+  /**
+   * A Fargate kernel's ECS task (issue 14), once RunTask started it: stops go to it, and an event
+   * of another task (an earlier one's, late) is not this kernel's. Cleared with the run.
+   */
+  readonly taskArn?: string;
   readonly condition?: TerminationCondition;
   /** Termination message, error text, or why the kernel ended. */
   readonly message?: string;

@@ -189,6 +189,7 @@ export function kernelFromItem(item: Item): Kernel {
     agentId: r.optString("agentId"),
     agentIncarnation: r.optString("agentIncarnation"),
     exitCode: r.optNumber("exitCode"),
+    taskArn: r.optString("taskArn"),
     condition: r.optString("condition") as Kernel["condition"],
     message: r.optString("message"),
     failureCategory: r.optString("failureCategory"),

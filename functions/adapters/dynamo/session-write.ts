@@ -194,6 +194,7 @@ export function kernelUpdate(
       else if (patch.agentId !== undefined) u.set("agentId", patch.agentId);
       const runFields: Record<(typeof RUN_FIELDS)[number], unknown> = {
         exitCode: patch.exitCode,
+        taskArn: patch.taskArn,
         condition: patch.condition,
         message: patch.message,
         failureCategory: patch.failureCategory,
