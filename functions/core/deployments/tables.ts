@@ -173,14 +173,38 @@ export const ROUTE_HANDLERS: Readonly<Record<RouteHandlerName, RouteHandlerSpec>
   },
 };
 
-/** A destroy request moves a deployment that is not being destroyed already to DESTROYING. */
-export const DESTROYABLE_STATUSES: readonly DeploymentStatus[] = [
+/**
+ * The statuses Cairn records a deployment in (statemachines/deployment-lifecycle.asl.json has a
+ * state for each). CREATED is deprecated in the seed ("use READY instead") and DEPLOYING belongs
+ * to rolling updates, which Cairn does not do: their handler rows are kept, and never reached.
+ */
+export const RECORDED_DEPLOYMENT_STATUSES: readonly DeploymentStatus[] = [
   D.PENDING,
-  D.CREATED,
   D.SCALING,
   D.READY,
-  D.DEPLOYING,
+  D.DESTROYING,
+  D.DESTROYED,
 ];
+
+/**
+ * A destroy request ("(destroy request)" in the seed's diagram, a separate trigger) moves a
+ * deployment waiting in one of these to DESTROYING.
+ */
+export const DESTROYABLE_STATUSES: readonly DeploymentStatus[] = [D.PENDING, D.SCALING, D.READY];
+export const ON_DESTROY: DeploymentStatus = D.DESTROYING;
+
+/**
+ * A route the deployment no longer wants (scaled down, or the deployment destroyed) moves from
+ * one of these to TERMINATING, as RunningRoute's failure and RouteEviction move it.
+ */
+export const REMOVABLE_ROUTE_STATUSES: readonly RouteStatus[] = [
+  R.PROVISIONING,
+  R.DEGRADED,
+  R.HEALTHY,
+  R.UNHEALTHY,
+  R.FAILED_TO_START,
+];
+export const ON_REMOVE: RouteStatus = R.TERMINATING;
 
 export const TERMINAL_DEPLOYMENT_STATUSES: ReadonlySet<DeploymentStatus> = new Set([D.DESTROYED]);
 export const TERMINAL_ROUTE_STATUSES: ReadonlySet<RouteStatus> = new Set([R.TERMINATED]);
