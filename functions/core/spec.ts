@@ -114,7 +114,7 @@ export const envNameSchema = z.string().regex(ENV_NAME_PATTERN, {
 export const envSchema = z.record(envNameSchema, noNulString).readonly();
 
 /** User-written environment: `CAIRN_…` names are reserved. */
-const userEnvSchema = z
+export const userEnvSchema = z
   .record(
     envNameSchema.refine((name) => !name.startsWith(RESERVED_ENV_PREFIX), {
       error: `names starting with ${RESERVED_ENV_PREFIX} are reserved for Cairn`,
@@ -126,7 +126,7 @@ const userEnvSchema = z
 export const cpuSchema = z.number().gt(SPEC_LIMITS.cpu.exclusiveMin).max(SPEC_LIMITS.cpu.max);
 export const memoryMiBSchema = z.number().int().min(SPEC_LIMITS.memoryMiB.min);
 
-const resourcesSchema = strictObject({
+export const resourcesSchema = strictObject({
   cpu: cpuSchema.default(SPEC_DEFAULTS.resources.cpu),
   memoryMiB: memoryMiBSchema.default(SPEC_DEFAULTS.resources.memoryMiB),
 }).readonly();
