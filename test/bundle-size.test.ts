@@ -12,8 +12,12 @@ import { describe, expect, test } from "vitest";
 import { FUNCTIONS } from "../functions/topology/index.ts";
 import { FUNCTION_BUNDLING, PROJECT_ROOT } from "../lib/functions.ts";
 
-/** Was 1.56 MB before the YAML parser and zod's locales left the bundles (1.10 MB after). */
-const BUDGET_BYTES = 1_200_000;
+/**
+ * Was 1.56 MB before the YAML parser and zod's locales left the bundles (1.10 MB after); the ECS
+ * client the Fargate executor sends with (issue 14) adds about 0.13 MB to the coordinator and
+ * EnterStage (1.27 MB).
+ */
+const BUDGET_BYTES = 1_300_000;
 
 /** Inputs that must never be bundled into a function, with why. */
 const FORBIDDEN: readonly { readonly pattern: RegExp; readonly what: string }[] = [

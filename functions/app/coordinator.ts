@@ -38,6 +38,7 @@ import { isConflict, rereadOnConflict, unlessConflict } from "./reread.ts";
 import { PASSES, passName, passStatuses, type Pass } from "./passes.ts";
 import type { AgentChannelPort, Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
 import { Agents } from "./agents.ts";
+import type { FargateKernels } from "./fargate-kernels.ts";
 import { KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
 import { Jobs } from "./jobs.ts";
@@ -51,6 +52,8 @@ export interface CoordinatorDeps {
   readonly executions: LifecycleExecutionsPort;
   readonly events: EventsPort;
   readonly channel: AgentChannelPort;
+  /** Kernels as ECS tasks (issue 14); absent when the stack has no Fargate executor. */
+  readonly fargate?: FargateKernels;
   readonly config: CairnConfig;
   readonly clock: Clock;
   readonly log: Logger;
@@ -188,7 +191,7 @@ export class Coordinator {
     this.#skipRecordIntervalMs = deps.skipRecordIntervalMs ?? 30_000;
     this.#agentCache = new AgentCache(deps.store, deps.clock, AGENT_CACHE_MS);
     this.#agents = new Agents(deps);
-    this.#commands = new KernelCommands(deps.store, deps.channel);
+    this.#commands = new KernelCommands(deps.store, deps.channel, deps.fargate);
     this.#jobs = new Jobs(deps);
     this.#preemption = new Preemption(deps);
     this.#catalog = new RetryCatalog(deps.store, deps.clock, deps.config.retryCacheMs);
@@ -368,6 +371,7 @@ export class Coordinator {
       hold: (sessionId, status, token) => held.hold(sessionId, status, token),
       events,
       commands: this.#commands,
+      ...(this.#d.fargate ? { fargate: this.#d.fargate } : {}),
       config,
       nowMs,
       queue: (name) => this.#catalog.queue(name),

@@ -28,9 +28,8 @@ import { runRecord } from "../core/runs.ts";
 import { sessionAfterWrite } from "../core/session-after-write.ts";
 import { rereadOnConflict } from "./reread.ts";
 import { kernelCommand } from "./kernel-commands.ts";
-import type { KernelCommandDetailInput } from "./event-types.ts";
 import type { Clock, EventsPort } from "./ports.ts";
-import type { KernelCommands } from "./kernel-commands.ts";
+import type { KernelCommand, KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
 
 export interface EnterStageInput {
@@ -457,7 +456,7 @@ async function stopLeftoverKernels(
     KernelStatus.RUNNING,
     KernelStatus.TERMINATING,
   ]);
-  const commands: KernelCommandDetailInput[] = before.kernels
+  const commands: KernelCommand[] = before.kernels
     .filter((k) => k.agentId !== undefined && launched.has(k.status) && !isTerminalKernelStatus(k.status))
     .map((k) =>
       kernelCommand(before, k, "stop", {

@@ -1,18 +1,29 @@
-/** Builds the commands agents receive for a session's kernels, and sends them on their queues. */
+/**
+ * Builds the commands agents receive for a session's kernels, and sends them on their queues;
+ * stops of kernels on a queue's Fargate pool go to ECS instead (fargate-kernels.ts).
+ */
 import { AgentMessageType } from "../core/agent-protocol.ts";
+import { isFargatePool } from "../core/fargate-pool.ts";
 import type { Agent, Kernel, SessionWithKernels } from "../core/model.ts";
 import type { AgentRepository } from "../core/ports/session-store.ts";
 import { sessionPlacement } from "../core/sessions.ts";
 import type { TerminationCondition } from "../core/status.ts";
 import type { KernelCommandDetailInput } from "./event-types.ts";
+import type { FargateKernels } from "./fargate-kernels.ts";
 import type { AgentChannelPort } from "./ports.ts";
+
+/**
+ * A command for a kernel. A Fargate kernel's stop also names its task: only ECS is told it, and
+ * it is never part of what an agent is sent.
+ */
+export type KernelCommand = KernelCommandDetailInput & { readonly taskArn?: string };
 
 export function kernelCommand(
   { session, kernels }: SessionWithKernels,
   kernel: Kernel,
   action: "prepare" | "start" | "stop",
   stop?: { graceMs: number; condition?: TerminationCondition; reason?: string },
-): KernelCommandDetailInput {
+): KernelCommand {
   if (!kernel.agentId) {
     throw new Error(`kernel ${session.id}/${kernel.index} has no agent; cannot ${action} it`);
   }
@@ -40,7 +51,20 @@ export function kernelCommand(
           ...(stop.reason ? { reason: stop.reason } : {}),
         }
       : {}),
+    ...(action === "stop" && kernel.taskArn !== undefined && isFargatePool(kernel.agentId)
+      ? { taskArn: kernel.taskArn }
+      : {}),
   };
+}
+
+/** Commands for a Fargate pool's kernels reach ECS, not an agent: without the executor, nothing can. */
+export class FargateUnavailableError extends Error {
+  override readonly name = "FargateUnavailableError";
+  readonly code = "FARGATE_UNAVAILABLE";
+  readonly retryable = false;
+  constructor(agentId: string) {
+    super(`kernels on ${agentId} run on Fargate, and this stack has no Fargate executor to reach them`);
+  }
 }
 
 /** An agent never registered under the protocol (or gone from the store): nothing can reach it. */
@@ -61,10 +85,12 @@ export class AgentUnreachableError extends Error {
 export class KernelCommands {
   readonly #store: Pick<AgentRepository, "getAgent">;
   readonly #channel: AgentChannelPort;
+  readonly #fargate: FargateKernels | undefined;
 
-  constructor(store: Pick<AgentRepository, "getAgent">, channel: AgentChannelPort) {
+  constructor(store: Pick<AgentRepository, "getAgent">, channel: AgentChannelPort, fargate?: FargateKernels) {
     this.#store = store;
     this.#channel = channel;
+    this.#fargate = fargate;
   }
 
   /**
@@ -72,13 +98,19 @@ export class KernelCommands {
    * read here.
    */
   async send(
-    commands: readonly KernelCommandDetailInput[],
+    all: readonly KernelCommand[],
     known: ReadonlyMap<string, Agent> = new Map(),
     options: {
       /** Stops for an agent that was never registered: there is nothing there to stop. */
       readonly skipUnregistered?: boolean;
     } = {},
   ): Promise<void> {
+    const onPools = all.filter((c) => isFargatePool(c.agentId));
+    if (onPools.length > 0) await this.#sendToFargate(onPools);
+    // What an agent is sent: the command without the task ECS alone is told.
+    const commands: KernelCommandDetailInput[] = all.flatMap(({ taskArn: _task, ...c }) =>
+      isFargatePool(c.agentId) ? [] : [c],
+    );
     if (commands.length === 0) return;
     const agents = new Map(known);
     for (const agentId of new Set(commands.map((c) => c.agentId))) {
@@ -98,5 +130,26 @@ export class KernelCommands {
         ];
       }),
     );
+  }
+
+  /**
+   * A pool's kernels are ECS tasks: a stop is StopTask (a kernel without a task has nothing
+   * running to stop). Prepare and start need the session (image, queue): the handlers make them.
+   */
+  async #sendToFargate(commands: readonly KernelCommand[]): Promise<void> {
+    const stops = commands.flatMap((c) =>
+      c.action === "stop" && c.taskArn !== undefined
+        ? [
+            {
+              taskArn: c.taskArn,
+              ...(c.condition !== undefined ? { condition: c.condition } : {}),
+              ...(c.reason !== undefined ? { reason: c.reason } : {}),
+            },
+          ]
+        : [],
+    );
+    if (stops.length === 0) return;
+    if (!this.#fargate) throw new FargateUnavailableError(commands[0]!.agentId);
+    await this.#fargate.stop(stops);
   }
 }

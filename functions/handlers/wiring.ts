@@ -4,10 +4,13 @@
  * runtime without knowing which.
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { ECSClient } from "@aws-sdk/client-ecs";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SQSClient } from "@aws-sdk/client-sqs";
+import { FargateKernels } from "../app/fargate-kernels.ts";
 import { KernelCommands } from "../app/kernel-commands.ts";
+import { EcsFargateTasks } from "../adapters/ecs/fargate-tasks.ts";
 import { SqsAgentChannel } from "../adapters/sqs/agent-channel.ts";
 import { Coordinator } from "../app/coordinator.ts";
 import type { EnterStageDeps } from "../app/enter-stage.ts";
@@ -64,11 +67,13 @@ export function wire(config: CairnConfig, instrumentation: Instrumentation = pla
   );
   const executions = new LifecycleExecutions(captureClient(new SFNClient({})), config.stateMachineArn);
   const channel = new SqsAgentChannel(captureClient(new SQSClient({})), config.agentQueuePrefix);
+  const fargate = fargateKernels(config, captureClient);
   const coordinator = new Coordinator({
     store,
     executions,
     events,
     channel,
+    ...(fargate ? { fargate } : {}),
     config,
     clock: systemClock,
     log: instrumentation.logger("coordinator"),
@@ -78,7 +83,7 @@ export function wire(config: CairnConfig, instrumentation: Instrumentation = pla
     enterStage: {
       store,
       events,
-      commands: new KernelCommands(store, channel),
+      commands: new KernelCommands(store, channel, fargate),
       clock: systemClock,
       log: instrumentation.logger("enter-stage"),
       terminationGraceMs: config.terminationGraceMs,
@@ -88,4 +93,21 @@ export function wire(config: CairnConfig, instrumentation: Instrumentation = pla
     clock: systemClock,
     log: instrumentation.logger("entry"),
   };
+}
+
+/**
+ * Kernels as ECS tasks, only when the stack has a Fargate executor. The region is the cluster's
+ * (awslogs writes to the log group in the task's region, which is the cluster's).
+ */
+function fargateKernels(
+  config: CairnConfig,
+  captureClient: <T extends object>(client: T) => T,
+): FargateKernels | undefined {
+  if (config.fargate === undefined) return undefined;
+  const region = config.fargate.clusterArn.split(":")[3]!;
+  const tasks = new EcsFargateTasks(captureClient(new ECSClient({})), {
+    cluster: config.fargate.clusterArn,
+    region,
+  });
+  return new FargateKernels(tasks, config.fargate);
 }

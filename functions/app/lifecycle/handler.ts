@@ -10,8 +10,8 @@ import type { Agent, Queue, SessionWithKernels } from "../../core/model.ts";
 import type { AgentRepository, SessionRepository } from "../../core/ports/session-store.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
 import type { SessionStatus } from "../../core/status.ts";
-import type { KernelCommandDetailInput } from "../event-types.ts";
-import type { KernelCommands } from "../kernel-commands.ts";
+import type { FargateKernels } from "../fargate-kernels.ts";
+import type { KernelCommand, KernelCommands } from "../kernel-commands.ts";
 import type { EventsPort } from "../ports.ts";
 import { rereadOnConflict } from "../reread.ts";
 import type { RunSnapshot } from "../snapshot.ts";
@@ -23,6 +23,8 @@ export interface HandlerContext {
   readonly events: EventsPort;
   /** Kernel commands, onto the agents' own queues. */
   readonly commands: KernelCommands;
+  /** Kernels as ECS tasks; absent when the stack has no Fargate executor. */
+  readonly fargate?: FargateKernels;
   readonly config: CairnConfig;
   readonly nowMs: number;
   /**
@@ -117,6 +119,10 @@ export function placementProblem(
   return lostAgentsOf(target, live);
 }
 
+/** Why a Fargate session's kernels cannot be prepared or started here. */
+export const NO_FARGATE_EXECUTOR_FAILURE =
+  "this stack has no Fargate executor (deploy with the fargate prop): the session's kernels cannot run";
+
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -153,7 +159,7 @@ export async function patchKernels(
 /** Sends the commands; a session whose commands could not be sent is a failure, not a success. */
 export async function dispatch(
   ctx: HandlerContext,
-  commands: readonly { sessionId: string; detail: KernelCommandDetailInput }[],
+  commands: readonly { sessionId: string; detail: KernelCommand }[],
   result: ResultBuilder,
 ): Promise<void> {
   if (commands.length === 0) return;

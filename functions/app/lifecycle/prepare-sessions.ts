@@ -4,15 +4,20 @@
  * PREPARING, a kernel whose preparation failed makes the session a failure (the coordinator
  * judges retry or give-up) and is dispatched again; sessions still preparing are left for
  * PromoteToPrepared or expiry.
+ *
+ * A Fargate session (issue 14) has no agent to prepare it: its task definition is ensured here
+ * (registered once per content) and its kernels are marked PREPARED at once; an ECS failure is
+ * the session's, in ECS's words.
  */
+import { executorOf, Executor } from "../../core/fargate.ts";
 import { LIFECYCLE_HANDLERS } from "../../core/handlers.ts";
 import type { SessionWithKernels } from "../../core/model.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
-import { KernelStatus, SessionStatus } from "../../core/status.ts";
-import { kernelCommand } from "../kernel-commands.ts";
-import type { KernelCommandDetailInput } from "../event-types.ts";
+import { isTerminalKernelStatus, KernelStatus, SessionStatus } from "../../core/status.ts";
+import { kernelCommand, type KernelCommand } from "../kernel-commands.ts";
 import {
   errorMessage,
+  NO_FARGATE_EXECUTOR_FAILURE,
   placementProblem,
   patchKernels,
   ResultBuilder,
@@ -27,12 +32,16 @@ export const prepareSessions: LifecycleHandler = {
   async execute(targets: readonly SessionWithKernels[], ctx: HandlerContext): Promise<HandlerResult> {
     const result = new ResultBuilder();
     const live = await ctx.liveAgents(agentsOf(targets));
-    const commands: { sessionId: string; detail: KernelCommandDetailInput }[] = [];
+    const commands: { sessionId: string; detail: KernelCommand }[] = [];
     for (const target of targets) {
       const { session, kernels } = target;
       const lost = placementProblem(target, live);
       if (lost) {
         result.failure(session.id, lost);
+        continue;
+      }
+      if (session.status === SessionStatus.SCHEDULED && executorOf(session.spec) === Executor.fargate) {
+        await prepareOnFargate(ctx, target, result);
         continue;
       }
       if (session.status === SessionStatus.SCHEDULED) {
@@ -65,3 +74,34 @@ export const prepareSessions: LifecycleHandler = {
     return result.build();
   },
 };
+
+/** The session's task definitions (one per kernel size; a gang's share one), then its kernels PREPARED. */
+async function prepareOnFargate(
+  ctx: HandlerContext,
+  target: SessionWithKernels,
+  result: ResultBuilder,
+): Promise<void> {
+  const { session, kernels } = target;
+  const fargate = ctx.fargate;
+  if (!fargate) {
+    result.failure(session.id, NO_FARGATE_EXECUTOR_FAILURE);
+    return;
+  }
+  try {
+    await Promise.all(kernels.map((k) => fargate.taskDefinition(target, k)));
+  } catch (error) {
+    result.failure(session.id, `could not register the kernels' ECS task definition: ${errorMessage(error)}`);
+    return;
+  }
+  try {
+    await patchKernels(ctx, target, (current) =>
+      current.kernels
+        .filter((k) => k.status !== KernelStatus.PREPARED && !isTerminalKernelStatus(k.status))
+        .map((k) => ({ index: k.index, status: KernelStatus.PREPARED })),
+    );
+  } catch (error) {
+    result.failure(session.id, `could not mark the kernels prepared: ${errorMessage(error)}`);
+    return;
+  }
+  result.success(session.id);
+}

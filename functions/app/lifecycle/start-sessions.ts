@@ -1,14 +1,20 @@
 /**
  * StartSessions (PREPARED): asks each kernel's agent to start its process. Dispatching is the
  * success (→ CREATING); PromoteToRunning sees the agents' RUNNING reports.
+ *
+ * A Fargate session's kernels (issue 14) are started here as ECS tasks, all of a gang or none,
+ * with the queue's capacity provider; each kernel records its task. ECS's events report them.
  */
+import { executorOf, Executor } from "../../core/fargate.ts";
 import { LIFECYCLE_HANDLERS } from "../../core/handlers.ts";
 import type { SessionWithKernels } from "../../core/model.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
-import { kernelCommand } from "../kernel-commands.ts";
-import type { KernelCommandDetailInput } from "../event-types.ts";
+import { kernelCommand, type KernelCommand } from "../kernel-commands.ts";
 import {
   dispatch,
+  errorMessage,
+  NO_FARGATE_EXECUTOR_FAILURE,
+  patchKernels,
   placementProblem,
   ResultBuilder,
   type HandlerContext,
@@ -21,11 +27,15 @@ export const startSessions: LifecycleHandler = {
   async execute(targets: readonly SessionWithKernels[], ctx: HandlerContext): Promise<HandlerResult> {
     const result = new ResultBuilder();
     const live = await ctx.liveAgents(agentsOf(targets));
-    const commands: { sessionId: string; detail: KernelCommandDetailInput }[] = [];
+    const commands: { sessionId: string; detail: KernelCommand }[] = [];
     for (const target of targets) {
       const lost = placementProblem(target, live);
       if (lost) {
         result.failure(target.session.id, lost);
+        continue;
+      }
+      if (executorOf(target.session.spec) === Executor.fargate) {
+        await startOnFargate(ctx, target, result);
         continue;
       }
       for (const k of target.kernels) {
@@ -37,3 +47,61 @@ export const startSessions: LifecycleHandler = {
     return result.build();
   },
 };
+
+/**
+ * Runs the session's tasks and records them on its kernels. A gang that cannot start is the
+ * session's failure (none of its tasks is left running), retryable or not: the coordinator's
+ * judgment of the stage decides whether to try again.
+ */
+async function startOnFargate(
+  ctx: HandlerContext,
+  target: SessionWithKernels,
+  result: ResultBuilder,
+): Promise<void> {
+  const { session } = target;
+  if (!ctx.fargate) {
+    result.failure(session.id, NO_FARGATE_EXECUTOR_FAILURE);
+    return;
+  }
+  let settings;
+  try {
+    settings = (await ctx.queue(session.spec.queue))?.fargate;
+  } catch (error) {
+    result.failure(session.id, `could not read queue ${session.spec.queue}: ${errorMessage(error)}`);
+    return;
+  }
+  if (!settings) {
+    result.failure(
+      session.id,
+      `queue "${session.spec.queue}" has no Fargate settings any more: set them with \`cairn queue update ${session.spec.queue} --vcpu-quota N\``,
+    );
+    return;
+  }
+  let started;
+  try {
+    started = await ctx.fargate.start(target, settings);
+  } catch (error) {
+    result.failure(session.id, `could not start the kernels' ECS tasks: ${errorMessage(error)}`);
+    return;
+  }
+  if (!started.ok) {
+    result.failure(session.id, `ECS could not start the kernels' tasks: ${started.reason}`);
+    return;
+  }
+  const tasks = started.tasks;
+  try {
+    await patchKernels(ctx, target, (current) =>
+      tasks.flatMap((t) =>
+        current.kernels.find((k) => k.index === t.kernelIndex)?.taskArn === undefined
+          ? [{ index: t.kernelIndex, taskArn: t.taskArn }]
+          : [],
+      ),
+    );
+  } catch (error) {
+    // The tasks run: their events name their kernels (startedBy, environment) all the same.
+    ctx.snapshot.forget(session.id);
+    result.success(session.id, `tasks started; recording them failed: ${errorMessage(error)}`);
+    return;
+  }
+  result.success(session.id);
+}

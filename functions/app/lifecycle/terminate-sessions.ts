@@ -17,8 +17,7 @@ import {
   SessionStatus,
   TerminationCondition,
 } from "../../core/status.ts";
-import { kernelCommand } from "../kernel-commands.ts";
-import type { KernelCommandDetailInput } from "../event-types.ts";
+import { kernelCommand, type KernelCommand } from "../kernel-commands.ts";
 import {
   errorMessage,
   lostAgentsOf,
@@ -43,7 +42,7 @@ export const terminateSessions: LifecycleHandler = {
   async execute(targets: readonly SessionWithKernels[], ctx: HandlerContext): Promise<HandlerResult> {
     const result = new ResultBuilder();
     const live = await ctx.liveAgents(agentsOf(targets));
-    const commands: { sessionId: string; detail: KernelCommandDetailInput }[] = [];
+    const commands: { sessionId: string; detail: KernelCommand }[] = [];
     for (const target of targets) {
       const { session, kernels } = target;
       const alive = kernels.filter((k) => !isTerminalKernelStatus(k.status));

@@ -1,0 +1,161 @@
+/**
+ * Kernel commands as ECS calls (issue 14): a Fargate kernel has no agent to prepare, start or
+ * stop it, so the lifecycle handlers ask ECS through the FargateTasksPort instead.
+ *
+ * - prepare: a task definition for the session's image and size (registered once per content);
+ *   there is no agent to report the kernel PREPARED, so the handler patches it so.
+ * - start: one task per kernel, all of a gang or none (runGang); the handler records each
+ *   kernel's task (Kernel.taskArn).
+ * - stop: StopTask with the stop command's condition in its reason (ecsStopReason), which the
+ *   task's STOPPED event carries back as the kernel's condition, as an agent would report it.
+ *
+ * How the tasks go on is ECS's own events (core/ecs-task-events.ts), read by the coordinator.
+ */
+import type { FargateConfig } from "../config.ts";
+import { ecsStopReason, ecsTaskIdentity } from "../core/ecs-task-events.ts";
+import type { Kernel, QueueFargateSettings, SessionWithKernels } from "../core/model.ts";
+import { sessionPlacement } from "../core/sessions.ts";
+import type { TerminationCondition } from "../core/status.ts";
+import type { FargateRunRequest, FargateTaskDefinitionSpec, FargateTasksPort } from "./fargate-port.ts";
+
+/** A stop for a Fargate kernel: its task, and what the stop command says. */
+export interface FargateStop {
+  readonly taskArn: string;
+  readonly condition?: TerminationCondition;
+  readonly reason?: string;
+}
+
+export type FargateStartOutcome =
+  | {
+      readonly ok: true;
+      readonly tasks: readonly { readonly kernelIndex: number; readonly taskArn: string }[];
+    }
+  /** Why the gang did not start, in ECS's words, naming the kernel (none of its tasks runs). */
+  | { readonly ok: false; readonly reason: string };
+
+/** Fargate has 1024 CPU units per vCPU. */
+const CPU_UNITS_PER_VCPU = 1024;
+
+export class FargateKernels {
+  readonly #port: FargateTasksPort;
+  readonly #config: FargateConfig;
+
+  constructor(port: FargateTasksPort, config: FargateConfig) {
+    this.#port = port;
+    this.#config = config;
+  }
+
+  /**
+   * The task definition of a session's kernels: the image and size are the session's, and the
+   * logs go to the stack's kernel log group under the run's stream (`cairn logs` finds it by
+   * the prefix, see logStreamPrefix).
+   */
+  taskDefinition(target: SessionWithKernels, kernel: Kernel): Promise<string> {
+    return this.#port.ensureTaskDefinition(this.#definitionSpec(target, kernel));
+  }
+
+  #definitionSpec({ session }: SessionWithKernels, kernel: Kernel): FargateTaskDefinitionSpec {
+    const image = session.spec.image;
+    if (image === undefined)
+      throw new Error(`session ${session.id}: spec.image is required with executor fargate`);
+    return {
+      image,
+      cpu: kernel.resources.cpu * CPU_UNITS_PER_VCPU,
+      memoryMiB: kernel.resources.memoryMiB,
+      logGroup: this.#config.logGroupName,
+      logStreamPrefix: fargateLogStreamPrefix(session.id, kernel.index, session.runIndex),
+      executionRoleArn: this.#config.executionRoleArn,
+      taskRoleArn: this.#config.taskRoleArn,
+    };
+  }
+
+  /**
+   * Starts every kernel of the session that has no task yet, all or none. A kernel's task is
+   * the kernel's definition, its command and environment, the queue's capacity provider and the
+   * stack's network; startedBy and tags name the kernel (ecsTaskIdentity).
+   */
+  async start(target: SessionWithKernels, settings: QueueFargateSettings): Promise<FargateStartOutcome> {
+    const { session, kernels } = target;
+    const requests: FargateRunRequest[] = [];
+    for (const kernel of kernels) {
+      if (kernel.taskArn !== undefined) continue;
+      const identity = ecsTaskIdentity({
+        sessionId: session.id,
+        kernelIndex: kernel.index,
+        runIndex: session.runIndex,
+        placement: sessionPlacement(session),
+      });
+      requests.push({
+        kernelIndex: kernel.index,
+        taskDefinitionArn: await this.taskDefinition(target, kernel),
+        command: [...session.spec.command],
+        // The spec's, then what an agent gives its kernels, then the identity: last wins, so a
+        // spec cannot pose as another kernel.
+        environment: [
+          ...Object.entries(session.spec.env).map(([name, value]) => ({ name, value })),
+          ...kernelEnvironment(target, kernel),
+          ...identity.environment,
+        ],
+        cpu: kernel.resources.cpu * CPU_UNITS_PER_VCPU,
+        memoryMiB: kernel.resources.memoryMiB,
+        capacity: settings.capacityProvider,
+        network: {
+          subnets: this.#config.subnets,
+          securityGroups: this.#config.securityGroups,
+          assignPublicIp: this.#config.assignPublicIp,
+        },
+        startedBy: identity.startedBy,
+        tags: identity.tags,
+      });
+    }
+    if (requests.length === 0) return { ok: true, tasks: [] };
+    const result = await this.#port.runGang(
+      requests,
+      `session ${session.id}: another kernel of the gang could not start`,
+    );
+    if (result.failures.length > 0) {
+      return {
+        ok: false,
+        reason: result.failures.map((f) => `kernel ${f.kernelIndex}: ${f.reason}`).join("; "),
+      };
+    }
+    return { ok: true, tasks: result.started };
+  }
+
+  /** StopTask for each; a task already stopped counts as stopped. */
+  stop(stops: readonly FargateStop[]): Promise<void> {
+    return this.#port.stopTasks(
+      stops.map((s) => ({
+        taskArn: s.taskArn,
+        reason: ecsStopReason({
+          ...(s.condition !== undefined ? { condition: s.condition } : {}),
+          ...(s.reason !== undefined ? { reason: s.reason } : {}),
+        }),
+      })),
+    );
+  }
+}
+
+/**
+ * The awslogs stream prefix of a kernel's run: agent/log-events.ts's stream name for the run
+ * (`<sessionId>/<kernelIndex>/run-<runIndex>`), under which awslogs writes
+ * `<prefix>/kernel/<task id>`; `cairn logs` takes the run's stream or the one task stream under it.
+ */
+export function fargateLogStreamPrefix(sessionId: string, kernelIndex: number, runIndex: number): string {
+  return `${sessionId}/${kernelIndex}/run-${runIndex}`;
+}
+
+/** The CAIRN_* an agent gives its kernels (agent/environment.ts), as far as a task has them. */
+function kernelEnvironment(
+  { session, kernels }: SessionWithKernels,
+  kernel: Kernel,
+): { name: string; value: string }[] {
+  const jobId = session.task?.jobId ?? session.id;
+  const taskIndex = session.task?.index ?? kernel.index;
+  return [
+    { name: "CAIRN_JOB_ID", value: jobId },
+    { name: "CAIRN_TASK_INDEX", value: String(taskIndex) },
+    { name: "CAIRN_NUM_TASKS", value: String(session.task?.count ?? kernels.length) },
+    { name: "CAIRN_TASK_ID", value: `${jobId}/task-${taskIndex}` },
+  ];
+}
