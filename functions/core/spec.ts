@@ -182,15 +182,13 @@ export const labelsSchema = z
   )
   .refine((labels) => Object.keys(labels).length <= 32, { error: "at most 32 labels" });
 
+/** A session's own priority; its queue's is added to it when it is queued. */
+export const prioritySchema = z.number().int().min(SPEC_LIMITS.priority.min).max(SPEC_LIMITS.priority.max);
+
 const sessionSpecShape = {
   name: nameSchema,
   queue: nameSchema.default(SPEC_DEFAULTS.queue),
-  priority: z
-    .number()
-    .int()
-    .min(SPEC_LIMITS.priority.min)
-    .max(SPEC_LIMITS.priority.max)
-    .default(SPEC_DEFAULTS.priority),
+  priority: prioritySchema.default(SPEC_DEFAULTS.priority),
   replicas: z
     .number()
     .int()

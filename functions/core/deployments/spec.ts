@@ -10,6 +10,7 @@ import {
   commandSchema,
   labelsSchema,
   nameSchema,
+  prioritySchema,
   resourcesSchema,
   safeParseWithIssues,
   SPEC_DEFAULTS,
@@ -82,12 +83,7 @@ const serviceSchema = strictObject({
   env: userEnvSchema.prefault({}),
   resources: resourcesSchema.prefault({}),
   queue: nameSchema.default(SPEC_DEFAULTS.queue),
-  priority: z
-    .number()
-    .int()
-    .min(SPEC_LIMITS.priority.min)
-    .max(SPEC_LIMITS.priority.max)
-    .default(SPEC_DEFAULTS.priority),
+  priority: prioritySchema.default(SPEC_DEFAULTS.priority),
   nodeSelector: labelsSchema.optional(),
   /** Pins every replica's port; by default each replica's agent picks a free one. */
   port: z.number().int().min(DEPLOYMENT_LIMITS.port.min).max(DEPLOYMENT_LIMITS.port.max).optional(),
