@@ -313,6 +313,17 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       ...(options.repairAfterMs !== undefined
         ? { CAIRN_REPAIR_AFTER_MS: String(options.repairAfterMs) }
         : {}),
+      // The Fargate executor on the embedded ECS (issue 14), as lib/fargate.ts configures a
+      // stack's: tasks are local processes, so the network and roles are placeholders ECS's
+      // checks accept; awslogs writes into the kernel log group `cairn logs` reads.
+      CAIRN_FARGATE_CLUSTER_ARN: ecs.service.clusterArn(ECS_CLUSTER),
+      CAIRN_FARGATE_SUBNETS: "subnet-0000000000000000a",
+      CAIRN_FARGATE_SECURITY_GROUPS: "sg-0000000000000000a",
+      CAIRN_FARGATE_ASSIGN_PUBLIC_IP: "false",
+      CAIRN_FARGATE_EXECUTION_ROLE_ARN: `arn:aws:iam::${ACCOUNT}:role/cairn-local-task-execution`,
+      CAIRN_FARGATE_TASK_ROLE_ARN: `arn:aws:iam::${ACCOUNT}:role/cairn-local-task`,
+      CAIRN_FARGATE_LOG_GROUP_NAME: KERNEL_LOG_GROUP,
+      CAIRN_FARGATE_CAPACITY_PROVIDERS: "FARGATE,FARGATE_SPOT",
     };
 
     const invocations = new Map<FunctionName, number>(FUNCTIONS.map((f) => [f.name, 0]));

@@ -16,8 +16,10 @@ import {
   type BatchEvent,
   type EventAction,
   type Rejection,
+  type SessionReport,
   type Wake,
 } from "../core/coordinator/inbound.ts";
+import { parseTaskEvent, type TaskStateReport } from "../core/coordinator/task-reports.ts";
 import { needsRetryCatalog, type CarryOutPlan, type PassResultEffects } from "../core/coordinator/passes.ts";
 import { step, type StepInput } from "../core/coordinator/step.ts";
 import type { SessionWrite } from "../core/effects.ts";
@@ -165,11 +167,11 @@ const AGENT_CACHE_MS = 1_000;
 
 type KernelReportEvent = Extract<InboundEvent, { detailType: typeof DetailType.KernelStatusChanged }>;
 
-interface PendingReport {
+type PendingReport =
   /** The event's index in the batch. */
-  readonly index: number;
-  readonly event: KernelReportEvent;
-}
+  | { readonly index: number; readonly event: KernelReportEvent }
+  /** A Fargate task's report (core/coordinator/task-reports.ts). */
+  | { readonly index: number; readonly task: TaskStateReport };
 
 /** Higher-priority waiting sessions a targeted scheduling pass also tries, first. */
 const WAITING_AHEAD_LIMIT = 10;
@@ -421,7 +423,10 @@ export class Coordinator {
       if (action.refuse) await this.#jobs.refuse(action.refuse, action.rejection.reason);
       outcome(action.rejection);
     };
-    const { actions, wake } = step(await this.#loadEvents(envelopes.map(parseBatchEvent)));
+    const clusterArn = this.#d.config.fargate?.clusterArn;
+    const { actions, wake } = step(
+      await this.#loadEvents(envelopes.map((e) => parseBatchEvent(e, clusterArn))),
+    );
     dirty.apply(wake);
     const done: Applied[] = [];
     const reports = new Map<string, PendingReport[]>();
@@ -456,10 +461,14 @@ export class Coordinator {
             done.push({ kind: "cancel-requested", action, sessionIds });
             break;
           }
-          case "report": {
-            const group = reports.get(action.event.detail.sessionId) ?? [];
-            group.push({ index: action.index, event: action.event });
-            reports.set(action.event.detail.sessionId, group);
+          case "report":
+          case "task-report": {
+            const pending: PendingReport =
+              action.kind === "report"
+                ? { index: action.index, event: action.event }
+                : { index: action.index, task: action.report };
+            const sessionId = "task" in pending ? pending.task.sessionId : pending.event.detail.sessionId;
+            reports.set(sessionId, [...(reports.get(sessionId) ?? []), pending]);
             break;
           }
           case "heartbeat": {
@@ -577,8 +586,14 @@ export class Coordinator {
   ): Promise<readonly (Rejection | undefined)[]> {
     return rereadOnConflict(async () => {
       const s = await snapshot.session(sessionId);
-      const reports: { event: KernelReportEvent; refused?: string }[] = [];
-      for (const { event } of group) {
+      const reports: SessionReport[] = [];
+      for (const pending of group) {
+        // A task's report is vouched for by its source and cluster, checked when it was parsed.
+        if ("task" in pending) {
+          reports.push({ task: pending.task });
+          continue;
+        }
+        const { event } = pending;
         const refusal = s
           ? await this.#agents.authenticateReport(event.detail, (id) =>
               snapshot.agent(id, event.detail.incarnation),
@@ -897,10 +912,15 @@ function submissionOf(envelope: unknown): { id?: unknown; eventId?: unknown } {
   return { id, eventId: e["id"] };
 }
 
-/** An envelope as the step reads it: the control plane's own status change, an inbound event, or why not. */
-function parseBatchEvent(envelope: unknown): BatchEvent {
+/**
+ * An envelope as the step reads it: the control plane's own status change, a Fargate task's
+ * event (`clusterArn`: the Fargate executor's cluster, if any), an inbound event, or why not.
+ */
+function parseBatchEvent(envelope: unknown, clusterArn: string | undefined): BatchEvent {
   const own = ownStatusChange(envelope);
   if (own) return { kind: "status-changed", ...own };
+  const task = parseTaskEvent(envelope, clusterArn);
+  if (task) return task;
   const parsed = parseInboundEvent(envelope);
   if (parsed.ok) return { kind: "inbound", event: parsed.event };
   const { eventId, detailType, message } = parsed.error;

@@ -10,7 +10,8 @@ import type { Queue, SessionSpec, SessionWithKernels } from "../model.ts";
 import { sessionPlacement } from "../sessions.ts";
 import { SESSION_STATUSES, SessionStatus, TERMINAL_SESSION_STATUSES } from "../status.ts";
 import { submissionSizeIssue } from "../submission-size.ts";
-import { reportsEffect, type ReportsEffect } from "../kernel-reports.ts";
+import { reportsEffect, type KernelReport, type ReportsEffect } from "../kernel-reports.ts";
+import { taskReportRefusal, type TaskStateReport } from "./task-reports.ts";
 
 /** Sessions name no queue: they are in this one, which need not have been created. */
 export const DEFAULT_QUEUE = "default";
@@ -44,6 +45,10 @@ export type BatchEvent =
       readonly submission?: { readonly id?: unknown; readonly eventId?: unknown };
     }
   | { readonly kind: "inbound"; readonly event: InboundEvent }
+  /** ECS's event about a Fargate kernel's task, as the report it makes (task-reports.ts). */
+  | { readonly kind: "task-report"; readonly report: TaskStateReport }
+  /** An event that asks nothing (a task state that reports nothing). */
+  | { readonly kind: "ignored" }
   /** An event whose data could not be loaded (a store read failed): it is redelivered. */
   | { readonly kind: "unloaded" };
 
@@ -83,6 +88,8 @@ export type EventAction =
     }
   /** Reports are applied after the batch's other events, each session's together. */
   | { readonly kind: "report"; readonly index: number; readonly event: KernelReportEvent }
+  /** A Fargate task's report: applied with its session's other reports, after the batch's events. */
+  | { readonly kind: "task-report"; readonly index: number; readonly report: TaskStateReport }
   | { readonly kind: "heartbeat"; readonly index: number; readonly event: HeartbeatEvent }
   | { readonly kind: "register"; readonly index: number; readonly event: RegistrationEvent };
 
@@ -182,6 +189,10 @@ export function stepEvents(input: EventsInput): EventsEffects {
       actions.push({ kind: "none", index });
     } else if (e.kind === "unloaded") {
       actions.push({ kind: "redeliver", index });
+    } else if (e.kind === "ignored") {
+      actions.push({ kind: "none", index });
+    } else if (e.kind === "task-report") {
+      actions.push({ kind: "task-report", index, report: e.report });
     } else if (e.kind === "invalid") {
       actions.push({
         kind: "reject",
@@ -345,17 +356,23 @@ export function freesCapacity({ from, to }: { from: SessionStatus; to: SessionSt
   return to === SessionStatus.PENDING && from !== SessionStatus.PENDING;
 }
 
+/** One report of a session: an agent's (authenticated by the application) or a Fargate task's. */
+export type SessionReport =
+  | {
+      readonly event: KernelReportEvent;
+      /** Why the report's agent was refused (unknown, fenced, a bad signature), if it was. */
+      readonly refused?: string;
+    }
+  /** Vouched for by its source and cluster (task-reports.ts), not by a signature. */
+  | { readonly task: TaskStateReport };
+
 /** A session's kernel reports of one batch, each already authenticated (the signature is I/O). */
 export interface ReportsInput {
   readonly kind: "reports";
   readonly sessionId: string;
   /** The session as read; undefined when there is none. */
   readonly session: SessionWithKernels | undefined;
-  readonly reports: readonly {
-    readonly event: KernelReportEvent;
-    /** Why the report's agent was refused (unknown, fenced, a bad signature), if it was. */
-    readonly refused?: string;
-  }[];
+  readonly reports: readonly SessionReport[];
   readonly nowMs: number;
 }
 
@@ -368,25 +385,32 @@ export interface ReportsEffects {
 
 export function stepReports(input: ReportsInput): ReportsEffects {
   const { session: s, sessionId } = input;
-  const rejection = (event: KernelReportEvent, reason: string): Rejection => ({
-    eventId: event.id,
-    detailType: event.detailType,
-    reason,
-  });
+  const rejection = (r: SessionReport, reason: string): Rejection =>
+    "task" in r
+      ? { eventId: r.task.eventId, detailType: r.task.detailType, reason }
+      : { eventId: r.event.id, detailType: r.event.detailType, reason };
   if (!s) {
     return {
-      outcomes: input.reports.map(({ event }) =>
-        rejection(event, `detail.sessionId: no session ${sessionId}`),
+      outcomes: input.reports.map((r) =>
+        rejection(
+          r,
+          "task" in r
+            ? `detail.overrides: CAIRN_SESSION_ID: no session ${sessionId}`
+            : `detail.sessionId: no session ${sessionId}`,
+        ),
       ),
       effect: { kind: "none" },
     };
   }
   const outcomes: (Rejection | undefined)[] = [];
-  const accepted: KernelStatusChangedDetail[] = [];
-  for (const { event, refused } of input.reports) {
-    const reason = refused ?? reportRefusal(event.detail, s);
-    outcomes.push(reason !== undefined ? rejection(event, reason) : undefined);
-    if (reason === undefined) accepted.push(event.detail);
+  const accepted: (KernelReport & { readonly kernelIndex: number })[] = [];
+  for (const r of input.reports) {
+    const reason =
+      "task" in r ? taskReportRefusal(r.task, s) : (r.refused ?? reportRefusal(r.event.detail, s));
+    outcomes.push(reason !== undefined ? rejection(r, reason) : undefined);
+    if (reason === undefined) {
+      accepted.push("task" in r ? { ...r.task.report, kernelIndex: r.task.kernelIndex } : r.event.detail);
+    }
   }
   return { outcomes, effect: reportsEffect(s, accepted, input.nowMs) };
 }
