@@ -1,7 +1,9 @@
 /**
  * Task output for `cairn logs` and `submit --stream-logs`, read from CloudWatch Logs: the agents
  * ship each kernel run's lines to its own stream `<sessionId>/<kernelIndex>/run-<runIndex>`
- * (agent/log-events.ts), locally and on AWS alike. The store says which run is current and when
+ * (agent/log-events.ts), locally and on AWS alike; a Fargate kernel's task writes its run's lines
+ * through awslogs under that name as a prefix, `<run's stream>/kernel/<task id>` (runStreamIn).
+ * The store says which run is current and when
  * it is over; the streams say what it wrote. Lines are handed on page by page (GetLogEvents or
  * FilterLogEvents, at most 1 MB each): a log is never held whole.
  */
@@ -65,6 +67,20 @@ export function sharedSessionReads(
 /** Whether a run's stream exists yet; see sharedStreamListing. */
 export interface StreamSource {
   exists(streamName: string): Promise<boolean>;
+  /** The run's stream as it exists (runStreamIn), once it does. */
+  find(streamName: string): Promise<string | undefined>;
+}
+
+/**
+ * A run's stream among `existing`: the one its agent writes (`streamName`), or the one awslogs
+ * writes for a Fargate kernel's task (`<streamName>/kernel/<task id>`: the run's name is the task
+ * definition's stream prefix, fargate-kernels.ts). Undefined when neither exists yet.
+ */
+export function runStreamIn(existing: ReadonlySet<string>, streamName: string): string | undefined {
+  if (existing.has(streamName)) return streamName;
+  const prefix = `${streamName}/`;
+  for (const name of existing) if (name.startsWith(prefix)) return name;
+  return undefined;
 }
 
 /**
@@ -92,11 +108,16 @@ export function sharedStreamListing(
       inFlight = undefined;
     }
   };
+  const find = async (streamName: string) => {
+    const seen = runStreamIn(known, streamName);
+    if (seen !== undefined) return seen;
+    if (nowMs() - listedAtMs >= maxAgeMs) await (inFlight ??= refresh());
+    return runStreamIn(known, streamName);
+  };
   return {
+    find,
     async exists(streamName) {
-      if (known.has(streamName)) return true;
-      if (nowMs() - listedAtMs >= maxAgeMs) await (inFlight ??= refresh());
-      return known.has(streamName);
+      return (await find(streamName)) !== undefined;
     },
   };
 }
@@ -206,7 +227,7 @@ export async function locateTaskLogs(
     const task = found[i];
     if (task === undefined) return { started: false, finished: false, why: "PENDING: being submitted" };
     const state = stateText(jobId, ref, task.session, task.kernel);
-    const shown = task.candidates.find((c) => c.started || existing.has(c.streamName));
+    const shown = task.candidates.find((c) => c.started || runStreamIn(existing, c.streamName) !== undefined);
     if (shown === undefined) {
       return {
         started: false,
@@ -218,8 +239,8 @@ export async function locateTaskLogs(
     return {
       started: true,
       runIndex: shown.runIndex,
-      streamName: shown.streamName,
-      exists: existing.has(shown.streamName),
+      streamName: runStreamIn(existing, shown.streamName) ?? shown.streamName,
+      exists: runStreamIn(existing, shown.streamName) !== undefined,
       ...(shown.runIndex === current
         ? {}
         : { note: `run ${current} has not started (${state}); showing run ${shown.runIndex}` }),
@@ -377,12 +398,13 @@ async function tailRun(
   deps: FollowDeps,
   emit: (event: TaskLogEvent) => void,
 ): Promise<void> {
-  const run: RunStream = {
+  const runName = kernelLogStreamName(ref.sessionId, ref.kernelIndex, runIndex);
+  let run: RunStream = {
     task: ref.index,
     sessionId: ref.sessionId,
     kernelIndex: ref.kernelIndex,
     runIndex,
-    streamName: kernelLogStreamName(ref.sessionId, ref.kernelIndex, runIndex),
+    streamName: runName,
   };
   const joiner = new LinePartJoiner();
   let live = liveAtStart;
@@ -393,10 +415,12 @@ async function tailRun(
     // Sampled before reading: the reads after `live` turns false see everything the run wrote.
     const wasLive = live;
     if (!exists) {
-      exists = wasLive
-        ? await deps.streams.exists(run.streamName)
+      const found = wasLive
+        ? await deps.streams.find(runName)
         : // The last look must come after the run's end was seen: a listing of its own.
-          (await deps.pace(), (await deps.logs.listStreams(run.streamName)).has(run.streamName));
+          (await deps.pace(), runStreamIn(await deps.logs.listStreams(runName), runName));
+      exists = found !== undefined;
+      if (found !== undefined) run = { ...run, streamName: found };
     }
     if (exists) {
       for (;;) {

@@ -1,0 +1,273 @@
+/**
+ * Issue 14's end-to-end scenarios: kernels as ECS tasks on Fargate, against the embedded runtime
+ * (its ECS runs each task's command as a local process and puts ECS's own task events on the
+ * default bus, whose rule forwards Cairn's cluster's to the coordinator). No agent runs here:
+ * every kernel is a task on its queue's Fargate pool.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
+import { fargatePoolId } from "../functions/core/fargate-pool.ts";
+import type { HistoryRecord } from "../functions/core/model.ts";
+import { sessionResult } from "../functions/core/sessions.ts";
+import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+import { runCairn } from "./support/cli.ts";
+import { until } from "./support/until.ts";
+
+let rt: TestRuntime;
+afterEach(() => assertLifecycleInvariants(rt));
+const onDefault: EventBridgeEvent<{
+  taskArn: string;
+  lastStatus: string;
+  stopCode?: string;
+  stoppedReason?: string;
+  startedBy?: string;
+}>[] = [];
+const onCairn: EventBridgeEvent[] = [];
+let n = 0;
+const newId = (label: string) => `fg-${label}-${Date.now().toString(36)}-${n++}`;
+
+const QUEUE = "fargate-e2e";
+const SPOT_QUEUE = "fargate-spot";
+const IMAGE = "public.ecr.aws/docker/library/busybox:1.36";
+
+beforeAll(async () => {
+  rt = await startTestRuntime({ agents: 0 });
+  rt.runtime.defaultBus.onEvent((e) => void onDefault.push(e as (typeof onDefault)[number]));
+  rt.runtime.bus.onEvent((e) => void onCairn.push(e));
+  // As `cairn queue create <name> --vcpu-quota 16 [--capacity-provider FARGATE_SPOT]` stores them.
+  await rt.store.createQueue(
+    { name: QUEUE, priority: 0, retryPolicies: [], fargate: { capacityProvider: "FARGATE", vcpuQuota: 16 } },
+    Date.now(),
+  );
+  await rt.store.createQueue(
+    {
+      name: SPOT_QUEUE,
+      priority: 0,
+      retryPolicies: [],
+      fargate: { capacityProvider: "FARGATE_SPOT", vcpuQuota: 16 },
+    },
+    Date.now(),
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await rt?.stop();
+});
+
+const fargateSpec = (name: string, command: readonly string[], over: Record<string, unknown> = {}) => ({
+  name,
+  queue: QUEUE,
+  executor: "fargate" as const,
+  image: IMAGE,
+  resources: { cpu: 0.25, memoryMiB: 512 },
+  command: [...command],
+  ...over,
+});
+
+function summary(history: readonly HistoryRecord[]): string[] {
+  return history.map((h) => `${h.handler} ${h.result} ${h.fromStatus}->${h.toStatus ?? "="}`);
+}
+
+const tasksOf = (sessionId: string) => [
+  ...new Set(
+    onDefault.filter((e) => e.detail.startedBy === `cairn/${sessionId}`).map((e) => e.detail.taskArn),
+  ),
+];
+const lastEventOf = (taskArn: string) => onDefault.filter((e) => e.detail.taskArn === taskArn).at(-1);
+
+describe("Fargate sessions, end to end", () => {
+  test("a Fargate session runs its command as a task on its queue's pool and succeeds", async () => {
+    const id = newId("hello");
+    await rt.submit({ sessionId: id, spec: fargateSpec("hello", ["sh", "-c", "echo hi"]) });
+    const done = await rt.waitForEnd(id);
+    expect(done.session.status).toBe("TERMINATED");
+    expect(sessionResult(done)).toBe("succeeded");
+    expect(done.kernels).toMatchObject([
+      { index: 0, status: "TERMINATED", exitCode: 0, outcome: "SUCCEEDED", agentId: fargatePoolId(QUEUE) },
+    ]);
+    expect(done.kernels[0]?.taskArn).toMatch(/^arn:aws:ecs:.*:task\//);
+    expect(summary(await rt.store.listHistory(id))).toEqual([
+      "Submit SUBMITTED PENDING->PENDING",
+      "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
+      "PrepareSessions SUCCESS SCHEDULED->PREPARING",
+      "PromoteToPrepared SUCCESS PREPARING->PREPARED",
+      "StartSessions SUCCESS PREPARED->CREATING",
+      "PromoteToRunning SUCCESS CREATING->RUNNING",
+      "DetectTermination SUCCESS RUNNING->TERMINATING",
+      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+    ]);
+    // The pool's quota is whole again once the session has left it.
+    await until("the quota released", async () => {
+      const pool = await rt.store.getAgent(fargatePoolId(QUEUE));
+      return pool?.free.cpu === 16 ? pool : undefined;
+    });
+  }, 60_000);
+
+  test("its output is readable as `cairn logs` reads it", async () => {
+    const id = newId("logs");
+    await rt.submit({
+      sessionId: id,
+      spec: fargateSpec("logs", ["sh", "-c", "echo hi from $CAIRN_TASK_ID"]),
+    });
+    expect((await rt.waitForEnd(id)).session.status).toBe("TERMINATED");
+    const run = await runCairn(rt.dataDir, ["logs", id]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain(`hi from ${id}/task-0`);
+  }, 60_000);
+
+  test("an invalid cpu/memory pair is refused naming spec.resources.memoryMiB and the valid sizes", async () => {
+    const id = newId("size");
+    // Put as it is: the SDK-level helper would refuse it before sending, as the CLI does.
+    await rt.put({
+      Source: "cairn.client",
+      DetailType: "Session Submitted",
+      Detail: JSON.stringify({
+        sessionId: id,
+        spec: fargateSpec("size", ["true"], { resources: { cpu: 1, memoryMiB: 512 } }),
+      }),
+    });
+    const reasons = await until("the refusal", async () => {
+      const found = await rt.store.listRejections(id);
+      return found.length > 0 ? found.map((r) => r.reason) : undefined;
+    });
+    expect(reasons).toHaveLength(1);
+    expect(reasons[0]).toMatch(/^rejected event [\w-]+ \(Session Submitted\): /);
+    expect(reasons[0]).toContain(
+      "detail.spec.resources.memoryMiB: 512 MiB is not a Fargate memory size for 1 vCPU: with executor fargate, " +
+        "must be one of 2048, 3072, 4096, 5120, 6144, 7168, 8192",
+    );
+    expect(await rt.store.getSession(id)).toBeUndefined();
+  });
+
+  test("a Spot interruption is a preemption: the kernel runs again under the preemption budget", async () => {
+    const id = newId("spot");
+    // The first run waits to be interrupted; the second ends on its own.
+    const script = 'if [ "$CAIRN_RUN_INDEX" = 0 ]; then exec sleep 60; fi; echo second run';
+    await rt.submit({
+      sessionId: id,
+      spec: fargateSpec("spot", ["sh", "-c", script], { queue: SPOT_QUEUE }),
+    });
+    const running = await rt.waitFor(
+      id,
+      (s) => s.session.status === "RUNNING" && s.kernels[0]?.taskArn !== undefined,
+      "RUNNING with its task",
+    );
+    const first = running.kernels[0]!.taskArn!;
+    rt.runtime.ecs.service.interruptSpot(first);
+    const done = await rt.waitFor(
+      id,
+      (s) => s.session.status === "TERMINATED" && s.session.runIndex === 1,
+      "TERMINATED on its second run",
+      60_000,
+    );
+    expect(sessionResult(done)).toBe("succeeded");
+    expect(done.kernels[0]?.taskArn).not.toBe(first);
+    const [run0] = await rt.store.listRuns(id);
+    expect(run0).toMatchObject({
+      runIndex: 0,
+      outcome: "PREEMPTED",
+      decision: "retry",
+      kernels: [{ index: 0, condition: "Preempted", outcome: "PREEMPTED" }],
+    });
+    expect(done.session.retry?.preemptionCount).toBe(1);
+    expect(lastEventOf(first)?.detail).toMatchObject({ lastStatus: "STOPPED", stopCode: "SpotInterruption" });
+  }, 90_000);
+
+  test("a task that cannot start ends the session FAILED with ECS's reason", async () => {
+    const id = newId("nostart");
+    await rt.submit({ sessionId: id, spec: fargateSpec("nostart", ["no-such-command-anywhere"]) });
+    const done = await rt.waitForEnd(id, 60_000);
+    expect(done.session.status).toBe("TERMINATED");
+    expect(sessionResult(done)).toBe("failed");
+    const [run0, ...more] = await rt.store.listRuns(id);
+    expect(more).toEqual([]);
+    expect(run0).toMatchObject({
+      outcome: "FAILED",
+      decision: "finished",
+      kernels: [{ index: 0, status: "ERROR", outcome: "FAILED" }],
+    });
+    // ECS's stoppedReason, as the embedded ECS words it after Fargate's.
+    expect(run0?.kernels[0]?.message).toMatch(/^CannotStartContainerError: /);
+    expect(run0?.kernels[0]?.message).toContain(
+      'exec: "no-such-command-anywhere": executable file not found in $PATH',
+    );
+    expect(done.kernels[0]?.message).toBe(run0?.kernels[0]?.message);
+  }, 90_000);
+
+  test("a cancel of a running Fargate session stops its task: the process is gone, the task STOPPED by the user", async () => {
+    const id = newId("cancel");
+    const pidFile = join(rt.dataDir, `${id}.pid`);
+    await rt.submit({
+      sessionId: id,
+      spec: fargateSpec("cancel", ["sh", "-c", `echo $$ > ${pidFile}; exec sleep 60`]),
+    });
+    const running = await rt.waitFor(
+      id,
+      (s) => s.session.status === "RUNNING" && s.kernels[0]?.taskArn !== undefined,
+      "RUNNING with its task",
+    );
+    const pid = Number(await until("the pid", () => readFileSync(pidFile, "utf8").trim() || undefined));
+    expect(alive(pid)).toBe(true);
+    await rt.cancel(id, "no longer needed");
+    const done = await rt.waitForEnd(id);
+    expect(done.session.status).toBe("TERMINATED");
+    expect(sessionResult(done)).toBe("cancelled");
+    const taskArn = running.kernels[0]!.taskArn!;
+    await until("the task STOPPED", () =>
+      lastEventOf(taskArn)?.detail.lastStatus === "STOPPED" ? true : undefined,
+    );
+    expect(lastEventOf(taskArn)?.detail).toMatchObject({
+      stopCode: "UserInitiated",
+      stoppedReason: "session cancelled",
+    });
+    await until("the process gone", () => (alive(pid) ? undefined : true));
+  }, 60_000);
+
+  test("a 4-task Fargate gang starts 4 tasks, and one interrupted tears all 4 down together", async () => {
+    const id = newId("gang");
+    const script = 'if [ "$CAIRN_RUN_INDEX" = 0 ]; then exec sleep 60; fi; echo done';
+    await rt.submit({
+      sessionId: id,
+      spec: fargateSpec("gang", ["sh", "-c", script], { queue: SPOT_QUEUE, replicas: 4, coscheduled: true }),
+    });
+    const running = await rt.waitFor(
+      id,
+      (s) => s.session.status === "RUNNING" && s.kernels.every((k) => k.taskArn !== undefined),
+      "RUNNING with 4 tasks",
+    );
+    const tasks = running.kernels.map((k) => k.taskArn!);
+    expect(new Set(tasks).size).toBe(4);
+    expect(tasksOf(id)).toEqual(expect.arrayContaining(tasks));
+    rt.runtime.ecs.service.interruptSpot(tasks[2]!);
+    await until("all 4 tasks STOPPED", () =>
+      tasks.every((t) => lastEventOf(t)?.detail.lastStatus === "STOPPED") ? true : undefined,
+    );
+    expect(tasks.map((t) => lastEventOf(t)?.detail.stopCode)).toEqual([
+      "UserInitiated",
+      "UserInitiated",
+      "SpotInterruption",
+      "UserInitiated",
+    ]);
+    const done = await rt.waitFor(
+      id,
+      (s) => s.session.status === "TERMINATED" && s.session.runIndex === 1,
+      "TERMINATED on its second run",
+      60_000,
+    );
+    expect(sessionResult(done)).toBe("succeeded");
+    const [run0] = await rt.store.listRuns(id);
+    expect(run0).toMatchObject({ runIndex: 0, outcome: "PREEMPTED", decision: "retry" });
+  }, 120_000);
+});
+
+/** Whether a process with this pid still exists. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
