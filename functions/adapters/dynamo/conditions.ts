@@ -3,16 +3,16 @@
  * keeps each write's guard readable and lets the failure mapping say which guard failed.
  */
 import type { ResourceRequest } from "../../core/model.ts";
-import type { SessionState } from "../../core/ports/session-store.ts";
+import type { EntityState } from "../../core/ports/session-store.ts";
 import { any, type Clause } from "./expressions.ts";
 
 export const itemExists: Clause = (e) => `attribute_exists(${e.path("pk")})`;
 
 export const itemAbsent: Clause = (e) => `attribute_not_exists(${e.path("pk")})`;
 
-/** The session is still where the writer saw it. */
+/** The session (or deployment, or route) is still where the writer saw it. */
 export const sessionAt =
-  (expected: SessionState): Clause =>
+  (expected: EntityState): Clause =>
   (e) =>
     `${e.path("status")} = ${e.value(expected.status)} AND ${e.path("version")} = ${e.value(expected.version)}`;
 

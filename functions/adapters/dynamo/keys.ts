@@ -19,6 +19,11 @@ export const RETRY_POLICY_SK = "RETRY_POLICY";
 export const QUEUE_SK = "QUEUE";
 export const CONFIG_SK = "CONFIG";
 export const JOB_SK = "JOB";
+/** A deployment (issue 15): `DEPLOYMENT#<id>` / `DEPLOYMENT`, its routes beside it (`ROUTE#<index:4>`). */
+export const DEPLOYMENT_SK = "DEPLOYMENT";
+export const ROUTE_SK_PREFIX = "ROUTE#";
+/** A deployment's and its routes' history, apart: `DEPLOYMENT_HISTORY#<id>` / `AT#<atMs:15>#<entity id>#<version:10>`. */
+export const DEPLOYMENT_HISTORY_SK_PREFIX = "AT#";
 /** A rejected submission (issue 11): `REJECTION#<id>` / `EVENT#<eventId>`. */
 export const REJECTION_EVENT_SK_PREFIX = "EVENT#";
 
@@ -59,6 +64,11 @@ export const USED_PREFIXES = [
   "JOB#",
   "REJECTION#",
   REJECTION_EVENT_SK_PREFIX,
+  "DEPLOYMENT#",
+  ROUTE_SK_PREFIX,
+  "DEPLOYMENT_HISTORY#",
+  DEPLOYMENT_HISTORY_SK_PREFIX,
+  "DEPLOYMENTS",
 ] as const;
 
 export const sessionPk = (sessionId: string): string => `SESSION#${sessionId}`;
@@ -69,6 +79,11 @@ export const queuePk = (name: string): string => `QUEUE#${name}`;
 /** A job (issue 6): `JOB#<id>` / `JOB`. */
 export const jobPk = (id: string): string => `JOB#${id}`;
 export const rejectionPk = (id: string): string => `REJECTION#${id}`;
+export const deploymentPk = (id: string): string => `DEPLOYMENT#${id}`;
+export const deploymentHistoryPk = (id: string): string => `DEPLOYMENT_HISTORY#${id}`;
+export const routeSk = (index: number): string => `${ROUTE_SK_PREFIX}${pad(index, 4)}`;
+export const deploymentHistorySk = (atMs: number, entityId: string, version: number): string =>
+  `${DEPLOYMENT_HISTORY_SK_PREFIX}${pad(atMs, 15)}#${entityId}#${pad(version, 10)}`;
 export const rejectionSk = (eventId: string): string => `${REJECTION_EVENT_SK_PREFIX}${eventId}`;
 /** Operator settings, one item each: `CONFIG#retry`. */
 export const configPk = (name: "retry"): string => `CONFIG#${name}`;
@@ -102,6 +117,7 @@ export const createdPk = (shard: number): string => `CREATED#${shard}`;
 export const AGENTS_PK = "AGENTS";
 export const QUEUES_PK = "QUEUES";
 export const RETRY_POLICIES_PK = "RETRY_POLICIES";
+export const DEPLOYMENTS_PK = "DEPLOYMENTS";
 export const createdSk = (createdAtMs: number, sessionId: string): string =>
   `${pad(createdAtMs, 15)}#${sessionId}`;
 

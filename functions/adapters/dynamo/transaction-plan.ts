@@ -4,6 +4,7 @@
  */
 import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import type { ResourceRequest } from "../../core/model.ts";
+import type { EntityState } from "../../core/ports/session-store.ts";
 import { Expressions, UpdateBuilder, type Clause } from "./expressions.ts";
 import type { Item } from "./item-codec.ts";
 
@@ -25,7 +26,9 @@ export type ItemRole =
   | { readonly kind: "run"; readonly runIndex: number }
   | { readonly kind: "job"; readonly jobId: string }
   | { readonly kind: "queue"; readonly name: string }
-  | { readonly kind: "retryPolicy"; readonly name: string; readonly change: "attach" | "detach" };
+  | { readonly kind: "retryPolicy"; readonly name: string; readonly change: "attach" | "detach" }
+  | { readonly kind: "deployment" | "route"; readonly id: string; readonly expected: "absent" | EntityState }
+  | { readonly kind: "deploymentHistory" };
 
 export interface PlannedTransaction {
   readonly items: TransactWriteItem[];

@@ -302,22 +302,41 @@ export abstract class SessionStoreError extends Error {
   readonly retryable: boolean = false;
 }
 
-/** The session is not at the status/version the write expected. Re-read and judge again. */
+/** What a conditional write expected of an item, or found: its status and version. */
+export interface EntityState {
+  readonly status: string;
+  readonly version: number;
+}
+
+/**
+ * The item (a session, or a deployment or route) is not at the status/version the write
+ * expected. Re-read and judge again.
+ */
 export class ConflictError extends SessionStoreError {
   override readonly name = "ConflictError";
   readonly code = "CONFLICT";
   override readonly retryable = true;
+  /** What conflicted: "session" unless said otherwise. */
+  readonly entity: "session" | "deployment" | "route";
+  /** The item's id (for a session, its session id). */
   readonly sessionId: string;
-  readonly expected: SessionState;
-  readonly found: SessionState;
-  /** Set when the session itself matched but another part of the write was taken. */
+  readonly expected: EntityState;
+  readonly found: EntityState;
+  /** Set when the item itself matched but another part of the write was taken. */
   readonly reason: string | undefined;
-  constructor(sessionId: string, expected: SessionState, found: SessionState, reason?: string) {
+  constructor(
+    id: string,
+    expected: EntityState,
+    found: EntityState,
+    reason?: string,
+    entity: "session" | "deployment" | "route" = "session",
+  ) {
     super(
-      `session ${sessionId}: expected ${expected.status} v${expected.version}, found ${found.status} v${found.version}` +
+      `${entity} ${id}: expected ${expected.status} v${expected.version}, found ${found.status} v${found.version}` +
         (reason !== undefined ? ` (${reason})` : ""),
     );
-    this.sessionId = sessionId;
+    this.entity = entity;
+    this.sessionId = id;
     this.expected = expected;
     this.found = found;
     this.reason = reason;

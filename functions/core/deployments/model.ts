@@ -1,0 +1,80 @@
+/**
+ * Deployments and routes as stored (issue 15). A deployment is one item with its spec and
+ * lifecycle state; each replica is a route item beside it; their history records live apart, so
+ * reading a deployment with its routes never reads its history.
+ */
+import type { RouteHealth } from "./health.ts";
+import type { DeploymentSpec } from "./spec.ts";
+import type { DeploymentResult, DeploymentStatus, RouteResult, RouteStatus } from "./tables.ts";
+
+/** The lifecycle execution carrying the entity now: `<id>`, then `<id>-g2`, … after renewals. */
+export interface FamilyExecution {
+  readonly name: string;
+  readonly generation: number;
+  /** Status changes since this execution started: the coordinator renews it before the history limit. */
+  readonly transitions: number;
+  readonly startedAtMs: number;
+}
+
+/** The waiting state the entity is in, and the callback that completes it (absent once claimed). */
+export interface FamilyStage {
+  readonly enteredAtMs: number;
+  readonly taskToken?: string;
+}
+
+export interface Deployment {
+  /** An id like a session's (it names executions): 3 to 63 lowercase letters, digits or '-'. */
+  readonly id: string;
+  readonly spec: DeploymentSpec;
+  readonly status: DeploymentStatus;
+  /** Bumped by every write; writes are guarded by the version they were planned from. */
+  readonly version: number;
+  readonly execution: FamilyExecution;
+  readonly stage: FamilyStage;
+  /** The next route's index: route ids are never reused. */
+  readonly nextRouteIndex: number;
+  readonly createdAtMs: number;
+  readonly updatedAtMs: number;
+}
+
+export interface Route {
+  /** `<deploymentId>-r<index>`; also the id of the session backing it. */
+  readonly id: string;
+  readonly deploymentId: string;
+  readonly index: number;
+  readonly status: RouteStatus;
+  readonly version: number;
+  readonly sessionId: string;
+  readonly execution: FamilyExecution;
+  readonly stage: FamilyStage;
+  readonly health: RouteHealth;
+  /** Where the replica listens, once its agent has started it. */
+  readonly agentId?: string;
+  readonly port?: number;
+  readonly createdAtMs: number;
+  readonly updatedAtMs: number;
+}
+
+export interface DeploymentWithRoutes {
+  readonly deployment: Deployment;
+  /** In index order, ended ones included. */
+  readonly routes: readonly Route[];
+}
+
+/** One record of a deployment's or a route's history, as the seed says: SUCCESS / FAILURE (/ STALE). */
+export interface FamilyHistoryRecord {
+  readonly entity: "deployment" | "route";
+  /** The deployment's or the route's id. */
+  readonly id: string;
+  readonly handler: string;
+  readonly result: DeploymentResult | RouteResult;
+  readonly fromStatus: DeploymentStatus | RouteStatus;
+  readonly toStatus?: DeploymentStatus | RouteStatus;
+  readonly message?: string;
+  readonly atMs: number;
+}
+
+/** A route's id: its deployment's id and its index. */
+export function routeId(deploymentId: string, index: number): string {
+  return `${deploymentId}-r${index}`;
+}
