@@ -225,6 +225,31 @@ describe("Fargate sessions, end to end", () => {
     await until("the process gone", () => (alive(pid) ? undefined : true));
   }, 60_000);
 
+  test("a gang ECS cannot place is retried with ECS's reason, and starts once capacity is back", async () => {
+    const id = newId("nocap");
+    const faults = rt.runtime.ecs.service.faults.unavailableCapacity;
+    faults.add("FARGATE_SPOT");
+    try {
+      await rt.submit({
+        sessionId: id,
+        spec: fargateSpec("nocap", ["sh", "-c", "echo placed"], { queue: SPOT_QUEUE, replicas: 2 }),
+      });
+      const failed = await until("a failed start", async () =>
+        (await rt.store.listHistory(id)).find(
+          (h) => h.handler === "StartSessions" && h.result === "NEED_RETRY",
+        ),
+      );
+      expect(failed.message).toMatch(/^ECS could not start the kernels' tasks: kernel \d: /);
+      // Nothing of the gang was left running.
+      expect(tasksOf(id)).toEqual([]);
+    } finally {
+      faults.delete("FARGATE_SPOT");
+    }
+    const done = await rt.waitForEnd(id, 60_000);
+    expect(sessionResult(done)).toBe("succeeded");
+    expect(done.kernels.every((k) => k.taskArn !== undefined)).toBe(true);
+  }, 90_000);
+
   test("a 4-task Fargate gang starts 4 tasks, and one interrupted tears all 4 down together", async () => {
     const id = newId("gang");
     const script = 'if [ "$CAIRN_RUN_INDEX" = 0 ]; then exec sleep 60; fi; echo done';

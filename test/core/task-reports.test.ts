@@ -107,7 +107,7 @@ describe("parseTaskEvent", () => {
 });
 
 function fargateSession(
-  over: { taskArn?: string; agentId?: string; runIndex?: number } = {},
+  over: { taskArn?: string; agentId?: string; runIndex?: number; kernelStatus?: KernelStatus } = {},
 ): SessionWithKernels {
   const agentId = over.agentId ?? "fargate_default";
   return {
@@ -128,13 +128,18 @@ function fargateSession(
       retry: { totalRetries: 0, ruleRetries: {}, failureCount: 0, preemptionCount: 0, freeReturns: 1 },
     }),
     kernels: [0, 1].map((i) =>
-      kernel("ses-1", i, KernelStatus.CREATING, {
+      kernel("ses-1", i, over.kernelStatus ?? KernelStatus.CREATING, {
         agentId,
         ...(over.taskArn !== undefined ? { taskArn: over.taskArn } : {}),
       }),
     ),
   };
 }
+
+const STOPPED: TaskStateReport = {
+  ...REPORT,
+  report: { status: "TERMINATED", exitCode: 143, message: "rolled back", atMs: NOW_MS },
+};
 
 describe("taskReportRefusal", () => {
   test.each([
@@ -170,6 +175,19 @@ describe("taskReportRefusal", () => {
       fargateSession(),
       { ...REPORT, kernelIndex: 5 },
       "detail.overrides: CAIRN_KERNEL_INDEX: session ses-1 has no kernel 5",
+    ],
+    [
+      "the end of a task a failed gang start stopped",
+      fargateSession({ kernelStatus: KernelStatus.PREPARED }),
+      STOPPED,
+      `detail.taskArn: kernel 1 of session ses-1 is PREPARED and has no task: task ${TASK} was stopped before it was the kernel's (a gang that could not start)`,
+    ],
+    ["the end of a task started but not yet recorded", fargateSession(), STOPPED, undefined],
+    [
+      "a task RUNNING before its kernel is CREATING",
+      fargateSession({ kernelStatus: KernelStatus.PREPARED }),
+      REPORT,
+      undefined,
     ],
   ] as const)("%s", (_, s, report, refusal) => {
     expect(taskReportRefusal(report, s)).toBe(refusal);

@@ -9,13 +9,15 @@
  * those of Cairn's cluster alone; an event naming another cluster is refused here all the same.
  * What it may change is checked as for an agent: the kernel must be on Fargate (its queue's
  * pool), of the current run and placement (the task's identity carries both), and the task must
- * be the kernel's (a late event of an earlier task is refused).
+ * be the kernel's (a late event of an earlier task is refused, and so is the end of a task that
+ * was never recorded as a kernel's while the kernel waits to be started).
  */
 import { identityOfTask, kernelReportOfTask, parseEcsTaskStateChangeDetail } from "../ecs-task-events.ts";
 import { isFargatePool } from "../fargate-pool.ts";
 import type { KernelReport } from "../kernel-reports.ts";
 import type { SessionWithKernels } from "../model.ts";
 import { sessionPlacement } from "../sessions.ts";
+import { KernelStatus } from "../status.ts";
 
 /** The envelope of ECS's task events (the topology's rule matches the same). */
 export const ECS_EVENT_SOURCE = "aws.ecs";
@@ -122,5 +124,19 @@ export function taskReportRefusal(t: TaskStateReport, s: SessionWithKernels): st
   if (kernel.taskArn !== undefined && kernel.taskArn !== t.taskArn) {
     return `detail.taskArn: ${named} runs task ${kernel.taskArn}, not ${t.taskArn} (a late event of an earlier task)`;
   }
+  // A gang that could not start has its started members stopped (runGang's rollback) and
+  // records none of them: their ends must not end kernels that are still to be started.
+  if (kernel.taskArn === undefined && t.report.status !== "RUNNING" && NOT_STARTED.has(kernel.status)) {
+    return `detail.taskArn: ${named} is ${kernel.status} and has no task: task ${t.taskArn} was stopped before it was the kernel's (a gang that could not start)`;
+  }
   return undefined;
 }
+
+/** Kernel statuses before a start: a kernel's task is recorded right after RunTask, before CREATING. */
+const NOT_STARTED: ReadonlySet<KernelStatus> = new Set([
+  KernelStatus.PENDING,
+  KernelStatus.SCHEDULED,
+  KernelStatus.PREPARING,
+  KernelStatus.PULLING,
+  KernelStatus.PREPARED,
+]);
