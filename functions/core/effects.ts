@@ -228,6 +228,8 @@ export function stageEntryWrite({
                 status: kernelStatus,
                 agentId: null,
                 error: null,
+                // A Fargate kernel placed again runs a new task: the old one was stopped on the way.
+                taskArn: null,
                 ...(transition.requeue ? { resetRun: true } : {}),
               };
             }

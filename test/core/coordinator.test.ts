@@ -493,6 +493,17 @@ describe("stageEntryWrite()", () => {
     expect(write.kernels).toMatchObject([{ index: 0, status: "PENDING", agentId: null }]);
   });
 
+  test("a Fargate kernel sent back to PENDING loses its task with its placement: the next start runs a new one", () => {
+    const write = stageEntryWrite({
+      session: session("s1", "CREATING"),
+      kernels: [kernel("s1", 0, "CREATING", { agentId: "fargate_default", taskArn: "arn:task/1" })],
+      transition: { from: "CREATING", to: "PENDING", result: "EXPIRED", handler: "Lifecycle" },
+      taskToken: "tok",
+      nowMs: NOW_MS,
+    });
+    expect(write.kernels).toMatchObject([{ index: 0, status: "PENDING", agentId: null, taskArn: null }]);
+  });
+
   test("PENDING → CANCELLED on expiry by the state machine's timer: kernels CANCELLED, terminal stage", () => {
     const write = stageEntryWrite({
       session: session("s1", "PENDING", { pendingReason: "queue full" }),
