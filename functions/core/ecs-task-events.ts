@@ -36,6 +36,7 @@ import type { KernelReport } from "./kernel-reports.ts";
 import { safeParseWithIssues } from "./spec.ts";
 import { TerminationCondition } from "./status.ts";
 import type { ValidationIssue } from "./validation-issue.ts";
+import { fnv1a32 } from "./hash.ts";
 
 // ---------------------------------------------------------------------------------------------
 // The event detail, as Cairn reads it.
@@ -427,15 +428,6 @@ export function ecsStartedBy(sessionId: string): string {
   if (sessionId.length <= room) return `${ECS_STARTED_BY_PREFIX}${sessionId}`;
   const hash = fnv1a32(sessionId).toString(16).padStart(8, "0");
   return `${ECS_STARTED_BY_PREFIX}${sessionId.slice(0, room - hash.length - 1)}-${hash}`;
-}
-
-function fnv1a32(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash;
 }
 
 export type IdentityOfTask =

@@ -8,6 +8,8 @@
  * from the queue's settings), is never declared lost, and its kernels' reports come from ECS's
  * task events.
  */
+import { fnv1a32 } from "./hash.ts";
+
 // model.ts reads pools (isLiveAgent), so this module imports nothing of the model's: a cycle.
 
 /** Every pool's id starts with this; agents may not register under it. */
@@ -66,13 +68,4 @@ export function poolIdRefusal(agentId: string): string | undefined {
     `detail.agentId: ${agentId} starts with "${FARGATE_POOL_PREFIX}", which is reserved for ` +
     `queues' Fargate capacity: an agent must take another id`
   );
-}
-
-function fnv1a32(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash;
 }
