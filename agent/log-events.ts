@@ -1,11 +1,13 @@
 /**
  * Kernel output on CloudWatch Logs, as the agent writes it and the CLI reads it: one log stream
- * per kernel run (`<sessionId>/<kernelIndex>/run-<runIndex>`), one event per output line whose
+ * per kernel run (`<sessionId>/<kernelIndex>/run-<runIndex>`; a Fargate kernel's task writes its
+ * own, see runLogStreamName), one event per output line whose
  * message is `{"stream":"stdout"|"stderr","text":…}` at the line's own time. A line too long for
  * one event is split into parts (`"part": i, "parts": n`, from 1) that the reader joins again; a
  * marker event (`"dropped": {…}`) says where the agent had to drop lines. No AWS SDK here: the
  * CLI loads this before it knows whether it needs the SDK.
  */
+import { fargateLogStreamName } from "../functions/core/fargate-logs.ts";
 import type { LogStream } from "./types.ts";
 
 /** The embedded runtime's kernel log group (a deployed stack names its own: `KernelLogGroupName`). */
@@ -25,6 +27,22 @@ export function kernelLogStreamName(sessionId: string, kernelIndex: number, runI
     );
   }
   return name;
+}
+
+/**
+ * The stream a kernel run's output is in: a Fargate kernel's task writes it through awslogs to
+ * `cairn/kernel/<task id>` (core/fargate-logs.ts), so given the run's task ARN (Kernel.taskArn,
+ * RunKernelRecord.taskArn) it is that; otherwise it is the agent's stream for the run.
+ */
+export function runLogStreamName(
+  sessionId: string,
+  kernelIndex: number,
+  runIndex: number,
+  taskArn?: string,
+): string {
+  return taskArn !== undefined
+    ? fargateLogStreamName(taskArn)
+    : kernelLogStreamName(sessionId, kernelIndex, runIndex);
 }
 
 export interface DroppedCount {

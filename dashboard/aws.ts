@@ -16,7 +16,7 @@ import { GetExecutionHistoryCommand, SFNClient, type HistoryEvent } from "@aws-s
 import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
 import { storeRetryConfig } from "../functions/adapters/dynamo/retry.ts";
 import { DynamoSessionCensus } from "../functions/adapters/dynamo/session-census.ts";
-import { kernelLogStreamName } from "../agent/log-events.ts";
+import { runLogStreamName } from "../agent/log-events.ts";
 import { DetailType, toPutEventsEntry } from "../functions/core/events.ts";
 import type { DashboardDeps, ExecutionEvent, Executions, KernelLogs, LogLine } from "./deps.ts";
 import { decodeKernelLogEvents } from "./log-lines.ts";
@@ -124,12 +124,12 @@ function lines(events: readonly OutputLogEvent[] | undefined): LogLine[] {
 
 function cloudWatchKernelLogs(client: CloudWatchLogsClient, logGroupName: string): KernelLogs {
   return {
-    async tail(sessionId, kernelIndex, runIndex, limit) {
+    async tail(sessionId, kernelIndex, runIndex, limit, taskArn) {
       try {
         const page = await client.send(
           new GetLogEventsCommand({
             logGroupName,
-            logStreamName: kernelLogStreamName(sessionId, kernelIndex, runIndex),
+            logStreamName: runLogStreamName(sessionId, kernelIndex, runIndex, taskArn),
             startFromHead: false,
             limit,
           }),
@@ -140,11 +140,11 @@ function cloudWatchKernelLogs(client: CloudWatchLogsClient, logGroupName: string
         throw error;
       }
     },
-    async follow(sessionId, kernelIndex, runIndex, token) {
+    async follow(sessionId, kernelIndex, runIndex, token, taskArn) {
       const page = await client.send(
         new GetLogEventsCommand({
           logGroupName,
-          logStreamName: kernelLogStreamName(sessionId, kernelIndex, runIndex),
+          logStreamName: runLogStreamName(sessionId, kernelIndex, runIndex, taskArn),
           startFromHead: true,
           nextToken: token,
         }),

@@ -28,7 +28,10 @@ export interface LogLine {
   readonly message: string;
 }
 
-/** One kernel run's output (stream `<session>/<kernel>/run-<run>`). */
+/**
+ * One kernel run's output: an agent's run's stream `<session>/<kernel>/run-<run>`, or, given the
+ * run's task ARN, the stream a Fargate kernel's task writes (`cairn/kernel/<task id>`).
+ */
 export interface KernelLogs {
   /** The last `limit` lines and a token to follow from; undefined when the stream does not exist (yet). */
   tail(
@@ -36,6 +39,7 @@ export interface KernelLogs {
     kernelIndex: number,
     runIndex: number,
     limit: number,
+    taskArn?: string,
   ): Promise<{ lines: LogLine[]; next: string } | undefined>;
   /** Lines written after `token` (from tail or an earlier follow). */
   follow(
@@ -43,6 +47,7 @@ export interface KernelLogs {
     kernelIndex: number,
     runIndex: number,
     token: string,
+    taskArn?: string,
   ): Promise<{ lines: LogLine[]; next: string }>;
 }
 

@@ -289,7 +289,12 @@ async function route(
         ? undefined
         : await Promise.all(
             shown.map(async (k) => {
-              const tail = await deps.logs!.tail(sessionId, k.index, runIndex, LOG_TAIL_LINES);
+              const taskArn =
+                runIndex === found.session.runIndex
+                  ? k.taskArn
+                  : runs.find((r) => r.runIndex === runIndex)?.kernels.find((rk) => rk.index === k.index)
+                      ?.taskArn;
+              const tail = await deps.logs!.tail(sessionId, k.index, runIndex, LOG_TAIL_LINES, taskArn);
               return {
                 kernelIndex: k.index,
                 runIndex,
@@ -320,14 +325,32 @@ async function logs(deps: DashboardDeps, sessionId: string, params: URLSearchPar
   if (!/^\d{1,4}$/.test(kernel)) throw new HttpError(400, "kernel: must be a kernel index");
   if (!/^\d{1,6}$/.test(run)) throw new HttpError(400, "run: must be a run index");
   const after = params.get("after");
+  const taskArn = await runTaskArn(deps, sessionId, Number(kernel), Number(run));
   const out =
     after === null || after === ""
-      ? ((await deps.logs.tail(sessionId, Number(kernel), Number(run), LOG_TAIL_LINES)) ?? {
+      ? ((await deps.logs.tail(sessionId, Number(kernel), Number(run), LOG_TAIL_LINES, taskArn)) ?? {
           lines: [],
           next: "",
         })
-      : await deps.logs.follow(sessionId, Number(kernel), Number(run), after);
+      : await deps.logs.follow(sessionId, Number(kernel), Number(run), after, taskArn);
   return { status: 200, type: "application/json; charset=utf-8", body: JSON.stringify(out) };
+}
+
+/**
+ * The ECS task a Fargate kernel's run ran as (its output is that task's stream), read afresh: a
+ * kernel placed on a Fargate pool has its task only once it started. Undefined for an agent's.
+ */
+async function runTaskArn(
+  deps: DashboardDeps,
+  sessionId: string,
+  kernelIndex: number,
+  runIndex: number,
+): Promise<string | undefined> {
+  const found = await deps.store.getSession(sessionId);
+  if (found === undefined) return undefined;
+  if (runIndex === found.session.runIndex) return found.kernels.find((k) => k.index === kernelIndex)?.taskArn;
+  const runs = await deps.store.listRuns(sessionId);
+  return runs.find((r) => r.runIndex === runIndex)?.kernels.find((k) => k.index === kernelIndex)?.taskArn;
 }
 
 async function cancel(deps: DashboardDeps, req: IncomingMessage, hostHeader: string): Promise<Reply> {

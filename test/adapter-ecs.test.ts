@@ -8,11 +8,16 @@
 import { DescribeTasksCommand, ECSClient } from "@aws-sdk/client-ecs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { FargateRunRequest, FargateTaskDefinitionSpec } from "../functions/app/fargate-port.ts";
+import { FargateKernels } from "../functions/app/fargate-kernels.ts";
+import type { FargateConfig } from "../functions/config.ts";
+import { FARGATE_LOG_STREAM_PREFIX } from "../functions/core/fargate-logs.ts";
+import type { SessionWithKernels } from "../functions/core/model.ts";
 import { FargateTasksError } from "../functions/adapters/ecs/errors.ts";
 import { EcsFargateTasks } from "../functions/adapters/ecs/fargate-tasks.ts";
 import { planTaskDefinition } from "../functions/adapters/ecs/task-definition.ts";
 import { CAPACITY_UNAVAILABLE, logsStoreSink, startEcsServer, type EcsServer } from "../local/ecs/index.ts";
 import { LogsStore } from "../local/logs/index.ts";
+import { newSession } from "./store-fixtures.ts";
 
 const LOG_GROUP = "/cairn/kernels";
 const logs = new LogsStore();
@@ -115,6 +120,50 @@ describe("task definitions by content", () => {
     const bigger = await port.ensureTaskDefinition({ ...SPEC, cpu: 1024, memoryMiB: 2048 });
     expect(bigger).not.toBe(arn);
     expect(bigger).toMatch(/task-definition\/cairn-[0-9a-f]{12}:1$/);
+  });
+
+  test("every run of every session with the same image and size starts from one registration", async () => {
+    const config: FargateConfig = {
+      clusterArn: "arn:aws:ecs:local:000000000000:cluster/cairn",
+      subnets: ["subnet-1"],
+      securityGroups: ["sg-1"],
+      assignPublicIp: false,
+      executionRoleArn: "arn:aws:iam::000000000000:role/cairn-task-execution",
+      taskRoleArn: "arn:aws:iam::000000000000:role/cairn-kernel",
+      logGroupName: LOG_GROUP,
+      capacityProviders: ["FARGATE"],
+    };
+    const session = (id: string, runIndex: number): SessionWithKernels => {
+      const s = newSession(id, { replicas: 2, resources: { cpu: 0.5, memoryMiB: 1024 } });
+      return {
+        session: {
+          ...s.session,
+          runIndex,
+          spec: {
+            ...s.session.spec,
+            executor: "fargate",
+            image: "public.ecr.aws/docker/library/busybox:1.36",
+          },
+        },
+        kernels: s.kernels,
+      };
+    };
+    const arns: string[] = [];
+    // A fresh process each time, as each Lambda invocation may be: the definition is found again.
+    for (const target of [session("s-td-a", 0), session("s-td-a", 1), session("s-td-b", 0)]) {
+      const kernels = new FargateKernels(
+        new EcsFargateTasks(client, { cluster: "cairn", region: "local" }),
+        config,
+      );
+      for (const kernel of target.kernels) arns.push(await kernels.taskDefinition(target, kernel));
+    }
+    expect(new Set(arns).size).toBe(1);
+    const family = /task-definition\/(cairn-[0-9a-f]{12}):1$/.exec(arns[0]!)?.[1];
+    expect(family).toBeDefined();
+    // Registered once: still revision 1, its stream prefix the constant one.
+    const definition = server.service.taskDefinitions.find(family!);
+    expect(definition?.revision).toBe(1);
+    expect(JSON.stringify(definition)).toContain(`"awslogs-stream-prefix":"${FARGATE_LOG_STREAM_PREFIX}"`);
   });
 
   test("a definition ECS refuses is an error that is not retryable, and is not cached", async () => {

@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
+import { runLogStreamName } from "../agent/log-events.ts";
 import { fargatePoolId } from "../functions/core/fargate-pool.ts";
 import type { HistoryRecord } from "../functions/core/model.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
@@ -29,6 +30,8 @@ let n = 0;
 const newId = (label: string) => `fg-${label}-${Date.now().toString(36)}-${n++}`;
 
 const QUEUE = "fargate-e2e";
+/** The embedded runtime's kernel log group, where its ECS's awslogs writes. */
+const KERNEL_LOG_GROUP = "/cairn/kernels";
 const SPOT_QUEUE = "fargate-spot";
 const IMAGE = "public.ecr.aws/docker/library/busybox:1.36";
 
@@ -105,16 +108,36 @@ describe("Fargate sessions, end to end", () => {
     });
   }, 60_000);
 
-  test("its output is readable as `cairn logs` reads it", async () => {
-    const id = newId("logs");
-    await rt.submit({
-      sessionId: id,
-      spec: fargateSpec("logs", ["sh", "-c", "echo hi from $CAIRN_TASK_ID"]),
-    });
-    expect((await rt.waitForEnd(id)).session.status).toBe("TERMINATED");
-    const run = await runCairn(rt.dataDir, ["logs", id]);
-    expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toContain(`hi from ${id}/task-0`);
+  test("its output is readable as `cairn logs` reads it, from the task's own stream", async () => {
+    const ids = [newId("logs"), newId("logs")];
+    for (const id of ids) {
+      await rt.submit({
+        sessionId: id,
+        spec: fargateSpec("logs", ["sh", "-c", "echo hi from $CAIRN_TASK_ID"]),
+      });
+    }
+    for (const id of ids) {
+      const done = await rt.waitForEnd(id);
+      expect(done.session.status).toBe("TERMINATED");
+      const run = await runCairn(rt.dataDir, ["logs", id]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain(`hi from ${id}/task-0`);
+      // awslogs names the stream after the task, under the one prefix every definition has.
+      const stream = runLogStreamName(id, 0, 0, done.kernels[0]!.taskArn);
+      expect(stream).toMatch(/^cairn\/kernel\/[0-9a-f]{32}$/);
+      expect(rt.runtime.logs.store.eventsOf(KERNEL_LOG_GROUP, stream).map((e) => e.message)).toEqual([
+        `hi from ${id}/task-0`,
+      ]);
+    }
+    // Both sessions' tasks ran from one task definition: it was registered once.
+    const definitions = new Set(
+      ids.flatMap((id) =>
+        tasksOf(id).map(
+          (arn) => (lastEventOf(arn)?.detail as { taskDefinitionArn?: string }).taskDefinitionArn,
+        ),
+      ),
+    );
+    expect([...definitions]).toEqual([expect.stringMatching(/:task-definition\/cairn-[0-9a-f]{12}:1$/)]);
   }, 60_000);
 
   test("an invalid cpu/memory pair is refused naming spec.resources.memoryMiB and the valid sizes", async () => {
@@ -144,7 +167,7 @@ describe("Fargate sessions, end to end", () => {
   test("a Spot interruption is a preemption: the kernel runs again under the preemption budget", async () => {
     const id = newId("spot");
     // The first run waits to be interrupted; the second ends on its own.
-    const script = 'if [ "$CAIRN_RUN_INDEX" = 0 ]; then exec sleep 60; fi; echo second run';
+    const script = 'if [ "$CAIRN_RUN_INDEX" = 0 ]; then echo first run; exec sleep 60; fi; echo second run';
     await rt.submit({
       sessionId: id,
       spec: fargateSpec("spot", ["sh", "-c", script], { queue: SPOT_QUEUE }),
@@ -155,6 +178,13 @@ describe("Fargate sessions, end to end", () => {
       "RUNNING with its task",
     );
     const first = running.kernels[0]!.taskArn!;
+    await until(
+      "run 0's line",
+      () =>
+        rt.runtime.logs.store
+          .eventsOf(KERNEL_LOG_GROUP, runLogStreamName(id, 0, 0, first))
+          .some((e) => e.message === "first run") || undefined,
+    );
     rt.runtime.ecs.service.interruptSpot(first);
     const done = await rt.waitFor(
       id,
@@ -173,6 +203,15 @@ describe("Fargate sessions, end to end", () => {
     });
     expect(done.session.retry?.preemptionCount).toBe(1);
     expect(lastEventOf(first)?.detail).toMatchObject({ lastStatus: "STOPPED", stopCode: "SpotInterruption" });
+    // Each run's output is its own task's stream: the current run's is what `cairn logs` shows,
+    // and the earlier run's record keeps its task, so its stream is found too.
+    expect(run0?.kernels[0]?.taskArn).toBe(first);
+    const logs = await runCairn(rt.dataDir, ["logs", id]);
+    expect(logs.code, logs.stderr).toBe(0);
+    expect(logs.stdout).toBe("second run\n");
+    expect(
+      rt.runtime.logs.store.eventsOf(KERNEL_LOG_GROUP, runLogStreamName(id, 0, 0, run0?.kernels[0]?.taskArn)),
+    ).toMatchObject([{ message: "first run" }]);
   }, 90_000);
 
   test("a task that cannot start ends the session FAILED with ECS's reason", async () => {

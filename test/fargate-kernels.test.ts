@@ -88,7 +88,7 @@ function fargateSession(id: string, replicas = 2): SessionWithKernels {
 }
 
 describe("FargateKernels", () => {
-  test("a kernel's task definition: the image, the size in CPU units, the run's log stream, the roles", async () => {
+  test("a kernel's task definition: the image, the size in CPU units, the constant log stream prefix, the roles", async () => {
     const port = new FakePort();
     const target = fargateSession("fg-def");
     await new FargateKernels(port, CONFIG).taskDefinition(target, target.kernels[1]!);
@@ -98,11 +98,24 @@ describe("FargateKernels", () => {
         cpu: 1024,
         memoryMiB: 2048,
         logGroup: "/cairn/kernels",
-        logStreamPrefix: "fg-def/1/run-1",
+        logStreamPrefix: "cairn",
         executionRoleArn: CONFIG.executionRoleArn,
         taskRoleArn: CONFIG.taskRoleArn,
       },
     ]);
+  });
+
+  test("nothing of the session or run is in it: every run and session of the same image and size asks for one definition", async () => {
+    const port = new FakePort();
+    const kernels = new FargateKernels(port, CONFIG);
+    const first = fargateSession("fg-same-a");
+    const retried = { ...first, session: { ...first.session, runIndex: 2 } };
+    const other = fargateSession("fg-same-b");
+    for (const target of [first, retried, other]) {
+      for (const kernel of target.kernels) await kernels.taskDefinition(target, kernel);
+    }
+    expect(port.definitions).toHaveLength(6);
+    expect(new Set(port.definitions.map((d) => JSON.stringify(d))).size).toBe(1);
   });
 
   test("a start runs one task per kernel as a gang, with the identity last in the environment", async () => {

@@ -13,6 +13,7 @@ import type { Kernel, RunRecord, SessionWithKernels } from "../functions/core/mo
 import { parseRetryConfig, RETRY_CONFIG_DEFAULTS } from "../functions/core/retry/config.ts";
 import { parseRetryPolicy, type RetryPolicy } from "../functions/core/retry/policy.ts";
 import { parseRetryPolicyText } from "../functions/core/retry/policy-text.ts";
+import { runRecord } from "../functions/core/runs.ts";
 import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
 
 const COMPLEX_POLICY_YAML = `
@@ -393,6 +394,33 @@ describe("requeue write", () => {
       ]),
     };
   }
+
+  test("a Fargate kernel's task ARN stays in its run's record when the requeue clears it from the kernel", async () => {
+    const store = table.store();
+    const id = "requeue-task";
+    const taskArn = "arn:aws:ecs:us-east-1:123456789012:task/cairn/0123456789abcdef0123456789abcdef";
+    await store.createSession(newSession(id, { replicas: 1, status: "TERMINATING" }));
+    const s0 = (await store.getSession(id))!;
+    await store.applyWrite({
+      sessionId: id,
+      expected: { status: "TERMINATING", version: s0.session.version },
+      nowMs: T0,
+      kernels: [{ index: 0, status: "TERMINATED", taskArn, exitCode: 1, outcome: "FAILED" }],
+    });
+    const s1 = (await store.getSession(id))!;
+    expect(s1.kernels[0]?.taskArn).toBe(taskArn);
+    await store.applyWrite({
+      sessionId: id,
+      expected: { status: "TERMINATING", version: s1.session.version },
+      nowMs: T0,
+      run: runRecord(s1, { decision: "retry", reason: "failed" }, T0),
+      kernels: [{ index: 0, status: "PENDING", agentId: null, taskArn: null, resetRun: true }],
+    });
+    expect((await store.getSession(id))?.kernels[0]?.taskArn).toBeUndefined();
+    const [run] = await store.listRuns(id);
+    expect(run?.kernels[0]?.taskArn).toBe(taskArn);
+    expect(run).toEqual(runRecord(s1, { decision: "retry", reason: "failed" }, T0));
+  });
 
   test("run record, runIndex + 1, retry state, avoided agents and clean kernels commit together", async () => {
     const store = table.store();

@@ -2,18 +2,20 @@
  * Task output for `cairn logs` and `submit --stream-logs`, read from CloudWatch Logs: the agents
  * ship each kernel run's lines to its own stream `<sessionId>/<kernelIndex>/run-<runIndex>`
  * (agent/log-events.ts), locally and on AWS alike; a Fargate kernel's task writes its run's lines
- * through awslogs under that name as a prefix, `<run's stream>/kernel/<task id>` (runStreamIn).
- * The store says which run is current and when
- * it is over; the streams say what it wrote. Lines are handed on page by page (GetLogEvents or
+ * through awslogs to the task's own stream, `cairn/kernel/<task id>`, found from the run's task
+ * ARN (runLogStreamName). The store says which run is current (and its task) and when it is over;
+ * the streams say what it wrote. Lines are handed on page by page (GetLogEvents or
  * FilterLogEvents, at most 1 MB each): a log is never held whole.
  */
 import {
   decodeLogMessage,
-  kernelLogStreamName,
   LinePartJoiner,
+  runLogStreamName,
   type JoinedLine,
 } from "../../agent/log-events.ts";
 import type { LogLine } from "../../agent/types.ts";
+import { isFargateLogStream } from "../../functions/core/fargate-logs.ts";
+import { isFargatePool } from "../../functions/core/fargate-pool.ts";
 import { taskView } from "../../functions/core/jobs.ts";
 import type { Kernel, SessionWithKernels } from "../../functions/core/model.ts";
 import { TERMINAL_SESSION_STATUSES } from "../../functions/core/status.ts";
@@ -67,26 +69,15 @@ export function sharedSessionReads(
 /** Whether a run's stream exists yet; see sharedStreamListing. */
 export interface StreamSource {
   exists(streamName: string): Promise<boolean>;
-  /** The run's stream as it exists (runStreamIn), once it does. */
-  find(streamName: string): Promise<string | undefined>;
 }
 
 /**
- * A run's stream among `existing`: the one its agent writes (`streamName`), or the one awslogs
- * writes for a Fargate kernel's task (`<streamName>/kernel/<task id>`: the run's name is the task
- * definition's stream prefix, fargate-kernels.ts). Undefined when neither exists yet.
- */
-export function runStreamIn(existing: ReadonlySet<string>, streamName: string): string | undefined {
-  if (existing.has(streamName)) return streamName;
-  const prefix = `${streamName}/`;
-  for (const name of existing) if (name.startsWith(prefix)) return name;
-  return undefined;
-}
-
-/**
- * One DescribeLogStreams listing of every stream under `prefix`, shared by the followers waiting
- * for their runs' streams to appear and taken at most once per `maxAgeMs`. A stream, once
- * seen, stays known (streams are not deleted while their run is followed).
+ * One DescribeLogStreams listing of every stream under `prefix` (the agents' run streams of the
+ * tasks followed), shared by the followers waiting for their runs' streams to appear and taken
+ * at most once per `maxAgeMs`. A stream not under `prefix` (a Fargate task's,
+ * `cairn/kernel/<task id>`) is looked up by its own name, at most once per `maxAgeMs` each:
+ * listing every task stream there is would be every task ever run. A stream, once seen, stays
+ * known (streams are not deleted while their run is followed).
  */
 export function sharedStreamListing(
   logs: Pick<KernelLogReader, "listStreams">,
@@ -96,28 +87,33 @@ export function sharedStreamListing(
   pace: () => Promise<void> = () => Promise.resolve(),
 ): StreamSource {
   const known = new Set<string>();
-  let listedAtMs = Number.NEGATIVE_INFINITY;
-  let inFlight: Promise<void> | undefined;
-  const refresh = async () => {
-    try {
-      await pace();
-      const atMs = nowMs();
-      for (const name of await logs.listStreams(prefix)) known.add(name);
-      listedAtMs = atMs;
-    } finally {
-      inFlight = undefined;
-    }
-  };
-  const find = async (streamName: string) => {
-    const seen = runStreamIn(known, streamName);
-    if (seen !== undefined) return seen;
-    if (nowMs() - listedAtMs >= maxAgeMs) await (inFlight ??= refresh());
-    return runStreamIn(known, streamName);
+  /** When each listing (by its prefix) was last taken, and the one under way. */
+  const listedAtMs = new Map<string, number>();
+  const inFlight = new Map<string, Promise<void>>();
+  const list = (listPrefix: string): Promise<void> => {
+    const pending = inFlight.get(listPrefix);
+    if (pending !== undefined) return pending;
+    const refresh = (async () => {
+      try {
+        await pace();
+        const atMs = nowMs();
+        for (const name of await logs.listStreams(listPrefix)) known.add(name);
+        listedAtMs.set(listPrefix, atMs);
+      } finally {
+        inFlight.delete(listPrefix);
+      }
+    })();
+    inFlight.set(listPrefix, refresh);
+    return refresh;
   };
   return {
-    find,
     async exists(streamName) {
-      return (await find(streamName)) !== undefined;
+      if (known.has(streamName)) return true;
+      const listPrefix =
+        streamName.startsWith(prefix) && !isFargateLogStream(streamName) ? prefix : streamName;
+      if (nowMs() - (listedAtMs.get(listPrefix) ?? Number.NEGATIVE_INFINITY) >= maxAgeMs)
+        await list(listPrefix);
+      return known.has(streamName);
     },
   };
 }
@@ -177,7 +173,10 @@ export interface ReadDeps {
 
 interface RunCandidate {
   readonly runIndex: number;
+  /** The run's stream: its agent's, or its Fargate task's (runLogStreamName). */
   readonly streamName: string;
+  /** Set for a Fargate kernel's run that started its task. */
+  readonly taskArn?: string;
   /** Its kernel process started (it may have written nothing). */
   readonly started: boolean;
 }
@@ -185,7 +184,8 @@ interface RunCandidate {
 /**
  * Which run of each task to show: its current run if that started (or wrote), else its latest
  * earlier run that did (a retried task waiting to run again), else why none. One listing of the
- * tasks' streams says which runs wrote anything.
+ * tasks' agent run streams says which of those wrote anything; a Fargate task's stream is looked
+ * up by its name, for the runs a task's choice reads.
  */
 export async function locateTaskLogs(
   jobId: string,
@@ -199,53 +199,71 @@ export async function locateTaskLogs(
       if (session === undefined || kernel === undefined) return undefined;
       const candidates: RunCandidate[] = [];
       const { runIndex } = session.session;
-      if (kernel.agentId !== undefined) {
-        candidates.push({
-          runIndex,
-          streamName: kernelLogStreamName(ref.sessionId, ref.kernelIndex, runIndex),
-          started: kernel.startedAtMs !== undefined,
-        });
-      }
+      if (kernel.agentId !== undefined) candidates.push(candidate(ref, runIndex, kernel));
       if (runIndex > 0) {
         for (const run of [...(await deps.store.listRuns(ref.sessionId))].reverse()) {
           const part = run.kernels.find((k) => k.index === ref.kernelIndex);
           if (part?.agentId === undefined || run.runIndex >= runIndex) continue;
-          candidates.push({
-            runIndex: run.runIndex,
-            streamName: kernelLogStreamName(ref.sessionId, ref.kernelIndex, run.runIndex),
-            started: part.startedAtMs !== undefined,
-          });
+          candidates.push(candidate(ref, run.runIndex, part));
         }
       }
       return { session, kernel, candidates };
     }),
   );
-  const existing = found.some((f) => f !== undefined && f.candidates.length > 0)
+  const existing = found.some((f) => f?.candidates.some((c) => c.taskArn === undefined))
     ? await deps.logs.listStreams(commonPrefix(refs.map(runPrefix)))
     : new Set<string>();
-  return refs.map((ref, i): TaskLogRead => {
-    const task = found[i];
-    if (task === undefined) return { started: false, finished: false, why: "PENDING: being submitted" };
-    const state = stateText(jobId, ref, task.session, task.kernel);
-    const shown = task.candidates.find((c) => c.started || runStreamIn(existing, c.streamName) !== undefined);
-    if (shown === undefined) {
+  const exists = async (c: RunCandidate): Promise<boolean> =>
+    c.taskArn === undefined
+      ? existing.has(c.streamName)
+      : (await deps.logs.listStreams(c.streamName)).has(c.streamName);
+  return Promise.all(
+    refs.map(async (ref, i): Promise<TaskLogRead> => {
+      const task = found[i];
+      if (task === undefined) return { started: false, finished: false, why: "PENDING: being submitted" };
+      const state = stateText(jobId, ref, task.session, task.kernel);
+      let shown: { readonly run: RunCandidate; readonly exists: boolean } | undefined;
+      for (const c of task.candidates) {
+        const wrote = await exists(c);
+        if (c.started || wrote) {
+          shown = { run: c, exists: wrote };
+          break;
+        }
+      }
+      if (shown === undefined) {
+        return {
+          started: false,
+          finished: taskView(jobId, ref.index, task.session.session, task.kernel).finished,
+          why: state,
+        };
+      }
+      const current = task.session.session.runIndex;
+      const { run } = shown;
       return {
-        started: false,
-        finished: taskView(jobId, ref.index, task.session.session, task.kernel).finished,
-        why: state,
+        started: true,
+        runIndex: run.runIndex,
+        streamName: run.streamName,
+        exists: shown.exists,
+        ...(run.runIndex === current
+          ? {}
+          : { note: `run ${current} has not started (${state}); showing run ${run.runIndex}` }),
       };
-    }
-    const current = task.session.session.runIndex;
-    return {
-      started: true,
-      runIndex: shown.runIndex,
-      streamName: runStreamIn(existing, shown.streamName) ?? shown.streamName,
-      exists: runStreamIn(existing, shown.streamName) !== undefined,
-      ...(shown.runIndex === current
-        ? {}
-        : { note: `run ${current} has not started (${state}); showing run ${shown.runIndex}` }),
-    };
-  });
+    }),
+  );
+}
+
+/** A run of the task's kernel (the current kernel or an earlier run's record) to show. */
+function candidate(
+  ref: TaskRef,
+  runIndex: number,
+  kernel: { readonly taskArn?: string; readonly startedAtMs?: number },
+): RunCandidate {
+  return {
+    runIndex,
+    streamName: runLogStreamName(ref.sessionId, ref.kernelIndex, runIndex, kernel.taskArn),
+    ...(kernel.taskArn !== undefined ? { taskArn: kernel.taskArn } : {}),
+    started: kernel.startedAtMs !== undefined,
+  };
 }
 
 /** One run being read, and whose it is. */
@@ -363,7 +381,13 @@ export async function followTaskLog(
       if (kernel.agentId !== undefined && (followed === undefined || runIndex > followed)) {
         if (followed !== undefined) note(`run ${runIndex} started on ${kernel.agentId}`);
         followed = runIndex;
-        await tailRun(ref, kernel.agentId, runIndex, !isTerminal(found), deps, emit);
+        await tailRun(
+          ref,
+          { agentId: kernel.agentId, runIndex, taskArn: kernel.taskArn },
+          !isTerminal(found),
+          deps,
+          emit,
+        );
         continue;
       }
       if (followed === undefined && runIndex > 0) {
@@ -372,7 +396,7 @@ export async function followTaskLog(
         if (previous !== undefined) {
           note(`run ${runIndex} has not started; run ${previous.runIndex} (on ${previous.agentId}) wrote:`);
           followed = previous.runIndex;
-          await tailRun(ref, previous.agentId, previous.runIndex, false, deps, emit);
+          await tailRun(ref, previous, false, deps, emit);
           continue;
         }
       }
@@ -389,22 +413,33 @@ export async function followTaskLog(
   }
 }
 
-/** Reads the run's stream as it grows; returns once the run is over and its stream drained. */
+/** A run of the task's kernel: where it ran, and its ECS task if it ran as one (and started it). */
+interface TaskRun {
+  readonly agentId: string;
+  readonly runIndex: number;
+  readonly taskArn: string | undefined;
+}
+
+/**
+ * Reads the run's stream as it grows; returns once the run is over and its stream drained. A
+ * Fargate kernel's stream is its task's, so it is known once the kernel has its task: the task
+ * is taken from the session as the run goes on, or from the run's record once it is over.
+ */
 async function tailRun(
   ref: TaskRef,
-  agentId: string,
-  runIndex: number,
+  { agentId, runIndex, taskArn: startTaskArn }: TaskRun,
   liveAtStart: boolean,
   deps: FollowDeps,
   emit: (event: TaskLogEvent) => void,
 ): Promise<void> {
-  const runName = kernelLogStreamName(ref.sessionId, ref.kernelIndex, runIndex);
+  let taskArn = startTaskArn;
+  const streamName = () => runLogStreamName(ref.sessionId, ref.kernelIndex, runIndex, taskArn);
   let run: RunStream = {
     task: ref.index,
     sessionId: ref.sessionId,
     kernelIndex: ref.kernelIndex,
     runIndex,
-    streamName: runName,
+    streamName: streamName(),
   };
   const joiner = new LinePartJoiner();
   let live = liveAtStart;
@@ -415,12 +450,15 @@ async function tailRun(
     // Sampled before reading: the reads after `live` turns false see everything the run wrote.
     const wasLive = live;
     if (!exists) {
-      const found = wasLive
-        ? await deps.streams.find(runName)
+      if (!wasLive && taskArn === undefined && isFargatePool(agentId)) {
+        taskArn = await recordedTaskArn(deps.store, ref, runIndex);
+      }
+      const name = streamName();
+      exists = wasLive
+        ? await deps.streams.exists(name)
         : // The last look must come after the run's end was seen: a listing of its own.
-          (await deps.pace(), runStreamIn(await deps.logs.listStreams(runName), runName));
-      exists = found !== undefined;
-      if (found !== undefined) run = { ...run, streamName: found };
+          (await deps.pace(), (await deps.logs.listStreams(name)).has(name));
+      if (exists) run = { ...run, streamName: name };
     }
     if (exists) {
       for (;;) {
@@ -445,22 +483,31 @@ async function tailRun(
     await deps.sleep(deps.pollMs);
     if (deps.signal?.aborted) return;
     const now = await deps.sessions.get(ref.sessionId);
-    live =
-      now !== undefined &&
-      !isTerminal(now) &&
-      now.session.runIndex === runIndex &&
-      now.kernels.find((k) => k.index === ref.kernelIndex)?.agentId === agentId;
+    const kernel =
+      now?.session.runIndex === runIndex ? now.kernels.find((k) => k.index === ref.kernelIndex) : undefined;
+    live = now !== undefined && !isTerminal(now) && kernel?.agentId === agentId;
+    // The kernel's task until its stream is found (a gang's rollback may give it another).
+    if (!exists) taskArn = kernel?.taskArn ?? taskArn;
   }
 }
 
-async function latestRun(
+/** The task a Fargate kernel's finished run ran as, from the run's record. */
+async function recordedTaskArn(
   store: Pick<SessionReader, "listRuns">,
   ref: TaskRef,
-): Promise<{ runIndex: number; agentId: string } | undefined> {
+  runIndex: number,
+): Promise<string | undefined> {
+  const run = (await store.listRuns(ref.sessionId)).find((r) => r.runIndex === runIndex);
+  return run?.kernels.find((k) => k.index === ref.kernelIndex)?.taskArn;
+}
+
+async function latestRun(store: Pick<SessionReader, "listRuns">, ref: TaskRef): Promise<TaskRun | undefined> {
   const runs = await store.listRuns(ref.sessionId);
   for (const run of [...runs].reverse()) {
-    const agentId = run.kernels.find((k) => k.index === ref.kernelIndex)?.agentId;
-    if (agentId !== undefined) return { runIndex: run.runIndex, agentId };
+    const kernel = run.kernels.find((k) => k.index === ref.kernelIndex);
+    if (kernel?.agentId !== undefined) {
+      return { agentId: kernel.agentId, runIndex: run.runIndex, taskArn: kernel.taskArn };
+    }
   }
   return undefined;
 }

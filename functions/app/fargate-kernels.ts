@@ -2,8 +2,9 @@
  * Kernel commands as ECS calls (issue 14): a Fargate kernel has no agent to prepare, start or
  * stop it, so the lifecycle handlers ask ECS through the FargateTasksPort instead.
  *
- * - prepare: a task definition for the session's image and size (registered once per content);
- *   there is no agent to report the kernel PREPARED, so the handler patches it so.
+ * - prepare: a task definition for the session's image and size (registered once per content:
+ *   nothing of a session or run is in it, so every run with the same image, size, roles and log
+ *   group shares one); there is no agent to report the kernel PREPARED, so the handler patches it so.
  * - start: one task per kernel, all of a gang or none (runGang); the handler records each
  *   kernel's task (Kernel.taskArn).
  * - stop: StopTask with the stop command's condition in its reason (ecsStopReason), which the
@@ -13,6 +14,7 @@
  */
 import type { FargateConfig } from "../config.ts";
 import { ecsStopReason, ecsTaskIdentity } from "../core/ecs-task-events.ts";
+import { FARGATE_LOG_STREAM_PREFIX } from "../core/fargate-logs.ts";
 import type { Kernel, QueueFargateSettings, SessionWithKernels } from "../core/model.ts";
 import { sessionPlacement } from "../core/sessions.ts";
 import type { TerminationCondition } from "../core/status.ts";
@@ -47,8 +49,9 @@ export class FargateKernels {
 
   /**
    * The task definition of a session's kernels: the image and size are the session's, and the
-   * logs go to the stack's kernel log group under the run's stream (`cairn logs` finds it by
-   * the prefix, see logStreamPrefix).
+   * logs go to the stack's kernel log group under the constant prefix (core/fargate-logs.ts:
+   * awslogs names a task's stream after the task, and `cairn logs` finds it by the run's task).
+   * Nothing in it names the session or the run, so equal content is one registration.
    */
   taskDefinition(target: SessionWithKernels, kernel: Kernel): Promise<string> {
     return this.#port.ensureTaskDefinition(this.#definitionSpec(target, kernel));
@@ -63,7 +66,7 @@ export class FargateKernels {
       cpu: kernel.resources.cpu * CPU_UNITS_PER_VCPU,
       memoryMiB: kernel.resources.memoryMiB,
       logGroup: this.#config.logGroupName,
-      logStreamPrefix: fargateLogStreamPrefix(session.id, kernel.index, session.runIndex),
+      logStreamPrefix: FARGATE_LOG_STREAM_PREFIX,
       executionRoleArn: this.#config.executionRoleArn,
       taskRoleArn: this.#config.taskRoleArn,
     };
@@ -134,15 +137,6 @@ export class FargateKernels {
       })),
     );
   }
-}
-
-/**
- * The awslogs stream prefix of a kernel's run: agent/log-events.ts's stream name for the run
- * (`<sessionId>/<kernelIndex>/run-<runIndex>`), under which awslogs writes
- * `<prefix>/kernel/<task id>`; `cairn logs` takes the run's stream or the one task stream under it.
- */
-export function fargateLogStreamPrefix(sessionId: string, kernelIndex: number, runIndex: number): string {
-  return `${sessionId}/${kernelIndex}/run-${runIndex}`;
 }
 
 /** The CAIRN_* an agent gives its kernels (agent/environment.ts), as far as a task has them. */

@@ -324,6 +324,8 @@ export interface StageTransition {
 export interface RunKernelRecord {
   readonly index: number;
   readonly agentId?: string;
+  /** A Fargate kernel's ECS task in this run (Kernel.taskArn): its output is the task's stream. */
+  readonly taskArn?: string;
   readonly status: KernelStatus;
   readonly outcome?: AttemptOutcome;
   readonly exitCode?: number;

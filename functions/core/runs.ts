@@ -56,6 +56,7 @@ function kernelRecord(k: Kernel): RunKernelRecord {
     index: k.index,
     status: k.status,
     ...(k.agentId !== undefined ? { agentId: k.agentId } : {}),
+    ...(k.taskArn !== undefined ? { taskArn: k.taskArn } : {}),
     ...(k.outcome !== undefined ? { outcome: k.outcome } : {}),
     ...(k.exitCode !== undefined ? { exitCode: k.exitCode } : {}),
     ...(k.condition !== undefined ? { condition: k.condition } : {}),

@@ -76,6 +76,15 @@ describe("a finished run, judged", () => {
     expect(t.message).toMatch(/./);
   });
 
+  test("a Fargate kernel's task is in the run's record (its output is the task's stream)", () => {
+    const s = ran([0, 3], { spec: { ...ran([0]).session.spec, retry: { maxRetriesFailure: 1 } } });
+    const taskArn = "arn:aws:ecs:us-east-1:123456789012:task/cairn/0123456789abcdef0123456789abcdef";
+    const fargate = { ...s, kernels: s.kernels.map((k) => (k.index === 1 ? { ...k, taskArn } : k)) };
+    const kernels = judgeFinishedRun(fargate, ended, NOW, catalog).run?.kernels;
+    expect(kernels?.map((k) => k.taskArn)).toEqual([undefined, taskArn]);
+    expect(kernels?.[0]).not.toHaveProperty("taskArn");
+  });
+
   test("any other transition passes through untouched", () => {
     const other: StageTransition = {
       from: "RUNNING",

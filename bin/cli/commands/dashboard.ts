@@ -8,7 +8,7 @@
 import type { DashboardDeps, DashboardStore, KernelLogs } from "../../../dashboard/deps.ts";
 import { decodeKernelLogEvents } from "../../../dashboard/log-lines.ts";
 import { startDashboard } from "../../../dashboard/server.ts";
-import { kernelLogStreamName } from "../../../agent/log-events.ts";
+import { runLogStreamName } from "../../../agent/log-events.ts";
 import { DetailType, toPutEventsEntry } from "../../../functions/core/events.ts";
 import type { KernelLogReader } from "../kernel-log-reader.ts";
 import { UnreachableError } from "../errors.ts";
@@ -65,14 +65,14 @@ function dashboardStore({ store, admin, agents }: CommandContext["api"]): Dashbo
 
 function kernelLogs(reader: KernelLogReader): KernelLogs {
   return {
-    async tail(sessionId, kernelIndex, runIndex, limit) {
-      const page = await reader.tail(kernelLogStreamName(sessionId, kernelIndex, runIndex), limit);
+    async tail(sessionId, kernelIndex, runIndex, limit, taskArn) {
+      const page = await reader.tail(runLogStreamName(sessionId, kernelIndex, runIndex, taskArn), limit);
       return page === undefined
         ? undefined
         : { lines: decodeKernelLogEvents(page.events), next: page.nextForwardToken };
     },
-    async follow(sessionId, kernelIndex, runIndex, token) {
-      const page = await reader.forward(kernelLogStreamName(sessionId, kernelIndex, runIndex), token);
+    async follow(sessionId, kernelIndex, runIndex, token, taskArn) {
+      const page = await reader.forward(runLogStreamName(sessionId, kernelIndex, runIndex, taskArn), token);
       return { lines: decodeKernelLogEvents(page.events), next: page.nextForwardToken };
     },
   };

@@ -277,6 +277,7 @@ export function runFromItem(item: Item): RunRecord {
 function runKernelFrom(r: Fields): RunKernelRecord {
   const optional = {
     agentId: r.optString("agentId"),
+    taskArn: r.optString("taskArn"),
     outcome: r.optString("outcome") as RunKernelRecord["outcome"],
     exitCode: r.optNumber("exitCode"),
     condition: r.optString("condition") as RunKernelRecord["condition"],

@@ -6,9 +6,13 @@
 import { createHash } from "node:crypto";
 import type { RegisterTaskDefinitionCommandInput } from "@aws-sdk/client-ecs";
 import type { FargateTaskDefinitionSpec } from "../../app/fargate-port.ts";
+import { KERNEL_CONTAINER_NAME } from "../../core/ecs-task-events.ts";
 
-/** The kernel's container name in every Cairn task (events name the kernel container by it). */
-export const KERNEL_CONTAINER = "kernel";
+/**
+ * The kernel's container name in every Cairn task: events name the kernel container by it, and
+ * awslogs names its stream `<prefix>/kernel/<task id>` (core/fargate-logs.ts).
+ */
+export const KERNEL_CONTAINER = KERNEL_CONTAINER_NAME;
 export const DEFAULT_FAMILY_PREFIX = "cairn";
 export const HASH_TAG = "cairn:task-definition-hash";
 
