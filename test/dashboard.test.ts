@@ -1,7 +1,8 @@
 /**
  * The dashboard without a browser: escaping, the timeline built from literal times, the list's
- * filters and paging, the cached counts, the status census on DynamoDB Local, and the server's
- * Host, Origin and form checks (fake ports; no runtime).
+ * filters and paging, the cached counts, the status census on DynamoDB Local, the server's
+ * Host, Origin and form checks, and a Fargate kernel's log read from its run's task (fake ports;
+ * no runtime).
  */
 import { BatchWriteItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -420,5 +421,77 @@ describe("the session page's logs", () => {
     expect(page).not.toContain("kernel=1&amp;run=2#logs");
     expect(page).toContain("&lt;i&gt;task 1&lt;/i&gt;\n</pre>");
     expect(page).toContain('data-src="/sessions/gang-1/logs?kernel=0&amp;run=2" data-next="f/1"');
+  });
+});
+
+describe("a Fargate session's logs", () => {
+  const task0 = "arn:aws:ecs:us-east-1:123456789012:task/cairn/0123456789abcdef0123456789abcdef";
+  const task1 = "arn:aws:ecs:us-east-1:123456789012:task/cairn/fedcba9876543210fedcba9876543210";
+  let server: DashboardServer;
+  /** What the log reader was asked for: the run and the task whose stream it reads. */
+  const asked: string[] = [];
+  beforeAll(async () => {
+    const fresh = newSession("fg-dash", { ...SPEC_DEFAULTS, name: "fg", command: ["x"] }, T0);
+    const found = {
+      session: { ...fresh.session, status: "RUNNING" as const, runIndex: 1 },
+      kernels: fresh.kernels.map((k) => ({
+        ...k,
+        status: "RUNNING" as const,
+        agentId: "fargate_q",
+        taskArn: task1,
+      })),
+    };
+    const run0: RunRecord = {
+      sessionId: "fg-dash",
+      runIndex: 0,
+      name: "fg-dash",
+      outcome: "PREEMPTED",
+      endedAtMs: T0,
+      decision: "retry",
+      reason: "preempted",
+      kernels: [{ index: 0, status: "TERMINATED", agentId: "fargate_q", taskArn: task0 }],
+    };
+    const store = {
+      getSession: (id: string) => Promise.resolve(id === "fg-dash" ? found : undefined),
+      listRuns: () => Promise.resolve([run0]),
+      listHistory: () => Promise.resolve([]),
+      getRetryConfig: () => Promise.resolve(undefined),
+    } as unknown as DashboardStore;
+    const read = (run: number, taskArn: string | undefined) => {
+      asked.push(`run ${run}: ${taskArn ?? "(agent)"}`);
+      return Promise.resolve({ lines: [], next: "t" });
+    };
+    const deps: DashboardDeps = {
+      store,
+      census: { countSessions: () => Promise.resolve({ count: 0, exact: true }) },
+      cancel: () => Promise.resolve(),
+      logs: {
+        tail: (_s, _k, run, _limit, taskArn) => read(run, taskArn),
+        follow: (_s, _k, run, _token, taskArn) => read(run, taskArn),
+      },
+      executions: { kind: "none" },
+      where: "test",
+    };
+    server = await startDashboard(deps);
+  });
+  afterAll(() => server.close());
+
+  test("the current run's and an earlier run's output are read from their own tasks' streams", async () => {
+    const get = async (path: string) => {
+      const res = await fetch(new URL(path, server.url));
+      expect(res.status, path).toBe(200);
+    };
+    await get("/sessions/fg-dash");
+    await get("/sessions/fg-dash?run=0");
+    await get("/sessions/fg-dash/logs?kernel=0&run=1");
+    await get("/sessions/fg-dash/logs?kernel=0&run=1&after=t");
+    await get("/sessions/fg-dash/logs?kernel=0&run=0");
+    expect(asked).toEqual([
+      `run 1: ${task1}`,
+      `run 0: ${task0}`,
+      `run 1: ${task1}`,
+      `run 1: ${task1}`,
+      `run 0: ${task0}`,
+    ]);
   });
 });
