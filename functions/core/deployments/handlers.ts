@@ -1,0 +1,246 @@
+/**
+ * What each deployment and route handler of seed 001 finds, pure (issue 15): given the
+ * deployment, its routes and the sessions backing them, each handler returns its result
+ * (successes, failures, stale: judged by judge.ts against the tables) and the actions the
+ * application carries out (routes to create or remove, sessions to cancel). Nothing here reads
+ * a clock; `nowMs` is given.
+ */
+import type { SessionStatus } from "../status.ts";
+import { TERMINAL_SESSION_STATUSES } from "../status.ts";
+import { healthVerdict } from "./health.ts";
+import type { FamilyHandlerResult } from "./judge.ts";
+import type { Deployment, Route } from "./model.ts";
+import { RouteResult, RouteStatus } from "./tables.ts";
+
+/** The session behind a route, as far as the route's handlers read it. */
+export interface BackingSession {
+  readonly status: SessionStatus;
+  /** How it ended, for people ("failed", "cancelled"), once it has. */
+  readonly result?: string;
+}
+
+export interface RouteTarget {
+  readonly route: Route;
+  /** Undefined when the session is gone (or was never created). */
+  readonly session: BackingSession | undefined;
+}
+
+class Results {
+  readonly successes: string[] = [];
+  readonly failures: string[] = [];
+  readonly stale: string[] = [];
+  readonly messages: Record<string, string> = {};
+
+  add(list: "successes" | "failures" | "stale", id: string, message: string): void {
+    this[list].push(id);
+    this.messages[id] = message;
+  }
+
+  build(): FamilyHandlerResult {
+    return {
+      successes: this.successes,
+      failures: this.failures,
+      ...(this.stale.length > 0 ? { stale: this.stale } : {}),
+      messages: this.messages,
+    };
+  }
+}
+
+function ended(session: BackingSession | undefined): boolean {
+  return session === undefined || TERMINAL_SESSION_STATUSES.has(session.status);
+}
+
+function endedWhy(session: BackingSession | undefined): string {
+  if (session === undefined) return "its session is gone";
+  return `its session ended ${session.status}${session.result !== undefined ? ` (${session.result})` : ""}`;
+}
+
+/** ProvisioningRoute: a replica whose session runs is provisioned; one whose session ended never started. */
+export function provisioningRoute(targets: readonly RouteTarget[]): FamilyHandlerResult {
+  const r = new Results();
+  for (const { route, session } of targets) {
+    if (session?.status === "RUNNING") {
+      const where =
+        route.agentId !== undefined && route.port !== undefined ? ` on ${route.agentId}:${route.port}` : "";
+      r.add("successes", route.id, `replica running${where}`);
+    } else if (ended(session)) {
+      r.add("failures", route.id, `${endedWhy(session)} before it ran`);
+    }
+  }
+  return r.build();
+}
+
+/** HealthCheckRoute: each route's probes, judged (health.ts); routes the probes decide nothing on are left. */
+export function healthCheckRoute(
+  deployment: Deployment,
+  targets: readonly RouteTarget[],
+  nowMs: number,
+): FamilyHandlerResult {
+  const r = new Results();
+  for (const { route } of targets) {
+    const verdict = healthVerdict(route.health, deployment.spec.healthCheck, nowMs);
+    if (verdict === undefined) continue;
+    const list =
+      verdict.result === RouteResult.SUCCESS
+        ? "successes"
+        : verdict.result === RouteResult.FAILURE
+          ? "failures"
+          : "stale";
+    r.add(list, route.id, verdict.message);
+  }
+  return r.build();
+}
+
+/** RunningRoute: a route whose session ended, or that never started, is terminated; the rest run on. */
+export function runningRoute(targets: readonly RouteTarget[]): FamilyHandlerResult {
+  const r = new Results();
+  for (const { route, session } of targets) {
+    if (route.status === RouteStatus.FAILED_TO_START) r.add("failures", route.id, "it failed to start");
+    else if (ended(session)) r.add("failures", route.id, endedWhy(session));
+    else r.add("successes", route.id, "its session runs");
+  }
+  return r.build();
+}
+
+/** RouteEviction: every UNHEALTHY route is removed; the deployment replaces it (ReconcileDeployment). */
+export function routeEviction(targets: readonly RouteTarget[]): FamilyHandlerResult {
+  const r = new Results();
+  for (const { route } of targets) {
+    r.add("successes", route.id, `evicted: ${route.health.lastMessage ?? "unhealthy"}`);
+  }
+  return r.build();
+}
+
+export interface TerminatingRouteOutcome {
+  readonly result: FamilyHandlerResult;
+  /** Sessions still running: the application cancels them (a cancel is idempotent). */
+  readonly cancel: readonly string[];
+}
+
+/** TerminatingRoute: a route whose session has ended is TERMINATED; the others' sessions are cancelled. */
+export function terminatingRoute(targets: readonly RouteTarget[]): TerminatingRouteOutcome {
+  const r = new Results();
+  const cancel: string[] = [];
+  for (const { route, session } of targets) {
+    if (ended(session)) r.add("successes", route.id, endedWhy(session));
+    else cancel.push(route.sessionId);
+  }
+  return { result: r.build(), cancel };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The deployment's handlers.
+
+/** Routes that count as the deployment's replicas: every route not on its way out. */
+export function liveRoutes(routes: readonly Route[]): Route[] {
+  return routes.filter((r) => r.status !== RouteStatus.TERMINATING && r.status !== RouteStatus.TERMINATED);
+}
+
+/** Which routes go first when a deployment has too many: the least useful, then the newest. */
+const REMOVAL_ORDER: readonly RouteStatus[] = [
+  RouteStatus.FAILED_TO_START,
+  RouteStatus.UNHEALTHY,
+  RouteStatus.PROVISIONING,
+  RouteStatus.DEGRADED,
+  RouteStatus.HEALTHY,
+];
+
+export interface ScalingPlan {
+  readonly result: FamilyHandlerResult;
+  /** Indexes of the routes to create, from the deployment's nextRouteIndex. */
+  readonly create: readonly number[];
+  /** Routes to remove (→ TERMINATING). */
+  readonly remove: readonly string[];
+}
+
+/**
+ * ScalingDeployment: creates or removes routes until the deployment has `spec.replicas` of them,
+ * then succeeds (→ READY) once none is still provisioning. Zero replicas is a deployment with no
+ * routes, READY at once.
+ */
+export function scalingDeployment(deployment: Deployment, routes: readonly Route[]): ScalingPlan {
+  const live = liveRoutes(routes);
+  const want = deployment.spec.replicas;
+  const create = Array.from(
+    { length: Math.max(0, want - live.length) },
+    (_, i) => deployment.nextRouteIndex + i,
+  );
+  const remove = [...live]
+    .sort((a, b) => REMOVAL_ORDER.indexOf(a.status) - REMOVAL_ORDER.indexOf(b.status) || b.index - a.index)
+    .slice(0, Math.max(0, live.length - want))
+    .map((r) => r.id);
+  const r = new Results();
+  const provisioning = live.filter(
+    (route) => route.status === RouteStatus.PROVISIONING && !remove.includes(route.id),
+  );
+  if (create.length === 0 && remove.length === 0 && provisioning.length === 0) {
+    r.add("successes", deployment.id, `${want} replica(s)`);
+  }
+  return { result: r.build(), create, remove };
+}
+
+/** CheckPendingDeployment: a new deployment starts scaling. */
+export function checkPendingDeployment(deployment: Deployment): FamilyHandlerResult {
+  const r = new Results();
+  r.add("successes", deployment.id, `scaling to ${deployment.spec.replicas} replica(s)`);
+  return r.build();
+}
+
+/**
+ * CheckReplicaDeployment: the replica count asked for differs from the live routes the
+ * deployment has (a scale request, or a route that has gone) → SCALING.
+ */
+export function checkReplicaDeployment(
+  deployment: Deployment,
+  routes: readonly Route[],
+): FamilyHandlerResult {
+  const r = new Results();
+  const live = liveRoutes(routes).length;
+  if (live !== deployment.spec.replicas) {
+    r.add("successes", deployment.id, `${live} replica(s), ${deployment.spec.replicas} asked for`);
+  }
+  return r.build();
+}
+
+/**
+ * ReconcileDeployment: a replica whose route counts it live but whose session has ended (or is
+ * gone) is a mismatch between routes and sessions → FAILURE (→ SCALING), which replaces it once
+ * the route has gone; otherwise they agree (SUCCESS, maintained).
+ */
+export function reconcileDeployment(
+  deployment: Deployment,
+  targets: readonly RouteTarget[],
+): FamilyHandlerResult {
+  const r = new Results();
+  const mismatched = targets.filter(
+    ({ route, session }) =>
+      liveRoutes([route]).length === 1 && route.status !== RouteStatus.PROVISIONING && ended(session),
+  );
+  if (mismatched.length > 0) {
+    r.add(
+      "failures",
+      deployment.id,
+      mismatched
+        .map(({ route, session }) => `${route.id} is ${route.status} but ${endedWhy(session)}`)
+        .join("; "),
+    );
+  } else {
+    r.add("successes", deployment.id, "routes and sessions agree");
+  }
+  return r.build();
+}
+
+export interface DestroyPlan {
+  readonly result: FamilyHandlerResult;
+  /** Routes still live: the application removes them (→ TERMINATING). */
+  readonly remove: readonly string[];
+}
+
+/** DestroyingDeployment: every route is removed; once all are TERMINATED the deployment is DESTROYED. */
+export function destroyingDeployment(deployment: Deployment, routes: readonly Route[]): DestroyPlan {
+  const r = new Results();
+  const remove = liveRoutes(routes).map((route) => route.id);
+  const left = routes.filter((route) => route.status !== RouteStatus.TERMINATED).length;
+  if (left === 0) r.add("successes", deployment.id, `every route terminated (${routes.length})`);
+  return { result: r.build(), remove };
+}

@@ -1,0 +1,246 @@
+/**
+ * What each deployment and route handler finds (core/deployments/handlers.ts), case by case,
+ * and judged against the seed's tables (judge.ts): the decisions the coordinator will carry out.
+ */
+import { describe, expect, test } from "vitest";
+import {
+  checkPendingDeployment,
+  checkReplicaDeployment,
+  destroyingDeployment,
+  healthCheckRoute,
+  provisioningRoute,
+  reconcileDeployment,
+  routeEviction,
+  runningRoute,
+  scalingDeployment,
+  terminatingRoute,
+  type RouteTarget,
+} from "../../functions/core/deployments/handlers.ts";
+import { applyProbes, initialHealth } from "../../functions/core/deployments/health.ts";
+import { judgeDeployments, judgeRoutes } from "../../functions/core/deployments/judge.ts";
+import { routeId, type Deployment, type Route } from "../../functions/core/deployments/model.ts";
+import { parseDeploymentSpec } from "../../functions/core/deployments/spec.ts";
+import {
+  DEPLOYMENT_HANDLERS,
+  ROUTE_HANDLERS,
+  type RouteStatus,
+} from "../../functions/core/deployments/tables.ts";
+import type { SessionStatus } from "../../functions/core/status.ts";
+
+const T0 = 1_767_225_600_000;
+
+const deployment = (replicas: number, over: Partial<Deployment> = {}): Deployment => ({
+  id: "web",
+  spec: parseDeploymentSpec({ name: "web", replicas, service: { command: ["serve"] } }),
+  status: "SCALING",
+  version: 3,
+  execution: { name: "web", generation: 1, transitions: 0, startedAtMs: T0 },
+  stage: { enteredAtMs: T0, taskToken: "tok" },
+  nextRouteIndex: 0,
+  createdAtMs: T0,
+  updatedAtMs: T0,
+  ...over,
+});
+
+const route = (index: number, status: RouteStatus, over: Partial<Route> = {}): Route => ({
+  id: routeId("web", index),
+  deploymentId: "web",
+  index,
+  status,
+  version: 1,
+  sessionId: routeId("web", index),
+  execution: { name: routeId("web", index), generation: 1, transitions: 0, startedAtMs: T0 },
+  stage: { enteredAtMs: T0, taskToken: `tok-${index}` },
+  health: initialHealth(T0),
+  createdAtMs: T0,
+  updatedAtMs: T0,
+  ...over,
+});
+
+const on = (r: Route, status?: SessionStatus, result?: string): RouteTarget => ({
+  route: r,
+  session: status === undefined ? undefined : { status, ...(result ? { result } : {}) },
+});
+
+const moves = (decisions: readonly { id: string; from: string; to?: string; result: string }[]) =>
+  decisions.map((d) => `${d.id} ${d.result} ${d.from}->${d.to ?? "="}`);
+
+function judgeRoute(
+  name: keyof typeof ROUTE_HANDLERS,
+  result: Parameters<typeof judgeRoutes>[1],
+  targets: RouteTarget[],
+) {
+  return moves(
+    judgeRoutes(
+      ROUTE_HANDLERS[name],
+      result,
+      targets.map((t) => ({ id: t.route.id, status: t.route.status })),
+      T0,
+    ),
+  );
+}
+
+function judgeDeployment(
+  name: keyof typeof DEPLOYMENT_HANDLERS,
+  result: Parameters<typeof judgeDeployments>[1],
+  d: Deployment,
+) {
+  return moves(judgeDeployments(DEPLOYMENT_HANDLERS[name], result, [{ id: d.id, status: d.status }], T0));
+}
+
+describe("route handlers", () => {
+  test("ProvisioningRoute: running → DEGRADED, ended before it ran → FAILED_TO_START, else waits", () => {
+    const targets = [
+      on(route(0, "PROVISIONING", { agentId: "agent-1", port: 41000 }), "RUNNING"),
+      on(route(1, "PROVISIONING"), "TERMINATED", "failed"),
+      on(route(2, "PROVISIONING"), "PREPARING"),
+      on(route(3, "PROVISIONING"), undefined),
+    ];
+    const result = provisioningRoute(targets);
+    expect(result.messages).toEqual({
+      "web-r0": "replica running on agent-1:41000",
+      "web-r1": "its session ended TERMINATED (failed) before it ran",
+      "web-r3": "its session is gone before it ran",
+    });
+    expect(judgeRoute("ProvisioningRoute", result, targets)).toEqual([
+      "web-r0 SUCCESS PROVISIONING->DEGRADED",
+      "web-r1 FAILURE PROVISIONING->FAILED_TO_START",
+      "web-r3 FAILURE PROVISIONING->FAILED_TO_START",
+    ]);
+  });
+
+  test("HealthCheckRoute: passing → HEALTHY, 3 failures → UNHEALTHY, silent → DEGRADED (STALE)", () => {
+    const d = deployment(3, { status: "READY" });
+    const probes = (ok: boolean[]) =>
+      applyProbes(
+        initialHealth(T0),
+        ok.map((o, i) => ({ ok: o, atMs: T0 + (i + 1) * 1000, ...(o ? {} : { message: "HTTP 500" }) })),
+      );
+    const now = T0 + 4_000;
+    const targets = [
+      on(route(0, "DEGRADED", { health: probes([true]) }), "RUNNING"),
+      on(route(1, "HEALTHY", { health: probes([false, false, false]) }), "RUNNING"),
+      on(route(2, "HEALTHY", { health: initialHealth(T0 - 60_000) }), "RUNNING"),
+      on(route(3, "UNHEALTHY", { health: probes([false, true]) }), "RUNNING"),
+      on(route(4, "HEALTHY", { health: probes([true, false]) }), "RUNNING"),
+    ];
+    expect(judgeRoute("HealthCheckRoute", healthCheckRoute(d, targets, now), targets)).toEqual([
+      "web-r0 SUCCESS DEGRADED->HEALTHY",
+      "web-r3 SUCCESS UNHEALTHY->HEALTHY",
+      "web-r1 FAILURE HEALTHY->UNHEALTHY",
+      "web-r2 STALE HEALTHY->DEGRADED",
+    ]);
+  });
+
+  test("RunningRoute: a route whose session ended, or that failed to start, → TERMINATING", () => {
+    const targets = [
+      on(route(0, "HEALTHY"), "RUNNING"),
+      on(route(1, "UNHEALTHY"), "TERMINATED", "failed"),
+      on(route(2, "FAILED_TO_START"), "TERMINATED"),
+      on(route(3, "DEGRADED"), undefined),
+    ];
+    expect(judgeRoute("RunningRoute", runningRoute(targets), targets)).toEqual([
+      "web-r0 SUCCESS HEALTHY->=",
+      "web-r1 FAILURE UNHEALTHY->TERMINATING",
+      "web-r2 FAILURE FAILED_TO_START->TERMINATING",
+      "web-r3 FAILURE DEGRADED->TERMINATING",
+    ]);
+  });
+
+  test("RouteEviction: every UNHEALTHY route → TERMINATING, saying why", () => {
+    const sick = route(1, "UNHEALTHY", { health: { ...initialHealth(T0), lastMessage: "HTTP 500" } });
+    const result = routeEviction([on(sick, "RUNNING")]);
+    expect(result.messages).toEqual({ "web-r1": "evicted: HTTP 500" });
+    expect(judgeRoute("RouteEviction", result, [on(sick, "RUNNING")])).toEqual([
+      "web-r1 SUCCESS UNHEALTHY->TERMINATING",
+    ]);
+  });
+
+  test("TerminatingRoute: ended → TERMINATED; a session still running is cancelled first", () => {
+    const targets = [on(route(0, "TERMINATING"), "RUNNING"), on(route(1, "TERMINATING"), "CANCELLED")];
+    const { result, cancel } = terminatingRoute(targets);
+    expect(cancel).toEqual(["web-r0"]);
+    expect(judgeRoute("TerminatingRoute", result, targets)).toEqual([
+      "web-r1 SUCCESS TERMINATING->TERMINATED",
+    ]);
+  });
+});
+
+describe("deployment handlers", () => {
+  test("CheckPendingDeployment starts scaling", () => {
+    const d = deployment(3, { status: "PENDING" });
+    expect(judgeDeployment("CheckPendingDeployment", checkPendingDeployment(d), d)).toEqual([
+      "web SUCCESS PENDING->SCALING",
+    ]);
+  });
+
+  test.each([
+    // [replicas, routes, routes created, routes removed, READY now (after removals: the next pass)]
+    [3, [], [0, 1, 2], [], false],
+    [3, ["HEALTHY", "PROVISIONING", "DEGRADED"], [], [], false],
+    [3, ["HEALTHY", "DEGRADED", "HEALTHY"], [], [], true],
+    [5, ["HEALTHY", "HEALTHY", "HEALTHY"], [3, 4], [], false],
+    [
+      2,
+      ["HEALTHY", "UNHEALTHY", "HEALTHY", "PROVISIONING", "HEALTHY"],
+      [],
+      ["web-r1", "web-r3", "web-r4"],
+      false,
+    ],
+    [2, ["HEALTHY", "TERMINATING", "HEALTHY", "TERMINATED"], [], [], true],
+    [0, ["HEALTHY"], [], ["web-r0"], false],
+    [0, [], [], [], true],
+  ] as const)("ScalingDeployment to %d from %o", (replicas, statuses, create, remove, ready) => {
+    const routes = statuses.map((s, i) => route(i, s));
+    const d = deployment(replicas, { nextRouteIndex: routes.length });
+    const plan = scalingDeployment(d, routes);
+    expect(plan.create).toEqual(create);
+    expect(plan.remove).toEqual(remove);
+    expect(judgeDeployment("ScalingDeployment", plan.result, d)).toEqual(
+      ready ? ["web SUCCESS SCALING->READY"] : [],
+    );
+  });
+
+  test("CheckReplicaDeployment: a scale request (or a route gone) sends READY back to SCALING", () => {
+    const ready = (replicas: number) => deployment(replicas, { status: "READY" });
+    const three = [route(0, "HEALTHY"), route(1, "HEALTHY"), route(2, "HEALTHY")];
+    expect(
+      judgeDeployment("CheckReplicaDeployment", checkReplicaDeployment(ready(3), three), ready(3)),
+    ).toEqual([]);
+    expect(
+      judgeDeployment("CheckReplicaDeployment", checkReplicaDeployment(ready(5), three), ready(5)),
+    ).toEqual(["web SUCCESS READY->SCALING"]);
+    const evicted = [route(0, "HEALTHY"), route(1, "TERMINATING"), route(2, "HEALTHY")];
+    expect(checkReplicaDeployment(ready(3), evicted).messages).toEqual({ web: "2 replica(s), 3 asked for" });
+  });
+
+  test("ReconcileDeployment: a live route whose session ended is a mismatch → SCALING", () => {
+    const d = deployment(2, { status: "READY" });
+    const agree = [on(route(0, "HEALTHY"), "RUNNING"), on(route(1, "PROVISIONING"), undefined)];
+    expect(judgeDeployment("ReconcileDeployment", reconcileDeployment(d, agree), d)).toEqual([
+      "web SUCCESS READY->=",
+    ]);
+    const killed = [on(route(0, "HEALTHY"), "RUNNING"), on(route(1, "HEALTHY"), "TERMINATED", "failed")];
+    const result = reconcileDeployment(d, killed);
+    expect(result.messages).toEqual({ web: "web-r1 is HEALTHY but its session ended TERMINATED (failed)" });
+    expect(judgeDeployment("ReconcileDeployment", result, d)).toEqual(["web FAILURE READY->SCALING"]);
+  });
+
+  test("DestroyingDeployment removes every live route, and is DESTROYED once all are TERMINATED", () => {
+    const d = deployment(3, { status: "DESTROYING" });
+    const first = destroyingDeployment(d, [
+      route(0, "HEALTHY"),
+      route(1, "TERMINATING"),
+      route(2, "TERMINATED"),
+    ]);
+    expect(first.remove).toEqual(["web-r0"]);
+    expect(judgeDeployment("DestroyingDeployment", first.result, d)).toEqual([]);
+    const done = destroyingDeployment(d, [route(0, "TERMINATED"), route(1, "TERMINATED")]);
+    expect(judgeDeployment("DestroyingDeployment", done.result, d)).toEqual([
+      "web SUCCESS DESTROYING->DESTROYED",
+    ]);
+    expect(judgeDeployment("DestroyingDeployment", destroyingDeployment(d, []).result, d)).toEqual([
+      "web SUCCESS DESTROYING->DESTROYED",
+    ]);
+  });
+});
