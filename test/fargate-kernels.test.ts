@@ -18,6 +18,7 @@ import type {
 import { kernelCommand, KernelCommands } from "../functions/app/kernel-commands.ts";
 import type { AgentDelivery } from "../functions/app/ports.ts";
 import type { Agent, SessionWithKernels } from "../functions/core/model.ts";
+import { fargateOverrideChars } from "../functions/core/ecs-task-events.ts";
 import { newSession, T0 } from "./store-fixtures.ts";
 
 const CONFIG: FargateConfig = {
@@ -154,6 +155,25 @@ describe("FargateKernels", () => {
       CAIRN_PLACEMENT: "0",
     });
     expect(first!.tags).toContainEqual({ key: "cairn:session-id", value: "fg-start" });
+  });
+
+  test("the overrides a start sends stay within the size the edge checks a spec against", async () => {
+    const port = new FakePort();
+    const long = fargateSession("f".repeat(63), 3);
+    const spec = { ...long.session.spec, env: { BIG: "x".repeat(2000) } };
+    await new FargateKernels(port, CONFIG).start(
+      { ...long, session: { ...long.session, runIndex: 12, spec } },
+      { capacityProvider: "FARGATE", vcpuQuota: 4 },
+    );
+    for (const r of port.runs[0]!) {
+      // As the adapter shapes it (functions/adapters/ecs/fargate-tasks.ts).
+      const sent = JSON.stringify({
+        containerOverrides: [{ name: "kernel", command: r.command, environment: r.environment }],
+        cpu: String(r.cpu),
+        memory: String(r.memoryMiB),
+      }).length;
+      expect(sent).toBeLessThanOrEqual(fargateOverrideChars(spec));
+    }
   });
 
   test("kernels that have their task are not started again", async () => {

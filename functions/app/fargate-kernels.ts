@@ -13,7 +13,7 @@
  * How the tasks go on is ECS's own events (core/ecs-task-events.ts), read by the coordinator.
  */
 import type { FargateConfig } from "../config.ts";
-import { ecsStopReason, ecsTaskIdentity } from "../core/ecs-task-events.ts";
+import { ecsStopReason, ecsTaskIdentity, fargateKernelEnvironment } from "../core/ecs-task-events.ts";
 import { FARGATE_LOG_STREAM_PREFIX } from "../core/fargate-logs.ts";
 import type { Kernel, QueueFargateSettings, SessionWithKernels } from "../core/model.ts";
 import { sessionPlacement } from "../core/sessions.ts";
@@ -96,7 +96,12 @@ export class FargateKernels {
         // spec cannot pose as another kernel.
         environment: [
           ...Object.entries(session.spec.env).map(([name, value]) => ({ name, value })),
-          ...kernelEnvironment(target, kernel),
+          ...fargateKernelEnvironment({
+            sessionId: session.id,
+            kernelIndex: kernel.index,
+            numKernels: kernels.length,
+            ...(session.task ? { task: session.task } : {}),
+          }),
           ...identity.environment,
         ],
         cpu: kernel.resources.cpu * CPU_UNITS_PER_VCPU,
@@ -137,19 +142,4 @@ export class FargateKernels {
       })),
     );
   }
-}
-
-/** The CAIRN_* an agent gives its kernels (agent/environment.ts), as far as a task has them. */
-function kernelEnvironment(
-  { session, kernels }: SessionWithKernels,
-  kernel: Kernel,
-): { name: string; value: string }[] {
-  const jobId = session.task?.jobId ?? session.id;
-  const taskIndex = session.task?.index ?? kernel.index;
-  return [
-    { name: "CAIRN_JOB_ID", value: jobId },
-    { name: "CAIRN_TASK_INDEX", value: String(taskIndex) },
-    { name: "CAIRN_NUM_TASKS", value: String(session.task?.count ?? kernels.length) },
-    { name: "CAIRN_TASK_ID", value: `${jobId}/task-${taskIndex}` },
-  ];
 }

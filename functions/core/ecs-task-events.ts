@@ -481,3 +481,64 @@ export function identityOfTask(detail: EcsTaskStateChangeDetail): IdentityOfTask
   }
   return { ok: true, identity };
 }
+
+// ---------------------------------------------------------------------------------------------
+// What a task's container override holds, and its limit.
+
+/**
+ * The CAIRN_* a kernel's task gets besides its identity: what an agent gives its kernels
+ * (agent/environment.ts) as far as a task has them. An independent task's identity is its
+ * job's; a gang's kernels are the tasks of their session.
+ */
+export function fargateKernelEnvironment(kernel: {
+  readonly sessionId: string;
+  readonly kernelIndex: number;
+  readonly numKernels: number;
+  readonly task?: { readonly jobId: string; readonly index: number; readonly count: number };
+}): { name: string; value: string }[] {
+  const jobId = kernel.task?.jobId ?? kernel.sessionId;
+  const taskIndex = kernel.task?.index ?? kernel.kernelIndex;
+  return [
+    { name: "CAIRN_JOB_ID", value: jobId },
+    { name: "CAIRN_TASK_INDEX", value: String(taskIndex) },
+    { name: "CAIRN_NUM_TASKS", value: String(kernel.task?.count ?? kernel.numKernels) },
+    { name: "CAIRN_TASK_ID", value: `${jobId}/task-${taskIndex}` },
+  ];
+}
+
+/**
+ * RunTask's `overrides` may hold at most 8,192 characters, JSON formatting included (ECS API
+ * reference, TaskOverride / ContainerOverride): a spec whose command and env make a larger one
+ * could never start, so the edge refuses it (submission-size.ts).
+ */
+export const MAX_TASK_OVERRIDE_CHARS = 8_192;
+
+/**
+ * The largest `overrides` a Fargate kernel of this spec can cause, in characters, as the ECS
+ * adapter shapes it (functions/adapters/ecs/fargate-tasks.ts): the kernel container's command
+ * and environment (the spec's, the CAIRN_* above, the identity) and the task size, every id and
+ * index at its longest.
+ */
+export function fargateOverrideChars(spec: {
+  readonly command: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+}): number {
+  const id = "s".repeat(63);
+  const index = 99_999;
+  const environment = [
+    ...Object.entries(spec.env).map(([name, value]) => ({ name, value })),
+    ...fargateKernelEnvironment({
+      sessionId: id,
+      kernelIndex: index,
+      numKernels: index,
+      task: { jobId: id, index, count: index },
+    }),
+    ...ecsTaskIdentity({ sessionId: id, kernelIndex: index, runIndex: 9_999_999, placement: 9_999_999 })
+      .environment,
+  ];
+  return JSON.stringify({
+    containerOverrides: [{ name: KERNEL_CONTAINER_NAME, command: spec.command, environment }],
+    cpu: "16384",
+    memory: "122880",
+  }).length;
+}

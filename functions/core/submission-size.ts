@@ -16,6 +16,8 @@
  * run, agent or stop reason can make the real one larger.
  */
 import { AgentMessageType, MAX_AGENT_MESSAGE_BYTES } from "./agent-protocol.ts";
+import { fargateOverrideChars, MAX_TASK_OVERRIDE_CHARS } from "./ecs-task-events.ts";
+import { Executor, executorOf } from "./fargate.ts";
 import { DetailType, EVENT_CONTRACTS, MAX_ENTRY_BYTES, MAX_MESSAGE_LENGTH } from "./events.ts";
 import type { SessionSpec } from "./model.ts";
 import { SPEC_LIMITS } from "./spec.ts";
@@ -92,10 +94,22 @@ export interface SubmissionSizeIssue {
  */
 export function submissionSizeIssue(
   sessionId: string | undefined,
-  spec: Pick<SessionSpec, "command" | "env">,
+  spec: Pick<SessionSpec, "command" | "env" | "executor">,
 ): SubmissionSizeIssue | undefined {
   const commandBytes = utf8Bytes(JSON.stringify(spec.command));
   const envBytes = utf8Bytes(JSON.stringify(spec.env));
+  if (executorOf(spec) === Executor.fargate) {
+    // A Fargate kernel's command and env reach it as RunTask's container override, not a message.
+    const chars = fargateOverrideChars(spec);
+    if (chars > MAX_TASK_OVERRIDE_CHARS) {
+      return {
+        path: commandBytes >= envBytes ? "spec.command" : "spec.env",
+        message:
+          `too large for executor fargate: spec.command and spec.env make RunTask overrides of up to ` +
+          `${chars} characters, and ECS takes at most ${MAX_TASK_OVERRIDE_CHARS} (JSON included)`,
+      };
+    }
+  }
   const kernelCommand = largestKernelCommandBytes(spec);
   if (kernelCommand > MAX_AGENT_MESSAGE_BYTES) {
     const room = MAX_AGENT_MESSAGE_BYTES - largestKernelCommandBytes({ command: [], env: {} }) + 2 + 2;

@@ -3,6 +3,7 @@
  * command is never below what the control plane really sends, and a spec past it is refused with
  * the field to shrink and the sizes.
  */
+import { fargateOverrideChars, MAX_TASK_OVERRIDE_CHARS } from "../../functions/core/ecs-task-events.ts";
 import { describe, expect, test } from "vitest";
 import { kernelCommand } from "../../functions/app/kernel-commands.ts";
 import { AgentMessageType, MAX_AGENT_MESSAGE_BYTES } from "../../functions/core/agent-protocol.ts";
@@ -55,6 +56,27 @@ describe("the kernel command bound", () => {
 });
 
 describe("submissionSizeIssue", () => {
+  test("a Fargate spec whose command and env would not fit RunTask's 8,192-character overrides is refused", () => {
+    const fargate = (envChars: number) => ({
+      command: ["sh", "-c", "serve"],
+      env: { DATA: "x".repeat(envChars) },
+      executor: "fargate" as const,
+    });
+    const fits = (n: number) => fargateOverrideChars(fargate(n)) <= MAX_TASK_OVERRIDE_CHARS;
+    let room = 0;
+    while (fits(room + 1)) room++;
+    expect(room).toBeGreaterThan(6_000);
+    expect(submissionSizeIssue("s-1", fargate(room))).toBeUndefined();
+    expect(submissionSizeIssue("s-1", fargate(room + 1))).toEqual({
+      path: "spec.env",
+      message:
+        `too large for executor fargate: spec.command and spec.env make RunTask overrides of up to ` +
+        `${MAX_TASK_OVERRIDE_CHARS + 1} characters, and ECS takes at most ${MAX_TASK_OVERRIDE_CHARS} (JSON included)`,
+    });
+    // The same spec on agents has a queue message of 256 KiB to fill.
+    expect(submissionSizeIssue("s-1", { ...fargate(room + 1), executor: "agent" })).toBeUndefined();
+  });
+
   test("a usual spec fits", () => {
     expect(submissionSizeIssue("s-1", { command: ["/bin/echo", "hi"], env: { A: "1" } })).toBeUndefined();
   });
