@@ -18,6 +18,7 @@ import { planTaskDefinition } from "../functions/adapters/ecs/task-definition.ts
 import { CAPACITY_UNAVAILABLE, logsStoreSink, startEcsServer, type EcsServer } from "../local/ecs/index.ts";
 import { LogsStore } from "../local/logs/index.ts";
 import { newSession } from "./store-fixtures.ts";
+import { until } from "./support/until.ts";
 
 const LOG_GROUP = "/cairn/kernels";
 const logs = new LogsStore();
@@ -69,15 +70,6 @@ function request(
   };
 }
 
-async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 const statusOf = (taskArn: string, status: string) =>
   until(`${taskArn} ${status}`, () => events.find((e) => e.taskArn === taskArn && e.lastStatus === status));
 

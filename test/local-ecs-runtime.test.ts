@@ -13,6 +13,7 @@ import {
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+import { until } from "./support/until.ts";
 
 let rt: TestRuntime;
 const onDefault: EventBridgeEvent<{ taskArn: string; lastStatus: string; stopCode?: string }>[] = [];
@@ -29,16 +30,6 @@ afterAll(async () => {
 });
 
 const eventsOfTask = (taskArn: string) => onDefault.filter((e) => e.detail.taskArn === taskArn).length;
-
-async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 test("a Fargate task through the edge with the functions' credentials: events on the default bus, logs in the kernel group, a Spot interruption", async () => {
   const { info } = rt.runtime;

@@ -28,6 +28,7 @@ import {
 } from "../local/ecs/index.ts";
 import { LocalEventBus, type EventBridgeEvent } from "../local/eventbridge/index.ts";
 import { LogsStore } from "../local/logs/index.ts";
+import { until } from "./support/until.ts";
 
 const CLUSTER_ARN = "arn:aws:ecs:local:000000000000:cluster/cairn";
 const LOG_GROUP = "/cairn/kernels";
@@ -95,16 +96,6 @@ async function runTasks(family: string, over: Partial<RunTaskCommandInput> = {})
 }
 
 const eventsOf = (taskArn: string) => delivered.filter((e) => e.detail.taskArn === taskArn);
-
-async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const stoppedEvent = (taskArn: string) =>
   until(`${taskArn} STOPPED`, () => eventsOf(taskArn).find((e) => e.detail.lastStatus === "STOPPED"));
