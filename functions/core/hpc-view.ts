@@ -1,0 +1,163 @@
+/**
+ * HPC Pack's job and task states (seed 004, 004_799446b23b65b025.txt) as a view of what Cairn
+ * stores (issue 16, item 2): computed from a session's status, its kernels and its cancel
+ * request; nothing is stored for it. One table per level, first matching row wins, shown in the
+ * README. Configuring, Submitted and Validating are HPC Pack's states before a job is queued:
+ * Cairn validates a submission as it receives it and stores a session only once it passed, so
+ * a stored session is never in them (drafts, issue 16 item 3, will be Configuring).
+ */
+import type { Kernel, Session } from "./model.ts";
+import { JobState, KernelStatus, SessionStatus } from "./status.ts";
+
+export const HpcState = {
+  Configuring: "Configuring",
+  Submitted: "Submitted",
+  Validating: "Validating",
+  Queued: "Queued",
+  Dispatching: "Dispatching",
+  Running: "Running",
+  Finishing: "Finishing",
+  Finished: "Finished",
+  Failed: "Failed",
+  Canceling: "Canceling",
+  Canceled: "Canceled",
+} as const;
+export type HpcState = (typeof HpcState)[keyof typeof HpcState];
+export const HPC_STATES = Object.values(HpcState);
+
+/** What a task's row reads: its session and its kernel. */
+interface TaskFacts {
+  readonly session: Session;
+  readonly kernel: Kernel;
+}
+
+export interface HpcRow<F> {
+  readonly state: HpcState;
+  /** The row in words, for the README and for people reading the table. */
+  readonly when: string;
+  readonly matches: (facts: F) => boolean;
+}
+
+const ended = (s: Session) => s.status === SessionStatus.TERMINATED || s.status === SessionStatus.CANCELLED;
+const started = (k: Kernel) => k.startedAtMs !== undefined;
+const succeeded = (k: Kernel) => k.status === KernelStatus.TERMINATED && k.exitCode === 0;
+const cancelled = (s: Session) => s.cancelRequestedAtMs !== undefined;
+const DISPATCHING: ReadonlySet<SessionStatus> = new Set([
+  SessionStatus.SCHEDULED,
+  SessionStatus.PREPARING,
+  SessionStatus.PREPARED,
+  SessionStatus.CREATING,
+]);
+
+/** A task (one kernel of a session, or an independent task's one kernel). */
+export const HPC_TASK_TABLE: readonly HpcRow<TaskFacts>[] = [
+  {
+    state: HpcState.Canceled,
+    when: "cancelled before its kernel started (session CANCELLED, or TERMINATED by a cancel before it ran)",
+    matches: ({ session, kernel }) =>
+      session.status === SessionStatus.CANCELLED ||
+      (ended(session) && cancelled(session) && !started(kernel)),
+  },
+  {
+    state: HpcState.Failed,
+    when: "cancelled while running: HPC Pack marks a running task that is cancelled Failed",
+    matches: ({ session }) => ended(session) && cancelled(session),
+  },
+  {
+    state: HpcState.Finished,
+    when: "ended and its kernel exited 0",
+    matches: ({ session, kernel }) => ended(session) && succeeded(kernel),
+  },
+  {
+    state: HpcState.Failed,
+    when: "ended otherwise: a non-zero exit, a failed start, a run-time limit, retries used up",
+    matches: ({ session }) => ended(session),
+  },
+  {
+    state: HpcState.Canceling,
+    when: "a cancel was asked for and is being carried out",
+    matches: ({ session }) => cancelled(session),
+  },
+  {
+    state: HpcState.Queued,
+    when: "PENDING: waiting to be placed, also after a preemption or a failed start is retried",
+    matches: ({ session }) => session.status === SessionStatus.PENDING,
+  },
+  {
+    state: HpcState.Dispatching,
+    when: "SCHEDULED, PREPARING, PREPARED or CREATING: resources allocated, the kernel being started",
+    matches: ({ session }) => DISPATCHING.has(session.status),
+  },
+  {
+    state: HpcState.Finishing,
+    when: "TERMINATING, or RUNNING with this task's kernel already ended (its gang still runs)",
+    matches: ({ session, kernel }) =>
+      session.status === SessionStatus.TERMINATING ||
+      (session.status === SessionStatus.RUNNING && kernel.finishedAtMs !== undefined),
+  },
+  {
+    state: HpcState.Running,
+    when: "RUNNING",
+    matches: ({ session }) => session.status === SessionStatus.RUNNING,
+  },
+];
+
+/** A task's HPC Pack state. */
+export function hpcTaskState(session: Session, kernel: Kernel): HpcState {
+  const row = HPC_TASK_TABLE.find((r) => r.matches({ session, kernel }));
+  if (!row) throw new Error(`no HPC state for session ${session.id} in ${session.status}`);
+  return row.state;
+}
+
+/** What a job's row reads: its tasks' states, whether it has ended (and how), and a cancel. */
+interface JobFacts {
+  readonly tasks: readonly HpcState[];
+  readonly final?: JobState;
+  readonly cancelRequested: boolean;
+}
+
+export const HPC_JOB_TABLE: readonly HpcRow<JobFacts>[] = [
+  {
+    state: HpcState.Finished,
+    when: "the job ended SUCCEEDED",
+    matches: ({ final }) => final === JobState.SUCCEEDED,
+  },
+  {
+    state: HpcState.Canceled,
+    when: "the job ended KILLED (cancelled by its owner, or by Cairn: a job run-time limit)",
+    matches: ({ final }) => final === JobState.KILLED,
+  },
+  {
+    state: HpcState.Failed,
+    when: "the job ended otherwise (FAILED, WORKER_FAILED, UNSCHEDULABLE)",
+    matches: ({ final }) => final !== undefined,
+  },
+  {
+    state: HpcState.Canceling,
+    when: "a cancel was asked for and is being carried out",
+    matches: ({ cancelRequested, tasks }) => cancelRequested || tasks.includes(HpcState.Canceling),
+  },
+  {
+    state: HpcState.Running,
+    when: "any task is Dispatching, Running or Finishing",
+    matches: ({ tasks }) =>
+      tasks.some((t) => t === HpcState.Dispatching || t === HpcState.Running || t === HpcState.Finishing),
+  },
+  {
+    state: HpcState.Finishing,
+    when: "no task waits or runs, and the job's end is being judged",
+    matches: ({ tasks }) =>
+      tasks.length > 0 &&
+      tasks.every((t) => t === HpcState.Finished || t === HpcState.Failed || t === HpcState.Canceled),
+  },
+  {
+    state: HpcState.Queued,
+    when: "otherwise: tasks waiting to be placed",
+    matches: () => true,
+  },
+];
+
+/** A job's HPC Pack state from its tasks' and its final state. */
+export function hpcJobState(facts: JobFacts): HpcState {
+  return HPC_JOB_TABLE.find((r) => r.matches(facts))!.state;
+}
