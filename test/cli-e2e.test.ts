@@ -37,6 +37,7 @@ const SESSION_KEYS = [
   "name",
   "status",
   "result",
+  "hpcState",
   "queue",
   "priority",
   "tries",
@@ -220,6 +221,7 @@ describe("reading sessions back", () => {
     expect(view).toMatchObject({
       status: "TERMINATED",
       result: "succeeded",
+      hpcState: "Finished",
       queue: "default",
       priority: 0,
       runIndex: 0,

@@ -231,6 +231,7 @@ describe("job views and text (time passed in)", () => {
       name: "train",
       state: "RUNNING",
       reason: "1 of 3 tasks placed or running",
+      hpcState: "Running",
       final: false,
       replicas: 3,
       coscheduled: false,
@@ -277,6 +278,7 @@ describe("job views and text (time passed in)", () => {
       [
         "job train-1 (train)",
         "  state      RUNNING: 1 of 3 tasks placed or running",
+        "  hpc        Running (HPC Pack's state)",
         "  tasks      3 tasks: 1 PENDING, 1 RUNNING, 1 SUCCEEDED",
         "  kind       3 independent tasks, maxTaskFailures 1",
         "  placement  within 1h00m, or the task is UNSCHEDULABLE",
@@ -297,6 +299,7 @@ describe("job views and text (time passed in)", () => {
     expect(view.tasks[2]).toEqual({
       index: 2,
       state: "PENDING",
+      hpcState: "Queued",
       finished: false,
       sessionId: "train-1-t2",
       kernelIndex: 0,
@@ -314,10 +317,10 @@ describe("job views and text (time passed in)", () => {
     expect(renderTasks(view, NOW)).toBe(
       [
         "job train-1: RUNNING (1 of 3 tasks placed or running)",
-        "TASK  STATE      AGENT    EXIT  RUN  RETRIES    RAN     REASON",
-        "0     SUCCEEDED  agent-1  0     0    -          3.0s    -",
-        "1     RUNNING    agent-2  -     0    -          1m02s…  -",
-        "2     PENDING    -        -     1    1 failure  -       no agent has 8 cpu free; largest free is 4",
+        "TASK  STATE      HPC       AGENT    EXIT  RUN  RETRIES    RAN     REASON",
+        "0     SUCCEEDED  Finished  agent-1  0     0    -          3.0s    -",
+        "1     RUNNING    Running   agent-2  -     0    -          1m02s…  -",
+        "2     PENDING    Queued    -        -     1    1 failure  -       no agent has 8 cpu free; largest free is 4",
       ].join("\n"),
     );
   });
@@ -354,6 +357,7 @@ describe("job views and text (time passed in)", () => {
       [
         "task 2 of job train-1 (job RUNNING)",
         "  state    PENDING",
+        "  hpc      Queued",
         "  session  train-1-t2 (PENDING)",
         "  run      train-1-t2.1 (run 1)",
         "  agent    -",

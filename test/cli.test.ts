@@ -323,6 +323,7 @@ describe("views (the JSON output)", () => {
       name: "hello",
       status: "RUNNING",
       result: null,
+      hpcState: "Running",
       queue: "default",
       priority: 0,
       tries: 0,
@@ -412,6 +413,7 @@ describe("text rendering (time passed in)", () => {
       [
         "session hello-abc12345 (hello)",
         "  status     RUNNING",
+        "  hpc        Running (HPC Pack's state)",
         "  queue      default, priority 0",
         "  run        hello-abc12345 (run 0), 0 tries in this stage",
         "  created    2026-11-21T12:00:00.000Z (1m05s ago)",

@@ -100,16 +100,17 @@ describe("the session lifecycle, end to end", () => {
           e["detail-type"] === "Session Status Changed" &&
           (e.detail as { sessionId: string }).sessionId === id,
       )
-      .map((e) => (e.detail as { to: string }).to);
-    expect(changes).toEqual([
-      "PENDING",
-      "SCHEDULED",
-      "PREPARING",
-      "PREPARED",
-      "CREATING",
-      "RUNNING",
-      "TERMINATING",
-      "TERMINATED",
+      .map((e) => e.detail as { to: string; hpcState?: string });
+    // Each carries the session's HPC Pack state (seed 004) as the change left it.
+    expect(changes.map((c) => `${c.to} ${c.hpcState}`)).toEqual([
+      "PENDING Queued",
+      "SCHEDULED Dispatching",
+      "PREPARING Dispatching",
+      "PREPARED Dispatching",
+      "CREATING Dispatching",
+      "RUNNING Running",
+      "TERMINATING Finishing",
+      "TERMINATED Finished",
     ]);
   });
 

@@ -12,6 +12,7 @@ const NONE = "-";
 export function renderJob(view: JobView, nowMs: number): string {
   const rows: [string, string][] = [
     ["state", `${view.state}: ${view.reason}`],
+    ["hpc", `${view.hpcState} (HPC Pack's state)`],
     ["tasks", taskCountsText(view)],
     [
       "kind",
@@ -45,10 +46,11 @@ export function renderTasks(view: TasksView, nowMs: number): string {
 
 function tasksTable(tasks: readonly TaskRowView[], nowMs: number): string {
   return renderTable(
-    ["TASK", "STATE", "AGENT", "EXIT", "RUN", "RETRIES", "RAN", "REASON"],
+    ["TASK", "STATE", "HPC", "AGENT", "EXIT", "RUN", "RETRIES", "RAN", "REASON"],
     tasks.map((t) => [
       String(t.index),
       t.state,
+      t.hpcState,
       t.agent ?? NONE,
       t.exitCode === null ? NONE : String(t.exitCode),
       String(t.runIndex),
@@ -63,6 +65,7 @@ export function renderTask(view: TaskDetailView, nowMs: number): string {
   const pending = view.state === TaskState.PENDING;
   const rows: [string, string][] = [
     ["state", view.finished ? `${view.state} (finished)` : view.state],
+    ["hpc", view.hpcState],
     [
       "session",
       view.sessionId === view.jobId

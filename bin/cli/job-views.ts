@@ -5,6 +5,7 @@
 import type { TaskView } from "../../functions/core/jobs.ts";
 import { countTaskStates, jobSettings } from "../../functions/core/jobs.ts";
 import type { Kernel, RunRecord } from "../../functions/core/model.ts";
+import { hpcJobState, type HpcState } from "../../functions/core/hpc-view.ts";
 import { runName } from "../../functions/core/retry/naming.ts";
 import type { TaskState } from "../../functions/core/status.ts";
 import { type JobState, type SessionStatus } from "../../functions/core/status.ts";
@@ -17,6 +18,8 @@ export interface JobView {
   readonly state: JobState;
   /** Why the job is in its state (which rule of the job-state derivation decided). */
   readonly reason: string;
+  /** Seed 004's state of the job (functions/core/hpc-view.ts). */
+  readonly hpcState: HpcState;
   /** True once the control plane recorded the job's final state; false: derived from the tasks now. */
   readonly final: boolean;
   readonly replicas: number;
@@ -42,6 +45,8 @@ export interface JobView {
 export interface TaskRowView {
   readonly index: number;
   readonly state: TaskState;
+  /** Seed 004's state of the task. */
+  readonly hpcState: HpcState;
   /** The task will not run again. */
   readonly finished: boolean;
   readonly sessionId: string;
@@ -92,6 +97,11 @@ export function jobView(snapshot: JobSnapshot): JobView {
     name: job.spec.name,
     state: snapshot.state,
     reason: snapshot.reason,
+    hpcState: hpcJobState({
+      tasks: snapshot.tasks.map((t) => t.hpcState),
+      ...(job.final ? { final: job.final.state } : {}),
+      cancelRequested: false,
+    }),
     final: snapshot.final,
     replicas: job.spec.replicas,
     coscheduled: settings.coscheduled,
@@ -122,6 +132,7 @@ export function taskRowView(task: TaskView): TaskRowView {
   return {
     index: task.index,
     state: task.state,
+    hpcState: task.hpcState,
     finished: task.finished,
     sessionId: task.sessionId,
     kernelIndex: task.kernelIndex,

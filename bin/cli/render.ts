@@ -12,6 +12,7 @@ export function renderSession(view: SessionView, nowMs: number): string {
   const ended = view.result !== null;
   const rows: [string, string][] = [
     ["status", ended ? `${view.status} (${view.result})` : view.status],
+    ["hpc", `${view.hpcState} (HPC Pack's state)`],
     ["queue", `${view.queue}, priority ${view.priority}`],
     [
       "run",

@@ -12,6 +12,7 @@ import type {
 } from "../../functions/core/model.ts";
 import { runName } from "../../functions/core/retry/naming.ts";
 import { sessionResult, type SessionResult } from "../../functions/core/sessions.ts";
+import { hpcSessionState, type HpcState } from "../../functions/core/hpc-view.ts";
 
 export interface KernelView {
   readonly index: number;
@@ -33,6 +34,8 @@ export interface SessionView {
   readonly status: string;
   /** succeeded / failed / cancelled once the session has ended; null before. */
   readonly result: SessionResult | null;
+  /** Seed 004's state of the session (functions/core/hpc-view.ts). */
+  readonly hpcState: HpcState;
   readonly queue: string;
   readonly priority: number;
   /** Handler tries spent in the current stage. */
@@ -146,6 +149,7 @@ export function sessionView(
     name: session.spec.name,
     status: session.status,
     result: sessionResult(found) ?? null,
+    hpcState: hpcSessionState(session, kernels),
     queue: session.spec.queue,
     priority: session.spec.priority,
     tries: session.tries,

@@ -31,6 +31,7 @@ import { kernelCommand } from "./kernel-commands.ts";
 import type { Clock, EventsPort } from "./ports.ts";
 import type { KernelCommand, KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
+import { hpcSessionState } from "../core/hpc-view.ts";
 
 export interface EnterStageInput {
   readonly sessionId: string;
@@ -168,7 +169,7 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     if (seen === "retried") {
       const replaced = await replaceToken(current, input, deps);
       // The first attempt may have failed before announcing the change: announce it (again).
-      await announce(input, transition, deps);
+      await announce(input, transition, deps, replaced);
       await advance(input, replaced, deps);
       return "done";
     }
@@ -199,7 +200,7 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
   });
   if (entry === "done") return { status: input.status };
   const { before, written, applied } = entry;
-  const atMs = await announce(input, applied, deps);
+  const atMs = await announce(input, applied, deps, written);
   if (applied.requeue) {
     const runIndex = before.session.runIndex + 1;
     await deps.events.requeued([
@@ -258,6 +259,8 @@ async function announce(
   input: EnterStageInput,
   applied: StageTransition,
   deps: EnterStageDeps,
+  /** The session as the entry left it: its HPC Pack state goes with the event. */
+  entered: SessionWithKernels,
 ): Promise<number> {
   const atMs = deps.clock.nowMs();
   await deps.events.statusChanged([
@@ -269,6 +272,7 @@ async function announce(
       result: applied.result,
       handler: applied.handler,
       ...(applied.message !== undefined ? { message: applied.message.slice(0, 4096) } : {}),
+      hpcState: hpcSessionState(entered.session, entered.kernels),
       atMs,
     },
   ]);
@@ -418,7 +422,7 @@ async function recordFailure(
       });
     }
     await deps.store.applyWrite(write);
-    if (!ended) await announce(input, transition, deps);
+    if (!ended) await announce(input, transition, deps, sessionAfterWrite(current, write));
     deps.log.error("a lifecycle state failed; the session records it", {
       sessionId: session.id,
       status: session.status,

@@ -30,6 +30,7 @@ import {
   type ValidationIssue,
 } from "./spec.ts";
 import { JobState, KernelStatus, SessionStatus, TaskState } from "./status.ts";
+import { HPC_STATES } from "./hpc-view.ts";
 
 export const EventSource = {
   Client: "cairn.client",
@@ -190,6 +191,8 @@ export const SessionStatusChangedDetailSchema = strictObject({
   result: historyResultSchema,
   handler: historyHandlerSchema,
   message: messageSchema.optional(),
+  /** The session's HPC Pack state once it has entered `to` (seed 004; functions/core/hpc-view.ts). */
+  hpcState: z.enum(HPC_STATES).optional(),
   atMs: epochMsSchema,
 }).readonly();
 

@@ -4,7 +4,8 @@
  * request; nothing is stored for it. One table per level, first matching row wins, shown in the
  * README. Configuring, Submitted and Validating are HPC Pack's states before a job is queued:
  * Cairn validates a submission as it receives it and stores a session only once it passed, so
- * a stored session is never in them (drafts, issue 16 item 3, will be Configuring).
+ * a stored session is never in them; a job's task whose session is not stored yet is Submitted
+ * (core/jobs.ts), and drafts (issue 16 item 3) will be Configuring.
  */
 import type { Kernel, Session } from "./model.ts";
 import { JobState, KernelStatus, SessionStatus } from "./status.ts";
@@ -110,7 +111,7 @@ export function hpcTaskState(session: Session, kernel: Kernel): HpcState {
 }
 
 /** What a job's row reads: its tasks' states, whether it has ended (and how), and a cancel. */
-interface JobFacts {
+export interface JobFacts {
   readonly tasks: readonly HpcState[];
   readonly final?: JobState;
   readonly cancelRequested: boolean;
@@ -160,4 +161,21 @@ export const HPC_JOB_TABLE: readonly HpcRow<JobFacts>[] = [
 /** A job's HPC Pack state from its tasks' and its final state. */
 export function hpcJobState(facts: JobFacts): HpcState {
   return HPC_JOB_TABLE.find((r) => r.matches(facts))!.state;
+}
+
+/**
+ * A session's HPC Pack state (`cairn get`): its one task's, or a gang's as a job of its kernels.
+ * Ended, it is Finished when every task finished, Canceled when none ever started after a cancel,
+ * and Failed otherwise.
+ */
+export function hpcSessionState(session: Session, kernels: readonly Kernel[]): HpcState {
+  const [only, ...more] = kernels;
+  if (only !== undefined && more.length === 0) return hpcTaskState(session, only);
+  const tasks = kernels.map((k) => hpcTaskState(session, k));
+  if (ended(session)) {
+    if (tasks.length > 0 && tasks.every((t) => t === HpcState.Finished)) return HpcState.Finished;
+    if (tasks.every((t) => t === HpcState.Canceled)) return HpcState.Canceled;
+    return HpcState.Failed;
+  }
+  return hpcJobState({ tasks, cancelRequested: cancelled(session) });
 }

@@ -10,6 +10,7 @@ import type { Job, Kernel, Session, SessionSpec, SessionWithKernels } from "./mo
 import { SPEC_DEFAULTS } from "./spec.ts";
 import type { AttemptOutcome, KernelStatus } from "./status.ts";
 import { JobState, SessionStatus, TaskState, type TerminationCondition } from "./status.ts";
+import { HpcState, hpcTaskState } from "./hpc-view.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Settings and identity.
@@ -135,6 +136,8 @@ export interface TaskView {
   /** Runs retried under each budget so far (the session's; shared by a gang's tasks). */
   readonly failureCount: number;
   readonly preemptionCount: number;
+  /** Seed 004's state of the task (hpc-view.ts). */
+  readonly hpcState: HpcState;
 }
 
 const OUTCOME_TASK_STATE: Readonly<Record<AttemptOutcome, TaskState>> = {
@@ -218,6 +221,7 @@ export function taskView(jobId: string, index: number, session: Session, kernel:
     ...(reason !== undefined ? { reason } : {}),
     ...(kernel.startedAtMs !== undefined ? { startedAtMs: kernel.startedAtMs } : {}),
     ...(kernel.finishedAtMs !== undefined ? { finishedAtMs: kernel.finishedAtMs } : {}),
+    hpcState: hpcTaskState(session, kernel),
     failureCount: session.retry?.failureCount ?? 0,
     preemptionCount: session.retry?.preemptionCount ?? 0,
   };
@@ -252,6 +256,8 @@ export function jobTasks(job: Job, sessions: readonly SessionWithKernels[]): Tas
         reason: "being submitted",
         failureCount: 0,
         preemptionCount: 0,
+        // Accepted, its session not stored yet: HPC Pack's "submitted, awaiting validation".
+        hpcState: HpcState.Submitted,
       });
       continue;
     }
