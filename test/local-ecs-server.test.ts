@@ -309,7 +309,12 @@ describe("capacity, stopping and describing", () => {
       name: "InvalidParameterException",
       message: "The referenced task was not found.",
     });
-    const started = await ecs.send(new RunTaskCommand(run()));
+    // A task that keeps running until stopped: `true` could end on its own before the stop.
+    const started = await ecs.send(
+      new RunTaskCommand(
+        run({ overrides: { containerOverrides: [{ name: "kernel", command: ["sleep", "30"] }] } }),
+      ),
+    );
     const taskArn = started.tasks![0]!.taskArn!;
     expect(
       await rejection(

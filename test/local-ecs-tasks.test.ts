@@ -269,11 +269,27 @@ describe("StopTask", () => {
 
   test("stopped before it runs: no process is left, the task never reports RUNNING", async () => {
     await register("cairn-early-stop", kernel({ command: ["sh", "-c", "while :; do sleep 0.05; done"] }));
-    const [taskArn] = await runTasks("cairn-early-stop");
-    await ecs.send(new StopTaskCommand({ cluster: "cairn", task: taskArn!, reason: "cancelled early" }));
-    const stopped = await stoppedEvent(taskArn!);
+    // Run and stop in one turn of the event loop, on the service the endpoint serves: over HTTP
+    // the lifecycle's step timers could fire between the two calls on a loaded machine.
+    const service = server.service;
+    const { tasks } = service.runTask({
+      cluster: "cairn",
+      definition: service.taskDefinitions.find("cairn-early-stop")!,
+      count: 1,
+      subnets: ["subnet-a"],
+      overrides: { containerOverrides: [] },
+      cpu: "256",
+      memory: "512",
+      group: "family:cairn-early-stop",
+      tags: [],
+      propagateTaskDefinitionTags: false,
+      managedTags: false,
+    });
+    const taskArn = tasks[0]!.init.arn;
+    service.stopTask("cairn", taskArn, "cancelled early");
+    const stopped = await stoppedEvent(taskArn);
     expect(stopped.detail).toMatchObject({ stopCode: "UserInitiated", stoppedReason: "cancelled early" });
-    expect(eventsOf(taskArn!).map((e) => e.detail.lastStatus)).not.toContain("RUNNING");
+    expect(eventsOf(taskArn).map((e) => e.detail.lastStatus)).not.toContain("RUNNING");
     expect(server.service.activeTasks).toBe(0);
   });
 
