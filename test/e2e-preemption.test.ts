@@ -12,6 +12,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { HistoryRecord, SessionWithKernels } from "../functions/core/model.ts";
+import { hpcSessionState } from "../functions/core/hpc-view.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
 import type { SessionSpecInput } from "../functions/core/spec.ts";
 import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
@@ -125,6 +126,40 @@ describe("priority preemption", () => {
     const preemptedSeq = victimHistory.find((h) => h.result === "PREEMPTED")!.seq;
     expect(placedAtMs(highHistory)).toBeDefined();
     expect(placedAtMs(victimHistory, preemptedSeq)).toBeGreaterThanOrEqual(placedAtMs(highHistory)!);
+  }, 90_000);
+
+  test("a task that is not rerunnable, preempted while running, ends Failed instead of queued again (seed 004)", async () => {
+    const low = newId("once");
+    const high = newId("urgent");
+    const gate = untilReleased(low);
+    await submit(low, {
+      name: "once",
+      priority: 0,
+      replicas: 2,
+      coscheduled: false,
+      rerunnable: false,
+      resources: WHOLE_AGENT,
+      command: gate.command,
+      env: gate.env,
+    });
+    const tasks = [`${low}-t0`, `${low}-t1`];
+    for (const id of tasks) await rt.waitFor(id, running, "RUNNING", 60_000);
+    await submit(high, { name: "urgent", priority: 10, resources: WHOLE_AGENT, command: sh("exit 0") });
+    expect(sessionResult(await rt.waitForEnd(high, 60_000))).toBe("succeeded");
+    gate.release();
+    const ended = await Promise.all(tasks.map((id) => rt.waitForEnd(id, 60_000)));
+    // One was preempted and is over, failed, with one run; the other ran once undisturbed.
+    expect(ended.map(sessionResult).sort()).toEqual(["failed", "succeeded"]);
+    const victim = ended.find((s) => sessionResult(s) === "failed")!;
+    expect(await rt.store.listRuns(victim.session.id)).toMatchObject([
+      {
+        runIndex: 0,
+        outcome: "PREEMPTED",
+        decision: "finished",
+        reason: "preempted while running, and the spec says rerunnable: false: not run again",
+      },
+    ]);
+    expect(hpcSessionState(victim.session, victim.kernels)).toBe("Failed");
   }, 90_000);
 
   test("a gang that would not fit even after preempting every lower-priority session preempts nobody", async () => {

@@ -59,6 +59,11 @@ export interface SessionSpec {
   readonly maxTaskFailures?: number;
   /** Returns to PENDING one run may make before it starts; the next ends the session FAILED. @default 5 */
   readonly maxPendingReturns?: number;
+  /**
+   * A run preempted while running goes back to the queue (HPC Pack: Queued); with `false` it
+   * ends the session FAILED instead (seed 004: a task that is not rerunnable). @default true
+   */
+  readonly rerunnable?: boolean;
   /** Seconds a task may wait to be placed before it is UNSCHEDULABLE (sets `timeouts.pending`). */
   readonly schedulingTimeout?: number;
   /** The parent job: when it ends other than SUCCEEDED, this job is cancelled. */

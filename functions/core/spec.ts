@@ -235,6 +235,8 @@ const sessionSpecShape = {
       error: `must be at most ${SPEC_LIMITS.maxPendingReturns.max}: ${HISTORY_LIMIT_REASON}`,
     })
     .optional(),
+  /** A run preempted while running is retried (the default), or, with false, ends the session FAILED. */
+  rerunnable: z.boolean().optional(),
   retry: strictObject({
     // No defaults: a budget the user wrote caps retries even under policies (core/retry).
     maxRetriesFailure: retryBudgetSchema.optional(),

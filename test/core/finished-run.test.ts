@@ -68,6 +68,35 @@ describe("a finished run, judged", () => {
     expect(t.run).toMatchObject({ runIndex: 0, decision: "retry" });
   });
 
+  test("a run preempted while running: retried by default; with rerunnable: false over, without the catalog", () => {
+    const preempted = (spec: Partial<SessionWithKernels["session"]["spec"]>): SessionWithKernels => {
+      const s = ran([143]);
+      return {
+        session: { ...s.session, spec: { ...s.session.spec, ...spec } },
+        kernels: s.kernels.map((k) => ({
+          ...k,
+          outcome: "PREEMPTED" as const,
+          condition: "Preempted" as const,
+        })),
+      };
+    };
+    const retried = judgeFinishedRun(preempted({}), ended, NOW, catalog);
+    expect(retried).toMatchObject({ to: "PENDING", result: "REQUEUED" });
+    expect(retried.requeue?.retry.preemptionCount).toBe(1);
+    const once = preempted({ rerunnable: false });
+    expect(runNeedsRetryCatalog(once, ended)).toBe(false);
+    expect(judgeFinishedRun(once, ended, NOW)).toMatchObject({
+      to: "TERMINATED",
+      message: "preempted while running, and the spec says rerunnable: false: not run again",
+      run: { decision: "finished", outcome: "PREEMPTED" },
+    });
+    // A failure that is not a preemption is judged by the budgets as before.
+    const failing = ran([3], {
+      spec: { ...ran([0]).session.spec, rerunnable: false, retry: { maxRetriesFailure: 1 } },
+    });
+    expect(judgeFinishedRun(failing, ended, NOW, catalog)).toMatchObject({ to: "PENDING" });
+  });
+
   test("a failed run with no budget left is over, and says why", () => {
     const s = ran([3], { spec: { ...ran([0]).session.spec, retry: { maxRetriesFailure: 0 } } });
     const t = judgeFinishedRun(s, ended, NOW, catalog);

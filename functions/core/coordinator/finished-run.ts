@@ -10,7 +10,7 @@ import { evaluateRetry, INITIAL_RETRY_STATE } from "../retry/evaluate.ts";
 import { failedKernels } from "../retry/match.ts";
 import type { RetryPolicy } from "../retry/policy.ts";
 import { runRecord, runStarted, runSucceeded } from "../runs.ts";
-import { SessionStatus } from "../status.ts";
+import { AttemptOutcome, SessionStatus } from "../status.ts";
 
 /** What a failed run's judgment reads besides the session: the catalog operators manage. */
 export interface RetryCatalogView {
@@ -28,7 +28,16 @@ export function runNeedsRetryCatalog({ session, kernels }: SessionWithKernels, t
     endsRun(t) &&
     session.cancelRequestedAtMs === undefined &&
     !runSucceeded(kernels) &&
-    failedKernels(kernels).length > 0
+    failedKernels(kernels).length > 0 &&
+    !preemptedAndNotRerunnable({ session, kernels })
+  );
+}
+
+/** Seed 004: a preempted task that is not rerunnable is marked Failed instead of queued again. */
+function preemptedAndNotRerunnable({ session, kernels }: SessionWithKernels): boolean {
+  return (
+    session.spec.rerunnable === false &&
+    failedKernels(kernels).some((k) => k.outcome === AttemptOutcome.PREEMPTED)
   );
 }
 
@@ -53,6 +62,9 @@ export function judgeFinishedRun(
   if (session.cancelRequestedAtMs !== undefined) return finished("cancelled: not retried");
   if (runSucceeded(kernels)) return finished("every kernel exited 0");
   if (failedKernels(kernels).length === 0) return finished("no kernel reported how it ended: not retried");
+  if (preemptedAndNotRerunnable(s)) {
+    return finished("preempted while running, and the spec says rerunnable: false: not run again");
+  }
   if (!catalog) throw new Error(`judging the failed run of ${session.id} needs the retry catalog`);
   const { policies: _named, ...budgets } = session.spec.retry ?? {};
   const decision = evaluateRetry({
