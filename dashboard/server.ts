@@ -10,6 +10,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { SESSION_ID_PATTERN } from "../functions/core/events.ts";
 import { TERMINAL_SESSION_STATUSES } from "../functions/core/status.ts";
+import { isFargatePool } from "../functions/core/fargate-pool.ts";
 import { RETRY_CONFIG_DEFAULTS } from "../functions/core/retry/config.ts";
 import { renderAgentsPage } from "./agents-page.ts";
 import { requestCancel } from "./cancel.ts";
@@ -298,6 +299,11 @@ async function route(
               return {
                 kernelIndex: k.index,
                 runIndex,
+                ...(taskArn !== undefined
+                  ? { task: taskArn }
+                  : k.agentId !== undefined && isFargatePool(k.agentId)
+                    ? { task: POOL_TASK_PENDING }
+                    : {}),
                 ...(tail ? { lines: tail.lines, next: tail.next } : {}),
               };
             }),
@@ -325,7 +331,16 @@ async function logs(deps: DashboardDeps, sessionId: string, params: URLSearchPar
   if (!/^\d{1,4}$/.test(kernel)) throw new HttpError(400, "kernel: must be a kernel index");
   if (!/^\d{1,6}$/.test(run)) throw new HttpError(400, "run: must be a run index");
   const after = params.get("after");
-  const taskArn = await runTaskArn(deps, sessionId, Number(kernel), Number(run));
+  // The page says whose stream it is: an agent kernel's run (no `task`), a Fargate task (its ARN),
+  // or a Fargate kernel still waiting for its task, whose run is looked up on each read until it
+  // has one. Only that last case reads the store: following a log must not read the session.
+  const task = params.get("task");
+  if (task !== null && task !== POOL_TASK_PENDING && !TASK_ARN.test(task))
+    throw new HttpError(400, "task: must be an ECS task ARN");
+  const taskArn =
+    task === POOL_TASK_PENDING
+      ? await runTaskArn(deps, sessionId, Number(kernel), Number(run))
+      : (task ?? undefined);
   const out =
     after === null || after === ""
       ? ((await deps.logs.tail(sessionId, Number(kernel), Number(run), LOG_TAIL_LINES, taskArn)) ?? {
@@ -335,6 +350,10 @@ async function logs(deps: DashboardDeps, sessionId: string, params: URLSearchPar
       : await deps.logs.follow(sessionId, Number(kernel), Number(run), after, taskArn);
   return { status: 200, type: "application/json; charset=utf-8", body: JSON.stringify(out) };
 }
+
+/** A Fargate kernel's log whose task is not known yet (LogTail.task). */
+const POOL_TASK_PENDING = "pool";
+const TASK_ARN = /^arn:aws[a-z-]*:ecs:[a-z0-9-]+:\d{12}:task\/[A-Za-z0-9_-]+\/[A-Za-z0-9-]+$/;
 
 /**
  * The ECS task a Fargate kernel's run ran as (its output is that task's stream), read afresh: a

@@ -217,6 +217,11 @@ export function renderSessionPage(d: SessionPageData): Html {
 export interface LogTail {
   readonly kernelIndex: number;
   readonly runIndex: number;
+  /**
+   * Where a Fargate kernel's run writes (its task, whose stream it is), or "pool" while the
+   * kernel waits for its task: the follow then asks for it. Undefined for an agent's kernel.
+   */
+  readonly task?: string;
   /** Undefined: the stream does not exist (yet). */
   readonly lines?: readonly LogLine[];
   readonly next?: string;
@@ -253,7 +258,7 @@ export function renderLogs(
         : ""
     }
     ${tails.map((t) => {
-      const src = `/sessions/${encodeURIComponent(sessionId)}/logs${query({ kernel: t.kernelIndex, run: t.runIndex })}`;
+      const src = `/sessions/${encodeURIComponent(sessionId)}/logs${query({ kernel: t.kernelIndex, run: t.runIndex, task: t.task })}`;
       return html`<h3>kernel ${t.kernelIndex}, run ${t.runIndex}</h3>
         ${t.lines === undefined ? html`<p class="muted log-missing">No output yet (the stream appears once the task writes).</p>` : ""}
         <label

@@ -430,6 +430,8 @@ describe("a Fargate session's logs", () => {
   let server: DashboardServer;
   /** What the log reader was asked for: the run and the task whose stream it reads. */
   const asked: string[] = [];
+  /** Sessions read from the store. */
+  let sessionReads = 0;
   beforeAll(async () => {
     const fresh = newSession("fg-dash", { ...SPEC_DEFAULTS, name: "fg", command: ["x"] }, T0);
     const found = {
@@ -452,7 +454,10 @@ describe("a Fargate session's logs", () => {
       kernels: [{ index: 0, status: "TERMINATED", agentId: "fargate_q", taskArn: task0 }],
     };
     const store = {
-      getSession: (id: string) => Promise.resolve(id === "fg-dash" ? found : undefined),
+      getSession: (id: string) => {
+        sessionReads++;
+        return Promise.resolve(id === "fg-dash" ? found : undefined);
+      },
       listRuns: () => Promise.resolve([run0]),
       listHistory: () => Promise.resolve([]),
       getRetryConfig: () => Promise.resolve(undefined),
@@ -480,12 +485,16 @@ describe("a Fargate session's logs", () => {
     const get = async (path: string) => {
       const res = await fetch(new URL(path, server.url));
       expect(res.status, path).toBe(200);
+      return res.text();
     };
-    await get("/sessions/fg-dash");
-    await get("/sessions/fg-dash?run=0");
-    await get("/sessions/fg-dash/logs?kernel=0&run=1");
-    await get("/sessions/fg-dash/logs?kernel=0&run=1&after=t");
-    await get("/sessions/fg-dash/logs?kernel=0&run=0");
+    // The log URLs the pages render (their data-src), followed as static/dashboard.js does.
+    const src = (page: string) => /data-src="([^"]+)"/.exec(page)![1]!.replaceAll("&amp;", "&");
+    const current = src(await get("/sessions/fg-dash"));
+    const earlier = src(await get("/sessions/fg-dash?run=0"));
+    const reads = sessionReads;
+    await get(current);
+    await get(`${current}&after=t`);
+    await get(earlier);
     expect(asked).toEqual([
       `run 1: ${task1}`,
       `run 0: ${task0}`,
@@ -493,5 +502,17 @@ describe("a Fargate session's logs", () => {
       `run 1: ${task1}`,
       `run 0: ${task0}`,
     ]);
+    // The page named each run's task: reading and following its log read no session.
+    expect(sessionReads).toBe(reads);
+  });
+
+  test("a Fargate kernel still waiting for its task: its log is looked up until the task is known", async () => {
+    const reads = sessionReads;
+    const res = await fetch(new URL("/sessions/fg-dash/logs?kernel=0&run=1&task=pool", server.url));
+    expect(res.status).toBe(200);
+    expect(asked.at(-1)).toBe(`run 1: ${task1}`);
+    expect(sessionReads).toBe(reads + 1);
+    const bad = await fetch(new URL("/sessions/fg-dash/logs?kernel=0&run=1&task=..%2Fother", server.url));
+    expect(bad.status).toBe(400);
   });
 });
