@@ -101,17 +101,19 @@ describe("the session lifecycle, end to end", () => {
           (e.detail as { sessionId: string }).sessionId === id,
       )
       .map((e) => e.detail as { to: string; hpcState?: string });
-    // Each carries the session's HPC Pack state (seed 004) as the change left it.
-    expect(changes.map((c) => `${c.to} ${c.hpcState}`)).toEqual([
+    // Each carries the session's HPC Pack state (seed 004) as the change left it. The echo ends
+    // at once: when RUNNING is written its kernel may have ended already (Finishing).
+    const states = changes.map((c) => `${c.to} ${c.hpcState}`);
+    expect(states.filter((c) => !c.startsWith("RUNNING "))).toEqual([
       "PENDING Queued",
       "SCHEDULED Dispatching",
       "PREPARING Dispatching",
       "PREPARED Dispatching",
       "CREATING Dispatching",
-      "RUNNING Running",
       "TERMINATING Finishing",
       "TERMINATED Finished",
     ]);
+    expect(["RUNNING Running", "RUNNING Finishing"]).toContain(states[5]);
   });
 
   test("a kernel over its memory request is OOMKilled and recorded with exit 137", async () => {
