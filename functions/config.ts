@@ -26,6 +26,16 @@ export interface CairnConfig {
   readonly agentQueuePrefix: string;
   /** Where kernels run as ECS tasks on Fargate; absent when the stack has no Fargate executor. */
   readonly fargate?: FargateConfig;
+  /**
+   * The deployment and route lifecycles' state machines (issue 15): set for the function that
+   * starts their executions, absent elsewhere.
+   */
+  readonly familyStateMachines?: FamilyStateMachines;
+}
+
+export interface FamilyStateMachines {
+  readonly deploymentArn: string;
+  readonly routeArn: string;
 }
 
 /** The Fargate executor's cluster, networking and roles (lib/fargate.ts sets them). */
@@ -82,7 +92,23 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     repairAfterMs: int("CAIRN_REPAIR_AFTER_MS", 60_000),
     agentQueuePrefix: queuePrefix(env["CAIRN_AGENT_QUEUE_PREFIX"]),
     ...fargate(env),
+    ...familyStateMachines(env),
   };
+}
+
+/** Both family state machines' ARNs, or neither. */
+function familyStateMachines(env: Readonly<Record<string, string | undefined>>): {
+  familyStateMachines?: FamilyStateMachines;
+} {
+  const deploymentArn = env["CAIRN_DEPLOYMENT_STATE_MACHINE_ARN"] ?? "";
+  const routeArn = env["CAIRN_ROUTE_STATE_MACHINE_ARN"] ?? "";
+  if (deploymentArn === "" && routeArn === "") return {};
+  if (deploymentArn === "" || routeArn === "") {
+    throw new ConfigError(
+      "environment variables CAIRN_DEPLOYMENT_STATE_MACHINE_ARN and CAIRN_ROUTE_STATE_MACHINE_ARN are set together or not at all",
+    );
+  }
+  return { familyStateMachines: { deploymentArn, routeArn } };
 }
 
 /**

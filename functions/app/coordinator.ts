@@ -443,7 +443,7 @@ export class Coordinator {
             await reject(action);
             break;
           case "submit": {
-            const submitted = await this.#jobs.submit(action.jobId, action.spec);
+            const submitted = await this.#jobs.submit(action.jobId, action.spec, action.service);
             if (submitted.ok) outcome(undefined);
             done.push(
               submitted.ok

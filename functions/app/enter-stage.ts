@@ -273,6 +273,10 @@ async function announce(
       handler: applied.handler,
       ...(applied.message !== undefined ? { message: applied.message.slice(0, 4096) } : {}),
       hpcState: hpcSessionState(entered.session, entered.kernels),
+      // A deployment's replica: the event wakes its deployment (issue 15).
+      ...(entered.session.service !== undefined
+        ? { deploymentId: entered.session.service.deploymentId }
+        : {}),
       atMs,
     },
   ]);

@@ -25,6 +25,7 @@ import type { Job, Session, SessionSpec, SessionWithKernels } from "../core/mode
 import type { AgentRepository, JobRepository, SessionRepository } from "../core/ports/session-store.ts";
 import { MAX_MESSAGE_LENGTH } from "../core/events.ts";
 import { newSession } from "../core/sessions.ts";
+import type { ServiceBinding } from "../core/service-binding.ts";
 import { ID_PATTERN } from "../core/spec.ts";
 import { JobState, TERMINAL_JOB_STATES, TERMINAL_SESSION_STATUSES } from "../core/status.ts";
 import { rereadOnConflict } from "./reread.ts";
@@ -51,11 +52,21 @@ export type SubmitOutcome =
   | { readonly ok: false; readonly reason: string };
 
 /** The job's `index`-th session as submitted: the job itself when co-scheduled, else a task. */
-function newJobSession(job: Job, index: number, nowMs: number): SessionWithKernels {
+function newJobSession(
+  job: Job,
+  index: number,
+  nowMs: number,
+  service: ServiceBinding | undefined,
+): SessionWithKernels {
   const fresh = newSession(job.sessionIds[index]!, taskSpec(job.spec), nowMs);
-  return jobSettings(job.spec).coscheduled
-    ? fresh
-    : { ...fresh, session: { ...fresh.session, task: { jobId: job.id, index, count: job.spec.replicas } } };
+  const session = {
+    ...fresh.session,
+    ...(jobSettings(job.spec).coscheduled
+      ? {}
+      : { task: { jobId: job.id, index, count: job.spec.replicas } }),
+    ...(service !== undefined ? { service } : {}),
+  };
+  return { ...fresh, session };
 }
 
 function takenBy(job: Job): string {
@@ -74,7 +85,7 @@ export class Jobs {
    * step is idempotent. A child of a parent that already ended other than SUCCEEDED is cancelled
    * at once, so no child outlives a failed parent whichever came first.
    */
-  async submit(jobId: string, spec: SessionSpec): Promise<SubmitOutcome> {
+  async submit(jobId: string, spec: SessionSpec, service?: ServiceBinding): Promise<SubmitOutcome> {
     const { store, clock } = this.#d;
     const limit = maxJobIdLength(spec);
     if (jobId.length > limit) {
@@ -88,7 +99,7 @@ export class Jobs {
     if (spec.parent === undefined) {
       const nowMs = clock.nowMs();
       const job = newJob(jobId, spec, nowMs);
-      const sessions = job.sessionIds.map((id, index) => newJobSession(job, index, nowMs));
+      const sessions = job.sessionIds.map((id, index) => newJobSession(job, index, nowMs, service));
       if ((await store.createJobWithSessions(job, sessions)).created) {
         for (const created of sessions) await this.#startExecution(created.session, created);
         return { ok: true, sessionIds: job.sessionIds };
@@ -117,7 +128,7 @@ export class Jobs {
     if (!jobCreated && !sameSpec(job.spec, spec)) return { ok: false, reason: takenBy(job) };
     if (parent) parent = (await store.addChildJob(parent.id, job.id)) ?? parent;
     for (const [index, sessionId] of job.sessionIds.entries()) {
-      const created = await store.createSession(newJobSession(job, index, nowMs));
+      const created = await store.createSession(newJobSession(job, index, nowMs, service));
       if (!created.created) {
         // Taken between the check above and this write by a job of its own (a race): this job
         // gives up what it holds, never the other's session.

@@ -51,6 +51,8 @@ export function kernelCommand(
           ...(stop.reason ? { reason: stop.reason } : {}),
         }
       : {}),
+    // A deployment's replica: its agent gives it a port and probes its health (issue 15).
+    ...(action === "start" && session.service !== undefined ? { service: session.service } : {}),
     ...(action === "stop" && kernel.taskArn !== undefined && isFargatePool(kernel.agentId)
       ? { taskArn: kernel.taskArn }
       : {}),

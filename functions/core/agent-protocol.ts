@@ -38,6 +38,7 @@ import {
   strictObject,
   type ValidationIssue,
 } from "./spec.ts";
+import { ServiceBindingSchema } from "./service-binding.ts";
 
 /** SQS's classic message limit; commands stay far below it (no spec may make one larger). */
 export const MAX_AGENT_MESSAGE_BYTES = 256 * 1024;
@@ -68,6 +69,11 @@ export const KernelCommandDetailSchema = strictObject({
   /** stop only: why the kernel is being stopped, recorded as its termination condition. */
   condition: conditionSchema.optional(),
   reason: messageSchema.optional(),
+  /**
+   * start only, for a deployment's replica (issue 15): the agent gives the process a port as
+   * CAIRN_PORT (the pinned one, or a free one it picks) and probes its health there.
+   */
+  service: ServiceBindingSchema.optional(),
 })
   .superRefine((detail, ctx) => {
     if (detail.kernelIndex >= detail.numKernels) {
@@ -76,6 +82,9 @@ export const KernelCommandDetailSchema = strictObject({
         path: ["kernelIndex"],
         message: `must be less than numKernels (${detail.numKernels})`,
       });
+    }
+    if (detail.service !== undefined && detail.action !== KernelAction.start) {
+      ctx.addIssue({ code: "custom", path: ["service"], message: 'only allowed when action is "start"' });
     }
     if (detail.action === KernelAction.stop) return;
     for (const field of ["graceMs", "condition"] as const) {

@@ -31,6 +31,21 @@ import {
 } from "./spec.ts";
 import { JobState, KernelStatus, SessionStatus, TaskState } from "./status.ts";
 import { HPC_STATES } from "./hpc-view.ts";
+import {
+  DEPLOYMENT_STATUSES,
+  DeploymentHandlerName,
+  DeploymentResult,
+  ROUTE_STATUSES,
+  RouteHandlerName,
+  RouteResult,
+} from "./deployments/tables.ts";
+import { DeploymentSpecSchema, DEPLOYMENT_LIMITS } from "./deployments/spec.ts";
+import {
+  deploymentIdSchema,
+  routeIdSchema,
+  ServiceBindingSchema,
+  servicePortSchema,
+} from "./service-binding.ts";
 
 export const EventSource = {
   Client: "cairn.client",
@@ -49,6 +64,12 @@ export const DetailType = {
   EventRejected: "Event Rejected",
   SessionRequeued: "Session Requeued",
   JobStateChanged: "Job State Changed",
+  DeploymentCreated: "Deployment Created",
+  DeploymentScaled: "Deployment Scaled",
+  DeploymentDestroyRequested: "Deployment Destroy Requested",
+  RouteHealthReported: "Route Health Reported",
+  DeploymentStatusChanged: "Deployment Status Changed",
+  RouteStatusChanged: "Route Status Changed",
 } as const;
 export type DetailType = (typeof DetailType)[keyof typeof DetailType];
 
@@ -103,6 +124,8 @@ export const SessionSubmittedDetailSchema = strictObject({
   sessionId: sessionIdSchema.optional(),
   /** The session spec, as a user writes it (README, "A session's spec"); defaults apply on receipt. */
   spec: SessionSpecSchema,
+  /** Set by a deployment submitting one of its replicas (issue 15): the route the session backs. */
+  service: ServiceBindingSchema.optional(),
 }).readonly();
 
 /** A client cancels a session (or a job, by its id): one not yet running ends CANCELLED, a running one TERMINATED. */
@@ -193,6 +216,8 @@ export const SessionStatusChangedDetailSchema = strictObject({
   message: messageSchema.optional(),
   /** The session's HPC Pack state once it has entered `to` (seed 004; functions/core/hpc-view.ts). */
   hpcState: z.enum(HPC_STATES).optional(),
+  /** The deployment whose replica the session is (issue 15): its changes wake the deployment. */
+  deploymentId: deploymentIdSchema.optional(),
   atMs: epochMsSchema,
 }).readonly();
 
@@ -226,6 +251,86 @@ export const EventRejectedDetailSchema = strictObject({
   detailType: z.string().max(256).optional(),
   source: z.string().max(256).optional(),
   reason: messageSchema,
+  atMs: epochMsSchema,
+}).readonly();
+
+// Deployments and routes (issue 15, seed 001's deployment and route families).
+
+/** A client creates a deployment: N replicas of a service, each a route backed by a session. */
+export const DeploymentCreatedDetailSchema = strictObject({
+  /** Unique among deployments; names the lifecycle execution and prefixes its routes' ids. */
+  deploymentId: deploymentIdSchema,
+  /** The deployment spec, as a user writes it (docs/deployments.md); defaults apply on receipt. */
+  spec: DeploymentSpecSchema,
+}).readonly();
+
+/** A client asks for another replica count. */
+export const DeploymentScaledDetailSchema = strictObject({
+  deploymentId: deploymentIdSchema,
+  replicas: z.number().int().min(DEPLOYMENT_LIMITS.replicas.min).max(DEPLOYMENT_LIMITS.replicas.max),
+}).readonly();
+
+/** A client destroys a deployment: its routes are terminated, then it is DESTROYED. */
+export const DeploymentDestroyRequestedDetailSchema = strictObject({
+  deploymentId: deploymentIdSchema,
+  reason: messageSchema.optional(),
+}).readonly();
+
+/** One HTTP probe of a replica, as its agent ran it. */
+export const ProbeReportSchema = strictObject({
+  /** A 2xx or 3xx answer within the timeout. */
+  ok: z.boolean(),
+  atMs: epochMsSchema,
+  httpStatus: z.number().int().min(100).max(599).optional(),
+  message: messageSchema.optional(),
+}).readonly();
+
+/** An agent reports the probes of one replica it hosts; signed like its kernel reports. */
+export const RouteHealthReportedDetailSchema = strictObject({
+  agentId: agentIdSchema,
+  incarnation: incarnationSchema,
+  deploymentId: deploymentIdSchema,
+  routeId: routeIdSchema,
+  sessionId: sessionIdSchema,
+  runIndex: runIndexSchema,
+  /** Where the replica listens on the agent's host. */
+  port: servicePortSchema,
+  /** The probes since the last report, oldest first (more than one when a report was late). */
+  probes: z.array(ProbeReportSchema).min(1).max(20),
+  atMs: epochMsSchema,
+  signature: signatureSchema,
+}).readonly();
+
+const familyHistoryResult = z.enum({ ...RouteResult, ...DeploymentResult, CREATED: "CREATED" });
+
+/** A deployment entered a status (recorded by its lifecycle execution's stage entry). */
+export const DeploymentStatusChangedDetailSchema = strictObject({
+  deploymentId: deploymentIdSchema,
+  executionName: z.string().min(1).max(80),
+  from: z.enum(DEPLOYMENT_STATUSES),
+  to: z.enum(DEPLOYMENT_STATUSES),
+  result: familyHistoryResult,
+  handler: z.enum({ ...DeploymentHandlerName, Create: "Create", Destroy: "Destroy", Lifecycle: "Lifecycle" }),
+  message: messageSchema.optional(),
+  /** Replicas asked for. */
+  replicas: z.number().int().min(0),
+  atMs: epochMsSchema,
+}).readonly();
+
+/** A route entered a status (recorded by its lifecycle execution's stage entry). */
+export const RouteStatusChangedDetailSchema = strictObject({
+  deploymentId: deploymentIdSchema,
+  routeId: routeIdSchema,
+  sessionId: sessionIdSchema,
+  executionName: z.string().min(1).max(80),
+  from: z.enum(ROUTE_STATUSES),
+  to: z.enum(ROUTE_STATUSES),
+  result: familyHistoryResult,
+  handler: z.enum({ ...RouteHandlerName, Create: "Create", Remove: "Remove", Lifecycle: "Lifecycle" }),
+  message: messageSchema.optional(),
+  /** Where the replica listens, once known (service discovery). */
+  agentId: agentIdSchema.optional(),
+  port: servicePortSchema.optional(),
   atMs: epochMsSchema,
 }).readonly();
 
@@ -288,6 +393,24 @@ export const EVENT_CONTRACTS = {
   [DetailType.EventRejected]: contract(EventSource.ControlPlane, "outbound", EventRejectedDetailSchema),
   [DetailType.SessionRequeued]: contract(EventSource.ControlPlane, "outbound", SessionRequeuedDetailSchema),
   [DetailType.JobStateChanged]: contract(EventSource.ControlPlane, "outbound", JobStateChangedDetailSchema),
+  [DetailType.DeploymentCreated]: contract(EventSource.Client, "inbound", DeploymentCreatedDetailSchema),
+  [DetailType.DeploymentScaled]: contract(EventSource.Client, "inbound", DeploymentScaledDetailSchema),
+  [DetailType.DeploymentDestroyRequested]: contract(
+    EventSource.Client,
+    "inbound",
+    DeploymentDestroyRequestedDetailSchema,
+  ),
+  [DetailType.RouteHealthReported]: contract(EventSource.Agent, "inbound", RouteHealthReportedDetailSchema),
+  [DetailType.DeploymentStatusChanged]: contract(
+    EventSource.ControlPlane,
+    "outbound",
+    DeploymentStatusChangedDetailSchema,
+  ),
+  [DetailType.RouteStatusChanged]: contract(
+    EventSource.ControlPlane,
+    "outbound",
+    RouteStatusChangedDetailSchema,
+  ),
 } as const satisfies Record<DetailType, Contract<EventSource, Direction, z.ZodType>>;
 
 type Contracts = typeof EVENT_CONTRACTS;

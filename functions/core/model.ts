@@ -7,6 +7,7 @@ import type { Executor } from "./fargate.ts";
 import { isFargatePool } from "./fargate-pool.ts";
 import type { HandlerName } from "./handlers.ts";
 import type { RetryState } from "./retry/state.ts";
+import type { ServiceBinding } from "./service-binding.ts";
 import type { SchedulingResult } from "./scheduling.ts";
 import type {
   AttemptOutcome,
@@ -143,6 +144,8 @@ export interface Session {
   readonly cancelReason?: string;
   /** Set when a higher-priority session preempted this run; cleared when it is queued again. */
   readonly preemption?: PreemptionMark;
+  /** Set when the session backs a deployment's route (issue 15): its start command carries it. */
+  readonly service?: ServiceBinding;
 }
 
 /** Who preempted a session's run, and when (the preemption is under way until it is PENDING). */

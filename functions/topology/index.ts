@@ -11,6 +11,13 @@ export const FunctionName = {
   Coordinator: "Coordinator",
   /** Invoked by the lifecycle execution as it enters each state. */
   EnterStage: "EnterStage",
+  /**
+   * Runs the deployment and route handlers of seed 001 (issue 15): applies deployment requests
+   * and replicas' health reports, and completes the family executions' callbacks.
+   */
+  Deployments: "Deployments",
+  /** Invoked by a deployment's or a route's lifecycle execution as it enters each state. */
+  EnterFamilyStage: "EnterFamilyStage",
 } as const;
 export type FunctionName = (typeof FunctionName)[keyof typeof FunctionName];
 
@@ -34,6 +41,11 @@ export interface FunctionDecl {
     /** Sends to agents' queues. */
     | "agents:send"
   )[];
+  /**
+   * The state machines its statemachine:* uses apply to (least privilege: the session
+   * coordinator never starts a deployment's execution). Absent: the session lifecycle only.
+   */
+  readonly stateMachines?: readonly StateMachineName[];
 }
 
 export const FUNCTIONS: readonly FunctionDecl[] = [
@@ -64,6 +76,27 @@ export const FUNCTIONS: readonly FunctionDecl[] = [
     // step itself (Coordinator.advance): commands to its agents, the stage's callback.
     uses: ["table", "bus:put", "agents:send", "statemachine:callback"],
   },
+  {
+    name: FunctionName.Deployments,
+    entry: "functions/handlers/deployments.ts",
+    description:
+      "Applies deployment requests and replicas' health reports, and runs the deployment and route handlers",
+    timeoutSeconds: 60,
+    memoryMiB: 256,
+    // Starts deployments' and routes' executions and completes their callbacks; submits and
+    // cancels replicas' sessions as a client would (events on the bus), reads them in the table.
+    uses: ["table", "bus:put", "statemachine:start", "statemachine:callback"],
+    stateMachines: ["DeploymentLifecycle", "RouteLifecycle"],
+  },
+  {
+    name: FunctionName.EnterFamilyStage,
+    entry: "functions/handlers/enter-family-stage.ts",
+    description:
+      "Records a deployment's or a route's status and task token as its execution enters a state, and publishes the change",
+    timeoutSeconds: 30,
+    memoryMiB: 256,
+    uses: ["table", "bus:put"],
+  },
 ];
 
 /**
@@ -79,6 +112,7 @@ export const QueueName = {
   ReportQueue: "ReportQueue",
   PlacementQueue: "PlacementQueue",
   HeartbeatQueue: "HeartbeatQueue",
+  DeploymentQueue: "DeploymentQueue",
 } as const;
 export type QueueName = (typeof QueueName)[keyof typeof QueueName];
 
@@ -137,6 +171,17 @@ export const QUEUES: readonly QueueDecl[] = [
     batchSize: 10,
     maxBatchingWindowSeconds: 0,
     maxConcurrency: 2,
+  },
+  {
+    // Deployments (issue 15): requests, replicas' health and status changes, and the family
+    // executions' own status changes (each one wakes the deployment's handlers). Serialized in
+    // one message group: a deployment's handlers never race each other over its routes.
+    name: QueueName.DeploymentQueue,
+    consumer: FunctionName.Deployments,
+    batchSize: 10,
+    maxBatchingWindowSeconds: 0,
+    maxConcurrency: 2,
+    fifoGroup: "deployments",
   },
 ];
 
@@ -198,6 +243,47 @@ export const RULES: readonly RuleDecl[] = [
     },
     target: { queue: QueueName.PlacementQueue },
   },
+  {
+    name: "DeploymentRequests",
+    description: "Deployment creations, scale and destroy requests",
+    eventPattern: {
+      source: [EventSource.Client],
+      "detail-type": [
+        DetailType.DeploymentCreated,
+        DetailType.DeploymentScaled,
+        DetailType.DeploymentDestroyRequested,
+      ],
+    },
+    target: { queue: QueueName.DeploymentQueue },
+  },
+  {
+    name: "RouteHealth",
+    description: "Replicas' health probes reported by the agents that host them",
+    eventPattern: {
+      source: [EventSource.Agent],
+      "detail-type": [DetailType.RouteHealthReported],
+    },
+    target: { queue: QueueName.DeploymentQueue },
+  },
+  {
+    name: "ReplicaStatusChanges",
+    description: "Status changes of sessions backing a deployment's routes (they wake the deployment)",
+    eventPattern: {
+      source: [EventSource.ControlPlane],
+      "detail-type": [DetailType.SessionStatusChanged],
+      detail: { deploymentId: [{ exists: true }] },
+    },
+    target: { queue: QueueName.DeploymentQueue },
+  },
+  {
+    name: "FamilyStatusChanges",
+    description: "A deployment or a route entered a status: its deployment's handlers take the next step",
+    eventPattern: {
+      source: [EventSource.ControlPlane],
+      "detail-type": [DetailType.DeploymentStatusChanged, DetailType.RouteStatusChanged],
+    },
+    target: { queue: QueueName.DeploymentQueue },
+  },
 ];
 
 /** ECS's own events about a task (the Fargate executor's kernel reports, issue 14). */
@@ -254,20 +340,47 @@ export function bindClusterArn(rule: RuleDecl, clusterArn: string): RuleDecl {
   return { ...rule, eventPattern: bind(rule.eventPattern) as Record<string, unknown> };
 }
 
+export const StateMachineName = {
+  SessionLifecycle: "SessionLifecycle",
+  DeploymentLifecycle: "DeploymentLifecycle",
+  RouteLifecycle: "RouteLifecycle",
+} as const;
+export type StateMachineName = (typeof StateMachineName)[keyof typeof StateMachineName];
+
 export interface StateMachineDecl {
-  readonly name: string;
+  readonly name: StateMachineName;
   readonly file: string;
+  /** The environment variable that gives the functions its ARN. */
+  readonly arnVariable: string;
   /** `${Key}` placeholders in the ASL → the function whose ARN replaces them. */
   readonly substitutions: Readonly<Record<string, FunctionName>>;
 }
 
 export const STATE_MACHINES: readonly StateMachineDecl[] = [
   {
-    name: "SessionLifecycle",
+    name: StateMachineName.SessionLifecycle,
     file: "statemachines/session-lifecycle.asl.json",
+    arnVariable: "CAIRN_STATE_MACHINE_ARN",
     substitutions: { EnterStageFunctionArn: FunctionName.EnterStage },
   },
+  {
+    name: StateMachineName.DeploymentLifecycle,
+    file: "statemachines/deployment-lifecycle.asl.json",
+    arnVariable: "CAIRN_DEPLOYMENT_STATE_MACHINE_ARN",
+    substitutions: { EnterDeploymentStageFunctionArn: FunctionName.EnterFamilyStage },
+  },
+  {
+    name: StateMachineName.RouteLifecycle,
+    file: "statemachines/route-lifecycle.asl.json",
+    arnVariable: "CAIRN_ROUTE_STATE_MACHINE_ARN",
+    substitutions: { EnterRouteStageFunctionArn: FunctionName.EnterFamilyStage },
+  },
 ];
+
+/** The state machines a function's statemachine:* uses apply to. */
+export function stateMachinesOf(fn: FunctionDecl): readonly StateMachineName[] {
+  return fn.stateMachines ?? [StateMachineName.SessionLifecycle];
+}
 
 /**
  * The safety sweep: runs every pass for anything an event missed. It is a scheduled event put on
@@ -280,3 +393,22 @@ export const SWEEP = {
   rateSeconds: 60,
   target: { queue: QueueName.PlacementQueue },
 } as const;
+
+/**
+ * The deployments' sweep: every deployment's handlers run, so that a replica whose agent stopped
+ * reporting becomes STALE (DEGRADED) though no event comes (issue 15).
+ */
+export const DEPLOYMENT_SWEEP = {
+  name: "DeploymentSweep",
+  rateSeconds: 60,
+  target: { queue: QueueName.DeploymentQueue },
+} as const;
+
+export interface SweepDecl {
+  readonly name: string;
+  readonly rateSeconds: number;
+  readonly target: { readonly queue: QueueName };
+}
+
+/** Every scheduled sweep: a scheduled event put on its queue. */
+export const SWEEPS: readonly SweepDecl[] = [SWEEP, DEPLOYMENT_SWEEP];

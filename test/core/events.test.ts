@@ -154,7 +154,7 @@ describe("each inbound detail-type is rejected with the right path", () => {
     ).toEqual([
       "detail.sessionId: must be 3 to 63 lowercase letters, digits or '-', starting with a letter or digit",
       "detail.spec: required",
-      "detail.specs: unknown field (expected one of sessionId, spec)",
+      "detail.specs: unknown field (expected one of sessionId, spec, service)",
     ]);
   });
 
@@ -219,7 +219,7 @@ describe("envelopes", () => {
 
   test("an unknown detail-type names the ones accepted", () => {
     expect(reasons(envelope("Session Exploded", "cairn.client", {}))).toEqual([
-      'detail-type: unknown detail-type "Session Exploded" (expected one of Session Submitted, Session Cancel Requested, Kernel Status Changed, Agent Heartbeat, Agent Registration Requested)',
+      'detail-type: unknown detail-type "Session Exploded" (expected one of Session Submitted, Session Cancel Requested, Kernel Status Changed, Agent Heartbeat, Agent Registration Requested, Deployment Created, Deployment Scaled, Deployment Destroy Requested, Route Health Reported)',
     ]);
   });
 

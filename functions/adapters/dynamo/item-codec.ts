@@ -18,6 +18,7 @@ import type {
   TaskIdentity,
   StageRecord,
 } from "../../core/model.ts";
+import type { ServiceBinding } from "../../core/service-binding.ts";
 import type { Allocation } from "../../core/ports/session-store.ts";
 import type { RetryState } from "../../core/retry/evaluate.ts";
 import { isTerminalKernelStatus, type KernelStatus } from "../../core/status.ts";
@@ -97,6 +98,7 @@ export function sessionFromItem(item: Item): Session {
   const cancelReason = r.optString("cancelReason");
   const task = r.optObject("task");
   const preemption = r.optObject("preemption");
+  const service = r.optObject("service");
   return {
     id: r.string("id"),
     spec: r.object("spec") as unknown as SessionSpec,
@@ -117,6 +119,8 @@ export function sessionFromItem(item: Item): Session {
     ...(preemption !== undefined
       ? { preemption: preemptionFrom(new Fields(preemption, "session.preemption")) }
       : {}),
+    // Written by the control plane only, from a validated submission.
+    ...(service !== undefined ? { service: service as unknown as ServiceBinding } : {}),
     ...(lastHistory !== undefined
       ? { lastHistory: historyFrom(new Fields(lastHistory, "session.lastHistory")) }
       : {}),

@@ -7,6 +7,7 @@
 import { DetailType, type InboundEvent, type KernelStatusChangedDetail } from "../events.ts";
 import { poolIdRefusal } from "../fargate-pool.ts";
 import type { Queue, SessionSpec, SessionWithKernels } from "../model.ts";
+import type { ServiceBinding } from "../service-binding.ts";
 import { sessionPlacement } from "../sessions.ts";
 import { SESSION_STATUSES, SessionStatus, TERMINAL_SESSION_STATUSES } from "../status.ts";
 import { submissionSizeIssue } from "../submission-size.ts";
@@ -77,6 +78,8 @@ export type EventAction =
       readonly detailType: string;
       /** The spec as queued: its queue's priority added to its own. */
       readonly spec: SessionSpec;
+      /** A deployment's replica: the route the session backs (issue 15). */
+      readonly service?: ServiceBinding;
     }
   | {
       readonly kind: "cancel";
@@ -240,6 +243,7 @@ function inboundAction(index: number, event: InboundEvent, input: EventsInput): 
         eventId: event.id,
         detailType: event.detailType,
         spec: queued,
+        ...(event.detail.service !== undefined ? { service: event.detail.service } : {}),
       };
     }
     case DetailType.SessionCancelRequested:
@@ -262,6 +266,12 @@ function inboundAction(index: number, event: InboundEvent, input: EventsInput): 
         ? { kind: "heartbeat", index, event }
         : { kind: "register", index, event };
     }
+    // The deployments function's events (issue 15): their rules never bring them here.
+    case DetailType.DeploymentCreated:
+    case DetailType.DeploymentScaled:
+    case DetailType.DeploymentDestroyRequested:
+    case DetailType.RouteHealthReported:
+      return reject(`${event.detailType} is handled by the deployments function, not the coordinator`);
   }
 }
 
