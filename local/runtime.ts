@@ -23,6 +23,7 @@ import {
   RuleBus,
   STATE_MACHINES,
   SWEEP,
+  SWEEPS,
   type FunctionName,
 } from "../functions/topology/index.ts";
 import { runtimeAccess } from "./access.ts";
@@ -52,6 +53,7 @@ import {
   type FaultOptions,
   type RunningStepFunctionsServer,
 } from "./stepfunctions/index.ts";
+import type { JsonValue } from "./stepfunctions/json.ts";
 
 export interface RuntimeOptions {
   /** Local agents to start. @default 4 */
@@ -79,6 +81,8 @@ export interface RuntimeOptions {
   readonly agentTimeoutMs?: number;
   /** Sweep period. @default the topology's rate */
   readonly sweepMs?: number;
+  /** The deployments' sweep period (a replica not reported on becomes STALE). @default sweepMs, else the topology's rate */
+  readonly deploymentSweepMs?: number;
   /** How old a stage must be before the sweep repairs a session without a live execution. @default 60000 */
   readonly repairAfterMs?: number;
   /** Grace between SIGTERM and SIGKILL when a session's kernels are stopped. @default 5000 */
@@ -291,6 +295,10 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     stops.push(() => ecs.close());
 
     const sfnArn = stateMachineArn(STATE_MACHINES[0]!.name);
+    // Every state machine's ARN, under the variable the topology names (the family machines').
+    const machineArns = Object.fromEntries(
+      STATE_MACHINES.map((m) => [m.arnVariable, stateMachineArn(m.name)]),
+    );
     // The functions read this environment on their first invocation, as Lambda's would.
     const env: Record<string, string> = {
       AWS_REGION: REGION,
@@ -303,7 +311,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       CAIRN_AGENT_QUEUE_PREFIX: AGENT_QUEUE_PREFIX,
       CAIRN_TABLE_NAME: TABLE_NAME,
       CAIRN_EVENT_BUS_NAME: BUS_NAME,
-      CAIRN_STATE_MACHINE_ARN: sfnArn,
+      ...machineArns,
       // Heartbeats travel through the coordinator's queue like every other event, so under a
       // burst they are processed late: liveness must allow for that, not only for the period.
       CAIRN_AGENT_TIMEOUT_MS: String(options.agentTimeoutMs ?? Math.max(30_000, heartbeatMs * 3)),
@@ -329,11 +337,29 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     const invocations = new Map<FunctionName, number>(FUNCTIONS.map((f) => [f.name, 0]));
     const handlers = countInvocations(await loadHandlers(), invocations);
     if (faults) log(`cairn: fault injection on: ${JSON.stringify(faults)}`);
-    const sfn = new LocalStepFunctions(
+    const sfn: LocalStepFunctions = new LocalStepFunctions(
       Object.fromEntries(
         FUNCTIONS.map((f) => [f.name, (payload: unknown) => handlers.get(f.name)!(payload)]),
       ),
-      faults ? { faults } : {},
+      {
+        ...(faults ? { faults } : {}),
+        integrations: {
+          // AWS's request-response StartExecution integration (a family execution's renewal):
+          // start the execution and answer at once.
+          "states:startExecution": async (parameters: JsonValue) => {
+            const p = parameters as { StateMachineArn: string; Name: string; Input: JsonValue };
+            const started = await sfn.startExecution({
+              stateMachineArn: p.StateMachineArn,
+              name: p.Name,
+              input: JSON.stringify(p.Input),
+            });
+            return {
+              ExecutionArn: started.executionArn,
+              StartDate: started.startDate?.toISOString() ?? null,
+            };
+          },
+        },
+      },
     );
     stops.push(() => sfn.close());
     const sfnServer: RunningStepFunctionsServer = await startStepFunctionsServer(sfn, {
@@ -400,27 +426,31 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       });
     }
 
-    // The sweep as EventBridge delivers it: a scheduled event on the placement queue, in its group.
-    const sweepQueue = queues.get(SWEEP.target.queue)!;
-    const sweepTimer = setInterval(
-      () => {
-        sweepQueue.send(
-          JSON.stringify({
-            version: "0",
-            id: randomUUID(),
-            "detail-type": "Scheduled Event",
-            source: "aws.events",
-            account: ACCOUNT,
-            time: new Date().toISOString(),
-            region: REGION,
-            resources: [`arn:aws:events:${REGION}:${ACCOUNT}:rule/${SWEEP.name}`],
-            detail: {},
-          }),
-        );
-      },
-      options.sweepMs ?? SWEEP.rateSeconds * 1000,
-    );
-    stops.push(() => clearInterval(sweepTimer));
+    // The sweeps as EventBridge delivers them: a scheduled event on each sweep's queue (the
+    // placement sweep in the placement group, the deployments' in theirs).
+    for (const sweep of SWEEPS) {
+      const sweepQueue = queues.get(sweep.target.queue)!;
+      const sweepTimer = setInterval(
+        () => {
+          sweepQueue.send(
+            JSON.stringify({
+              version: "0",
+              id: randomUUID(),
+              "detail-type": "Scheduled Event",
+              source: "aws.events",
+              account: ACCOUNT,
+              time: new Date().toISOString(),
+              region: REGION,
+              resources: [`arn:aws:events:${REGION}:${ACCOUNT}:rule/${sweep.name}`],
+              detail: {},
+            }),
+          );
+        },
+        (sweep.name === SWEEP.name ? options.sweepMs : (options.deploymentSweepMs ?? options.sweepMs)) ??
+          sweep.rateSeconds * 1000,
+      );
+      stops.push(() => clearInterval(sweepTimer));
+    }
 
     const keys = ({ accessKeyId, secretAccessKey }: { accessKeyId: string; secretAccessKey: string }) => ({
       accessKeyId,

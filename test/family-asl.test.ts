@@ -243,7 +243,7 @@ describe("deployment-lifecycle.asl.json on the embedded Step Functions engine", 
       const first = await service.startExecution({
         stateMachineArn,
         name: "svc-1",
-        input: JSON.stringify({ deploymentId: "svc-1" }),
+        input: JSON.stringify({ deploymentId: "svc-1", generation: 1 }),
       });
       await service.sendTaskSuccess({
         taskToken: await waitFor("PENDING", "svc-1"),

@@ -236,23 +236,9 @@ export class Agents {
     detailType: string,
     detail: Readonly<Record<string, unknown>> & { readonly signature: string },
   ): Promise<Refusal | undefined> {
-    if (agent?.incarnation === undefined || agent.signingKey === undefined) {
-      return {
-        refused: `detail.agentId: agent ${agentId} is not registered (an agent sends "Agent Registration Requested" first)`,
-      };
-    }
-    if (agent.incarnation !== incarnation) {
-      return {
-        refused: `detail.incarnation: ${incarnation} is not agent ${agentId}'s registered incarnation`,
-      };
-    }
-    // Checked before fencing: only the agent itself may learn that it was fenced.
-    if (!signatureMatches(agent.signingKey, detailType, detail)) {
-      return {
-        refused: `detail.signature: does not match agent ${agentId}'s key: the event is not from that agent`,
-      };
-    }
-    if (agent.lostAtMs !== undefined) {
+    const refused = checkAgentSignature(agent, agentId, incarnation, detailType, detail);
+    if (refused !== undefined) return { refused };
+    if (agent?.lostAtMs !== undefined) {
       return this.#fence(
         agentId,
         incarnation,
@@ -273,4 +259,48 @@ export class Agents {
     await this.#d.channel.send([{ agentId, message: fenced }]);
     return { refused: `${why}; its reports are refused until it registers again` };
   }
+}
+
+/**
+ * Whether an agent's event is its own: registered, this incarnation, signed with its key. The
+ * refusal's reason, or undefined when it is. Checked before anything about fencing, so that only
+ * the agent itself may learn it was fenced.
+ */
+export function checkAgentSignature(
+  agent: Agent | undefined,
+  agentId: string,
+  incarnation: string,
+  detailType: string,
+  detail: Readonly<Record<string, unknown>> & { readonly signature: string },
+): string | undefined {
+  if (agent?.incarnation === undefined || agent.signingKey === undefined) {
+    return `detail.agentId: agent ${agentId} is not registered (an agent sends "Agent Registration Requested" first)`;
+  }
+  if (agent.incarnation !== incarnation) {
+    return `detail.incarnation: ${incarnation} is not agent ${agentId}'s registered incarnation`;
+  }
+  if (!signatureMatches(agent.signingKey, detailType, detail)) {
+    return `detail.signature: does not match agent ${agentId}'s key: the event is not from that agent`;
+  }
+  return undefined;
+}
+
+/**
+ * An agent's event that is not a kernel report or heartbeat (a replica's health, issue 15):
+ * refused unless it is the agent's own and the agent is not lost. A lost agent is not fenced
+ * here: its next kernel report or heartbeat is, by the coordinator.
+ */
+export function checkAgentEvent(
+  agent: Agent | undefined,
+  agentId: string,
+  incarnation: string,
+  detailType: string,
+  detail: Readonly<Record<string, unknown>> & { readonly signature: string },
+): string | undefined {
+  const refused = checkAgentSignature(agent, agentId, incarnation, detailType, detail);
+  if (refused !== undefined) return refused;
+  if (agent?.lostAtMs !== undefined) {
+    return `detail.agentId: agent ${agentId} was declared lost at ${new Date(agent.lostAtMs).toISOString()}; its reports are refused until it registers again`;
+  }
+  return undefined;
 }

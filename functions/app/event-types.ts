@@ -6,3 +6,7 @@ export type { KernelCommandInput as KernelCommandDetailInput } from "../core/age
 export type EventRejectedDetailInput = EventDetailInput<"Event Rejected">;
 export type SessionRequeuedDetailInput = EventDetailInput<"Session Requeued">;
 export type JobStateChangedDetailInput = EventDetailInput<"Job State Changed">;
+export type SessionSubmittedDetailInput = EventDetailInput<"Session Submitted">;
+export type SessionCancelRequestedDetailInput = EventDetailInput<"Session Cancel Requested">;
+export type DeploymentStatusChangedDetailInput = EventDetailInput<"Deployment Status Changed">;
+export type RouteStatusChangedDetailInput = EventDetailInput<"Route Status Changed">;

@@ -7,6 +7,7 @@
  * alarm read.
  */
 import { loadConfig } from "../config.ts";
+import { batchItemFailures, isScheduledEvent, type BatchResponse, type SqsEvent } from "./sqs-batch.ts";
 import { wire, type Wiring } from "./wiring.ts";
 import type { RunReport } from "../app/coordinator.ts";
 import { stageCensus } from "../app/stage-census.ts";
@@ -14,21 +15,10 @@ import { errorMessage } from "../app/lifecycle/handler.ts";
 import { NO_METRICS, recordCensus, recordRun, type MetricSink } from "./metrics.ts";
 import { createTelemetry, instrumented, type Telemetry } from "./telemetry.ts";
 
-interface SqsRecord {
-  readonly messageId: string;
-  readonly body: string;
-  /** MessageGroupId is set on records of a FIFO queue. */
-  readonly attributes?: { readonly MessageGroupId?: string };
-}
-interface SqsEvent {
-  readonly Records: readonly SqsRecord[];
-}
 /** Every trigger is a queue, the sweep's schedule included (SWEEP.target). */
 export type CoordinatorEvent = SqsEvent;
 
-export interface BatchResponse {
-  readonly batchItemFailures: readonly { readonly itemIdentifier: string }[];
-}
+export { batchItemFailures, type BatchResponse };
 
 let wired: { wiring: Wiring; telemetry: Telemetry } | undefined;
 
@@ -79,29 +69,6 @@ export async function handleCoordinatorEvent(
   if (sweep) await takeCensus(w, metrics);
   const failed = new Set(report.retry.flatMap((i) => (ids[i] ? [ids[i]] : [])));
   return { batchItemFailures: batchItemFailures(event.Records, failed) };
-}
-
-/** EventBridge's scheduled event (the sweep's schedule), as its queue delivers it. */
-function isScheduledEvent(envelope: unknown): boolean {
-  if (typeof envelope !== "object" || envelope === null) return false;
-  const e = envelope as Record<string, unknown>;
-  return e["source"] === "aws.events" && e["detail-type"] === "Scheduled Event";
-}
-
-/**
- * The records to report failed. From a FIFO queue, every record from the first failed one on:
- * Lambda requires it so that the group's order holds (a later message must not be taken as done
- * before an earlier one it follows).
- */
-export function batchItemFailures(
-  records: readonly SqsRecord[],
-  failed: ReadonlySet<string>,
-): { itemIdentifier: string }[] {
-  const fifo = records.some((r) => r.attributes?.MessageGroupId !== undefined);
-  const first = records.findIndex((r) => failed.has(r.messageId));
-  if (first < 0) return [];
-  const reported = fifo ? records.slice(first) : records.filter((r) => failed.has(r.messageId));
-  return reported.map((r) => ({ itemIdentifier: r.messageId }));
 }
 
 /** Metrics have one-minute resolution: a census per minute is enough, however often the sweep runs. */

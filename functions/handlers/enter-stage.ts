@@ -3,6 +3,7 @@ import { loadConfig } from "../config.ts";
 import { wire, type Wiring } from "./wiring.ts";
 import { enterStage, StageEntryError, type EnterStageInput } from "../app/enter-stage.ts";
 import type { SessionStatus } from "../core/status.ts";
+import { isTransient } from "../app/retryable.ts";
 import { recordStageEntry } from "./metrics.ts";
 import { createTelemetry, instrumented, type Telemetry } from "./telemetry.ts";
 
@@ -13,20 +14,13 @@ let wired: { wiring: Wiring; telemetry: Telemetry } | undefined;
  * lists name it), and catches every other error name into its failure recorder. The original
  * error's name and message are kept in the message (the execution's Cause).
  */
+export { isTransient };
+
 export class TransientError extends Error {
   override readonly name = "Cairn.Transient";
   readonly code = "TRANSIENT";
   readonly retryable = true;
 }
-
-/** Node's network error codes: the request may not have reached the service at all. */
-const NETWORK_CODES: ReadonlySet<string> = new Set([
-  "ECONNRESET",
-  "ECONNREFUSED",
-  "ETIMEDOUT",
-  "EPIPE",
-  "EAI_AGAIN",
-]);
 
 export async function handler(event: EnterStageInput): Promise<{ status: SessionStatus }> {
   checkInput(event);
@@ -49,19 +43,6 @@ export async function handler(event: EnterStageInput): Promise<{ status: Session
     }
     throw error;
   }
-}
-
-/**
- * Retryability read from the error's own data: `retryable` when it says so (the store's and the
- * publisher's errors), the AWS SDK's marks (`$retryable`: throttling and transient
- * faults; `$fault: "server"`: a 5xx), and network failures.
- */
-export function isTransient(error: unknown): boolean {
-  if (typeof error !== "object" || error === null) return false;
-  const e = error as { retryable?: unknown; code?: unknown; $retryable?: unknown; $fault?: unknown };
-  if (typeof e.retryable === "boolean") return e.retryable;
-  if (typeof e.code === "string" && NETWORK_CODES.has(e.code)) return true;
-  return e.$retryable !== undefined || e.$fault === "server";
 }
 
 /** The fields the state machine adds for issue 11, checked at the edge with the field named. */

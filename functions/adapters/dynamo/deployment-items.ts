@@ -11,7 +11,9 @@ import type {
   DeploymentWithRoutes,
   FamilyExecution,
   FamilyHistoryRecord,
+  FamilyLeaving,
   FamilyStage,
+  Maintained,
   Route,
 } from "../../core/deployments/model.ts";
 import type { RouteHealth } from "../../core/deployments/health.ts";
@@ -229,6 +231,8 @@ function deploymentFromItem(item: Item): Deployment {
     execution: executionFrom(new Fields(r.object("execution"), "deployment.execution")),
     stage: stageFrom(new Fields(r.object("stage"), "deployment.stage")),
     nextRouteIndex: r.number("nextRouteIndex"),
+    ...optionalFamilyFields(r),
+    ...destroyRequestFrom(r),
     createdAtMs: r.number("createdAtMs"),
     updatedAtMs: r.number("updatedAtMs"),
   };
@@ -249,6 +253,7 @@ function routeFromItem(item: Item): Route {
   if (!ROUTE_STATUSES.includes(status as RouteStatus)) r.fail("status", "a route status");
   const agentId = r.optString("agentId");
   const port = r.optNumber("port");
+  const removeRequestedAtMs = r.optNumber("removeRequestedAtMs");
   return {
     id: r.string("id"),
     deploymentId: r.string("deploymentId"),
@@ -261,6 +266,8 @@ function routeFromItem(item: Item): Route {
     health: healthFrom(new Fields(r.object("health"), "route.health")),
     ...(agentId !== undefined ? { agentId } : {}),
     ...(port !== undefined ? { port } : {}),
+    ...(removeRequestedAtMs !== undefined ? { removeRequestedAtMs } : {}),
+    ...optionalFamilyFields(r),
     createdAtMs: r.number("createdAtMs"),
     updatedAtMs: r.number("updatedAtMs"),
   };
@@ -277,7 +284,42 @@ function executionFrom(r: Fields): FamilyExecution {
 
 function stageFrom(r: Fields): FamilyStage {
   const taskToken = r.optString("taskToken");
-  return { enteredAtMs: r.number("enteredAtMs"), ...(taskToken !== undefined ? { taskToken } : {}) };
+  const leaving = r.optObject("leaving");
+  return {
+    enteredAtMs: r.number("enteredAtMs"),
+    ...(taskToken !== undefined ? { taskToken } : {}),
+    ...(leaving !== undefined ? { leaving: leavingFrom(new Fields(leaving, "stage.leaving")) } : {}),
+  };
+}
+
+function leavingFrom(r: Fields): FamilyLeaving {
+  const t = new Fields(r.object("transition"), "stage.leaving.transition");
+  const message = t.optString("message");
+  const error = r.optString("error");
+  return {
+    transition: {
+      from: t.string("from"),
+      to: t.string("to"),
+      result: t.string("result"),
+      handler: t.string("handler"),
+      ...(message !== undefined ? { message } : {}),
+    },
+    ...(error !== undefined ? { error } : {}),
+  };
+}
+
+function optionalFamilyFields(r: Fields): { maintained?: Maintained } {
+  const maintained = r.optObject("maintained");
+  if (maintained === undefined) return {};
+  const m = new Fields(maintained, "maintained");
+  return { maintained: Object.fromEntries(Object.keys(maintained).map((k) => [k, m.string(k)])) };
+}
+
+function destroyRequestFrom(r: Fields): Pick<Deployment, "destroyRequest"> {
+  const request = r.optObject("destroyRequest");
+  if (request === undefined) return {};
+  const d = new Fields(request, "deployment.destroyRequest");
+  return { destroyRequest: { atMs: d.number("atMs"), reason: d.string("reason") } };
 }
 
 function healthFrom(r: Fields): RouteHealth {

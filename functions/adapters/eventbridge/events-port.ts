@@ -1,7 +1,13 @@
 /** The application's outbound events, validated against their contracts and put on the bus. */
 import { DetailType, toPutEventsEntry } from "../../core/events.ts";
 import type { EventsPort } from "../../app/ports.ts";
+import type { DeploymentBusPort } from "../../app/deployments.ts";
+import type { FamilyEventsPort } from "../../app/enter-family-stage.ts";
 import type {
+  DeploymentStatusChangedDetailInput,
+  RouteStatusChangedDetailInput,
+  SessionCancelRequestedDetailInput,
+  SessionSubmittedDetailInput,
   EventRejectedDetailInput,
   JobStateChangedDetailInput,
   SessionRequeuedDetailInput,
@@ -19,5 +25,27 @@ export function eventBridgeEvents(publisher: EventPublisher, busName: string): E
       publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.SessionRequeued, d))),
     jobStateChanged: (details: readonly JobStateChangedDetailInput[]) =>
       publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.JobStateChanged, d))),
+  };
+}
+
+/** What the deployments function puts on the bus: replicas' sessions, as any client submits them. */
+export function eventBridgeDeploymentBus(publisher: EventPublisher, busName: string): DeploymentBusPort {
+  return {
+    submitSessions: (details: readonly SessionSubmittedDetailInput[]) =>
+      publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.SessionSubmitted, d))),
+    cancelSessions: (details: readonly SessionCancelRequestedDetailInput[]) =>
+      publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.SessionCancelRequested, d))),
+    rejected: (details: readonly EventRejectedDetailInput[]) =>
+      publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.EventRejected, d))),
+  };
+}
+
+/** Deployments' and routes' status changes, published by their stage entries. */
+export function eventBridgeFamilyEvents(publisher: EventPublisher, busName: string): FamilyEventsPort {
+  return {
+    deploymentStatusChanged: (details: readonly DeploymentStatusChangedDetailInput[]) =>
+      publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.DeploymentStatusChanged, d))),
+    routeStatusChanged: (details: readonly RouteStatusChangedDetailInput[]) =>
+      publisher.publish(details.map((d) => toPutEventsEntry(busName, DetailType.RouteStatusChanged, d))),
   };
 }

@@ -17,7 +17,11 @@ import type { ExecutionInput, ExecutionState } from "../../app/ports.ts";
 
 export type CompletionOutcome = "completed" | "already-closed";
 
-const CLOSED_TOKEN_ERRORS = new Set(["TaskTimedOut", "InvalidToken", "TaskDoesNotExist"]);
+export const CLOSED_TOKEN_ERRORS: ReadonlySet<string> = new Set([
+  "TaskTimedOut",
+  "InvalidToken",
+  "TaskDoesNotExist",
+]);
 
 export class LifecycleExecutions {
   readonly #client: SFNClient;
@@ -116,6 +120,6 @@ const EXECUTION_STATUSES: ReadonlySet<string> = new Set([
   "PENDING_REDRIVE",
 ]);
 
-function errorName(error: unknown): string {
+export function errorName(error: unknown): string {
   return error instanceof Error ? error.name : "";
 }

@@ -17,6 +17,8 @@ export interface BackingSession {
   readonly status: SessionStatus;
   /** How it ended, for people ("failed", "cancelled"), once it has. */
   readonly result?: string;
+  /** The route it backs (its service binding); another route's session backs nothing here. */
+  readonly routeId?: string;
 }
 
 export interface RouteTarget {

@@ -16,11 +16,40 @@ export interface FamilyExecution {
   readonly startedAtMs: number;
 }
 
-/** The waiting state the entity is in, and the callback that completes it (absent once claimed). */
+/**
+ * A status change as the lifecycle execution carries it: the callback's output (or its error's
+ * cause) and the next state's input; EnterFamilyStage publishes it.
+ */
+export interface FamilyTransition {
+  readonly from: string;
+  readonly to: string;
+  readonly result: string;
+  readonly handler: string;
+  readonly message?: string;
+}
+
+/**
+ * The callback the handlers decided on, kept until the next state is entered: a pass that finds
+ * it (the callback's send failed, or the function stopped after the write) sends it again.
+ */
+export interface FamilyLeaving {
+  readonly transition: FamilyTransition;
+  /** Absent: SendTaskSuccess (the state's first edge). `Cairn.To.<STATUS>` or `Cairn.Renew`: SendTaskFailure. */
+  readonly error?: string;
+}
+
+/** The waiting state the entity is in, and the callback that completes it (absent in a final state). */
 export interface FamilyStage {
   readonly enteredAtMs: number;
   readonly taskToken?: string;
+  readonly leaving?: FamilyLeaving;
 }
+
+/**
+ * Which "(maintain)" results were recorded in the current status, by handler: a handler that
+ * keeps finding the same writes its history once per stay, not once per pass.
+ */
+export type Maintained = Readonly<Record<string, string>>;
 
 export interface Deployment {
   /** An id like a session's (it names executions): 3 to 63 lowercase letters, digits or '-'. */
@@ -33,6 +62,9 @@ export interface Deployment {
   readonly stage: FamilyStage;
   /** The next route's index: route ids are never reused. */
   readonly nextRouteIndex: number;
+  /** A destroy was asked for: the deployment goes DESTROYING from whichever status allows it. */
+  readonly destroyRequest?: { readonly atMs: number; readonly reason: string };
+  readonly maintained?: Maintained;
   readonly createdAtMs: number;
   readonly updatedAtMs: number;
 }
@@ -51,6 +83,9 @@ export interface Route {
   /** Where the replica listens, once its agent has started it. */
   readonly agentId?: string;
   readonly port?: number;
+  /** The deployment no longer wants it (a scale-down, a destroy, an eviction's replacement). */
+  readonly removeRequestedAtMs?: number;
+  readonly maintained?: Maintained;
   readonly createdAtMs: number;
   readonly updatedAtMs: number;
 }

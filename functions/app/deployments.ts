@@ -1,0 +1,333 @@
+/**
+ * The deployments function's application layer (issue 15): loads what the core decides on,
+ * calls it, and carries out its effects. A batch's requests and health reports are applied
+ * first (each a guarded write, re-read on conflict); then every deployment they touched, that a
+ * status change woke, or (on the sweep) every live one, takes one pass of its handlers
+ * (core/deployments/pass.ts): the pass's change is written, then executions are started,
+ * replicas' sessions submitted or cancelled through the bus as any client's, and callbacks sent.
+ */
+import { DetailType } from "../core/events.ts";
+import type { BackingSession } from "../core/deployments/handlers.ts";
+import { applyProbes } from "../core/deployments/health.ts";
+import {
+  applyRequest,
+  parseDeploymentInbound,
+  type DeploymentRequest,
+  type HealthReport,
+} from "../core/deployments/inbound.ts";
+import type { Deployment, FamilyExecution, FamilyLeaving, Route } from "../core/deployments/model.ts";
+import { newDeployment, planPass, type PassPlan } from "../core/deployments/pass.ts";
+import { serviceSessionSpec } from "../core/deployments/spec.ts";
+import {
+  RouteStatus,
+  TERMINAL_DEPLOYMENT_STATUSES,
+  TERMINAL_ROUTE_STATUSES,
+} from "../core/deployments/tables.ts";
+import type { DeploymentRepository } from "../core/ports/deployment-store.ts";
+import type { AgentRepository, JobRepository, SessionRepository } from "../core/ports/session-store.ts";
+import { sessionResult } from "../core/sessions.ts";
+import { checkAgentEvent } from "./agents.ts";
+import type {
+  EventRejectedDetailInput,
+  SessionCancelRequestedDetailInput,
+  SessionSubmittedDetailInput,
+} from "./event-types.ts";
+import type { Logger } from "./logger.ts";
+import type { Clock } from "./ports.ts";
+import { rereadOnConflict } from "./reread.ts";
+import { isTransient } from "./retryable.ts";
+
+/** The family state machines' executions (adapters/sfn/family-executions.ts). */
+export interface FamilyExecutionsPort {
+  /** Starts the execution `execution.name`; one that exists already is left as it is. */
+  startDeployment(deploymentId: string, execution: FamilyExecution): Promise<void>;
+  startRoute(routeId: string, execution: FamilyExecution): Promise<void>;
+  /** Sends the callback; a token already used or timed out is "already-closed". */
+  complete(taskToken: string, leaving: FamilyLeaving): Promise<"completed" | "already-closed">;
+}
+
+/** What the deployments function puts on the bus. */
+export interface DeploymentBusPort {
+  /** Replicas' sessions, submitted as a client submits a session. */
+  submitSessions(details: readonly SessionSubmittedDetailInput[]): Promise<void>;
+  cancelSessions(details: readonly SessionCancelRequestedDetailInput[]): Promise<void>;
+  rejected(details: readonly EventRejectedDetailInput[]): Promise<void>;
+}
+
+export interface DeploymentsDeps {
+  readonly store: DeploymentRepository;
+  /** The sessions behind routes, the submissions refused, and the agents reporting health. */
+  readonly sessions: Pick<SessionRepository, "getSessions"> &
+    Pick<JobRepository, "listRejections"> &
+    Pick<AgentRepository, "getAgent">;
+  readonly executions: FamilyExecutionsPort;
+  readonly bus: DeploymentBusPort;
+  readonly clock: Clock;
+  readonly log: Logger;
+}
+
+export interface DeploymentsReport {
+  /** Indexes of the envelopes to redeliver (their work failed with a retryable error). */
+  readonly retry: readonly number[];
+  readonly rejected: number;
+  readonly passes: number;
+}
+
+export class Deployments {
+  readonly #d: DeploymentsDeps;
+
+  constructor(deps: DeploymentsDeps) {
+    this.#d = deps;
+  }
+
+  async run(envelopes: readonly unknown[], options: { readonly sweep: boolean }): Promise<DeploymentsReport> {
+    const rejections: EventRejectedDetailInput[] = [];
+    const retry = new Set<number>();
+    /** Each deployment to pass over, and the envelopes that woke it (redelivered if its pass fails). */
+    const woken = new Map<string, number[]>();
+    const wake = (id: string, index?: number) =>
+      woken.set(id, [...(woken.get(id) ?? []), ...(index !== undefined ? [index] : [])]);
+    let sweep = options.sweep;
+    for (const [index, envelope] of envelopes.entries()) {
+      const inbound = parseDeploymentInbound(envelope);
+      const reject = (reason: string) =>
+        rejections.push(this.#rejection(inbound.kind === "invalid" ? inbound : eventOf(inbound), reason));
+      try {
+        switch (inbound.kind) {
+          case "invalid":
+            reject(inbound.reason);
+            break;
+          case "sweep":
+            sweep = true;
+            break;
+          case "wake":
+            wake(inbound.deploymentId, index);
+            break;
+          case "request": {
+            const refused = await this.#request(inbound.event);
+            if (refused !== undefined) reject(refused);
+            else wake(inbound.event.detail.deploymentId, index);
+            break;
+          }
+          case "health": {
+            const refused = await this.#health(inbound.event);
+            if (refused !== undefined) reject(refused);
+            else wake(inbound.event.detail.deploymentId, index);
+            break;
+          }
+        }
+      } catch (error) {
+        if (!isTransient(error)) throw error;
+        this.#d.log.warn("event not applied; it is redelivered", { index, error: String(error) });
+        retry.add(index);
+      }
+    }
+    if (sweep) {
+      for (const d of await this.#d.store.listDeployments()) {
+        if (!TERMINAL_DEPLOYMENT_STATUSES.has(d.status)) wake(d.id);
+      }
+    }
+    let passes = 0;
+    for (const [id, indexes] of woken) {
+      try {
+        await this.pass(id);
+        passes++;
+      } catch (error) {
+        if (!isTransient(error)) throw error;
+        this.#d.log.warn("deployment pass failed; its events are redelivered", {
+          deploymentId: id,
+          error: String(error),
+        });
+        for (const i of indexes) retry.add(i);
+      }
+    }
+    if (rejections.length > 0) {
+      for (const r of rejections) this.#d.log.warn("event rejected", { ...r });
+      await this.#d.bus.rejected(rejections);
+    }
+    return { retry: [...retry].sort((a, b) => a - b), rejected: rejections.length, passes };
+  }
+
+  /** One pass of the deployment's handlers; re-planned from a fresh read when its write conflicts. */
+  async pass(deploymentId: string): Promise<void> {
+    const plan = await rereadOnConflict(async () => {
+      const found = await this.#d.store.getDeployment(deploymentId);
+      if (found === undefined) return undefined;
+      const sessions = await this.#backingSessions(found.routes);
+      const planned = planPass({
+        deployment: found.deployment,
+        routes: found.routes,
+        sessions,
+        nowMs: this.#d.clock.nowMs(),
+      });
+      if (planned.change !== undefined) await this.#d.store.saveDeployment(planned.change);
+      return { planned, deployment: found.deployment };
+    });
+    if (plan !== undefined) await this.#carryOut(plan.planned, plan.deployment);
+  }
+
+  async #carryOut(plan: PassPlan, deployment: Deployment): Promise<void> {
+    const { executions, bus } = this.#d;
+    if (plan.startDeployment) await executions.startDeployment(deployment.id, deployment.execution);
+    for (const route of plan.startRoutes) await executions.startRoute(route.id, route.execution);
+    if (plan.submit.length > 0) {
+      const spec = serviceSessionSpec(deployment.spec);
+      await bus.submitSessions(
+        plan.submit.map((route) => ({
+          sessionId: route.sessionId,
+          spec,
+          service: {
+            deploymentId: deployment.id,
+            routeId: route.id,
+            ...(deployment.spec.service.port !== undefined ? { port: deployment.spec.service.port } : {}),
+            probe: {
+              path: deployment.spec.healthCheck.path,
+              intervalSeconds: deployment.spec.healthCheck.intervalSeconds,
+              timeoutSeconds: deployment.spec.healthCheck.timeoutSeconds,
+            },
+          },
+        })),
+      );
+    }
+    if (plan.cancel.length > 0) await bus.cancelSessions(plan.cancel);
+    for (const callback of plan.callbacks) {
+      const outcome = await executions.complete(callback.taskToken, callback.leaving);
+      if (outcome === "already-closed") {
+        this.#d.log.info("callback already closed", { entity: callback.entity, id: callback.id });
+      }
+    }
+  }
+
+  /**
+   * The sessions behind the routes, as the handlers read them. A route's session the
+   * coordinator refused (it never existed) counts as ended, with the refusal's reason.
+   */
+  async #backingSessions(routes: readonly Route[]): Promise<Map<string, BackingSession>> {
+    const wanted = routes.filter((r) => !TERMINAL_ROUTE_STATUSES.has(r.status)).map((r) => r.sessionId);
+    const sessions = new Map<string, BackingSession>();
+    if (wanted.length === 0) return sessions;
+    for (const s of await this.#d.sessions.getSessions(wanted)) {
+      const result = sessionResult(s);
+      sessions.set(s.session.id, {
+        status: s.session.status,
+        ...(result !== undefined ? { result } : {}),
+        // A session that backs no route ("") is no route's, whatever its id.
+        routeId: s.session.service?.routeId ?? "",
+      });
+    }
+    for (const route of routes) {
+      if (route.status !== RouteStatus.PROVISIONING || sessions.has(route.sessionId)) continue;
+      const [refusal] = await this.#d.sessions.listRejections(route.sessionId);
+      if (refusal !== undefined) {
+        sessions.set(route.sessionId, {
+          status: "CANCELLED",
+          result: `refused: ${refusal.reason}`,
+          routeId: route.id,
+        });
+      }
+    }
+    return sessions;
+  }
+
+  /** Applies a deployment request; returns why it is refused, if it is. */
+  async #request(event: DeploymentRequest): Promise<string | undefined> {
+    const { store, clock } = this.#d;
+    const id = event.detail.deploymentId;
+    return rereadOnConflict(async () => {
+      const stored = (await store.getDeployment(id))?.deployment;
+      const nowMs = clock.nowMs();
+      const outcome = applyRequest(event, stored, nowMs, (previous) =>
+        newDeployment(
+          id,
+          (event as Extract<DeploymentRequest, { detailType: "Deployment Created" }>).detail.spec,
+          nowMs,
+          previous,
+        ),
+      );
+      if (outcome.kind === "reject") return outcome.reason;
+      if (outcome.kind === "save") {
+        await store.saveDeployment({
+          deployment: {
+            next: outcome.deployment,
+            expected:
+              outcome.expected === "absent"
+                ? "absent"
+                : { status: outcome.expected.status, version: outcome.expected.version },
+          },
+          history: [
+            {
+              entity: "deployment",
+              id,
+              handler: event.detailType === DetailType.DeploymentCreated ? "Create" : event.detailType,
+              result: "SUCCESS",
+              fromStatus: stored?.status ?? outcome.deployment.status,
+              ...(event.detailType === DetailType.DeploymentScaled
+                ? { message: `${stored?.spec.replicas ?? 0} → ${event.detail.replicas} replica(s)` }
+                : event.detailType === DetailType.DeploymentDestroyRequested
+                  ? { message: event.detail.reason ?? "destroy requested" }
+                  : {}),
+              atMs: nowMs,
+            },
+          ],
+        });
+      }
+      return undefined;
+    });
+  }
+
+  /** Records a replica's probes on its route, once the report is proven to come from its agent. */
+  async #health(event: HealthReport): Promise<string | undefined> {
+    const { store } = this.#d;
+    const d = event.detail;
+    const refused = checkAgentEvent(
+      await this.#d.sessions.getAgent(d.agentId),
+      d.agentId,
+      d.incarnation,
+      event.detailType,
+      d,
+    );
+    if (refused !== undefined) return refused;
+    return rereadOnConflict(async () => {
+      const found = await store.getDeployment(d.deploymentId);
+      const route = found?.routes.find((r) => r.id === d.routeId);
+      if (found === undefined || route === undefined) {
+        return `detail.routeId: no route ${d.routeId} in deployment ${d.deploymentId}`;
+      }
+      // A late report of a route that has ended, or of another agent than the one it last knew.
+      if (TERMINAL_ROUTE_STATUSES.has(route.status)) return undefined;
+      const health = applyProbes(route.health, d.probes);
+      if (health === route.health && route.agentId === d.agentId && route.port === d.port) return undefined;
+      await store.saveDeployment({
+        routes: [
+          {
+            next: { ...route, health, agentId: d.agentId, port: d.port, updatedAtMs: this.#d.clock.nowMs() },
+            expected: { status: route.status, version: route.version },
+          },
+        ],
+      });
+      return undefined;
+    });
+  }
+
+  #rejection(
+    from: { readonly eventId?: string; readonly detailType?: string; readonly source?: string },
+    reason: string,
+  ): EventRejectedDetailInput {
+    return {
+      ...(from.eventId !== undefined ? { eventId: from.eventId.slice(0, 256) } : {}),
+      ...(from.detailType !== undefined ? { detailType: from.detailType.slice(0, 256) } : {}),
+      ...(from.source !== undefined ? { source: from.source.slice(0, 256) } : {}),
+      reason: reason.slice(0, 4096),
+      atMs: this.#d.clock.nowMs(),
+    };
+  }
+}
+
+function eventOf(inbound: {
+  readonly kind: string;
+  readonly event?: { id: string; detailType: string; source: string };
+}) {
+  return inbound.event !== undefined
+    ? { eventId: inbound.event.id, detailType: inbound.event.detailType, source: inbound.event.source }
+    : {};
+}
