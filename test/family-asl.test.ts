@@ -20,6 +20,7 @@ import {
   TERMINAL_DEPLOYMENT_STATUSES,
   TERMINAL_ROUTE_STATUSES,
 } from "../functions/core/deployments/tables.ts";
+import { DEPLOYMENT_FIRST_EDGE, ROUTE_FIRST_EDGE } from "../functions/core/deployments/pass.ts";
 import { LocalStepFunctions, type JsonValue } from "../local/stepfunctions/index.ts";
 
 interface AslState {
@@ -51,6 +52,8 @@ interface Family {
   readonly terminal: ReadonlySet<string>;
   /** Edges the core allows: each handler row's SUCCESS / FAILURE / STALE, and the separate trigger. */
   readonly coreEdges: () => Set<string>;
+  /** The status the coordinator's SendTaskSuccess leads to, by status (core/deployments/pass.ts). */
+  readonly firstEdge: Readonly<Partial<Record<string, string>>>;
 }
 
 function edgesOf(
@@ -80,6 +83,7 @@ const FAMILIES: Family[] = [
       for (const from of DESTROYABLE_STATUSES) edges.add(`${from}->${ON_DESTROY}`);
       return edges;
     },
+    firstEdge: DEPLOYMENT_FIRST_EDGE,
   },
   {
     file: "route-lifecycle.asl.json",
@@ -95,6 +99,7 @@ const FAMILIES: Family[] = [
       for (const from of REMOVABLE_ROUTE_STATUSES) edges.add(`${from}->${ON_REMOVE}`);
       return edges;
     },
+    firstEdge: ROUTE_FIRST_EDGE,
   },
 ];
 
@@ -118,6 +123,13 @@ describe.each(FAMILIES)("$file against the core's tables", (family) => {
     return found[0]!;
   };
   const waiting = family.statuses.filter((s) => !family.terminal.has(s));
+
+  test("each waiting state's Next is the core's first edge (what SendTaskSuccess means there)", () => {
+    const fromAsl = Object.fromEntries(
+      waiting.map((status) => [status, statusOf(state(homeOf(status)).Next!)]),
+    );
+    expect(fromAsl).toEqual(family.firstEdge);
+  });
 
   test("every status Cairn records has exactly one state; terminal ones end the execution", () => {
     for (const status of family.statuses) homeOf(status);

@@ -1,0 +1,360 @@
+/**
+ * One pass of a deployment's handlers (core/deployments/pass.ts), case by case: what it writes,
+ * which callbacks it sends (SendTaskSuccess for a state's first edge, Cairn.To.<STATUS> for the
+ * others, Cairn.Renew before the history limit), and what it starts, submits and cancels.
+ */
+import { describe, expect, test } from "vitest";
+import type { BackingSession } from "../../functions/core/deployments/handlers.ts";
+import { initialHealth } from "../../functions/core/deployments/health.ts";
+import { routeId, type Deployment, type Route } from "../../functions/core/deployments/model.ts";
+import {
+  executionName,
+  generationOf,
+  newDeployment,
+  planPass,
+  RENEW_AFTER_TRANSITIONS,
+  type PassPlan,
+} from "../../functions/core/deployments/pass.ts";
+import { parseDeploymentSpec } from "../../functions/core/deployments/spec.ts";
+import type { DeploymentStatus, RouteStatus } from "../../functions/core/deployments/tables.ts";
+import type { SessionStatus } from "../../functions/core/status.ts";
+
+const T0 = 1_767_225_600_000;
+const NOW = T0 + 60_000;
+
+const deployment = (
+  status: DeploymentStatus,
+  replicas: number,
+  over: Partial<Deployment> = {},
+): Deployment => ({
+  id: "web",
+  spec: parseDeploymentSpec({ name: "web", replicas, service: { command: ["serve"] } }),
+  status,
+  version: 3,
+  execution: { name: "web", generation: 1, transitions: 2, startedAtMs: T0 },
+  stage: { enteredAtMs: T0, taskToken: "tok" },
+  nextRouteIndex: 0,
+  createdAtMs: T0,
+  updatedAtMs: T0,
+  ...over,
+});
+
+const route = (index: number, status: RouteStatus, over: Partial<Route> = {}): Route => ({
+  id: routeId("web", index),
+  deploymentId: "web",
+  index,
+  status,
+  version: 1,
+  sessionId: routeId("web", index),
+  execution: { name: routeId("web", index), generation: 1, transitions: 1, startedAtMs: T0 },
+  stage: { enteredAtMs: T0, taskToken: `tok-${index}` },
+  health: initialHealth(NOW - 1_000),
+  createdAtMs: T0,
+  updatedAtMs: T0,
+  ...over,
+});
+
+const sessions = (...entries: [number, SessionStatus, string?][]): Map<string, BackingSession> =>
+  new Map(
+    entries.map(([index, status, result]) => [
+      routeId("web", index),
+      { status, routeId: routeId("web", index), ...(result !== undefined ? { result } : {}) },
+    ]),
+  );
+
+const pass = (d: Deployment, routes: Route[], s = new Map<string, BackingSession>(), nowMs = NOW): PassPlan =>
+  planPass({ deployment: d, routes, sessions: s, nowMs });
+
+/** The callbacks as `id: from→to (how)`. */
+const callbacks = (plan: PassPlan) =>
+  plan.callbacks.map(
+    (c) =>
+      `${c.id}: ${c.leaving.transition.from}→${c.leaving.transition.to} (${c.leaving.error ?? "success"})`,
+  );
+const history = (plan: PassPlan) =>
+  (plan.change?.history ?? []).map(
+    (h) => `${h.id} ${h.handler} ${h.result} ${h.fromStatus}→${h.toStatus ?? "="}`,
+  );
+
+describe("the deployment's handlers", () => {
+  test("PENDING: CheckPendingDeployment starts scaling (the first edge: SendTaskSuccess)", () => {
+    const plan = pass(deployment("PENDING", 3), []);
+    expect(callbacks(plan)).toEqual(["web: PENDING→SCALING (success)"]);
+    expect(history(plan)).toEqual(["web CheckPendingDeployment SUCCESS PENDING→SCALING"]);
+    expect(plan.change?.deployment?.expected).toEqual({ status: "PENDING", version: 3 });
+  });
+
+  test("a new deployment whose execution never entered PENDING is started (again)", () => {
+    const fresh = newDeployment("web", deployment("PENDING", 1).spec, NOW);
+    const plan = pass(fresh, []);
+    expect(plan.startDeployment).toBe(true);
+    expect(plan.callbacks).toEqual([]);
+    expect(plan.change).toBeUndefined();
+  });
+
+  test("SCALING with no routes creates them all, with ids never reused, and waits", () => {
+    const plan = pass(deployment("SCALING", 3, { nextRouteIndex: 4 }), []);
+    expect(plan.startRoutes.map((r) => r.id)).toEqual(["web-r4", "web-r5", "web-r6"]);
+    expect(plan.submit.map((r) => r.id)).toEqual(["web-r4", "web-r5", "web-r6"]);
+    expect(plan.change?.routes?.map((r) => r.expected)).toEqual(["absent", "absent", "absent"]);
+    expect(plan.change?.deployment?.next.nextRouteIndex).toBe(7);
+    expect(plan.callbacks).toEqual([]);
+  });
+
+  test("SCALING waits while a route provisions, then is READY", () => {
+    const routes = [route(0, "DEGRADED"), route(1, "PROVISIONING")];
+    expect(
+      callbacks(pass(deployment("SCALING", 2), routes, sessions([0, "RUNNING"], [1, "PREPARING"]))),
+    ).toEqual([]);
+    const ready = pass(
+      deployment("SCALING", 2),
+      [route(0, "DEGRADED"), route(1, "HEALTHY")],
+      sessions([0, "RUNNING"], [1, "RUNNING"]),
+    );
+    expect(callbacks(ready)).toContain("web: SCALING→READY (success)");
+  });
+
+  test("SCALING down removes the least useful routes, newest first; they leave for TERMINATING", () => {
+    const routes = [route(0, "HEALTHY"), route(1, "DEGRADED"), route(2, "HEALTHY"), route(3, "UNHEALTHY")];
+    const all = sessions([0, "RUNNING"], [1, "RUNNING"], [2, "RUNNING"], [3, "RUNNING"]);
+    const plan = pass(deployment("SCALING", 2), routes, all);
+    expect(callbacks(plan)).toEqual([
+      // web-r3 was UNHEALTHY: RouteEviction took it in the same pass (its first edge).
+      "web-r1: DEGRADED→TERMINATING (Cairn.To.TERMINATING)",
+      "web-r3: UNHEALTHY→TERMINATING (success)",
+    ]);
+    expect(
+      plan.change?.routes?.filter((r) => r.next.removeRequestedAtMs !== undefined).map((r) => r.next.id),
+    ).toEqual(["web-r1", "web-r3"]);
+  });
+
+  test("READY: another replica count (CheckReplicaDeployment) goes back to SCALING", () => {
+    const plan = pass(
+      deployment("READY", 3),
+      [route(0, "HEALTHY"), route(1, "HEALTHY")],
+      sessions([0, "RUNNING"], [1, "RUNNING"]),
+    );
+    expect(callbacks(plan)).toEqual(["web: READY→SCALING (success)"]);
+    expect(history(plan)).toContain("web CheckReplicaDeployment SUCCESS READY→SCALING");
+  });
+
+  test("READY: a replica whose session ended (ReconcileDeployment FAILURE) → SCALING; the route leaves", () => {
+    const plan = pass(
+      deployment("READY", 2),
+      [route(0, "HEALTHY"), route(1, "HEALTHY", { stage: { enteredAtMs: T0 } })],
+      sessions([0, "RUNNING"], [1, "TERMINATED", "failed"]),
+    );
+    // SCALING is READY's first edge, whichever handler leads there.
+    expect(callbacks(plan)).toEqual(["web: READY→SCALING (success)"]);
+    expect(history(plan)).toContain("web ReconcileDeployment FAILURE READY→SCALING");
+  });
+
+  test("READY and in agreement: ReconcileDeployment SUCCESS is recorded once per stay", () => {
+    const routes = [
+      route(0, "HEALTHY", {
+        agentId: "a",
+        port: 8000,
+        maintained: { HealthCheckRoute: "SUCCESS", ServiceDiscoverySync: "SUCCESS", RunningRoute: "SUCCESS" },
+      }),
+    ];
+    const first = pass(deployment("READY", 1), routes, sessions([0, "RUNNING"]));
+    expect(history(first)).toEqual(["web ReconcileDeployment SUCCESS READY→="]);
+    expect(first.callbacks).toEqual([]);
+    const again = pass(first.change!.deployment!.next, routes, sessions([0, "RUNNING"]));
+    expect(again.change).toBeUndefined();
+  });
+
+  test("a destroy request takes PENDING, SCALING or READY to DESTROYING", () => {
+    for (const status of ["PENDING", "SCALING", "READY"] as const) {
+      const plan = pass(deployment(status, 1, { destroyRequest: { atMs: T0, reason: "retired" } }), []);
+      expect(callbacks(plan)).toEqual([`web: ${status}→DESTROYING (Cairn.To.DESTROYING)`]);
+      expect(history(plan)).toEqual([`web Destroy SUCCESS ${status}→DESTROYING`]);
+    }
+  });
+
+  test("DESTROYING removes every live route, and is DESTROYED once all are TERMINATED", () => {
+    const plan = pass(
+      deployment("DESTROYING", 2),
+      [route(0, "HEALTHY"), route(1, "TERMINATED", { stage: { enteredAtMs: T0 } })],
+      sessions([0, "RUNNING"]),
+    );
+    expect(callbacks(plan)).toEqual(["web-r0: HEALTHY→TERMINATING (Cairn.To.TERMINATING)"]);
+    const done = pass(deployment("DESTROYING", 2), [route(1, "TERMINATED", { stage: { enteredAtMs: T0 } })]);
+    expect(callbacks(done)).toEqual(["web: DESTROYING→DESTROYED (success)"]);
+  });
+
+  test("a deployment ended by a failed lifecycle leaves no route behind", () => {
+    const plan = pass(
+      deployment("DESTROYED", 1, { stage: { enteredAtMs: T0 } }),
+      [route(0, "HEALTHY")],
+      sessions([0, "RUNNING"]),
+    );
+    expect(callbacks(plan)).toEqual(["web-r0: HEALTHY→TERMINATING (Cairn.To.TERMINATING)"]);
+  });
+});
+
+describe("the routes' handlers", () => {
+  const d = deployment("READY", 1);
+  const one = (r: Route, s = new Map<string, BackingSession>(), nowMs = NOW) =>
+    pass({ ...d, stage: { enteredAtMs: T0 } }, [r], s, nowMs);
+
+  test("ProvisioningRoute: a running session → DEGRADED; an ended one → FAILED_TO_START", () => {
+    expect(callbacks(one(route(0, "PROVISIONING"), sessions([0, "RUNNING"])))).toEqual([
+      "web-r0: PROVISIONING→DEGRADED (success)",
+    ]);
+    const failed = one(route(0, "PROVISIONING"), sessions([0, "TERMINATED", "failed"]));
+    expect(callbacks(failed)).toEqual(["web-r0: PROVISIONING→FAILED_TO_START (Cairn.To.FAILED_TO_START)"]);
+    expect(failed.change?.history?.[0]?.message).toBe("its session ended TERMINATED (failed) before it ran");
+  });
+
+  test("ProvisioningRoute: no session yet → the submission is repeated, nothing decided", () => {
+    const plan = one(route(0, "PROVISIONING"));
+    expect(plan.submit.map((r) => r.id)).toEqual(["web-r0"]);
+    expect(plan.callbacks).toEqual([]);
+  });
+
+  test("a session that is another route's backs nothing", () => {
+    const other = new Map<string, BackingSession>([["web-r0", { status: "RUNNING", routeId: "" }]]);
+    expect(one(route(0, "PROVISIONING"), other).submit.map((r) => r.id)).toEqual(["web-r0"]);
+  });
+
+  test("HealthCheckRoute: a passing probe → HEALTHY; failures in a row → UNHEALTHY", () => {
+    const healthy = route(0, "DEGRADED", {
+      health: {
+        consecutiveSuccesses: 1,
+        consecutiveFailures: 0,
+        lastProbeAtMs: NOW - 1_000,
+        checkedSinceMs: T0,
+      },
+    });
+    expect(callbacks(one(healthy, sessions([0, "RUNNING"])))).toEqual(["web-r0: DEGRADED→HEALTHY (success)"]);
+    const failing = route(0, "HEALTHY", {
+      health: {
+        consecutiveSuccesses: 0,
+        consecutiveFailures: 3,
+        lastProbeAtMs: NOW - 1_000,
+        lastMessage: "HTTP 500",
+        checkedSinceMs: T0,
+      },
+    });
+    expect(callbacks(one(failing, sessions([0, "RUNNING"])))).toEqual([
+      "web-r0: HEALTHY→UNHEALTHY (success)",
+    ]);
+    const degradedFailing = { ...failing, status: "DEGRADED" as const };
+    expect(callbacks(one(degradedFailing, sessions([0, "RUNNING"])))).toEqual([
+      "web-r0: DEGRADED→UNHEALTHY (Cairn.To.UNHEALTHY)",
+    ]);
+  });
+
+  test("HealthCheckRoute STALE: a HEALTHY route not reported on → DEGRADED; a DEGRADED one stays, recorded once", () => {
+    const stale = route(0, "HEALTHY", {
+      health: {
+        consecutiveSuccesses: 4,
+        consecutiveFailures: 0,
+        lastProbeAtMs: NOW - 13_000,
+        checkedSinceMs: T0,
+      },
+    });
+    const plan = one(stale, sessions([0, "RUNNING"]));
+    expect(callbacks(plan)).toEqual(["web-r0: HEALTHY→DEGRADED (Cairn.To.DEGRADED)"]);
+    expect(history(plan)).toEqual(["web-r0 HealthCheckRoute STALE HEALTHY→DEGRADED"]);
+    const degraded = { ...stale, status: "DEGRADED" as const, maintained: { RunningRoute: "SUCCESS" } };
+    const first = one(degraded, sessions([0, "RUNNING"]));
+    expect(history(first)).toEqual(["web-r0 HealthCheckRoute STALE DEGRADED→="]);
+    expect(first.callbacks).toEqual([]);
+    const second = one(first.change!.routes![0]!.next, sessions([0, "RUNNING"]));
+    expect(second.change).toBeUndefined();
+  });
+
+  test("RunningRoute: a replica whose session ended is terminated, whatever its probes said", () => {
+    const plan = one(route(0, "HEALTHY"), sessions([0, "TERMINATED", "failed"]));
+    expect(callbacks(plan)).toEqual(["web-r0: HEALTHY→TERMINATING (Cairn.To.TERMINATING)"]);
+    expect(history(plan)).toEqual(["web-r0 RunningRoute FAILURE HEALTHY→TERMINATING"]);
+    expect(callbacks(one(route(0, "FAILED_TO_START"), sessions([0, "TERMINATED", "failed"])))).toEqual([
+      "web-r0: FAILED_TO_START→TERMINATING (success)",
+    ]);
+  });
+
+  test("RouteEviction: UNHEALTHY → TERMINATING", () => {
+    const plan = one(
+      route(0, "UNHEALTHY", {
+        health: {
+          ...initialHealth(T0),
+          consecutiveFailures: 3,
+          lastProbeAtMs: NOW - 500,
+          lastMessage: "HTTP 500",
+        },
+      }),
+      sessions([0, "RUNNING"]),
+    );
+    expect(callbacks(plan)).toEqual(["web-r0: UNHEALTHY→TERMINATING (success)"]);
+    expect(plan.change?.history?.[0]?.message).toBe("evicted: HTTP 500");
+  });
+
+  test("TerminatingRoute: cancels a running session; TERMINATED once it has ended", () => {
+    const running = one(route(0, "TERMINATING"), sessions([0, "RUNNING"]));
+    expect(running.cancel).toEqual([{ sessionId: "web-r0", reason: "route web-r0 is terminating" }]);
+    expect(running.callbacks).toEqual([]);
+    const ended = one(route(0, "TERMINATING"), sessions([0, "CANCELLED", "cancelled"]));
+    expect(ended.cancel).toEqual([]);
+    expect(callbacks(ended)).toEqual(["web-r0: TERMINATING→TERMINATED (success)"]);
+  });
+
+  test("ServiceDiscoverySync: a HEALTHY route's endpoint is recorded once per stay", () => {
+    const serving = route(0, "HEALTHY", {
+      agentId: "host-a",
+      port: 8080,
+      health: {
+        consecutiveSuccesses: 2,
+        consecutiveFailures: 0,
+        lastProbeAtMs: NOW - 500,
+        checkedSinceMs: T0,
+      },
+      maintained: { RunningRoute: "SUCCESS" },
+    });
+    const plan = one(serving, sessions([0, "RUNNING"]));
+    expect(history(plan)).toEqual(["web-r0 ServiceDiscoverySync SUCCESS HEALTHY→="]);
+    expect(plan.change?.history?.[0]?.message).toBe("serving on host-a:8080");
+  });
+});
+
+describe("callbacks and renewal", () => {
+  test("a callback decided earlier (stage.leaving) is sent again, with nothing new decided or written", () => {
+    const leaving = {
+      transition: { from: "PENDING", to: "SCALING", result: "SUCCESS", handler: "CheckPendingDeployment" },
+    };
+    const plan = pass(
+      deployment("PENDING", 1, { stage: { enteredAtMs: T0, taskToken: "tok", leaving } }),
+      [],
+    );
+    expect(callbacks(plan)).toEqual(["web: PENDING→SCALING (success)"]);
+    expect(plan.change).toBeUndefined();
+  });
+
+  test("an execution past its transitions is renewed (Cairn.Renew) instead of moved", () => {
+    const old = deployment("PENDING", 1, {
+      execution: { name: "web-g3", generation: 3, transitions: RENEW_AFTER_TRANSITIONS, startedAtMs: T0 },
+    });
+    expect(callbacks(pass(old, []))).toEqual(["web: PENDING→SCALING (Cairn.Renew)"]);
+  });
+
+  test("execution names: <id>, then <id>-g<n>; a name of another entity is none of its", () => {
+    expect([executionName("web", 1), executionName("web", 2)]).toEqual(["web", "web-g2"]);
+    expect([
+      generationOf("web", "web"),
+      generationOf("web", "web-g7"),
+      generationOf("web", "web-r1-g2"),
+    ]).toEqual([1, 7, undefined]);
+  });
+
+  test("a deployment created again after it was destroyed goes on counting its generations and routes", () => {
+    const destroyed = deployment("DESTROYED", 2, {
+      nextRouteIndex: 5,
+      execution: { name: "web-g2", generation: 2, transitions: 9, startedAtMs: T0 },
+    });
+    const again = newDeployment("web", destroyed.spec, NOW, destroyed);
+    expect(again.execution).toEqual({ name: "web-g3", generation: 3, transitions: 0, startedAtMs: NOW });
+    expect(again.nextRouteIndex).toBe(5);
+    expect(again.status).toBe("PENDING");
+  });
+});
