@@ -1,6 +1,6 @@
 /**
  * A kernel's environment: a minimal inherited base, then the user's spec env, then Cairn's
- * identity variables (last, so a spec cannot impersonate another task).
+ * identity variables (last, so a spec cannot impersonate another task nor move a replica's port).
  */
 import type { KernelLaunch } from "./types.ts";
 
@@ -25,6 +25,8 @@ export const DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin";
 export interface KernelIdentity {
   readonly agentId: string;
   readonly terminationLogPath: string;
+  /** A deployment replica's port (CAIRN_PORT): where it listens and is probed. */
+  readonly port?: number | undefined;
 }
 
 export function buildKernelEnv(
@@ -49,5 +51,6 @@ export function buildKernelEnv(
   env.CAIRN_RUN_INDEX = String(launch.runIndex);
   env.CAIRN_AGENT_ID = identity.agentId;
   env.CAIRN_TERMINATION_LOG = identity.terminationLogPath;
+  if (identity.port !== undefined) env.CAIRN_PORT = String(identity.port);
   return env;
 }

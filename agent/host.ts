@@ -2,7 +2,8 @@
  * `cairn agent`: one agent process on any host, talking to Cairn only through AWS APIs
  * (docs/agents.md). It registers (an `Agent Registration Requested` event), long-polls its own
  * SQS queue for the answer and for kernel commands, runs kernels as child processes
- * (local-agent.ts), and puts signed reports and heartbeats on the bus.
+ * (local-agent.ts), and puts signed reports, heartbeats and the health of the deployment
+ * replicas it runs (replica-health.ts) on the bus.
  *
  * - Registration: each start is a new incarnation. The control plane answers on the queue with
  *   the incarnation's signing key; until then the agent acts on nothing. A `registered` answer
@@ -39,6 +40,7 @@ import { DetailType, toPutEventsEntry, type EventDetailInput } from "../function
 import { signDetail } from "../functions/topology/agent-signature.ts";
 import { LocalAgent } from "./local-agent.ts";
 import { LogShipper } from "./log-shipper.ts";
+import type { RouteHealthReport } from "./replica-health.ts";
 import type { AgentCapacity, KernelLaunch, KernelReport } from "./types.ts";
 
 export interface AgentHostOptions {
@@ -93,6 +95,7 @@ export class AgentHost {
         capacity: options.capacity,
         workRoot: options.workRoot,
         onReport: (report) => this.#track(this.#report(report)),
+        onRouteHealth: (report) => this.#reportRouteHealth(report),
         warn: (message, error) => options.log(`agent ${options.id}: ${message}${describeError(error)}`),
         info: (message) => options.log(`agent ${options.id}: ${message}`),
       });
@@ -312,6 +315,7 @@ export class AgentHost {
       ...(c.numTasks !== undefined ? { numTasks: c.numTasks } : {}),
       runIndex: c.runIndex,
       ...(c.placement !== undefined ? { placement: c.placement } : {}),
+      ...(c.service !== undefined ? { service: c.service } : {}),
       command: c.command,
       env: c.env,
       cpu: c.cpu,
@@ -369,6 +373,29 @@ export class AgentHost {
     );
   }
 
+  /** Rejects when the report was not sent: the agent keeps its probes for the next one. */
+  async #reportRouteHealth(report: RouteHealthReport): Promise<void> {
+    const key = this.#signingKey;
+    if (key === undefined) {
+      throw new Error(
+        `route ${report.routeId}: health report held while agent ${this.#o.id} is unregistered`,
+      );
+    }
+    const detail: EventDetailInput<"Route Health Reported"> = {
+      ...report,
+      probes: [...report.probes],
+      incarnation: this.#incarnation,
+      signature: "",
+    };
+    const sent = await this.#put(
+      toPutEventsEntry(this.#o.busName, DetailType.RouteHealthReported, {
+        ...detail,
+        signature: signDetail(key, DetailType.RouteHealthReported, detail),
+      }),
+    );
+    if (!sent) throw new Error(`route ${report.routeId}: the health report was not sent`);
+  }
+
   async #sendHeartbeat(): Promise<void> {
     const key = this.#signingKey;
     if (key === undefined) return;
@@ -389,23 +416,24 @@ export class AgentHost {
     );
   }
 
-  /** Reports must not be lost: retry a few times, then say so loudly. */
-  async #put(entry: ReturnType<typeof toPutEventsEntry>): Promise<void> {
+  /** Reports must not be lost: retry a few times, then say so loudly. Resolves whether it was sent. */
+  async #put(entry: ReturnType<typeof toPutEventsEntry>): Promise<boolean> {
     for (let attempt = 1; attempt <= 5; attempt++) {
       try {
         const out = await this.#o.events.send(new PutEventsCommand({ Entries: [entry] }));
-        if (!out.FailedEntryCount) return;
+        if (!out.FailedEntryCount) return true;
         this.#o.log(
           `agent ${this.#o.id}: ${entry.DetailType} rejected: ${out.Entries?.[0]?.ErrorMessage ?? "unknown"}`,
         );
       } catch (error) {
         if (attempt === 5 || (error as { $fault?: string }).$fault === "client") {
           this.#o.log(`agent ${this.#o.id}: could not send ${entry.DetailType}: ${String(error)}`);
-          return;
+          return false;
         }
       }
       await sleep(100 * 2 ** attempt);
     }
+    return false;
   }
 
   #track(p: Promise<unknown>): void {

@@ -2,6 +2,7 @@
  * Validation of what the agent is asked to do. The session id becomes a directory name, so it
  * is checked against path traversal here, once.
  */
+import { ServiceBindingSchema } from "../functions/core/service-binding.ts";
 import { InvalidAgentInputError } from "./errors.ts";
 import type { AgentCapacity, KernelLaunch } from "./types.ts";
 
@@ -93,6 +94,16 @@ export function validateLaunch(launch: KernelLaunch): KernelLaunch {
   if (launch.numTasks !== undefined) checkPositive("launch.numTasks", launch.numTasks);
   if (launch.taskIndex !== undefined && launch.taskIndex >= (launch.numTasks ?? launch.numKernels)) {
     throw new InvalidAgentInputError("launch.taskIndex", "must be less than numTasks");
+  }
+  if (launch.service !== undefined) {
+    const parsed = ServiceBindingSchema.safeParse(launch.service);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new InvalidAgentInputError(
+        ["launch.service", ...(issue?.path ?? []).map(String)].join("."),
+        issue?.message ?? "must be a service binding",
+      );
+    }
   }
   return launch;
 }

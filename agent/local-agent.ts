@@ -3,7 +3,8 @@
  * kernels as real child processes, each in its own process group, container (a cgroup, or the
  * /proc fallback: containment.ts) and work directory, enforces their memory requests, caps
  * their logs on disk (log-capture.ts), removes old runs' directories (work-dir-retention.ts),
- * and reports every kernel status change through `onReport`. Transport-free: the caller maps
+ * reports every kernel status change through `onReport`, and probes the deployment replicas
+ * among its kernels (replica-health.ts) through `onRouteHealth`. Transport-free: the caller maps
  * commands and reports to events.
  *
  * Rules that keep it safe under at-least-once, unordered command delivery:
@@ -41,6 +42,7 @@ import {
   runKey,
   validateLaunch,
 } from "./launch.ts";
+import { ReplicaProbes, replicaPort, type RouteHealthSink } from "./replica-health.ts";
 import { DEFAULT_LOG_CAP_BYTES, MIN_LOG_CAP_BYTES, RunLogWriter, type CapturedLine } from "./log-capture.ts";
 import { followCombinedLog, readCombinedLog, streamCombinedLog } from "./log-reader.ts";
 import { capUtf8, readTerminationMessage, TERMINATION_MESSAGE_MAX_BYTES } from "./termination-log.ts";
@@ -67,6 +69,12 @@ export interface LocalAgentOptions {
   readonly workRoot: string;
   /** Receives every kernel status change. A throw is logged; the agent carries on. */
   readonly onReport: (report: KernelReport) => void;
+  /**
+   * Receives the health probes of deployment replicas (kernels started with a `service`). A
+   * throw or rejection means not sent: the probes go with the next report. Absent: replicas
+   * still get their CAIRN_PORT, and nobody probes them.
+   */
+  readonly onRouteHealth?: RouteHealthSink;
   /** How often kernels' resident memory is checked. @default 100 */
   readonly memoryPollMs?: number;
   /** Time stamps on reports and log lines. @default Date.now */
@@ -138,6 +146,8 @@ interface RunningProcess {
   readonly cell: RunCell;
   readonly exited: Promise<void>;
   readonly resolveExited: () => void;
+  /** A deployment replica's port (CAIRN_PORT). */
+  readonly port: number | undefined;
   rssBytes?: number;
   cause?: Cause;
   stopping: boolean;
@@ -165,6 +175,8 @@ export class LocalAgent {
   private readonly logCapBytes: number;
   private readonly containment: Containment;
   private readonly sweeper: WorkDirSweeper | undefined;
+  /** Probers of the running deployment replicas; absent without `onRouteHealth`. */
+  private readonly replicas: ReplicaProbes | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
 
   /** What each kernel (session/index) holds now: a prepared run or a live process. */
@@ -223,6 +235,17 @@ export class LocalAgent {
         "must be a finite number >= 0 (0 keeps run directories)",
       );
     }
+    if (options.onRouteHealth !== undefined && typeof options.onRouteHealth !== "function") {
+      throw new InvalidAgentInputError("onRouteHealth", "must be a function");
+    }
+    this.replicas =
+      options.onRouteHealth &&
+      new ReplicaProbes({
+        agentId: this.id,
+        onReport: options.onRouteHealth,
+        clock: this.clock,
+        warn: this.warn,
+      });
     const sweepMs = checkPositive("workDirSweepMs", options.workDirSweepMs ?? 60_000);
     if (options.cgroups !== undefined && typeof options.cgroups !== "boolean") {
       throw new InvalidAgentInputError("cgroups", "must be a boolean");
@@ -320,6 +343,7 @@ export class LocalAgent {
     this.closed = true;
     this.stopSweeping();
     await this.stopAll({ reason: `agent ${this.id} shut down`, ...options });
+    this.replicas?.forgetAll();
     this.releaseCells();
     if (this.cells.size === 0) this.stopPolling();
     await this.sweeper?.close();
@@ -332,6 +356,7 @@ export class LocalAgent {
   killAllNow(): void {
     this.closed = true;
     this.stopSweeping();
+    this.replicas?.forgetAll();
     for (const slot of this.slots.values()) {
       if (slot.phase === "running" && !slot.exitSeen) this.signal(-slot.pid, "SIGKILL");
     }
@@ -356,6 +381,7 @@ export class LocalAgent {
         cpu: launch.cpu,
         memoryMiB: launch.memoryMiB,
         startedAtMs: slot.startedAtMs,
+        ...(slot.port !== undefined ? { port: slot.port } : {}),
         ...(slot.rssBytes !== undefined ? { rssMiB: Math.round((slot.rssBytes / MiB) * 10) / 10 } : {}),
         stopping: slot.stopping,
         workDir: slot.paths.workDir,
@@ -477,9 +503,11 @@ export class LocalAgent {
     }
     const paths = runLogPaths(this.workRoot, launch.sessionId, launch.kernelIndex, launch.runIndex);
     let executable: string;
+    let port: number | undefined;
     try {
       await this.makeWorkDir(paths.workDir);
       executable = await this.resolveCommand(launch);
+      if (launch.service !== undefined) port = await replicaPort(launch.service);
     } catch (error) {
       return this.failRun(launch, errorText(error), permanentCategory(error));
     }
@@ -514,7 +542,11 @@ export class LocalAgent {
     }
     this.cells.add(cell);
     const env = {
-      ...buildKernelEnv(launch, { agentId: this.id, terminationLogPath: paths.terminationLog }, this.baseEnv),
+      ...buildKernelEnv(
+        launch,
+        { agentId: this.id, terminationLogPath: paths.terminationLog, port },
+        this.baseEnv,
+      ),
       ...cell.env,
     };
     const plan = this.containment.spawnPlan(
@@ -564,6 +596,7 @@ export class LocalAgent {
       cell,
       exited,
       resolveExited,
+      port,
       stopping: false,
       exitSeen: false,
     };
@@ -574,6 +607,14 @@ export class LocalAgent {
     child.once("exit", () => this.onMainExit(run));
     child.once("close", (code, signal) => void this.onClosed(run, code, signal));
     this.emitReport(launch, "RUNNING", { pid: run.pid });
+    if (launch.service !== undefined && port !== undefined) {
+      this.replicas?.watch(rKey, {
+        sessionId: launch.sessionId,
+        runIndex: launch.runIndex,
+        port,
+        service: launch.service,
+      });
+    }
     this.ensurePolling();
   }
 
@@ -593,6 +634,7 @@ export class LocalAgent {
       return;
     }
     if (slot.cause === undefined && (cause.condition || cause.message)) slot.cause = cause;
+    this.replicas?.forget(runKey(slot.launch.sessionId, slot.launch.kernelIndex, slot.launch.runIndex));
     if (!slot.exitSeen) {
       if (graceMs === 0) {
         this.killTree(slot);
@@ -616,6 +658,7 @@ export class LocalAgent {
   private onMainExit(run: RunningProcess): void {
     run.exitSeen = true;
     clearTimeout(run.killTimer);
+    this.replicas?.forget(runKey(run.launch.sessionId, run.launch.kernelIndex, run.launch.runIndex));
     this.signal(-run.pid, "SIGKILL");
     // The pid is reaped and may be reused: from now on the run is found by its container only.
     run.cell.mainPid = undefined;

@@ -3,6 +3,7 @@
  * it reports back (`KernelReport`). Transport-free: whoever wires the agent to EventBridge maps
  * these to and from events.
  */
+import type { ServiceBinding } from "../functions/core/service-binding.ts";
 import type { TerminationCondition } from "../functions/core/status.ts";
 
 /** One run of one kernel, as the control plane asks for it. */
@@ -28,6 +29,11 @@ export interface KernelLaunch {
    * late duplicate of the placement that ended. @default 0
    */
   readonly placement?: number;
+  /**
+   * start only, for a deployment's replica: the kernel gets a port as CAIRN_PORT (the pinned
+   * one, or a free one) and is probed there while it runs (replica-health.ts).
+   */
+  readonly service?: ServiceBinding;
 }
 
 export const KernelReportStatus = {
@@ -100,6 +106,8 @@ export interface RunningKernel {
   readonly cpu: number;
   readonly memoryMiB: number;
   readonly startedAtMs: number;
+  /** A deployment replica's port (CAIRN_PORT). */
+  readonly port?: number;
   /** Resident memory of the whole process tree at the last poll; absent before the first. */
   readonly rssMiB?: number;
   /** A stop (or memory kill) is under way. */
