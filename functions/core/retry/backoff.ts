@@ -30,14 +30,29 @@ export function effectiveBackoff(
 }
 
 /**
- * Seed 002: `min(initialDelay × multiplier^(n−1), maxDelay)` for the n-th retry (n ≥ 1), in whole
- * milliseconds. Overflow of the power lands on maxDelay, and a zero initial delay stays zero.
+ * Seed 002: `min(initialDelay * multiplier^(failureCount-1), maxDelay)`, in whole milliseconds,
+ * where `failureCount` (≥ 1) is the session's failure count, this failure included (see
+ * sessionFailureCount). Overflow of the power lands on maxDelay; a zero initial delay stays zero.
  */
-export function backoffDelayMs(backoff: Backoff, n: number): number {
-  if (!Number.isInteger(n) || n < 1) throw new RangeError(`retry number must be an integer >= 1, got ${n}`);
+export function backoffDelayMs(backoff: Backoff, failureCount: number): number {
+  if (!Number.isInteger(failureCount) || failureCount < 1) {
+    throw new RangeError(`failure count must be an integer >= 1, got ${failureCount}`);
+  }
   if (backoff.initialDelayMs === 0) return 0;
-  const raw = backoff.initialDelayMs * backoff.multiplier ** (n - 1);
+  const raw = backoff.initialDelayMs * backoff.multiplier ** (failureCount - 1);
   return Number.isFinite(raw) ? Math.min(Math.round(raw), backoff.maxDelayMs) : backoff.maxDelayMs;
+}
+
+/**
+ * The seed's `failureCount` for a failure being judged: the session's counted failures so far,
+ * this one included — the retries it has counted (`totalRetries`, every retry but a free one)
+ * plus one, since every earlier counted failure was retried or the session would have ended. A
+ * run preempted before it started costs nothing and is not a failure here. It is the session's
+ * count, not the matched rule's: a rule first matching at the third failure waits the third
+ * delay. (Not Iris's `failureCount` budget counter, which counts FAILED runs only.)
+ */
+export function sessionFailureCount(totalRetries: number): number {
+  return totalRetries + 1;
 }
 
 /** How long a retry waits, and whether confirmation of the old run's end may cut the wait short. */

@@ -21,8 +21,9 @@
  * - Each rule counts its own retries; effective limit = rule ?? policy ?? globalMaxRetries; a
  *   retry needs the rule's count under that limit and the session's total under the global cap,
  *   read from the config given to this evaluation (so a lowered cap applies at once).
- * - Backoff n is this rule's retry number (1 for its first retry), so escalation on one kind of
- *   failure does not delay the first retry of another.
+ * - Backoff is the seed's `min(initialDelay * multiplier^(failureCount-1), maxDelay)` with the
+ *   session's failure count (this failure included; sessionFailureCount), not the matched rule's
+ *   retry number: the level (rule, policy, global) only chooses the three parameters.
  * - Anti-affinity `node` avoids the agent of the kernel whose failure decided, in this (the most
  *   recent failed) run only.
  */
@@ -30,6 +31,7 @@ import { AttemptOutcome } from "../status.ts";
 import {
   retryWait,
   backoffDelayMs,
+  sessionFailureCount,
   effectiveBackoff,
   type RetryWait,
   type BackoffOverride,
@@ -260,7 +262,10 @@ export function evaluateRetry(input: RetryInput): RetryDecision {
 
   const n = used + 1;
   const total = state.totalRetries + 1;
-  const backoffMs = backoffDelayMs(effectiveBackoff(decider.backoffLevels, config.defaultBackoff), n);
+  const backoffMs = backoffDelayMs(
+    effectiveBackoff(decider.backoffLevels, config.defaultBackoff),
+    sessionFailureCount(state.totalRetries),
+  );
   const wait = retryWait(backoffMs, gracePeriodMs);
   return {
     ...withRule,

@@ -5,6 +5,7 @@ import {
   effectiveBackoff,
   retryEligibleAtMs,
   retryWait,
+  sessionFailureCount,
 } from "../../../functions/core/retry/backoff.ts";
 import { parseRetryConfig, RETRY_CONFIG_DEFAULTS } from "../../../functions/core/retry/config.ts";
 import { formatDuration, parseDurationMs } from "../../../functions/core/retry/duration.ts";
@@ -124,10 +125,20 @@ describe("durations", () => {
 describe("backoff arithmetic", () => {
   const b = { initialDelayMs: 1000, maxDelayMs: 60_000, multiplier: 2 };
 
-  test("n-th retry: initialDelay × multiplier^(n−1), capped at maxDelay", () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 8].map((n) => backoffDelayMs(b, n))).toEqual([
-      1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000,
-    ]);
+  // Seed 002: "compute delay: min(initialDelay * multiplier^(failureCount-1), maxDelay)".
+  test.each([
+    [1, 1000],
+    [2, 2000],
+    [3, 4000],
+    [4, 8000],
+    [5, 16_000],
+    [6, 32_000],
+    [7, 60_000],
+    [8, 60_000],
+    [20, 60_000],
+  ])("failureCount %d: min(1s × 2^(failureCount−1), 60s) = %d ms", (failureCount, delayMs) => {
+    expect(backoffDelayMs(b, failureCount)).toBe(delayMs);
+    expect(delayMs).toBe(Math.min(b.initialDelayMs * b.multiplier ** (failureCount - 1), b.maxDelayMs));
   });
 
   test("fractional multipliers round to whole milliseconds; huge powers land on maxDelay", () => {
@@ -140,8 +151,17 @@ describe("backoff arithmetic", () => {
     expect(backoffDelayMs({ initialDelayMs: 120_000, maxDelayMs: 60_000, multiplier: 2 }, 1)).toBe(60_000);
   });
 
-  test("n starts at 1", () => {
-    expect(() => backoffDelayMs(b, 0)).toThrow("retry number must be an integer >= 1, got 0");
+  test("the failure count starts at 1", () => {
+    expect(() => backoffDelayMs(b, 0)).toThrow(
+      new RangeError("failure count must be an integer >= 1, got 0"),
+    );
+    expect(() => backoffDelayMs(b, 1.5)).toThrow(
+      new RangeError("failure count must be an integer >= 1, got 1.5"),
+    );
+  });
+
+  test("a session's failure count is its counted retries plus this failure", () => {
+    expect([0, 1, 2, 19].map(sessionFailureCount)).toEqual([1, 2, 3, 20]);
   });
 
   test("each field comes from the most specific level that sets it", () => {

@@ -331,7 +331,7 @@ describe("limits", () => {
   });
 });
 
-describe("backoff: min(initialDelay × multiplier^(n−1), maxDelay), n = this rule's retry number", () => {
+describe("backoff: min(initialDelay * multiplier^(failureCount-1), maxDelay), failureCount = the session's", () => {
   const delays = (p: RetryPolicy, failures: readonly FailedRun[], globalBackoff = config().defaultBackoff) =>
     sequence(failures, { policies: [p], config: config({ defaultBackoff: globalBackoff }) }).map((d) =>
       d.action === "retry" ? d.delayMs / 1000 : "fail",
@@ -373,7 +373,7 @@ describe("backoff: min(initialDelay × multiplier^(n−1), maxDelay), n = this r
     expect(delays(p, evictions(4))).toEqual([60, 240, 600, 600]);
   });
 
-  test("n counts the matched rule's retries: another rule's first retry starts from its initial delay", () => {
+  test("the exponent is the session's failure count, whichever rule matched: a rule first matching at the 4th failure waits the 4th delay", () => {
     const p = policy("p", {
       backoff: { initialDelay: "1s", multiplier: 2 },
       rules: [
@@ -387,7 +387,48 @@ describe("backoff: min(initialDelay × multiplier^(n−1), maxDelay), n = this r
       run(kernels.preempted()),
       run(kernels.evicted()),
     ];
-    expect(delays(p, failures)).toEqual([1, 2, 4, 1]);
+    expect(delays(p, failures)).toEqual([1, 2, 4, 8]);
+  });
+
+  test("failure counts 1..12 against the seed's formula, verbatim, with the cap (10s, 5m, 2.0)", () => {
+    const p = retryOn(
+      "p",
+      { onConditions: ["Evicted"] },
+      { backoff: { initialDelay: "10s", maxDelay: "5m", multiplier: 2 } },
+    );
+    const seed = (failureCount: number) => Math.min(10 * 2 ** (failureCount - 1), 300);
+    const expected: [failureCount: number, seconds: number][] = [
+      [1, 10],
+      [2, 20],
+      [3, 40],
+      [4, 80],
+      [5, 160],
+      [6, 300],
+      [7, 300],
+      [8, 300],
+      [9, 300],
+      [10, 300],
+      [11, 300],
+      [12, 300],
+    ];
+    expect(expected.map(([n]) => seed(n))).toEqual(expected.map(([, s]) => s));
+    expect(delays(p, evictions(12))).toEqual(expected.map(([, s]) => s));
+  });
+
+  test("a free retry (preempted before it started) is not a failure: the next failure's count is unchanged", () => {
+    const p = policy("p", {
+      backoff: { initialDelay: "1s", multiplier: 3 },
+      rules: [{ action: "Retry", onConditions: ["Preempted", "Evicted"] }],
+    });
+    const failures = [run(kernels.evicted()), notStarted(kernels.preempted()), run(kernels.evicted())];
+    expect(delays(p, failures)).toEqual([1, 0, 3]);
+  });
+
+  test("counted retries judged by the budgets before a policy applied still count", () => {
+    const p = retryOn("p", { onConditions: ["Evicted"] }, { backoff: { initialDelay: "1s", multiplier: 2 } });
+    const state: RetryState = { ...INITIAL_RETRY_STATE, preemptionCount: 3, totalRetries: 3 };
+    const decision = evaluate({ run: run(kernels.evicted()), policies: [p], state });
+    expect(decision).toMatchObject({ action: "retry", backoffMs: 8000 });
   });
 });
 

@@ -7,6 +7,9 @@
  * | Preempted | infra/Preempted  | 10 (from policy)  | preemption count < 10 AND total < 20    |
  * | OOMKilled | ml/OOMKilled     | 3 (from rule)     | OOM count < 3 AND total < 20            |
  *
+ * The wait column is the seed's `min(initialDelay * multiplier^(failureCount-1), maxDelay)` with
+ * the session's failure count (the total column): infra's 10s, 20s, 40s … 5m; ml-training's 0s.
+ *
  * The policies are the files in examples/retry-policies/. Each failure happens on its own agent
  * (`agent-<row>`), so the anti-affinity column also shows that only the latest agent is avoided.
  */
@@ -95,7 +98,7 @@ describe("seed 002 worked example: queue policies [infra, ml-training], globalMa
     replay([
       ["Preempted", "retry", "infra#0", 1, 1, "10s", "this"],
       ["OOMKilled", "retry", "ml-training#1", 1, 2, "0s", "-"],
-      ["Preempted", "retry", "infra#0", 2, 3, "20s", "this"],
+      ["Preempted", "retry", "infra#0", 2, 3, "40s", "this"],
       ["OOMKilled", "retry", "ml-training#1", 2, 4, "0s", "-"],
       ["OOMKilled", "retry", "ml-training#1", 3, 5, "0s", "-"],
       ["OOMKilled", "fail", "ml-training#1", 3, 5, "-", "-"],
@@ -107,10 +110,10 @@ describe("seed 002 worked example: queue policies [infra, ml-training], globalMa
       ["Preempted", "retry", "infra#0", 1, 1, "10s", "this"],
       ["Preempted", "retry", "infra#0", 2, 2, "20s", "this"],
       ["OOMKilled", "retry", "ml-training#1", 1, 3, "0s", "-"],
-      ["Preempted", "retry", "infra#0", 3, 4, "40s", "this"],
-      ["Preempted", "retry", "infra#0", 4, 5, "80s", "this"],
+      ["Preempted", "retry", "infra#0", 3, 4, "80s", "this"],
+      ["Preempted", "retry", "infra#0", 4, 5, "160s", "this"],
       ["OOMKilled", "retry", "ml-training#1", 2, 6, "0s", "-"],
-      ["Preempted", "retry", "infra#0", 5, 7, "160s", "this"],
+      ["Preempted", "retry", "infra#0", 5, 7, "5m", "this"],
       ["Preempted", "retry", "infra#0", 6, 8, "5m", "this"],
       ["OOMKilled", "retry", "ml-training#1", 3, 9, "0s", "-"],
       ["Preempted", "retry", "infra#0", 7, 10, "5m", "this"],
@@ -124,23 +127,23 @@ describe("seed 002 worked example: queue policies [infra, ml-training], globalMa
   test("globalMaxRetries 20 caps the total: 10 preemptions + 3 OOMs + 7 evictions, then an eviction fails", () => {
     replay([
       ["Preempted", "retry", "infra#0", 1, 1, "10s", "this"],
-      ["Evicted", "retry", "infra#1", 1, 2, "10s", "this"],
+      ["Evicted", "retry", "infra#1", 1, 2, "20s", "this"],
       ["OOMKilled", "retry", "ml-training#1", 1, 3, "0s", "-"],
-      ["Preempted", "retry", "infra#0", 2, 4, "20s", "this"],
-      ["Evicted", "retry", "infra#1", 2, 5, "20s", "this"],
+      ["Preempted", "retry", "infra#0", 2, 4, "80s", "this"],
+      ["Evicted", "retry", "infra#1", 2, 5, "160s", "this"],
       ["OOMKilled", "retry", "ml-training#1", 2, 6, "0s", "-"],
-      ["Preempted", "retry", "infra#0", 3, 7, "40s", "this"],
-      ["Evicted", "retry", "infra#1", 3, 8, "40s", "this"],
+      ["Preempted", "retry", "infra#0", 3, 7, "5m", "this"],
+      ["Evicted", "retry", "infra#1", 3, 8, "5m", "this"],
       ["OOMKilled", "retry", "ml-training#1", 3, 9, "0s", "-"],
-      ["Preempted", "retry", "infra#0", 4, 10, "80s", "this"],
-      ["Preempted", "retry", "infra#0", 5, 11, "160s", "this"],
+      ["Preempted", "retry", "infra#0", 4, 10, "5m", "this"],
+      ["Preempted", "retry", "infra#0", 5, 11, "5m", "this"],
       ["Preempted", "retry", "infra#0", 6, 12, "5m", "this"],
       ["Preempted", "retry", "infra#0", 7, 13, "5m", "this"],
       ["Preempted", "retry", "infra#0", 8, 14, "5m", "this"],
       ["Preempted", "retry", "infra#0", 9, 15, "5m", "this"],
       ["Preempted", "retry", "infra#0", 10, 16, "5m", "this"],
-      ["Evicted", "retry", "infra#1", 4, 17, "80s", "this"],
-      ["Evicted", "retry", "infra#1", 5, 18, "160s", "this"],
+      ["Evicted", "retry", "infra#1", 4, 17, "5m", "this"],
+      ["Evicted", "retry", "infra#1", 5, 18, "5m", "this"],
       ["Evicted", "retry", "infra#1", 6, 19, "5m", "this"],
       ["Evicted", "retry", "infra#1", 7, 20, "5m", "this"],
       ["Evicted", "fail", "infra#1", 7, 20, "-", "-"],
