@@ -1,7 +1,8 @@
 /**
  * What the commands need from Cairn: the session store's read side (sessions, jobs, history,
  * runs, rejected submissions), the retry resources operators manage (policies, queues, the retry
- * configuration), the kernels' output on CloudWatch Logs, and putting an inbound event on the bus.
+ * configuration), deployments and their routes, the kernels' output on CloudWatch Logs, and
+ * putting an inbound event on the bus.
  * Built on the application's own store adapter (DynamoSessionStore), so the CLI reads and writes
  * exactly what the control plane does.
  */
@@ -9,10 +10,13 @@ import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-clo
 import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { DeploymentItems } from "../../functions/adapters/dynamo/deployment-items.ts";
+import { DynamoRequests } from "../../functions/adapters/dynamo/dynamo-requests.ts";
 import { DynamoSessionStore } from "../../functions/adapters/dynamo/dynamo-session-store.ts";
 import { DynamoSessionCensus } from "../../functions/adapters/dynamo/session-census.ts";
 import { storeRetryConfig } from "../../functions/adapters/dynamo/retry.ts";
 import type { PutEventsEntry } from "../../functions/core/events.ts";
+import type { DeploymentRepository } from "../../functions/core/ports/deployment-store.ts";
 import type { SessionCensus } from "../../functions/core/ports/session-census.ts";
 import type {
   AgentRepository,
@@ -60,6 +64,12 @@ export type RetryAdmin = Pick<
 /** Agents and the capacity sessions hold on them, read by `cairn dashboard`. */
 export type AgentReader = Pick<AgentRepository, "listAgents" | "allocationsOnAgent">;
 
+/** Deployments, their routes and history (issue 15), read by `cairn deployment`; never written. */
+export type DeploymentReader = Pick<
+  DeploymentRepository,
+  "getDeployment" | "listDeployments" | "deploymentHistory"
+>;
+
 /** The kernels' output, or why this connection cannot read it (said by `logs` only). */
 export type KernelLogsApi =
   | { readonly readable: true; readonly reader: KernelLogReader }
@@ -69,6 +79,8 @@ export interface CairnApi {
   readonly store: SessionReader;
   readonly admin: RetryAdmin;
   readonly agents: AgentReader;
+  /** `cairn deployment`'s reads; a CairnApi without it (a test's fake) knows of no deployment. */
+  readonly deployments?: DeploymentReader;
   /** Sessions per status, from the status index (`cairn dashboard`'s counts). */
   readonly census: SessionCensus;
   readonly eventBusName: string;
@@ -114,6 +126,7 @@ export function openCairnApi(connection: Connection): CairnApi {
     store,
     admin: store,
     agents: store,
+    deployments: new DeploymentItems(new DynamoRequests(dynamo, connection.tableName, undefined)),
     census: new DynamoSessionCensus({
       client: dynamo,
       tableName: connection.tableName,

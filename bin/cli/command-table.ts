@@ -4,10 +4,12 @@
  * UsageError without a command name: parseCommandLine (args.ts) adds the one that was running.
  */
 import { Command, Option } from "commander";
+import { DEPLOYMENT_LIMITS } from "../../functions/core/deployments/spec.ts";
 import { AGENT_ID_PATTERN, labelsSchema } from "../../functions/core/event-fields.ts";
 import { MAX_MESSAGE_LENGTH, SESSION_ID_PATTERN } from "../../functions/core/events.ts";
 import { CapacityProvider, type QueueFargateChanges } from "../../functions/core/queue-settings.ts";
 import { NAME_PATTERN, safeParseWithIssues, SPEC_LIMITS } from "../../functions/core/spec.ts";
+import { deploymentIdSchema } from "../../functions/core/service-binding.ts";
 import { SESSION_STATUSES, type SessionStatus } from "../../functions/core/status.ts";
 import type {
   AgentOptions,
@@ -92,8 +94,25 @@ const queueUpdateOptions: readonly OptionSpec[] = [
   output,
 ];
 
+const deploymentWait: readonly OptionSpec[] = [
+  ["--wait", "wait until the deployment is READY, printing each status change on stderr"],
+  [
+    "--timeout <SECONDS>",
+    "with --wait: give up waiting after SECONDS (exit 124; the deployment keeps going)",
+  ],
+];
+
 const { Usage, NotFound, Unreachable, SessionDidNotSucceed, WaitTimedOut } = ExitCode;
 const READS = [Usage, NotFound, Unreachable];
+
+const DEPLOYMENT_EXAMPLE = `example (svc.yaml):
+  name: web                   # the deployment's id: 3-56 of a-z, 0-9, '-'
+  replicas: 2                 # 0 to ${DEPLOYMENT_LIMITS.replicas.max}
+  service:
+    command: [python3, -m, http.server]   # listens on $CAIRN_PORT
+    resources: { cpu: 0.5, memoryMiB: 256 }
+    # port: 8080              # pins every replica's port (default: each agent picks one)
+  healthCheck: { path: /, intervalSeconds: 5, timeoutSeconds: 2, healthyThreshold: 1, unhealthyThreshold: 3 }`;
 
 const POLICY_EXAMPLE = `example (policy.yaml):
   apiVersion: cairn.dev/v1
@@ -401,6 +420,90 @@ example: cairn retry-config set --global-max-retries 5 --default-backoff-initial
       changes: retryConfigChanges(values),
     }),
   },
+  "deployment create": {
+    summary: "create a deployment: N replicas of a service, each a route backed by a session",
+    args: ["[FILE]"],
+    options: [
+      ["-f, --file <FILE>", "the deployment spec, YAML or JSON (`-` reads stdin); may also be given as FILE"],
+      ...deploymentWait,
+      output,
+    ],
+    details: `The spec is validated locally first: every problem is printed as \`<field>: <reason>\` and nothing is
+sent. The spec's name is the deployment's id. Creating it again with the same spec sends nothing; a
+deployment of that name with another spec must be scaled, or destroyed first. With --wait, exit 1 if
+the deployment is destroyed before it is READY.
+
+${DEPLOYMENT_EXAMPLE}`,
+    exitCodes: [SessionDidNotSucceed, Usage, Unreachable, WaitTimedOut],
+    build: ({ args, values, common }) => ({
+      ...common,
+      kind: "deployment create",
+      file: fileArgument(values, args[0], "the deployment spec"),
+      ...waitOptions(values),
+    }),
+  },
+  "deployment get": {
+    summary: "show a deployment: status, replicas, its spec, its routes and their health, its history",
+    args: ["<NAME>"],
+    options: [output],
+    details: `Routes that have TERMINATED are counted, not listed (\`cairn deployment routes NAME --all\` lists
+them; -o json has every route and every history record).`,
+    exitCodes: READS,
+    build: ({ args, common }) => ({ ...common, kind: "deployment get", name: deploymentName(args[0]) }),
+  },
+  "deployment list": {
+    summary: "list deployments: status, replicas live/asked for, healthy routes, age",
+    args: [],
+    options: [output],
+    exitCodes: [Usage, Unreachable],
+    build: ({ common }) => ({ ...common, kind: "deployment list" }),
+  },
+  "deployment scale": {
+    summary: "ask for another number of replicas",
+    args: ["<NAME>", "<REPLICAS>"],
+    options: [...deploymentWait, output],
+    details: `REPLICAS is ${DEPLOYMENT_LIMITS.replicas.min} to ${DEPLOYMENT_LIMITS.replicas.max}. A deployment being destroyed cannot be scaled (exit 2). With --wait,
+waits until it is READY with that many replicas; exit 1 if it is destroyed first.`,
+    exitCodes: [SessionDidNotSucceed, Usage, NotFound, Unreachable, WaitTimedOut],
+    build: ({ args, values, common }) => ({
+      ...common,
+      kind: "deployment scale",
+      name: deploymentName(args[0]),
+      replicas: replicasValue(args[1] ?? ""),
+      ...waitOptions(values),
+    }),
+  },
+  "deployment destroy": {
+    summary: "destroy a deployment: its routes are terminated, then it is DESTROYED",
+    args: ["<NAME>"],
+    options: [
+      ["--reason <TEXT>", "why (recorded with the request)"],
+      ["--wait", "wait until the deployment is DESTROYED, printing each status change on stderr"],
+      ["--timeout <SECONDS>", "with --wait: give up waiting after SECONDS (exit 124; the destroy goes on)"],
+      output,
+    ],
+    details: "A deployment destroyed (or being destroyed) already is left as it is; nothing is sent.",
+    exitCodes: [Usage, NotFound, Unreachable, WaitTimedOut],
+    build: ({ args, values, common }) => ({
+      ...common,
+      kind: "deployment destroy",
+      name: deploymentName(args[0]),
+      ...optional("reason", reasonOption(text(values["reason"]))),
+      ...waitOptions(values),
+    }),
+  },
+  "deployment routes": {
+    summary: "list a deployment's routes: status, agent:port, session, health",
+    args: ["<NAME>"],
+    options: [["--all", "include TERMINATED routes"], output],
+    exitCodes: READS,
+    build: ({ args, values, common }) => ({
+      ...common,
+      kind: "deployment routes",
+      name: deploymentName(args[0]),
+      all: values["all"] === true,
+    }),
+  },
   agent: {
     summary: "run an agent on this host: kernels of Cairn's sessions run here as child processes",
     args: [],
@@ -452,6 +555,7 @@ export const COMMAND_GROUPS: Readonly<Record<string, string>> = {
   "retry-policy": "create, update, get, delete and list retry policies",
   queue: "create, update, get, delete and list queues",
   "retry-config": "get and set the global retry settings",
+  deployment: "create, get, list, scale, destroy deployments and list their routes",
 };
 
 const MAIN_HELP_END = `
@@ -578,6 +682,38 @@ function submitInvocation({ args, values, common }: Parsed): Exclude<Invocation,
     ...optional("sessionId", id === undefined ? undefined : sessionIdValue(id, "--id")),
     ...optional("timeoutSeconds", rawTimeout === undefined ? undefined : timeoutOption(rawTimeout)),
   };
+}
+
+/** `--wait [--timeout SECONDS]`. */
+function waitOptions(values: Values): { wait: boolean; timeoutSeconds?: number } {
+  const wait = values["wait"] === true;
+  const rawTimeout = text(values["timeout"]);
+  if (rawTimeout !== undefined && !wait) throw new UsageError("--timeout only applies with --wait");
+  return {
+    wait,
+    ...optional("timeoutSeconds", rawTimeout === undefined ? undefined : timeoutOption(rawTimeout)),
+  };
+}
+
+/** A deployment's name is its id (it names executions and prefixes its routes' ids). */
+function deploymentName(raw: string | undefined): string {
+  const name = raw ?? "";
+  const parsed = safeParseWithIssues(deploymentIdSchema, name);
+  if (!parsed.success) {
+    throw new UsageError(
+      `NAME "${name}" is not a deployment name: ${parsed.issues.map((i) => i.message).join("; ")}`,
+    );
+  }
+  return name;
+}
+
+function replicasValue(raw: string): number {
+  const { min, max } = DEPLOYMENT_LIMITS.replicas;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value < min || value > max) {
+    throw new UsageError(`REPLICAS must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
 }
 
 /** A file given as FILE or -f FILE, not both. */

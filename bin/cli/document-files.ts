@@ -1,14 +1,16 @@
 /**
- * Reads and validates the documents the CLI is given (`submit -f`, `retry-policy create -f`)
- * before Cairn is even looked for: a read failure, a syntax error or every schema problem
- * (`<path>: <reason>`) becomes one usage-level error, and nothing is sent.
+ * Reads and validates the documents the CLI is given (`submit -f`, `retry-policy create -f`,
+ * `deployment create -f`) before Cairn is even looked for: a read failure, a syntax error or
+ * every schema problem (`<path>: <reason>`) becomes one usage-level error, and nothing is sent.
  */
 import { resolve } from "node:path";
+import type { DeploymentSpec } from "../../functions/core/deployments/spec.ts";
 import type { SessionSpec } from "../../functions/core/model.ts";
 import type { RetryPolicy } from "../../functions/core/retry/policy.ts";
 import { parseRetryPolicyText } from "../../functions/core/retry/policy-text.ts";
 import type { ValidationIssue } from "../../functions/core/spec.ts";
 import { parseSpecText } from "../../functions/core/spec-text.ts";
+import { parseDeploymentSpecText } from "./deployment-text.ts";
 import { InvalidInputError, InvalidSpecError } from "./errors.ts";
 import type { CliIo } from "./io.ts";
 import { findDuplicateKey } from "./json-duplicate-keys.ts";
@@ -49,6 +51,18 @@ const RETRY_POLICY: DocumentKind<RetryPolicy> = {
   codes: { invalid: "INVALID_RETRY_POLICY", syntax: "RETRY_POLICY_SYNTAX" },
   error: (message, issues) => new InvalidInputError(message, issues),
 };
+
+const DEPLOYMENT_SPEC: DocumentKind<DeploymentSpec> = {
+  noun: "the deployment spec",
+  title: "deployment spec",
+  parse: parseDeploymentSpecText,
+  codes: { invalid: "INVALID_SPEC", syntax: "DEPLOYMENT_SPEC_SYNTAX" },
+  error: (message, issues) => new InvalidSpecError(message, issues),
+};
+
+export function readDeploymentFile(file: string, io: FileIo): DeploymentSpec {
+  return readDocumentFile(file, io, DEPLOYMENT_SPEC);
+}
 
 export function readSpecFile(file: string, io: FileIo): SessionSpec {
   return readDocumentFile(file, io, SPEC);

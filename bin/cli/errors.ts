@@ -158,3 +158,26 @@ export class JobWaitTimeoutError extends CliError {
     this.lastState = lastState;
   }
 }
+
+/** `deployment … --wait --timeout`: the deployment had not reached what was waited for in time. */
+export class DeploymentWaitTimeoutError extends CliError {
+  override readonly name = "DeploymentWaitTimeoutError";
+  readonly code = "WAIT_TIMEOUT";
+  readonly exitCode = ExitCode.WaitTimedOut;
+  readonly deploymentId: string;
+  readonly timeoutSeconds: number;
+  /** The last status seen; undefined when the deployment was never recorded. */
+  readonly lastStatus: string | undefined;
+  constructor(deploymentId: string, timeoutSeconds: number, goal: string, lastStatus: string | undefined) {
+    super(
+      lastStatus === undefined
+        ? `timed out after ${timeoutSeconds} s: deployment ${deploymentId} was never recorded ` +
+            `(is the control plane processing events?)`
+        : `timed out after ${timeoutSeconds} s waiting for deployment ${deploymentId} to be ${goal} ` +
+            `(last status ${lastStatus}); it keeps going: follow it with \`cairn deployment get ${deploymentId}\``,
+    );
+    this.deploymentId = deploymentId;
+    this.timeoutSeconds = timeoutSeconds;
+    this.lastStatus = lastStatus;
+  }
+}

@@ -84,5 +84,29 @@ export type Invocation =
     })
   | (Common & { readonly kind: "retry-config set"; readonly changes: RetryConfigChanges })
   | (Common & { readonly kind: "agent"; readonly agent: AgentOptions })
+  | (Common & {
+      readonly kind: "deployment create";
+      /** A path, or `-` for stdin. */
+      readonly file: string;
+      readonly wait: boolean;
+      readonly timeoutSeconds?: number;
+    })
+  | (Common & {
+      readonly kind: "deployment scale";
+      readonly name: string;
+      readonly replicas: number;
+      readonly wait: boolean;
+      readonly timeoutSeconds?: number;
+    })
+  | (Common & {
+      readonly kind: "deployment destroy";
+      readonly name: string;
+      readonly reason?: string;
+      readonly wait: boolean;
+      readonly timeoutSeconds?: number;
+    })
+  | (Common & { readonly kind: "deployment get"; readonly name: string })
+  | (Common & { readonly kind: "deployment routes"; readonly name: string; readonly all: boolean })
+  | (Common & { readonly kind: "deployment list" })
   /** `cairn dashboard`: serves until stopped; port 0 picks a free one. */
   | (Common & { readonly kind: "dashboard"; readonly port: number });

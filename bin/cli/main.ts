@@ -7,6 +7,15 @@ import { explainAwsError } from "./aws-errors.ts";
 import type { CairnApi } from "./cairn-api.ts";
 import { runCancel } from "./commands/cancel.ts";
 import { runDashboard } from "./commands/dashboard.ts";
+import {
+  createdEntry,
+  runDeploymentCreate,
+  runDeploymentDestroy,
+  runDeploymentGet,
+  runDeploymentList,
+  runDeploymentRoutes,
+  runDeploymentScale,
+} from "./commands/deployment.ts";
 import type { CommandContext } from "./commands/context.ts";
 import { runGet } from "./commands/get.ts";
 import { runHistory } from "./commands/history.ts";
@@ -20,10 +29,11 @@ import { runSubmit, submittedEntry, type SubmitRequest } from "./commands/submit
 import { CliError, UsageError } from "./errors.ts";
 import { ExitCode } from "./exit-codes.ts";
 import type { CliIo } from "./io.ts";
-import { readPolicyFile, readSpecFile } from "./document-files.ts";
+import { readDeploymentFile, readPolicyFile, readSpecFile } from "./document-files.ts";
 import { newSessionId } from "./session-id.ts";
 import { explainStoreError } from "./store-errors.ts";
 import { maxJobIdLength } from "../../functions/core/jobs.ts";
+import type { DeploymentSpec } from "../../functions/core/deployments/spec.ts";
 import type { RetryPolicy } from "../../functions/core/retry/policy.ts";
 import { resolveConnection, type Connection } from "./target.ts";
 
@@ -39,6 +49,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     // A bad spec or policy is reported before looking for Cairn: nothing is sent, wherever Cairn is.
     const submit = invocation.kind === "submit" ? submitRequest(invocation, io) : undefined;
+    const deployment =
+      invocation.kind === "deployment create" ? deploymentSpec(invocation.file, io) : undefined;
     const policy =
       invocation.kind === "retry-policy create" || invocation.kind === "retry-policy update"
         ? readPolicyFile(invocation.file, io)
@@ -55,7 +67,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     api = await io.openApi(connection);
     if (invocation.kind === "dashboard") return await runDashboard(invocation.port, connection, { io, api });
-    return await dispatch(invocation, { submit, policy }, { io, api });
+    return await dispatch(invocation, { submit, policy, deployment }, { io, api });
   } catch (error) {
     return report(error, connection, io);
   } finally {
@@ -67,6 +79,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 interface Prepared {
   readonly submit: SubmitRequest | undefined;
   readonly policy: RetryPolicy | undefined;
+  readonly deployment: DeploymentSpec | undefined;
 }
 
 function dispatch(
@@ -115,6 +128,21 @@ function dispatch(
       return runRetryConfigGet(invocation, ctx);
     case "retry-config set":
       return runRetryConfigSet(invocation, ctx);
+    case "deployment create":
+      return runDeploymentCreate(
+        { ...invocation, spec: prepared.deployment ?? deploymentSpec(invocation.file, ctx.io) },
+        ctx,
+      );
+    case "deployment get":
+      return runDeploymentGet(invocation, ctx);
+    case "deployment list":
+      return runDeploymentList(invocation, ctx);
+    case "deployment scale":
+      return runDeploymentScale(invocation, ctx);
+    case "deployment destroy":
+      return runDeploymentDestroy(invocation, ctx);
+    case "deployment routes":
+      return runDeploymentRoutes(invocation, ctx);
     case "agent":
       throw new UsageError("`cairn agent` runs without a session store", "agent");
     case "dashboard":
@@ -145,6 +173,13 @@ function submitRequest(invocation: Extract<Invocation, { kind: "submit" }>, io: 
     output: invocation.output,
     ...(invocation.timeoutSeconds === undefined ? {} : { timeoutSeconds: invocation.timeoutSeconds }),
   };
+}
+
+/** The file's deployment spec, checked against the event that carries it (the bus named later). */
+function deploymentSpec(file: string, io: CliIo): DeploymentSpec {
+  const spec = readDeploymentFile(file, io);
+  createdEntry("-", spec);
+  return spec;
 }
 
 function report(error: unknown, connection: Connection | undefined, io: CliIo): number {

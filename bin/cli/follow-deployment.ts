@@ -1,0 +1,120 @@
+/**
+ * `cairn deployment … --wait`: polls the deployment with its routes until it reaches what was
+ * asked for (READY with the replicas asked for, or DESTROYED), reporting every change of the
+ * deployment's or a route's status as a progress line. One read per poll (the deployment and its
+ * routes are one Query); time and sleeping are passed in, as follow.ts's.
+ */
+import { liveRoutes } from "../../functions/core/deployments/handlers.ts";
+import type { DeploymentWithRoutes, Route } from "../../functions/core/deployments/model.ts";
+import { DeploymentStatus } from "../../functions/core/deployments/tables.ts";
+import type { DeploymentReader } from "./cairn-api.ts";
+import { DeploymentWaitTimeoutError } from "./errors.ts";
+import type { PollOptions } from "./follow.ts";
+
+/** What the wait ends on. */
+export type DeploymentGoal =
+  /** READY with `replicas` live routes (scale: the count asked for; create: the spec's). */
+  { readonly kind: "ready"; readonly replicas: number } | { readonly kind: "destroyed" };
+
+export interface DeploymentFollowOptions extends PollOptions {
+  readonly store: Pick<DeploymentReader, "getDeployment">;
+  /**
+   * Snapshots at or below this version are from before the request was handled (a deployment
+   * created again after it was DESTROYED): they are reported as progress but end nothing.
+   */
+  readonly afterVersion?: number;
+}
+
+export interface FollowedDeployment {
+  /** reached: the goal; destroyed: waiting for READY, it is being (or was) destroyed instead. */
+  readonly outcome: "reached" | "destroyed";
+  readonly found: DeploymentWithRoutes;
+}
+
+export function goalText(goal: DeploymentGoal): string {
+  return goal.kind === "destroyed" ? "DESTROYED" : `READY with ${goal.replicas} replica(s)`;
+}
+
+export async function followDeployment(
+  deploymentId: string,
+  goal: DeploymentGoal,
+  options: DeploymentFollowOptions,
+): Promise<FollowedDeployment> {
+  const { store, nowMs, sleep, progress } = options;
+  const pollMs = options.pollMs ?? 500;
+  const noticeMs = options.notRecordedNoticeMs ?? 30_000;
+  const startMs = nowMs();
+  const deadlineMs =
+    options.timeoutSeconds === undefined ? Number.POSITIVE_INFINITY : startMs + options.timeoutSeconds * 1000;
+  let last: DeploymentWithRoutes | undefined;
+  let noticed = false;
+  for (;;) {
+    const found = await store.getDeployment(deploymentId);
+    if (found !== undefined) {
+      for (const line of changes(last, found)) progress(line);
+      last = found;
+      if (found.deployment.version > (options.afterVersion ?? -1)) {
+        const outcome = judge(found, goal);
+        if (outcome !== undefined) return { outcome, found };
+      }
+    } else if (!noticed && nowMs() - startMs >= noticeMs) {
+      noticed = true;
+      progress(
+        `deployment ${deploymentId} is not recorded yet after ${Math.round(noticeMs / 1000)} s; ` +
+          "is the control plane processing events? (still waiting)",
+      );
+    }
+    const remainingMs = deadlineMs - nowMs();
+    if (remainingMs <= 0) {
+      throw new DeploymentWaitTimeoutError(
+        deploymentId,
+        options.timeoutSeconds ?? 0,
+        goalText(goal),
+        last?.deployment.status,
+      );
+    }
+    await sleep(Math.min(pollMs, remainingMs));
+  }
+}
+
+function judge(
+  { deployment, routes }: DeploymentWithRoutes,
+  goal: DeploymentGoal,
+): FollowedDeployment["outcome"] | undefined {
+  if (goal.kind === "destroyed")
+    return deployment.status === DeploymentStatus.DESTROYED ? "reached" : undefined;
+  if (deployment.status === DeploymentStatus.DESTROYING || deployment.status === DeploymentStatus.DESTROYED) {
+    return "destroyed";
+  }
+  const ready =
+    deployment.status === DeploymentStatus.READY &&
+    deployment.spec.replicas === goal.replicas &&
+    liveRoutes(routes).length === goal.replicas;
+  return ready ? "reached" : undefined;
+}
+
+/** Progress lines: the deployment's status (with its replica counts), then each route's. */
+function changes(before: DeploymentWithRoutes | undefined, now: DeploymentWithRoutes): string[] {
+  const lines: string[] = [];
+  const { deployment, routes } = now;
+  const counts = `${liveRoutes(routes).length} of ${deployment.spec.replicas} replica(s) live`;
+  if (before === undefined) {
+    lines.push(`deployment ${deployment.id}: ${deployment.status} (${counts})`);
+  } else if (before.deployment.status !== deployment.status) {
+    lines.push(`deployment ${deployment.id}: ${before.deployment.status} → ${deployment.status} (${counts})`);
+  }
+  const previous = new Map((before?.routes ?? []).map((r) => [r.id, r]));
+  for (const route of routes) {
+    const was = previous.get(route.id);
+    // A route first seen already TERMINATED is history, not progress.
+    if (was === undefined && before === undefined && route.status === "TERMINATED") continue;
+    if (was === undefined) lines.push(`route ${route.id}: ${route.status}${where(route)}`);
+    else if (was.status !== route.status)
+      lines.push(`route ${route.id}: ${was.status} → ${route.status}${where(route)}`);
+  }
+  return lines;
+}
+
+function where(route: Route): string {
+  return route.agentId === undefined ? "" : ` on ${route.agentId}:${route.port ?? "?"}`;
+}
