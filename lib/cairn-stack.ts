@@ -5,6 +5,7 @@
  */
 import { CfnOutput, Stack, type StackProps } from "aws-cdk-lib";
 import type { Construct } from "constructs";
+import { QUEUES } from "../functions/topology/index.ts";
 import { Cairn } from "./cairn.ts";
 import type { CairnProps } from "./props.ts";
 
@@ -88,9 +89,10 @@ export class CairnStack extends Stack {
     // One output per queue (a URL each, not a joined list): CoordinatorQueueUrl, HeartbeatQueueUrl,
     // DeliveryDeadLetterQueueUrl, CoordinatorQueueDeadLetterQueueUrl, …
     for (const [name, queue] of cairn.queues) {
+      const consumer = QUEUES.find((q) => q.name === name)?.consumer ?? "its consumer";
       new CfnOutput(this, `${name}Url`, {
         value: queue.queueUrl,
-        description: `Queue feeding the coordinator (${name})`,
+        description: `Queue feeding the ${consumer} function (${name})`,
       });
     }
     for (const [name, queue] of cairn.deadLetterQueues) {
@@ -99,7 +101,7 @@ export class CairnStack extends Stack {
         description:
           queue === cairn.deadLetterQueues.get("DeliveryDeadLetterQueue")
             ? "Dead-letter queue of events EventBridge could not deliver to a rule or sweep target"
-            : `Dead-letter queue of messages the coordinator failed ${cairn.settings.maxReceiveCount} times (${name})`,
+            : `Dead-letter queue of messages its consumer failed ${cairn.settings.maxReceiveCount} times (${name})`,
       });
     }
   }

@@ -1,9 +1,10 @@
 /**
  * The whole of Cairn as one construct to drop into a CDK app: the sessions table, the event bus
- * and its rules, the coordinator queue, the session-lifecycle state machine, the functions, the
- * sweep, the dashboard and the alarms, the kernel log group, the managed policies for agents
- * and clients, and, with the `fargate` prop, the Fargate executor (lib/fargate.ts). Everything topological (functions, rules, queues, state
- * machine, sweep) comes from functions/topology/index.ts, which the embedded runtime also builds from.
+ * and its rules, the work queues, the lifecycle state machines (sessions, deployments, routes),
+ * the functions, the sweeps, the dashboard and the alarms, the kernel log group, the managed
+ * policies for agents and clients, and, with the `fargate` prop, the Fargate executor
+ * (lib/fargate.ts). Everything topological (functions, rules, queues, state machines, sweeps)
+ * comes from functions/topology/index.ts, which the embedded runtime also builds from.
  *
  * ```ts
  * const cairn = new Cairn(stack, "Cairn", { deletionProtection: false, removalPolicy: RemovalPolicy.DESTROY });
@@ -20,7 +21,13 @@ import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
-import { FARGATE, FUNCTIONS, type FunctionName } from "../functions/topology/index.ts";
+import {
+  FARGATE,
+  FUNCTIONS,
+  StateMachineName,
+  stateMachinesOf,
+  type FunctionName,
+} from "../functions/topology/index.ts";
 import { CairnAgentAccess } from "./agent-access.ts";
 import { CairnEventSchemas } from "./event-schemas.ts";
 import { CairnFargate } from "./fargate.ts";
@@ -29,22 +36,37 @@ import { CairnMonitoring } from "./monitoring.ts";
 import { agentQueuesArn, grantUses } from "./permissions.ts";
 import { resolveCairnProps, type CairnProps, type ResolvedCairnProps } from "./props.ts";
 import { CairnRouting } from "./routing.ts";
-import { LifecycleStateMachine, lifecycleDecl, stateMachineArnFor } from "./state-machine.ts";
+import { TopologyError } from "./errors.ts";
+import {
+  LifecycleStateMachine,
+  stateMachineArnFor,
+  stateMachineConstructId,
+  stateMachineDecls,
+  stateMachineNameFor,
+} from "./state-machine.ts";
 import { createSessionsTable } from "./table.ts";
 
 export class Cairn extends Construct {
   readonly settings: ResolvedCairnProps;
   readonly table: dynamodb.Table;
   readonly bus: events.EventBus;
+  /** The session lifecycle (the CLI's StateMachineArn). */
   readonly stateMachine: sfn.StateMachine;
-  /** The state machine's ARN written from its fixed name (no reference to the resource). */
+  /** Every lifecycle state machine the topology declares, by its declared name. */
+  readonly stateMachines: ReadonlyMap<StateMachineName, sfn.StateMachine>;
+  /** The session lifecycle's ARN written from its fixed name (no reference to the resource). */
   readonly stateMachineArnByName: string;
+  /** Each state machine's ARN written from its fixed name, as the functions are told it. */
+  readonly stateMachineArnsByName: ReadonlyMap<StateMachineName, string>;
   readonly functions: ReadonlyMap<FunctionName, NodejsFunction>;
   readonly queues: ReadonlyMap<string, sqs.Queue>;
   /** Every dead-letter queue, by the name the dashboard and the alarms use. */
   readonly deadLetterQueues: ReadonlyMap<string, sqs.Queue>;
   readonly rules: ReadonlyMap<string, events.Rule>;
+  /** The safety sweep (SWEEP). */
   readonly sweep: events.Rule;
+  /** Every scheduled sweep (SWEEPS), by name. */
+  readonly sweeps: ReadonlyMap<string, events.Rule>;
   readonly dashboard: cloudwatch.Dashboard;
   readonly alarms: readonly cloudwatch.Alarm[];
   /** Kernel output, one stream per kernel run, written by the agents (KernelLogGroupName). */
@@ -69,41 +91,74 @@ export class Cairn extends Construct {
         "Cairn: session submissions, cancels, agent reports in; status changes and kernel commands out",
     });
 
-    // The state machine's definition names the EnterStage function, and every function is told
-    // the state machine's ARN (functions/config.ts requires it). A fixed name lets the ARN be
+    // A state machine's definition names functions (EnterStage, EnterFamilyStage), and functions
+    // are told the ARNs of state machines (functions/config.ts). Fixed names let each ARN be
     // written as a string that references no resource, so there is no dependency cycle.
-    const lifecycle = lifecycleDecl();
-    const stateMachineName = `${Names.uniqueResourceName(this, {
-      maxLength: 80 - lifecycle.name.length - 1,
-      separator: "-",
-    })}-${lifecycle.name}`;
+    const decls = stateMachineDecls();
+    const physicalNames = new Map(decls.map((d) => [d.name, stateMachineNameFor(this, d)] as const));
+    this.stateMachineArnsByName = new Map(
+      [...physicalNames].map(([name, physical]) => [name, stateMachineArnFor(this, physical)] as const),
+    );
     const functions = new CairnFunctions(this, "Functions", {
       settings,
       environment: {
         tableName: this.table.tableName,
         eventBusName: this.bus.eventBusName,
-        stateMachineArn: stateMachineArnFor(this, stateMachineName),
+        stateMachineArns: this.stateMachineArnsByName,
       },
     });
     this.functions = functions.byName;
 
-    this.stateMachine = new LifecycleStateMachine(this, "Lifecycle", {
-      settings,
-      functions,
-      stateMachineName,
-    }).stateMachine;
+    const stateMachines = new Map<StateMachineName, sfn.StateMachine>();
+    for (const decl of decls) {
+      const machine = new LifecycleStateMachine(this, stateMachineConstructId(decl), {
+        settings,
+        functions,
+        decl,
+        stateMachineName: physicalNames.get(decl.name)!,
+      });
+      stateMachines.set(decl.name, machine.stateMachine);
+    }
+    this.stateMachines = stateMachines;
+    const session = stateMachines.get(StateMachineName.SessionLifecycle);
+    if (!session) {
+      throw new TopologyError("STATE_MACHINES", `must declare ${StateMachineName.SessionLifecycle}`);
+    }
+    this.stateMachine = session;
 
     const agentQueues = agentQueuesArn(this, settings.agentQueuePrefix);
-    // A function the definition names (EnterStage, which completes callbacks too) is granted
-    // the state machine by its fixed name: a reference would make a dependency cycle.
-    const byName = sfn.StateMachine.fromStateMachineName(this, "LifecycleByName", stateMachineName);
-    this.stateMachineArnByName = byName.stateMachineArn;
-    const named = new Set(Object.values(lifecycle.substitutions));
+    // A function a definition names is granted that state machine by its fixed name: a reference
+    // would make a dependency cycle (definition → function → its policy → state machine).
+    const byName = new Map(
+      decls.map(
+        (d) =>
+          [
+            d.name,
+            sfn.StateMachine.fromStateMachineName(
+              this,
+              `${stateMachineConstructId(d)}ByName`,
+              physicalNames.get(d.name)!,
+            ),
+          ] as const,
+      ),
+    );
+    this.stateMachineArnByName = byName.get(StateMachineName.SessionLifecycle)!.stateMachineArn;
     for (const decl of FUNCTIONS) {
       grantUses(functions.get(decl.name), decl.uses, {
         table: this.table,
         bus: this.bus,
-        stateMachine: named.has(decl.name) ? byName : this.stateMachine,
+        stateMachines: stateMachinesOf(decl).map((name) => {
+          const machine = decls.find((d) => d.name === name);
+          if (!machine) {
+            throw new TopologyError(
+              `FUNCTIONS ${decl.name}.stateMachines`,
+              `${name} is not declared in STATE_MACHINES`,
+            );
+          }
+          return Object.values(machine.substitutions).includes(decl.name)
+            ? byName.get(name)!
+            : stateMachines.get(name)!;
+        }),
         agentQueuesArn: agentQueues,
       });
     }
@@ -140,6 +195,7 @@ export class Cairn extends Construct {
     this.queues = routing.queues;
     this.rules = routing.rules;
     this.sweep = routing.sweep;
+    this.sweeps = routing.sweeps;
     this.deadLetterQueues = new Map<string, sqs.Queue>([
       ["DeliveryDeadLetterQueue", routing.deliveryDeadLetterQueue],
       ...[...routing.queueDeadLetterQueues].map(([name, q]) => [`${name}DeadLetterQueue`, q] as const),
@@ -148,7 +204,7 @@ export class Cairn extends Construct {
     const monitoring = new CairnMonitoring(this, "Monitoring", {
       settings,
       functions: functions.byName,
-      stateMachine: this.stateMachine,
+      stateMachines: this.stateMachines,
       deadLetterQueues: this.deadLetterQueues,
       queues: this.queues,
     });

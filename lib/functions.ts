@@ -12,7 +12,15 @@ import * as lambda from "aws-cdk-lib/aws-lambda";
 import { NodejsFunction, OutputFormat, type BundlingOptions } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
-import { FARGATE, FUNCTIONS, type FunctionDecl, type FunctionName } from "../functions/topology/index.ts";
+import {
+  FARGATE,
+  FUNCTIONS,
+  STATE_MACHINES,
+  StateMachineName,
+  stateMachinesOf,
+  type FunctionDecl,
+  type FunctionName,
+} from "../functions/topology/index.ts";
 import { METRICS_SERVICE } from "../functions/topology/metrics.ts";
 import { TopologyError } from "./errors.ts";
 import { acknowledge, NAG_ACKNOWLEDGEMENTS } from "./nag-acknowledgements.ts";
@@ -39,7 +47,33 @@ export const FUNCTION_BUNDLING = {
 export interface FunctionEnvironment {
   readonly tableName: string;
   readonly eventBusName: string;
-  readonly stateMachineArn: string;
+  /** Each declared state machine's ARN, written from its fixed name (no reference to the resource). */
+  readonly stateMachineArns: ReadonlyMap<StateMachineName, string>;
+}
+
+/**
+ * The state machine ARNs a function is told, each by its `arnVariable`: those of the machines its
+ * statemachine:* uses apply to (`stateMachinesOf`), and the session lifecycle's always, as
+ * functions/config.ts requires CAIRN_STATE_MACHINE_ARN of every function. An ARN grants nothing.
+ */
+export function stateMachineEnvironment(
+  decl: FunctionDecl,
+  arns: ReadonlyMap<StateMachineName, string>,
+): Record<string, string> {
+  const names = new Set([StateMachineName.SessionLifecycle, ...stateMachinesOf(decl)]);
+  return Object.fromEntries(
+    [...names].map((name) => {
+      const machine = STATE_MACHINES.find((m) => m.name === name);
+      const arn = arns.get(name);
+      if (!machine || arn === undefined) {
+        throw new TopologyError(
+          `FUNCTIONS ${decl.name}.stateMachines`,
+          `${name} is not declared in STATE_MACHINES`,
+        );
+      }
+      return [machine.arnVariable, arn];
+    }),
+  );
 }
 
 export interface CairnFunctionsProps {
@@ -110,7 +144,7 @@ export class CairnFunctions extends Construct {
       environment: {
         CAIRN_TABLE_NAME: environment.tableName,
         CAIRN_EVENT_BUS_NAME: environment.eventBusName,
-        CAIRN_STATE_MACHINE_ARN: environment.stateMachineArn,
+        ...stateMachineEnvironment(decl, environment.stateMachineArns),
         CAIRN_SHARDS: String(settings.shards),
         CAIRN_AGENT_TIMEOUT_MS: String(settings.agentTimeoutMs),
         CAIRN_BATCH_LIMIT: String(settings.batchLimit),

@@ -1,7 +1,8 @@
 /**
  * What an operator watches: one dashboard (sessions per status, transitions, coordinator work,
  * handler errors, dead letters, executions) and the alarms that say "look now": failed or
- * timed-out executions, dead letters, handler errors, sessions stuck beyond their stage timeout.
+ * timed-out executions of each lifecycle state machine, dead letters, handler errors, sessions
+ * stuck beyond their stage timeout.
  * Cairn's own metrics come from the handlers through Powertools (functions/handlers/metrics.ts
  * names them; this file reads the same names).
  */
@@ -21,7 +22,8 @@ const CENSUS_PERIOD = Duration.minutes(1);
 export interface CairnMonitoringProps {
   readonly settings: ResolvedCairnProps;
   readonly functions: ReadonlyMap<string, lambda.IFunction>;
-  readonly stateMachine: sfn.IStateMachine;
+  /** The lifecycle state machines by declared name (SessionLifecycle, DeploymentLifecycle, …). */
+  readonly stateMachines: ReadonlyMap<string, sfn.IStateMachine>;
   /** Dead-letter queues by a display name. */
   readonly deadLetterQueues: ReadonlyMap<string, sqs.IQueue>;
   /** Work queues by a display name (backlog and age on the dashboard). */
@@ -34,7 +36,7 @@ export class CairnMonitoring extends Construct {
 
   constructor(scope: Construct, id: string, props: CairnMonitoringProps) {
     super(scope, id);
-    const { settings, stateMachine } = props;
+    const { settings, stateMachines } = props;
     const cairn = (name: MetricName, statistic: string, period: Duration, extra?: Record<string, string>) =>
       new cloudwatch.Metric({
         namespace: settings.metricsNamespace,
@@ -55,27 +57,31 @@ export class CairnMonitoring extends Construct {
     };
 
     // --- alarms ------------------------------------------------------------------------------
-    const executionsFailed = new cloudwatch.MathExpression({
-      expression: "FILL(failed, 0) + FILL(timedOut, 0)",
-      usingMetrics: {
-        failed: stateMachine.metricFailed({ period: PERIOD, statistic: "Sum" }),
-        timedOut: stateMachine.metricTimedOut({ period: PERIOD, statistic: "Sum" }),
-      },
-      label: "Executions failed or timed out",
-      period: PERIOD,
-    });
-    alarm("ExecutionsFailedAlarm", {
-      alarmDescription:
-        "A session's lifecycle execution failed or timed out: its session is no longer carried through its lifecycle. Find the execution by the session id in the Step Functions console.",
-      metric: executionsFailed,
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    for (const [name, stateMachine] of stateMachines) {
+      // What a machine carries, from its declared name: SessionLifecycle → session.
+      const what = name.replace(/Lifecycle$/, "").toLowerCase();
+      const executionsFailed = new cloudwatch.MathExpression({
+        expression: "FILL(failed, 0) + FILL(timedOut, 0)",
+        usingMetrics: {
+          failed: stateMachine.metricFailed({ period: PERIOD, statistic: "Sum" }),
+          timedOut: stateMachine.metricTimedOut({ period: PERIOD, statistic: "Sum" }),
+        },
+        label: `${name} executions failed or timed out`,
+        period: PERIOD,
+      });
+      // The session lifecycle's alarm keeps the id it had when it was the only one.
+      alarm(name === "SessionLifecycle" ? "ExecutionsFailedAlarm" : `${name}ExecutionsFailedAlarm`, {
+        alarmDescription: `A ${what}'s lifecycle execution (${name}) failed or timed out: its ${what} is no longer carried through its lifecycle. Find the execution by the ${what} id in the Step Functions console.`,
+        metric: executionsFailed,
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    }
     for (const [name, queue] of props.deadLetterQueues) {
       alarm(`${name}MessagesAlarm`, {
-        alarmDescription: `Messages in ${name}: events or coordinator batches that could not be delivered or processed. Inspect them, fix the cause, then redrive.`,
+        alarmDescription: `Messages in ${name}: events or batches that could not be delivered or processed. Inspect them, fix the cause, then redrive.`,
         metric: queue.metricApproximateNumberOfMessagesVisible({ period: PERIOD, statistic: "Maximum" }),
         threshold: 1,
         evaluationPeriods: 1,
@@ -193,7 +199,7 @@ export class CairnMonitoring extends Construct {
             8,
           ),
           graph(
-            "Coordinator queue: oldest message age (s)",
+            "Work queues: oldest message age (s)",
             [...props.queues].map(([name, q]) =>
               q.metricApproximateAgeOfOldestMessage({ period: PERIOD, statistic: "Maximum", label: name }),
             ),
@@ -205,9 +211,9 @@ export class CairnMonitoring extends Construct {
             8,
           ),
         ],
-        [
+        [...stateMachines].map(([name, stateMachine]) =>
           graph(
-            "Lifecycle executions",
+            `${name} executions`,
             [
               stateMachine.metricStarted({ period: PERIOD, statistic: "Sum", label: "started" }),
               stateMachine.metricSucceeded({ period: PERIOD, statistic: "Sum", label: "succeeded" }),
@@ -215,9 +221,9 @@ export class CairnMonitoring extends Construct {
               stateMachine.metricTimedOut({ period: PERIOD, statistic: "Sum", label: "timed out" }),
               stateMachine.metricAborted({ period: PERIOD, statistic: "Sum", label: "aborted" }),
             ],
-            24,
+            Math.max(6, Math.floor(24 / stateMachines.size)),
           ),
-        ],
+        ),
       ],
     });
   }

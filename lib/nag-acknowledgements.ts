@@ -15,7 +15,7 @@ export interface NagAcknowledgement {
 
 /** X-Ray actions that Lambda active tracing adds to a function's role. */
 export const LAMBDA_XRAY_ACTIONS = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"] as const;
-/** Actions the state machine's role holds on `*`: vended-log delivery and X-Ray. */
+/** Actions each state machine's role holds on `*`: vended-log delivery and X-Ray. */
 export const STATE_MACHINE_WILDCARD_ACTIONS = [
   "logs:CreateLogDelivery",
   "logs:GetLogDelivery",
@@ -40,7 +40,7 @@ export const NAG_ACKNOWLEDGEMENTS = {
   stateMachineRoleLogsAndXRay: {
     id: "AwsSolutions-IAM5[Resource::*]",
     reason:
-      "Resource '*' carries only CloudWatch Logs vended-log delivery (logs:CreateLogDelivery, GetLogDelivery, UpdateLogDelivery, DeleteLogDelivery, ListLogDeliveries, PutResourcePolicy, DescribeResourcePolicies, DescribeLogGroups), which Step Functions logging requires on '*', and X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules, GetSamplingTargets), which supports no resource-level permissions. lambda:InvokeFunction is scoped to the EnterStage function.",
+      "Resource '*' carries only CloudWatch Logs vended-log delivery (logs:CreateLogDelivery, GetLogDelivery, UpdateLogDelivery, DeleteLogDelivery, ListLogDeliveries, PutResourcePolicy, DescribeResourcePolicies, DescribeLogGroups), which Step Functions logging requires on '*', and X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules, GetSamplingTargets), which supports no resource-level permissions. lambda:InvokeFunction is scoped to the functions the state machine's definition names (EnterStage; EnterFamilyStage for the deployment and route lifecycles), and states:StartExecution, where the definition renews its execution, to the state machine itself.",
   },
   deliveryDeadLetterQueue: {
     id: "AwsSolutions-SQS3",

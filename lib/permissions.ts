@@ -13,6 +13,7 @@ import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import type { IConstruct } from "constructs";
 import { TABLE_SCHEMA } from "../functions/topology/table-schema.ts";
 import type { FunctionDecl } from "../functions/topology/index.ts";
+import { TopologyError } from "./errors.ts";
 import { acknowledgeWildcardResource, NAG_WILDCARD_RESOURCES } from "./nag-acknowledgements.ts";
 
 export type Use = FunctionDecl["uses"][number];
@@ -62,7 +63,12 @@ export const AGENT_QUEUE_SEND_ACTIONS = ["sqs:GetQueueUrl", "sqs:SendMessage"] a
 export interface GrantTargets {
   readonly table: dynamodb.ITable;
   readonly bus: events.IEventBus;
-  readonly stateMachine: sfn.IStateMachine;
+  /**
+   * The state machines the function's statemachine:* uses apply to (the topology's
+   * `stateMachinesOf`), and no other: the session coordinator cannot start a deployment's
+   * execution, nor the deployments' function a session's.
+   */
+  readonly stateMachines: readonly sfn.IStateMachine[];
   /** Every agent queue, `arn:…:sqs:<region>:<account>:<prefix>*` (agentQueuesArn). */
   readonly agentQueuesArn: string;
 }
@@ -77,6 +83,9 @@ export function agentQueuesArn(scope: IConstruct, prefix: string): string {
 
 /** Adds to the function's role exactly what its `uses` need. */
 export function grantUses(fn: lambda.IFunction, uses: readonly Use[], targets: GrantTargets): void {
+  if (uses.some((use) => use.startsWith("statemachine:")) && targets.stateMachines.length === 0) {
+    throw new TopologyError(`FUNCTIONS ${fn.node.id}`, "uses statemachine:* but names no state machine");
+  }
   for (const use of new Set(uses)) {
     for (const statement of statementsFor(use, targets)) fn.addToRolePolicy(statement);
   }
@@ -84,13 +93,14 @@ export function grantUses(fn: lambda.IFunction, uses: readonly Use[], targets: G
     acknowledgeWildcardResource(fn.role, targets.agentQueuesArn, NAG_WILDCARD_RESOURCES.functionAgentQueues);
   }
   if (fn.role && uses.includes("statemachine:describe")) {
-    acknowledgeWildcardResource(fn.role, executionsArn(targets.stateMachine), EXECUTIONS_WILDCARD);
+    for (const stateMachine of targets.stateMachines)
+      acknowledgeWildcardResource(fn.role, executionsArn(stateMachine), EXECUTIONS_WILDCARD);
   }
 }
 
 export function statementsFor(
   use: Use,
-  { table, bus, stateMachine, agentQueuesArn }: GrantTargets,
+  { table, bus, stateMachines, agentQueuesArn }: GrantTargets,
 ): iam.PolicyStatement[] {
   switch (use) {
     case "table":
@@ -105,17 +115,20 @@ export function statementsFor(
       return [new iam.PolicyStatement({ actions: [...BUS_PUT_ACTIONS], resources: [bus.eventBusArn] })];
     case "statemachine:start":
       return [
-        new iam.PolicyStatement({ actions: [...START_ACTIONS], resources: [stateMachine.stateMachineArn] }),
+        new iam.PolicyStatement({ actions: [...START_ACTIONS], resources: stateMachineArns(stateMachines) }),
       ];
     case "statemachine:describe":
       return [
-        new iam.PolicyStatement({ actions: [...DESCRIBE_ACTIONS], resources: [executionsArn(stateMachine)] }),
+        new iam.PolicyStatement({
+          actions: [...DESCRIBE_ACTIONS],
+          resources: stateMachines.map(executionsArn),
+        }),
       ];
     case "statemachine:callback":
       return [
         new iam.PolicyStatement({
           actions: [...CALLBACK_ACTIONS],
-          resources: [stateMachine.stateMachineArn],
+          resources: stateMachineArns(stateMachines),
         }),
       ];
     case "agents:open":
@@ -127,6 +140,10 @@ export function statementsFor(
         new iam.PolicyStatement({ actions: [...AGENT_QUEUE_SEND_ACTIONS], resources: [agentQueuesArn] }),
       ];
   }
+}
+
+function stateMachineArns(stateMachines: readonly sfn.IStateMachine[]): string[] {
+  return stateMachines.map((m) => m.stateMachineArn);
 }
 
 /** Every execution of the state machine: `arn:…:states:<region>:<account>:execution:<name>:*`. */

@@ -1,7 +1,7 @@
 /**
  * How events reach the functions, from the topology: the rules on Cairn's bus deliver to the
  * coordinator queue, an SQS event source feeds the queue to its consumer in batches with partial
- * batch failures, and the sweep schedule invokes its target directly. Every rule target has a
+ * batch failures, and each sweep's schedule puts a scheduled event on its queue. Every rule target has a
  * retry policy and a dead-letter queue for events it could not deliver; every work queue has its
  * own redrive dead-letter queue. Heartbeats are disposable: they are dropped, not dead-lettered,
  * once they are older than the agent timeout. All queues are encrypted and refuse requests
@@ -22,6 +22,8 @@ import {
   RULES,
   RuleBus,
   SWEEP,
+  SWEEPS,
+  type SweepDecl,
 } from "../functions/topology/index.ts";
 import { TopologyError } from "./errors.ts";
 import { acknowledge, NAG_ACKNOWLEDGEMENTS } from "./nag-acknowledgements.ts";
@@ -76,7 +78,10 @@ export class CairnRouting extends Construct {
   /** Events a rule target (or the sweep) could not deliver within its retry policy. */
   readonly deliveryDeadLetterQueue: sqs.Queue;
   readonly rules: ReadonlyMap<string, events.Rule>;
+  /** The safety sweep (SWEEP). */
   readonly sweep: events.Rule;
+  /** Every scheduled sweep (SWEEPS), by name. */
+  readonly sweeps: ReadonlyMap<string, events.Rule>;
 
   constructor(scope: Construct, id: string, props: CairnRoutingProps) {
     super(scope, id);
@@ -169,26 +174,40 @@ export class CairnRouting extends Construct {
     }
     this.rules = rules;
 
-    // Schedules live on the default bus. The sweep goes onto the placement queue (SWEEP.target),
-    // in its message group, so its scheduling pass is serialized with the others; a sweep is stale
-    // once the next one is due, so EventBridge gives up delivering it after one period.
-    const sweepQueue = queues.get(SWEEP.target.queue);
-    if (!sweepQueue) {
-      throw new TopologyError("SWEEP.target", `queue ${SWEEP.target.queue} is not declared`);
-    }
-    const period = Duration.seconds(sweepRateSeconds());
-    this.sweep = new events.Rule(this, SWEEP.name, {
-      description: "Safety sweep: runs every handler pass for anything an event missed",
-      schedule: events.Schedule.rate(period),
-      targets: [
-        new targets.SqsQueue(sweepQueue, {
-          deadLetterQueue: this.deliveryDeadLetterQueue,
-          retryAttempts: 2,
-          maxEventAge: period,
-          ...messageGroupOf(SWEEP.target.queue),
+    // Schedules live on the default bus. Each sweep goes onto its queue (the safety sweep onto
+    // the placement queue), in the queue's message group, so its pass takes its turn with the
+    // others; a sweep is stale once the next one is due, so EventBridge gives up delivering it
+    // after one period.
+    const sweeps = new Map<string, events.Rule>();
+    for (const decl of SWEEPS) {
+      if (sweeps.has(decl.name) || rules.has(decl.name)) {
+        throw new TopologyError(`SWEEPS ${decl.name}`, "declared twice");
+      }
+      const sweepQueue = queues.get(decl.target.queue);
+      if (!sweepQueue) {
+        throw new TopologyError(`SWEEPS ${decl.name}.target`, `queue ${decl.target.queue} is not declared`);
+      }
+      const period = Duration.seconds(sweepRateSeconds(decl));
+      sweeps.set(
+        decl.name,
+        new events.Rule(this, decl.name, {
+          description: `${decl.name}: every ${period.toMinutes()} min, runs ${consumerOf(decl.target.queue)}'s passes on ${decl.target.queue} for anything an event missed`,
+          schedule: events.Schedule.rate(period),
+          targets: [
+            new targets.SqsQueue(sweepQueue, {
+              deadLetterQueue: this.deliveryDeadLetterQueue,
+              retryAttempts: 2,
+              maxEventAge: period,
+              ...messageGroupOf(decl.target.queue),
+            }),
+          ],
         }),
-      ],
-    });
+      );
+    }
+    this.sweeps = sweeps;
+    const sweep = sweeps.get(SWEEP.name);
+    if (!sweep) throw new TopologyError("SWEEPS", `must include the safety sweep ${SWEEP.name}`);
+    this.sweep = sweep;
   }
 }
 
@@ -213,14 +232,19 @@ function secureQueue(scope: Construct, id: string, props: sqs.QueueProps): sqs.Q
 }
 
 /** EventBridge schedules count whole minutes; the topology states seconds. */
-export function sweepRateSeconds(): number {
-  if (!Number.isInteger(SWEEP.rateSeconds) || SWEEP.rateSeconds < 60 || SWEEP.rateSeconds % 60 !== 0) {
+export function sweepRateSeconds(decl: SweepDecl): number {
+  if (!Number.isInteger(decl.rateSeconds) || decl.rateSeconds < 60 || decl.rateSeconds % 60 !== 0) {
     throw new TopologyError(
-      "SWEEP.rateSeconds",
-      `must be a whole number of minutes, got ${SWEEP.rateSeconds}`,
+      `SWEEPS ${decl.name}.rateSeconds`,
+      `must be a whole number of minutes, got ${decl.rateSeconds}`,
     );
   }
-  return SWEEP.rateSeconds;
+  return decl.rateSeconds;
+}
+
+/** The function a queue feeds. */
+function consumerOf(name: QueueName): string {
+  return QUEUES.find((q) => q.name === name)?.consumer ?? name;
 }
 
 /** Event pattern fields as EventBridge writes them → the CDK's EventPattern keys. */

@@ -1,17 +1,19 @@
 /**
- * The session-lifecycle state machine, loaded from the ASL file the topology names (the same file
- * the embedded runtime runs) with its `${…}` placeholders bound to function ARNs as definition
- * substitutions. Standard workflow, logging ALL to CloudWatch Logs, X-Ray tracing on, and a role
- * that may invoke exactly the substituted functions.
+ * The lifecycle state machines, one per STATE_MACHINES entry (sessions; deployments and routes,
+ * issue 15), each loaded from the ASL file the topology names (the same file the embedded runtime
+ * runs) with its `${…}` placeholders bound to function ARNs as definition substitutions. Standard
+ * workflow, logging ALL to CloudWatch Logs, X-Ray tracing on, and a role that may invoke exactly
+ * the substituted functions and, where the definition renews its execution (a family's `Renew`),
+ * start executions of this state machine and no other.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ArnFormat, Fn, Stack } from "aws-cdk-lib";
+import { ArnFormat, Fn, Names, Stack } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
-import { STATE_MACHINES, type StateMachineDecl } from "../functions/topology/index.ts";
+import { STATE_MACHINES, StateMachineName, type StateMachineDecl } from "../functions/topology/index.ts";
 import { TopologyError } from "./errors.ts";
 import { acknowledge, NAG_ACKNOWLEDGEMENTS } from "./nag-acknowledgements.ts";
 import { PROJECT_ROOT, type CairnFunctions } from "./functions.ts";
@@ -19,17 +21,6 @@ import type { ResolvedCairnProps } from "./props.ts";
 
 /** `${Name}` placeholders, as Step Functions definition substitutions write them. */
 const PLACEHOLDER = /\$\{([A-Za-z0-9_]+)\}/g;
-
-/** The one lifecycle state machine: the functions get a single CAIRN_STATE_MACHINE_ARN. */
-export function lifecycleDecl(): StateMachineDecl {
-  if (STATE_MACHINES.length !== 1) {
-    throw new TopologyError(
-      "STATE_MACHINES",
-      `must declare exactly one state machine, found ${STATE_MACHINES.length}`,
-    );
-  }
-  return STATE_MACHINES[0]!;
-}
 
 /** The ASL text and the placeholders it uses, checked against the declared substitutions. */
 export function loadDefinition(decl: StateMachineDecl): string {
@@ -55,10 +46,95 @@ export function loadDefinition(decl: StateMachineDecl): string {
   return text;
 }
 
+/**
+ * The declared state machines, checked: each name and each ARN variable once (a function is told
+ * each ARN by its variable).
+ */
+export function stateMachineDecls(): readonly StateMachineDecl[] {
+  const names = new Set<string>();
+  const variables = new Set<string>();
+  for (const decl of STATE_MACHINES) {
+    if (names.has(decl.name)) throw new TopologyError(`STATE_MACHINES ${decl.name}`, "declared twice");
+    if (variables.has(decl.arnVariable)) {
+      throw new TopologyError(
+        `STATE_MACHINES ${decl.name}.arnVariable`,
+        `${decl.arnVariable} is another state machine's too`,
+      );
+    }
+    names.add(decl.name);
+    variables.add(decl.arnVariable);
+  }
+  return STATE_MACHINES;
+}
+
+/**
+ * The physical name of a declared state machine: unique to the construct, ending in the declared
+ * name (80 characters at most). Fixed, so that functions and roles can be told its ARN without
+ * referencing the resource.
+ */
+export function stateMachineNameFor(scope: Construct, decl: StateMachineDecl): string {
+  const prefix = Names.uniqueResourceName(scope, { maxLength: 80 - decl.name.length - 1, separator: "-" });
+  return `${prefix}-${decl.name}`;
+}
+
+/**
+ * The construct id of a declared state machine. The session lifecycle's stays `Lifecycle`, the id
+ * it had when it was the only one: its physical name is fixed, so a new logical id would make
+ * CloudFormation create the replacement before deleting the old one, and fail on the name.
+ */
+export function stateMachineConstructId(decl: StateMachineDecl): string {
+  return decl.name === StateMachineName.SessionLifecycle ? "Lifecycle" : decl.name;
+}
+
+const START_EXECUTION = "arn:aws:states:::states:startExecution";
+
+/**
+ * Whether the definition starts executions of its own state machine (a family's `Renew`: the next
+ * generation of a long-lived execution, request-response, linked to its parent by
+ * AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID in its input). Any other use of
+ * states:startExecution (another state machine, `.sync`, a callback) would need grants this stack
+ * does not make, so it fails at synth.
+ */
+export function startsItself(decl: StateMachineDecl, definition: string): boolean {
+  let found = false;
+  const visit = (states: Readonly<Record<string, Record<string, unknown>>>): void => {
+    for (const [name, state] of Object.entries(states)) {
+      const resource = state["Resource"];
+      if (state["Type"] === "Task" && typeof resource === "string" && resource.startsWith(START_EXECUTION)) {
+        const where = `STATE_MACHINES ${decl.name}`;
+        if (resource !== START_EXECUTION) {
+          throw new TopologyError(
+            where,
+            `${decl.file} state ${name}: only request-response ${START_EXECUTION} is granted, not ${resource}`,
+          );
+        }
+        const parameters = (state["Parameters"] ?? {}) as Record<string, unknown>;
+        if (parameters["StateMachineArn.$"] !== "$$.StateMachine.Id") {
+          throw new TopologyError(
+            where,
+            `${decl.file} state ${name}: states:startExecution may start only its own state machine ("StateMachineArn.$": "$$.StateMachine.Id")`,
+          );
+        }
+        found = true;
+      }
+      for (const branch of (state["Branches"] ?? []) as { States: Record<string, Record<string, unknown>> }[])
+        visit(branch.States);
+      for (const key of ["Iterator", "ItemProcessor"]) {
+        const inner = state[key] as { States?: Record<string, Record<string, unknown>> } | undefined;
+        if (inner?.States) visit(inner.States);
+      }
+    }
+  };
+  visit((JSON.parse(definition) as { States: Record<string, Record<string, unknown>> }).States);
+  return found;
+}
+
 export interface LifecycleStateMachineProps {
   readonly settings: ResolvedCairnProps;
   readonly functions: CairnFunctions;
-  /** Physical name: fixed so the functions can be told the ARN without depending on the resource. */
+  /** The topology's declaration of this state machine. */
+  readonly decl: StateMachineDecl;
+  /** Physical name (stateMachineNameFor): the functions are told the ARN without depending on the resource. */
   readonly stateMachineName: string;
 }
 
@@ -68,7 +144,7 @@ export class LifecycleStateMachine extends Construct {
 
   constructor(scope: Construct, id: string, props: LifecycleStateMachineProps) {
     super(scope, id);
-    const decl = lifecycleDecl();
+    const { decl } = props;
     const definition = loadDefinition(decl);
     const substituted = Object.entries(decl.substitutions).map(([key, fnName]) => ({
       key,
@@ -82,9 +158,19 @@ export class LifecycleStateMachine extends Construct {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         actions: ["lambda:InvokeFunction"],
-        resources: substituted.map((s) => s.fn.functionArn),
+        resources: [...new Set(substituted.map((s) => s.fn.functionArn))],
       }),
     );
+    if (startsItself(decl, definition)) {
+      // Its own ARN from its fixed name: a reference would make the state machine depend on its
+      // role's policy and the policy on the state machine.
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: ["states:StartExecution"],
+          resources: [stateMachineArnFor(this, props.stateMachineName)],
+        }),
+      );
+    }
     acknowledge(role, NAG_ACKNOWLEDGEMENTS.stateMachineRoleLogsAndXRay);
     // Vended-log groups under this prefix keep the account's log resource policy small. The
     // group is retained by default, so its name ends with the stack's unique id: a stack deployed

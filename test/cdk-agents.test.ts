@@ -248,7 +248,7 @@ describe("outputs", () => {
     for (const name of s.stack.cairn.deadLetterQueues.keys()) {
       expect(outputs[`${name}Url`]?.Value, name).toEqual({ Ref: queueId(name) });
     }
-    // Four queues, four dead-letter queues (heartbeats have none): each URL its own output.
+    // Five queues, five dead-letter queues (heartbeats have none): each URL its own output.
     expect(
       Object.keys(outputs)
         .filter((k) => k.endsWith("QueueUrl"))
@@ -257,6 +257,8 @@ describe("outputs", () => {
       "CoordinatorQueueDeadLetterQueueUrl",
       "CoordinatorQueueUrl",
       "DeliveryDeadLetterQueueUrl",
+      "DeploymentQueueDeadLetterQueueUrl",
+      "DeploymentQueueUrl",
       "HeartbeatQueueUrl",
       "PlacementQueueDeadLetterQueueUrl",
       "PlacementQueueUrl",

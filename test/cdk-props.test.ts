@@ -2,7 +2,7 @@
  * The construct's props: impossible values and combinations fail at synth with the prop named,
  * and non-default values reach the resources they configure.
  */
-import { FUNCTIONS, QUEUES } from "../functions/topology/index.ts";
+import { FUNCTIONS, QUEUES, STATE_MACHINES } from "../functions/topology/index.ts";
 import { App, Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import { Template } from "aws-cdk-lib/assertions";
@@ -309,16 +309,18 @@ describe("non-default props reach the resources", () => {
   });
 
   test("execution data in the logs when asked; alarm actions on every alarm, for ALARM and OK", () => {
-    const [[, machine]] = resourcesOf(json, "AWS::StepFunctions::StateMachine") as [
-      [string, CfnTemplate["Resources"][string]],
-    ];
-    expect(machine.Properties?.["LoggingConfiguration"]).toMatchObject({
-      Level: "ALL",
-      IncludeExecutionData: true,
-    });
+    const machines = resourcesOf(json, "AWS::StepFunctions::StateMachine");
+    expect(machines).toHaveLength(STATE_MACHINES.length);
+    for (const [id, machine] of machines) {
+      expect(machine.Properties?.["LoggingConfiguration"], id).toMatchObject({
+        Level: "ALL",
+        IncludeExecutionData: true,
+      });
+    }
     const alarms = resourcesOf(json, "AWS::CloudWatch::Alarm");
-    // Failed executions, the delivery DLQ, one per work queue's DLQ, each function, stuck sessions.
-    expect(alarms.length).toBe(1 + 1 + (QUEUES.length - 1) + FUNCTIONS.length + 1);
+    // Failed executions of each state machine, the delivery DLQ, one per work queue's DLQ, each
+    // function, stuck sessions.
+    expect(alarms.length).toBe(STATE_MACHINES.length + 1 + (QUEUES.length - 1) + FUNCTIONS.length + 1);
     for (const [id, alarm] of alarms) {
       expect(alarm.Properties, id).toMatchObject({
         AlarmActions: ["arn:aws:sns:eu-west-1:123456789012:cairn-alarms"],

@@ -9,12 +9,18 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CfnResource as CdkCfnResource, Validations } from "aws-cdk-lib";
-import { Match } from "aws-cdk-lib/assertions";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { TABLE_SCHEMA } from "../functions/topology/table-schema.ts";
 import { loadConfig } from "../functions/config.ts";
 import { MetricName, METRICS_SERVICE } from "../functions/topology/metrics.ts";
-import { FUNCTIONS, QUEUES, type FunctionName } from "../functions/topology/index.ts";
+import {
+  FUNCTIONS,
+  QUEUES,
+  STATE_MACHINES,
+  StateMachineName,
+  stateMachinesOf,
+  type FunctionName,
+} from "../functions/topology/index.ts";
 import { StackOutput } from "../lib/cairn-stack.ts";
 import {
   LAMBDA_XRAY_ACTIONS,
@@ -36,6 +42,7 @@ import {
   TABLE_QUERY_ACTIONS,
   type Use,
 } from "../lib/permissions.ts";
+import { stateMachineConstructId } from "../lib/state-machine.ts";
 import { resourceNamed, resourcesOf, synthesize, type CfnResource, type Synthesized } from "./cdk-synth.ts";
 
 let s: Synthesized;
@@ -94,8 +101,11 @@ function roleStatements(rolePrefix: string): Statement[] {
     .flatMap(([, p]) => (props(p)["PolicyDocument"] as { Statement: Statement[] }).Statement);
 }
 
-function deployedDefinition(): { text: string; substitutions: Record<string, unknown> } {
-  const [, machine] = resourceNamed(s.json, "AWS::StepFunctions::StateMachine", "CairnLifecycle");
+function deployedDefinition(name: StateMachineName = StateMachineName.SessionLifecycle): {
+  text: string;
+  substitutions: Record<string, unknown>;
+} {
+  const machine = s.json.Resources[logicalIdOf(s.stack.cairn.stateMachines.get(name)!)]!;
   return {
     text: props(machine)["DefinitionString"] as string,
     substitutions: props(machine)["DefinitionSubstitutions"] as Record<string, unknown>,
@@ -154,7 +164,9 @@ describe("cdk-nag AwsSolutionsChecks", () => {
         `Cairn/Cairn/Agents/AgentPolicy ${streams}`,
         `Cairn/Cairn/Agents/ClientPolicy ${streams}`,
         `Cairn/Cairn/Functions/CoordinatorRole ${executions}`,
-        "Cairn/Cairn/Lifecycle/Role AwsSolutions-IAM5[Resource::*]",
+        ...STATE_MACHINES.map(
+          (m) => `Cairn/Cairn/${stateMachineConstructId(m)}/Role AwsSolutions-IAM5[Resource::*]`,
+        ),
         "Cairn/Cairn/Routing/DeliveryDeadLetterQueue AwsSolutions-SQS3",
         "Cairn/Cairn/Routing/HeartbeatQueue AwsSolutions-SQS3",
       ].sort(),
@@ -218,10 +230,14 @@ describe("cdk-nag AwsSolutionsChecks", () => {
       );
       expect(wild.flatMap((st) => list(st.Action)).sort(), f.name).toEqual([...LAMBDA_XRAY_ACTIONS].sort());
     }
-    const machineWild = roleStatements("CairnLifecycleRole").filter((st) => list(st.Resource).includes("*"));
-    expect(machineWild.flatMap((st) => list(st.Action)).sort()).toEqual(
-      [...STATE_MACHINE_WILDCARD_ACTIONS].sort(),
-    );
+    for (const m of STATE_MACHINES) {
+      const machineWild = roleStatements(`Cairn${stateMachineConstructId(m)}Role`).filter((st) =>
+        list(st.Resource).includes("*"),
+      );
+      expect(machineWild.flatMap((st) => list(st.Action)).sort(), m.name).toEqual(
+        [...STATE_MACHINE_WILDCARD_ACTIONS].sort(),
+      );
+    }
   });
 });
 
@@ -278,10 +294,10 @@ describe("IAM: least privilege", () => {
     },
   );
 
-  test("table actions name the table and its declared indexes; events, states and sqs actions name the bus, the state machine and the agent queues", () => {
+  test("table actions name the table and its declared indexes; events, states and sqs actions name the bus, the function's state machines and the agent queues", () => {
     const [tableId] = resourceNamed(s.json, "AWS::DynamoDB::Table", "CairnTable");
     const [busId] = resourceNamed(s.json, "AWS::Events::EventBus", "CairnBus");
-    const [machineId] = resourceNamed(s.json, "AWS::StepFunctions::StateMachine", "CairnLifecycle");
+    const machine = (name: StateMachineName) => s.stack.cairn.stateMachines.get(name)!;
     const tableArn = { "Fn::GetAtt": [tableId, "Arn"] };
     for (const f of FUNCTIONS) {
       for (const st of roleStatements(`CairnFunctions${f.name}Role`)) {
@@ -298,16 +314,22 @@ describe("IAM: least privilege", () => {
         } else if (actions.some((a) => a.startsWith("events:"))) {
           expect(st.Resource).toEqual({ "Fn::GetAtt": [busId, "Arn"] });
         } else if (actions.includes("states:DescribeExecution")) {
-          // Its executions: `execution:<the state machine's name>:*`, named off its ARN.
-          expect(st.Resource).toEqual(s.stack.resolve(executionsArn(s.stack.cairn.stateMachine)));
-          expect(JSON.stringify(st.Resource)).toContain(`{"Ref":"${machineId}"}`);
+          // Their executions: `execution:<the state machine's name>:*`, named off its ARN.
+          expect(list(st.Resource), f.name).toEqual(
+            stateMachinesOf(f).map((m): unknown => s.stack.resolve(executionsArn(machine(m)))),
+          );
+          for (const m of stateMachinesOf(f))
+            expect(JSON.stringify(st.Resource)).toContain(`{"Ref":"${logicalIdOf(machine(m))}"}`);
         } else if (actions.some((a) => a.startsWith("states:"))) {
-          // The function the definition names (EnterStage) has it by its fixed name: a Ref would
-          // make a dependency cycle (definition → function → its policy → state machine).
-          expect(st.Resource).toEqual(
-            f.name === "EnterStage"
-              ? s.stack.resolve(s.stack.cairn.stateMachineArnByName)
-              : { Ref: machineId },
+          // The machines of its uses only. A function a definition names (EnterStage) has the
+          // machine by its fixed name: a Ref would make a dependency cycle (definition → function
+          // → its policy → state machine).
+          expect(list(st.Resource), f.name).toEqual(
+            stateMachinesOf(f).map((m): unknown =>
+              Object.values(STATE_MACHINES.find((d) => d.name === m)!.substitutions).includes(f.name)
+                ? s.stack.resolve(s.stack.cairn.stateMachineArnsByName.get(m))
+                : { Ref: logicalIdOf(machine(m)) },
+            ),
           );
         } else if (actions.some((a) => a.startsWith("sqs:"))) {
           // The functions' own queue (the coordinator's event source) by ARN, or the agents' by prefix.
@@ -321,15 +343,20 @@ describe("IAM: least privilege", () => {
     }
   });
 
-  test("the state machine may invoke EnterStage and nothing else", () => {
-    const invoke = roleStatements("CairnLifecycleRole").filter((st) =>
+  test.each([
+    ["SessionLifecycle", "EnterStage"],
+    ["DeploymentLifecycle", "EnterFamilyStage"],
+    ["RouteLifecycle", "EnterFamilyStage"],
+  ] as const)("the %s state machine may invoke %s and no other function", (name, fn) => {
+    const decl = STATE_MACHINES.find((m) => m.name === name)!;
+    const invoke = roleStatements(`Cairn${stateMachineConstructId(decl)}Role`).filter((st) =>
       list(st.Action).some((a) => a.startsWith("lambda:")),
     );
     expect(invoke).toEqual([
       {
         Effect: "Allow",
         Action: "lambda:InvokeFunction",
-        Resource: { "Fn::GetAtt": [functionLogicalId("EnterStage"), "Arn"] },
+        Resource: { "Fn::GetAtt": [functionLogicalId(fn), "Arn"] },
       },
     ]);
   });
@@ -394,6 +421,8 @@ describe("EventBridge rules and queues", () => {
         "CairnRoutingReportQueueDeadLetterQueue",
         "CairnRoutingPlacementQueue",
         "CairnRoutingPlacementQueueDeadLetterQueue",
+        "CairnRoutingDeploymentQueue",
+        "CairnRoutingDeploymentQueueDeadLetterQueue",
         "CairnRoutingDeliveryDeadLetterQueue",
         "CairnRoutingHeartbeatQueue",
       ].sort(),
@@ -412,31 +441,37 @@ describe("EventBridge rules and queues", () => {
   });
 });
 
-describe("the state machine", () => {
-  test("Standard, logging ALL to its CloudWatch log group, X-Ray tracing on", () => {
-    s.template.hasResourceProperties("AWS::StepFunctions::StateMachine", {
-      StateMachineType: "STANDARD",
-      LoggingConfiguration: {
-        Level: "ALL",
-        Destinations: [
-          {
-            CloudWatchLogsLogGroup: {
-              LogGroupArn: { "Fn::GetAtt": [Match.stringLikeRegexp("^CairnLifecycleLogs"), "Arn"] },
+describe("the state machines", () => {
+  test.each(STATE_MACHINES.map((m) => [m.name, m] as const))(
+    "%s: Standard, logging ALL to its own CloudWatch log group, X-Ray tracing on",
+    (_, decl) => {
+      const id = stateMachineConstructId(decl);
+      const machine = s.json.Resources[logicalIdOf(s.stack.cairn.stateMachines.get(decl.name)!)]!;
+      expect(props(machine)).toMatchObject({
+        StateMachineType: "STANDARD",
+        LoggingConfiguration: {
+          Level: "ALL",
+          Destinations: [
+            {
+              CloudWatchLogsLogGroup: {
+                LogGroupArn: {
+                  "Fn::GetAtt": [resourceNamed(s.json, "AWS::Logs::LogGroup", `Cairn${id}Logs`)[0], "Arn"],
+                },
+              },
             },
-          },
-        ],
-      },
-      TracingConfiguration: { Enabled: true },
-    });
-    // Ends with the stack's unique id (test/cdk-redeploy.test.ts), so a Join.
-    s.template.hasResourceProperties("AWS::Logs::LogGroup", {
-      LogGroupName: {
-        "Fn::Join": ["", Match.arrayWith([Match.stringLikeRegexp("^/aws/vendedlogs/states/")])],
-      },
-    });
-  });
+          ],
+        },
+        TracingConfiguration: { Enabled: true },
+      });
+      // Ends with the stack's unique id (test/cdk-redeploy.test.ts), so a Join.
+      const [, logGroup] = resourceNamed(s.json, "AWS::Logs::LogGroup", `Cairn${id}Logs`);
+      expect(props(logGroup)["LogGroupName"]).toMatchObject({
+        "Fn::Join": ["", expect.arrayContaining([expect.stringMatching(/^\/aws\/vendedlogs\/states\//)])],
+      });
+    },
+  );
 
-  test("every callback state of the deployed definition has a timeout", () => {
+  test("every callback state of the session lifecycle has a timeout (the families' wait without timers: the seed gives them no expiry)", () => {
     const states = (
       JSON.parse(deployedDefinition().text) as { States: Record<string, Record<string, unknown>> }
     ).States;
@@ -452,28 +487,31 @@ describe("the state machine", () => {
     }
   });
 
-  test("every ${…} placeholder resolves to a function's ARN, and the substituted definition passes asl-validator", () => {
-    const { text, substitutions } = deployedDefinition();
-    const used = new Set([...text.matchAll(/\$\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]!));
-    expect(used.size).toBeGreaterThan(0);
-    expect(new Set(Object.keys(substitutions))).toEqual(used);
-    const functionIds = new Set(resourcesOf(s.json, "AWS::Lambda::Function").map(([id]) => id));
-    const fakeArns: Record<string, string> = {};
-    for (const [key, value] of Object.entries(substitutions)) {
-      const [id, attribute] = (value as { "Fn::GetAtt": [string, string] })["Fn::GetAtt"];
-      expect(functionIds.has(id) && attribute === "Arn", `${key} → ${JSON.stringify(value)}`).toBe(true);
-      fakeArns[key] = `arn:aws:lambda:eu-west-1:123456789012:function:${id}`;
-    }
-    const substituted = text.replace(/\$\{([A-Za-z0-9_]+)\}/g, (_, key: string) => fakeArns[key]!);
-    const out = execFileSync(
-      join("node_modules", ".bin", "asl-validator"),
-      ["--json-definition", substituted],
-      {
-        encoding: "utf8",
-      },
-    );
-    expect(out).toContain("is valid");
-  });
+  test.each(STATE_MACHINES.map((m) => [m.name] as const))(
+    "%s: every ${…} placeholder resolves to a function's ARN, and the substituted definition passes asl-validator",
+    (name) => {
+      const { text, substitutions } = deployedDefinition(name);
+      const used = new Set([...text.matchAll(/\$\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]!));
+      expect(used.size).toBeGreaterThan(0);
+      expect(new Set(Object.keys(substitutions))).toEqual(used);
+      const functionIds = new Set(resourcesOf(s.json, "AWS::Lambda::Function").map(([id]) => id));
+      const fakeArns: Record<string, string> = {};
+      for (const [key, value] of Object.entries(substitutions)) {
+        const [id, attribute] = (value as { "Fn::GetAtt": [string, string] })["Fn::GetAtt"];
+        expect(functionIds.has(id) && attribute === "Arn", `${key} → ${JSON.stringify(value)}`).toBe(true);
+        fakeArns[key] = `arn:aws:lambda:eu-west-1:123456789012:function:${id}`;
+      }
+      const substituted = text.replace(/\$\{([A-Za-z0-9_]+)\}/g, (_, key: string) => fakeArns[key]!);
+      const out = execFileSync(
+        join("node_modules", ".bin", "asl-validator"),
+        ["--json-definition", substituted],
+        {
+          encoding: "utf8",
+        },
+      );
+      expect(out).toContain("is valid");
+    },
+  );
 });
 
 describe("functions", () => {
@@ -503,16 +541,43 @@ describe("functions", () => {
     }
   });
 
-  test("functions learn the state machine's ARN without referencing it (no dependency cycle)", () => {
-    const [machineId, machine] = resourceNamed(s.json, "AWS::StepFunctions::StateMachine", "CairnLifecycle");
+  test("functions learn the ARNs of their state machines, by each one's arnVariable, without referencing them (no dependency cycle)", () => {
+    const machineIds = STATE_MACHINES.map((m) => logicalIdOf(s.stack.cairn.stateMachines.get(m.name)!));
     for (const f of FUNCTIONS) {
       const [, fn] = resourceNamed(s.json, "AWS::Lambda::Function", `CairnFunctions${f.name}`);
-      const arn = (props(fn)["Environment"] as { Variables: Record<string, unknown> }).Variables[
-        "CAIRN_STATE_MACHINE_ARN"
-      ];
-      expect(JSON.stringify(arn)).not.toContain(machineId);
-      expect(JSON.stringify(arn)).toContain(`:stateMachine:${String(props(machine)["StateMachineName"])}`);
+      const vars = (props(fn)["Environment"] as { Variables: Record<string, unknown> }).Variables;
+      // The machines of its statemachine:* uses, and the session lifecycle's always (loadConfig
+      // requires CAIRN_STATE_MACHINE_ARN); no other machine's.
+      const told = new Set<string>([StateMachineName.SessionLifecycle, ...stateMachinesOf(f)]);
+      for (const m of STATE_MACHINES) {
+        const arn = vars[m.arnVariable];
+        if (!told.has(m.name)) {
+          expect(arn, `${f.name} ${m.arnVariable}`).toBeUndefined();
+          continue;
+        }
+        for (const id of machineIds) expect(JSON.stringify(arn)).not.toContain(id);
+        const machine = s.json.Resources[logicalIdOf(s.stack.cairn.stateMachines.get(m.name)!)]!;
+        expect(JSON.stringify(arn), `${f.name} ${m.arnVariable}`).toContain(
+          `:stateMachine:${String(props(machine)["StateMachineName"])}`,
+        );
+      }
     }
+    // As the topology says: the Deployments function is told both family machines (loadConfig
+    // reads them together), the session functions only the session lifecycle.
+    const variablesOf = (name: FunctionName) => {
+      const [, fn] = resourceNamed(s.json, "AWS::Lambda::Function", `CairnFunctions${name}`);
+      const vars = (props(fn)["Environment"] as { Variables: Record<string, unknown> }).Variables;
+      return Object.keys(vars)
+        .filter((k) => k.endsWith("STATE_MACHINE_ARN"))
+        .sort();
+    };
+    expect(variablesOf("Deployments")).toEqual([
+      "CAIRN_DEPLOYMENT_STATE_MACHINE_ARN",
+      "CAIRN_ROUTE_STATE_MACHINE_ARN",
+      "CAIRN_STATE_MACHINE_ARN",
+    ]);
+    for (const name of ["Coordinator", "EnterStage", "EnterFamilyStage"] as const)
+      expect(variablesOf(name), name).toEqual(["CAIRN_STATE_MACHINE_ARN"]);
   });
 
   test("each function's bundle was built and loads, exporting its handler", () => {
@@ -555,15 +620,18 @@ describe("table, monitoring and outputs", () => {
     });
   });
 
-  test("alarms: failed executions, each DLQ (none for heartbeats), each function's errors, stuck sessions", () => {
+  test("alarms: each state machine's failed executions, each DLQ (none for heartbeats), each function's errors, stuck sessions", () => {
     const alarms = resourcesOf(s.json, "AWS::CloudWatch::Alarm").map(([id, a]) => ({ id, p: props(a) }));
     expect(alarms.map((a) => a.id.replace(/[0-9A-F]{8}$/, "")).sort()).toEqual(
       [
         "CairnMonitoringExecutionsFailedAlarm",
+        "CairnMonitoringDeploymentLifecycleExecutionsFailedAlarm",
+        "CairnMonitoringRouteLifecycleExecutionsFailedAlarm",
         "CairnMonitoringDeliveryDeadLetterQueueMessagesAlarm",
         "CairnMonitoringCoordinatorQueueDeadLetterQueueMessagesAlarm",
         "CairnMonitoringReportQueueDeadLetterQueueMessagesAlarm",
         "CairnMonitoringPlacementQueueDeadLetterQueueMessagesAlarm",
+        "CairnMonitoringDeploymentQueueDeadLetterQueueMessagesAlarm",
         ...FUNCTIONS.map((f) => `CairnMonitoring${f.name}ErrorsAlarm`),
         "CairnMonitoringStuckSessionsAlarm",
       ].sort(),
@@ -606,7 +674,10 @@ describe("table, monitoring and outputs", () => {
       logGroups: resourcesOf(s.json, "AWS::Logs::LogGroup").length,
       alarms: resourcesOf(s.json, "AWS::CloudWatch::Alarm").length,
     });
-    const words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"];
+    const words = [
+      ...["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"],
+      ...["eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen"],
+    ];
     expect(doc).toContain(`the ${words[count("alarms")]} alarms' states`);
   });
 

@@ -1,7 +1,7 @@
 /**
  * One topology: the synthesized stack carries exactly what functions/topology/index.ts declares
- * (functions, queues and their event sources, rules with their patterns and targets, the state
- * machine's file and substitutions, the sweep), and the embedded runtime declares none of it
+ * (functions, queues and their event sources, rules with their patterns and targets, each state
+ * machine's file and substitutions, the sweeps), and the embedded runtime declares none of it
  * itself, so the two cannot drift.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -14,7 +14,7 @@ import {
   QUEUES,
   RULES,
   STATE_MACHINES,
-  SWEEP,
+  SWEEPS,
   type FunctionName,
 } from "../functions/topology/index.ts";
 import { resourcesOf, synthesize, type Synthesized } from "./cdk-synth.ts";
@@ -86,13 +86,19 @@ describe("the stack equals the topology", () => {
       const dlq = (queue["RedrivePolicy"] as { deadLetterTargetArn: { "Fn::GetAtt": [string, string] } })
         .deadLetterTargetArn["Fn::GetAtt"][0];
       expect(resource(dlq)["FifoQueue"], `${q.name} dead-letter queue`).toBe(true);
-      const rules = RULES.filter((r) => r.target.queue === q.name);
+      const rules = [
+        ...RULES.filter((r) => r.target.queue === q.name).map((r) => s.stack.cairn.rules.get(r.name)!),
+        ...SWEEPS.filter((w) => w.target.queue === q.name).map((w) => s.stack.cairn.sweeps.get(w.name)!),
+      ];
       expect(rules.length, q.name).toBeGreaterThan(0);
       for (const rule of rules) {
-        const targets = resource(logicalId(s.stack.cairn.rules.get(rule.name)!))["Targets"] as {
+        const targets = resource(logicalId(rule))["Targets"] as {
           SqsParameters?: { MessageGroupId?: string };
         }[];
-        expect(targets.map((t) => t.SqsParameters?.MessageGroupId)).toEqual([q.fifoGroup]);
+        expect(
+          targets.map((t) => t.SqsParameters?.MessageGroupId),
+          rule.node.id,
+        ).toEqual([q.fifoGroup]);
       }
     }
   });
@@ -115,11 +121,12 @@ describe("the stack equals the topology", () => {
     }
   });
 
-  test("state machine: the declared file, verbatim, with each substitution bound to the declared function", () => {
+  test("state machines: one per declaration, the declared file, verbatim, with each substitution bound to the declared function", () => {
     expect(resourcesOf(s.json, "AWS::StepFunctions::StateMachine")).toHaveLength(STATE_MACHINES.length);
+    expect([...s.stack.cairn.stateMachines.keys()]).toEqual(STATE_MACHINES.map((m) => m.name));
     for (const machine of STATE_MACHINES) {
-      const p = resource(logicalId(s.stack.cairn.stateMachine));
-      expect(p["DefinitionString"]).toBe(readFileSync(machine.file, "utf8"));
+      const p = resource(logicalId(s.stack.cairn.stateMachines.get(machine.name)!));
+      expect(p["DefinitionString"], machine.name).toBe(readFileSync(machine.file, "utf8"));
       expect(p["DefinitionSubstitutions"]).toEqual(
         Object.fromEntries(
           Object.entries(machine.substitutions).map(([key, fn]) => [
@@ -132,20 +139,27 @@ describe("the stack equals the topology", () => {
     }
   });
 
-  test("sweep: a schedule at the declared rate on the default bus, onto the declared queue's message group", () => {
-    const p = resource(logicalId(s.stack.cairn.sweep));
-    const minutes = SWEEP.rateSeconds / 60;
-    expect(p["ScheduleExpression"]).toBe(`rate(${minutes} minute${minutes === 1 ? "" : "s"})`);
-    expect(p["EventBusName"]).toBeUndefined();
-    const queue = s.stack.cairn.queues.get(SWEEP.target.queue)!;
-    const group = QUEUES.find((q) => q.name === SWEEP.target.queue)?.fifoGroup;
-    expect(group).toBeDefined();
-    expect(p["Targets"]).toEqual([
-      expect.objectContaining({
-        Arn: { "Fn::GetAtt": [logicalId(queue), "Arn"] },
-        SqsParameters: { MessageGroupId: group },
-      }),
-    ]);
+  test("sweeps: each a schedule at the declared rate on the default bus, onto the declared queue's message group", () => {
+    expect([...s.stack.cairn.sweeps.keys()]).toEqual(SWEEPS.map((w) => w.name));
+    const scheduled = resourcesOf(s.json, "AWS::Events::Rule").filter(
+      ([, r]) => r.Properties?.["ScheduleExpression"],
+    );
+    expect(scheduled).toHaveLength(SWEEPS.length);
+    for (const sweep of SWEEPS) {
+      const p = resource(logicalId(s.stack.cairn.sweeps.get(sweep.name)!));
+      const minutes = sweep.rateSeconds / 60;
+      expect(p["ScheduleExpression"], sweep.name).toBe(`rate(${minutes} minute${minutes === 1 ? "" : "s"})`);
+      expect(p["EventBusName"], sweep.name).toBeUndefined();
+      const queue = s.stack.cairn.queues.get(sweep.target.queue)!;
+      const group = QUEUES.find((q) => q.name === sweep.target.queue)?.fifoGroup;
+      expect(group, sweep.name).toBeDefined();
+      expect(p["Targets"], sweep.name).toEqual([
+        expect.objectContaining({
+          Arn: { "Fn::GetAtt": [logicalId(queue), "Arn"] },
+          SqsParameters: { MessageGroupId: group },
+        }),
+      ]);
+    }
   });
 });
 
@@ -162,7 +176,8 @@ describe("the embedded runtime declares nothing itself", () => {
     const text = readFileSync("local/runtime.ts", "utf8");
     const imported =
       /import\s*\{([^}]*)\}\s*from\s*"\.\.\/functions\/topology\/index\.ts"/.exec(text)?.[1] ?? "";
-    for (const name of ["FUNCTIONS", "QUEUES", "RULES", "STATE_MACHINES", "SWEEP"]) {
+    // The sweeps: SWEEPS, or the safety sweep alone (SWEEP) while the runtime runs only that one.
+    for (const name of ["FUNCTIONS", "QUEUES", "RULES", "STATE_MACHINES", "SWEEPS?"]) {
       expect(imported, `runtime imports ${name}`).toMatch(new RegExp(`\\b${name}\\b`));
       const uses = text.match(new RegExp(`\\b${name}\\b`, "g"))?.length ?? 0;
       expect(uses, `runtime uses ${name} beyond importing it`).toBeGreaterThan(1);
