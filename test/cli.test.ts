@@ -1586,6 +1586,41 @@ describe("retry views and rendering", () => {
   });
 });
 
+test("a policy's includeInitContainers is shown in its document and noted under its rules", () => {
+  const policy = parseRetryPolicyText(
+    [
+      "apiVersion: armadaproject.io/v1",
+      "kind: RetryPolicy",
+      "metadata: { name: init }",
+      "spec:",
+      "  rules:",
+      "    - { action: Retry, includeInitContainers: true, onExitCodes: { operator: In, values: [137] } }",
+      "    - { action: Fail, onConditions: [OOMKilled] }",
+      "    - { action: Fail, includeInitContainers: false, onExitCodes: { operator: In, values: [1] } }",
+      "",
+    ].join("\n"),
+  );
+  expect(renderPolicy(policy)).toBe(
+    [
+      "retry policy init",
+      "  retryLimit     - (the global cap)",
+      "  defaultAction  Fail",
+      "  backoff        -",
+      "  antiAffinity   -",
+      "  RULE  ACTION  KERNEL        MATCH                LIMIT  BACKOFF  ANTI-AFFINITY",
+      "  0     Retry   first failed  exit code in 137     -      -        -",
+      "  1     Fail    first failed  condition OOMKilled  -      -        -",
+      "  2     Fail    first failed  exit code in 1       -      -        -",
+      "  includeInitContainers (rule 0: true, rule 2: false): Cairn kernels have no init containers, so it matches nothing extra",
+    ].join("\n"),
+  );
+  expect(policyView(policy).spec.rules?.map((rule) => rule.includeInitContainers)).toEqual([
+    true,
+    undefined,
+    false,
+  ]);
+});
+
 describe("runCli: retry policies, queues and the retry config", () => {
   const files = {
     "/work/infra.yaml": POLICY_YAML,

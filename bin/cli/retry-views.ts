@@ -58,7 +58,18 @@ export function renderPolicy(policy: RetryPolicy): string {
     `retry policy ${policy.name}`,
     ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`),
     ...rules,
+    ...initContainersNote(policy.rules),
   ].join("\n");
+}
+
+/** The rules that write includeInitContainers, and what it does here (nothing: no init containers). */
+function initContainersNote(rules: readonly RetryRule[]): string[] {
+  const written = [...rules.entries()].filter(([, rule]) => rule.includeInitContainers !== undefined);
+  if (written.length === 0) return [];
+  const list = written.map(([i, rule]) => `rule ${i}: ${String(rule.includeInitContainers)}`).join(", ");
+  return [
+    `  includeInitContainers (${list}): Cairn kernels have no init containers, so it matches nothing extra`,
+  ];
 }
 
 function ruleRow(index: number, rule: RetryRule): string[] {

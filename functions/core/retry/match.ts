@@ -9,6 +9,8 @@
  *   lowest index), because in a gang the first failure is the cause and the siblings' ends are
  *   its consequence. Termination-message rules check every failed kernel (seed: "all … messages
  *   are checked").
+ * - `includeInitContainers` changes none of this: a Cairn kernel has no init containers, so
+ *   there is no init-container failure to add (policy.ts).
  */
 import type { AttemptOutcome, TerminationCondition } from "../status.ts";
 import type { RetryPolicy, RetryRule, RuleMatcher } from "./policy.ts";

@@ -8,6 +8,12 @@
  *   copied from Armada parses unchanged. Both normalise to the same policy.
  * - `containerName` selects a Cairn kernel: its index (`0`, or the string `"0"`) or `"*"` for any
  *   failed kernel. Omitted: the first failed kernel (termination messages: every failed kernel).
+ * - `includeInitContainers` (seed: "false (default) skips init containers. Set to true to also
+ *   consider init container failures") is accepted on any rule, must be a boolean, and is kept
+ *   and shown as written. Cairn's kernels have no init containers: a kernel is one process (its
+ *   preparation — image pull, work directory — is the agent's, and a preparation failure is not
+ *   a kernel failure a rule sees), so there is never an init-container failure to add and the
+ *   flag matches nothing extra: true or false, a rule considers the same kernels.
  * - A rule has exactly one matcher (onExitCodes, onConditions, onTerminationMessage or
  *   onFailureCategory), as in every example of the seed and Kubernetes' podFailurePolicy; write
  *   two rules, in order, to combine them.
@@ -63,6 +69,12 @@ export interface RetryRule {
   readonly action: RetryAction;
   /** Absent: the first failed kernel (for termination messages: every failed kernel). */
   readonly kernel?: KernelSelector;
+  /**
+   * Seed 002's `includeInitContainers`, as written (absent: not written, the seed's false).
+   * Accepted for policy compatibility; Cairn's kernels have no init containers, so it changes
+   * no match (see the decisions above).
+   */
+  readonly includeInitContainers?: boolean;
   readonly match: RuleMatcher;
   readonly retryLimit?: number;
   readonly backoff?: BackoffOverride;
@@ -174,6 +186,7 @@ const RETRY_ONLY_FIELDS = ["retryLimit", "backoff", "antiAffinity"] as const;
 const ruleSchema = strictObject({
   action: z.enum(RetryAction),
   containerName: kernelSelectorSchema.optional(),
+  includeInitContainers: z.boolean({ error: "must be true or false" }).optional(),
   onExitCodes: strictObject({
     operator: z.enum(ExitCodeOperator),
     values: z.array(exitCodeSchema).min(1).max(RETRY_POLICY_LIMITS.exitCodes.max),
@@ -257,6 +270,9 @@ function normaliseRule(rule: ParsedRule): RetryRule {
   return {
     action: rule.action,
     ...(rule.containerName !== undefined ? { kernel: rule.containerName } : {}),
+    ...(rule.includeInitContainers !== undefined
+      ? { includeInitContainers: rule.includeInitContainers }
+      : {}),
     match: normaliseMatcher(rule),
     ...(rule.retryLimit !== undefined ? { retryLimit: rule.retryLimit } : {}),
     ...(rule.backoff ? { backoff: normaliseBackoff(rule.backoff) } : {}),
@@ -297,6 +313,9 @@ export function retryPolicyToDocument(policy: RetryPolicy): RetryPolicyDocument 
       rules: policy.rules.map((rule) => ({
         action: rule.action,
         ...(rule.kernel !== undefined ? { containerName: rule.kernel } : {}),
+        ...(rule.includeInitContainers !== undefined
+          ? { includeInitContainers: rule.includeInitContainers }
+          : {}),
         ...matcherToDocument(rule.match),
         ...(rule.retryLimit !== undefined ? { retryLimit: rule.retryLimit } : {}),
         ...(rule.backoff ? { backoff: backoffToDocument(rule.backoff) } : {}),

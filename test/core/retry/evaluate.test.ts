@@ -331,6 +331,38 @@ describe("limits", () => {
   });
 });
 
+describe("includeInitContainers matches nothing extra: Cairn kernels have no init containers", () => {
+  const failures: [string, FailedRun][] = [
+    ["exit 137 on the first failed kernel", run(kernels.exited(137))],
+    ["exit 2 (no rule matches)", run(kernels.exited(2))],
+    ["OOMKilled", run(kernels.oomKilled())],
+    [
+      "a gang: kernel 1 failed first, kernel 0 later",
+      run(
+        kernels.exited(137, { index: 0, finishedAtMs: NOW_MS + 5 }),
+        kernels.evicted({ index: 1, finishedAtMs: NOW_MS }),
+      ),
+    ],
+  ];
+  const withFlag = (flag: boolean | undefined) =>
+    policy("p", {
+      rules: [
+        {
+          action: "Retry",
+          ...(flag === undefined ? {} : { includeInitContainers: flag }),
+          onExitCodes: { operator: "In", values: [137] },
+        },
+      ],
+    });
+  test.each(failures)("%s: true, false and absent decide alike", (_, failed) => {
+    const [absent, yes, no] = [undefined, true, false].map((flag) =>
+      evaluate({ run: failed, policies: [withFlag(flag)] }),
+    );
+    expect(yes).toEqual(absent);
+    expect(no).toEqual(absent);
+  });
+});
+
 describe("backoff: min(initialDelay * multiplier^(failureCount-1), maxDelay), failureCount = the session's", () => {
   const delays = (p: RetryPolicy, failures: readonly FailedRun[], globalBackoff = config().defaultBackoff) =>
     sequence(failures, { policies: [p], config: config({ defaultBackoff: globalBackoff }) }).map((d) =>

@@ -144,6 +144,78 @@ describe("examples and the seed", () => {
   });
 });
 
+// Seed 002: "includeInitContainers: false (default) skips init containers. Set to true to also
+// consider init container failures." Cairn kernels have none: accepted, kept, shown, inert.
+describe("includeInitContainers: accepted on a rule, a boolean, kept as written", () => {
+  const ruleWith = (extra: Record<string, unknown>) =>
+    doc({ rules: [{ action: "Retry", ...extra, onExitCodes: { operator: "In", values: [137] } }] });
+
+  test.each([
+    ["true", { includeInitContainers: true }, { includeInitContainers: true }],
+    ["false", { includeInitContainers: false }, { includeInitContainers: false }],
+    ["absent (the seed's default, false, not written)", {}, {}],
+    [
+      "true with containerName",
+      { containerName: 1, includeInitContainers: true },
+      { kernel: 1, includeInitContainers: true },
+    ],
+  ])("%s", (_, written, kept) => {
+    const policy = parseRetryPolicy(ruleWith(written));
+    expect(policy.rules[0]).toEqual({
+      action: "Retry",
+      ...kept,
+      match: { kind: "exitCodes", operator: "In", values: [137] },
+    });
+    expect(parseRetryPolicy(retryPolicyToDocument(policy))).toEqual(policy);
+    expect(retryPolicyToDocument(policy).spec.rules?.[0]).toEqual({
+      action: "Retry",
+      ...written,
+      onExitCodes: { operator: "In", values: [137] },
+    });
+  });
+
+  test("on a Fail rule too: it targets kernels, it is not a retry setting", () => {
+    const policy = parseRetryPolicy(
+      doc({ rules: [{ action: "Fail", includeInitContainers: true, onConditions: ["OOMKilled"] }] }),
+    );
+    expect(policy.rules[0]?.includeInitContainers).toBe(true);
+  });
+
+  test("the seed's YAML with the flag on a rule parses", () => {
+    const yaml = SEED_YAML.replace(
+      "      retryLimit: 3\n",
+      "      retryLimit: 3\n      includeInitContainers: true\n",
+    );
+    expect(parseRetryPolicyText(yaml).rules[1]).toEqual({
+      action: "Retry",
+      includeInitContainers: true,
+      match: { kind: "conditions", conditions: ["OOMKilled"] },
+      retryLimit: 3,
+    });
+  });
+
+  test.each([
+    ["a string", "true"],
+    ["YAML 1.1's yes, which YAML 1.2 reads as a string", "yes"],
+    ["a number", 1],
+    ["null", null],
+    ["a list", [true]],
+  ])("%s is rejected", (_, value) => {
+    expect(rejection(ruleWith({ includeInitContainers: value }))).toBe(
+      "invalid retry policy (1 problem):\n  spec.rules[0].includeInitContainers: must be true or false",
+    );
+  });
+
+  test("at the policy level it is an unknown field (the seed puts it on rules)", () => {
+    expect(rejection(doc({ includeInitContainers: true }))).toBe(
+      [
+        "invalid retry policy (1 problem):",
+        "  spec.includeInitContainers: unknown field (expected one of retryLimit, defaultAction, backoff, antiAffinity, rules)",
+      ].join("\n"),
+    );
+  });
+});
+
 describe("invalid documents are rejected with every problem named", () => {
   test("the envelope", () => {
     expect(rejection({ apiVersion: "v1", kind: "Policy", metadata: { name: "-x", labels: {} } })).toBe(
