@@ -167,6 +167,7 @@ describe("jobs through the CLI", { timeout: TEST_TIMEOUT_MS }, () => {
         children: [],
         sessions: ["cj-gang"],
         taskCounts: expect.objectContaining({ SUCCEEDED: 2, FAILED: 0, PENDING: 0 }) as unknown,
+        taskStateProto: expect.objectContaining({ SUCCEEDED: 4, FAILED: 5, PENDING: 1 }) as unknown,
       });
       await waitForJobEnd("cj-gang");
       const [view, tasks, all] = await Promise.all([
@@ -180,8 +181,20 @@ describe("jobs through the CLI", { timeout: TEST_TIMEOUT_MS }, () => {
         finishedAt: expect.any(String) as unknown,
       });
       expect(json(tasks)["tasks"]).toEqual([
-        expect.objectContaining({ index: 0, sessionId: "cj-gang", kernelIndex: 0, state: "SUCCEEDED" }),
-        expect.objectContaining({ index: 1, sessionId: "cj-gang", kernelIndex: 1, state: "SUCCEEDED" }),
+        expect.objectContaining({
+          index: 0,
+          sessionId: "cj-gang",
+          kernelIndex: 0,
+          state: "SUCCEEDED",
+          stateProto: 4,
+        }),
+        expect.objectContaining({
+          index: 1,
+          sessionId: "cj-gang",
+          kernelIndex: 1,
+          state: "SUCCEEDED",
+          stateProto: 4,
+        }),
       ]);
       expect(all.stdout.split("\n").filter(Boolean).sort()).toEqual([
         "[task 0] gang member 0",

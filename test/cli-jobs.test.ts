@@ -255,6 +255,19 @@ describe("job views and text (time passed in)", () => {
         UNSCHEDULABLE: 0,
         PREEMPTED: 0,
       },
+      // Iris's TaskState proto values, seed 000's table.
+      taskStateProto: {
+        PENDING: 1,
+        ASSIGNED: 9,
+        BUILDING: 2,
+        RUNNING: 3,
+        SUCCEEDED: 4,
+        FAILED: 5,
+        KILLED: 6,
+        WORKER_FAILED: 7,
+        UNSCHEDULABLE: 8,
+        PREEMPTED: 10,
+      },
       createdAt: "2026-11-21T12:00:00.000Z",
       finishedAt: null,
     });
@@ -299,6 +312,7 @@ describe("job views and text (time passed in)", () => {
     expect(view.tasks[2]).toEqual({
       index: 2,
       state: "PENDING",
+      stateProto: 1,
       hpcState: "Queued",
       finished: false,
       sessionId: "train-1-t2",
@@ -314,6 +328,11 @@ describe("job views and text (time passed in)", () => {
       startedAt: null,
       finishedAt: null,
     });
+    expect(view.tasks.map((t) => [t.state, t.stateProto])).toEqual([
+      ["SUCCEEDED", 4],
+      ["RUNNING", 3],
+      ["PENDING", 1],
+    ]);
     expect(renderTasks(view, NOW)).toBe(
       [
         "job train-1: RUNNING (1 of 3 tasks placed or running)",
@@ -328,6 +347,7 @@ describe("job views and text (time passed in)", () => {
   test("one task in detail, with its part in each finished run", () => {
     const task = taskOf(snapshot, 2);
     const view = taskDetailView(snapshot, task, RETRY_WAITING.kernels[0], [RUN_OF_TASK_2]);
+    expect(view).toMatchObject({ state: "PENDING", stateProto: 1 });
     expect(view.runs).toEqual([
       {
         runIndex: 0,

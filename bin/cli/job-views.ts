@@ -7,7 +7,8 @@ import { countTaskStates, jobSettings } from "../../functions/core/jobs.ts";
 import type { Kernel, RunRecord } from "../../functions/core/model.ts";
 import { hpcJobState, type HpcState } from "../../functions/core/hpc-view.ts";
 import { runName } from "../../functions/core/retry/naming.ts";
-import type { TaskState } from "../../functions/core/status.ts";
+import { TaskState } from "../../functions/core/status.ts";
+import { taskStateProto } from "../../functions/core/task-state-proto.ts";
 import { type JobState, type SessionStatus } from "../../functions/core/status.ts";
 import type { JobSnapshot } from "./job-read.ts";
 import { iso, runView, type RunKernelView, type RunView } from "./views.ts";
@@ -37,6 +38,8 @@ export interface JobView {
   readonly sessions: readonly string[];
   /** How many tasks are in each state; every state is present. */
   readonly taskCounts: Readonly<Record<TaskState, number>>;
+  /** Each of those states' value in Iris's TaskState proto enum (task-state-proto.ts). */
+  readonly taskStateProto: Readonly<Record<TaskState, number>>;
   readonly createdAt: string;
   /** When the final state was recorded; null before. */
   readonly finishedAt: string | null;
@@ -45,6 +48,8 @@ export interface JobView {
 export interface TaskRowView {
   readonly index: number;
   readonly state: TaskState;
+  /** The state's value in Iris's TaskState proto enum: RUNNING is 3 (task-state-proto.ts). */
+  readonly stateProto: number;
   /** Seed 004's state of the task. */
   readonly hpcState: HpcState;
   /** The task will not run again. */
@@ -89,6 +94,10 @@ export interface TaskDetailView extends TaskRowView {
   readonly runs: readonly TaskRunView[];
 }
 
+const TASK_STATE_PROTOS: Readonly<Record<TaskState, number>> = Object.fromEntries(
+  Object.values(TaskState).map((state) => [state, taskStateProto(state)]),
+) as Record<TaskState, number>;
+
 export function jobView(snapshot: JobSnapshot): JobView {
   const { job } = snapshot;
   const settings = jobSettings(job.spec);
@@ -114,6 +123,7 @@ export function jobView(snapshot: JobSnapshot): JobView {
     children: [...job.childIds],
     sessions: [...job.sessionIds],
     taskCounts: countTaskStates(snapshot.tasks),
+    taskStateProto: TASK_STATE_PROTOS,
     createdAt: iso(job.createdAtMs),
     finishedAt: job.final === undefined ? null : iso(job.final.atMs),
   };
@@ -132,6 +142,7 @@ export function taskRowView(task: TaskView): TaskRowView {
   return {
     index: task.index,
     state: task.state,
+    stateProto: taskStateProto(task.state),
     hpcState: task.hpcState,
     finished: task.finished,
     sessionId: task.sessionId,
