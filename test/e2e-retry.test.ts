@@ -6,6 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { HistoryRecord, RunRecord, SessionWithKernels } from "../functions/core/model.ts";
 import { RETRY_CONFIG_DEFAULTS } from "../functions/core/retry/config.ts";
+import { evaluateRetry, INITIAL_RETRY_STATE } from "../functions/core/retry/evaluate.ts";
 import { parseRetryPolicy } from "../functions/core/retry/policy.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
 import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
@@ -230,6 +231,46 @@ describe("retries, end to end", () => {
       'detail.spec.queue: no queue named "no-such-queue"',
     );
     expect(await rt.store.getSession(orphan)).toBeUndefined();
+  });
+
+  test("a pending timeout ends the kernels Unschedulable, which a rule on that condition matches", async () => {
+    const name = await policy({
+      rules: [{ action: "Retry", onConditions: ["Unschedulable"], retryLimit: 1 }],
+    });
+    const id = newId("unsched");
+    // The agents have 4 cpu each: a 16-cpu kernel is never placed, and PENDING expires after 2 s.
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "unsched",
+        resources: { cpu: 16, memoryMiB: 64 },
+        command: sh("true"),
+        timeouts: { pending: 2 },
+        retry: { policies: [name] },
+      },
+    });
+    const { s, history } = await finished(id);
+    expect(s.session.status).toBe("CANCELLED");
+    expect(history.find((h) => h.fromStatus === "PENDING" && h.toStatus === "CANCELLED")).toMatchObject({
+      result: "EXPIRED",
+    });
+    expect(s.kernels).toEqual([
+      expect.objectContaining({
+        index: 0,
+        status: "CANCELLED",
+        outcome: "UNSCHEDULABLE",
+        condition: "Unschedulable",
+      }),
+    ]);
+    const stored = await rt.store.getRetryPolicy(name);
+    expect(
+      evaluateRetry({
+        run: { startedRunning: false, kernels: s.kernels },
+        policies: [stored!],
+        state: INITIAL_RETRY_STATE,
+        config: RETRY_CONFIG_DEFAULTS,
+      }),
+    ).toMatchObject({ action: "retry", basis: "rule", matchedRule: { policy: name, index: 0 } });
   });
 
   test("without a policy the failure budget decides: maxRetriesFailure 1 allows one retry", async () => {

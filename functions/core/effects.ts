@@ -23,8 +23,8 @@ import {
   isTerminalKernelStatus,
   isWaitingStatus,
   SessionStatus,
+  TerminationCondition,
   type KernelStatus,
-  type TerminationCondition,
 } from "./status.ts";
 import { SchedulingResult } from "./scheduling.ts";
 
@@ -233,6 +233,21 @@ export function stageEntryWrite({
                 ...(transition.requeue ? { resetRun: true } : {}),
               };
             }
+            // Never placed in time: seed 002's `Unschedulable` condition, so a rule on it matches.
+            if (endsUnplaced(transition)) {
+              return {
+                index: k.index,
+                status: kernelStatus,
+                outcome: AttemptOutcome.UNSCHEDULABLE,
+                condition: TerminationCondition.Unschedulable,
+                message:
+                  transition.message ??
+                  (transition.result === SchedulingResult.EXPIRED
+                    ? "not placed before the pending timeout"
+                    : "placement gave up"),
+                finishedAtMs: nowMs,
+              };
+            }
             // The run could never start: each kernel ends FAILED with its own error, if it had one.
             if (transition.result === "FAILED") {
               return {
@@ -275,6 +290,21 @@ export function stageEntryWrite({
       : {}),
     ...(returnCounters ? { retry: returnCounters } : {}),
   };
+}
+
+/**
+ * A run that ends in PENDING because its stage expired (the pending timeout, seed 000's
+ * scheduling timeout) or gave up: it was never placed. Each kernel ends with Iris's outcome
+ * UNSCHEDULABLE and Armada's condition `Unschedulable` ("Pod couldn't be scheduled", seed 002),
+ * its message the transition's, so the run's kernels are what a retry rule on
+ * `onConditions: [Unschedulable]` matches. A cancel request from PENDING is not this (KILLED).
+ */
+export function endsUnplaced(t: StageTransition): boolean {
+  return (
+    t.from === SessionStatus.PENDING &&
+    t.to === SessionStatus.CANCELLED &&
+    (t.result === SchedulingResult.EXPIRED || t.result === SchedulingResult.GIVE_UP)
+  );
 }
 
 /**
