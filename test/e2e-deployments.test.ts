@@ -3,6 +3,8 @@
  * local agents. Each replica is a session whose kernel is a real HTTP server on $CAIRN_PORT,
  * probed by the agent that hosts it.
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DeploymentItems } from "../functions/adapters/dynamo/deployment-items.ts";
@@ -16,7 +18,13 @@ let rt: TestRuntime;
 let deployments: DeploymentItems;
 
 beforeAll(async () => {
-  rt = await startTestRuntime({ agents: 2, agentCapacity: { cpu: 4, memoryMiB: 4096 } });
+  rt = await startTestRuntime({
+    agents: 2,
+    agentCapacity: { cpu: 4, memoryMiB: 4096 },
+    ...(process.env["DEBUG_E2E"]
+      ? { log: (m: string) => console.log(m), handlerLogLevel: "warn" as const }
+      : {}),
+  });
   const { info } = rt.runtime;
   deployments = new DeploymentItems(
     new DynamoRequests(
@@ -71,26 +79,256 @@ async function waitDeployment(
 }
 
 const statuses = (d: DeploymentWithRoutes) => d.routes.map((r) => `${r.id}:${r.status}`);
+const live = (d: DeploymentWithRoutes) => d.routes.filter((r) => r.status !== "TERMINATED");
+const healthy = (d: DeploymentWithRoutes) => d.routes.filter((r) => r.status === "HEALTHY");
 
-describe("smoke", () => {
-  test("create, scale to 0, destroy", async () => {
+/** The entity's status changes, as its history records them: `HANDLER RESULT FROM→TO`. */
+async function transitions(deploymentId: string, id: string): Promise<string[]> {
+  return (await deployments.deploymentHistory(deploymentId))
+    .filter((h) => h.id === id && h.toStatus !== undefined)
+    .map((h) => `${h.handler} ${h.result} ${h.fromStatus}→${h.toStatus}`);
+}
+
+/** Probed every 2 s (timeout 1 s); one pass makes it HEALTHY, two failures UNHEALTHY; STALE after 5 s. */
+const FAST_CHECK = { intervalSeconds: 2, timeoutSeconds: 1, healthyThreshold: 1, unhealthyThreshold: 2 };
+
+/**
+ * A real HTTP server on $CAIRN_PORT answering `status`, which writes its pid where the test can
+ * kill it. It runs under a shell that outlives it: a killed server leaves a kernel that still
+ * runs but no longer serves, as a hung replica does.
+ */
+function service(status: number) {
+  const server = [
+    'const fs = require("node:fs");',
+    'fs.writeFileSync(process.env.PIDS + "/" + process.env.CAIRN_SESSION_ID, String(process.pid));',
+    'require("node:http").createServer((req, res) => { res.statusCode = Number(process.env.STATUS); res.end("ok"); })',
+    '  .listen(Number(process.env.CAIRN_PORT), "127.0.0.1");',
+  ].join("\n");
+  return {
+    command: ["/bin/sh", "-c", 'node -e "$SERVER"; sleep 3600'],
+    env: { SERVER: server, STATUS: String(status), PIDS: pidDir() },
+    resources: { cpu: 0.25, memoryMiB: 64 },
+  };
+}
+const pidDir = () => rt.dataDir;
+const serverPid = (sessionId: string) => Number(readFileSync(join(pidDir(), sessionId), "utf8"));
+
+/** Route Status Changed events as `routeId: from→to`, from now on. */
+function routeEvents(deploymentId: string): string[] {
+  const seen: string[] = [];
+  rt.runtime.bus.onEvent((e) => {
+    const d = e.detail as { deploymentId?: string; routeId?: string; from?: string; to?: string };
+    if (e["detail-type"] === "Route Status Changed" && d.deploymentId === deploymentId) {
+      seen.push(`${d.routeId}: ${d.from}→${d.to}`);
+    }
+  });
+  return seen;
+}
+
+describe("a deployment of 3 replicas", () => {
+  const id = "svc";
+
+  test("create: 3 routes PROVISIONING → DEGRADED → HEALTHY, the deployment READY", async () => {
+    const events = routeEvents(id);
     await send(DetailType.DeploymentCreated, {
-      deploymentId: "smoke",
-      spec: {
-        name: "smoke",
-        replicas: 2,
-        service: { command: ["sleep", "3600"], resources: { cpu: 0.5, memoryMiB: 64 } },
-      },
+      deploymentId: id,
+      spec: { name: id, replicas: 3, service: service(200), healthCheck: FAST_CHECK },
     });
-    const ready = await waitDeployment("smoke", (d) => d.deployment.status === "READY", "READY");
-    expect(statuses(ready)).toEqual(["smoke-r0:DEGRADED", "smoke-r1:DEGRADED"]);
-    await send(DetailType.DeploymentScaled, { deploymentId: "smoke", replicas: 0 });
-    await waitDeployment(
-      "smoke",
-      (d) => d.deployment.status === "READY" && d.routes.every((r) => r.status === "TERMINATED"),
-      "READY with no routes",
+    const ready = await waitDeployment(
+      id,
+      (d) => d.deployment.status === "READY" && healthy(d).length === 3,
+      "READY with 3 HEALTHY routes",
     );
-    await send(DetailType.DeploymentDestroyRequested, { deploymentId: "smoke" });
-    await waitDeployment("smoke", (d) => d.deployment.status === "DESTROYED", "DESTROYED");
+    expect(statuses(ready)).toEqual(["svc-r0:HEALTHY", "svc-r1:HEALTHY", "svc-r2:HEALTHY"]);
+    for (const route of ready.routes) {
+      expect(await transitions(id, route.id)).toEqual([
+        "ProvisioningRoute SUCCESS PROVISIONING→DEGRADED",
+        "HealthCheckRoute SUCCESS DEGRADED→HEALTHY",
+      ]);
+      // Where it serves: the agent that hosts it, on the port it gave the process.
+      expect(route.agentId).toMatch(/^agent-/);
+      expect(route.port).toBeGreaterThan(0);
+      const answer = await fetch(`http://127.0.0.1:${route.port}/`);
+      expect(answer.status).toBe(200);
+      expect(events.filter((e) => e.startsWith(`${route.id}:`))).toEqual([
+        `${route.id}: PROVISIONING→PROVISIONING`,
+        `${route.id}: PROVISIONING→DEGRADED`,
+        `${route.id}: DEGRADED→HEALTHY`,
+      ]);
+    }
+    expect(await transitions(id, id)).toEqual([
+      "CheckPendingDeployment SUCCESS PENDING→SCALING",
+      "ScalingDeployment SUCCESS SCALING→READY",
+    ]);
+  }, 90_000);
+
+  test("a replica's process killed: UNHEALTHY → TERMINATING → TERMINATED, replaced; READY again with 3 HEALTHY", async () => {
+    process.kill(serverPid("svc-r0"), "SIGKILL");
+    const replaced = await waitDeployment(
+      id,
+      (d) =>
+        d.deployment.status === "READY" &&
+        healthy(d).length === 3 &&
+        d.routes.find((r) => r.id === "svc-r0")?.status === "TERMINATED",
+      "svc-r0 TERMINATED and 3 HEALTHY routes again",
+    );
+    expect(statuses(replaced)).toEqual([
+      "svc-r0:TERMINATED",
+      "svc-r1:HEALTHY",
+      "svc-r2:HEALTHY",
+      "svc-r3:HEALTHY",
+    ]);
+    expect((await transitions(id, "svc-r0")).slice(2)).toEqual([
+      "HealthCheckRoute FAILURE HEALTHY→UNHEALTHY",
+      "RouteEviction SUCCESS UNHEALTHY→TERMINATING",
+      "TerminatingRoute SUCCESS TERMINATING→TERMINATED",
+    ]);
+    expect((await transitions(id, id)).slice(2)).toEqual([
+      "CheckReplicaDeployment SUCCESS READY→SCALING",
+      "ScalingDeployment SUCCESS SCALING→READY",
+    ]);
+    // The evicted replica's session was cancelled: its kernel (the shell) is gone too.
+    const session = await rt.waitForEnd("svc-r0", 30_000);
+    expect(session.session.status).toMatch(/^(TERMINATED|CANCELLED)$/);
+  }, 90_000);
+
+  test("an agent that stops reporting makes its routes STALE (DEGRADED); reporting again, HEALTHY", async () => {
+    const before = await deployments.getDeployment(id);
+    const route = healthy(before!)[0]!;
+    const agent = rt.runtime.agents.find((a) => a.id === route.agentId)!;
+    process.kill(agent.pid, "SIGSTOP");
+    try {
+      await waitDeployment(
+        id,
+        (d) => d.routes.find((r) => r.id === route.id)?.status === "DEGRADED",
+        `${route.id} DEGRADED`,
+        30_000,
+      );
+    } finally {
+      process.kill(agent.pid, "SIGCONT");
+    }
+    const history = await deployments.deploymentHistory(id);
+    const stale = history.find((h) => h.id === route.id && h.result === "STALE");
+    expect(stale?.toStatus).toBe("DEGRADED");
+    expect(stale?.message).toMatch(/^last health report \d+ s ago \(expected every 2 s\)$/);
+    await waitDeployment(
+      id,
+      (d) => d.routes.find((r) => r.id === route.id)?.status === "HEALTHY",
+      `${route.id} HEALTHY again`,
+      30_000,
+    );
+  }, 90_000);
+
+  test("scale 3 → 5 → 2, then destroy: DESTROYING → DESTROYED, every route TERMINATED, capacity released", async () => {
+    await send(DetailType.DeploymentScaled, { deploymentId: id, replicas: 5 });
+    await waitDeployment(
+      id,
+      (d) => d.deployment.status === "READY" && healthy(d).length === 5 && live(d).length === 5,
+      "READY with 5 HEALTHY routes",
+    );
+    await send(DetailType.DeploymentScaled, { deploymentId: id, replicas: 2 });
+    const two = await waitDeployment(
+      id,
+      (d) => d.deployment.status === "READY" && live(d).length === 2 && healthy(d).length === 2,
+      "READY with 2 routes",
+    );
+    expect(two.deployment.spec.replicas).toBe(2);
+    await send(DetailType.DeploymentDestroyRequested, { deploymentId: id, reason: "test over" });
+    const destroyed = await waitDeployment(id, (d) => d.deployment.status === "DESTROYED", "DESTROYED");
+    expect(destroyed.routes.every((r) => r.status === "TERMINATED")).toBe(true);
+    expect((await transitions(id, id)).slice(-2)).toEqual([
+      "Destroy SUCCESS READY→DESTROYING",
+      "DestroyingDeployment SUCCESS DESTROYING→DESTROYED",
+    ]);
+    for (const route of destroyed.routes) {
+      const s = await rt.waitForEnd(route.sessionId, 30_000);
+      expect(s.session.status).toMatch(/^(TERMINATED|CANCELLED)$/);
+    }
+    for (const agent of rt.runtime.agents) {
+      expect(await rt.store.allocationsOnAgent(agent.id)).toEqual([]);
+    }
   }, 120_000);
 });
+
+test("a replica whose health endpoint answers 500 becomes UNHEALTHY and is evicted", async () => {
+  const id = "five-hundred";
+  await send(DetailType.DeploymentCreated, {
+    deploymentId: id,
+    spec: { name: id, replicas: 1, service: service(500), healthCheck: FAST_CHECK },
+  });
+  await waitDeployment(
+    id,
+    (d) => d.routes.some((r) => r.index > 0) && d.routes[0]?.status === "TERMINATED",
+    "r0 TERMINATED and a replacement route",
+  );
+  expect(await transitions(id, `${id}-r0`)).toEqual([
+    "ProvisioningRoute SUCCESS PROVISIONING→DEGRADED",
+    "HealthCheckRoute FAILURE DEGRADED→UNHEALTHY",
+    "RouteEviction SUCCESS UNHEALTHY→TERMINATING",
+    "TerminatingRoute SUCCESS TERMINATING→TERMINATED",
+  ]);
+  const evicted = (await deployments.deploymentHistory(id)).find((h) => h.handler === "RouteEviction");
+  expect(evicted?.message).toBe("evicted: HTTP 500");
+  await send(DetailType.DeploymentDestroyRequested, { deploymentId: id });
+  await waitDeployment(id, (d) => d.deployment.status === "DESTROYED", "DESTROYED");
+}, 90_000);
+
+test("a replica whose command exits at once is FAILED_TO_START → TERMINATING, and replaced", async () => {
+  const id = "crash";
+  await send(DetailType.DeploymentCreated, {
+    deploymentId: id,
+    spec: {
+      name: id,
+      replicas: 1,
+      service: { command: ["/bin/sh", "-c", "exit 3"], resources: { cpu: 0.25, memoryMiB: 64 } },
+      healthCheck: FAST_CHECK,
+    },
+  });
+  await waitDeployment(
+    id,
+    (d) => d.routes.some((r) => r.index > 0) && d.routes[0]?.status === "TERMINATED",
+    "r0 TERMINATED and a replacement route",
+  );
+  expect(await transitions(id, `${id}-r0`)).toEqual([
+    "ProvisioningRoute FAILURE PROVISIONING→FAILED_TO_START",
+    "RunningRoute FAILURE FAILED_TO_START→TERMINATING",
+    "TerminatingRoute SUCCESS TERMINATING→TERMINATED",
+  ]);
+  const failed = (await deployments.deploymentHistory(id)).find((h) => h.handler === "ProvisioningRoute");
+  expect(failed?.message).toBe("its session ended TERMINATED (failed) before it ran");
+  await send(DetailType.DeploymentDestroyRequested, { deploymentId: id });
+  await waitDeployment(id, (d) => d.deployment.status === "DESTROYED", "DESTROYED");
+}, 90_000);
+
+test("bad specs are rejected with the field named", async () => {
+  const reasons: string[] = [];
+  rt.runtime.bus.onEvent((e) => {
+    const d = e.detail as { detailType?: string; reason: string };
+    if (e["detail-type"] === "Event Rejected" && d.detailType === "Deployment Created")
+      reasons.push(d.reason);
+  });
+  const spec = { name: "bad", replicas: 1, service: { command: ["true"] } };
+  for (const detail of [
+    { deploymentId: "bad-replicas", spec: { ...spec, replicas: -1 } },
+    { deploymentId: "bad-port", spec: { ...spec, service: { ...spec.service, port: 70_000 } } },
+    { deploymentId: "bad-field", spec: { ...spec, replica: 2 } },
+  ]) {
+    await rt.put({
+      Source: "cairn.client",
+      DetailType: "Deployment Created",
+      Detail: JSON.stringify(detail),
+    });
+  }
+  await expect.poll(() => reasons.length, { timeout: 15_000 }).toBe(3);
+  // As the coordinator words a rejection: the event, then each field and why.
+  expect(
+    reasons.map((r) => r.replace(/^rejected event [0-9a-f-]+ \(Deployment Created\): /, "")).sort(),
+  ).toEqual([
+    "detail.spec.replica: unknown field (expected one of name, replicas, service, healthCheck)",
+    "detail.spec.replicas: must be at least 0",
+    "detail.spec.service.port: must be at most 65535",
+  ]);
+  for (const id of ["bad-replicas", "bad-port", "bad-field"]) {
+    expect(await deployments.getDeployment(id)).toBeUndefined();
+  }
+}, 30_000);

@@ -117,9 +117,14 @@ export class Deployments {
           }
         }
       } catch (error) {
-        if (!isTransient(error)) throw error;
-        this.#d.log.warn("event not applied; it is redelivered", { index, error: String(error) });
-        retry.add(index);
+        if (isTransient(error)) {
+          this.#d.log.warn("event not applied; it is redelivered", { index, error: String(error) });
+          retry.add(index);
+        } else {
+          // Never a silent drop, and never a poison message holding up the queue's one group.
+          this.#d.log.error("event not applied", { index, error: String(error) });
+          reject(`not applied: ${String(error)}`);
+        }
       }
     }
     if (sweep) {
@@ -133,12 +138,16 @@ export class Deployments {
         await this.pass(id);
         passes++;
       } catch (error) {
-        if (!isTransient(error)) throw error;
-        this.#d.log.warn("deployment pass failed; its events are redelivered", {
-          deploymentId: id,
-          error: String(error),
-        });
-        for (const i of indexes) retry.add(i);
+        if (isTransient(error)) {
+          this.#d.log.warn("deployment pass failed; its events are redelivered", {
+            deploymentId: id,
+            error: String(error),
+          });
+          for (const i of indexes) retry.add(i);
+        } else {
+          // What woke it was applied; the next wake (at the latest the sweep) passes again.
+          this.#d.log.error("deployment pass failed", { deploymentId: id, error: String(error) });
+        }
       }
     }
     if (rejections.length > 0) {

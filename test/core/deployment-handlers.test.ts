@@ -89,12 +89,15 @@ function judgeDeployment(
 }
 
 describe("route handlers", () => {
-  test("ProvisioningRoute: running → DEGRADED, ended before it ran → FAILED_TO_START, else waits", () => {
+  test("ProvisioningRoute: running and probed → DEGRADED, ended before it ran → FAILED_TO_START, else waits", () => {
+    const probed = applyProbes(initialHealth(T0), [{ ok: false, atMs: T0 + 1_000, message: "ECONNREFUSED" }]);
     const targets = [
-      on(route(0, "PROVISIONING", { agentId: "agent-1", port: 41000 }), "RUNNING"),
+      on(route(0, "PROVISIONING", { agentId: "agent-1", port: 41000, health: probed }), "RUNNING"),
       on(route(1, "PROVISIONING"), "TERMINATED", "failed"),
       on(route(2, "PROVISIONING"), "PREPARING"),
       on(route(3, "PROVISIONING"), undefined),
+      // Running, but its agent has not probed it yet: it may still exit at once.
+      on(route(4, "PROVISIONING"), "RUNNING"),
     ];
     const result = provisioningRoute(targets);
     expect(result.messages).toEqual({

@@ -199,9 +199,12 @@ describe("the routes' handlers", () => {
     pass({ ...d, stage: { enteredAtMs: T0 } }, [r], s, nowMs);
 
   test("ProvisioningRoute: a running session → DEGRADED; an ended one → FAILED_TO_START", () => {
-    expect(callbacks(one(route(0, "PROVISIONING"), sessions([0, "RUNNING"])))).toEqual([
+    const probed = { ...initialHealth(T0), consecutiveFailures: 1, lastProbeAtMs: NOW - 1_000 };
+    expect(callbacks(one(route(0, "PROVISIONING", { health: probed }), sessions([0, "RUNNING"])))).toEqual([
       "web-r0: PROVISIONING→DEGRADED (success)",
     ]);
+    // Not probed yet: it may still exit at once, so it waits.
+    expect(one(route(0, "PROVISIONING"), sessions([0, "RUNNING"])).callbacks).toEqual([]);
     const failed = one(route(0, "PROVISIONING"), sessions([0, "TERMINATED", "failed"]));
     expect(callbacks(failed)).toEqual(["web-r0: PROVISIONING→FAILED_TO_START (Cairn.To.FAILED_TO_START)"]);
     expect(failed.change?.history?.[0]?.message).toBe("its session ended TERMINATED (failed) before it ran");

@@ -14,6 +14,8 @@ import {
   type SessionSpecInput,
 } from "../../functions/core/spec.ts";
 import { parseSpecText } from "../../functions/core/spec-text.ts";
+import { parseDeploymentSpec } from "../../functions/core/deployments/spec.ts";
+import { parse as parseYaml } from "yaml";
 
 const MINIMAL = { name: "hello", command: ["/bin/true"] } as const;
 
@@ -501,7 +503,9 @@ describe("any input", () => {
 
 describe("examples/", () => {
   const dir = join(import.meta.dirname, "../../examples");
-  const files = readdirSync(dir).filter((f) => /\.(ya?ml|json)$/.test(f));
+  /** Deployment specs (issue 15), not session specs. */
+  const DEPLOYMENTS = ["service.yaml"];
+  const files = readdirSync(dir).filter((f) => /\.(ya?ml|json)$/.test(f) && !DEPLOYMENTS.includes(f));
 
   test("holds the documented examples", () => {
     expect(files).toEqual(
@@ -515,6 +519,14 @@ describe("examples/", () => {
       file.endsWith(".json") ? "json" : "yaml",
     );
     expect(spec.name).toBe(file.replace(/\.(ya?ml|json)$/, ""));
+  });
+
+  test("service.yaml is a deployment of 3 replicas of an HTTP server on $CAIRN_PORT", () => {
+    const spec = parseDeploymentSpec(parseYaml(readFileSync(join(dir, "service.yaml"), "utf8")));
+    expect(spec.name).toBe("service");
+    expect(spec.replicas).toBe(3);
+    expect(spec.service.command.join(" ")).toContain("process.env.CAIRN_PORT");
+    expect(spec.healthCheck).toMatchObject({ path: "/", intervalSeconds: 5 });
   });
 
   test("gang.yaml is co-scheduled, one task per agent; tasks.yaml is independent tasks tolerating one failure", () => {

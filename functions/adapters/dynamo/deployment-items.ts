@@ -171,6 +171,7 @@ export class DeploymentItems implements DeploymentRepository {
       ...(change.deployment ? [[change.deployment.next.id, version(change.deployment)] as const] : []),
       ...(change.routes ?? []).map((r) => [r.next.id, version(r)] as const),
     ]);
+    const seqs = new Map<string, number>();
     for (const record of change.history ?? []) {
       if (deploymentId === undefined) {
         throw new InvalidStoreRequestError("history", "records must come with the entity they describe");
@@ -180,8 +181,10 @@ export class DeploymentItems implements DeploymentRepository {
       if (at === undefined) {
         throw new InvalidStoreRequestError("history", `${record.id} is not written by this change`);
       }
+      const seq = seqs.get(record.id) ?? 0;
+      seqs.set(record.id, seq + 1);
       items.push({
-        Put: { TableName: table, Item: historyItem(deploymentId, record, at) },
+        Put: { TableName: table, Item: historyItem(deploymentId, record, at, seq) },
       });
       roles.push({ kind: "deploymentHistory" });
     }
@@ -334,10 +337,10 @@ function healthFrom(r: Fields): RouteHealth {
   };
 }
 
-function historyItem(deploymentId: string, record: FamilyHistoryRecord, version: number): Item {
+function historyItem(deploymentId: string, record: FamilyHistoryRecord, version: number, seq: number): Item {
   return toItem({
     pk: deploymentHistoryPk(deploymentId),
-    sk: deploymentHistorySk(record.atMs, record.id, version),
+    sk: deploymentHistorySk(record.atMs, record.id, version, seq),
     type: ItemKind.HISTORY,
     ...record,
   });

@@ -82,8 +82,9 @@ export const rejectionPk = (id: string): string => `REJECTION#${id}`;
 export const deploymentPk = (id: string): string => `DEPLOYMENT#${id}`;
 export const deploymentHistoryPk = (id: string): string => `DEPLOYMENT_HISTORY#${id}`;
 export const routeSk = (index: number): string => `${ROUTE_SK_PREFIX}${pad(index, 4)}`;
-export const deploymentHistorySk = (atMs: number, entityId: string, version: number): string =>
-  `${DEPLOYMENT_HISTORY_SK_PREFIX}${pad(atMs, 15)}#${entityId}#${pad(version, 10)}`;
+/** `seq`: the record's place among its entity's records in one write (a pass may record two). */
+export const deploymentHistorySk = (atMs: number, entityId: string, version: number, seq = 0): string =>
+  `${DEPLOYMENT_HISTORY_SK_PREFIX}${pad(atMs, 15)}#${entityId}#${pad(version, 10)}#${pad(seq, 3)}`;
 export const rejectionSk = (eventId: string): string => `${REJECTION_EVENT_SK_PREFIX}${eventId}`;
 /** Operator settings, one item each: `CONFIG#retry`. */
 export const configPk = (name: "retry"): string => `CONFIG#${name}`;

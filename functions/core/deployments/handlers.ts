@@ -57,11 +57,15 @@ function endedWhy(session: BackingSession | undefined): string {
   return `its session ended ${session.status}${session.result !== undefined ? ` (${session.result})` : ""}`;
 }
 
-/** ProvisioningRoute: a replica whose session runs is provisioned; one whose session ended never started. */
+/**
+ * ProvisioningRoute: a replica is provisioned once its session runs and its agent has probed it
+ * (the process got its port and stayed up at least one interval, pass or fail); one whose session
+ * ended before that never started. A command that exits at once is never probed.
+ */
 export function provisioningRoute(targets: readonly RouteTarget[]): FamilyHandlerResult {
   const r = new Results();
   for (const { route, session } of targets) {
-    if (session?.status === "RUNNING") {
+    if (session?.status === "RUNNING" && route.health.lastProbeAtMs !== undefined) {
       const where =
         route.agentId !== undefined && route.port !== undefined ? ` on ${route.agentId}:${route.port}` : "";
       r.add("successes", route.id, `replica running${where}`);
