@@ -73,6 +73,9 @@ export interface DeploymentsReport {
   readonly passes: number;
 }
 
+/** Passes one wake may run back to back (64 replicas' changes take at most three). */
+const MAX_PASSES = 8;
+
 export class Deployments {
   readonly #d: DeploymentsDeps;
 
@@ -157,8 +160,20 @@ export class Deployments {
     return { retry: [...retry].sort((a, b) => a - b), rejected: rejections.length, passes };
   }
 
-  /** One pass of the deployment's handlers; re-planned from a fresh read when its write conflicts. */
+  /**
+   * The deployment's handlers, pass after pass while a pass had more to write than one write
+   * holds (a scale of many replicas); each pass re-planned from a fresh read when its write
+   * conflicts.
+   */
   async pass(deploymentId: string): Promise<void> {
+    for (let n = 0; n < MAX_PASSES; n++) {
+      if (!(await this.#passOnce(deploymentId))) return;
+    }
+    this.#d.log.warn("deployment passes left work for the next wake", { deploymentId, passes: MAX_PASSES });
+  }
+
+  /** Whether the pass left work for another. */
+  async #passOnce(deploymentId: string): Promise<boolean> {
     const plan = await rereadOnConflict(async () => {
       const found = await this.#d.store.getDeployment(deploymentId);
       if (found === undefined) return undefined;
@@ -172,7 +187,9 @@ export class Deployments {
       if (planned.change !== undefined) await this.#d.store.saveDeployment(planned.change);
       return { planned, deployment: found.deployment };
     });
-    if (plan !== undefined) await this.#carryOut(plan.planned, plan.deployment);
+    if (plan === undefined) return false;
+    await this.#carryOut(plan.planned, plan.deployment);
+    return plan.planned.more;
   }
 
   async #carryOut(plan: PassPlan, deployment: Deployment): Promise<void> {

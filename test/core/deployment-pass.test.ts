@@ -16,6 +16,7 @@ import {
   type PassPlan,
 } from "../../functions/core/deployments/pass.ts";
 import { parseDeploymentSpec } from "../../functions/core/deployments/spec.ts";
+import { MAX_CHANGE_ITEMS } from "../../functions/core/ports/deployment-store.ts";
 import type { DeploymentStatus, RouteStatus } from "../../functions/core/deployments/tables.ts";
 import type { SessionStatus } from "../../functions/core/status.ts";
 
@@ -359,5 +360,32 @@ describe("callbacks and renewal", () => {
     expect(again.execution).toEqual({ name: "web-g3", generation: 3, transitions: 0, startedAtMs: NOW });
     expect(again.nextRouteIndex).toBe(5);
     expect(again.status).toBe("PENDING");
+  });
+});
+
+describe("one write's worth at a time", () => {
+  test("scaling 0 → 64 creates every route in one write (65 items)", () => {
+    const plan = pass(deployment("SCALING", 64), []);
+    expect(plan.change?.routes?.length).toBe(64);
+    expect(plan.more).toBe(false);
+  });
+
+  test("64 routes each with a decision and a removal are judged across passes, never one oversized write", () => {
+    const routes = Array.from({ length: 64 }, (_, i) =>
+      route(i, "HEALTHY", { removeRequestedAtMs: T0, agentId: "a", port: 9000 + i }),
+    );
+    const all = new Map(routes.map((r) => [r.sessionId, { status: "RUNNING" as const, routeId: r.id }]));
+    const plan = pass(deployment("DESTROYING", 0), routes, all);
+    const items = (plan.change?.routes?.length ?? 0) + (plan.change?.history?.length ?? 0) + 1;
+    expect(items).toBeLessThanOrEqual(MAX_CHANGE_ITEMS);
+    expect(plan.more).toBe(true);
+    // The next pass, from what this one wrote, takes the rest.
+    const written = new Map(plan.change!.routes!.map((r) => [r.next.id, r.next]));
+    const after = routes.map((r) => written.get(r.id) ?? r);
+    const next = pass(deployment("DESTROYING", 0), after, all);
+    const nextItems = (next.change?.routes?.length ?? 0) + (next.change?.history?.length ?? 0) + 1;
+    expect(nextItems).toBeLessThanOrEqual(MAX_CHANGE_ITEMS);
+    // Every route leaves (the first pass's callbacks are sent again until their states are entered).
+    expect(new Set([...plan.callbacks, ...next.callbacks].map((c) => c.id)).size).toBe(64);
   });
 });

@@ -6,7 +6,7 @@
  * lost send is sent again by the next pass). "(maintain)" results are recorded once per stay in
  * a status. The application writes `change`, then starts, submits, cancels and calls back.
  */
-import type { DeploymentChange, Saved } from "../ports/deployment-store.ts";
+import { MAX_CHANGE_ITEMS, type DeploymentChange, type Saved } from "../ports/deployment-store.ts";
 import {
   checkPendingDeployment,
   checkReplicaDeployment,
@@ -116,7 +116,15 @@ export interface PassPlan {
   readonly cancel: readonly { readonly sessionId: string; readonly reason: string }[];
   /** The deployment was created but its execution never entered a state: start it (again). */
   readonly startDeployment: boolean;
+  /**
+   * The change reached the most one write may hold, and some of the deployment's routes were
+   * left for another pass: the application passes again at once.
+   */
+  readonly more: boolean;
 }
+
+/** What one route may add to a change: its item and two history records (a decision and a removal). */
+const ROUTE_ITEMS = 3;
 
 export function planPass(input: PassInput): PassPlan {
   const { nowMs } = input;
@@ -130,6 +138,14 @@ export function planPass(input: PassInput): PassPlan {
   let deployment = input.deployment;
   let deploymentChanged = false;
 
+  let more = false;
+  /**
+   * Items the change may hold so far: each changed route counted at its most (its item and two
+   * history records), a new route as its item (no history), and room always kept for the
+   * deployment's item and its two records.
+   */
+  const items = () => ROUTE_ITEMS * changedRoutes.size + newRoutes.length + 3;
+  const roomFor = (n: number) => items() + n <= MAX_CHANGE_ITEMS;
   const setRoute = (route: Route) => {
     routes.set(route.id, route);
     changedRoutes.add(route.id);
@@ -142,6 +158,10 @@ export function planPass(input: PassInput): PassPlan {
   // -- Routes first: what the deployment's handlers see is the routes after this pass.
   for (const route of input.routes) {
     if (!waiting(route.stage)) continue;
+    if (!roomFor(ROUTE_ITEMS)) {
+      more = true;
+      break;
+    }
     // Its session is submitted through the bus: until the coordinator has created it, the route
     // waits (and the submission is repeated; a repeat of an accepted one changes nothing).
     const target = targetOf(route);
@@ -179,21 +199,30 @@ export function planPass(input: PassInput): PassPlan {
     }
   } else if (waiting(deployment.stage)) {
     const judged = judgeDeployment(deployment, current, input.sessions, nowMs);
-    for (const index of judged.create) {
+    // New routes as the write has room for; the rest are created by the next pass.
+    const room = Math.max(0, MAX_CHANGE_ITEMS - items());
+    if (judged.create.length > room) more = true;
+    for (const index of judged.create.slice(0, room)) {
       const route = newRoute(deployment, index, nowMs);
       newRoutes.push(route);
       startRoutes.push(route);
       submit.push(route);
     }
-    if (judged.create.length > 0) {
-      deployment = { ...deployment, nextRouteIndex: Math.max(...judged.create) + 1 };
+    if (judged.create.length > 0 && room > 0) {
+      deployment = { ...deployment, nextRouteIndex: Math.max(...judged.create.slice(0, room)) + 1 };
       deploymentChanged = true;
     }
     for (const id of judged.remove) {
       const route = routes.get(id)!;
-      if (route.removeRequestedAtMs === undefined) setRoute({ ...route, removeRequestedAtMs: nowMs });
+      if (route.removeRequestedAtMs !== undefined) continue;
+      if (!changedRoutes.has(id) && !roomFor(ROUTE_ITEMS)) {
+        more = true;
+        break;
+      }
+      setRoute({ ...route, removeRequestedAtMs: nowMs });
     }
-    if (judged.decision !== undefined) {
+    // A scaling deployment that could not create or remove all it wanted this pass is not READY yet.
+    if (judged.decision !== undefined && !(more && deployment.status === D.SCALING)) {
       const next = applyDecision(
         deployment,
         judged.decision,
@@ -212,6 +241,16 @@ export function planPass(input: PassInput): PassPlan {
   // -- Then what the deployment decided on its routes, this pass or before.
   for (const route of [...routes.values()]) {
     // A route the deployment no longer wants leaves from whichever status allows it.
+    if (
+      !changedRoutes.has(route.id) &&
+      route.removeRequestedAtMs !== undefined &&
+      waiting(route.stage) &&
+      REMOVABLE_ROUTE_STATUSES.includes(route.status) &&
+      !roomFor(ROUTE_ITEMS)
+    ) {
+      more = true;
+      continue;
+    }
     if (
       route.removeRequestedAtMs !== undefined &&
       waiting(route.stage) &&
@@ -282,6 +321,7 @@ export function planPass(input: PassInput): PassPlan {
       deployment.status === D.PENDING &&
       deployment.stage.taskToken === undefined &&
       deployment.execution.transitions === 0,
+    more,
   };
 }
 

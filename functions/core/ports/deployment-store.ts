@@ -19,6 +19,12 @@ export interface DeploymentChange {
   readonly history?: readonly FamilyHistoryRecord[];
 }
 
+/**
+ * The most items one change may hold (entities and history records together): DynamoDB's
+ * transaction limit. A change is atomic, so it is never split: a larger one is refused.
+ */
+export const MAX_CHANGE_ITEMS = 100;
+
 export interface DeploymentRepository {
   /**
    * Writes the change atomically. Each entity is stored with version `expected.version + 1` (0
