@@ -12,6 +12,7 @@ import { DynamoRequests } from "../functions/adapters/dynamo/dynamo-requests.ts"
 import { storeRetryConfig } from "../functions/adapters/dynamo/retry.ts";
 import { DetailType, toPutEventsEntry, type EventDetailInput } from "../functions/core/events.ts";
 import type { DeploymentWithRoutes } from "../functions/core/deployments/model.ts";
+import { runCairn } from "./support/cli.ts";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
 let rt: TestRuntime;
@@ -332,3 +333,55 @@ test("bad specs are rejected with the field named", async () => {
     expect(await deployments.getDeployment(id)).toBeUndefined();
   }
 }, 30_000);
+
+describe("from the CLI: examples/service.yaml", () => {
+  const cairn = (...args: string[]) => runCairn(rt.dataDir, args);
+
+  test("create --wait, routes, scale --wait, destroy --wait", async () => {
+    const created = await cairn(
+      "deployment",
+      "create",
+      "-f",
+      "examples/service.yaml",
+      "--wait",
+      "--timeout",
+      "90",
+    );
+    expect(created.stderr).toContain("waiting for deployment service to be READY with 3 replica(s)");
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toMatch(/READY/);
+
+    // READY needs no route provisioning; HEALTHY takes one more passing probe.
+    await waitDeployment("service", (d) => healthy(d).length === 3, "3 HEALTHY routes");
+    const routes = await cairn("deployment", "routes", "service", "-o", "json");
+    expect(routes.code, routes.stderr).toBe(0);
+    const listed = JSON.parse(routes.stdout) as { routes: { routeId: string; status: string }[] };
+    expect(listed.routes.map((r) => `${r.routeId}:${r.status}`)).toEqual([
+      "service-r0:HEALTHY",
+      "service-r1:HEALTHY",
+      "service-r2:HEALTHY",
+    ]);
+
+    // Each replica answers on the port its agent gave it.
+    const found = await deployments.getDeployment("service");
+    for (const route of found!.routes) {
+      const answer = await fetch(`http://127.0.0.1:${route.port}/`);
+      expect(await answer.text()).toBe(`hello from ${route.sessionId}\n`);
+    }
+
+    const scaled = await cairn("deployment", "scale", "service", "1", "--wait", "--timeout", "90");
+    expect(scaled.code, scaled.stderr).toBe(0);
+    const destroyed = await cairn("deployment", "destroy", "service", "--wait", "--timeout", "90");
+    expect(destroyed.code, destroyed.stderr).toBe(0);
+    expect(destroyed.stdout).toMatch(/DESTROYED/);
+  }, 200_000);
+
+  test("a request the control plane refuses is recorded under the deployment's id, for the sender to read", async () => {
+    await send(DetailType.DeploymentScaled, { deploymentId: "no-such-deployment", replicas: 2 });
+    await expect
+      .poll(async () => (await rt.store.listRejections("no-such-deployment")).map((r) => r.reason), {
+        timeout: 15_000,
+      })
+      .toEqual(["detail.deploymentId: no deployment no-such-deployment"]);
+  }, 30_000);
+});

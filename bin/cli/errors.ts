@@ -160,6 +160,16 @@ export class JobWaitTimeoutError extends CliError {
 }
 
 /** `deployment … --wait --timeout`: the deployment had not reached what was waited for in time. */
+/** The control plane refused a deployment request (`--wait` read its recorded reason). */
+export class DeploymentRejectedError extends CliError {
+  override readonly name = "DeploymentRejectedError";
+  readonly code = "REJECTED";
+  readonly exitCode = ExitCode.Usage;
+  constructor(deploymentId: string, reason: string) {
+    super(`the request for deployment ${deploymentId} was rejected: ${reason}`);
+  }
+}
+
 export class DeploymentWaitTimeoutError extends CliError {
   override readonly name = "DeploymentWaitTimeoutError";
   readonly code = "WAIT_TIMEOUT";

@@ -8,7 +8,7 @@ import { liveRoutes } from "../../functions/core/deployments/handlers.ts";
 import type { DeploymentWithRoutes, Route } from "../../functions/core/deployments/model.ts";
 import { DeploymentStatus } from "../../functions/core/deployments/tables.ts";
 import type { DeploymentReader } from "./cairn-api.ts";
-import { DeploymentWaitTimeoutError } from "./errors.ts";
+import { DeploymentRejectedError, DeploymentWaitTimeoutError } from "./errors.ts";
 import type { PollOptions } from "./follow.ts";
 
 /** What the wait ends on. */
@@ -23,6 +23,8 @@ export interface DeploymentFollowOptions extends PollOptions {
    * created again after it was DESTROYED): they are reported as progress but end nothing.
    */
   readonly afterVersion?: number;
+  /** Why the control plane refused the request, once it has (checked every poll). */
+  readonly rejected?: () => Promise<string | undefined>;
 }
 
 export interface FollowedDeployment {
@@ -49,6 +51,8 @@ export async function followDeployment(
   let last: DeploymentWithRoutes | undefined;
   let noticed = false;
   for (;;) {
+    const reason = await options.rejected?.();
+    if (reason !== undefined) throw new DeploymentRejectedError(deploymentId, reason);
     const found = await store.getDeployment(deploymentId);
     if (found !== undefined) {
       for (const line of changes(last, found)) progress(line);

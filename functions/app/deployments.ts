@@ -12,6 +12,7 @@ import { applyProbes } from "../core/deployments/health.ts";
 import {
   applyRequest,
   parseDeploymentInbound,
+  requestRefusal,
   type DeploymentRequest,
   type HealthReport,
 } from "../core/deployments/inbound.ts";
@@ -34,6 +35,7 @@ import type {
 } from "./event-types.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock } from "./ports.ts";
+import { REJECTION_TTL_SECONDS } from "./jobs.ts";
 import { rereadOnConflict } from "./reread.ts";
 import { isTransient } from "./retryable.ts";
 
@@ -58,7 +60,7 @@ export interface DeploymentsDeps {
   readonly store: DeploymentRepository;
   /** The sessions behind routes, the submissions refused, and the agents reporting health. */
   readonly sessions: Pick<SessionRepository, "getSessions"> &
-    Pick<JobRepository, "listRejections"> &
+    Pick<JobRepository, "listRejections" | "recordRejection"> &
     Pick<AgentRepository, "getAgent">;
   readonly executions: FamilyExecutionsPort;
   readonly bus: DeploymentBusPort;
@@ -85,6 +87,7 @@ export class Deployments {
 
   async run(envelopes: readonly unknown[], options: { readonly sweep: boolean }): Promise<DeploymentsReport> {
     const rejections: EventRejectedDetailInput[] = [];
+    const refused: { envelope: unknown; reason: string }[] = [];
     const retry = new Set<number>();
     /** Each deployment to pass over, and the envelopes that woke it (redelivered if its pass fails). */
     const woken = new Map<string, number[]>();
@@ -93,8 +96,10 @@ export class Deployments {
     let sweep = options.sweep;
     for (const [index, envelope] of envelopes.entries()) {
       const inbound = parseDeploymentInbound(envelope);
-      const reject = (reason: string) =>
+      const reject = (reason: string) => {
         rejections.push(this.#rejection(inbound.kind === "invalid" ? inbound : eventOf(inbound), reason));
+        refused.push({ envelope, reason });
+      };
       try {
         switch (inbound.kind) {
           case "invalid":
@@ -155,6 +160,7 @@ export class Deployments {
     }
     if (rejections.length > 0) {
       for (const r of rejections) this.#d.log.warn("event rejected", { ...r });
+      for (const { envelope, reason } of refused) await this.#recordRefusal(envelope, reason);
       await this.#d.bus.rejected(rejections);
     }
     return { retry: [...retry].sort((a, b) => a - b), rejected: rejections.length, passes };
@@ -333,6 +339,15 @@ export class Deployments {
       });
       return undefined;
     });
+  }
+
+  /**
+   * A refused deployment request is kept where its sender reads it (`cairn deployment create
+   * --wait` says why), under the deployment's id, when the envelope names a usable one.
+   */
+  async #recordRefusal(envelope: unknown, reason: string): Promise<void> {
+    const refusal = requestRefusal(envelope, reason, this.#d.clock.nowMs());
+    if (refusal !== undefined) await this.#d.sessions.recordRejection(refusal, REJECTION_TTL_SECONDS);
   }
 
   #rejection(

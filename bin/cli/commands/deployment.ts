@@ -14,6 +14,7 @@ import { renderDeployment, renderDeploymentList, renderRoutes } from "../deploym
 import { deploymentSummaryView, deploymentView, routesView } from "../deployment-views.ts";
 import { ConflictError, InvalidSpecError, ResourceNotFoundError } from "../errors.ts";
 import { ExitCode } from "../exit-codes.ts";
+import { rejectionOf } from "../follow.ts";
 import { followDeployment, goalText, type DeploymentGoal } from "../follow-deployment.ts";
 import { printJson } from "../io.ts";
 import type { CommandContext } from "./context.ts";
@@ -63,6 +64,7 @@ export async function runDeploymentCreate(
   const id = spec.name;
   const entry = createdEntry(ctx.api.eventBusName, spec);
   const stored = await deployments(ctx.api).getDeployment(id);
+  let eventId: string | undefined;
   const live = stored !== undefined && stored.deployment.status !== DeploymentStatus.DESTROYED;
   // As the control plane judges it: the same creation again changes nothing; another spec under
   // a live deployment's name is refused (a DESTROYED one's name may be used again).
@@ -77,7 +79,7 @@ export async function runDeploymentCreate(
       `deployment ${id} already exists with this spec (${stored.deployment.status}); not sent again`,
     );
   } else {
-    await ctx.api.put(entry);
+    eventId = (await ctx.api.put(entry)) ?? undefined;
   }
   if (!request.wait) {
     if (request.output === "json") printJson(ctx.io, { deploymentId: id, created: !live });
@@ -95,6 +97,7 @@ export async function runDeploymentCreate(
     request,
     ctx,
     live ? undefined : stored?.deployment.version,
+    eventId,
   );
 }
 
@@ -110,10 +113,12 @@ export async function runDeploymentScale(
   }
   const from = deployment.spec.replicas;
   const changed = from !== replicas;
+  let eventId: string | undefined;
   if (changed) {
-    await ctx.api.put(
-      toPutEventsEntry(ctx.api.eventBusName, DetailType.DeploymentScaled, { deploymentId: name, replicas }),
-    );
+    eventId =
+      (await ctx.api.put(
+        toPutEventsEntry(ctx.api.eventBusName, DetailType.DeploymentScaled, { deploymentId: name, replicas }),
+      )) ?? undefined;
   }
   if (!invocation.wait) {
     if (invocation.output === "json") {
@@ -135,7 +140,7 @@ export async function runDeploymentScale(
     return ExitCode.Ok;
   }
   if (!changed) ctx.io.stderr(`deployment ${name} already asks for ${replicas}; nothing sent`);
-  return waitFor(name, { kind: "ready", replicas }, invocation, ctx);
+  return waitFor(name, { kind: "ready", replicas }, invocation, ctx, undefined, eventId);
 }
 
 export async function runDeploymentDestroy(
@@ -146,13 +151,15 @@ export async function runDeploymentDestroy(
   const { deployment } = await existing(name, ctx);
   const destroyed = deployment.status === DeploymentStatus.DESTROYED;
   const requested = !destroyed && deployment.destroyRequest === undefined;
+  let eventId: string | undefined;
   if (requested) {
-    await ctx.api.put(
-      toPutEventsEntry(ctx.api.eventBusName, DetailType.DeploymentDestroyRequested, {
-        deploymentId: name,
-        ...(reason === undefined ? {} : { reason }),
-      }),
-    );
+    eventId =
+      (await ctx.api.put(
+        toPutEventsEntry(ctx.api.eventBusName, DetailType.DeploymentDestroyRequested, {
+          deploymentId: name,
+          ...(reason === undefined ? {} : { reason }),
+        }),
+      )) ?? undefined;
   }
   const note = destroyed
     ? `deployment ${name} is already DESTROYED; nothing to destroy`
@@ -172,7 +179,7 @@ export async function runDeploymentDestroy(
     return ExitCode.Ok;
   }
   if (note !== undefined) ctx.io.stderr(note);
-  return waitFor(name, { kind: "destroyed" }, invocation, ctx);
+  return waitFor(name, { kind: "destroyed" }, invocation, ctx, undefined, eventId);
 }
 
 export async function runDeploymentGet(
@@ -238,6 +245,8 @@ async function waitFor(
   request: Waiting,
   ctx: CommandContext,
   afterVersion?: number,
+  /** The request's event, whose refusal (if the control plane records one) ends the wait. */
+  eventId?: string,
 ): Promise<ExitCode> {
   ctx.io.stderr(
     `waiting for deployment ${id} to be ${goalText(goal)} (Ctrl-C stops waiting, not the deployment)`,
@@ -249,6 +258,7 @@ async function waitFor(
     progress: (line) => ctx.io.stderr(line),
     ...(request.timeoutSeconds === undefined ? {} : { timeoutSeconds: request.timeoutSeconds }),
     ...(afterVersion === undefined ? {} : { afterVersion }),
+    ...(eventId === undefined ? {} : { rejected: () => rejectionOf(ctx.api.store, id, eventId) }),
   });
   if (outcome === "destroyed") {
     ctx.io.stderr(`deployment ${id} is ${found.deployment.status} instead: it will not be READY`);

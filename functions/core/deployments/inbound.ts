@@ -9,6 +9,7 @@ import { DetailType, EventSource, parseInboundEvent, type InboundEvent } from ".
 import type { DeploymentSpec } from "./spec.ts";
 import { DeploymentStatus, DESTROYABLE_STATUSES, TERMINAL_DEPLOYMENT_STATUSES } from "./tables.ts";
 import type { Deployment } from "./model.ts";
+import type { SubmissionRejection } from "../ports/session-store.ts";
 
 export type DeploymentRequest = Extract<
   InboundEvent,
@@ -147,4 +148,28 @@ export function applyRequest(
       };
     }
   }
+}
+
+const REQUEST_TYPES: readonly string[] = [
+  DetailType.DeploymentCreated,
+  DetailType.DeploymentScaled,
+  DetailType.DeploymentDestroyRequested,
+];
+
+/**
+ * The refusal to keep for a refused deployment request (by its deployment id and event id), or
+ * undefined when the envelope is no request or names no usable id.
+ */
+export function requestRefusal(
+  envelope: unknown,
+  reason: string,
+  atMs: number,
+): SubmissionRejection | undefined {
+  const e = (typeof envelope === "object" && envelope !== null ? envelope : {}) as Record<string, unknown>;
+  if (typeof e["detail-type"] !== "string" || !REQUEST_TYPES.includes(e["detail-type"])) return undefined;
+  const eventId = e["id"];
+  if (typeof eventId !== "string" || eventId.length === 0 || eventId.length > 256) return undefined;
+  const detail = e["detail"] as Record<string, unknown> | undefined;
+  const id = deploymentIdSchema.safeParse(detail?.["deploymentId"]);
+  return id.success ? { id: id.data, eventId, reason, atMs } : undefined;
 }
