@@ -172,12 +172,11 @@ describe("the embedded runtime declares nothing itself", () => {
     }
   }
 
-  test("local/runtime.ts builds functions, queues, rules, state machines and the sweep from the topology", () => {
+  test("local/runtime.ts builds functions, queues, rules, state machines and every sweep from the topology", () => {
     const text = readFileSync("local/runtime.ts", "utf8");
     const imported =
       /import\s*\{([^}]*)\}\s*from\s*"\.\.\/functions\/topology\/index\.ts"/.exec(text)?.[1] ?? "";
-    // The sweeps: SWEEPS, or the safety sweep alone (SWEEP) while the runtime runs only that one.
-    for (const name of ["FUNCTIONS", "QUEUES", "RULES", "STATE_MACHINES", "SWEEPS?"]) {
+    for (const name of ["FUNCTIONS", "QUEUES", "RULES", "STATE_MACHINES", "SWEEPS"]) {
       expect(imported, `runtime imports ${name}`).toMatch(new RegExp(`\\b${name}\\b`));
       const uses = text.match(new RegExp(`\\b${name}\\b`, "g"))?.length ?? 0;
       expect(uses, `runtime uses ${name} beyond importing it`).toBeGreaterThan(1);

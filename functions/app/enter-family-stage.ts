@@ -66,17 +66,27 @@ const common = {
   failure: z.object({ Error: z.string().optional(), Cause: z.string().optional() }).loose().optional(),
 };
 
-const EntrySchema = z.union([
-  strictObject({ deploymentId: deploymentIdSchema, status: z.enum(DEPLOYMENT_STATUSES), ...common }),
-  strictObject({ routeId: routeIdSchema, status: z.enum(ROUTE_STATUSES), ...common }),
-]);
-export type FamilyStageInput = z.input<typeof EntrySchema>;
+const DeploymentEntrySchema = strictObject({
+  deploymentId: deploymentIdSchema,
+  status: z.enum(DEPLOYMENT_STATUSES),
+  ...common,
+});
+const RouteEntrySchema = strictObject({ routeId: routeIdSchema, status: z.enum(ROUTE_STATUSES), ...common });
+export type FamilyStageInput = z.input<typeof DeploymentEntrySchema> | z.input<typeof RouteEntrySchema>;
+
+/** A route's entry names its route; anything else is read as a deployment's, so its issues name fields. */
+function parseEntry(input: unknown) {
+  const isRoute = typeof input === "object" && input !== null && "routeId" in input;
+  return isRoute
+    ? safeParseWithIssues(RouteEntrySchema, input)
+    : safeParseWithIssues(DeploymentEntrySchema, input);
+}
 
 export async function enterFamilyStage(
   input: unknown,
   deps: EnterFamilyStageDeps,
 ): Promise<{ readonly status: string }> {
-  const parsed = safeParseWithIssues(EntrySchema, input);
+  const parsed = parseEntry(input);
   if (!parsed.success) {
     throw new FamilyStageError(parsed.issues.map((i) => `${i.path}: ${i.message}`).join("; "));
   }
