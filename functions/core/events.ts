@@ -106,8 +106,13 @@ const historyHandlerSchema = z.enum({
   Liveness: "Liveness",
 });
 
-/** Kernel statuses an agent reports; the others are the control plane's to set. */
+/**
+ * Kernel statuses an agent reports; the others are the control plane's to set. PULLING (seed 001,
+ * between PREPARING and PREPARED) says preparation has begun: informational, it never moves a
+ * kernel back (kernel-reports.ts).
+ */
 export const REPORTED_KERNEL_STATUSES = [
+  KernelStatus.PULLING,
   KernelStatus.PREPARED,
   KernelStatus.RUNNING,
   KernelStatus.TERMINATED,
@@ -135,7 +140,7 @@ export const SessionCancelRequestedDetailSchema = strictObject({
   reason: messageSchema.optional(),
 }).readonly();
 
-/** An agent reports that one of its kernels changed status (prepared, running, ended). */
+/** An agent reports that one of its kernels changed status (preparing, prepared, running, ended). */
 export const KernelStatusChangedDetailSchema = strictObject({
   agentId: agentIdSchema,
   /** The reporting agent's registration; reports of an earlier one are refused. */
@@ -153,7 +158,10 @@ export const KernelStatusChangedDetailSchema = strictObject({
   signal: signalSchema.optional(),
   condition: reportedConditionSchema.optional(),
   message: messageSchema.optional(),
-  /** How the agent classified the failure (Armada's error categories), for retry rules. */
+  /**
+   * How the agent classified the failure (Armada's error categories), for retry rules: the
+   * local agent's table is core/retry/failure-categories.ts (oom, killed, user_error…).
+   */
   failureCategory: z
     .string()
     .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, { error: "must be 1 to 64 of a-z, 0-9, '_', '.', '-'" })

@@ -15,7 +15,7 @@ import {
 } from "./status.ts";
 
 export interface KernelReport {
-  readonly status: "PREPARED" | "RUNNING" | "TERMINATED" | "ERROR";
+  readonly status: "PULLING" | "PREPARED" | "RUNNING" | "TERMINATED" | "ERROR";
   readonly exitCode?: number;
   readonly condition?: Condition;
   readonly message?: string;
@@ -23,12 +23,12 @@ export interface KernelReport {
   readonly atMs: number;
 }
 
-const BEFORE_PREPARED: ReadonlySet<KernelStatus> = new Set([
+const BEFORE_PULLING: ReadonlySet<KernelStatus> = new Set([
   KernelStatus.PENDING,
   KernelStatus.SCHEDULED,
   KernelStatus.PREPARING,
-  KernelStatus.PULLING,
 ]);
+const BEFORE_PREPARED: ReadonlySet<KernelStatus> = new Set([...BEFORE_PULLING, KernelStatus.PULLING]);
 const BEFORE_RUNNING: ReadonlySet<KernelStatus> = new Set([
   ...BEFORE_PREPARED,
   KernelStatus.PREPARED,
@@ -44,6 +44,14 @@ export function kernelReportPatch(
   if (isTerminalKernelStatus(kernel.status)) return undefined;
   const index = kernel.index;
   switch (report.status) {
+    case "PULLING":
+      // Informational (Iris's BUILDING): the kernel is PULLING until its PREPARED or ERROR, which
+      // both apply from PULLING. A late one (the kernel PREPARED or past it) changes nothing, as
+      // does one landing on a preparation error not yet judged: PrepareSessions finds the error
+      // by the kernel being PREPARING, and a PULLING sent before that ERROR must not hide it.
+      return BEFORE_PULLING.has(kernel.status) && kernel.error === undefined
+        ? { index, status: KernelStatus.PULLING }
+        : undefined;
     case "PREPARED":
       return BEFORE_PREPARED.has(kernel.status)
         ? { index, status: KernelStatus.PREPARED, error: null }

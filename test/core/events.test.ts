@@ -165,7 +165,7 @@ describe("each inbound detail-type is rejected with the right path", () => {
   });
 
   test.each([
-    ["detail.status: must be one of PREPARED, RUNNING, TERMINATED, ERROR", { status: "PULLING" }],
+    ["detail.status: must be one of PULLING, PREPARED, RUNNING, TERMINATED, ERROR", { status: "CREATING" }],
     [
       "detail.condition: must be one of OOMKilled, Evicted, Preempted, DeadlineExceeded",
       { condition: "OOM" },
@@ -182,6 +182,10 @@ describe("each inbound detail-type is rejected with the right path", () => {
     [
       "detail.exitCode: only allowed when status is TERMINATED or ERROR",
       { status: "RUNNING", signal: undefined, condition: undefined },
+    ],
+    [
+      "detail.exitCode: only allowed when status is TERMINATED or ERROR",
+      { status: "PULLING", signal: undefined, condition: undefined },
     ],
   ])("Kernel Status Changed: %s", (expected, change) => {
     expect(reasons(envelope("Kernel Status Changed", "cairn.agent", { ...VALID.kernel, ...change }))).toEqual(
