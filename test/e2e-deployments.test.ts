@@ -385,3 +385,32 @@ describe("from the CLI: examples/service.yaml", () => {
       .toEqual(["detail.deploymentId: no deployment no-such-deployment"]);
   }, 30_000);
 });
+
+test("a health report not signed by the agent it names is refused, and changes nothing", async () => {
+  const reasons: string[] = [];
+  rt.runtime.bus.onEvent((e) => {
+    const d = e.detail as { detailType?: string; reason: string };
+    if (e["detail-type"] === "Event Rejected" && d.detailType === "Route Health Reported")
+      reasons.push(d.reason);
+  });
+  const agent = (await rt.store.listAgents())[0]!;
+  const forged = {
+    agentId: agent.id,
+    incarnation: agent.incarnation!,
+    deploymentId: "nobody",
+    routeId: "nobody-r0",
+    sessionId: "nobody-r0",
+    runIndex: 0,
+    port: 8080,
+    probes: [{ ok: true, atMs: Date.now(), httpStatus: 200 }],
+    atMs: Date.now(),
+    signature: "0".repeat(64),
+  };
+  await rt.put(
+    { Source: "cairn.agent", DetailType: "Route Health Reported", Detail: JSON.stringify(forged) },
+    "agent",
+  );
+  await expect
+    .poll(() => reasons, { timeout: 15_000 })
+    .toEqual([`detail.signature: does not match agent ${agent.id}'s key: the event is not from that agent`]);
+}, 30_000);
