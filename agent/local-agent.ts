@@ -31,6 +31,7 @@ import { buildKernelEnv, DEFAULT_PATH } from "./environment.ts";
 import { InvalidAgentInputError } from "./errors.ts";
 import { exitStatus } from "./exit-status.ts";
 import { resolveExecutable } from "./executable.ts";
+import { classifyFailure } from "../functions/core/retry/failure-categories.ts";
 import { PermanentFailureCategory } from "../functions/core/retry/permanent-failures.ts";
 import {
   checkCapacity,
@@ -151,6 +152,8 @@ interface RunningProcess {
   rssBytes?: number;
   cause?: Cause;
   stopping: boolean;
+  /** A stop command came before the process exited: its end is the control plane's decision. */
+  stopRequested?: true;
   /** The main process has exited (and been reaped): its pid must not be signalled again. */
   exitSeen: boolean;
   killTimer?: NodeJS.Timeout;
@@ -291,7 +294,9 @@ export class LocalAgent {
 
   /**
    * Creates the run's work directory and checks that its executable exists and can run.
-   * Reports PREPARED, or ERROR naming the executable. Repeating it repeats the check.
+   * Reports PULLING as it begins (Iris's BUILDING: "the worker sets this during bundle download
+   * and dependency sync"), then PREPARED, or ERROR naming the executable. Repeating it repeats
+   * the check, and both reports.
    */
   async prepare(launch: KernelLaunch): Promise<void> {
     validateLaunch(launch);
@@ -481,6 +486,7 @@ export class LocalAgent {
       return;
     }
     if (this.closed) return this.reportPrepareError(launch, `agent ${this.id} is shutting down`);
+    this.emitReport(launch, "PULLING", {});
     const paths = runLogPaths(this.workRoot, launch.sessionId, launch.kernelIndex, launch.runIndex);
     try {
       await this.makeWorkDir(paths.workDir);
@@ -627,13 +633,16 @@ export class LocalAgent {
     };
     if (slot.phase === "prepared") {
       this.slots.delete(key);
+      const category = classifyFailure({ status: "TERMINATED", stopRequested: true, ...cause });
       this.finishRun(slot.launch, "TERMINATED", {
         ...cause,
         message: options.reason ?? "stopped before it started",
+        ...(category !== undefined ? { failureCategory: category } : {}),
       });
       return;
     }
     if (slot.cause === undefined && (cause.condition || cause.message)) slot.cause = cause;
+    if (!slot.exitSeen) slot.stopRequested = true;
     this.replicas?.forget(runKey(slot.launch.sessionId, slot.launch.kernelIndex, slot.launch.runIndex));
     if (!slot.exitSeen) {
       if (graceMs === 0) {
@@ -686,11 +695,19 @@ export class LocalAgent {
       const message = [run.cause?.message, terminationMessage].filter((m) => m !== undefined).join("\n");
       const key = kernelKey(run.launch.sessionId, run.launch.kernelIndex);
       if (this.slots.get(key) === run) this.slots.delete(key);
+      const category = classifyFailure({
+        status: "TERMINATED",
+        exitCode: status.exitCode,
+        ...(status.signal ? { signal: status.signal } : {}),
+        ...(run.cause?.condition ? { condition: run.cause.condition } : {}),
+        ...(run.stopRequested ? { stopRequested: true } : {}),
+      });
       this.finishRun(run.launch, "TERMINATED", {
         exitCode: status.exitCode,
         ...(status.signal ? { signal: status.signal } : {}),
         ...(run.cause?.condition ? { condition: run.cause.condition } : {}),
         ...(message !== "" ? { message: capUtf8(message, TERMINATION_MESSAGE_MAX_BYTES) } : {}),
+        ...(category !== undefined ? { failureCategory: category } : {}),
         pid: run.pid,
       });
     } catch (error) {
@@ -922,8 +939,12 @@ export class LocalAgent {
     });
   }
 
-  /** ERROR that ends the run (`category`: as for a preparation error). */
-  private failRun(launch: KernelLaunch, message: string, category?: PermanentFailureCategory): void {
+  /**
+   * ERROR that ends the run, with its failure category: `permanent` (as for a preparation error)
+   * or `start_failed` (core/retry/failure-categories.ts).
+   */
+  private failRun(launch: KernelLaunch, message: string, permanent?: PermanentFailureCategory): void {
+    const category = classifyFailure({ status: "ERROR", ...(permanent !== undefined ? { permanent } : {}) });
     this.finishRun(launch, "ERROR", {
       message: capUtf8(message, TERMINATION_MESSAGE_MAX_BYTES),
       ...(category !== undefined ? { failureCategory: category } : {}),

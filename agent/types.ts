@@ -37,6 +37,8 @@ export interface KernelLaunch {
 }
 
 export const KernelReportStatus = {
+  /** Preparation has begun (work directory, executable check): Iris's BUILDING. */
+  PULLING: "PULLING",
   PREPARED: "PREPARED",
   RUNNING: "RUNNING",
   TERMINATED: "TERMINATED",
@@ -66,7 +68,10 @@ export interface KernelReport {
   readonly condition?: AgentCondition;
   /** Termination message, the agent's reason, or error text. */
   readonly message?: string;
-  /** ERROR only: an error no retry can clear (core/retry/permanent-failures.ts). */
+  /**
+   * TERMINATED or ERROR of a failed run: how the agent classified the failure
+   * (core/retry/failure-categories.ts), or an error no retry can clear (permanent-failures.ts).
+   */
   readonly failureCategory?: string;
   readonly atMs: number;
   readonly pid?: number;

@@ -134,13 +134,14 @@ describe("running a kernel", () => {
     const end = await waitForReport(terminated(l));
     const paths = agent.logPaths(l.sessionId, 2, 1);
 
-    expect(reports.map((r) => r.status)).toEqual(["PREPARED", "RUNNING", "TERMINATED"]);
-    expect(reports[1]?.pid).toBeGreaterThan(0);
+    expect(reports.map((r) => r.status)).toEqual(["PULLING", "PREPARED", "RUNNING", "TERMINATED"]);
+    expect(reports[2]?.pid).toBeGreaterThan(0);
     expect(end).toMatchObject({
       agentId: "agent-t",
       status: "TERMINATED",
       exitCode: 3,
-      pid: reports[1]?.pid,
+      failureCategory: "user_error",
+      pid: reports[2]?.pid,
     });
     expect(end.signal).toBeUndefined();
     expect(end.condition).toBeUndefined();
@@ -224,9 +225,14 @@ describe("preparing", () => {
     const missing = launch(["no-such-program-cairn", "--flag"]);
     await agent.prepare(missing);
     expect(reports).toEqual([
-      expect.objectContaining({ sessionId: missing.sessionId, status: "ERROR" }) as unknown,
+      expect.objectContaining({ sessionId: missing.sessionId, status: "PULLING" }) as unknown,
+      expect.objectContaining({
+        sessionId: missing.sessionId,
+        status: "ERROR",
+        failureCategory: "executable_not_found",
+      }) as unknown,
     ]);
-    expect(reports[0]?.message).toMatch(/^executable "no-such-program-cairn" not found on PATH/);
+    expect(reports[1]?.message).toMatch(/^executable "no-such-program-cairn" not found on PATH/);
 
     const script = join(workRoot, "not-executable.sh");
     writeFileSync(script, "#!/bin/sh\necho hi\n");
@@ -256,14 +262,17 @@ describe("preparing", () => {
     await agent.prepare(l);
     await agent.prepare(l);
     expect(existsSync(agent.logPaths(l.sessionId, 0, 0).workDir)).toBe(true);
-    expect(reports.map((r) => r.status)).toEqual(["PREPARED", "PREPARED"]);
+    expect(reports.map((r) => r.status)).toEqual(["PULLING", "PREPARED", "PULLING", "PREPARED"]);
 
     await agent.stop(l.sessionId, 0, { reason: "cancelled by user" });
     await agent.start(l); // a late duplicate start for an ended run is ignored
-    expect(reports.map((r) => [r.status, r.message])).toEqual([
-      ["PREPARED", undefined],
-      ["PREPARED", undefined],
-      ["TERMINATED", "cancelled by user"],
+    expect(reports.map((r) => [r.status, r.message, r.failureCategory])).toEqual([
+      ["PULLING", undefined, undefined],
+      ["PREPARED", undefined, undefined],
+      ["PULLING", undefined, undefined],
+      ["PREPARED", undefined, undefined],
+      // Stopped on request without a condition: the control plane's decision, not a failure.
+      ["TERMINATED", "cancelled by user", undefined],
     ]);
   });
 
@@ -278,8 +287,10 @@ describe("preparing", () => {
     await agent.start(again);
     await waitForReport((r) => terminated(again)(r) && r.placement === 1);
     expect(reports.map((r) => [r.status, r.placement])).toEqual([
+      ["PULLING", 0],
       ["PREPARED", 0],
       ["TERMINATED", 0],
+      ["PULLING", 1],
       ["PREPARED", 1],
       ["RUNNING", 1],
       ["TERMINATED", 1],
@@ -313,6 +324,31 @@ describe("preparing", () => {
   });
 });
 
+describe("failure categories (core/retry/failure-categories.ts)", () => {
+  test.each([
+    // [what the kernel does, exit code, signal, category]
+    ["is SIGKILLed", "kill -KILL $$", 137, "SIGKILL", "killed"],
+    ["exits 137 (a shell's report of a SIGKILLed child)", "exit 137", 137, undefined, "killed"],
+    ["is SIGTERMed by someone else", "kill -TERM $$", 143, "SIGTERM", "terminated"],
+    ["crashes (SIGSEGV)", "kill -SEGV $$", 139, "SIGSEGV", "crashed"],
+    ["exits 1", "exit 1", 1, undefined, "user_error"],
+    ["runs a command that is not there", "no-such-command-cairn", 127, undefined, "command_not_found"],
+    ["exits 0", "exit 0", 0, undefined, undefined],
+  ] as const)(
+    "a kernel that %s is reported with its category",
+    async (_, script, exitCode, signal, category) => {
+      const { agent, waitForReport } = newAgent();
+      const l = launch(["/bin/sh", "-c", script]);
+      await agent.start(l);
+      const end = await waitForReport(terminated(l));
+      expect(end.status).toBe("TERMINATED");
+      expect(end.exitCode).toBe(exitCode);
+      expect(end.signal).toBe(signal);
+      expect(end.failureCategory).toBe(category);
+    },
+  );
+});
+
 describe("memory enforcement", () => {
   test("a tree above its memory request is SIGKILLed and reported OOMKilled/137; a modest one is not", async () => {
     const { agent, waitForReport } = newAgent();
@@ -333,6 +369,7 @@ describe("memory enforcement", () => {
       exitCode: 137,
       signal: "SIGKILL",
       condition: "OOMKilled",
+      failureCategory: "oom",
     });
     expect(bigEnd.message).toMatch(/^resident memory \d+ MiB exceeded the 96 MiB request$/);
     expect(Number(/memory (\d+) MiB/.exec(bigEnd.message ?? "")?.[1])).toBeGreaterThan(96);
@@ -340,6 +377,7 @@ describe("memory enforcement", () => {
     const modestEnd = await waitForReport(terminated(modest));
     expect(modestEnd).toMatchObject({ status: "TERMINATED", exitCode: 0 });
     expect(modestEnd.condition).toBeUndefined();
+    expect(modestEnd.failureCategory).toBeUndefined();
     expect(agent.memoryPollStats().ticks).toBeGreaterThan(0);
   });
 });
@@ -364,6 +402,7 @@ describe("stopping", () => {
       signal: "SIGKILL",
       condition: "Preempted",
       message: "preempted by s-high",
+      failureCategory: "preempted",
     });
     expect((await agent.readLogs(l.sessionId, 0, 0)).map((x) => x.text)).toContain("got SIGTERM, ignoring");
     await agent.stop(l.sessionId, 0); // already ended: resolves at once
@@ -381,7 +420,10 @@ describe("stopping", () => {
     ]);
 
     await Promise.all([agent.stop(l.sessionId, 0, { graceMs: 10_000 }), agent.stop(l.sessionId, 0)]);
-    expect(await waitForReport(terminated(l))).toMatchObject({ exitCode: 143, signal: "SIGTERM" });
+    const end = await waitForReport(terminated(l));
+    expect(end).toMatchObject({ exitCode: 143, signal: "SIGTERM" });
+    // Stopped on request, without a condition: no failure of the kernel's, no category.
+    expect(end.failureCategory).toBeUndefined();
     await expect.poll(() => isAlive(sleepPid), { timeout: 5000 }).toBe(false);
   });
 
@@ -402,6 +444,7 @@ describe("stopping", () => {
     expect(await waitForReport(terminated(late))).toMatchObject({
       status: "ERROR",
       message: "agent agent-t is shutting down",
+      failureCategory: "start_failed",
     });
   });
 });

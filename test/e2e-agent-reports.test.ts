@@ -1,0 +1,100 @@
+/**
+ * Issue 16, item 8 end to end, with `cairn agent` processes and real kernels in the embedded
+ * runtime: an agent reports PULLING when it begins preparing a run and the coordinator accepts it
+ * (no Event Rejected, the session moves on); and a failed run's kernel carries the failure category
+ * the agent classified (core/retry/failure-categories.ts), which a retry rule matches.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import { parseRetryPolicy } from "../functions/core/retry/policy.ts";
+import { sessionResult } from "../functions/core/sessions.ts";
+import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
+import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+
+let rt: TestRuntime;
+afterEach(() => assertLifecycleInvariants(rt));
+const seen: EventBridgeEvent[] = [];
+let n = 0;
+const newId = (label: string) => `rep-${label}-${Date.now().toString(36)}-${n++}`;
+const sh = (script: string) => ["/bin/sh", "-c", script];
+
+beforeAll(async () => {
+  rt = await startTestRuntime({ agents: 2, agentCapacity: { cpu: 4, memoryMiB: 4096 }, retryCacheMs: 200 });
+  rt.runtime.bus.onEvent((event) => seen.push(event));
+}, 120_000);
+afterAll(() => rt?.stop());
+
+interface ReportDetail {
+  readonly sessionId: string;
+  readonly status: string;
+  readonly failureCategory?: string;
+}
+const reportsOf = (id: string) =>
+  seen
+    .filter((e) => e["detail-type"] === "Kernel Status Changed")
+    .map((e) => e.detail as ReportDetail)
+    .filter((d) => d.sessionId === id);
+const rejectionsAbout = (id: string) =>
+  seen
+    .filter((e) => e["detail-type"] === "Event Rejected")
+    .map((e) => (e.detail as { reason: string }).reason)
+    .filter((reason) => reason.includes(id));
+
+describe("agent reports, end to end", () => {
+  test("PULLING is sent as preparation begins, accepted, and the session runs on to success", async () => {
+    const id = newId("pulling");
+    await rt.submit({ sessionId: id, spec: { name: "pulling", command: sh("echo ok") } });
+    const s = await rt.waitForEnd(id, 60_000);
+    expect(sessionResult(s)).toBe("succeeded");
+    expect(reportsOf(id).map((r) => r.status)).toEqual(["PULLING", "PREPARED", "RUNNING", "TERMINATED"]);
+    expect(rejectionsAbout(id)).toEqual([]);
+    // Exit 0: no failure, no category.
+    expect(s.kernels[0]?.failureCategory).toBeUndefined();
+  }, 90_000);
+
+  test("a SIGKILLed kernel ends with category killed, an `exit 1` one with user_error; a rule on killed retries", async () => {
+    const name = `p-${Date.now().toString(36)}-${n++}`;
+    await rt.store.createRetryPolicy(
+      parseRetryPolicy({
+        apiVersion: "cairn.dev/v1",
+        kind: "RetryPolicy",
+        metadata: { name },
+        spec: { rules: [{ action: "Retry", onFailureCategory: ["killed"] }] },
+      }),
+      Date.now(),
+    );
+    const killed = newId("killed");
+    const failed = newId("exit1");
+    // Killed by SIGKILL on its first run only, so the retry is seen to succeed.
+    await rt.submit({
+      sessionId: killed,
+      spec: {
+        name: "killed",
+        command: sh('if [ "$CAIRN_RUN_INDEX" = "0" ]; then kill -KILL $$; fi; echo ok'),
+        retry: { policies: [name] },
+      },
+    });
+    await rt.submit({
+      sessionId: failed,
+      spec: { name: "exit1", command: sh("exit 1"), retry: { policies: [name] } },
+    });
+
+    const k = await rt.waitForEnd(killed, 60_000);
+    expect(sessionResult(k)).toBe("succeeded");
+    const killedRuns = await rt.store.listRuns(killed);
+    expect(killedRuns.map((r) => [r.runIndex, r.outcome, r.decision])).toEqual([
+      [0, "FAILED", "retry"],
+      [1, "SUCCEEDED", "finished"],
+    ]);
+    expect(killedRuns[0]?.kernels[0]).toMatchObject({ exitCode: 137, failureCategory: "killed" });
+    expect(reportsOf(killed).find((r) => r.status === "TERMINATED")).toMatchObject({
+      failureCategory: "killed",
+    });
+
+    const f = await rt.waitForEnd(failed, 60_000);
+    expect(sessionResult(f)).toBe("failed");
+    expect(f.kernels[0]).toMatchObject({ exitCode: 1, failureCategory: "user_error" });
+    // No rule matches user_error and the default action is Fail: one run only.
+    expect(f.session.runIndex).toBe(0);
+    expect([...rejectionsAbout(killed), ...rejectionsAbout(failed)]).toEqual([]);
+  }, 120_000);
+});
