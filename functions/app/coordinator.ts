@@ -345,6 +345,15 @@ export class Coordinator {
         error: errorMessage(error),
       });
     }
+    if (sweep) {
+      try {
+        // Jobs past their run-time limit (timeouts.job) are cancelled: checked on every sweep.
+        for (const id of await this.#jobs.enforceRunTimeLimits(snapshot)) dirty.sessions.add(id);
+      } catch (error) {
+        // The next sweep looks again.
+        this.#d.log.error("checking job run-time limits failed", { error: errorMessage(error) });
+      }
+    }
     completed += await this.#cancelPass(dirty, sweep, snapshot);
     for (const pass of PASSES) {
       let outcome: PassOutcome;

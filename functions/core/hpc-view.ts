@@ -6,6 +6,13 @@
  * Cairn validates a submission as it receives it and stores a session only once it passed, so
  * a stored session is never in them; a job's task whose session is not stored yet is Submitted
  * (core/jobs.ts), and drafts (issue 16 item 3) will be Configuring.
+ *
+ * Cancellation (seed 004, item 6): "The task was canceled by the job owner or a cluster
+ * administrator before it started running. If a running task is canceled, the task is marked as
+ * Failed." So a cancelled task is Canceled if its kernel never started and Failed if it did, while
+ * its Sokovan status reads CANCELLED (cancelled before RUNNING) or TERMINATED (from RUNNING). A job
+ * cancelled by its owner or by its run-time limit (job-run-time.ts) ends KILLED: Canceled ("the
+ * HPC Job Scheduler Service can cancel a job if it exceeds its runtime").
  */
 import type { Kernel, Session } from "./model.ts";
 import { JobState, KernelStatus, SessionStatus } from "./status.ts";
@@ -43,6 +50,10 @@ const ended = (s: Session) => s.status === SessionStatus.TERMINATED || s.status 
 const started = (k: Kernel) => k.startedAtMs !== undefined;
 const succeeded = (k: Kernel) => k.status === KernelStatus.TERMINATED && k.exitCode === 0;
 const cancelled = (s: Session) => s.cancelRequestedAtMs !== undefined;
+/** The kernel was still running when the cancel was asked for (a gang's early finisher was not). */
+const endedByCancel = (s: Session, k: Kernel) =>
+  s.cancelRequestedAtMs !== undefined &&
+  (k.finishedAtMs === undefined || k.finishedAtMs >= s.cancelRequestedAtMs);
 const DISPATCHING: ReadonlySet<SessionStatus> = new Set([
   SessionStatus.SCHEDULED,
   SessionStatus.PREPARING,
@@ -60,14 +71,14 @@ export const HPC_TASK_TABLE: readonly HpcRow<TaskFacts>[] = [
       (ended(session) && cancelled(session) && !started(kernel)),
   },
   {
-    state: HpcState.Failed,
-    when: "cancelled while running: HPC Pack marks a running task that is cancelled Failed",
-    matches: ({ session }) => ended(session) && cancelled(session),
+    state: HpcState.Finished,
+    when: "ended and its kernel exited 0 on its own (before any cancel was asked for)",
+    matches: ({ session, kernel }) => ended(session) && succeeded(kernel) && !endedByCancel(session, kernel),
   },
   {
-    state: HpcState.Finished,
-    when: "ended and its kernel exited 0",
-    matches: ({ session, kernel }) => ended(session) && succeeded(kernel),
+    state: HpcState.Failed,
+    when: "cancelled while running (by its owner, its job's cancel or run-time limit): HPC Pack marks it Failed",
+    matches: ({ session }) => ended(session) && cancelled(session),
   },
   {
     state: HpcState.Failed,

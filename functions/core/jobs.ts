@@ -286,7 +286,7 @@ type TaskCounts = Readonly<Record<TaskState, number>>;
  *   keeps the job RUNNING.
  */
 export function deriveJobState(
-  tasks: readonly Pick<TaskView, "state" | "finished">[],
+  tasks: readonly Pick<TaskView, "state" | "finished" | "reason">[],
   maxTaskFailures: number,
 ): JobStateVerdict {
   const finished = countTaskStates(tasks.filter((t) => t.finished));
@@ -308,7 +308,14 @@ export function deriveJobState(
     };
   }
   if (finished.KILLED > 0) {
-    return { state: JobState.KILLED, reason: `${finished.KILLED} ${plural(finished.KILLED, "task")} killed` };
+    // One reason shared by every killed task (a cancel of the job, its run-time limit) is the job's.
+    const why = new Set(tasks.filter((t) => t.finished && t.state === TaskState.KILLED).map((t) => t.reason));
+    const [shared] = why;
+    const suffix = why.size === 1 && shared !== undefined ? `: ${shared}` : "";
+    return {
+      state: JobState.KILLED,
+      reason: `${finished.KILLED} ${plural(finished.KILLED, "task")} killed${suffix}`,
+    };
   }
   const lost = finished.WORKER_FAILED + finished.PREEMPTED;
   if (allFinished && lost > 0) {

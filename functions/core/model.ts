@@ -40,6 +40,11 @@ export function stageKey(status: WaitingSessionStatus): StageKey {
 }
 
 export type StageTimeouts = Readonly<Record<StageKey, number>>;
+/**
+ * A spec's timeouts: each waiting stage's expiry and, optionally, the whole job's run-time limit
+ * (`job`, seconds from when its first task started running; HPC Pack's job run time). No default.
+ */
+export type SpecTimeouts = StageTimeouts & { readonly job?: number };
 export type StageMaxTries = Readonly<Record<StageKey, number>>;
 
 /** What a user submits, after validation and defaults (see spec.ts). */
@@ -79,8 +84,8 @@ export interface SessionSpec {
   readonly resources: ResourceRequest;
   readonly command: readonly string[];
   readonly env: Readonly<Record<string, string>>;
-  /** Expiry timer of each waiting stage, in seconds. */
-  readonly timeouts: StageTimeouts;
+  /** Expiry timer of each waiting stage, and the job's run-time limit (`job`), in seconds. */
+  readonly timeouts: SpecTimeouts;
   /** Handler tries allowed in each stage before GIVE_UP. */
   readonly maxTries: StageMaxTries;
   /** Retry budgets the user set explicitly, and the session's own retry policies. */

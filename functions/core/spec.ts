@@ -12,7 +12,7 @@ import {
   IMAGE_PATTERN,
   IMAGE_PATTERN_MESSAGE,
 } from "./fargate.ts";
-import { STAGE_KEYS, type SessionSpec, type StageKey } from "./model.ts";
+import { STAGE_KEYS, type SessionSpec, type SpecTimeouts, type StageKey } from "./model.ts";
 import { BUDGET_DEFAULTS } from "./retry/budgets.ts";
 import type { ValidationIssue } from "./validation-issue.ts";
 import { HISTORY_LIMIT_REASON, MAX_COUNTED_RETRIES, MAX_FREE_RETURNS } from "./retry/history-budget.ts";
@@ -140,16 +140,55 @@ function perStage(field: (stage: StageKey) => z.ZodDefault<z.ZodNumber>) {
   return strictObject(shape).readonly();
 }
 
-const timeoutsSchema = perStage((stage) =>
-  z
-    .number()
-    .int()
-    .min(SPEC_LIMITS.timeoutSeconds.min)
-    .max(SPEC_LIMITS.timeoutSeconds.max, {
-      error: `must be at most ${SPEC_LIMITS.timeoutSeconds.max} (1 year, the Step Functions execution limit)`,
-    })
-    .default(SPEC_DEFAULTS.timeouts[stage]),
-);
+const timeoutSecondsSchema = z
+  .number()
+  .int()
+  .min(SPEC_LIMITS.timeoutSeconds.min)
+  .max(SPEC_LIMITS.timeoutSeconds.max, {
+    error: `must be at most ${SPEC_LIMITS.timeoutSeconds.max} (1 year, the Step Functions execution limit)`,
+  });
+
+const stageTimeout = (stage: StageKey) => timeoutSecondsSchema.default(SPEC_DEFAULTS.timeouts[stage]);
+
+// Seed 004: the job's properties "encompass all task properties (for example, no task has a run
+// time that is greater in value than the run time of the job)".
+/** Seconds: each waiting stage's expiry, and the whole job's run-time limit (`job`). */
+const timeoutsSchema = strictObject({
+  pending: stageTimeout("pending"),
+  scheduled: stageTimeout("scheduled"),
+  preparing: stageTimeout("preparing"),
+  prepared: stageTimeout("prepared"),
+  creating: stageTimeout("creating"),
+  running: timeoutSecondsSchema
+    .optional()
+    .describe("A task's run-time limit: default 86400, or `job` if that is less; at most `job`."),
+  terminating: stageTimeout("terminating"),
+  job: timeoutSecondsSchema
+    .optional()
+    .describe(
+      "The whole job's run-time limit, counted from its first task's start (no default): past it, the job is cancelled.",
+    ),
+})
+  .superRefine((t, ctx) => {
+    if (t.job !== undefined && t.running !== undefined && t.running > t.job) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["running"],
+        message: `must be at most timeouts.job (${t.job}): no task may run longer than its job's run-time limit`,
+      });
+    }
+  })
+  .transform((t): SpecTimeouts => ({
+    pending: t.pending,
+    scheduled: t.scheduled,
+    preparing: t.preparing,
+    prepared: t.prepared,
+    creating: t.creating,
+    running: t.running ?? Math.min(SPEC_DEFAULTS.timeouts.running, t.job ?? Infinity),
+    terminating: t.terminating,
+    ...(t.job !== undefined ? { job: t.job } : {}),
+  }))
+  .readonly();
 
 const maxTriesSchema = perStage((stage) =>
   z

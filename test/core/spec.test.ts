@@ -216,6 +216,50 @@ describe("bounds of each field", () => {
   });
 });
 
+describe("the job's run-time limit, timeouts.job (seed 004: no task's run time greater than the job's)", () => {
+  const accepted: [string, object, { running: number; job?: number }][] = [
+    ["no limit: none by default, running keeps its default", {}, { running: 86_400 }],
+    ["a limit alone: running's default is capped at it", { job: 60 }, { running: 60, job: 60 }],
+    [
+      "a limit above running's default leaves running's default",
+      { job: 100_000 },
+      { running: 86_400, job: 100_000 },
+    ],
+    ["running below the limit", { running: 30, job: 60 }, { running: 30, job: 60 }],
+    ["running equal to the limit", { running: 60, job: 60 }, { running: 60, job: 60 }],
+    ["the largest limit", { job: 31_536_000 }, { running: 86_400, job: 31_536_000 }],
+  ];
+  test.each(accepted)("%s", (_name, timeouts, expected) => {
+    const spec = parseSessionSpec({ ...MINIMAL, timeouts });
+    expect(spec.timeouts.running).toBe(expected.running);
+    expect(spec.timeouts.job).toBe(expected.job);
+    expect(parseSessionSpec(spec)).toEqual(spec);
+  });
+
+  const rejected: [string, object][] = [
+    ["timeouts.job: must be at least 1", { job: 0 }],
+    ["timeouts.job: must be at least 1", { job: -5 }],
+    ["timeouts.job: must be an integer", { job: 1.5 }],
+    ["timeouts.job: expected a number, got a string", { job: "60" }],
+    [
+      "timeouts.job: must be at most 31536000 (1 year, the Step Functions execution limit)",
+      { job: 31_536_001 },
+    ],
+    [
+      "timeouts.running: must be at most timeouts.job (60): no task may run longer than its job's run-time limit",
+      { running: 61, job: 60 },
+    ],
+    [
+      "timeouts.running: must be at most timeouts.job (600): no task may run longer than its job's run-time limit",
+      { running: 86_400, job: 600 },
+    ],
+  ];
+  test.each(rejected)("rejects with %s", (expected, timeouts) => {
+    const error = specError({ ...MINIMAL, timeouts });
+    expect(error.issues.map((i) => `${i.path}: ${i.message}`)).toEqual([expected]);
+  });
+});
+
 describe("unknown fields are rejected at every level, naming the path", () => {
   test("top level", () => {
     expect(specError({ ...MINIMAL, replica: 2 }).message).toBe(
@@ -233,7 +277,7 @@ describe("unknown fields are rejected at every level, naming the path", () => {
   test("a misspelt stage in timeouts", () => {
     expect(specError({ ...MINIMAL, timeouts: { pendng: 60 } }).message).toBe(
       "invalid session spec (1 problem):\n" +
-        "  timeouts.pendng: unknown field (expected one of pending, scheduled, preparing, prepared, creating, running, terminating)",
+        "  timeouts.pendng: unknown field (expected one of pending, scheduled, preparing, prepared, creating, running, terminating, job)",
     );
   });
 
@@ -279,7 +323,7 @@ describe("every problem is reported at once", () => {
         "  resources.cpu: must be greater than 0",
         "  command: required",
         "  env.CAIRN_X: names starting with CAIRN_ are reserved for Cairn",
-        "  timeouts.pendng: unknown field (expected one of pending, scheduled, preparing, prepared, creating, running, terminating)",
+        "  timeouts.pendng: unknown field (expected one of pending, scheduled, preparing, prepared, creating, running, terminating, job)",
         "  extra: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, executor, image, resources, command, env, timeouts, maxTries, maxPendingReturns, rerunnable, retry)",
       ].join("\n"),
     );

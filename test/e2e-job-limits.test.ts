@@ -1,0 +1,160 @@
+/**
+ * Issue 16, item 6 end to end (seed 004), with real processes on one local agent: a job's
+ * run-time limit (`timeouts.job`) cancelling a running job, and the cancellation rules in the HPC
+ * view — a running task that is cancelled is Failed, one cancelled before it started Canceled,
+ * while the Sokovan status reads TERMINATED / CANCELLED. The test runtime sweeps every second.
+ */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import { hpcJobState, hpcSessionState } from "../functions/core/hpc-view.ts";
+import { jobTasks, type TaskView } from "../functions/core/jobs.ts";
+import type { Job } from "../functions/core/model.ts";
+import { TERMINAL_SESSION_STATUSES } from "../functions/core/status.ts";
+import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+
+let rt: TestRuntime;
+afterEach(() => assertLifecycleInvariants(rt));
+let n = 0;
+const newId = (label: string) => `lim-${label}-${Date.now().toString(36)}-${n++}`;
+const sh = (script: string) => ["/bin/sh", "-c", script];
+
+beforeAll(async () => {
+  // One agent of 4 cpu: tasks of 4 cpu run one at a time.
+  rt = await startTestRuntime({ agents: 1, agentCapacity: { cpu: 4, memoryMiB: 4096 } });
+}, 120_000);
+
+afterAll(async () => {
+  await rt?.stop();
+});
+
+async function jobNow(jobId: string): Promise<{ job: Job; tasks: TaskView[] } | undefined> {
+  const job = await rt.store.getJob(jobId);
+  if (!job) return undefined;
+  return { job, tasks: jobTasks(job, await rt.store.getSessions(job.sessionIds)) };
+}
+
+async function waitForJob(
+  jobId: string,
+  predicate: (s: { job: Job; tasks: TaskView[] }) => boolean,
+  what: string,
+  timeoutMs = 40_000,
+): Promise<{ job: Job; tasks: TaskView[] }> {
+  const deadline = Date.now() + timeoutMs;
+  let last: { job: Job; tasks: TaskView[] } | undefined;
+  while (Date.now() < deadline) {
+    last = await jobNow(jobId);
+    if (last && predicate(last)) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(
+    `job ${jobId} did not reach ${what} within ${timeoutMs} ms; last seen: ${JSON.stringify(
+      last && { final: last.job.final, tasks: last.tasks.map((t) => [t.sessionStatus, t.state, t.hpcState]) },
+    )}`,
+  );
+}
+
+const settled = (s: { job: Job; tasks: TaskView[] }) =>
+  s.job.final !== undefined && s.tasks.every((t) => TERMINAL_SESSION_STATUSES.has(t.sessionStatus));
+
+describe("a job's run-time limit (timeouts.job)", () => {
+  test("cancels the running job: the task running then ends Failed, the one not started Canceled, the job Canceled with the limit as its reason", async () => {
+    const id = newId("job");
+    // Whichever task runs first finishes after 2 s; the next then runs until the job's limit
+    // (8 s from the first start) cancels the job; the third is still waiting for the agent.
+    const marker = mkdtempSync(join(tmpdir(), "cairn-limit-"));
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "limited",
+        replicas: 3,
+        coscheduled: false,
+        resources: { cpu: 4, memoryMiB: 64 },
+        // timeouts.running unwritten: its default capped at the job's limit (8), so the second
+        // task's own limit (8 s from its start) comes after the job's.
+        timeouts: { job: 8 },
+        command: sh(`if mkdir "${marker}/first" 2>/dev/null; then sleep 2; exit 0; fi; exec sleep 60`),
+      },
+    });
+    const job = await waitForJob(id, () => true, "the job to exist");
+    expect(job.job.spec.timeouts).toMatchObject({ running: 8, job: 8 });
+    const done = await waitForJob(id, settled, "the job cancelled by its limit");
+
+    const reason = "job run-time limit of 8 s (timeouts.job) exceeded";
+    expect(done.job.final?.state).toBe("KILLED");
+    expect(done.job.final?.reason).toMatch(
+      /^[12] tasks? killed: job run-time limit of 8 s \(timeouts\.job\) exceeded$/,
+    );
+    expect(
+      hpcJobState({
+        tasks: done.tasks.map((t) => t.hpcState),
+        final: done.job.final!.state,
+        cancelRequested: false,
+      }),
+    ).toBe("Canceled");
+
+    // One task finished on its own; one was running when the limit passed; one never started.
+    const byHpc = (state: string) => done.tasks.filter((t) => t.hpcState === state);
+    expect(byHpc("Finished").map((t) => [t.sessionStatus, t.state, t.exitCode])).toEqual([
+      ["TERMINATED", "SUCCEEDED", 0],
+    ]);
+    expect(byHpc("Failed").map((t) => [t.sessionStatus, t.state, t.reason])).toEqual([
+      ["TERMINATED", "KILLED", reason],
+    ]);
+    expect(byHpc("Failed")[0]?.startedAtMs).toBeDefined();
+    expect(byHpc("Canceled").map((t) => [t.sessionStatus, t.state, t.reason, t.startedAtMs])).toEqual([
+      ["CANCELLED", "KILLED", reason, undefined],
+    ]);
+
+    // Cancelled after the limit, within about a sweep period (1 s here) and the stop.
+    const firstStartMs = byHpc("Finished")[0]!.startedAtMs!;
+    const cancelledAtMs = (await rt.store.getSession(byHpc("Failed")[0]!.sessionId))!.session
+      .cancelRequestedAtMs!;
+    expect(cancelledAtMs - firstStartMs).toBeGreaterThanOrEqual(8_000);
+    expect(cancelledAtMs - firstStartMs).toBeLessThan(8_000 + 5_000);
+  }, 60_000);
+});
+
+describe("cancellation rules in the HPC view", () => {
+  test("a running task that is cancelled ends Failed (TERMINATED); one cancelled before it ran Canceled (CANCELLED)", async () => {
+    const running = newId("run");
+    const waiting = newId("wait");
+    await rt.submit({
+      sessionId: running,
+      spec: { name: "running", resources: { cpu: 1, memoryMiB: 64 }, command: sh("exec sleep 60") },
+    });
+    // No agent has 64 cpu: it waits in PENDING, never started.
+    await rt.submit({
+      sessionId: waiting,
+      spec: { name: "waiting", resources: { cpu: 64, memoryMiB: 64 }, command: sh("exec sleep 60") },
+    });
+    await rt.waitForStatus(running, "RUNNING");
+    await rt.waitFor(waiting, (s) => s.session.pendingReason !== undefined, "a pending reason");
+    await rt.cancel(running, "not needed");
+    await rt.cancel(waiting, "not needed");
+
+    const ranEnd = await rt.waitForEnd(running);
+    const waitedEnd = await rt.waitForEnd(waiting);
+    expect(ranEnd.session.status).toBe("TERMINATED");
+    expect(hpcSessionState(ranEnd.session, ranEnd.kernels)).toBe("Failed");
+    expect(waitedEnd.session.status).toBe("CANCELLED");
+    expect(hpcSessionState(waitedEnd.session, waitedEnd.kernels)).toBe("Canceled");
+
+    // The same through the jobs (a session is a job of one task) and their tasks.
+    const ranJob = await waitForJob(running, settled, "the running job settled");
+    const waitedJob = await waitForJob(waiting, settled, "the waiting job settled");
+    expect(ranJob.tasks.map((t) => [t.state, t.hpcState, t.reason])).toEqual([
+      ["KILLED", "Failed", "not needed"],
+    ]);
+    expect(waitedJob.tasks.map((t) => [t.state, t.hpcState, t.reason])).toEqual([
+      ["KILLED", "Canceled", "not needed"],
+    ]);
+    for (const { job, tasks } of [ranJob, waitedJob]) {
+      expect(job.final).toMatchObject({ state: "KILLED", reason: "1 task killed: not needed" });
+      expect(
+        hpcJobState({ tasks: tasks.map((t) => t.hpcState), final: job.final!.state, cancelRequested: false }),
+      ).toBe("Canceled");
+    }
+  }, 60_000);
+});
