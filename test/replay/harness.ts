@@ -72,6 +72,8 @@ export class ScriptedAgent {
   nextHeartbeatAtMs: number;
   /** Reports held back instead of sent (a slow network): Replay.release sends them later. */
   deferReports = false;
+  /** Report PULLING as a prepare begins, as the real agent does (off: most scenarios predate it). */
+  reportsPulling = false;
   readonly held: { readonly command: KernelCommandInput; readonly detail: Record<string, unknown> }[] = [];
   readonly slots = new Map<string, KernelSlot>();
   readonly received: AgentMessage[] = [];
@@ -102,6 +104,7 @@ export class ScriptedAgent {
     switch (c.action) {
       case "prepare": {
         if (this.prepare === "hold") return;
+        if (this.reportsPulling) this.report(c, "PULLING");
         if (this.prepare !== "ok") {
           this.report(c, "ERROR", { message: this.prepare.error });
           return;
@@ -152,7 +155,7 @@ export class ScriptedAgent {
 
   report(
     c: KernelCommandInput,
-    status: "PREPARED" | "RUNNING" | "TERMINATED" | "ERROR",
+    status: "PULLING" | "PREPARED" | "RUNNING" | "TERMINATED" | "ERROR",
     extra: Record<string, unknown> = {},
   ): void {
     const detail = this.sign(DetailType.KernelStatusChanged, {
@@ -462,12 +465,16 @@ export class Replay {
     });
   }
 
-  /** The agent's held reports that `which` selects (by the command they answer) are sent now. */
-  release(agentId: string, which: (c: KernelCommandInput) => boolean, label: string): Promise<void> {
+  /** The agent's held reports that `which` selects (by the command they answer, or their detail) are sent now. */
+  release(
+    agentId: string,
+    which: (c: KernelCommandInput, detail: Record<string, unknown>) => boolean,
+    label: string,
+  ): Promise<void> {
     return this.step(`${agentId} sends held reports: ${label}`, () => {
       const agent = this.agent(agentId);
-      const send = agent.held.filter((r) => which(r.command));
-      agent.held.splice(0, agent.held.length, ...agent.held.filter((r) => !which(r.command)));
+      const send = agent.held.filter((r) => which(r.command, r.detail));
+      agent.held.splice(0, agent.held.length, ...agent.held.filter((r) => !which(r.command, r.detail)));
       for (const r of send) this.publish(EventSource.Agent, DetailType.KernelStatusChanged, r.detail);
     });
   }

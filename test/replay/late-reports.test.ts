@@ -58,4 +58,45 @@ describe("late reports", () => {
     await h.exit("s-001", 0, 0);
     expect(sessionResult(await h.session("s-001")), h.stepLog).toBe("succeeded");
   });
+
+  // Issue 16, item 8: PULLING is informational. One that arrives after its PREPARED, once the
+  // kernel runs, is accepted and changes nothing (no Event Rejected: a late report is not an error).
+  test("a PULLING delivered after the kernel runs does not move it back", async () => {
+    h = await Replay.open("late-pulling");
+    const a = await h.register("agent-a", CAP);
+    a.reportsPulling = true;
+    a.deferReports = true;
+    await h.submit("s-001", { name: "late-pulling", command: ["true"] });
+    expect(a.held.map((r) => r.detail["status"])).toEqual(["PULLING", "PREPARED"]);
+
+    // PREPARED overtakes PULLING; the session starts and runs.
+    a.deferReports = false;
+    await h.release("agent-a", (_, d) => d["status"] === "PREPARED", "PREPARED");
+    expect((await h.session("s-001")).session.status, h.stepLog).toBe("RUNNING");
+
+    await h.release("agent-a", (_, d) => d["status"] === "PULLING", "the late PULLING");
+    const after = await h.session("s-001");
+    expect(h.rejections, h.stepLog).toEqual([]);
+    expect(after.session.status, h.stepLog).toBe("RUNNING");
+    expect(after.kernels[0]?.status, h.stepLog).toBe("RUNNING");
+    await h.exit("s-001", 0, 0);
+    expect(sessionResult(await h.session("s-001")), h.stepLog).toBe("succeeded");
+  });
+
+  test("PULLING then PREPARED in order: the kernel is recorded PULLING, and the session is not promoted until PREPARED", async () => {
+    h = await Replay.open("pulling-in-order");
+    const a = await h.register("agent-a", CAP);
+    a.reportsPulling = true;
+    a.deferReports = true;
+    await h.submit("s-001", { name: "pulling", command: ["true"] });
+    await h.release("agent-a", (_, d) => d["status"] === "PULLING", "PULLING");
+    const pulling = await h.session("s-001");
+    expect(pulling.kernels[0]?.status, h.stepLog).toBe("PULLING");
+    expect(pulling.session.status, h.stepLog).toBe("PREPARING");
+
+    a.deferReports = false;
+    await h.release("agent-a", () => true, "PREPARED");
+    expect((await h.session("s-001")).session.status, h.stepLog).toBe("RUNNING");
+    expect(h.rejections, h.stepLog).toEqual([]);
+  });
 });
