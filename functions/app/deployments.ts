@@ -16,7 +16,7 @@ import {
   type DeploymentRequest,
   type HealthReport,
 } from "../core/deployments/inbound.ts";
-import type { Deployment, FamilyExecution, FamilyLeaving, Route } from "../core/deployments/model.ts";
+import type { Deployment, Route } from "../core/deployments/model.ts";
 import { newDeployment, planPass, type PassPlan } from "../core/deployments/pass.ts";
 import { serviceSessionSpec } from "../core/deployments/spec.ts";
 import {
@@ -28,33 +28,12 @@ import type { DeploymentRepository } from "../core/ports/deployment-store.ts";
 import type { AgentRepository, JobRepository, SessionRepository } from "../core/ports/session-store.ts";
 import { sessionResult } from "../core/sessions.ts";
 import { checkAgentEvent } from "./agents.ts";
-import type {
-  EventRejectedDetailInput,
-  SessionCancelRequestedDetailInput,
-  SessionSubmittedDetailInput,
-} from "./event-types.ts";
+import type { EventRejectedDetailInput } from "./event-types.ts";
 import type { Logger } from "./logger.ts";
-import type { Clock } from "./ports.ts";
+import type { Clock, DeploymentBusPort, FamilyExecutionsPort } from "./ports.ts";
 import { REJECTION_TTL_SECONDS } from "./jobs.ts";
 import { rereadOnConflict } from "./reread.ts";
 import { isTransient } from "./retryable.ts";
-
-/** The family state machines' executions (adapters/sfn/family-executions.ts). */
-export interface FamilyExecutionsPort {
-  /** Starts the execution `execution.name`; one that exists already is left as it is. */
-  startDeployment(deploymentId: string, execution: FamilyExecution): Promise<void>;
-  startRoute(routeId: string, execution: FamilyExecution): Promise<void>;
-  /** Sends the callback; a token already used or timed out is "already-closed". */
-  complete(taskToken: string, leaving: FamilyLeaving): Promise<"completed" | "already-closed">;
-}
-
-/** What the deployments function puts on the bus. */
-export interface DeploymentBusPort {
-  /** Replicas' sessions, submitted as a client submits a session. */
-  submitSessions(details: readonly SessionSubmittedDetailInput[]): Promise<void>;
-  cancelSessions(details: readonly SessionCancelRequestedDetailInput[]): Promise<void>;
-  rejected(details: readonly EventRejectedDetailInput[]): Promise<void>;
-}
 
 export interface DeploymentsDeps {
   readonly store: DeploymentRepository;

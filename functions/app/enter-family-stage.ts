@@ -26,15 +26,9 @@ import {
 import type { DeploymentRepository } from "../core/ports/deployment-store.ts";
 import { deploymentIdSchema, parseRouteId, routeIdSchema } from "../core/service-binding.ts";
 import { safeParseWithIssues, strictObject } from "../core/spec.ts";
-import type { DeploymentStatusChangedDetailInput, RouteStatusChangedDetailInput } from "./event-types.ts";
 import type { Logger } from "./logger.ts";
-import type { Clock } from "./ports.ts";
+import type { Clock, FamilyEventsPort } from "./ports.ts";
 import { rereadOnConflict } from "./reread.ts";
-
-export interface FamilyEventsPort {
-  deploymentStatusChanged(details: readonly DeploymentStatusChangedDetailInput[]): Promise<void>;
-  routeStatusChanged(details: readonly RouteStatusChangedDetailInput[]): Promise<void>;
-}
 
 export interface EnterFamilyStageDeps {
   readonly store: DeploymentRepository;

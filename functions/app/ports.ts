@@ -3,7 +3,12 @@
  * these with the AWS SDK; the embedded runtime points the same adapters at local endpoints.
  */
 import type { AgentMessage } from "../core/agent-protocol.ts";
+import type { FamilyExecution, FamilyLeaving } from "../core/deployments/model.ts";
 import type {
+  DeploymentStatusChangedDetailInput,
+  RouteStatusChangedDetailInput,
+  SessionCancelRequestedDetailInput,
+  SessionSubmittedDetailInput,
   EventRejectedDetailInput,
   JobStateChangedDetailInput,
   SessionRequeuedDetailInput,
@@ -73,4 +78,28 @@ export interface AgentChannelPort {
   open(agentId: string): Promise<void>;
   /** Delivers every message to its agent's queue; throws when any could not be delivered. */
   send(deliveries: readonly AgentDelivery[]): Promise<void>;
+}
+
+// Deployments and routes (issue 15).
+
+/** The family state machines' executions (adapters/sfn/family-executions.ts). */
+export interface FamilyExecutionsPort {
+  /** Starts the execution `execution.name`; one that exists already is left as it is. */
+  startDeployment(deploymentId: string, execution: FamilyExecution): Promise<void>;
+  startRoute(routeId: string, execution: FamilyExecution): Promise<void>;
+  /** Sends the callback; a token already used or timed out is "already-closed". */
+  complete(taskToken: string, leaving: FamilyLeaving): Promise<"completed" | "already-closed">;
+}
+
+/** What the deployments function puts on the bus. */
+export interface DeploymentBusPort {
+  /** Replicas' sessions, submitted as a client submits a session. */
+  submitSessions(details: readonly SessionSubmittedDetailInput[]): Promise<void>;
+  cancelSessions(details: readonly SessionCancelRequestedDetailInput[]): Promise<void>;
+  rejected(details: readonly EventRejectedDetailInput[]): Promise<void>;
+}
+
+export interface FamilyEventsPort {
+  deploymentStatusChanged(details: readonly DeploymentStatusChangedDetailInput[]): Promise<void>;
+  routeStatusChanged(details: readonly RouteStatusChangedDetailInput[]): Promise<void>;
 }

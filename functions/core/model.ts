@@ -7,7 +7,6 @@ import type { Executor } from "./fargate.ts";
 import { isFargatePool } from "./fargate-pool.ts";
 import type { HandlerName } from "./handlers.ts";
 import type { RetryState } from "./retry/state.ts";
-import type { ServiceBinding } from "./service-binding.ts";
 import type { SchedulingResult } from "./scheduling.ts";
 import type {
   AttemptOutcome,
@@ -151,6 +150,21 @@ export interface Session {
   readonly preemption?: PreemptionMark;
   /** Set when the session backs a deployment's route (issue 15): its start command carries it. */
   readonly service?: ServiceBinding;
+}
+
+/**
+ * What makes a session one replica of a deployment (issue 15): the route it backs, the pinned
+ * port if any, and how its agent probes it. Validated by ServiceBindingSchema (service-binding.ts).
+ */
+export interface ServiceBinding {
+  readonly deploymentId: string;
+  readonly routeId: string;
+  readonly port?: number;
+  readonly probe: {
+    readonly path: string;
+    readonly intervalSeconds: number;
+    readonly timeoutSeconds: number;
+  };
 }
 
 /** Who preempted a session's run, and when (the preemption is under way until it is PENDING). */

@@ -5,6 +5,7 @@
  * command, and named in the session's status changes so the deployment hears of them.
  */
 import * as z from "zod";
+import type { ServiceBinding } from "./model.ts";
 import { ID_PATTERN, ID_PATTERN_MESSAGE, strictObject } from "./spec.ts";
 
 export const SERVICE_PORT_LIMITS = { min: 1, max: 65_535 } as const;
@@ -44,7 +45,12 @@ export const ServiceBindingSchema = strictObject({
   port: servicePortSchema.optional(),
   probe: ProbeSpecSchema,
 }).readonly();
-export type ServiceBinding = z.output<typeof ServiceBindingSchema>;
+export type { ServiceBinding };
+
+// The schema's output is the model's type (a new field fails to compile here).
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Assert<T extends true> = T;
+type _BindingMatchesModel = Assert<Same<z.output<typeof ServiceBindingSchema>, ServiceBinding>>;
 
 /** The deployment a route id belongs to, and the route's index; undefined for anything else. */
 export function parseRouteId(id: string): { deploymentId: string; index: number } | undefined {

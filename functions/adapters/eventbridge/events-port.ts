@@ -1,8 +1,6 @@
 /** The application's outbound events, validated against their contracts and put on the bus. */
 import { DetailType, toPutEventsEntry } from "../../core/events.ts";
-import type { EventsPort } from "../../app/ports.ts";
-import type { DeploymentBusPort } from "../../app/deployments.ts";
-import type { FamilyEventsPort } from "../../app/enter-family-stage.ts";
+import type { DeploymentBusPort, EventsPort, FamilyEventsPort } from "../../app/ports.ts";
 import type {
   DeploymentStatusChangedDetailInput,
   RouteStatusChangedDetailInput,
