@@ -366,6 +366,7 @@ describe("job views and text (time passed in)", () => {
           outcome: "FAILED",
           exitCode: 3,
           condition: null,
+          failureCategory: null,
           message: "boom",
           startedAt: "2026-11-21T12:00:02.500Z",
           finishedAt: "2026-11-21T12:00:03.900Z",

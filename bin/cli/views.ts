@@ -20,6 +20,8 @@ export interface KernelView {
   readonly agent: string | null;
   readonly exitCode: number | null;
   readonly condition: string | null;
+  /** How the agent classified the run's failure (oom, killed, user_error…), if it failed. */
+  readonly failureCategory: string | null;
   /** Termination message, or why the kernel ended. */
   readonly message: string | null;
   /** The latest preparation failure the agent reported (cleared when preparation is retried). */
@@ -79,6 +81,8 @@ export interface RunKernelView {
   readonly outcome: string | null;
   readonly exitCode: number | null;
   readonly condition: string | null;
+  /** How the agent classified the failure (core/retry/failure-categories.ts), if it did. */
+  readonly failureCategory: string | null;
   readonly message: string | null;
   readonly startedAt: string | null;
   readonly finishedAt: string | null;
@@ -200,6 +204,7 @@ function runKernelView(kernel: RunKernelRecord): RunKernelView {
     outcome: kernel.outcome ?? null,
     exitCode: kernel.exitCode ?? null,
     condition: kernel.condition ?? null,
+    failureCategory: kernel.failureCategory ?? null,
     message: kernel.message ?? null,
     startedAt: isoOrNull(kernel.startedAtMs),
     finishedAt: isoOrNull(kernel.finishedAtMs),
@@ -213,6 +218,7 @@ function kernelView(kernel: Kernel): KernelView {
     agent: kernel.agentId ?? null,
     exitCode: kernel.exitCode ?? null,
     condition: kernel.condition ?? null,
+    failureCategory: kernel.failureCategory ?? null,
     message: kernel.message ?? null,
     error: kernel.error ?? null,
     startedAt: isoOrNull(kernel.startedAtMs),
