@@ -4,7 +4,7 @@
  * `service` (serviceSessionSpec). Bad input is refused with every field named, as a session
  * spec's is.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { SessionSpec } from "../model.ts";
 import {
   commandSchema,
