@@ -61,6 +61,7 @@ const KERNEL_KEYS = [
   "agent",
   "exitCode",
   "condition",
+  "failureCategory",
   "message",
   "error",
   "startedAt",
