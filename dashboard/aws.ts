@@ -1,6 +1,6 @@
 /**
  * The dashboard's ports over the AWS SDK, as the CLI reaches Cairn: the application's own store
- * adapter (DynamoSessionStore) and the status census on DynamoDB, the cancel request on
+ * adapters (DynamoSessionStore, DeploymentItems) and the status census on DynamoDB, the cancel request on
  * EventBridge (the entry `cairn cancel` puts), kernel logs on CloudWatch Logs, and the lifecycle
  * executions on Step Functions (the console's page when deployed; the history itself from the
  * embedded engine). Only endpoints differ between AWS, LocalStack and the local runtime.
@@ -13,6 +13,8 @@ import {
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { GetExecutionHistoryCommand, SFNClient, type HistoryEvent } from "@aws-sdk/client-sfn";
+import { DeploymentItems } from "../functions/adapters/dynamo/deployment-items.ts";
+import { DynamoRequests } from "../functions/adapters/dynamo/dynamo-requests.ts";
 import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
 import { storeRetryConfig } from "../functions/adapters/dynamo/retry.ts";
 import { DynamoSessionCensus } from "../functions/adapters/dynamo/session-census.ts";
@@ -74,6 +76,7 @@ export function awsDashboardDeps(options: AwsDashboardOptions): AwsDashboard {
   const shards = options.shards === undefined ? {} : { shards: options.shards };
   const store = new DynamoSessionStore({ client: dynamo, tableName: options.tableName, ...shards });
   const census = new DynamoSessionCensus({ client: dynamo, tableName: options.tableName, ...shards });
+  const deployments = new DeploymentItems(new DynamoRequests(dynamo, options.tableName, undefined));
   let executions: Executions = { kind: "none" };
   if (options.stateMachineArn !== undefined && options.stateMachineArn !== "") {
     const stateMachineArn = options.stateMachineArn;
@@ -85,6 +88,7 @@ export function awsDashboardDeps(options: AwsDashboardOptions): AwsDashboard {
   const deps: DashboardDeps = {
     store,
     census,
+    deployments,
     cancel: async (id, reason) => {
       const entry = toPutEventsEntry(options.eventBusName, DetailType.SessionCancelRequested, {
         sessionId: id,

@@ -1,10 +1,12 @@
 /**
  * What the dashboard reads and the one thing it writes, as ports: the store's repositories (the
- * reads `cairn get`, `job get` and `list` make), the status census, a cancel request put on the
+ * reads `cairn get`, `job get` and `list` make), deployments with their routes and history (the
+ * reads `cairn deployment get|list|routes` make), the status census, a cancel request put on the
  * bus exactly as `cairn cancel` puts it, and optionally the kernels' logs and the lifecycle
  * executions. `npm start` (local/dashboard.ts) and `cairn dashboard` (bin/cli/commands/dashboard.ts)
  * build them over the AWS SDK (dashboard/aws.ts); tests may pass their own.
  */
+import type { DeploymentRepository } from "../functions/core/ports/deployment-store.ts";
 import type { SessionCensus } from "../functions/core/ports/session-census.ts";
 import type {
   AgentRepository,
@@ -20,6 +22,12 @@ export type DashboardStore = Pick<
   Pick<JobRepository, "getJob"> &
   Pick<AgentRepository, "listAgents" | "allocationsOnAgent"> &
   Pick<RetryCatalogRepository, "listQueues" | "listRetryPolicies" | "getRetryConfig">;
+
+/** Deployments, their routes and history (issue 15); read only. */
+export type DashboardDeployments = Pick<
+  DeploymentRepository,
+  "getDeployment" | "listDeployments" | "deploymentHistory"
+>;
 
 export interface LogLine {
   readonly timestamp: number;
@@ -61,7 +69,10 @@ export interface ExecutionEvent {
   readonly detail?: string;
 }
 
-/** Where a session's lifecycle execution can be looked at. */
+/**
+ * Where a session's lifecycle execution can be looked at; a deployment's and a route's are on
+ * their own state machines beside it (deployments-page.ts familyExecutions).
+ */
 export type Executions =
   /** Deployed: the Step Functions console page of the execution (in the state machine's region). */
   | { readonly kind: "console"; readonly stateMachineArn: string }
@@ -77,6 +88,8 @@ export type Executions =
 export interface DashboardDeps {
   readonly store: DashboardStore;
   readonly census: SessionCensus;
+  /** Absent: the deployments pages say they are not known for this connection. */
+  readonly deployments?: DashboardDeployments;
   /** Puts a `Session Cancel Requested` event for a session or a job id. */
   cancel(id: string, reason: string): Promise<void>;
   /** Absent when the kernels' log group is not known. */

@@ -1,13 +1,23 @@
-/** The local lifecycle execution's history (the embedded engine's GetExecutionHistory), read-only. */
+/**
+ * A local lifecycle execution's history (the embedded engine's GetExecutionHistory), read-only:
+ * a session's, a deployment's or a route's (`of` names it and links back to its page).
+ */
 import type { ExecutionEvent } from "./deps.ts";
 import { html, isoTime, type Html } from "./html.ts";
 
+export interface ExecutionOwner {
+  /** "session s-1", "route web-r0" */
+  readonly label: string;
+  /** Its page. */
+  readonly href: string;
+}
+
 export function renderExecutionPage(
-  sessionId: string,
+  of: ExecutionOwner,
   arn: string,
   events: readonly ExecutionEvent[] | undefined,
 ): Html {
-  return html`<h1>Execution of <a href="/sessions/${encodeURIComponent(sessionId)}">${sessionId}</a></h1>
+  return html`<h1>Execution of <a href="${of.href}">${of.label}</a></h1>
     <p class="muted">${arn}</p>
     ${
       events === undefined

@@ -9,7 +9,7 @@ export interface PageParts {
   readonly title: string;
   readonly where: string;
   readonly main: Html;
-  /** Refresh `main` every 2 s (the list, job, session and agents pages). */
+  /** Refresh `main` every 2 s (the list, job, session, agents and deployments pages). */
   readonly live: boolean;
   /** Below `main`, not refreshed (the log tails, which follow on their own). */
   readonly below?: Html;
@@ -31,6 +31,7 @@ export function page(parts: PageParts): Html {
 <header>
 <a class="brand" href="/">Cairn</a>
 <a href="/">Sessions</a>
+<a href="/deployments">Deployments</a>
 <a href="/agents">Agents</a>
 <a href="/queues">Queues &amp; retry policies</a>
 <span class="where">${parts.where}</span>

@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { SESSION_ID_PATTERN } from "../functions/core/events.ts";
+import { StateMachineName } from "../functions/topology/index.ts";
 import { TERMINAL_SESSION_STATUSES } from "../functions/core/status.ts";
 import { isFargatePool } from "../functions/core/fargate-pool.ts";
 import { RETRY_CONFIG_DEFAULTS } from "../functions/core/retry/config.ts";
@@ -16,6 +17,13 @@ import { renderAgentsPage } from "./agents-page.ts";
 import { requestCancel } from "./cancel.ts";
 import { renderCatalogPage } from "./catalog-page.ts";
 import type { DashboardDeps } from "./deps.ts";
+import {
+  readDeploymentRows,
+  familyExecutions,
+  NO_DEPLOYMENTS_WHY,
+  renderDeploymentPage,
+  renderDeploymentsPage,
+} from "./deployments-page.ts";
 import { renderExecutionPage } from "./execution-page.ts";
 import { html, type Html } from "./html.ts";
 import { readJob, renderJobPage } from "./job-page.ts";
@@ -226,7 +234,13 @@ async function route(
       false,
     );
   }
-  let match = /^\/jobs\/([^/]+)$/.exec(path);
+  if (path === "/deployments") {
+    const rows = deps.deployments === undefined ? undefined : await readDeploymentRows(deps.deployments);
+    return respond("Deployments", renderDeploymentsPage(rows, nowMs));
+  }
+  let match = /^\/deployments\/([^/]+)(?:\/execution|\/routes\/([^/]+)\/execution)?$/.exec(path);
+  if (match !== null) return deploymentPage(deps, match, path, nowMs, respond);
+  match = /^\/jobs\/([^/]+)$/.exec(path);
   if (match !== null) {
     const jobId = idFrom(match[1] ?? "", "job");
     const lookup = await readJob(deps.store, jobId);
@@ -253,7 +267,11 @@ async function route(
       if (arn === undefined) throw new HttpError(404, `no execution ARN from ${executions.stateMachineArn}`);
       return respond(
         `Execution ${sessionId}`,
-        renderExecutionPage(sessionId, arn, await executions.history(arn)),
+        renderExecutionPage(
+          { label: sessionId, href: `/sessions/${encodeURIComponent(sessionId)}` },
+          arn,
+          await executions.history(arn),
+        ),
         false,
       );
     }
@@ -321,6 +339,48 @@ async function route(
     );
   }
   throw new HttpError(404, `no page at ${path}`);
+}
+
+/** `/deployments/<id>`, its execution (`/execution`) or a route's (`/routes/<route>/execution`). */
+async function deploymentPage(
+  deps: DashboardDeps,
+  match: RegExpExecArray,
+  path: string,
+  nowMs: number,
+  respond: (title: string, main: Html, live?: boolean) => Reply,
+): Promise<Reply> {
+  const deploymentId = idFrom(match[1] ?? "", "deployment");
+  const routeId = match[2] === undefined ? undefined : idFrom(match[2], "route");
+  if (deps.deployments === undefined) throw new HttpError(404, NO_DEPLOYMENTS_WHY);
+  const found = await deps.deployments.getDeployment(deploymentId);
+  if (found === undefined) throw new HttpError(404, `deployment ${deploymentId} not found`);
+  if (!path.endsWith("/execution")) {
+    const history = await deps.deployments.deploymentHistory(deploymentId);
+    return respond(
+      `Deployment ${deploymentId}`,
+      renderDeploymentPage({ found, history, executions: deps.executions, nowMs }),
+    );
+  }
+  const route = routeId === undefined ? undefined : found.routes.find((r) => r.id === routeId);
+  if (routeId !== undefined && route === undefined)
+    throw new HttpError(404, `deployment ${deploymentId} has no route ${routeId}`);
+  const executions = familyExecutions(
+    deps.executions,
+    route === undefined ? StateMachineName.DeploymentLifecycle : StateMachineName.RouteLifecycle,
+  );
+  if (executions.kind !== "local")
+    throw new HttpError(404, "the execution history is shown here only for the local runtime");
+  const name = route === undefined ? found.deployment.execution.name : route.execution.name;
+  const arn = executionArn(executions.stateMachineArn, name);
+  if (arn === undefined) throw new HttpError(404, `no execution ARN from ${executions.stateMachineArn}`);
+  const of =
+    route === undefined
+      ? { label: `deployment ${deploymentId}`, href: `/deployments/${encodeURIComponent(deploymentId)}` }
+      : {
+          label: `route ${route.id}`,
+          href: `/deployments/${encodeURIComponent(deploymentId)}#route-${route.id}`,
+        };
+  return respond(`Execution ${name}`, renderExecutionPage(of, arn, await executions.history(arn)), false);
 }
 
 async function logs(deps: DashboardDeps, sessionId: string, params: URLSearchParams): Promise<Reply> {

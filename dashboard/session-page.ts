@@ -22,16 +22,23 @@ export function executionArn(stateMachineArn: string, executionName: string): st
   return match === null ? undefined : `${match[1]}:execution:${match[2]}:${executionName}`;
 }
 
-export function executionLink(executions: Executions, sessionId: string, executionName: string): Html {
+/**
+ * Where to look at an execution: the console's page (deployed), the dashboard's own page of its
+ * history at `localHref` (local; a session's by default), or why it is not shown.
+ */
+export function executionLink(
+  executions: Executions,
+  sessionId: string,
+  executionName: string,
+  localHref = `/sessions/${encodeURIComponent(sessionId)}/execution`,
+): Html {
   if (executions.kind === "none") {
     return html`<span class="muted">${executions.why ?? "not known here (no state machine ARN)"}</span>`;
   }
   const arn = executionArn(executions.stateMachineArn, executionName);
   if (arn === undefined) return html`<span class="muted">${executionName}</span>`;
   if (executions.kind === "local") {
-    return html`<a class="execution" href="/sessions/${encodeURIComponent(sessionId)}/execution"
-        >local execution history</a
-      >
+    return html`<a class="execution" href="${localHref}">local execution history</a>
       <span class="muted">${arn}</span>`;
   }
   // arn:aws:states:<region>:<account>:execution:…: the console of the execution's own region.

@@ -3,8 +3,10 @@
  * (`stateToName`: TASK_STATE_WORKER_FAILED → worker_failed) and its CSS class is
  * `status-<name>`, coloured exactly as the seed's table (dashboard/static/dashboard.css). Job
  * states use the same classes (killed and the rest share their task state's name). Session
- * statuses (Sokovan's) have classes of their own, `session-<status>`.
+ * statuses (Sokovan's) have classes of their own, `session-<status>`, and so do deployments'
+ * and routes' (`deployment-<status>`, `route-<status>`), in the same palette.
  */
+import type { DeploymentStatus, RouteStatus } from "../functions/core/deployments/tables.ts";
 import type { JobState, SessionStatus, TaskState } from "../functions/core/status.ts";
 import { html, type Html } from "./html.ts";
 
@@ -28,4 +30,14 @@ export function sessionClass(status: SessionStatus): string {
 
 export function sessionBadge(status: SessionStatus): Html {
   return html`<span class="badge ${sessionClass(status)}" data-status="${status}">${status}</span>`;
+}
+
+export function deploymentBadge(status: DeploymentStatus): Html {
+  return html`<span class="badge deployment-${status.toLowerCase()}" data-status="${status}"
+    >${status}</span
+  >`;
+}
+
+export function routeBadge(status: RouteStatus): Html {
+  return html`<span class="badge route-${status.toLowerCase()}" data-status="${status}">${status}</span>`;
 }

@@ -2,7 +2,7 @@
  * Issue 13 in a real browser: Debian's Chromium driven by puppeteer-core, against the embedded
  * runtime with real agent processes and the dashboard `npm start` serves (local/dashboard.ts).
  * Screenshots go to test-results/ (kept by CI as artifacts). One runtime and one browser for the
- * file; each scenario submits its own sessions.
+ * file; each scenario submits its own sessions (and one its own deployment).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
@@ -11,6 +11,7 @@ import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { DetailType, toPutEventsEntry } from "../functions/core/events.ts";
 import { newSession } from "../functions/core/sessions.ts";
 import { SPEC_DEFAULTS } from "../functions/core/spec.ts";
 import { parseRetryPolicy } from "../functions/core/retry/policy.ts";
@@ -422,6 +423,98 @@ describe("the dashboard in Chromium", () => {
     await list.screenshot({ path: `${RESULTS}/dashboard-list.png`, fullPage: true });
     await list.close();
   });
+});
+
+describe("deployments in Chromium", () => {
+  test("a deployment's replica comes up HEALTHY in the list and on its page, with its session and executions", async () => {
+    const id = newId("svc");
+    const server =
+      'require("node:http").createServer((q, s) => s.end("ok")).listen(Number(process.env.CAIRN_PORT), "127.0.0.1");';
+    await rt.put(
+      toPutEventsEntry(rt.runtime.info.eventBusName, DetailType.DeploymentCreated, {
+        deploymentId: id,
+        spec: {
+          name: id,
+          replicas: 1,
+          service: {
+            command: ["/bin/sh", "-c", 'node -e "$SERVER"; sleep 3600'],
+            env: { SERVER: server },
+            resources: { cpu: 0.25, memoryMiB: 64 },
+          },
+          healthCheck: { intervalSeconds: 2, timeoutSeconds: 1 },
+        },
+      }),
+    );
+    // The list's live refresh brings the deployment to READY with its one replica healthy.
+    const list = await open("/deployments");
+    const row = `tr[data-deployment="${id}"]`;
+    await until(
+      "the list to show READY, 1 / 1, 1 healthy",
+      async () => {
+        const cells = await list
+          .$$eval(`${row} td`, (tds) => (tds as unknown as El[]).map((td) => td.textContent?.trim()))
+          .catch(() => []);
+        return cells[1] === "READY" && cells[2] === "1 / 1" && cells[3] === "1" ? cells : undefined;
+      },
+      60_000,
+      250,
+    );
+    expect(
+      await list.$eval(`${row} .badge`, (b) => [
+        (b as unknown as El).className,
+        (globalThis as unknown as BrowserGlobals).getComputedStyle(b as unknown as El).color,
+      ]),
+    ).toEqual(["badge deployment-ready", "rgb(9, 105, 218)"]);
+    await Promise.all([list.waitForNavigation(), list.click(`${row} a`)]);
+    expect(list.url()).toBe(new URL(`/deployments/${id}`, dashboard.url).href);
+    const route = `tr[data-route="${id}-r0"]`;
+    const routeCells = await until(
+      "the route to be HEALTHY with a probe",
+      async () => {
+        const cells = await list.$$eval(`${route} td`, (tds) =>
+          (tds as unknown as El[]).map((td) => td.textContent?.replace(/\s+/g, " ").trim() ?? ""),
+        );
+        return cells[1] === "HEALTHY" && /^\d/.test(cells[4] ?? "") ? cells : undefined;
+      },
+      30_000,
+      250,
+    );
+    expect(
+      await list.$eval(
+        `${route} .badge`,
+        (b) => (globalThis as unknown as BrowserGlobals).getComputedStyle(b as unknown as El).color,
+      ),
+    ).toBe("rgb(26, 127, 55)");
+    // agent:port is where the replica answers.
+    const [, port] = /^agent-\d+:(\d+)$/.exec(routeCells[2] ?? "") ?? [];
+    expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
+    await screenshot(list, "dashboard-deployment", 700);
+    // The deployment's execution and the route's: the embedded engine's history of each.
+    for (const [link, first] of [
+      ["dd a.execution", "ExecutionStarted"],
+      [`${route} a.execution`, "ExecutionStarted"],
+    ] as const) {
+      const href = await list.$eval(link, (a) => (a as unknown as El).getAttribute("href") ?? "");
+      const execution = await open(href);
+      const types = await execution.$$eval("table.execution-history tbody td:nth-child(3)", (tds) =>
+        (tds as unknown as El[]).map((td) => td.textContent ?? ""),
+      );
+      expect(types[0], href).toBe(first);
+      expect(types.length, href).toBeGreaterThan(2);
+      await execution.close();
+    }
+    // The route's session is an ordinary session, on its own page.
+    await Promise.all([list.waitForNavigation(), list.click(`${route} a[href="/sessions/${id}-r0"]`)]);
+    expect(await list.$eval("h1", (h) => (h as unknown as El).textContent)).toContain(`${id}-r0`);
+    await list.close();
+
+    await rt.put(
+      toPutEventsEntry(rt.runtime.info.eventBusName, DetailType.DeploymentDestroyRequested, {
+        deploymentId: id,
+      }),
+    );
+    await rt.waitForEnd(`${id}-r0`, 60_000);
+  }, 120_000);
 });
 
 describe("cairn dashboard, pointed at the runtime's endpoints as at AWS", () => {

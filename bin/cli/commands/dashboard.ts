@@ -1,6 +1,6 @@
 /**
  * `cairn dashboard`: serves the dashboard (dashboard/) from this process against whatever the
- * global options point at, through the CLI's own API (cairn-api.ts: the store, the status census,
+ * global options point at, through the CLI's own API (cairn-api.ts: the store, deployments, the status census,
  * the bus, CloudWatch Logs) with the user's credentials, until SIGINT or SIGTERM. Executions are
  * links to the Step Functions console when Cairn is a deployed stack; through an endpoint (the
  * local runtime, LocalStack) there is no console to link to.
@@ -22,6 +22,7 @@ export function dashboardDeps(connection: Connection, ctx: CommandContext): Dash
   return {
     store: dashboardStore(ctx.api),
     census: api.census,
+    ...(api.deployments !== undefined ? { deployments: api.deployments } : {}),
     cancel: async (id, reason) => {
       await api.put(
         toPutEventsEntry(api.eventBusName, DetailType.SessionCancelRequested, { sessionId: id, reason }),
