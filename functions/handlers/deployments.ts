@@ -7,21 +7,21 @@
 import { loadConfig } from "../config.ts";
 import { batchItemFailures, type BatchResponse, type SqsEvent } from "./sqs-batch.ts";
 import { createTelemetry, instrumented, type Telemetry } from "./telemetry.ts";
-import { wire, type Wiring } from "./wiring.ts";
+import { wireDeployments, type DeploymentsWiring } from "./deployments-wiring.ts";
 
-let wired: { wiring: Wiring; telemetry: Telemetry } | undefined;
+let wired: { wiring: DeploymentsWiring; telemetry: Telemetry } | undefined;
 
 export async function handler(event: SqsEvent): Promise<BatchResponse> {
   if (!wired) {
     const config = loadConfig();
     const telemetry = await createTelemetry(config);
-    wired = { wiring: wire(config, telemetry), telemetry };
+    wired = { wiring: wireDeployments(config, telemetry), telemetry };
   }
   const { wiring, telemetry } = wired;
   return instrumented(telemetry, "Deployments", () => handleDeploymentsEvent(wiring, event));
 }
 
-export async function handleDeploymentsEvent(w: Wiring, event: SqsEvent): Promise<BatchResponse> {
+export async function handleDeploymentsEvent(w: DeploymentsWiring, event: SqsEvent): Promise<BatchResponse> {
   if (w.deployments === undefined) {
     throw new Error(
       "the deployments function needs CAIRN_DEPLOYMENT_STATE_MACHINE_ARN and CAIRN_ROUTE_STATE_MACHINE_ARN",

@@ -8,15 +8,15 @@ import { enterFamilyStage } from "../app/enter-family-stage.ts";
 import { isTransient } from "../app/retryable.ts";
 import { TransientError } from "./enter-stage.ts";
 import { createTelemetry, instrumented, type Telemetry } from "./telemetry.ts";
-import { wire, type Wiring } from "./wiring.ts";
+import { wireDeployments, type DeploymentsWiring } from "./deployments-wiring.ts";
 
-let wired: { wiring: Wiring; telemetry: Telemetry } | undefined;
+let wired: { wiring: DeploymentsWiring; telemetry: Telemetry } | undefined;
 
 export async function handler(event: unknown): Promise<{ status: string }> {
   if (!wired) {
     const config = loadConfig();
     const telemetry = await createTelemetry(config);
-    wired = { wiring: wire(config, telemetry), telemetry };
+    wired = { wiring: wireDeployments(config, telemetry), telemetry };
   }
   const { wiring, telemetry } = wired;
   try {

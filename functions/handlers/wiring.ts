@@ -21,24 +21,12 @@ import type { SessionStore } from "../core/ports/session-store.ts";
 import { DynamoSessionStore } from "../adapters/dynamo/dynamo-session-store.ts";
 import { RequestCounter } from "../adapters/dynamo/metrics.ts";
 import { storeRetryConfig } from "../adapters/dynamo/retry.ts";
-import {
-  eventBridgeDeploymentBus,
-  eventBridgeEvents,
-  eventBridgeFamilyEvents,
-} from "../adapters/eventbridge/events-port.ts";
-import { DeploymentItems } from "../adapters/dynamo/deployment-items.ts";
-import { DynamoRequests } from "../adapters/dynamo/dynamo-requests.ts";
-import { FamilyExecutions } from "../adapters/sfn/family-executions.ts";
-import { Deployments } from "../app/deployments.ts";
-import type { EnterFamilyStageDeps } from "../app/enter-family-stage.ts";
+import { eventBridgeEvents } from "../adapters/eventbridge/events-port.ts";
 import { EventPublisher } from "../adapters/eventbridge/publisher.ts";
 import { LifecycleExecutions } from "../adapters/sfn/lifecycle-executions.ts";
 
 export interface Wiring {
   readonly coordinator: Coordinator;
-  /** The deployments function's (issue 15): only where the family state machines are configured. */
-  readonly deployments?: Deployments;
-  readonly enterFamilyStage: EnterFamilyStageDeps;
   readonly enterStage: EnterStageDeps;
   readonly store: SessionStore;
   readonly clock: Clock;
@@ -65,6 +53,9 @@ const plain = (config: CairnConfig): Instrumentation => ({
  */
 export const storeMetrics = new RequestCounter();
 
+/** The SDK clients' retry and the plain instrumentation, shared with the deployments' wiring. */
+export { plain };
+
 export function wire(config: CairnConfig, instrumentation: Instrumentation = plain(config)): Wiring {
   const captureClient = <T extends object>(client: T): T => instrumentation.captureClient(client);
   const store = new DynamoSessionStore({
@@ -77,8 +68,7 @@ export function wire(config: CairnConfig, instrumentation: Instrumentation = pla
     new EventPublisher(captureClient(new EventBridgeClient({}))),
     config.eventBusName,
   );
-  const sfn = captureClient(new SFNClient({}));
-  const executions = new LifecycleExecutions(sfn, config.stateMachineArn);
+  const executions = new LifecycleExecutions(captureClient(new SFNClient({})), config.stateMachineArn);
   const channel = new SqsAgentChannel(captureClient(new SQSClient({})), config.agentQueuePrefix);
   const fargate = fargateKernels(config, captureClient);
   const coordinator = new Coordinator({
@@ -91,34 +81,8 @@ export function wire(config: CairnConfig, instrumentation: Instrumentation = pla
     clock: systemClock,
     log: instrumentation.logger("coordinator"),
   });
-  const publisher = new EventPublisher(captureClient(new EventBridgeClient({})));
-  const deploymentStore = new DeploymentItems(
-    new DynamoRequests(
-      captureClient(new DynamoDBClient({ ...storeRetryConfig() })),
-      config.tableName,
-      storeMetrics,
-    ),
-  );
-  const deployments =
-    config.familyStateMachines === undefined
-      ? undefined
-      : new Deployments({
-          store: deploymentStore,
-          sessions: store,
-          executions: new FamilyExecutions(sfn, config.familyStateMachines),
-          bus: eventBridgeDeploymentBus(publisher, config.eventBusName),
-          clock: systemClock,
-          log: instrumentation.logger("deployments"),
-        });
   return {
     coordinator,
-    ...(deployments !== undefined ? { deployments } : {}),
-    enterFamilyStage: {
-      store: deploymentStore,
-      events: eventBridgeFamilyEvents(publisher, config.eventBusName),
-      clock: systemClock,
-      log: instrumentation.logger("enter-family-stage"),
-    },
     enterStage: {
       store,
       events,

@@ -1,0 +1,62 @@
+/**
+ * The deployments function's and the family stage entry's wiring (issue 15), apart from the
+ * session functions' (wiring.ts), so that each function's bundle carries only what it runs.
+ * Endpoints come from the standard SDK environment, as wiring.ts's do.
+ */
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import { SFNClient } from "@aws-sdk/client-sfn";
+import { DeploymentItems } from "../adapters/dynamo/deployment-items.ts";
+import { DynamoRequests } from "../adapters/dynamo/dynamo-requests.ts";
+import { DynamoSessionStore } from "../adapters/dynamo/dynamo-session-store.ts";
+import { storeRetryConfig } from "../adapters/dynamo/retry.ts";
+import { eventBridgeDeploymentBus, eventBridgeFamilyEvents } from "../adapters/eventbridge/events-port.ts";
+import { EventPublisher } from "../adapters/eventbridge/publisher.ts";
+import { FamilyExecutions } from "../adapters/sfn/family-executions.ts";
+import { Deployments } from "../app/deployments.ts";
+import type { EnterFamilyStageDeps } from "../app/enter-family-stage.ts";
+import { systemClock } from "../app/ports.ts";
+import type { CairnConfig } from "../config.ts";
+import { plain, storeMetrics, type Instrumentation } from "./wiring.ts";
+
+export interface DeploymentsWiring {
+  /** Only where the family state machines are configured (the Deployments function's environment). */
+  readonly deployments?: Deployments;
+  readonly enterFamilyStage: EnterFamilyStageDeps;
+}
+
+export function wireDeployments(
+  config: CairnConfig,
+  instrumentation: Instrumentation = plain(config),
+): DeploymentsWiring {
+  const captureClient = <T extends object>(client: T): T => instrumentation.captureClient(client);
+  const dynamo = captureClient(new DynamoDBClient({ ...storeRetryConfig() }));
+  const store = new DeploymentItems(new DynamoRequests(dynamo, config.tableName, storeMetrics));
+  const publisher = new EventPublisher(captureClient(new EventBridgeClient({})));
+  const deployments =
+    config.familyStateMachines === undefined
+      ? undefined
+      : new Deployments({
+          store,
+          // The sessions behind routes, refused submissions and reporting agents: the session table's.
+          sessions: new DynamoSessionStore({
+            client: dynamo,
+            tableName: config.tableName,
+            shards: config.shards,
+            metrics: storeMetrics,
+          }),
+          executions: new FamilyExecutions(captureClient(new SFNClient({})), config.familyStateMachines),
+          bus: eventBridgeDeploymentBus(publisher, config.eventBusName),
+          clock: systemClock,
+          log: instrumentation.logger("deployments"),
+        });
+  return {
+    ...(deployments !== undefined ? { deployments } : {}),
+    enterFamilyStage: {
+      store,
+      events: eventBridgeFamilyEvents(publisher, config.eventBusName),
+      clock: systemClock,
+      log: instrumentation.logger("enter-family-stage"),
+    },
+  };
+}
