@@ -12,6 +12,7 @@ import { DynamoRequests } from "../functions/adapters/dynamo/dynamo-requests.ts"
 import { storeRetryConfig } from "../functions/adapters/dynamo/retry.ts";
 import { DetailType, toPutEventsEntry, type EventDetailInput } from "../functions/core/events.ts";
 import type { DeploymentWithRoutes } from "../functions/core/deployments/model.ts";
+import { signDetail } from "../functions/topology/agent-signature.ts";
 import { runCairn } from "./support/cli.ts";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
@@ -414,3 +415,56 @@ test("a health report not signed by the agent it names is refused, and changes n
     .poll(() => reasons, { timeout: 15_000 })
     .toEqual([`detail.signature: does not match agent ${agent.id}'s key: the event is not from that agent`]);
 }, 30_000);
+
+test("a health report signed by an agent that does not run the route's session is refused", async () => {
+  const id = "owned";
+  const reasons: string[] = [];
+  rt.runtime.bus.onEvent((e) => {
+    const d = e.detail as { detailType?: string; reason: string };
+    if (e["detail-type"] === "Event Rejected" && d.detailType === "Route Health Reported")
+      reasons.push(d.reason);
+  });
+  await send(DetailType.DeploymentCreated, {
+    deploymentId: id,
+    spec: { name: id, replicas: 1, service: service(200), healthCheck: FAST_CHECK },
+  });
+  const ready = await waitDeployment(id, (d) => healthy(d).length === 1, "1 HEALTHY route");
+  const route = ready.routes[0]!;
+  const other = (await rt.store.listAgents()).find(
+    (a) => a.id !== route.agentId && a.signingKey !== undefined,
+  )!;
+  const detail = {
+    agentId: other.id,
+    incarnation: other.incarnation!,
+    deploymentId: id,
+    routeId: route.id,
+    sessionId: route.sessionId,
+    runIndex: 0,
+    port: route.port!,
+    // A stream of failures that would evict a healthy replica, were it believed.
+    probes: [1, 2, 3].map((n) => ({ ok: false, atMs: Date.now() + n, message: "forged" })),
+    atMs: Date.now(),
+  };
+  await rt.put(
+    {
+      Source: "cairn.agent",
+      DetailType: "Route Health Reported",
+      Detail: JSON.stringify({
+        ...detail,
+        signature: signDetail(other.signingKey!, DetailType.RouteHealthReported, {
+          ...detail,
+          signature: "",
+        }),
+      }),
+    },
+    "agent",
+  );
+  await expect
+    .poll(() => reasons, { timeout: 15_000 })
+    .toEqual([`detail.agentId: agent ${other.id} does not run route ${route.id}'s session`]);
+  const after = await deployments.getDeployment(id);
+  expect(after!.routes[0]!.status).toBe("HEALTHY");
+  expect(after!.routes[0]!.health.lastMessage).not.toBe("forged");
+  await send(DetailType.DeploymentDestroyRequested, { deploymentId: id });
+  await waitDeployment(id, (d) => d.deployment.status === "DESTROYED", "DESTROYED");
+}, 60_000);

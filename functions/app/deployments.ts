@@ -72,6 +72,8 @@ export class Deployments {
     const woken = new Map<string, number[]>();
     const wake = (id: string, index?: number) =>
       woken.set(id, [...(woken.get(id) ?? []), ...(index !== undefined ? [index] : [])]);
+    /** Health reports by deployment: each deployment's are applied in one write. */
+    const reports = new Map<string, { index: number; event: HealthReport; envelope: unknown }[]>();
     let sweep = options.sweep;
     for (const [index, envelope] of envelopes.entries()) {
       const inbound = parseDeploymentInbound(envelope);
@@ -91,15 +93,14 @@ export class Deployments {
             wake(inbound.deploymentId, index);
             break;
           case "request": {
-            const refused = await this.#request(inbound.event);
-            if (refused !== undefined) reject(refused);
+            const why = await this.#request(inbound.event);
+            if (why !== undefined) reject(why);
             else wake(inbound.event.detail.deploymentId, index);
             break;
           }
           case "health": {
-            const refused = await this.#health(inbound.event);
-            if (refused !== undefined) reject(refused);
-            else wake(inbound.event.detail.deploymentId, index);
+            const id = inbound.event.detail.deploymentId;
+            reports.set(id, [...(reports.get(id) ?? []), { index, event: inbound.event, envelope }]);
             break;
           }
         }
@@ -112,6 +113,27 @@ export class Deployments {
           this.#d.log.error("event not applied", { index, error: String(error) });
           reject(`not applied: ${String(error)}`);
         }
+      }
+    }
+    for (const [deploymentId, batch] of reports) {
+      try {
+        const refusals = await this.#health(deploymentId, batch);
+        for (const { index, event, envelope } of batch) {
+          const why = refusals.get(index);
+          if (why === undefined) {
+            wake(deploymentId, index);
+            continue;
+          }
+          rejections.push(this.#rejection(eventOf({ kind: "health", event }), why));
+          refused.push({ envelope, reason: why });
+        }
+      } catch (error) {
+        if (!isTransient(error)) throw error;
+        this.#d.log.warn("health reports not applied; they are redelivered", {
+          deploymentId,
+          error: String(error),
+        });
+        for (const { index } of batch) retry.add(index);
       }
     }
     if (sweep) {
@@ -286,38 +308,80 @@ export class Deployments {
     });
   }
 
-  /** Records a replica's probes on its route, once the report is proven to come from its agent. */
-  async #health(event: HealthReport): Promise<string | undefined> {
-    const { store } = this.#d;
-    const d = event.detail;
-    const refused = checkAgentEvent(
-      await this.#d.sessions.getAgent(d.agentId),
-      d.agentId,
-      d.incarnation,
-      event.detailType,
-      d,
-    );
-    if (refused !== undefined) return refused;
-    return rereadOnConflict(async () => {
-      const found = await store.getDeployment(d.deploymentId);
-      const route = found?.routes.find((r) => r.id === d.routeId);
-      if (found === undefined || route === undefined) {
-        return `detail.routeId: no route ${d.routeId} in deployment ${d.deploymentId}`;
-      }
-      // A late report of a route that has ended, or of another agent than the one it last knew.
-      if (TERMINAL_ROUTE_STATUSES.has(route.status)) return undefined;
-      const health = applyProbes(route.health, d.probes);
-      if (health === route.health && route.agentId === d.agentId && route.port === d.port) return undefined;
-      await store.saveDeployment({
-        routes: [
-          {
-            next: { ...route, health, agentId: d.agentId, port: d.port, updatedAtMs: this.#d.clock.nowMs() },
-            expected: { status: route.status, version: route.version },
-          },
-        ],
-      });
-      return undefined;
+  /**
+   * Records replicas' probes on their routes, one write for the deployment's reports of the
+   * batch. A report counts once it is proven to come from the agent it names (its signature),
+   * and that agent runs the route's session in the run it names; a report of an earlier run, or
+   * of a route that has ended, is late and changes nothing. Returns each refused report's reason.
+   */
+  async #health(
+    deploymentId: string,
+    batch: readonly { readonly index: number; readonly event: HealthReport }[],
+  ): Promise<Map<number, string>> {
+    const { store, sessions, clock } = this.#d;
+    const refusals = new Map<number, string>();
+    const agents = new Map<string, Awaited<ReturnType<typeof sessions.getAgent>>>();
+    for (const { event } of batch) {
+      const id = event.detail.agentId;
+      if (!agents.has(id)) agents.set(id, await sessions.getAgent(id));
+    }
+    const signed = batch.filter(({ index, event }) => {
+      const d = event.detail;
+      const why = checkAgentEvent(agents.get(d.agentId), d.agentId, d.incarnation, event.detailType, d);
+      if (why !== undefined) refusals.set(index, why);
+      return why === undefined;
     });
+    const backing = new Map(
+      (await sessions.getSessions([...new Set(signed.map(({ event }) => event.detail.sessionId))])).map(
+        (s) => [s.session.id, s],
+      ),
+    );
+    const current = signed.filter(({ index, event }) => {
+      const d = event.detail;
+      const session = backing.get(d.sessionId);
+      if (session === undefined || session.session.service?.routeId !== d.routeId) {
+        refusals.set(index, `detail.sessionId: ${d.sessionId} is not the session of route ${d.routeId}`);
+        return false;
+      }
+      if (d.runIndex !== session.session.runIndex) return false;
+      if (!session.kernels.some((k) => k.agentId === d.agentId)) {
+        refusals.set(index, `detail.agentId: agent ${d.agentId} does not run route ${d.routeId}'s session`);
+        return false;
+      }
+      return true;
+    });
+    if (current.length === 0) return refusals;
+    await rereadOnConflict(async () => {
+      const found = await store.getDeployment(deploymentId);
+      const routes = new Map((found?.routes ?? []).map((r) => [r.id, r]));
+      const changed = new Map<string, Route>();
+      for (const { index, event } of current) {
+        const d = event.detail;
+        const route = changed.get(d.routeId) ?? routes.get(d.routeId);
+        if (route === undefined) {
+          refusals.set(index, `detail.routeId: no route ${d.routeId} in deployment ${deploymentId}`);
+          continue;
+        }
+        if (TERMINAL_ROUTE_STATUSES.has(route.status)) continue;
+        const health = applyProbes(route.health, d.probes);
+        if (health === route.health && route.agentId === d.agentId && route.port === d.port) continue;
+        changed.set(route.id, {
+          ...route,
+          health,
+          agentId: d.agentId,
+          port: d.port,
+          updatedAtMs: clock.nowMs(),
+        });
+      }
+      if (changed.size === 0) return;
+      await store.saveDeployment({
+        routes: [...changed.values()].map((next) => {
+          const before = routes.get(next.id)!;
+          return { next, expected: { status: before.status, version: before.version } };
+        }),
+      });
+    });
+    return refusals;
   }
 
   /**
