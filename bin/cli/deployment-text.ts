@@ -4,7 +4,7 @@
  * schema (every field named) and the one rule the schema leaves to the event: the spec's name
  * is the deployment's id.
  */
-import { LineCounter, parseDocument, visit } from "yaml";
+import { readDocumentText } from "../../functions/core/document-text.ts";
 import { parseDeploymentSpec, type DeploymentSpec } from "../../functions/core/deployments/spec.ts";
 import { deploymentIdSchema } from "../../functions/core/service-binding.ts";
 import { safeParseWithIssues, SpecValidationError } from "../../functions/core/spec.ts";
@@ -36,35 +36,7 @@ export function parseDeploymentSpecText(text: string): DeploymentSpec {
 }
 
 function documentValue(text: string): unknown {
-  const source = text.startsWith("\uFEFF") ? text.slice(1) : text;
-  const json = /^\s*[{[]/.test(source);
-  const lineCounter = new LineCounter();
-  // JSON is read as YAML too (the same line/column errors), with the JSON schema so that a bare
-  // word where a JSON value belongs is an error rather than a string.
-  const doc = parseDocument(source, {
-    lineCounter,
-    uniqueKeys: true,
-    prettyErrors: false,
-    ...(json ? { schema: "json" as const } : {}),
+  return readDocumentText(text, ({ json, line, column, reason }) => {
+    throw new DeploymentSpecSyntaxError(json, line, column, reason);
   });
-  // Warnings (an unresolved `!tag`) mean the user wrote something Cairn would silently drop.
-  const problem = doc.errors[0] ?? doc.warnings[0];
-  if (problem) {
-    const { line, col } = lineCounter.linePos(problem.pos[0]);
-    throw new DeploymentSpecSyntaxError(json, line, col, problem.message);
-  }
-  try {
-    return doc.toJS({ maxAliasCount: 100 });
-  } catch (error) {
-    // Unresolved alias or alias bomb: point at the first alias.
-    let offset = 0;
-    visit(doc, {
-      Alias(_key, node) {
-        offset = node.range?.[0] ?? 0;
-        return visit.BREAK;
-      },
-    });
-    const { line, col } = lineCounter.linePos(offset);
-    throw new DeploymentSpecSyntaxError(json, line, col, (error as Error).message);
-  }
 }
