@@ -89,6 +89,8 @@ export interface SessionSpec {
   readonly maxTries: StageMaxTries;
   /** Retry budgets the user set explicitly, and the session's own retry policies. */
   readonly retry?: RetrySpec;
+  /** The job template it was validated against (issue 16); absent: Default. */
+  readonly template?: string;
 }
 
 /**

@@ -284,6 +284,8 @@ const sessionSpecShape = {
   })
     .readonly()
     .optional(),
+  /** The job template the submission is validated against (core/templates.ts); absent: Default. */
+  template: nameSchema.optional(),
 };
 
 export const SessionSpecSchema = strictObject(sessionSpecShape)
