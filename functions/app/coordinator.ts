@@ -44,6 +44,7 @@ import type { FargateKernels } from "./fargate-kernels.ts";
 import { KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
 import { Jobs } from "./jobs.ts";
+import { Drafts, startDraftSubmissions } from "./drafts.ts";
 import { Preemption } from "./preemption.ts";
 import { Repair } from "./repair.ts";
 import { RetryCatalog } from "./retry-catalog.ts";
@@ -180,6 +181,7 @@ export class Coordinator {
   readonly #d: CoordinatorDeps;
   readonly #catalog: RetryCatalog;
   readonly #jobs: Jobs;
+  readonly #drafts: Drafts;
   readonly #preemption: Preemption;
   readonly #agents: Agents;
   readonly #commands: KernelCommands;
@@ -195,6 +197,7 @@ export class Coordinator {
     this.#agents = new Agents(deps);
     this.#commands = new KernelCommands(deps.store, deps.channel, deps.fargate);
     this.#jobs = new Jobs(deps);
+    this.#drafts = new Drafts(deps);
     this.#preemption = new Preemption(deps);
     this.#catalog = new RetryCatalog(deps.store, deps.clock, deps.config.retryCacheMs);
     this.#repair = new Repair({
@@ -433,9 +436,13 @@ export class Coordinator {
       outcome(action.rejection);
     };
     const clusterArn = this.#d.config.fargate?.clusterArn;
-    const { actions, wake } = step(
-      await this.#loadEvents(envelopes.map((e) => parseBatchEvent(e, clusterArn))),
+    // Drafts being submitted (issue 16 item 3) enter as the submissions they make.
+    const { events, fromDrafts } = await startDraftSubmissions(
+      this.#drafts,
+      envelopes.map((e) => parseBatchEvent(e, clusterArn)),
+      this.#d.log,
     );
+    const { actions, wake } = step(await this.#loadEvents(events));
     dirty.apply(wake);
     const done: Applied[] = [];
     const reports = new Map<string, PendingReport[]>();
@@ -496,6 +503,25 @@ export class Coordinator {
             });
             break;
           }
+          case "draft": {
+            const { event } = action;
+            // A draft's submission entered the step as its Session Submitted: never here.
+            if (event.detailType === DetailType.JobDraftSubmitted) {
+              retry.push(action.index);
+              break;
+            }
+            const result = await this.#drafts.apply(event);
+            if (result.ok) outcome(undefined);
+            else {
+              await reject({
+                kind: "reject",
+                index: action.index,
+                rejection: { eventId: event.id, detailType: event.detailType, reason: result.reason },
+                refuse: { id: event.detail.jobId, eventId: event.id },
+              });
+            }
+            break;
+          }
           case "register": {
             const { retired } = await this.#agents.register(action.event.detail);
             this.#agentCache.forget(action.event.detail.agentId);
@@ -514,6 +540,15 @@ export class Coordinator {
         await reject(action);
       } catch (error) {
         failed([action.index], error);
+      }
+    }
+    // A submitted draft is removed once its job exists, or is a draft again (unless redelivered).
+    for (const [index, draft] of fromDrafts) {
+      if (retry.includes(index)) continue;
+      try {
+        await this.#drafts.afterSubmit(draft);
+      } catch (error) {
+        failed([index], error);
       }
     }
     dirty.apply(after.wake);
@@ -914,10 +949,9 @@ function submissionOf(envelope: unknown): { id?: unknown; eventId?: unknown } {
   if (typeof envelope !== "object" || envelope === null) return {};
   const e = envelope as Record<string, unknown>;
   const detail = e["detail"];
-  const id =
-    typeof detail === "object" && detail !== null
-      ? (detail as Record<string, unknown>)["sessionId"]
-      : undefined;
+  // A submission names its id `sessionId`; a draft's events (issue 16) name it `jobId`.
+  const fields = typeof detail === "object" && detail !== null ? (detail as Record<string, unknown>) : {};
+  const id = fields["sessionId"] ?? fields["jobId"];
   return { id, eventId: e["id"] };
 }
 

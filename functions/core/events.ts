@@ -70,6 +70,9 @@ export const DetailType = {
   RouteHealthReported: "Route Health Reported",
   DeploymentStatusChanged: "Deployment Status Changed",
   RouteStatusChanged: "Route Status Changed",
+  JobDraftSaved: "Job Draft Saved",
+  JobDraftSubmitted: "Job Draft Submitted",
+  JobDraftDeleted: "Job Draft Deleted",
 } as const;
 export type DetailType = (typeof DetailType)[keyof typeof DetailType];
 
@@ -138,6 +141,34 @@ export const SessionCancelRequestedDetailSchema = strictObject({
   sessionId: sessionIdSchema,
   /** Recorded in the session's history. */
   reason: messageSchema.optional(),
+}).readonly();
+
+/** A draft's version (issue 16 item 3): 1 when created, one more at every change. */
+const draftVersionSchema = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+
+/**
+ * A client stores a job's spec as a draft (HPC Pack's Configuring): not queued, no sessions. Without
+ * `expectedVersion` it creates the draft; with it, it replaces the spec of the draft at that version.
+ */
+export const JobDraftSavedDetailSchema = strictObject({
+  /** The job's id once submitted; no job or other draft may hold it. */
+  jobId: sessionIdSchema,
+  /** The session spec, as a user writes it (README, "A session's spec"); defaults apply on receipt. */
+  spec: SessionSpecSchema,
+  /** The version the edit was made from (`cairn job edit` reads it); absent: create the draft. */
+  expectedVersion: draftVersionSchema.optional(),
+}).readonly();
+
+/** A client submits a draft: from then on it is the job a `Session Submitted` under its id makes. */
+export const JobDraftSubmittedDetailSchema = strictObject({
+  jobId: sessionIdSchema,
+}).readonly();
+
+/** A client deletes a draft (only a draft: a submitted job is cancelled instead). */
+export const JobDraftDeletedDetailSchema = strictObject({
+  jobId: sessionIdSchema,
+  /** When given, the draft is deleted only if it is still at this version. */
+  expectedVersion: draftVersionSchema.optional(),
 }).readonly();
 
 /** An agent reports that one of its kernels changed status (preparing, prepared, running, ended). */
@@ -419,6 +450,9 @@ export const EVENT_CONTRACTS = {
     "outbound",
     RouteStatusChangedDetailSchema,
   ),
+  [DetailType.JobDraftSaved]: contract(EventSource.Client, "inbound", JobDraftSavedDetailSchema),
+  [DetailType.JobDraftSubmitted]: contract(EventSource.Client, "inbound", JobDraftSubmittedDetailSchema),
+  [DetailType.JobDraftDeleted]: contract(EventSource.Client, "inbound", JobDraftDeletedDetailSchema),
 } as const satisfies Record<DetailType, Contract<EventSource, Direction, z.ZodType>>;
 
 type Contracts = typeof EVENT_CONTRACTS;

@@ -5,7 +5,7 @@
  * README. Configuring, Submitted and Validating are HPC Pack's states before a job is queued:
  * Cairn validates a submission as it receives it and stores a session only once it passed, so
  * a stored session is never in them; a job's task whose session is not stored yet is Submitted
- * (core/jobs.ts), and drafts (issue 16 item 3) will be Configuring.
+ * (core/jobs.ts), and a draft (issue 16 item 3, core/drafts.ts) is Configuring.
  *
  * Cancellation (seed 004, item 6): "The task was canceled by the job owner or a cluster
  * administrator before it started running. If a running task is canceled, the task is marked as
@@ -123,12 +123,19 @@ export function hpcTaskState(session: Session, kernel: Kernel): HpcState {
 
 /** What a job's row reads: its tasks' states, whether it has ended (and how), and a cancel. */
 export interface JobFacts {
+  /** A draft (core/drafts.ts): stored, never submitted. */
+  readonly draft?: boolean;
   readonly tasks: readonly HpcState[];
   readonly final?: JobState;
   readonly cancelRequested: boolean;
 }
 
 export const HPC_JOB_TABLE: readonly HpcRow<JobFacts>[] = [
+  {
+    state: HpcState.Configuring,
+    when: "a draft: stored with `cairn job create`, not submitted (no sessions)",
+    matches: ({ draft }) => draft === true,
+  },
   {
     state: HpcState.Finished,
     when: "the job ended SUCCEEDED",

@@ -207,10 +207,16 @@ export interface RuleDecl {
 export const RULES: readonly RuleDecl[] = [
   {
     name: "ClientRequests",
-    description: "Session submissions and cancel requests",
+    description: "Session submissions, cancel requests and drafts' changes",
     eventPattern: {
       source: [EventSource.Client],
-      "detail-type": [DetailType.SessionSubmitted, DetailType.SessionCancelRequested],
+      "detail-type": [
+        DetailType.SessionSubmitted,
+        DetailType.SessionCancelRequested,
+        DetailType.JobDraftSaved,
+        DetailType.JobDraftSubmitted,
+        DetailType.JobDraftDeleted,
+      ],
     },
     target: { queue: QueueName.CoordinatorQueue },
   },

@@ -98,6 +98,11 @@ describe("a job's HPC state", () => {
     );
   });
 
+  test("a draft is Configuring, whatever else is said of it", () => {
+    expect(hpcJobState({ draft: true, tasks: [], cancelRequested: false })).toBe("Configuring");
+    expect(hpcJobState({ draft: false, tasks: [], cancelRequested: false })).toBe("Queued");
+  });
+
   test("every row of the job table names a state and why", () => {
     for (const row of HPC_JOB_TABLE) expect(row.when.length).toBeGreaterThan(10);
   });

@@ -7,6 +7,7 @@
  * Nothing is read from the environment: the caller passes the client and the table name.
  */
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { JobDraft } from "../../core/drafts.ts";
 import type { KernelPatch, SessionWrite } from "../../core/effects.ts";
 import type {
   Agent,
@@ -51,6 +52,7 @@ import {
 } from "../../core/status.ts";
 import { AgentCapacity } from "./agent-capacity.ts";
 import { expiredBefore, itemAbsent } from "./conditions.ts";
+import { DraftItems } from "./draft-items.ts";
 import { DynamoRequests, tableKey, type ConditionFailure } from "./dynamo-requests.ts";
 import { any } from "./expressions.ts";
 import { transactionError } from "./failures.ts";
@@ -151,6 +153,7 @@ export class DynamoSessionStore
   private readonly agents: AgentCapacity;
   private readonly resources: RetryResources;
   private readonly jobs: JobItems;
+  private readonly drafts: DraftItems;
   private readonly rejections: RejectionItems;
   private readonly layout: StoreLayout;
   private readonly maxAttempts: number;
@@ -172,6 +175,7 @@ export class DynamoSessionStore
     this.agents = new AgentCapacity(this.requests, this.layout, maxAttempts);
     this.resources = new RetryResources(this.requests, this.layout, maxAttempts);
     this.jobs = new JobItems(this.requests);
+    this.drafts = new DraftItems(this.requests);
     this.clock = options.clock ?? Date.now;
     this.rejections = new RejectionItems(this.requests, this.clock);
   }
@@ -561,6 +565,24 @@ export class DynamoSessionStore
 
   finishJob(jobId: string, final: NonNullable<Job["final"]>): Promise<boolean> {
     return this.jobs.finish(jobId, final);
+  }
+
+  // ---------------------------------------------------------------------------------- drafts
+
+  getDraft(jobId: string): Promise<JobDraft | undefined> {
+    return this.drafts.getDraft(jobId);
+  }
+
+  createDraft(draft: JobDraft): Promise<boolean> {
+    return this.drafts.createDraft(draft);
+  }
+
+  replaceDraft(draft: JobDraft, expectedVersion: number): Promise<boolean> {
+    return this.drafts.replaceDraft(draft, expectedVersion);
+  }
+
+  deleteDraft(jobId: string, expectedVersion: number): Promise<boolean> {
+    return this.drafts.deleteDraft(jobId, expectedVersion);
   }
 
   // ------------------------------------------------- retry policies, queues and retry config

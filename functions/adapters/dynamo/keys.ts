@@ -19,6 +19,8 @@ export const RETRY_POLICY_SK = "RETRY_POLICY";
 export const QUEUE_SK = "QUEUE";
 export const CONFIG_SK = "CONFIG";
 export const JOB_SK = "JOB";
+/** A draft (issue 16): `JOB#<id>` / `DRAFT`, in the partition its job will have. */
+export const DRAFT_SK = "DRAFT";
 /** A deployment (issue 15): `DEPLOYMENT#<id>` / `DEPLOYMENT`, its routes beside it (`ROUTE#<index:4>`). */
 export const DEPLOYMENT_SK = "DEPLOYMENT";
 export const ROUTE_SK_PREFIX = "ROUTE#";
@@ -69,6 +71,9 @@ export const USED_PREFIXES = [
   "DEPLOYMENT_HISTORY#",
   DEPLOYMENT_HISTORY_SK_PREFIX,
   "DEPLOYMENTS",
+  /** Job templates (issue 16): `TEMPLATE#<name>` / `TEMPLATE`, listed under `TEMPLATES` (template-items.ts). */
+  "TEMPLATE#",
+  "TEMPLATES",
 ] as const;
 
 export const sessionPk = (sessionId: string): string => `SESSION#${sessionId}`;

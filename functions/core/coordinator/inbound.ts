@@ -27,6 +27,23 @@ export interface Rejection {
 type KernelReportEvent = Extract<InboundEvent, { detailType: typeof DetailType.KernelStatusChanged }>;
 type HeartbeatEvent = Extract<InboundEvent, { detailType: typeof DetailType.AgentHeartbeat }>;
 type RegistrationEvent = Extract<InboundEvent, { detailType: typeof DetailType.AgentRegistrationRequested }>;
+/** A client's change to a draft (issue 16 item 3): the application applies it (app/drafts.ts). */
+export type DraftEvent = Extract<
+  InboundEvent,
+  {
+    detailType:
+      | typeof DetailType.JobDraftSaved
+      | typeof DetailType.JobDraftSubmitted
+      | typeof DetailType.JobDraftDeleted;
+  }
+>;
+
+/** Events about drafts: a refusal of one is kept where its sender reads it, as a submission's is. */
+export const DRAFT_DETAIL_TYPES: ReadonlySet<string> = new Set([
+  DetailType.JobDraftSaved,
+  DetailType.JobDraftSubmitted,
+  DetailType.JobDraftDeleted,
+]);
 
 /** One event of a batch, as the application's parse left it. */
 export type BatchEvent =
@@ -94,7 +111,12 @@ export type EventAction =
   /** A Fargate task's report: applied with its session's other reports, after the batch's events. */
   | { readonly kind: "task-report"; readonly index: number; readonly report: TaskStateReport }
   | { readonly kind: "heartbeat"; readonly index: number; readonly event: HeartbeatEvent }
-  | { readonly kind: "register"; readonly index: number; readonly event: RegistrationEvent };
+  | { readonly kind: "register"; readonly index: number; readonly event: RegistrationEvent }
+  /**
+   * A draft's change (core/drafts.ts decides it on what the application reads). A draft's
+   * submission the application could start reaches the step as the `Session Submitted` it makes.
+   */
+  | { readonly kind: "draft"; readonly index: number; readonly event: DraftEvent };
 
 /**
  * Which passes a run makes, over which sessions. An event names its session, so most passes
@@ -201,7 +223,10 @@ export function stepEvents(input: EventsInput): EventsEffects {
         kind: "reject",
         index,
         rejection: { eventId: e.eventId, detailType: e.detailType, reason: e.message },
-        ...(e.detailType === DetailType.SessionSubmitted ? { refuse: e.submission ?? {} } : {}),
+        ...(e.detailType === DetailType.SessionSubmitted ||
+        (e.detailType !== undefined && DRAFT_DETAIL_TYPES.has(e.detailType))
+          ? { refuse: e.submission ?? {} }
+          : {}),
       });
     } else {
       actions.push(inboundAction(index, e.event, input));
@@ -266,6 +291,10 @@ function inboundAction(index: number, event: InboundEvent, input: EventsInput): 
         ? { kind: "heartbeat", index, event }
         : { kind: "register", index, event };
     }
+    case DetailType.JobDraftSaved:
+    case DetailType.JobDraftSubmitted:
+    case DetailType.JobDraftDeleted:
+      return { kind: "draft", index, event };
     // The deployments function's events (issue 15): their rules never bring them here.
     case DetailType.DeploymentCreated:
     case DetailType.DeploymentScaled:

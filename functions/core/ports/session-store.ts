@@ -6,6 +6,7 @@
  * adapter (functions/adapters/dynamo) implements them. Errors are part of the contract: callers
  * branch on `code`, never `instanceof`, because they cross Lambda and Step Functions boundaries.
  */
+import type { DraftRepository } from "./draft-store.ts";
 import type { KernelPatch, SessionWrite } from "../effects.ts";
 import type {
   Agent,
@@ -288,7 +289,12 @@ export interface RetryCatalogRepository {
  * The whole store, as the wiring builds it and the adapter implements it. Components depend on
  * the repositories they use, not on this.
  */
-export type SessionStore = SessionRepository & AgentRepository & JobRepository & RetryCatalogRepository;
+/** Drafts (issue 16 item 3) live in the same table: draft-store.ts. */
+export type SessionStore = SessionRepository &
+  AgentRepository &
+  JobRepository &
+  RetryCatalogRepository &
+  DraftRepository;
 
 // ---------------------------------------------------------------------------------------------
 // Errors. One hierarchy; `code` and `name` are stable strings.
