@@ -2,6 +2,8 @@
  * Runtime configuration of the Lambda functions, read from the environment that the CDK stack
  * (or the embedded runtime) sets. Passed in, never read at import time.
  */
+import { FILTER_FAILURE_MODES, type FilterFailureMode } from "./core/submission-filter.ts";
+
 export interface CairnConfig {
   readonly tableName: string;
   readonly eventBusName: string;
@@ -31,6 +33,19 @@ export interface CairnConfig {
    * starts their executions, absent elsewhere.
    */
   readonly familyStateMachines?: FamilyStateMachines;
+  /** The administrator's submission filter (issue 16): absent, submissions are not filtered. */
+  readonly submissionFilter?: SubmissionFilterConfig;
+}
+
+export interface SubmissionFilterConfig {
+  /** A Lambda function's ARN (on AWS), or a local module whose default export is the filter. */
+  readonly target:
+    | { readonly kind: "lambda"; readonly functionArn: string }
+    | { readonly kind: "module"; readonly path: string };
+  /** How long the coordinator waits for an answer; past it, the filter failed. */
+  readonly timeoutMs: number;
+  /** A failed filter (an error, a timeout, a malformed answer): `accept` fails open, `reject` closed. */
+  readonly onFailure: FilterFailureMode;
 }
 
 export interface FamilyStateMachines {
@@ -93,6 +108,47 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     agentQueuePrefix: queuePrefix(env["CAIRN_AGENT_QUEUE_PREFIX"]),
     ...fargate(env),
     ...familyStateMachines(env),
+    ...submissionFilter(env, int),
+  };
+}
+
+/**
+ * The submission filter: CAIRN_SUBMISSION_FILTER_ARN (a Lambda function) or
+ * CAIRN_SUBMISSION_FILTER_MODULE (a local module, the embedded runtime), with its timeout
+ * (default 5000 ms) and failure mode (default reject: fail-closed).
+ */
+function submissionFilter(
+  env: Readonly<Record<string, string | undefined>>,
+  int: (key: string, fallback: number) => number,
+): { submissionFilter?: SubmissionFilterConfig } {
+  const functionArn = env["CAIRN_SUBMISSION_FILTER_ARN"] ?? "";
+  const path = env["CAIRN_SUBMISSION_FILTER_MODULE"] ?? "";
+  if (functionArn === "" && path === "") return {};
+  if (functionArn !== "" && path !== "") {
+    throw new ConfigError(
+      "environment variables CAIRN_SUBMISSION_FILTER_ARN and CAIRN_SUBMISSION_FILTER_MODULE are exclusive: set one",
+    );
+  }
+  if (
+    functionArn !== "" &&
+    !/^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[\w-]{1,64}(:[\w$-]+)?$/.test(functionArn)
+  ) {
+    throw new ConfigError(
+      `environment variable CAIRN_SUBMISSION_FILTER_ARN must be a Lambda function ARN, got "${functionArn}"`,
+    );
+  }
+  const onFailure = env["CAIRN_SUBMISSION_FILTER_ON_FAILURE"] || "reject";
+  if (!(FILTER_FAILURE_MODES as readonly string[]).includes(onFailure)) {
+    throw new ConfigError(
+      `environment variable CAIRN_SUBMISSION_FILTER_ON_FAILURE must be accept or reject, got "${onFailure}"`,
+    );
+  }
+  return {
+    submissionFilter: {
+      target: functionArn !== "" ? { kind: "lambda", functionArn } : { kind: "module", path },
+      timeoutMs: int("CAIRN_SUBMISSION_FILTER_TIMEOUT_MS", 5_000),
+      onFailure: onFailure as FilterFailureMode,
+    },
   };
 }
 

@@ -45,6 +45,8 @@ import { KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
 import { Jobs } from "./jobs.ts";
 import { Drafts, startDraftSubmissions } from "./drafts.ts";
+import { Admission, type AdmissionDeps } from "./admission.ts";
+import type { TemplateRepository } from "../core/ports/template-store.ts";
 import { Preemption } from "./preemption.ts";
 import { Repair } from "./repair.ts";
 import { RetryCatalog } from "./retry-catalog.ts";
@@ -62,6 +64,10 @@ export interface CoordinatorDeps {
   readonly log: Logger;
   /** Repeated identical SKIPPED records closer together than this are not rewritten. */
   readonly skipRecordIntervalMs?: number;
+  /** Job templates (issue 16); absent, only the built-in Default exists. */
+  readonly templates?: TemplateRepository;
+  /** The administrator's submission filter (issue 16); absent, submissions are not filtered. */
+  readonly submissionFilter?: AdmissionDeps["filter"];
 }
 
 export type { Rejection };
@@ -182,6 +188,7 @@ export class Coordinator {
   readonly #catalog: RetryCatalog;
   readonly #jobs: Jobs;
   readonly #drafts: Drafts;
+  readonly #admission: Admission;
   readonly #preemption: Preemption;
   readonly #agents: Agents;
   readonly #commands: KernelCommands;
@@ -200,6 +207,13 @@ export class Coordinator {
     this.#drafts = new Drafts(deps);
     this.#preemption = new Preemption(deps);
     this.#catalog = new RetryCatalog(deps.store, deps.clock, deps.config.retryCacheMs);
+    this.#admission = new Admission({
+      ...deps,
+      ...(deps.templates ? { templates: deps.templates } : {}),
+      ...(deps.submissionFilter ? { filter: deps.submissionFilter } : {}),
+      queue: (name) => this.#catalog.queue(name),
+      cacheMs: deps.config.retryCacheMs,
+    });
     this.#repair = new Repair({
       ...deps,
       commands: this.#commands,
@@ -442,6 +456,7 @@ export class Coordinator {
       envelopes.map((e) => parseBatchEvent(e, clusterArn)),
       this.#d.log,
     );
+    const written = writtenSpecs(envelopes, events);
     const { actions, wake } = step(await this.#loadEvents(events));
     dirty.apply(wake);
     const done: Applied[] = [];
@@ -459,7 +474,21 @@ export class Coordinator {
             await reject(action);
             break;
           case "submit": {
-            const submitted = await this.#jobs.submit(action.jobId, action.spec, action.service);
+            // Validated against its job template and filtered (issue 16) in one place, whatever
+            // made the submission; a deployment's replica is the control plane's own and is not.
+            const admitted =
+              action.service !== undefined
+                ? { kind: "admitted" as const, spec: action.spec }
+                : await this.#admission.admit(
+                    action.jobId,
+                    written.get(action.eventId) ?? action.spec,
+                    action.spec,
+                  );
+            const submitted =
+              admitted.kind === "admitted"
+                ? await this.#jobs.submit(action.jobId, admitted.spec, action.service)
+                : // Stored, ended FAILED: applied, and nothing to look at.
+                  { ok: true as const, sessionIds: [] };
             if (submitted.ok) outcome(undefined);
             done.push(
               submitted.ok
@@ -959,6 +988,28 @@ function submissionOf(envelope: unknown): { id?: unknown; eventId?: unknown } {
  * An envelope as the step reads it: the control plane's own status change, a Fargate task's
  * event (`clusterArn`: the Fargate executor's cluster, if any), an inbound event, or why not.
  */
+/**
+ * Each submission's spec as its submitter wrote it, by event id (issue 16): a job template's
+ * defaults apply to the fields it left unset, which the parsed spec no longer tells apart. A
+ * submission made by the control plane (a draft's) is its parsed spec.
+ */
+function writtenSpecs(envelopes: readonly unknown[], events: readonly BatchEvent[]): Map<string, unknown> {
+  const written = new Map<string, unknown>();
+  for (const e of events) {
+    if (e.kind === "inbound" && e.event.detailType === DetailType.SessionSubmitted) {
+      written.set(e.event.id, e.event.detail.spec);
+    }
+  }
+  for (const envelope of envelopes) {
+    if (typeof envelope !== "object" || envelope === null) continue;
+    const { id, detail } = envelope as { id?: unknown; detail?: unknown };
+    const spec =
+      typeof detail === "object" && detail !== null ? (detail as { spec?: unknown }).spec : undefined;
+    if (typeof id === "string" && written.has(id) && spec !== undefined) written.set(id, spec);
+  }
+  return written;
+}
+
 function parseBatchEvent(envelope: unknown, clusterArn: string | undefined): BatchEvent {
   const own = ownStatusChange(envelope);
   if (own) return { kind: "status-changed", ...own };

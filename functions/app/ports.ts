@@ -15,6 +15,7 @@ import type {
   SessionStatusChangedDetailInput,
 } from "./event-types.ts";
 import type { SessionWithKernels, StageTransition } from "../core/model.ts";
+import type { SubmissionFilterRequest } from "../core/submission-filter.ts";
 
 export interface Clock {
   nowMs(): number;
@@ -102,4 +103,13 @@ export interface DeploymentBusPort {
 export interface FamilyEventsPort {
   deploymentStatusChanged(details: readonly DeploymentStatusChangedDetailInput[]): Promise<void>;
   routeStatusChanged(details: readonly RouteStatusChangedDetailInput[]): Promise<void>;
+}
+
+/**
+ * The administrator's submission filter (issue 16, item 5; core/submission-filter.ts): asked
+ * about one submission, resolves with its raw answer (parsed by the core), rejects on an error;
+ * stops waiting when `signal` aborts (the caller's timeout).
+ */
+export interface SubmissionFilterPort {
+  ask(request: SubmissionFilterRequest, signal: AbortSignal): Promise<unknown>;
 }

@@ -24,6 +24,12 @@ import { storeRetryConfig } from "../adapters/dynamo/retry.ts";
 import { eventBridgeEvents } from "../adapters/eventbridge/events-port.ts";
 import { EventPublisher } from "../adapters/eventbridge/publisher.ts";
 import { LifecycleExecutions } from "../adapters/sfn/lifecycle-executions.ts";
+import { LambdaClient } from "@aws-sdk/client-lambda";
+import { DynamoRequests } from "../adapters/dynamo/dynamo-requests.ts";
+import { TemplateItems } from "../adapters/dynamo/template-items.ts";
+import { LambdaSubmissionFilter } from "../adapters/lambda/submission-filter.ts";
+import { ModuleSubmissionFilter } from "../adapters/local/module-submission-filter.ts";
+import type { SubmissionFilterPort } from "../app/ports.ts";
 
 export interface Wiring {
   readonly coordinator: Coordinator;
@@ -58,8 +64,9 @@ export { plain };
 
 export function wire(config: CairnConfig, instrumentation: Instrumentation = plain(config)): Wiring {
   const captureClient = <T extends object>(client: T): T => instrumentation.captureClient(client);
+  const dynamo = captureClient(new DynamoDBClient({ ...storeRetryConfig() }));
   const store = new DynamoSessionStore({
-    client: captureClient(new DynamoDBClient({ ...storeRetryConfig() })),
+    client: dynamo,
     tableName: config.tableName,
     shards: config.shards,
     metrics: storeMetrics,
@@ -77,6 +84,8 @@ export function wire(config: CairnConfig, instrumentation: Instrumentation = pla
     events,
     channel,
     ...(fargate ? { fargate } : {}),
+    templates: new TemplateItems(new DynamoRequests(dynamo, config.tableName, storeMetrics)),
+    ...submissionFilter(config, captureClient),
     config,
     clock: systemClock,
     log: instrumentation.logger("coordinator"),
@@ -113,4 +122,22 @@ function fargateKernels(
     region,
   });
   return new FargateKernels(tasks, config.fargate);
+}
+
+/** The administrator's submission filter (issue 16): a Lambda function, or a local module. */
+function submissionFilter(
+  config: CairnConfig,
+  captureClient: <T extends object>(client: T) => T,
+): { submissionFilter?: { port: SubmissionFilterPort; timeoutMs: number; onFailure: "accept" | "reject" } } {
+  const filter = config.submissionFilter;
+  if (filter === undefined) return {};
+  const port =
+    filter.target.kind === "lambda"
+      ? // The coordinator's own timeout bounds the call: the client does not retry a slow filter.
+        new LambdaSubmissionFilter(
+          captureClient(new LambdaClient({ maxAttempts: 1 })),
+          filter.target.functionArn,
+        )
+      : new ModuleSubmissionFilter(filter.target.path);
+  return { submissionFilter: { port, timeoutMs: filter.timeoutMs, onFailure: filter.onFailure } };
 }

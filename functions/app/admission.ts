@@ -1,0 +1,219 @@
+/**
+ * Admission (issue 16, items 4 and 5; seed 004, "Validating"): every submission, before its job
+ * is created, is validated against its job template (core/templates.ts: defaults applied,
+ * constraints checked, no task's run-time limit past the job's) and then, when an administrator
+ * configured one, passed through the submission filter (core/submission-filter.ts), whose
+ * modified spec is validated again. "If the job does not pass validation, the job displays an
+ * error message and the job moves to the Failed state": such a job is stored with its sessions
+ * already ended and its final state FAILED, the reason listing every violated field, so `cairn
+ * get`, `cairn job get` and `submit --wait` show why.
+ *
+ * Templates are read through a short cache, as the retry catalog is (retry-catalog.ts). A
+ * submission whose job is stored already (a redelivered event) is validated again but not
+ * filtered: the filter is asked once per job.
+ */
+import { MAX_MESSAGE_LENGTH } from "../core/events.ts";
+import { DEFAULT_QUEUE } from "../core/coordinator/inbound.ts";
+import type { Job, Queue, SessionSpec, SessionWithKernels } from "../core/model.ts";
+import { newJob } from "../core/jobs.ts";
+import type { JobRepository, SessionRepository } from "../core/ports/session-store.ts";
+import type { TemplateRepository } from "../core/ports/template-store.ts";
+import { newSession } from "../core/sessions.ts";
+import { JobState, KernelStatus, SessionStatus } from "../core/status.ts";
+import { filterVerdict, type FilterFailureMode } from "../core/submission-filter.ts";
+import {
+  BUILT_IN_DEFAULT_TEMPLATE,
+  DEFAULT_TEMPLATE_NAME,
+  templateNameOf,
+  validateSubmission,
+  validationFailureReason,
+  type JobTemplate,
+} from "../core/templates.ts";
+import type { ValidationIssue } from "../core/validation-issue.ts";
+import { jobSettings, taskSpec } from "../core/jobs.ts";
+import type { Logger } from "./logger.ts";
+import type { Clock, EventsPort, SubmissionFilterPort } from "./ports.ts";
+
+export interface AdmissionDeps {
+  /** Absent: only the built-in Default exists. */
+  readonly templates?: Pick<TemplateRepository, "getTemplate">;
+  readonly filter?: {
+    readonly port: SubmissionFilterPort;
+    readonly timeoutMs: number;
+    readonly onFailure: FilterFailureMode;
+  };
+  /** The queue a spec names (cached by the caller); undefined when it was never created. */
+  readonly queue: (name: string) => Promise<Queue | undefined>;
+  readonly store: Pick<JobRepository, "getJob" | "createJobWithSessions" | "createJob" | "finishJob"> &
+    Pick<SessionRepository, "createSession">;
+  readonly events: EventsPort;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly cacheMs?: number;
+}
+
+export type Admitted =
+  /** The spec to submit: validated, filtered, its queue's priority added. */
+  | { readonly kind: "admitted"; readonly spec: SessionSpec }
+  /** The job was stored ended FAILED with this reason. */
+  | { readonly kind: "failed"; readonly reason: string };
+
+export class Admission {
+  readonly #d: AdmissionDeps;
+  readonly #cache = new Map<string, { value: Promise<JobTemplate | undefined>; atMs: number }>();
+
+  constructor(deps: AdmissionDeps) {
+    this.#d = deps;
+  }
+
+  /**
+   * Admits a submission: `written` is its spec as the submitter wrote it (before any default),
+   * `queued` the spec as the inbound rules queued it (their defaults and the queue's priority).
+   */
+  async admit(jobId: string, written: unknown, queued: SessionSpec): Promise<Admitted> {
+    const stored = await this.#d.store.getJob(jobId);
+    const templateName = templateNameOf(written);
+    const template = await this.#template(templateName);
+    let checked = validateSubmission(written, template);
+    let spec = checked.ok ? checked.spec : undefined;
+    if (spec !== undefined && stored === undefined && this.#d.filter !== undefined) {
+      const verdict = await this.#ask(jobId, spec, templateName);
+      if (verdict.kind === "reject") return this.#fail(jobId, spec, verdict.reason, stored);
+      if (verdict.kind === "modify") {
+        // The modified spec is validated again, against the template it names.
+        const again = await this.#template(templateNameOf(verdict.spec));
+        checked = validateSubmission(verdict.spec, again);
+        spec = checked.ok ? checked.spec : undefined;
+        if (!checked.ok) {
+          const reason = `the submission filter's modified spec ${validationFailureReason(
+            templateNameOf(verdict.spec),
+            checked.issues,
+          )}`;
+          return this.#fail(jobId, checked.spec ?? queued, reason, stored);
+        }
+      }
+    }
+    if (!checked.ok || spec === undefined) {
+      const issues = checked.ok ? [] : checked.issues;
+      return this.#fail(
+        jobId,
+        (!checked.ok && checked.spec) || queued,
+        validationFailureReason(templateName, issues),
+        stored,
+      );
+    }
+    // The queue the admitted spec names: its priority is added, as the inbound rules do.
+    const queue = await this.#d.queue(spec.queue);
+    if (!queue && spec.queue !== DEFAULT_QUEUE && stored === undefined) {
+      const issue: ValidationIssue = {
+        path: "queue",
+        message: `no queue named "${spec.queue}" (create it with \`cairn queue create\`)`,
+      };
+      return this.#fail(jobId, spec, validationFailureReason(templateName, [issue]), stored);
+    }
+    const priority = queue && queue.priority !== 0 ? spec.priority + queue.priority : spec.priority;
+    return { kind: "admitted", spec: priority === spec.priority ? spec : { ...spec, priority } };
+  }
+
+  async #ask(jobId: string, spec: SessionSpec, template: string) {
+    const { port, timeoutMs, onFailure } = this.#d.filter!;
+    const controller = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<{ failure: string }>((resolve) => {
+      timer = setTimeout(() => {
+        controller.abort();
+        resolve({ failure: `no answer within ${timeoutMs} ms` });
+      }, timeoutMs);
+    });
+    const asked = port.ask({ jobId, spec, template }, controller.signal).then(
+      (answer) => ({ answer }),
+      (error: unknown) => ({ failure: error instanceof Error ? error.message : String(error) }),
+    );
+    const outcome = await Promise.race([asked, timeout]);
+    clearTimeout(timer);
+    const verdict = filterVerdict(outcome, onFailure);
+    if ("failure" in outcome || verdict.kind !== "accept") {
+      this.#d.log.info("submission filter", {
+        jobId,
+        verdict: verdict.kind,
+        ...("failure" in outcome ? { failure: outcome.failure } : {}),
+      });
+    }
+    return verdict;
+  }
+
+  #template(name: string): Promise<JobTemplate | undefined> {
+    const nowMs = this.#d.clock.nowMs();
+    const cached = this.#cache.get(name);
+    if (cached && nowMs - cached.atMs < (this.#d.cacheMs ?? 5_000)) return cached.value;
+    const value =
+      this.#d.templates?.getTemplate(name) ??
+      Promise.resolve(name === DEFAULT_TEMPLATE_NAME ? BUILT_IN_DEFAULT_TEMPLATE : undefined);
+    const entry = { value, atMs: nowMs };
+    this.#cache.set(name, entry);
+    // A failed read is not kept: the next submission reads again (this one is redelivered).
+    value.catch(() => {
+      if (this.#cache.get(name) === entry) this.#cache.delete(name);
+    });
+    return value;
+  }
+
+  /**
+   * Stores the job with its sessions already ended (TERMINATED, never started: HPC Failed) and
+   * its final state FAILED with `reason`. Idempotent: a repeat finds them stored and writes nothing.
+   */
+  async #fail(jobId: string, spec: SessionSpec, reason: string, stored: Job | undefined): Promise<Admitted> {
+    const { store, clock, log } = this.#d;
+    if (stored?.final) return { kind: "failed", reason: stored.final.reason };
+    const nowMs = clock.nowMs();
+    // Without its parent: a job that never ran is no one's child (and its parent may not exist).
+    const { parent: _parent, ...own } = spec;
+    const job = stored ?? newJob(jobId, own, nowMs);
+    const sessions = job.sessionIds.map((id, index) => endedSession(job, id, index, reason, nowMs));
+    if (!stored && !(await store.createJobWithSessions(job, sessions)).created) {
+      await store.createJob(job);
+      for (const session of sessions) await store.createSession(session);
+    }
+    if (await store.finishJob(jobId, { state: JobState.FAILED, reason, atMs: nowMs })) {
+      log.info("submission failed validation; job stored FAILED", { jobId, reason });
+      await this.#d.events.jobStateChanged([
+        {
+          jobId,
+          state: JobState.FAILED,
+          reason: reason.slice(0, MAX_MESSAGE_LENGTH),
+          tasks: { FAILED: job.sessionIds.length },
+          atMs: nowMs,
+        },
+      ]);
+    }
+    return { kind: "failed", reason };
+  }
+}
+
+/** A session of a job that failed validation: ended before it was queued, its kernels too. */
+function endedSession(
+  job: Job,
+  id: string,
+  index: number,
+  reason: string,
+  nowMs: number,
+): SessionWithKernels {
+  const fresh = newSession(id, taskSpec(job.spec), nowMs);
+  return {
+    session: {
+      ...fresh.session,
+      status: SessionStatus.TERMINATED,
+      stage: { enteredAtMs: nowMs, expiresAtMs: nowMs },
+      pendingReason: reason.slice(0, MAX_MESSAGE_LENGTH),
+      ...(jobSettings(job.spec).coscheduled
+        ? {}
+        : { task: { jobId: job.id, index, count: job.spec.replicas } }),
+    },
+    kernels: fresh.kernels.map((k) => ({
+      ...k,
+      status: KernelStatus.TERMINATED,
+      message: reason.slice(0, MAX_MESSAGE_LENGTH),
+      finishedAtMs: nowMs,
+    })),
+  };
+}
