@@ -188,8 +188,8 @@ describe("parsing the job commands", () => {
   });
 
   test.each([
-    ["job", "missing what to do with job (expected one of get)"],
-    ["job list", 'unknown job command "list" (expected one of get)'],
+    ["job", "missing what to do with job (expected one of get, create, edit, submit, delete)"],
+    ["job list", 'unknown job command "list" (expected one of get, create, edit, submit, delete)'],
     ["job get", "missing JOB_ID"],
     [
       "tasks Train",

@@ -17,6 +17,9 @@ import { DynamoSessionCensus } from "../../functions/adapters/dynamo/session-cen
 import { storeRetryConfig } from "../../functions/adapters/dynamo/retry.ts";
 import type { PutEventsEntry } from "../../functions/core/events.ts";
 import type { DeploymentRepository } from "../../functions/core/ports/deployment-store.ts";
+import type { TemplateRepository } from "../../functions/core/ports/template-store.ts";
+import { TemplateItems } from "../../functions/adapters/dynamo/template-items.ts";
+import type { DraftRepository } from "../../functions/core/ports/draft-store.ts";
 import type { SessionCensus } from "../../functions/core/ports/session-census.ts";
 import type {
   AgentRepository,
@@ -42,6 +45,8 @@ export type SessionReader = Pick<
 > & {
   /** Rejected submissions (issue 11); a reader without it (a test's fake) knows of none. */
   readonly listRejections?: JobRepository["listRejections"];
+  /** Drafts (issue 16 item 3); a reader without it (a test's fake) knows of none. */
+  readonly getDraft?: DraftRepository["getDraft"];
 };
 
 /** Retry policies, queues and the retry configuration, written directly to the store. */
@@ -61,6 +66,9 @@ export type RetryAdmin = Pick<
   | "putRetryConfig"
 >;
 
+/** Job templates (issue 16), written directly to the store like retry policies. */
+export type TemplateAdmin = TemplateRepository;
+
 /** Agents and the capacity sessions hold on them, read by `cairn dashboard`. */
 export type AgentReader = Pick<AgentRepository, "listAgents" | "allocationsOnAgent">;
 
@@ -78,6 +86,8 @@ export type KernelLogsApi =
 export interface CairnApi {
   readonly store: SessionReader;
   readonly admin: RetryAdmin;
+  /** `cairn template`; a CairnApi without it (a test's fake) manages none. */
+  readonly templates?: TemplateAdmin;
   readonly agents: AgentReader;
   /** `cairn deployment`'s reads; a CairnApi without it (a test's fake) knows of no deployment. */
   readonly deployments?: DeploymentReader;
@@ -127,6 +137,7 @@ export function openCairnApi(connection: Connection): CairnApi {
     admin: store,
     agents: store,
     deployments: new DeploymentItems(new DynamoRequests(dynamo, connection.tableName, undefined)),
+    templates: new TemplateItems(new DynamoRequests(dynamo, connection.tableName, undefined)),
     census: new DynamoSessionCensus({
       client: dynamo,
       tableName: connection.tableName,

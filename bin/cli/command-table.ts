@@ -126,6 +126,19 @@ const POLICY_EXAMPLE = `example (policy.yaml):
       - { action: Retry, onExitCodes: { operator: In, values: [137, 143] } }
       - { action: Fail, onExitCodes: { operator: In, values: [1, 2] } }`;
 
+const templateFile: OptionSpec = [
+  "-f, --file <FILE>",
+  "the job template, YAML or JSON (`-` reads stdin); may also be given as FILE",
+];
+
+const TEMPLATE_EXAMPLE = `example (small.yaml):
+  name: small
+  defaults: { resources: { cpu: 1 }, timeouts: { running: 600 } }
+  constraints:                 # by field path; kinds: required, min, max, allowed
+    resources.cpu: { max: 2 }
+    timeouts.running: { max: 3600 }
+    queue: { allowed: [default, batch] }`;
+
 /** The commands, in help order; two-word names are `cairn <group> <action>`. */
 export const COMMANDS: Readonly<Record<string, CommandDef>> = {
   submit: {
@@ -214,6 +227,81 @@ JOB_ID-t<index>). Its state is derived from the task states (final once the cont
 SUCCEEDED, FAILED (more than maxTaskFailures failed), UNSCHEDULABLE, KILLED, WORKER_FAILED, RUNNING, PENDING.`,
     exitCodes: READS,
     build: ({ args, common }) => ({ ...common, kind: "job get", jobId: jobIdValue(args[0]) }),
+  },
+  "job create": {
+    summary: "store a job as a draft (HPC Pack's Configuring): not queued until `cairn job submit`",
+    args: ["[FILE]"],
+    options: [
+      ["-f, --file <FILE>", "the spec, YAML or JSON (`-` reads stdin); may also be given as FILE"],
+      ["--id <ID>", "the job's id (3-63 of a-z, 0-9, '-'); default: the spec's name and a random suffix"],
+      output,
+    ],
+    details: `The spec is validated locally first, as \`cairn submit\` does: an invalid spec prints every problem
+and sends nothing. The draft has no sessions and nothing runs; \`cairn job get ID\` shows it
+(Configuring), \`cairn job edit\` replaces its spec, \`cairn job submit\` queues it under the same id,
+\`cairn job delete\` removes it. Prints the id (JSON: {"jobId": ..., "version": 1}) once the control
+plane has stored it; a refusal (the id taken by a job or another draft) exits 2 with the reason.
+
+examples:
+  id=$(cairn job create -f examples/hello.yaml) && cairn job get "$id"`,
+    exitCodes: [Usage, Unreachable],
+    build: ({ args, values, common }) => {
+      const id = text(values["id"]);
+      return {
+        ...common,
+        kind: "job create",
+        file: fileArgument(values, args[0], "the spec"),
+        ...optional("jobId", id === undefined ? undefined : sessionIdValue(id, "--id")),
+      };
+    },
+  },
+  "job edit": {
+    summary: "replace a draft's spec (only a draft: a submitted job cannot be edited)",
+    args: ["<JOB_ID>", "[FILE]"],
+    options: [
+      ["-f, --file <FILE>", "the new spec, YAML or JSON (`-` reads stdin); may also be given as FILE"],
+      output,
+    ],
+    details: `The spec is validated locally first. The edit is made from the version read now: if the draft
+changed meanwhile (another edit) it is refused, and exit 2 says so; so is an edit of a job that was
+submitted, or of a draft being submitted.`,
+    exitCodes: [Usage, NotFound, Unreachable],
+    build: ({ args, values, common }) => ({
+      ...common,
+      kind: "job edit",
+      jobId: jobIdValue(args[0]),
+      file: fileArgument(values, args[1], "the spec"),
+    }),
+  },
+  "job submit": {
+    summary: "queue a draft: from then on it is the job `cairn submit` of its spec makes, same id",
+    args: ["<JOB_ID>"],
+    options: [
+      ["--wait", "follow the job until it ends, printing each status change on stderr"],
+      ["--timeout <SECONDS>", "with --wait: give up waiting after SECONDS (exit 124; the job keeps going)"],
+      [
+        "--stream-logs",
+        "with --wait: print every task's output as it is written ([task N]-prefixed; local runtime)",
+      ],
+      output,
+    ],
+    details: `The draft goes through everything a submission does and is removed once its job exists; a
+submission refused without a job (an unknown queue) leaves it a draft, to be edited and submitted
+again. Prints and waits as \`cairn submit\` does.`,
+    exitCodes: [SessionDidNotSucceed, Usage, NotFound, Unreachable, WaitTimedOut],
+    build: ({ args, values, common }) => ({
+      ...common,
+      kind: "job submit",
+      jobId: jobIdValue(args[0]),
+      ...submitFollowOptions(values, common),
+    }),
+  },
+  "job delete": {
+    summary: "delete a draft (a submitted job is cancelled instead: `cairn cancel`)",
+    args: ["<JOB_ID>"],
+    options: [output],
+    exitCodes: [Usage, NotFound, Unreachable],
+    build: ({ args, common }) => ({ ...common, kind: "job delete", jobId: jobIdValue(args[0]) }),
   },
   tasks: {
     summary: "list a job's tasks: state, agent, exit code, run, retries, why pending or how ended",
@@ -324,6 +412,53 @@ examples:
     options: [output],
     exitCodes: [Usage, Unreachable],
     build: ({ common }) => ({ ...common, kind: "retry-policy list" }),
+  },
+  "template create": {
+    summary: "store a new job template from a file: defaults and constraints for submissions",
+    args: ["[FILE]"],
+    options: [templateFile, output],
+    details: `The file is validated first: every problem is printed as \`<path>: <reason>\` and nothing is stored.
+A submission names its template with the spec field \`template: NAME\`, else it gets Default.\n\n${TEMPLATE_EXAMPLE}`,
+    exitCodes: [Usage, Unreachable],
+    build: ({ args, values, common }) => ({
+      ...common,
+      kind: "template create",
+      file: fileArgument(values, args[0], "the template"),
+    }),
+  },
+  "template update": {
+    summary: "replace a stored job template (named in the file) with the file's; Default too",
+    args: ["[FILE]"],
+    options: [templateFile, output],
+    details: "Validated like create. Submissions validate against the new template within seconds.",
+    exitCodes: READS,
+    build: ({ args, values, common }) => ({
+      ...common,
+      kind: "template update",
+      file: fileArgument(values, args[0], "the template"),
+    }),
+  },
+  "template get": {
+    summary: "show a job template (as the YAML document `create -f` accepts)",
+    args: ["<NAME>"],
+    options: [output],
+    exitCodes: READS,
+    build: ({ args, common }) => ({ ...common, kind: "template get", name: nameValue(args[0], "NAME") }),
+  },
+  "template delete": {
+    summary: "delete a job template (Default always exists and cannot be deleted)",
+    args: ["<NAME>"],
+    options: [output],
+    details: "Submissions naming it afterwards fail validation, naming the template.",
+    exitCodes: READS,
+    build: ({ args, common }) => ({ ...common, kind: "template delete", name: nameValue(args[0], "NAME") }),
+  },
+  "template list": {
+    summary: "list job templates by name, Default among them",
+    args: [],
+    options: [output],
+    exitCodes: [Usage, Unreachable],
+    build: ({ common }) => ({ ...common, kind: "template list" }),
   },
   "queue create": {
     summary: "create a queue: a priority, the retry policies its sessions get, its Fargate settings",
@@ -553,6 +688,7 @@ examples:
 export const COMMAND_GROUPS: Readonly<Record<string, string>> = {
   job: "show a job of many tasks (see also `cairn tasks`, `cairn task`, `cairn logs`)",
   "retry-policy": "create, update, get, delete and list retry policies",
+  template: "create, update, get, delete and list job templates",
   queue: "create, update, get, delete and list queues",
   "retry-config": "get and set the global retry settings",
   deployment: "create, get, list, scale, destroy deployments and list their routes",
@@ -661,6 +797,21 @@ function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]
 
 function submitInvocation({ args, values, common }: Parsed): Exclude<Invocation, { kind: "help" }> {
   const file = fileArgument(values, args[0], "the spec");
+  const id = text(values["id"]);
+  return {
+    ...common,
+    kind: "submit",
+    file,
+    ...submitFollowOptions(values, common),
+    ...optional("sessionId", id === undefined ? undefined : sessionIdValue(id, "--id")),
+  };
+}
+
+/** `--wait [--timeout SECONDS] [--stream-logs]` of `submit` and `job submit`. */
+function submitFollowOptions(
+  values: Values,
+  common: Parsed["common"],
+): { wait: boolean; streamLogs: boolean; timeoutSeconds?: number } {
   const wait = values["wait"] === true;
   const rawTimeout = text(values["timeout"]);
   if (rawTimeout !== undefined && !wait) throw new UsageError("--timeout only applies with --wait");
@@ -672,14 +823,9 @@ function submitInvocation({ args, values, common }: Parsed): Exclude<Invocation,
         "leave one of them out (`cairn logs JOB_ID -o json` gives the output as JSON Lines)",
     );
   }
-  const id = text(values["id"]);
   return {
-    ...common,
-    kind: "submit",
-    file,
     wait,
     streamLogs,
-    ...optional("sessionId", id === undefined ? undefined : sessionIdValue(id, "--id")),
     ...optional("timeoutSeconds", rawTimeout === undefined ? undefined : timeoutOption(rawTimeout)),
   };
 }

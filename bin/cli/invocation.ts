@@ -56,6 +56,17 @@ export type Invocation =
   | (Common & { readonly kind: "list"; readonly status?: SessionStatus; readonly limit: number })
   | (Common & { readonly kind: "cancel"; readonly sessionId: string; readonly reason?: string })
   | (Common & { readonly kind: "job get" | "tasks"; readonly jobId: string })
+  /** Drafts (issue 16 item 3). `file`: a path, or `-` for stdin. */
+  | (Common & { readonly kind: "job create"; readonly file: string; readonly jobId?: string })
+  | (Common & { readonly kind: "job edit"; readonly jobId: string; readonly file: string })
+  | (Common & {
+      readonly kind: "job submit";
+      readonly jobId: string;
+      readonly wait: boolean;
+      readonly timeoutSeconds?: number;
+      readonly streamLogs: boolean;
+    })
+  | (Common & { readonly kind: "job delete"; readonly jobId: string })
   | (Common & { readonly kind: "task"; readonly jobId: string; readonly index: number })
   | (Common & {
       readonly kind: "logs";
@@ -69,6 +80,13 @@ export type Invocation =
       /** A path, or `-` for stdin. */
       readonly file: string;
     })
+  | (Common & {
+      readonly kind: "template create" | "template update";
+      /** A path, or `-` for stdin. */
+      readonly file: string;
+    })
+  | (Common & { readonly kind: "template get" | "template delete"; readonly name: string })
+  | (Common & { readonly kind: "template list" })
   | (Common & {
       readonly kind: "retry-policy get" | "retry-policy delete" | "queue get" | "queue delete";
       readonly name: string;

@@ -20,6 +20,14 @@ import type { CommandContext } from "./commands/context.ts";
 import { runGet } from "./commands/get.ts";
 import { runHistory } from "./commands/history.ts";
 import { runJobGet, runTask, runTasks } from "./commands/job.ts";
+import {
+  draftSavedEntry,
+  runJobCreate,
+  runJobDelete,
+  runJobEdit,
+  runJobSubmit,
+  type DraftSaveRequest,
+} from "./commands/job-draft.ts";
 import { runLogs } from "./commands/logs.ts";
 import { runList } from "./commands/list.ts";
 import { runQueueDelete, runQueueGet, runQueueList, runQueueWrite } from "./commands/queue.ts";
@@ -49,6 +57,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     // A bad spec or policy is reported before looking for Cairn: nothing is sent, wherever Cairn is.
     const submit = invocation.kind === "submit" ? submitRequest(invocation, io) : undefined;
+    const draft =
+      invocation.kind === "job create" || invocation.kind === "job edit"
+        ? draftRequest(invocation, io)
+        : undefined;
     const deployment =
       invocation.kind === "deployment create" ? deploymentSpec(invocation.file, io) : undefined;
     const policy =
@@ -67,7 +79,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     api = await io.openApi(connection);
     if (invocation.kind === "dashboard") return await runDashboard(invocation.port, connection, { io, api });
-    return await dispatch(invocation, { submit, policy, deployment }, { io, api });
+    return await dispatch(invocation, { submit, policy, deployment, draft }, { io, api });
   } catch (error) {
     return report(error, connection, io);
   } finally {
@@ -80,6 +92,8 @@ interface Prepared {
   readonly submit: SubmitRequest | undefined;
   readonly policy: RetryPolicy | undefined;
   readonly deployment: DeploymentSpec | undefined;
+  /** `job create` / `job edit`: the draft's id and spec. */
+  readonly draft?: DraftSaveRequest | undefined;
 }
 
 function dispatch(
@@ -100,6 +114,15 @@ function dispatch(
       return runCancel(invocation, ctx);
     case "job get":
       return runJobGet(invocation, ctx);
+    case "job create":
+    case "job edit": {
+      const request = prepared.draft ?? draftRequest(invocation, ctx.io);
+      return invocation.kind === "job create" ? runJobCreate(request, ctx) : runJobEdit(request, ctx);
+    }
+    case "job submit":
+      return runJobSubmit(invocation, ctx);
+    case "job delete":
+      return runJobDelete(invocation, ctx);
     case "tasks":
       return runTasks(invocation, ctx);
     case "task":
@@ -173,6 +196,27 @@ function submitRequest(invocation: Extract<Invocation, { kind: "submit" }>, io: 
     output: invocation.output,
     ...(invocation.timeoutSeconds === undefined ? {} : { timeoutSeconds: invocation.timeoutSeconds }),
   };
+}
+
+/** A draft's spec and id, checked as a submission's are before anything is sent (issue 16 item 3). */
+function draftRequest(
+  invocation: Extract<Invocation, { kind: "job create" | "job edit" }>,
+  io: CliIo,
+): DraftSaveRequest {
+  const spec = readSpecFile(invocation.file, io);
+  const maxLength = maxJobIdLength(spec);
+  if (invocation.jobId !== undefined && invocation.jobId.length > maxLength) {
+    const flag = invocation.kind === "job create" ? "--id" : "JOB_ID";
+    throw new UsageError(
+      `${flag} "${invocation.jobId}" is too long for ${spec.replicas} independent tasks: at most ` +
+        `${maxLength} characters, so that their sessions (<id>-t<index>) are valid ids`,
+      invocation.kind,
+    );
+  }
+  const jobId = invocation.jobId ?? newSessionId(spec.name, () => io.random(), maxLength);
+  // Size and contract checks; the real bus name is filled in once Cairn is found.
+  draftSavedEntry("-", { jobId, spec });
+  return { jobId, spec, output: invocation.output };
 }
 
 /** The file's deployment spec, checked against the event that carries it (the bus named later). */

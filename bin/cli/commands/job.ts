@@ -1,11 +1,13 @@
-/** `cairn job get JOB_ID`, `cairn tasks JOB_ID` and `cairn task JOB_ID INDEX`. */
+/** `cairn job get JOB_ID` (a job, or a draft), `cairn tasks JOB_ID` and `cairn task JOB_ID INDEX`. */
 import type { OutputFormat } from "../args.ts";
+import { JobNotFoundError } from "../errors.ts";
 import { ExitCode } from "../exit-codes.ts";
 import { printJson } from "../io.ts";
 import { readJob, taskOf, type JobSnapshot } from "../job-read.ts";
 import { renderJob, renderTask, renderTasks } from "../job-render.ts";
 import { jobView, taskDetailView, tasksView } from "../job-views.ts";
 import type { CommandContext } from "./context.ts";
+import { draftView, renderDraft } from "./job-draft.ts";
 
 interface JobInvocation {
   readonly jobId: string;
@@ -13,7 +15,20 @@ interface JobInvocation {
 }
 
 export async function runJobGet(invocation: JobInvocation, ctx: CommandContext): Promise<ExitCode> {
-  printJob(await readJob(ctx.api.store, invocation.jobId), invocation.output, ctx);
+  let snapshot: JobSnapshot;
+  try {
+    snapshot = await readJob(ctx.api.store, invocation.jobId);
+  } catch (error) {
+    // No job under the id: a draft (issue 16 item 3) is shown as one, Configuring.
+    const draft =
+      error instanceof JobNotFoundError ? await ctx.api.store.getDraft?.(invocation.jobId) : undefined;
+    if (draft === undefined) throw error;
+    const view = draftView(draft);
+    if (invocation.output === "json") printJson(ctx.io, view);
+    else ctx.io.stdout(renderDraft(view, ctx.io.nowMs()));
+    return ExitCode.Ok;
+  }
+  printJob(snapshot, invocation.output, ctx);
   return ExitCode.Ok;
 }
 

@@ -81,6 +81,20 @@ export async function runSubmit(request: SubmitRequest, ctx: CommandContext): Pr
       "submit",
     );
   }
+  return followSubmission(request, eventId, logs, ctx);
+}
+
+/**
+ * After a submission's event was put (`eventId`; undefined when nothing was sent): its verdict,
+ * then with --wait the session or job to its end. Shared with `cairn job submit` (a draft).
+ */
+export async function followSubmission(
+  request: SubmitRequest,
+  eventId: string | undefined,
+  logs: KernelLogReader | undefined,
+  ctx: CommandContext,
+): Promise<ExitCode> {
+  const { sessionId: jobId, spec } = request;
   // The control plane may refuse what the spec's schema allowed (an unknown queue or parent, a
   // taken id): wait a few seconds for its verdict, so a refusal is an error here, not silence.
   let rejection: (() => Promise<string | undefined>) | undefined;
