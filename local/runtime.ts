@@ -89,6 +89,18 @@ export interface RuntimeOptions {
   readonly terminationGraceMs?: number;
   /** How long the functions cache retry policies, queues and the retry config. @default 5000 */
   readonly retryCacheMs?: number;
+  /**
+   * The administrator's submission filter (issue 16): a local module whose default export is the
+   * filter, the coordinator's timeout for its answer, and what a failure means.
+   * @default none (submissions are not filtered)
+   */
+  readonly submissionFilter?: {
+    readonly module: string;
+    /** @default 5000 */
+    readonly timeoutMs?: number;
+    /** `accept`: fail open; `reject`: fail closed. @default "reject" */
+    readonly onFailure?: "accept" | "reject";
+  };
   /** Where the runtime's own log lines go. @default stderr */
   readonly log?: (line: string) => void;
   /** Log level of the Lambda handlers' JSON logs. @default "warn" */
@@ -318,6 +330,12 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       CAIRN_TERMINATION_GRACE_MS: String(options.terminationGraceMs ?? 5_000),
       CAIRN_LOG_LEVEL: options.handlerLogLevel ?? "warn",
       CAIRN_RETRY_CACHE_MS: String(options.retryCacheMs ?? 5_000),
+      // Set (or cleared) every start: the environment outlives a runtime stopped in this process.
+      CAIRN_SUBMISSION_FILTER_MODULE: options.submissionFilter
+        ? resolve(options.submissionFilter.module)
+        : "",
+      CAIRN_SUBMISSION_FILTER_TIMEOUT_MS: String(options.submissionFilter?.timeoutMs ?? 5_000),
+      CAIRN_SUBMISSION_FILTER_ON_FAILURE: options.submissionFilter?.onFailure ?? "reject",
       ...(options.repairAfterMs !== undefined
         ? { CAIRN_REPAIR_AFTER_MS: String(options.repairAfterMs) }
         : {}),

@@ -8,7 +8,8 @@ import type { RuntimeOptions } from "./runtime.ts";
 
 export const START_USAGE = `usage: npm start -- [--agents N] [--agent-cpu N] [--agent-memory-mib N] [--data-dir DIR]
                       [--sfn-port N] [--events-port N] [--dashboard-port N] [--sweep-seconds N]
-                      [--verbose]
+                      [--submission-filter PATH] [--submission-filter-timeout-ms N]
+                      [--submission-filter-on-failure accept|reject] [--verbose]
 
   --agents N            cairn agent processes to run, 0 to 64 (default 4)
   --agent-cpu N         CPUs each agent offers, 1 to 1024 (default 4)
@@ -18,6 +19,14 @@ export const START_USAGE = `usage: npm start -- [--agents N] [--agent-cpu N] [--
   --events-port N       EventBridge endpoint port, 1 to 65535 (default: a free port)
   --dashboard-port N    the dashboard's port on 127.0.0.1, 0 to 65535 (default 0: a free port)
   --sweep-seconds N     period of the safety sweep, 1 to 86400 (default 60)
+  --submission-filter PATH
+                        a module whose default export filters every submission: answers
+                        {decision: "accept"}, {decision: "reject", reason} or {decision: "modify", spec}
+  --submission-filter-timeout-ms N
+                        how long the filter may take, 1 to 900000 (default 5000)
+  --submission-filter-on-failure accept|reject
+                        a filter that fails, times out or answers nonsense: accept (fail open)
+                        or reject (fail closed, the default)
   --verbose             the functions' info logs too`;
 
 export class StartUsageError extends Error {
@@ -59,6 +68,9 @@ export function parseStartArgs(argv: readonly string[]): StartCommand {
         "events-port": { type: "string" },
         "dashboard-port": { type: "string" },
         "sweep-seconds": { type: "string" },
+        "submission-filter": { type: "string" },
+        "submission-filter-timeout-ms": { type: "string" },
+        "submission-filter-on-failure": { type: "string" },
         verbose: { type: "boolean", default: false },
         help: { type: "boolean", default: false },
       },
@@ -78,6 +90,25 @@ export function parseStartArgs(argv: readonly string[]): StartCommand {
   const eventsPort = integer("events-port", values["events-port"], 1, 65535);
   const dashboardPort = integer("dashboard-port", values["dashboard-port"], 0, 65535);
   const sweepSeconds = integer("sweep-seconds", values["sweep-seconds"], 1, 86_400);
+  const filterPath = values["submission-filter"];
+  const filterTimeoutMs = integer(
+    "submission-filter-timeout-ms",
+    values["submission-filter-timeout-ms"],
+    1,
+    900_000,
+  );
+  const onFailure = values["submission-filter-on-failure"];
+  if (filterPath !== undefined && filterPath.trim() === "") {
+    throw new StartUsageError(`--submission-filter must name a module, got ""`);
+  }
+  if (onFailure !== undefined && onFailure !== "accept" && onFailure !== "reject") {
+    throw new StartUsageError(`--submission-filter-on-failure must be accept or reject, got "${onFailure}"`);
+  }
+  if (filterPath === undefined && (filterTimeoutMs !== undefined || onFailure !== undefined)) {
+    throw new StartUsageError(
+      "--submission-filter-timeout-ms and --submission-filter-on-failure need --submission-filter",
+    );
+  }
   if (sfnPort !== undefined && sfnPort === eventsPort) {
     throw new StartUsageError(`--sfn-port and --events-port must differ, both are ${sfnPort}`);
   }
@@ -97,6 +128,15 @@ export function parseStartArgs(argv: readonly string[]): StartCommand {
       ports: { stepFunctions: sfnPort ?? 0, eventBridge: eventsPort ?? 0 },
       ...(sweepSeconds !== undefined ? { sweepMs: sweepSeconds * 1000 } : {}),
       handlerLogLevel: values.verbose ? "info" : "warn",
+      ...(filterPath !== undefined
+        ? {
+            submissionFilter: {
+              module: filterPath,
+              ...(filterTimeoutMs !== undefined ? { timeoutMs: filterTimeoutMs } : {}),
+              ...(onFailure !== undefined ? { onFailure } : {}),
+            },
+          }
+        : {}),
     },
   };
 }

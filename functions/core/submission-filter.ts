@@ -21,12 +21,16 @@ export interface SubmissionFilterRequest {
   readonly template: string;
 }
 
-export const FilterAnswerSchema = z.discriminatedUnion("decision", [
-  strictObject({ decision: z.literal("accept") }),
-  strictObject({ decision: z.literal("reject"), reason: z.string().min(1).max(1024) }),
-  /** The whole spec to submit instead, as a user would write it; validated again. */
-  strictObject({ decision: z.literal("modify"), spec: z.record(z.string(), z.unknown()) }),
-]);
+export const FilterAnswerSchema = z.discriminatedUnion(
+  "decision",
+  [
+    strictObject({ decision: z.literal("accept") }),
+    strictObject({ decision: z.literal("reject"), reason: z.string().min(1).max(1024) }),
+    /** The whole spec to submit instead, as a user would write it; validated again. */
+    strictObject({ decision: z.literal("modify"), spec: z.record(z.string(), z.unknown()) }),
+  ],
+  { error: (issue) => (issue.code === "invalid_union" ? "must be accept, reject or modify" : undefined) },
+);
 export type FilterAnswer = z.output<typeof FilterAnswerSchema>;
 
 /** What the coordinator does with the filter's outcome. */
@@ -49,7 +53,8 @@ export function filterVerdict(
     if (parsed.success) {
       const a = parsed.data;
       if (a.decision === "accept") return { kind: "accept" };
-      if (a.decision === "reject") return { kind: "reject", reason: `rejected by the submission filter: ${a.reason}` };
+      if (a.decision === "reject")
+        return { kind: "reject", reason: `rejected by the submission filter: ${a.reason}` };
       return { kind: "modify", spec: a.spec };
     }
     failure = `malformed answer (${parsed.issues.map((i) => `${i.path}: ${i.message}`).join("; ")})`;
