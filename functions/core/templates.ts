@@ -241,7 +241,10 @@ function constraintIssues(
 ): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
   const by = `(template ${template.name})`;
-  for (const [path, c] of Object.entries(template.constraints)) {
+  // In the spec's field order, whatever order the stored document keeps.
+  for (const path of Object.keys(CONSTRAINABLE_FIELDS)) {
+    const c = template.constraints[path];
+    if (c === undefined) continue;
     if (checkRequired && c.required === true && !hasPath(written, path)) {
       issues.push({ path, message: `required ${by}: the submission must set it` });
       continue;

@@ -135,21 +135,21 @@ describe("given each constraint kind", () => {
     });
   });
 
-  test("every violated field is listed, and the reason names them all", () => {
+  test("every violated field is listed, in the spec's field order, and the reason names them all", () => {
     const result = validateSubmission(
       written({ queue: "gpu", resources: { cpu: 8 }, timeouts: { running: 7200 } }),
       SMALL,
     );
     expect(!result.ok && result.issues).toEqual([
+      { path: "queue", message: 'must be one of default, batch (template small), got "gpu"' },
       { path: "resources.cpu", message: "must be at most 2 (template small), got 8" },
       { path: "timeouts.running", message: "must be at most 3600 (template small), got 7200" },
-      { path: "queue", message: 'must be one of default, batch (template small), got "gpu"' },
     ]);
     expect(!result.ok && result.spec?.resources.cpu).toBe(8);
     expect(validationFailureReason("small", !result.ok ? result.issues : [])).toBe(
-      "failed validation against job template small: resources.cpu: must be at most 2 (template small), got 8; " +
-        "timeouts.running: must be at most 3600 (template small), got 7200; " +
-        'queue: must be one of default, batch (template small), got "gpu"',
+      'failed validation against job template small: queue: must be one of default, batch (template small), got "gpu"; ' +
+        "resources.cpu: must be at most 2 (template small), got 8; " +
+        "timeouts.running: must be at most 3600 (template small), got 7200",
     );
   });
 });

@@ -1,0 +1,188 @@
+/**
+ * Issue 16, items 4 and 5 end to end (seed 004, "Validating"), in the embedded runtime with real
+ * processes: a submission validated against its job template (defaults applied, constraints
+ * checked, the run-time check), one violating its template stored and ended Failed with every
+ * field listed, an unknown template named; the submission filter (a local module) rejecting,
+ * modifying, and failing — a timeout and a malformed answer — closed (this runtime's filter
+ * fails closed; e2e-admission-open.test.ts fails open).
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import { SessionStatus } from "../functions/core/status.ts";
+import { FILTER_MODULE, templatesOf, waitForJobEnd } from "./support/admission.ts";
+import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+
+let rt: TestRuntime;
+afterEach(() => assertLifecycleInvariants(rt));
+let n = 0;
+const newId = (label: string) => `adm-${label}-${Date.now().toString(36)}-${n++}`;
+
+beforeAll(async () => {
+  rt = await startTestRuntime({
+    agents: 1,
+    agentCapacity: { cpu: 4, memoryMiB: 4096 },
+    submissionFilter: { module: FILTER_MODULE, timeoutMs: 1_000, onFailure: "reject" },
+  });
+  // The issue's example template.
+  await templatesOf(rt).createTemplate(
+    {
+      name: "small",
+      defaults: { resources: { cpu: 1 }, timeouts: { running: 600 } },
+      constraints: {
+        "resources.cpu": { max: 2 },
+        "timeouts.running": { max: 3600 },
+        queue: { allowed: ["default", "batch"] },
+      },
+    },
+    Date.now(),
+  );
+  // A queue the template does not allow (an unknown one is refused before validation).
+  await rt.store.createQueue({ name: "gpu", priority: 0, retryPolicies: [] }, Date.now());
+}, 120_000);
+
+afterAll(async () => {
+  await rt?.stop();
+});
+
+describe("given the job template small", () => {
+  test("a submission within it runs with the template's defaults applied", async () => {
+    const id = newId("fits");
+    // As written: no cpu and no running limit, so the template's apply.
+    await rt.submit({
+      sessionId: id,
+      spec: { name: "fits", template: "small", resources: { memoryMiB: 64 }, command: ["/bin/true"] },
+    });
+    const ended = await waitForJobEnd(rt, id);
+    expect(ended.job.final?.state).toBe("SUCCEEDED");
+    expect(ended.job.spec.template).toBe("small");
+    expect(ended.job.spec.resources).toEqual({ cpu: 1, memoryMiB: 64 });
+    expect(ended.job.spec.timeouts.running).toBe(600);
+    expect(ended.hpc).toBe("Finished");
+  }, 60_000);
+
+  test("a submission violating it is stored and ends Failed, every violated field listed", async () => {
+    const id = newId("too-big");
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "too-big",
+        template: "small",
+        queue: "gpu",
+        resources: { cpu: 4 },
+        timeouts: { running: 7200 },
+        command: ["/bin/true"],
+      },
+    });
+    const ended = await waitForJobEnd(rt, id);
+    const reason =
+      'failed validation against job template small: queue: must be one of default, batch (template small), got "gpu"; ' +
+      "resources.cpu: must be at most 2 (template small), got 4; " +
+      "timeouts.running: must be at most 3600 (template small), got 7200";
+    expect(ended.job.final).toMatchObject({ state: "FAILED", reason });
+    // Never queued: its session ended before any stage, its kernel never started; HPC Failed.
+    const [only] = ended.sessions;
+    expect(only?.session.status).toBe(SessionStatus.TERMINATED);
+    expect(only?.session.pendingReason).toBe(reason);
+    expect(only?.kernels.map((k) => [k.status, k.startedAtMs, k.message])).toEqual([
+      ["TERMINATED", undefined, reason],
+    ]);
+    expect(ended.hpc).toBe("Failed");
+    expect(ended.sessionHpc).toEqual(["Failed"]);
+    // Not an Event Rejected: no refusal is recorded for it.
+    expect(await rt.store.listRejections(id)).toEqual([]);
+  }, 60_000);
+
+  test("a task run-time limit from the template past the job's own fails naming timeouts.running", async () => {
+    const id = newId("job-limit");
+    await rt.submit({
+      sessionId: id,
+      spec: { name: "job-limit", template: "small", timeouts: { job: 300 }, command: ["/bin/true"] },
+    });
+    const ended = await waitForJobEnd(rt, id);
+    expect(ended.job.final?.reason).toBe(
+      "failed validation against job template small: timeouts.running: must be at most timeouts.job (300): " +
+        "no task may run longer than its job's run-time limit",
+    );
+  }, 60_000);
+
+  test("independent tasks that fail validation each end Failed", async () => {
+    const id = newId("tasks");
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "tasks",
+        template: "small",
+        replicas: 3,
+        coscheduled: false,
+        resources: { cpu: 3 },
+        command: ["/bin/true"],
+      },
+    });
+    const ended = await waitForJobEnd(rt, id);
+    expect(ended.job.final?.state).toBe("FAILED");
+    expect(ended.sessions.map((s) => s.session.status)).toEqual(["TERMINATED", "TERMINATED", "TERMINATED"]);
+    expect(ended.sessionHpc).toEqual(["Failed", "Failed", "Failed"]);
+  }, 60_000);
+});
+
+test("a submission naming a template that does not exist fails naming template", async () => {
+  const id = newId("no-template");
+  await rt.submit({ sessionId: id, spec: { name: "x", template: "huge", command: ["/bin/true"] } });
+  const ended = await waitForJobEnd(rt, id);
+  expect(ended.job.final?.reason).toBe(
+    'failed validation against job template huge: template: no job template named "huge" (see `cairn template list`)',
+  );
+}, 60_000);
+
+describe("given a submission filter that fails closed", () => {
+  test("the filter rejecting: the job ends Failed with its reason", async () => {
+    const id = newId("reject");
+    await rt.submit({ sessionId: id, spec: { name: "reject-me", command: ["/bin/true"] } });
+    const ended = await waitForJobEnd(rt, id);
+    expect(ended.job.final).toMatchObject({
+      state: "FAILED",
+      reason: `rejected by the submission filter: no jobs named reject-me on this cluster (job ${id})`,
+    });
+    expect(ended.hpc).toBe("Failed");
+  }, 60_000);
+
+  test("the filter modifying: the modified spec is what runs", async () => {
+    const id = newId("modify");
+    await rt.submit({ sessionId: id, spec: { name: "modify-me", command: ["/bin/false"] } });
+    const ended = await waitForJobEnd(rt, id);
+    // Its kernel ran the filter's command, which checks the filter's variable.
+    expect(ended.job.final?.state).toBe("SUCCEEDED");
+    expect(ended.job.spec.env).toEqual({ FILTERED: "yes" });
+    expect(ended.sessions[0]?.kernels[0]?.exitCode).toBe(0);
+  }, 60_000);
+
+  test("the filter's modified spec is validated again", async () => {
+    const id = newId("modify-bad");
+    await rt.submit({
+      sessionId: id,
+      spec: { name: "modify-bad", template: "small", command: ["/bin/true"] },
+    });
+    const ended = await waitForJobEnd(rt, id);
+    expect(ended.job.final?.reason).toBe(
+      "the submission filter's modified spec failed validation against job template small: " +
+        "resources.cpu: must be at most 2 (template small), got 8",
+    );
+  }, 60_000);
+
+  test("the filter timing out fails closed: the job ends Failed saying so", async () => {
+    const id = newId("slow");
+    await rt.submit({ sessionId: id, spec: { name: "slow", command: ["/bin/true"] } });
+    const ended = await waitForJobEnd(rt, id);
+    expect(ended.job.final?.reason).toBe(
+      "the submission filter failed (no answer within 1000 ms) and fails closed",
+    );
+  }, 60_000);
+
+  test("a malformed answer is a failure, closed", async () => {
+    const id = newId("nonsense");
+    await rt.submit({ sessionId: id, spec: { name: "nonsense", command: ["/bin/true"] } });
+    const ended = await waitForJobEnd(rt, id);
+    expect(ended.job.final?.reason).toBe(
+      "the submission filter failed (malformed answer (decision: must be accept, reject or modify)) and fails closed",
+    );
+  }, 60_000);
+});
