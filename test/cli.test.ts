@@ -216,11 +216,11 @@ describe("parseCommandLine", () => {
   test.each([
     [
       "",
-      "missing command (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config, deployment, agent, dashboard)",
+      "missing command (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, template, queue, retry-config, deployment, agent, dashboard)",
     ],
     [
       "launch x",
-      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config, deployment, agent, dashboard)',
+      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, template, queue, retry-config, deployment, agent, dashboard)',
     ],
     ["get abc-1 --verbose", "unknown option --verbose"],
     ["list -x", "unknown option -x"],
@@ -259,7 +259,7 @@ describe("parseCommandLine", () => {
     ["list --endpoint localhost:4566", '--endpoint must be an http(s) URL, got "localhost:4566"'],
     [
       "help launch",
-      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, queue, retry-config, deployment, agent, dashboard)',
+      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, template, queue, retry-config, deployment, agent, dashboard)',
     ],
   ])("%j is an error: %s", (line, message) => {
     expect(usageError(line).message).toBe(message);

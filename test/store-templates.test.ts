@@ -90,7 +90,7 @@ describe("job templates in the store", () => {
     expect(again["code"]).toBe("NOT_FOUND");
     const dflt = await caught(() => templates.deleteTemplate("Default"));
     expect({ code: dflt["code"], message: dflt.message }).toEqual({
-      code: "INVALID_STORE_REQUEST",
+      code: "DEFAULT_TEMPLATE",
       message:
         "job template Default cannot be deleted: it always exists (change it with `cairn template update`)",
     });

@@ -8,8 +8,11 @@ import type { DeploymentSpec } from "../../functions/core/deployments/spec.ts";
 import type { SessionSpec } from "../../functions/core/model.ts";
 import type { RetryPolicy } from "../../functions/core/retry/policy.ts";
 import { parseRetryPolicyText } from "../../functions/core/retry/policy-text.ts";
+import type { JobTemplate } from "../../functions/core/templates.ts";
+import { parseJobTemplateText } from "../../functions/core/template-text.ts";
 import type { ValidationIssue } from "../../functions/core/spec.ts";
-import { parseSpecText } from "../../functions/core/spec-text.ts";
+import { parseSpecText, readSpecText } from "../../functions/core/spec-text.ts";
+import { parseSessionSpec } from "../../functions/core/spec.ts";
 import { parseDeploymentSpecText } from "./deployment-text.ts";
 import { InvalidInputError, InvalidSpecError } from "./errors.ts";
 import type { CliIo } from "./io.ts";
@@ -60,12 +63,35 @@ const DEPLOYMENT_SPEC: DocumentKind<DeploymentSpec> = {
   error: (message, issues) => new InvalidSpecError(message, issues),
 };
 
+const JOB_TEMPLATE: DocumentKind<JobTemplate> = {
+  noun: "the job template",
+  title: "job template",
+  parse: parseJobTemplateText,
+  codes: { invalid: "INVALID_JOB_TEMPLATE", syntax: "JOB_TEMPLATE_SYNTAX" },
+  error: (message, issues) => new InvalidInputError(message, issues),
+};
+
+export function readTemplateFile(file: string, io: FileIo): JobTemplate {
+  return readDocumentFile(file, io, JOB_TEMPLATE);
+}
+
 export function readDeploymentFile(file: string, io: FileIo): DeploymentSpec {
   return readDocumentFile(file, io, DEPLOYMENT_SPEC);
 }
 
 export function readSpecFile(file: string, io: FileIo): SessionSpec {
   return readDocumentFile(file, io, SPEC);
+}
+
+/** The spec validated, and as written (before defaults): a submission sends what was written. */
+export function readWrittenSpecFile(file: string, io: FileIo): { spec: SessionSpec; written: unknown } {
+  return readDocumentFile(file, io, {
+    ...SPEC,
+    parse: (text) => {
+      const written = readSpecText(text);
+      return { spec: parseSessionSpec(written), written };
+    },
+  });
 }
 
 export function readPolicyFile(file: string, io: FileIo): RetryPolicy {

@@ -89,7 +89,12 @@ export async function awaitVerdict(
     if (reason !== undefined) return { kind: "rejected", reason };
     const job = await store.getJob(id);
     // The queue's priority is added to the spec's when the job is recorded.
-    if (job !== undefined && sameSpec({ ...job.spec, priority: 0 }, { ...spec, priority: 0 })) {
+    // A job template's defaults and the submission filter may change the spec (issue 16): the
+    // name is what they leave (a different submission under a taken id is refused, above).
+    if (
+      job !== undefined &&
+      (sameSpec({ ...job.spec, priority: 0 }, { ...spec, priority: 0 }) || job.spec.name === spec.name)
+    ) {
       return { kind: "accepted" };
     }
     if (poll >= polls) return { kind: "pending", waitedMs: polls * pollMs };

@@ -33,11 +33,18 @@ import { runList } from "./commands/list.ts";
 import { runQueueDelete, runQueueGet, runQueueList, runQueueWrite } from "./commands/queue.ts";
 import { runRetryConfigGet, runRetryConfigSet } from "./commands/retry-config.ts";
 import { runPolicyDelete, runPolicyGet, runPolicyList, runPolicyWrite } from "./commands/retry-policy.ts";
+import { runTemplateDelete, runTemplateGet, runTemplateList, runTemplateWrite } from "./commands/template.ts";
 import { runSubmit, submittedEntry, type SubmitRequest } from "./commands/submit.ts";
 import { CliError, UsageError } from "./errors.ts";
 import { ExitCode } from "./exit-codes.ts";
 import type { CliIo } from "./io.ts";
-import { readDeploymentFile, readPolicyFile, readSpecFile } from "./document-files.ts";
+import {
+  readDeploymentFile,
+  readPolicyFile,
+  readSpecFile,
+  readTemplateFile,
+  readWrittenSpecFile,
+} from "./document-files.ts";
 import { newSessionId } from "./session-id.ts";
 import { explainStoreError } from "./store-errors.ts";
 import { maxJobIdLength } from "../../functions/core/jobs.ts";
@@ -67,6 +74,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       invocation.kind === "retry-policy create" || invocation.kind === "retry-policy update"
         ? readPolicyFile(invocation.file, io)
         : undefined;
+    const template =
+      invocation.kind === "template create" || invocation.kind === "template update"
+        ? readTemplateFile(invocation.file, io)
+        : undefined;
     connection = await resolveConnection(invocation.target, {
       cwd: io.cwd,
       env: io.env,
@@ -79,6 +90,12 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     api = await io.openApi(connection);
     if (invocation.kind === "dashboard") return await runDashboard(invocation.port, connection, { io, api });
+    if (
+      template !== undefined &&
+      (invocation.kind === "template create" || invocation.kind === "template update")
+    ) {
+      return await runTemplateWrite(invocation, template, { io, api });
+    }
     return await dispatch(invocation, { submit, policy, deployment, draft }, { io, api });
   } catch (error) {
     return report(error, connection, io);
@@ -147,6 +164,15 @@ function dispatch(
       return runQueueDelete(invocation, ctx);
     case "queue list":
       return runQueueList(invocation, ctx);
+    case "template create":
+    case "template update":
+      return runTemplateWrite(invocation, readTemplateFile(invocation.file, ctx.io), ctx);
+    case "template get":
+      return runTemplateGet(invocation, ctx);
+    case "template delete":
+      return runTemplateDelete(invocation, ctx);
+    case "template list":
+      return runTemplateList(invocation, ctx);
     case "retry-config get":
       return runRetryConfigGet(invocation, ctx);
     case "retry-config set":
@@ -174,7 +200,7 @@ function dispatch(
 }
 
 function submitRequest(invocation: Extract<Invocation, { kind: "submit" }>, io: CliIo): SubmitRequest {
-  const spec = readSpecFile(invocation.file, io);
+  const { spec, written } = readWrittenSpecFile(invocation.file, io);
   // Independent tasks run as sessions <id>-t<index>: those ids must fit the id limit too.
   const maxLength = maxJobIdLength(spec);
   if (invocation.sessionId !== undefined && invocation.sessionId.length > maxLength) {
@@ -186,11 +212,12 @@ function submitRequest(invocation: Extract<Invocation, { kind: "submit" }>, io: 
   }
   const sessionId = invocation.sessionId ?? newSessionId(spec.name, () => io.random(), maxLength);
   // Size and contract checks; the real bus name is filled in once Cairn is found.
-  submittedEntry("-", sessionId, spec);
+  submittedEntry("-", sessionId, spec, written);
   return {
     sessionId,
     idChosen: invocation.sessionId !== undefined,
     spec,
+    written,
     wait: invocation.wait,
     streamLogs: invocation.streamLogs,
     output: invocation.output,

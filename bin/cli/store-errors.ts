@@ -8,6 +8,7 @@ import { ConflictError, ResourceNotFoundError, UsageError } from "./errors.ts";
 
 const COMMAND_OF: Readonly<Record<string, string>> = {
   "retry policy": "retry-policy",
+  "job template": "template",
   queue: "queue",
 };
 
@@ -38,6 +39,9 @@ export function explainStoreError(error: unknown): CliError | undefined {
     case "NOT_FOUND":
       // Sessions have their own message (SessionNotFoundError); this is for named resources.
       return group === undefined ? undefined : new ResourceNotFoundError(message);
+    // Default always exists (issue 16): a conflict with what is, not a bad request.
+    case "DEFAULT_TEMPLATE":
+      return new ConflictError(message);
     case "INVALID_STORE_REQUEST":
       return new UsageError(message);
     default:

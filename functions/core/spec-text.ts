@@ -10,9 +10,17 @@ import { parseSessionSpec, SpecSyntaxError, type SpecFormat } from "./spec.ts";
 
 /** Parses spec text; the format is JSON when the text starts with `{` or `[`, else YAML. */
 export function parseSpecText(text: string, format?: SpecFormat): SessionSpec {
+  return parseSessionSpec(readSpecText(text, format));
+}
+
+/**
+ * Spec text to the value written, before the schema and its defaults: what `cairn submit` sends,
+ * so a job template's defaults apply to the fields left unset (issue 16).
+ */
+export function readSpecText(text: string, format?: SpecFormat): unknown {
   const source = text.startsWith("\uFEFF") ? text.slice(1) : text;
   const chosen = format ?? (/^\s*[{[]/.test(source) ? "json" : "yaml");
-  return parseSessionSpec(chosen === "json" ? parseJsonText(source) : parseYamlText(source));
+  return chosen === "json" ? parseJsonText(source) : parseYamlText(source);
 }
 
 function parseYamlText(text: string): unknown {

@@ -156,10 +156,32 @@ export function parseJobTemplate(input: unknown): IssuesResult<JobTemplate> {
   const result = safeParseWithIssues(JobTemplateSchema, input);
   if (!result.success) return result;
   const { name, description, defaults, constraints } = result.data;
+  // One order however the document was written or stored (DynamoDB keeps no map order): the
+  // constraints in the spec's field order, the defaults' keys sorted.
+  const ordered = Object.fromEntries(
+    Object.keys(CONSTRAINABLE_FIELDS).flatMap((path) => {
+      const c = constraints[path];
+      return c === undefined ? [] : [[path, c] as const];
+    }),
+  );
   return {
     success: true,
-    data: { name, ...(description !== undefined ? { description } : {}), defaults, constraints },
+    data: {
+      name,
+      ...(description !== undefined ? { description } : {}),
+      defaults: sortedKeys(defaults) as Record<string, unknown>,
+      constraints: ordered,
+    },
   };
+}
+
+function sortedKeys(value: unknown): unknown {
+  if (!isPlainObject(value)) return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sortedKeys(value[key])]),
+  );
 }
 
 /** The document refused; `issues` holds every problem. Stable `code` (callers never `instanceof`). */

@@ -7,6 +7,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { DetailType, toPutEventsEntry, type PutEventsEntry } from "../../../functions/core/events.ts";
 import type { SessionSpec } from "../../../functions/core/model.ts";
+import type { SessionSpecInput } from "../../../functions/core/spec.ts";
 import { jobSettings } from "../../../functions/core/jobs.ts";
 import { sessionResult } from "../../../functions/core/sessions.ts";
 import { submissionSizeIssue } from "../../../functions/core/submission-size.ts";
@@ -29,6 +30,8 @@ export interface SubmitRequest {
   /** True when the user chose the id (--id): it may be taken. */
   readonly idChosen: boolean;
   readonly spec: SessionSpec;
+  /** The spec as written (before defaults), sent so a job template's defaults apply (issue 16). */
+  readonly written?: unknown;
   readonly wait: boolean;
   readonly timeoutSeconds?: number;
   /** With wait: print every task's output lines as they are written. */
@@ -40,7 +43,12 @@ export interface SubmitRequest {
  * Builds the event entry, so a spec too large for EventBridge fails before anything is sent
  * (the bus name does not count towards the size).
  */
-export function submittedEntry(busName: string, sessionId: string, spec: SessionSpec): PutEventsEntry {
+export function submittedEntry(
+  busName: string,
+  sessionId: string,
+  spec: SessionSpec,
+  written?: unknown,
+): PutEventsEntry {
   // Refused before sending if a message it would cause later (a kernel command) could never be sent.
   const tooLarge = submissionSizeIssue(sessionId, spec);
   if (tooLarge) {
@@ -49,7 +57,10 @@ export function submittedEntry(busName: string, sessionId: string, spec: Session
     ]);
   }
   try {
-    return toPutEventsEntry(busName, DetailType.SessionSubmitted, { sessionId, spec });
+    return toPutEventsEntry(busName, DetailType.SessionSubmitted, {
+      sessionId,
+      spec: (written ?? spec) as SessionSpecInput,
+    });
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (code === "EVENT_TOO_LARGE" || code === "INVALID_EVENT") {
@@ -61,7 +72,7 @@ export function submittedEntry(busName: string, sessionId: string, spec: Session
 
 export async function runSubmit(request: SubmitRequest, ctx: CommandContext): Promise<ExitCode> {
   const { sessionId: jobId, spec } = request;
-  const entry = submittedEntry(ctx.api.eventBusName, jobId, spec);
+  const entry = submittedEntry(ctx.api.eventBusName, jobId, spec, request.written);
   // Before anything is sent: without a kernel log group there are no logs to stream.
   const logs = request.streamLogs ? kernelLogReader(ctx.api.logs) : undefined;
   // Submission is idempotent on the id: resubmitting the same spec is a no-op, so say so; a

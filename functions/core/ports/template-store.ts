@@ -35,7 +35,7 @@ export class TemplateNotFoundError extends Error {
 /** Deleting Default: it always exists (an operator may update it). */
 export class DefaultTemplateError extends Error {
   override readonly name = "DefaultTemplateError";
-  readonly code = "INVALID_STORE_REQUEST";
+  readonly code = "DEFAULT_TEMPLATE";
   readonly retryable = false;
   constructor() {
     super(
