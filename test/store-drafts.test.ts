@@ -34,6 +34,13 @@ describe("draft items", () => {
     expect(await store.getDraft("no-such-draft")).toBeUndefined();
   });
 
+  test("a draft sent as written keeps one copy, as written, and reads back with its defaults applied", async () => {
+    const store = table.store();
+    const written = { name: "d", command: ["true"], replicas: 2, coscheduled: false };
+    expect(await store.createDraft(draft("d-written", { written }))).toBe(true);
+    expect(await store.getDraft("d-written")).toEqual(draft("d-written", { written }));
+  });
+
   test("given a job under the id, no draft is created, and the job is left as it was", async () => {
     const store = table.store();
     const job = newJob("d-job", SPEC, T0);

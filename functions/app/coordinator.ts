@@ -44,7 +44,7 @@ import type { FargateKernels } from "./fargate-kernels.ts";
 import { KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
 import { Jobs } from "./jobs.ts";
-import { Drafts, startDraftSubmissions } from "./drafts.ts";
+import { Drafts, startDraftSubmissions, writtenSpec } from "./drafts.ts";
 import { Admission, type AdmissionDeps } from "./admission.ts";
 import type { TemplateRepository } from "../core/ports/template-store.ts";
 import { Preemption } from "./preemption.ts";
@@ -457,6 +457,11 @@ export class Coordinator {
       this.#d.log,
     );
     const written = writtenSpecs(envelopes, events);
+    // A draft's submission (issue 16 item 3) goes to admission as the draft was written.
+    for (const [index, draft] of fromDrafts) {
+      const e = events[index];
+      if (e?.kind === "inbound" && draft.written !== undefined) written.set(e.event.id, draft.written);
+    }
     const { actions, wake } = step(await this.#loadEvents(events));
     dirty.apply(wake);
     const done: Applied[] = [];
@@ -539,7 +544,10 @@ export class Coordinator {
               retry.push(action.index);
               break;
             }
-            const result = await this.#drafts.apply(event);
+            const result = await this.#drafts.apply(
+              event,
+              event.detailType === DetailType.JobDraftSaved ? writtenSpec(envelopes, event.id) : undefined,
+            );
             if (result.ok) outcome(undefined);
             else {
               await reject({

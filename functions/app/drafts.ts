@@ -58,14 +58,22 @@ export class Drafts {
     this.#d = deps;
   }
 
-  /** `Job Draft Saved` or `Job Draft Deleted`. */
+  /**
+   * `Job Draft Saved` or `Job Draft Deleted`. `written`: a save's spec as its envelope carried it,
+   * before defaults (writtenSpec), kept so the draft is submitted as written.
+   */
   async apply(
     event: Exclude<DraftEvent, { detailType: typeof DetailType.JobDraftSubmitted }>,
+    written?: unknown,
   ): Promise<DraftOutcome> {
     const { jobId } = event.detail;
     return this.#decideAndWrite(jobId, (facts) =>
       event.detailType === DetailType.JobDraftSaved
-        ? decideDraftSave(event.detail, facts, this.#d.clock.nowMs())
+        ? decideDraftSave(
+            { ...event.detail, ...(written !== undefined ? { written } : {}) },
+            facts,
+            this.#d.clock.nowMs(),
+          )
         : decideDraftDelete(event.detail, facts),
     );
   }
@@ -92,7 +100,8 @@ export class Drafts {
         time: event.time,
         source: EventSource.Client,
         "detail-type": DetailType.SessionSubmitted,
-        detail: { sessionId: jobId, spec: decision.draft.spec },
+        // As written when it was sent so: a job template's defaults apply to what it left unset.
+        detail: { sessionId: jobId, spec: decision.draft.written ?? decision.draft.spec },
       });
       // A stored spec was valid when saved: one that no longer parses is refused, never lost.
       if (!parsed.ok) {
@@ -186,4 +195,15 @@ export async function startDraftSubmissions(
     }
   }
   return { events: out, fromDrafts };
+}
+
+/** The `spec` of the envelope with this id, as sent (before the schema's defaults). */
+export function writtenSpec(envelopes: readonly unknown[], eventId: string): unknown {
+  for (const envelope of envelopes) {
+    if (typeof envelope !== "object" || envelope === null) continue;
+    const { id, detail } = envelope as { id?: unknown; detail?: unknown };
+    if (id !== eventId || typeof detail !== "object" || detail === null) continue;
+    return (detail as { spec?: unknown }).spec;
+  }
+  return undefined;
 }

@@ -11,19 +11,10 @@
  * application loaded and say what to write.
  */
 import { maxJobIdLength, sameSpec } from "./jobs.ts";
-import type { SessionSpec } from "./model.ts";
+import type { JobDraft, SessionSpec } from "./model.ts";
 import { submissionSizeIssue } from "./submission-size.ts";
 
-export interface JobDraft {
-  readonly id: string;
-  readonly spec: SessionSpec;
-  /** 1 when created; every edit adds one, as do the start and the release of a submission. */
-  readonly version: number;
-  readonly createdAtMs: number;
-  readonly updatedAtMs: number;
-  /** Set when a submission of the draft began (its event): the draft can no longer change. */
-  readonly submitting?: { readonly eventId: string; readonly atMs: number };
-}
+export type { JobDraft };
 
 /** What the rules read: the draft under the id, and whether a (submitted) job holds the id. */
 export interface DraftFacts {
@@ -45,6 +36,8 @@ export interface SaveRequest {
   readonly spec: SessionSpec;
   /** The version the edit was made from; absent, the request creates the draft. */
   readonly expectedVersion?: number;
+  /** `spec` as its sender wrote it (before defaults), kept for the submission (JobDraft.written). */
+  readonly written?: unknown;
 }
 
 export const draftRefusal = {
@@ -65,6 +58,7 @@ export const draftRefusal = {
 /** `Job Draft Saved`: creates the draft (no expected version) or replaces its spec (an edit). */
 export function decideDraftSave(request: SaveRequest, facts: DraftFacts, nowMs: number): DraftDecision {
   const { jobId, spec, expectedVersion } = request;
+  const written = request.written !== undefined ? { written: request.written } : {};
   const refuse = (reason: string): DraftDecision => ({ kind: "refuse", reason });
   const limit = maxJobIdLength(spec);
   if (jobId.length > limit) return refuse(draftRefusal.idTooLong(limit, spec.replicas));
@@ -77,7 +71,7 @@ export function decideDraftSave(request: SaveRequest, facts: DraftFacts, nowMs: 
       if (facts.jobExists) return refuse(draftRefusal.jobExists(jobId));
       return {
         kind: "create",
-        draft: { id: jobId, spec, version: 1, createdAtMs: nowMs, updatedAtMs: nowMs },
+        draft: { id: jobId, spec, ...written, version: 1, createdAtMs: nowMs, updatedAtMs: nowMs },
       };
     }
     if (draft.version === 1 && sameSpec(draft.spec, spec)) return { kind: "none" };
@@ -88,9 +82,10 @@ export function decideDraftSave(request: SaveRequest, facts: DraftFacts, nowMs: 
   }
   if (draft.submitting !== undefined) return refuse(draftRefusal.beingSubmitted(jobId));
   if (draft.version === expectedVersion) {
+    const { written: _replaced, ...kept } = draft;
     return {
       kind: "replace",
-      draft: { ...draft, spec, version: draft.version + 1, updatedAtMs: nowMs },
+      draft: { ...kept, spec, ...written, version: draft.version + 1, updatedAtMs: nowMs },
       expectedVersion,
     };
   }

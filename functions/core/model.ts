@@ -205,6 +205,23 @@ export interface Job {
   };
 }
 
+/** A job not yet submitted (issue 16 item 3, core/drafts.ts): HPC Pack's Configuring. */
+export interface JobDraft {
+  readonly id: string;
+  readonly spec: SessionSpec;
+  /** 1 when created; every edit adds one, as do the start and the release of a submission. */
+  readonly version: number;
+  readonly createdAtMs: number;
+  readonly updatedAtMs: number;
+  /**
+   * The spec as its sender wrote it (before defaults), when the sender sent it so: the draft is
+   * submitted as written, so a job template's defaults apply to the fields it left unset.
+   */
+  readonly written?: unknown;
+  /** Set when a submission of the draft began (its event): the draft can no longer change. */
+  readonly submitting?: { readonly eventId: string; readonly atMs: number };
+}
+
 export interface Kernel {
   readonly sessionId: string;
   readonly index: number;

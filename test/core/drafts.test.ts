@@ -35,6 +35,14 @@ describe("given no draft under the id", () => {
     });
   });
 
+  test("when the save carries the spec as written, then the draft keeps it, to be submitted as written", () => {
+    const written = { name: "train", command: ["/bin/true"] };
+    expect(decideDraftSave({ jobId: "d-1", spec: SPEC, written }, NOTHING, NOW_MS)).toEqual({
+      kind: "create",
+      draft: { id: "d-1", spec: SPEC, written, version: 1, createdAtMs: NOW_MS, updatedAtMs: NOW_MS },
+    });
+  });
+
   test("when a job holds the id, then a create is refused", () => {
     expect(
       decideDraftSave({ jobId: "d-1", spec: SPEC }, { draft: undefined, jobExists: true }, NOW_MS),
@@ -107,6 +115,15 @@ describe("given a draft at version 1", () => {
 
   test("when it is edited from version 1, then its spec is replaced at version 2, guarded by version 1", () => {
     expect(decideDraftSave({ jobId: "d-1", spec: EDITED, expectedVersion: 1 }, facts, NOW_MS)).toEqual({
+      kind: "replace",
+      draft: { ...DRAFT, spec: EDITED, version: 2, updatedAtMs: NOW_MS },
+      expectedVersion: 1,
+    });
+  });
+
+  test("when an edit carries no written spec, then the one written before is not kept", () => {
+    const before = { draft: { ...DRAFT, written: { name: "old" } }, jobExists: false };
+    expect(decideDraftSave({ jobId: "d-1", spec: EDITED, expectedVersion: 1 }, before, NOW_MS)).toEqual({
       kind: "replace",
       draft: { ...DRAFT, spec: EDITED, version: 2, updatedAtMs: NOW_MS },
       expectedVersion: 1,

@@ -223,7 +223,7 @@ describe("envelopes", () => {
 
   test("an unknown detail-type names the ones accepted", () => {
     expect(reasons(envelope("Session Exploded", "cairn.client", {}))).toEqual([
-      'detail-type: unknown detail-type "Session Exploded" (expected one of Session Submitted, Session Cancel Requested, Kernel Status Changed, Agent Heartbeat, Agent Registration Requested, Deployment Created, Deployment Scaled, Deployment Destroy Requested, Route Health Reported)',
+      'detail-type: unknown detail-type "Session Exploded" (expected one of Session Submitted, Session Cancel Requested, Kernel Status Changed, Agent Heartbeat, Agent Registration Requested, Deployment Created, Deployment Scaled, Deployment Destroy Requested, Route Health Reported, Job Draft Saved, Job Draft Submitted, Job Draft Deleted)',
     ]);
   });
 

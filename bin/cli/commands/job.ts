@@ -7,7 +7,7 @@ import { readJob, taskOf, type JobSnapshot } from "../job-read.ts";
 import { renderJob, renderTask, renderTasks } from "../job-render.ts";
 import { jobView, taskDetailView, tasksView } from "../job-views.ts";
 import type { CommandContext } from "./context.ts";
-import { draftView, renderDraft } from "./job-draft.ts";
+import { draftView, renderDraft } from "../draft-views.ts";
 
 interface JobInvocation {
   readonly jobId: string;

@@ -5,10 +5,10 @@
  * and a draft has none. Every write is guarded by the draft's version; a create also checks that
  * no job holds the id, in the same transaction.
  */
-import type { JobDraft } from "../../core/drafts.ts";
-import type { SessionSpec } from "../../core/model.ts";
+import type { JobDraft, SessionSpec } from "../../core/model.ts";
 import type { DraftRepository } from "../../core/ports/draft-store.ts";
 import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+import { parseSessionSpec } from "../../core/spec.ts";
 import { itemAbsent, itemExists, versionIs } from "./conditions.ts";
 import type { DynamoRequests } from "./dynamo-requests.ts";
 import { all } from "./expressions.ts";
@@ -38,7 +38,9 @@ export function draftItem(draft: JobDraft): Item {
     sk: DRAFT_SK,
     type: ItemType.DRAFT,
     id: draft.id,
-    spec: draft.spec,
+    // One copy of the spec (an item holds at most 400 KB): as written when it was sent so, the
+    // spec being that with its defaults applied.
+    ...(draft.written !== undefined ? { written: draft.written } : { spec: draft.spec }),
     version: draft.version,
     createdAtMs: draft.createdAtMs,
     updatedAtMs: draft.updatedAtMs,
@@ -49,9 +51,13 @@ export function draftItem(draft: JobDraft): Item {
 export function draftFromItem(item: Item): JobDraft {
   const r = new Fields(fromItem(item), "draft");
   const submitting = r.optObject("submitting");
+  const raw = fromItem(item);
+  const written: unknown = raw["written"];
   return {
     id: r.string("id"),
-    spec: r.object("spec") as unknown as SessionSpec,
+    ...(written !== undefined
+      ? { spec: parseSessionSpec(written), written }
+      : { spec: r.object("spec") as unknown as SessionSpec }),
     version: r.number("version"),
     createdAtMs: r.number("createdAtMs"),
     updatedAtMs: r.number("updatedAtMs"),

@@ -7,7 +7,7 @@
  * Nothing is read from the environment: the caller passes the client and the table name.
  */
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { JobDraft } from "../../core/drafts.ts";
+import type { JobDraft } from "../../core/model.ts";
 import type { KernelPatch, SessionWrite } from "../../core/effects.ts";
 import type {
   Agent,

@@ -3,7 +3,7 @@
  * Every write is conditional; a write whose condition failed returns false and writes nothing,
  * and the caller reads again and decides again (which says why).
  */
-import type { JobDraft } from "../drafts.ts";
+import type { JobDraft } from "../model.ts";
 
 export interface DraftRepository {
   getDraft(jobId: string): Promise<JobDraft | undefined>;
