@@ -18,6 +18,8 @@ import { fakeCliIo, parseLine, simulatedClock, usageErrorOf } from "./support/cl
 const T0 = Date.UTC(2026, 10, 21, 12, 0, 0); // 2026-11-21T12:00:00.000Z
 const SPEC_TEXT = "name: train\nreplicas: 2\ncoscheduled: false\ncommand: [/bin/true]\n";
 const SPEC = parseSpecText(SPEC_TEXT);
+/** What is sent: the spec as written, before defaults (a job template's apply to what it leaves unset). */
+const WRITTEN = { name: "train", replicas: 2, coscheduled: false, command: ["/bin/true"] };
 const DRAFT: JobDraft = {
   id: "d-1",
   spec: SPEC,
@@ -151,7 +153,7 @@ describe("runCli: drafts", () => {
     }
   });
 
-  test("given a free id, job create sends Job Draft Saved and waits for the draft to be stored", async () => {
+  test("given a free id, job create sends Job Draft Saved with the spec as written and waits for the draft to be stored", async () => {
     const world: World = { drafts: {}, jobs: {} };
     const c = cli(world, { "/work/job.yaml": SPEC_TEXT });
     // The control plane stores the draft while the CLI polls.
@@ -169,7 +171,7 @@ describe("runCli: drafts", () => {
     };
     expect(await runCli(["job", "create", "-f", "job.yaml", "--id", "d-1", "-o", "json"], c.io)).toBe(0);
     expect(c.puts.map((p) => [p.DetailType, JSON.parse(p.Detail) as unknown])).toEqual([
-      ["Job Draft Saved", { jobId: "d-1", spec: SPEC }],
+      ["Job Draft Saved", { jobId: "d-1", spec: WRITTEN }],
     ]);
     expect(JSON.parse(c.out.join(""))).toEqual({ jobId: "d-1", version: 1 });
     expect(c.err).toEqual(["draft d-1 stored (Configuring); `cairn job submit d-1` queues it"]);
@@ -191,7 +193,7 @@ describe("runCli: drafts", () => {
     );
     expect(await runCli(["job", "edit", "d-1", "job.yaml"], c.io)).toBe(2);
     expect(c.puts.map((p) => JSON.parse(p.Detail) as unknown)).toEqual([
-      { jobId: "d-1", spec: SPEC, expectedVersion: 3 },
+      { jobId: "d-1", spec: WRITTEN, expectedVersion: 3 },
     ]);
     expect(c.err).toEqual(["cairn: the edit of draft d-1 was refused: detail.expectedVersion: stale"]);
   });

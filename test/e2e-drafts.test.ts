@@ -93,6 +93,38 @@ describe("drafts through the CLI", { timeout: TEST_TIMEOUT_MS }, () => {
     expect(deleteJob.stderr).toContain("cairn: job dr-one is not a draft: it was submitted");
   });
 
+  test("a draft naming a job template is validated against it when submitted: its defaults fill what the draft left unset", async () => {
+    const template = spec(
+      "tpl",
+      [
+        "name: draft-tpl",
+        "defaults:",
+        "  env: { FROM_TEMPLATE: filled }",
+        "  resources: { cpu: 0.25 }",
+        "constraints: {}",
+      ].join("\n"),
+    );
+    const made = await cairn("template", "create", template);
+    expect(made.code, made.stderr).toBe(0);
+    const file = spec(
+      "templated",
+      [
+        "name: templated",
+        "template: draft-tpl",
+        "resources: { memoryMiB: 64 }",
+        "command: [/bin/sh, -c, 'echo \"env says $FROM_TEMPLATE\"']",
+      ].join("\n"),
+    );
+    expect((await cairn("job", "create", file, "--id", "dr-tpl")).code).toBe(0);
+    const run = await cairn("job", "submit", "dr-tpl", "--wait", "--stream-logs");
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain("env says filled\n");
+    const job = await rt.store.getJob("dr-tpl");
+    expect(job?.spec.env).toEqual({ FROM_TEMPLATE: "filled" });
+    // The draft left cpu unset (its spec default is 1): the template's default filled it.
+    expect(job?.spec.resources).toEqual({ cpu: 0.25, memoryMiB: 64 });
+  });
+
   test("the control plane refuses a stale edit and a create under a taken id, naming the field; a draft is deleted", async () => {
     const file = spec("other", SPEC("other"));
     expect((await cairn("job", "create", file, "--id", "dr-two")).code).toBe(0);

@@ -41,7 +41,6 @@ import type { CliIo } from "./io.ts";
 import {
   readDeploymentFile,
   readPolicyFile,
-  readSpecFile,
   readTemplateFile,
   readWrittenSpecFile,
 } from "./document-files.ts";
@@ -230,7 +229,8 @@ function draftRequest(
   invocation: Extract<Invocation, { kind: "job create" | "job edit" }>,
   io: CliIo,
 ): DraftSaveRequest {
-  const spec = readSpecFile(invocation.file, io);
+  // Sent as written, as `submit` does, so a job template's defaults apply to what it leaves unset.
+  const { spec, written } = readWrittenSpecFile(invocation.file, io);
   const maxLength = maxJobIdLength(spec);
   if (invocation.jobId !== undefined && invocation.jobId.length > maxLength) {
     const flag = invocation.kind === "job create" ? "--id" : "JOB_ID";
@@ -242,8 +242,8 @@ function draftRequest(
   }
   const jobId = invocation.jobId ?? newSessionId(spec.name, () => io.random(), maxLength);
   // Size and contract checks; the real bus name is filled in once Cairn is found.
-  draftSavedEntry("-", { jobId, spec });
-  return { jobId, spec, output: invocation.output };
+  draftSavedEntry("-", { jobId, spec }, written);
+  return { jobId, spec, written, output: invocation.output };
 }
 
 /** The file's deployment spec, checked against the event that carries it (the bus named later). */

@@ -14,6 +14,7 @@ import {
   type PutEventsEntry,
 } from "../../../functions/core/events.ts";
 import type { SessionSpec } from "../../../functions/core/model.ts";
+import type { SessionSpecInput } from "../../../functions/core/spec.ts";
 import { submissionSizeIssue } from "../../../functions/core/submission-size.ts";
 import type { OutputFormat } from "../args.ts";
 import type { SessionReader } from "../cairn-api.ts";
@@ -41,10 +42,14 @@ export class DraftRefusedError extends CliError {
 
 type SavedDetail = EventDetailInput<typeof DetailType.JobDraftSaved>;
 
-/** The event a create or an edit puts, checked as a submission's is before anything is sent. */
+/**
+ * The event a create or an edit puts, checked as a submission's is before anything is sent.
+ * `written`: the spec as written (before defaults), sent instead of the parsed one, as `submit` does.
+ */
 export function draftSavedEntry(
   busName: string,
   detail: SavedDetail & { spec: SessionSpec },
+  written?: unknown,
 ): PutEventsEntry {
   const tooLarge = submissionSizeIssue(detail.jobId, detail.spec);
   if (tooLarge) {
@@ -53,7 +58,10 @@ export function draftSavedEntry(
     ]);
   }
   try {
-    return toPutEventsEntry(busName, DetailType.JobDraftSaved, detail);
+    return toPutEventsEntry(busName, DetailType.JobDraftSaved, {
+      ...detail,
+      spec: (written ?? detail.spec) as SessionSpecInput,
+    });
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (code === "EVENT_TOO_LARGE" || code === "INVALID_EVENT") {
@@ -118,12 +126,14 @@ function pendingNote(ctx: CommandContext, jobId: string, what: string, verdict: 
 export interface DraftSaveRequest {
   readonly jobId: string;
   readonly spec: SessionSpec;
+  /** The spec as written (before defaults): what is sent. */
+  readonly written?: unknown;
   readonly output: OutputFormat;
 }
 
 export async function runJobCreate(request: DraftSaveRequest, ctx: CommandContext): Promise<ExitCode> {
   const { jobId, spec } = request;
-  const entry = draftSavedEntry(ctx.api.eventBusName, { jobId, spec });
+  const entry = draftSavedEntry(ctx.api.eventBusName, { jobId, spec }, request.written);
   const eventId = (await ctx.api.put(entry)) ?? undefined;
   const verdict = await awaitDraftVerdict(
     jobId,
@@ -149,7 +159,11 @@ export async function runJobEdit(request: DraftSaveRequest, ctx: CommandContext)
   const version = stored.version + 1;
   const eventId =
     (await ctx.api.put(
-      draftSavedEntry(ctx.api.eventBusName, { jobId, spec, expectedVersion: stored.version }),
+      draftSavedEntry(
+        ctx.api.eventBusName,
+        { jobId, spec, expectedVersion: stored.version },
+        request.written,
+      ),
     )) ?? undefined;
   const verdict = await awaitDraftVerdict(
     jobId,
