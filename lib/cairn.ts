@@ -15,7 +15,7 @@ import { Names, Stack } from "aws-cdk-lib";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as events from "aws-cdk-lib/aws-events";
-import type * as iam from "aws-cdk-lib/aws-iam";
+import * as iam from "aws-cdk-lib/aws-iam";
 import type { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
 import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
@@ -26,14 +26,14 @@ import {
   FUNCTIONS,
   StateMachineName,
   stateMachinesOf,
-  type FunctionName,
+  FunctionName,
 } from "../functions/topology/index.ts";
 import { CairnAgentAccess } from "./agent-access.ts";
 import { CairnEventSchemas } from "./event-schemas.ts";
 import { CairnFargate } from "./fargate.ts";
 import { CairnFunctions } from "./functions.ts";
 import { CairnMonitoring } from "./monitoring.ts";
-import { agentQueuesArn, grantUses } from "./permissions.ts";
+import { agentQueuesArn, FILTER_INVOKE_ACTIONS, grantUses } from "./permissions.ts";
 import { resolveCairnProps, type CairnProps, type ResolvedCairnProps } from "./props.ts";
 import { CairnRouting } from "./routing.ts";
 import { TopologyError } from "./errors.ts";
@@ -184,6 +184,18 @@ export class Cairn extends Construct {
       this.fargate = fargate;
     } else {
       this.fargate = undefined;
+    }
+
+    if (settings.submissionFilter !== undefined) {
+      // Only the coordinator asks the filter (functions/app/admission.ts), and only that function.
+      const coordinator = functions.get(FunctionName.Coordinator);
+      const filter = settings.submissionFilter;
+      coordinator.addEnvironment("CAIRN_SUBMISSION_FILTER_ARN", filter.functionArn);
+      coordinator.addEnvironment("CAIRN_SUBMISSION_FILTER_TIMEOUT_MS", String(filter.timeoutMs));
+      coordinator.addEnvironment("CAIRN_SUBMISSION_FILTER_ON_FAILURE", filter.onFailure);
+      coordinator.addToRolePolicy(
+        new iam.PolicyStatement({ actions: [...FILTER_INVOKE_ACTIONS], resources: [filter.functionArn] }),
+      );
     }
 
     const routing = new CairnRouting(this, "Routing", {

@@ -34,6 +34,8 @@ export const TABLE_ITEM_ACTIONS = [
 /** Queries run on the table (history) and on every GSI (status, target and listing indexes). */
 export const TABLE_QUERY_ACTIONS = ["dynamodb:Query"] as const;
 export const BUS_PUT_ACTIONS = ["events:PutEvents"] as const;
+/** The submission filter (issue 16): granted to the coordinator on the filter's ARN only (lib/cairn.ts). */
+export const FILTER_INVOKE_ACTIONS = ["lambda:InvokeFunction"] as const;
 export const START_ACTIONS = ["states:StartExecution"] as const;
 /**
  * Completing a stage's callback: SendTaskSuccess leads a stage to its first success status,

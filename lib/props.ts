@@ -247,6 +247,41 @@ export interface CairnProps {
    * @default - no Fargate executor, and no ECS resource or permission at all
    */
   readonly fargate?: CairnFargateProps;
+  /**
+   * The administrator's submission filter (issue 16; docs/deploy.md, "Submission filter"): a
+   * Lambda function the coordinator invokes synchronously with each submission that passed its
+   * job template, answering accept, reject with a reason, or modify. Only the coordinator may
+   * invoke it, and only it.
+   *
+   * @default - no filter: every submission that passes its template is queued
+   */
+  readonly submissionFilter?: CairnSubmissionFilterProps;
+}
+
+export interface CairnSubmissionFilterProps {
+  /** The filter function's ARN (a version or alias ARN also works). */
+  readonly functionArn: string;
+  /**
+   * How long the coordinator waits for an answer; past it the filter has failed. 100 ms to 30 s
+   * (the coordinator's own timeout is 60 s, and a batch may hold several submissions).
+   *
+   * @default Duration.seconds(5)
+   */
+  readonly timeout?: Duration;
+  /**
+   * A filter that fails (an error, a timeout, an answer that is not one of the three):
+   * "accept" lets the submission through (fail-open), "reject" ends its job Failed (fail-closed).
+   *
+   * @default "reject"
+   */
+  readonly onFailure?: "accept" | "reject";
+}
+
+/** CairnSubmissionFilterProps checked, with the defaults applied. */
+export interface ResolvedSubmissionFilterProps {
+  readonly functionArn: string;
+  readonly timeoutMs: number;
+  readonly onFailure: "accept" | "reject";
 }
 
 /** CairnFargateProps checked, with the defaults applied. */
@@ -290,6 +325,8 @@ export interface ResolvedCairnProps {
   readonly agentQueuePrefix: string;
   /** Absent: no Fargate executor. */
   readonly fargate: ResolvedFargateProps | undefined;
+  /** Absent: no submission filter. */
+  readonly submissionFilter: ResolvedSubmissionFilterProps | undefined;
 }
 
 export const CAIRN_DEFAULTS = {
@@ -387,7 +424,36 @@ export function resolveCairnProps(
         ? defaultAgentQueuePrefix(stackName, constructPath)
         : agentQueuePrefix(props.agentQueuePrefix),
     fargate: props.fargate === undefined ? undefined : fargate(props.fargate),
+    submissionFilter:
+      props.submissionFilter === undefined ? undefined : submissionFilter(props.submissionFilter),
   };
+}
+
+const LAMBDA_FUNCTION_ARN = /^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[\w-]{1,64}(:[\w$-]+)?$/;
+
+function submissionFilter(props: CairnSubmissionFilterProps): ResolvedSubmissionFilterProps {
+  const { functionArn } = props;
+  if (!Token.isUnresolved(functionArn) && !LAMBDA_FUNCTION_ARN.test(functionArn)) {
+    throw new CairnPropsError(
+      "submissionFilter.functionArn",
+      `must be a Lambda function ARN (arn:aws:lambda:<region>:<account>:function:<name>[:<qualifier>]), got "${functionArn}"`,
+    );
+  }
+  const timeoutMs = positiveMs("submissionFilter.timeout", props.timeout, 5_000);
+  if (timeoutMs < 100 || timeoutMs > 30_000) {
+    throw new CairnPropsError(
+      "submissionFilter.timeout",
+      `must be from 100 ms to 30 s (the coordinator waits for it within its own 60 s), got ${timeoutMs} ms`,
+    );
+  }
+  const onFailure = props.onFailure ?? "reject";
+  if (onFailure !== "accept" && onFailure !== "reject") {
+    throw new CairnPropsError(
+      "submissionFilter.onFailure",
+      `must be "accept" or "reject", got "${String(onFailure)}"`,
+    );
+  }
+  return { functionArn, timeoutMs, onFailure };
 }
 
 /** RunTask's awsvpcConfiguration limits. */

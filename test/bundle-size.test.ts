@@ -18,6 +18,13 @@ import { FUNCTION_BUNDLING, PROJECT_ROOT } from "../lib/functions.ts";
  * EnterStage (1.27 MB).
  */
 const BUDGET_BYTES = 1_300_000;
+/**
+ * The coordinator alone invokes the submission filter (issue 16), with @aws-sdk/client-lambda:
+ * about 0.14 MB more (its schemas, and the event-stream support of InvokeWithResponseStream).
+ * Only its bundle carries it (handlers/submission-filter.ts), so EnterStage keeps the budget.
+ */
+/** EnterStage carries the coordinator it advances, with admission and drafts (issue 16): 1.31 MB. */
+const BUDGETS: Readonly<Record<string, number>> = { Coordinator: 1_450_000, EnterStage: 1_320_000 };
 
 /** Inputs that must never be bundled into a function, with why. */
 const FORBIDDEN: readonly { readonly pattern: RegExp; readonly what: string }[] = [
@@ -59,7 +66,7 @@ describe("the Lambda bundles", () => {
         inputs.filter((input) => pattern.test(input)).map((input) => `${what}: ${input}`),
       );
       expect(found, `${name} bundle (${bytes} bytes) carries what it never uses`).toEqual([]);
-      expect(bytes, `${name} bundle is ${bytes} bytes`).toBeLessThanOrEqual(BUDGET_BYTES);
+      expect(bytes, `${name} bundle is ${bytes} bytes`).toBeLessThanOrEqual(BUDGETS[name] ?? BUDGET_BYTES);
       // The Tracer is imported only when tracing is on (handlers/telemetry.ts), but bundled:
       // in Lambda it is there to load.
       expect(inputs.some((input) => /(^|\/)node_modules\/aws-xray-sdk-core\//.test(input))).toBe(true);

@@ -24,6 +24,7 @@ import {
   BUS_PUT_ACTIONS,
   CALLBACK_ACTIONS,
   DESCRIBE_ACTIONS,
+  FILTER_INVOKE_ACTIONS,
   START_ACTIONS,
   TABLE_ITEM_ACTIONS,
   TABLE_QUERY_ACTIONS,
@@ -60,6 +61,11 @@ function ecsImplied(): string[] {
     ...(/\b(executionRoleArn|taskRoleArn)\s*:/.test(text) ? ECS_PASS_ROLE_ACTIONS : []),
   ];
 }
+
+/** The submission filter's invocation (issue 16), granted by lib/cairn.ts to the coordinator with the prop. */
+const FILTER_ACTIONS_OF_COMMAND: Readonly<Record<string, readonly string[]>> = {
+  InvokeCommand: [...FILTER_INVOKE_ACTIONS],
+};
 
 /** Table administration: only createTable (local runs and tests) sends these, never a function. */
 const LOCAL_ONLY = new Set(["CreateTableCommand", "DescribeTableCommand", "UpdateTimeToLiveCommand"]);
@@ -99,7 +105,8 @@ describe("grants follow the SDK commands the functions send", () => {
         for (const action of transactionItemActions()) needed.add(action);
         continue;
       }
-      const actions = ACTIONS_OF_COMMAND[command] ?? ECS_ACTIONS_OF_COMMAND[command];
+      const actions =
+        ACTIONS_OF_COMMAND[command] ?? ECS_ACTIONS_OF_COMMAND[command] ?? FILTER_ACTIONS_OF_COMMAND[command];
       if (!actions) unknown.push(`${command} (${[...files].join(", ")})`);
       else for (const action of actions) needed.add(action);
     }
@@ -126,6 +133,8 @@ describe("grants follow the SDK commands the functions send", () => {
       ...ECS_TASK_ACTIONS,
       ...ECS_TASK_DEFINITION_ACTIONS,
       ...ECS_PASS_ROLE_ACTIONS,
+      // With the submissionFilter prop (lib/cairn.ts).
+      ...FILTER_INVOKE_ACTIONS,
     ]);
     expect([...granted].sort()).toEqual([...needed].sort());
   });

@@ -9,6 +9,7 @@
 import { loadConfig } from "../config.ts";
 import { batchItemFailures, isScheduledEvent, type BatchResponse, type SqsEvent } from "./sqs-batch.ts";
 import { wire, type Wiring } from "./wiring.ts";
+import { submissionFilter } from "./submission-filter.ts";
 import type { RunReport } from "../app/coordinator.ts";
 import { stageCensus } from "../app/stage-census.ts";
 import { errorMessage } from "../app/lifecycle/handler.ts";
@@ -26,7 +27,7 @@ export async function handler(event: CoordinatorEvent): Promise<BatchResponse> {
   if (!wired) {
     const config = loadConfig();
     const telemetry = await createTelemetry(config);
-    wired = { wiring: wire(config, telemetry), telemetry };
+    wired = { wiring: wire(config, telemetry, { submissionFilter }), telemetry };
   }
   const { wiring, telemetry } = wired;
   return instrumented(telemetry, "Coordinator", () =>

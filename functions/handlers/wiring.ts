@@ -24,12 +24,9 @@ import { storeRetryConfig } from "../adapters/dynamo/retry.ts";
 import { eventBridgeEvents } from "../adapters/eventbridge/events-port.ts";
 import { EventPublisher } from "../adapters/eventbridge/publisher.ts";
 import { LifecycleExecutions } from "../adapters/sfn/lifecycle-executions.ts";
-import { LambdaClient } from "@aws-sdk/client-lambda";
 import { DynamoRequests } from "../adapters/dynamo/dynamo-requests.ts";
 import { TemplateItems } from "../adapters/dynamo/template-items.ts";
-import { LambdaSubmissionFilter } from "../adapters/lambda/submission-filter.ts";
-import { ModuleSubmissionFilter } from "../adapters/local/module-submission-filter.ts";
-import type { SubmissionFilterPort } from "../app/ports.ts";
+import type { CoordinatorDeps } from "../app/coordinator.ts";
 
 export interface Wiring {
   readonly coordinator: Coordinator;
@@ -62,7 +59,22 @@ export const storeMetrics = new RequestCounter();
 /** The SDK clients' retry and the plain instrumentation, shared with the deployments' wiring. */
 export { plain };
 
-export function wire(config: CairnConfig, instrumentation: Instrumentation = plain(config)): Wiring {
+/**
+ * What only some entry points build: the submission filter's client (issue 16) is the
+ * coordinator's alone (handlers/submission-filter.ts), so EnterStage's bundle does not carry it.
+ */
+export interface WiringExtras {
+  readonly submissionFilter?: (
+    config: CairnConfig,
+    captureClient: <T extends object>(client: T) => T,
+  ) => CoordinatorDeps["submissionFilter"];
+}
+
+export function wire(
+  config: CairnConfig,
+  instrumentation: Instrumentation = plain(config),
+  extras: WiringExtras = {},
+): Wiring {
   const captureClient = <T extends object>(client: T): T => instrumentation.captureClient(client);
   const dynamo = captureClient(new DynamoDBClient({ ...storeRetryConfig() }));
   const store = new DynamoSessionStore({
@@ -85,7 +97,7 @@ export function wire(config: CairnConfig, instrumentation: Instrumentation = pla
     channel,
     ...(fargate ? { fargate } : {}),
     templates: new TemplateItems(new DynamoRequests(dynamo, config.tableName, storeMetrics)),
-    ...submissionFilter(config, captureClient),
+    ...optionalFilter(extras.submissionFilter?.(config, captureClient)),
     config,
     clock: systemClock,
     log: instrumentation.logger("coordinator"),
@@ -124,20 +136,8 @@ function fargateKernels(
   return new FargateKernels(tasks, config.fargate);
 }
 
-/** The administrator's submission filter (issue 16): a Lambda function, or a local module. */
-function submissionFilter(
-  config: CairnConfig,
-  captureClient: <T extends object>(client: T) => T,
-): { submissionFilter?: { port: SubmissionFilterPort; timeoutMs: number; onFailure: "accept" | "reject" } } {
-  const filter = config.submissionFilter;
-  if (filter === undefined) return {};
-  const port =
-    filter.target.kind === "lambda"
-      ? // The coordinator's own timeout bounds the call: the client does not retry a slow filter.
-        new LambdaSubmissionFilter(
-          captureClient(new LambdaClient({ maxAttempts: 1 })),
-          filter.target.functionArn,
-        )
-      : new ModuleSubmissionFilter(filter.target.path);
-  return { submissionFilter: { port, timeoutMs: filter.timeoutMs, onFailure: filter.onFailure } };
+function optionalFilter(
+  filter: CoordinatorDeps["submissionFilter"],
+): Pick<CoordinatorDeps, "submissionFilter"> {
+  return filter === undefined ? {} : { submissionFilter: filter };
 }
