@@ -6,9 +6,12 @@
  * modifying, and failing — a timeout and a malformed answer — closed (this runtime's filter
  * fails closed; e2e-admission-open.test.ts fails open).
  */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { SessionStatus } from "../functions/core/status.ts";
 import { FILTER_MODULE, templatesOf, waitForJobEnd } from "./support/admission.ts";
+import { runCairn } from "./support/cli.ts";
 import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
 let rt: TestRuntime;
@@ -185,4 +188,61 @@ describe("given a submission filter that fails closed", () => {
       "the submission filter failed (malformed answer (decision: must be accept, reject or modify)) and fails closed",
     );
   }, 60_000);
+});
+
+describe("through the CLI", () => {
+  const file = (name: string, text: string): string => {
+    const path = join(rt.dataDir, name);
+    writeFileSync(path, text);
+    return path;
+  };
+
+  test("cairn template create, then submit --wait of a spec violating it: exit 1, every field shown; get and job get say Failed", async () => {
+    const created = await runCairn(rt.dataDir, [
+      "template",
+      "create",
+      "-f",
+      file(
+        "tiny.yaml",
+        "name: tiny\ndefaults: { resources: { memoryMiB: 64 } }\nconstraints:\n  resources.cpu: { max: 1 }\n  replicas: { max: 1 }\n",
+      ),
+    ]);
+    expect(created).toMatchObject({ code: 0, stdout: "created job template tiny\n" });
+    const id = newId("cli");
+    const spec = file(
+      "big.yaml",
+      "name: big\ntemplate: tiny\nreplicas: 2\nresources: { cpu: 2 }\ncommand: [/bin/true]\n",
+    );
+    const run = await runCairn(rt.dataDir, ["submit", "-f", spec, "--id", id, "--wait", "--timeout", "60"]);
+    const reason =
+      "failed validation against job template tiny: replicas: must be at most 1 (template tiny), got 2; " +
+      "resources.cpu: must be at most 1 (template tiny), got 2";
+    expect(run.code).toBe(1);
+    expect(run.stdout + run.stderr).toContain(reason);
+    const got = await runCairn(rt.dataDir, ["get", id, "-o", "json"]);
+    expect(JSON.parse(got.stdout)).toMatchObject({ status: "TERMINATED", hpcState: "Failed" });
+    const job = await runCairn(rt.dataDir, ["job", "get", id]);
+    expect(job.stdout).toContain(reason);
+  }, 120_000);
+
+  test("a single session violating its template: submit --wait exits 1 and cairn get says why", async () => {
+    const id = newId("cli-one");
+    const spec = file("one.yaml", "name: one\ntemplate: tiny\nresources: { cpu: 2 }\ncommand: [/bin/true]\n");
+    const run = await runCairn(rt.dataDir, ["submit", "-f", spec, "--id", id, "--wait", "--timeout", "60"]);
+    const reason =
+      "failed validation against job template tiny: resources.cpu: must be at most 1 (template tiny), got 2";
+    expect(run.code).toBe(1);
+    expect(run.stdout + run.stderr).toContain(reason);
+    const got = await runCairn(rt.dataDir, ["get", id]);
+    expect(got.stdout).toContain(reason);
+  }, 120_000);
+
+  test("cairn submit sends the spec as written: the template's defaults fill what it leaves out", async () => {
+    const id = newId("cli-defaults");
+    const spec = file("small-job.yaml", "name: uses-small\ntemplate: small\ncommand: [/bin/true]\n");
+    const run = await runCairn(rt.dataDir, ["submit", "-f", spec, "--id", id, "--wait", "--timeout", "60"]);
+    expect(run.code).toBe(0);
+    const job = await rt.store.getJob(id);
+    expect(job?.spec.timeouts.running).toBe(600);
+  }, 120_000);
 });

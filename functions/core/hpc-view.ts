@@ -3,9 +3,11 @@
  * stores (issue 16, item 2): computed from a session's status, its kernels and its cancel
  * request; nothing is stored for it. One table per level, first matching row wins, shown in the
  * README. Configuring, Submitted and Validating are HPC Pack's states before a job is queued:
- * Cairn validates a submission as it receives it and stores a session only once it passed, so
- * a stored session is never in them; a job's task whose session is not stored yet is Submitted
- * (core/jobs.ts), and a draft (issue 16 item 3, core/drafts.ts) is Configuring.
+ * Cairn validates a submission (its job template and the submission filter, app/admission.ts)
+ * before it stores its sessions, so a stored session is never Validating: one that passed is
+ * queued, and one that failed ("the job moves to the Failed state") is stored TERMINATED with no
+ * kernel started, which the rows below read as Failed. A job's task whose session is not stored
+ * yet is Submitted (core/jobs.ts), and a draft (issue 16 item 3, core/drafts.ts) is Configuring.
  *
  * Cancellation (seed 004, item 6): "The task was canceled by the job owner or a cluster
  * administrator before it started running. If a running task is canceled, the task is marked as
