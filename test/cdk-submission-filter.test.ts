@@ -11,6 +11,7 @@ import { Cairn } from "../lib/cairn.ts";
 import { CairnStack } from "../lib/cairn-stack.ts";
 import { CairnPropsError } from "../lib/errors.ts";
 import type { CairnProps } from "../lib/props.ts";
+import { loadConfig } from "../functions/config.ts";
 import { resourcesOf, synthesize, TEST_ENV, type CfnTemplate, type Synthesized } from "./cdk-synth.ts";
 
 const FILTER_ARN = "arn:aws:lambda:eu-west-1:123456789012:function:cairn-filter";
@@ -92,6 +93,50 @@ describe("with a submission filter", () => {
         });
       } else expect(filter, id).toEqual({});
     }
+  });
+});
+
+describe("the coordinator reads the filter from its environment (functions/config.ts)", () => {
+  const REQUIRED = {
+    CAIRN_TABLE_NAME: "t",
+    CAIRN_EVENT_BUS_NAME: "b",
+    CAIRN_STATE_MACHINE_ARN: "arn:aws:states:eu-west-1:123456789012:stateMachine:m",
+  };
+  test("a Lambda function, with the defaults: 5000 ms, fail-closed", () => {
+    expect(loadConfig({ ...REQUIRED, CAIRN_SUBMISSION_FILTER_ARN: FILTER_ARN }).submissionFilter).toEqual({
+      target: { kind: "lambda", functionArn: FILTER_ARN },
+      timeoutMs: 5000,
+      onFailure: "reject",
+    });
+  });
+  test("a local module, fail-open", () => {
+    expect(
+      loadConfig({
+        ...REQUIRED,
+        CAIRN_SUBMISSION_FILTER_MODULE: "/abs/filter.mjs",
+        CAIRN_SUBMISSION_FILTER_TIMEOUT_MS: "250",
+        CAIRN_SUBMISSION_FILTER_ON_FAILURE: "accept",
+      }).submissionFilter,
+    ).toEqual({ target: { kind: "module", path: "/abs/filter.mjs" }, timeoutMs: 250, onFailure: "accept" });
+  });
+  test("none set (or set empty): no filter", () => {
+    expect(loadConfig({ ...REQUIRED, CAIRN_SUBMISSION_FILTER_MODULE: "" }).submissionFilter).toBeUndefined();
+  });
+  test.each([
+    [
+      { CAIRN_SUBMISSION_FILTER_ARN: FILTER_ARN, CAIRN_SUBMISSION_FILTER_MODULE: "/f.mjs" },
+      "environment variables CAIRN_SUBMISSION_FILTER_ARN and CAIRN_SUBMISSION_FILTER_MODULE are exclusive: set one",
+    ],
+    [
+      { CAIRN_SUBMISSION_FILTER_ARN: "cairn-filter" },
+      'environment variable CAIRN_SUBMISSION_FILTER_ARN must be a Lambda function ARN, got "cairn-filter"',
+    ],
+    [
+      { CAIRN_SUBMISSION_FILTER_ARN: FILTER_ARN, CAIRN_SUBMISSION_FILTER_ON_FAILURE: "open" },
+      'environment variable CAIRN_SUBMISSION_FILTER_ON_FAILURE must be accept or reject, got "open"',
+    ],
+  ])("%j is refused", (env, message) => {
+    expect(() => loadConfig({ ...REQUIRED, ...env })).toThrow(message);
   });
 });
 

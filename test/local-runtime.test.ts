@@ -40,6 +40,19 @@ describe("npm start options", () => {
       ["--sfn-port", "9000", "--dashboard-port", "9000"],
       "--dashboard-port must differ from --sfn-port and --events-port, got 9000",
     ],
+    [["--submission-filter", ""], '--submission-filter must name a module, got ""'],
+    [
+      ["--submission-filter", "f.mjs", "--submission-filter-on-failure", "maybe"],
+      '--submission-filter-on-failure must be accept or reject, got "maybe"',
+    ],
+    [
+      ["--submission-filter", "f.mjs", "--submission-filter-timeout-ms", "0"],
+      '--submission-filter-timeout-ms must be a whole number from 1 to 900000, got "0"',
+    ],
+    [
+      ["--submission-filter-on-failure", "accept"],
+      "--submission-filter-timeout-ms and --submission-filter-on-failure need --submission-filter",
+    ],
     [["--sweep"], "Unknown option '--sweep'"],
     [["extra"], "Unexpected argument 'extra'"],
   ])("%j is refused: %s", (argv, message) => {
@@ -60,6 +73,24 @@ describe("npm start options", () => {
     });
     expect(parseStartArgs(["--data-dir", "/tmp/x", "--sweep-seconds", "5"])).toMatchObject({
       options: { dataDir: "/tmp/x", persistent: true, sweepMs: 5000 },
+    });
+  });
+
+  test("--submission-filter names the filter module, its timeout and its failure mode (issue 16)", () => {
+    expect(parseStartArgs(["--submission-filter", "./filter.mjs"])).toMatchObject({
+      options: { submissionFilter: { module: "./filter.mjs" } },
+    });
+    expect(
+      parseStartArgs([
+        "--submission-filter",
+        "./filter.mjs",
+        "--submission-filter-timeout-ms",
+        "2000",
+        "--submission-filter-on-failure",
+        "accept",
+      ]),
+    ).toMatchObject({
+      options: { submissionFilter: { module: "./filter.mjs", timeoutMs: 2000, onFailure: "accept" } },
     });
   });
 
