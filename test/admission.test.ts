@@ -13,6 +13,7 @@ import { LambdaSubmissionFilter } from "../functions/adapters/lambda/submission-
 import { Admission, type AdmissionDeps } from "../functions/app/admission.ts";
 import type { EventsPort, SubmissionFilterPort } from "../functions/app/ports.ts";
 import type { JobStateChangedDetailInput } from "../functions/app/event-types.ts";
+import { newSession } from "../functions/core/sessions.ts";
 import { parseSessionSpec } from "../functions/core/spec.ts";
 import type { JobTemplate } from "../functions/core/templates.ts";
 import { freshTable, T0, type TestTable } from "./store-fixtures.ts";
@@ -117,6 +118,50 @@ describe("given a submission that fails validation", () => {
     const job = await store.getJob("adm-fail-1");
     expect(job?.final).toMatchObject({ state: "FAILED", reason });
     expect((await store.getSession("adm-fail-1"))?.session.status).toBe("TERMINATED");
+  });
+});
+
+describe("given a repeat of a submission (a redelivered event)", () => {
+  test("one admitted before, its template tightened since, is not failed: it is the stored job", async () => {
+    const { a, store } = admission();
+    await templates.createTemplate({ name: "loose", defaults: {}, constraints: {} }, T0);
+    const admitted = await a.admit("adm-repeat-1", written({ template: "loose" }), queued());
+    if (admitted.kind !== "admitted") throw new Error("expected admitted");
+    // As Jobs.submit stores it: the job and a PENDING session.
+    await store.createJob({
+      id: "adm-repeat-1",
+      spec: admitted.spec,
+      sessionIds: ["adm-repeat-1"],
+      childIds: [],
+      createdAtMs: T0,
+    });
+    await store.createSession(newSession("adm-repeat-1", admitted.spec, T0));
+    await templates.updateTemplate(
+      { name: "loose", defaults: {}, constraints: { replicas: { max: 0 } } },
+      T0,
+    );
+    const fresh = admission(); // no cached template
+    expect(await fresh.a.admit("adm-repeat-1", written({ template: "loose" }), queued())).toEqual({
+      kind: "admitted",
+      spec: admitted.spec,
+    });
+    expect((await store.getJob("adm-repeat-1"))?.final).toBeUndefined();
+  });
+
+  test("one whose failure was interrupted (the job stored, not its sessions) is finished", async () => {
+    const { a, store, published } = admission();
+    const bad = written({ template: "batch", resources: { cpu: 8 } });
+    const spec = parseSessionSpec({ ...bad, queue: "batch", resources: { cpu: 8 } });
+    await store.createJob({
+      id: "adm-half-1",
+      spec,
+      sessionIds: ["adm-half-1"],
+      childIds: [],
+      createdAtMs: T0,
+    });
+    expect(await a.admit("adm-half-1", bad, queued())).toMatchObject({ kind: "failed" });
+    expect((await store.getSession("adm-half-1"))?.session.status).toBe("TERMINATED");
+    expect(published.map((p) => p.state)).toEqual(["FAILED"]);
   });
 });
 

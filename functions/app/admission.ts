@@ -45,7 +45,7 @@ export interface AdmissionDeps {
   /** The queue a spec names (cached by the caller); undefined when it was never created. */
   readonly queue: (name: string) => Promise<Queue | undefined>;
   readonly store: Pick<JobRepository, "getJob" | "createJobWithSessions" | "createJob" | "finishJob"> &
-    Pick<SessionRepository, "createSession">;
+    Pick<SessionRepository, "createSession" | "getSessions">;
   readonly events: EventsPort;
   readonly clock: Clock;
   readonly log: Logger;
@@ -159,18 +159,35 @@ export class Admission {
   }
 
   /**
+   * A stored job without a final state was admitted before unless every session it has is one
+   * this admission stored ended (an interrupted failure): those are TERMINATED, never started.
+   */
+  async #admittedBefore(stored: Job): Promise<boolean> {
+    const sessions = await this.#d.store.getSessions(stored.sessionIds);
+    return sessions.some(
+      ({ session, kernels }) =>
+        session.status !== SessionStatus.TERMINATED || kernels.some((k) => k.startedAtMs !== undefined),
+    );
+  }
+
+  /**
    * Stores the job with its sessions already ended (TERMINATED, never started: HPC Failed) and
    * its final state FAILED with `reason`. Idempotent: a repeat finds them stored and writes nothing.
    */
   async #fail(jobId: string, spec: SessionSpec, reason: string, stored: Job | undefined): Promise<Admitted> {
     const { store, clock, log } = this.#d;
     if (stored?.final) return { kind: "failed", reason: stored.final.reason };
+    if (stored && (await this.#admittedBefore(stored))) {
+      // A repeat of a submission admitted before (its template changed since): never failed now.
+      return { kind: "admitted", spec: stored.spec };
+    }
     const nowMs = clock.nowMs();
     // Without its parent: a job that never ran is no one's child (and its parent may not exist).
     const { parent: _parent, ...own } = spec;
     const job = stored ?? newJob(jobId, own, nowMs);
     const sessions = job.sessionIds.map((id, index) => endedSession(job, id, index, reason, nowMs));
-    if (!stored && !(await store.createJobWithSessions(job, sessions)).created) {
+    // A repeat finishes what an interrupted first attempt left (each write is idempotent).
+    if (stored || !(await store.createJobWithSessions(job, sessions)).created) {
       await store.createJob(job);
       for (const session of sessions) await store.createSession(session);
     }
