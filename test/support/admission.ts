@@ -8,7 +8,7 @@ import type { Job, SessionWithKernels } from "../../functions/core/model.ts";
 import { TERMINAL_SESSION_STATUSES } from "../../functions/core/status.ts";
 import type { TestRuntime } from "./runtime.ts";
 
-export const FILTER_MODULE = "test/fixtures/admission/submission-filter.mjs";
+export const FILTER_MODULE = "test/fixtures/admission/submission-filter.ts";
 
 export function templatesOf(rt: TestRuntime): TemplateItems {
   const { info } = rt.runtime;
