@@ -210,7 +210,10 @@ describe.each(modes)("containment in $name", ({ cgroups }) => {
     strays.push(pid);
     await agent.stop(l.sessionId, 0, { graceMs: 0 });
     await waitForEnd(l);
-    expect(isAlive(pid)).toBe(agent.containmentMode === "proc");
+    // cgroups stop it whatever it did. The /proc fallback may or may not: it catches the process
+    // only if a scan saw it while it still carried the kernel's mark or sat in its tree (the
+    // documented limit), which depends on timing — so only the cgroup outcome is certain.
+    if (agent.containmentMode !== "proc") expect(isAlive(pid)).toBe(false);
   });
 });
 
