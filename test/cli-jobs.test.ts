@@ -393,14 +393,15 @@ describe("job views and text (time passed in)", () => {
 });
 
 describe("readJob", () => {
-  test("the job and its sessions; a missing session is a PENDING task being submitted", async () => {
+  test("the job and its sessions; a missing session is a PENDING task being submitted (HPC Submitted)", async () => {
     const world = trainWorld();
     delete world.sessions["train-1-t2"];
     const snapshot = await readJob(fakeStore(world), JOB_ID);
-    expect(snapshot.tasks.map((t) => [t.index, t.state, t.reason])).toEqual([
-      [0, "SUCCEEDED", undefined],
-      [1, "RUNNING", undefined],
-      [2, "PENDING", "being submitted"],
+    expect(snapshot.tasks.map((t) => [t.index, t.state, t.reason, t.hpcState])).toEqual([
+      [0, "SUCCEEDED", undefined, "Finished"],
+      [1, "RUNNING", undefined, "Running"],
+      // Seed 004: "Submitted — The job or task has been submitted and is awaiting validation".
+      [2, "PENDING", "being submitted", "Submitted"],
     ]);
     expect(snapshot.ended).toBe(false);
   });

@@ -113,11 +113,26 @@ describe("loops that never ended", () => {
 
   test("a preparation that keeps failing returns to PENDING maxPendingReturns times, then ends FAILED", async () => {
     const id = newId("cap");
+    // The HPC Pack view of the same life (seed 004: "If a job or task fails to start because of a
+    // cluster failure, it is automatically retried a specified number of times before it is
+    // marked as Failed"), as every Session Status Changed event carries it.
+    const hpc: string[] = [];
+    rt.runtime.bus.onEvent((e) => {
+      const d = e.detail as { sessionId?: string; to?: string; hpcState?: string };
+      if (e["detail-type"] === "Session Status Changed" && d.sessionId === id)
+        hpc.push(`${d.to}:${d.hpcState}`);
+    });
     await rt.submit({
       sessionId: id,
       spec: { name: "cap", command: [notRunnable], maxPendingReturns: 3, maxTries: { preparing: 1 } },
     });
     const s = await rt.waitForEnd(id, 60_000);
+    await expect.poll(() => hpc.at(-1), { timeout: 10_000 }).toBe("TERMINATED:Failed");
+    // Queued on entry and after each of its four returns (the fourth, one too many, is judged
+    // there), Dispatching in between, then Failed: the retries on cluster failure, then Failed.
+    expect(hpc.filter((h) => h === "PENDING:Queued")).toHaveLength(5);
+    expect(hpc.filter((h) => h.endsWith(":Dispatching")).length).toBeGreaterThanOrEqual(4);
+    expect(hpc.filter((h) => !/:(Queued|Dispatching)$/.test(h))).toEqual(["TERMINATED:Failed"]);
     const history = await rt.store.listHistory(id);
 
     expect(sessionResult(s)).toBe("failed");
