@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { sessionResult } from "../../functions/core/sessions.ts";
+import { hpcSessionState } from "../../functions/core/hpc-view.ts";
 import { CAP, replaysClosedAfterEach, T0 } from "./harness.ts";
 
 const open = replaysClosedAfterEach();
@@ -97,6 +98,8 @@ describe("run-time limit", () => {
     const done = await h.session("s-001");
     expect(done.session.status, h.stepLog).toBe("TERMINATED");
     expect(sessionResult(done)).toBe("failed");
+    // Seed 004: a running task is marked Failed when it "has exceeded its maximum runtime".
+    expect(hpcSessionState(done.session, done.kernels)).toBe("Failed");
     expect(done.kernels[0]).toMatchObject({ status: "TERMINATED", condition: "DeadlineExceeded" });
     const stop = a.received.find((m) => m.type === "command" && m.command.action === "stop");
     expect(stop?.type === "command" && stop.command.condition).toBe("DeadlineExceeded");
