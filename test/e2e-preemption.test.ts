@@ -58,6 +58,13 @@ describe("priority preemption", () => {
     const high = newId("high");
     const tasks = [`${low}-t0`, `${low}-t1`];
     const gate = untilReleased(low);
+    // Each task's HPC Pack states, as its status events carry them.
+    const hpc = new Map<string, string[]>(tasks.map((t) => [t, []]));
+    rt.runtime.bus.onEvent((e) => {
+      const d = e.detail as { sessionId?: string; to?: string; hpcState?: string };
+      if (e["detail-type"] === "Session Status Changed")
+        hpc.get(d.sessionId ?? "")?.push(`${d.to}:${d.hpcState}`);
+    });
     await submit(low, {
       name: "low",
       priority: 0,
@@ -96,6 +103,11 @@ describe("priority preemption", () => {
     ]);
     expect(victimRuns[0]?.kernels[0]).toMatchObject({ outcome: "PREEMPTED", condition: "Preempted" });
     expect(victimRuns[0]?.reason).toContain("preemption count 1 <= maxRetriesPreemption 100");
+    // Seed 004: a preempted task that is rerunnable "is returned to the Queued state".
+    const victimHpc = hpc.get(victim)!;
+    const requeued = victimHpc.indexOf("PENDING:Queued", victimHpc.indexOf("RUNNING:Running") + 1);
+    expect(requeued, victimHpc.join(" ")).toBeGreaterThan(0);
+    await expect.poll(() => victimHpc.at(-1), { timeout: 10_000 }).toBe("TERMINATED:Finished");
     const victimEnd = ended[victimAt]!;
     expect(victimEnd.session.retry).toMatchObject({ preemptionCount: 1, failureCount: 0 });
     expect(victimEnd.session.preemption).toBeUndefined();
