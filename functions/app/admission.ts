@@ -71,14 +71,18 @@ export class Admission {
    * `queued` the spec as the inbound rules queued it (their defaults and the queue's priority).
    */
   async admit(jobId: string, written: unknown, queued: SessionSpec): Promise<Admitted> {
-    const stored = await this.#d.store.getJob(jobId);
+    // The job as stored (a redelivered submission's), read only where it decides something: the
+    // filter is asked once per job, and a failure of an admitted job is not recorded. A new job
+    // that passes with no filter costs no read here.
+    let read: Promise<Job | undefined> | undefined;
+    const storedJob = () => (read ??= this.#d.store.getJob(jobId));
     const templateName = templateNameOf(written);
     const template = await this.#template(templateName);
     let checked = validateSubmission(written, template);
     let spec = checked.ok ? checked.spec : undefined;
-    if (spec !== undefined && stored === undefined && this.#d.filter !== undefined) {
+    if (spec !== undefined && this.#d.filter !== undefined && (await storedJob()) === undefined) {
       const verdict = await this.#ask(jobId, spec, templateName);
-      if (verdict.kind === "reject") return this.#fail(jobId, spec, verdict.reason, stored);
+      if (verdict.kind === "reject") return this.#fail(jobId, spec, verdict.reason, await storedJob());
       if (verdict.kind === "modify") {
         // The modified spec is validated again, against the template it names.
         const again = await this.#template(templateNameOf(verdict.spec));
@@ -89,7 +93,7 @@ export class Admission {
             templateNameOf(verdict.spec),
             checked.issues,
           )}`;
-          return this.#fail(jobId, checked.spec ?? queued, reason, stored);
+          return this.#fail(jobId, checked.spec ?? queued, reason, await storedJob());
         }
       }
     }
@@ -99,17 +103,17 @@ export class Admission {
         jobId,
         (!checked.ok && checked.spec) || queued,
         validationFailureReason(templateName, issues),
-        stored,
+        await storedJob(),
       );
     }
     // The queue the admitted spec names: its priority is added, as the inbound rules do.
     const queue = await this.#d.queue(spec.queue);
-    if (!queue && spec.queue !== DEFAULT_QUEUE && stored === undefined) {
+    if (!queue && spec.queue !== DEFAULT_QUEUE && (await storedJob()) === undefined) {
       const issue: ValidationIssue = {
         path: "queue",
         message: `no queue named "${spec.queue}" (create it with \`cairn queue create\`)`,
       };
-      return this.#fail(jobId, spec, validationFailureReason(templateName, [issue]), stored);
+      return this.#fail(jobId, spec, validationFailureReason(templateName, [issue]), undefined);
     }
     const priority = queue && queue.priority !== 0 ? spec.priority + queue.priority : spec.priority;
     return { kind: "admitted", spec: priority === spec.priority ? spec : { ...spec, priority } };
