@@ -18,44 +18,13 @@ import {
 } from "../../functions/core/deployments/handlers.ts";
 import { applyProbes, initialHealth } from "../../functions/core/deployments/health.ts";
 import { judgeDeployments, judgeRoutes } from "../../functions/core/deployments/judge.ts";
-import { routeId, type Deployment, type Route } from "../../functions/core/deployments/model.ts";
-import { parseDeploymentSpec } from "../../functions/core/deployments/spec.ts";
-import {
-  DEPLOYMENT_HANDLERS,
-  ROUTE_HANDLERS,
-  type RouteStatus,
-} from "../../functions/core/deployments/tables.ts";
+import type { Deployment, Route } from "../../functions/core/deployments/model.ts";
+import { DEPLOYMENT_HANDLERS, ROUTE_HANDLERS } from "../../functions/core/deployments/tables.ts";
 import type { SessionStatus } from "../../functions/core/status.ts";
+import { T0, webDeployment, webRoute } from "./deployment-fixtures.ts";
 
-const T0 = 1_767_225_600_000;
-
-const deployment = (replicas: number, over: Partial<Deployment> = {}): Deployment => ({
-  id: "web",
-  spec: parseDeploymentSpec({ name: "web", replicas, service: { command: ["serve"] } }),
-  status: "SCALING",
-  version: 3,
-  execution: { name: "web", generation: 1, transitions: 0, startedAtMs: T0 },
-  stage: { enteredAtMs: T0, taskToken: "tok" },
-  nextRouteIndex: 0,
-  createdAtMs: T0,
-  updatedAtMs: T0,
-  ...over,
-});
-
-const route = (index: number, status: RouteStatus, over: Partial<Route> = {}): Route => ({
-  id: routeId("web", index),
-  deploymentId: "web",
-  index,
-  status,
-  version: 1,
-  sessionId: routeId("web", index),
-  execution: { name: routeId("web", index), generation: 1, transitions: 0, startedAtMs: T0 },
-  stage: { enteredAtMs: T0, taskToken: `tok-${index}` },
-  health: initialHealth(T0),
-  createdAtMs: T0,
-  updatedAtMs: T0,
-  ...over,
-});
+const deployment = webDeployment;
+const route = webRoute;
 
 const on = (r: Route, status?: SessionStatus, result?: string): RouteTarget => ({
   route: r,

@@ -15,45 +15,27 @@ import {
   RENEW_AFTER_TRANSITIONS,
   type PassPlan,
 } from "../../functions/core/deployments/pass.ts";
-import { parseDeploymentSpec } from "../../functions/core/deployments/spec.ts";
 import { MAX_CHANGE_ITEMS } from "../../functions/core/ports/deployment-store.ts";
 import type { DeploymentStatus, RouteStatus } from "../../functions/core/deployments/tables.ts";
 import type { SessionStatus } from "../../functions/core/status.ts";
+import { T0, webDeployment, webRoute } from "./deployment-fixtures.ts";
 
-const T0 = 1_767_225_600_000;
 const NOW = T0 + 60_000;
 
-const deployment = (
-  status: DeploymentStatus,
-  replicas: number,
-  over: Partial<Deployment> = {},
-): Deployment => ({
-  id: "web",
-  spec: parseDeploymentSpec({ name: "web", replicas, service: { command: ["serve"] } }),
-  status,
-  version: 3,
-  execution: { name: "web", generation: 1, transitions: 2, startedAtMs: T0 },
-  stage: { enteredAtMs: T0, taskToken: "tok" },
-  nextRouteIndex: 0,
-  createdAtMs: T0,
-  updatedAtMs: T0,
-  ...over,
-});
+const deployment = (status: DeploymentStatus, replicas: number, over: Partial<Deployment> = {}): Deployment =>
+  webDeployment(replicas, {
+    status,
+    execution: { name: "web", generation: 1, transitions: 2, startedAtMs: T0 },
+    ...over,
+  });
 
-const route = (index: number, status: RouteStatus, over: Partial<Route> = {}): Route => ({
-  id: routeId("web", index),
-  deploymentId: "web",
-  index,
-  status,
-  version: 1,
-  sessionId: routeId("web", index),
-  execution: { name: routeId("web", index), generation: 1, transitions: 1, startedAtMs: T0 },
-  stage: { enteredAtMs: T0, taskToken: `tok-${index}` },
-  health: initialHealth(NOW - 1_000),
-  createdAtMs: T0,
-  updatedAtMs: T0,
-  ...over,
-});
+/** A route that has entered its status (one transition), checked since a second ago. */
+const route = (index: number, status: RouteStatus, over: Partial<Route> = {}): Route =>
+  webRoute(index, status, {
+    execution: { name: routeId("web", index), generation: 1, transitions: 1, startedAtMs: T0 },
+    health: initialHealth(NOW - 1_000),
+    ...over,
+  });
 
 const sessions = (...entries: [number, SessionStatus, string?][]): Map<string, BackingSession> =>
   new Map(
