@@ -176,7 +176,13 @@ describe("independent tasks", () => {
       resources: { cpu: 1, memoryMiB: 64 },
       command: sh(`case "$CAIRN_TASK_INDEX" in 0) exit 1;; 1) sleep 4; exit 2;; *) exec sleep 60;; esac`),
     });
-    const afterFirst = await waitForJob(id, (s) => s.tasks[0]?.finished === true, "the first failure");
+    // Task 0 fails at once, perhaps before its siblings run (under load): the job is RUNNING once
+    // task 2 runs, and must still be after the first failure.
+    const afterFirst = await waitForJob(
+      id,
+      (s) => s.tasks[0]?.finished === true && (s.tasks[2]?.state === "RUNNING" || s.job.final !== undefined),
+      "the first failure, with task 2 running",
+    );
     expect(afterFirst.tasks[0]?.state).toBe("FAILED");
     expect(afterFirst.state).toBe("RUNNING");
     expect(afterFirst.job.final).toBeUndefined();
