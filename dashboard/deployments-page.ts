@@ -5,14 +5,14 @@
  * and replicas wrote (names, commands, probe and history messages) reaches the page only through
  * `html`, escaped.
  */
-import { liveRoutes } from "../functions/core/deployments/handlers.ts";
+import { replicaCounts } from "../functions/core/deployments/handlers.ts";
 import type {
   Deployment,
   DeploymentWithRoutes,
   FamilyHistoryRecord,
   Route,
 } from "../functions/core/deployments/model.ts";
-import { DeploymentStatus, RouteStatus } from "../functions/core/deployments/tables.ts";
+import { DeploymentStatus } from "../functions/core/deployments/tables.ts";
 import { StateMachineName } from "../functions/topology/index.ts";
 import type { DashboardDeployments, Executions } from "./deps.ts";
 import { duration, html, isoTime, type Html } from "./html.ts";
@@ -28,21 +28,6 @@ export const NO_DEPLOYMENTS_WHY = "Deployments are not readable through this con
 export interface DeploymentRow {
   readonly deployment: Deployment;
   readonly routes?: readonly Route[];
-}
-
-export interface ReplicaCounts {
-  readonly asked: number;
-  /** Routes that count as replicas (core's liveRoutes: neither TERMINATING nor TERMINATED). */
-  readonly live: number;
-  readonly healthy: number;
-}
-
-export function replicaCounts(deployment: Deployment, routes: readonly Route[]): ReplicaCounts {
-  return {
-    asked: deployment.spec.replicas,
-    live: liveRoutes(routes).length,
-    healthy: routes.filter((r) => r.status === RouteStatus.HEALTHY).length,
-  };
 }
 
 /** Every deployment by name, with its routes read where they count (as `cairn deployment list`). */

@@ -2,7 +2,7 @@
  * The JSON shapes `cairn deployment` prints (`--output json`), as views.ts's for sessions:
  * stable field names, ISO 8601 times, `null` for what is not known yet. Pure.
  */
-import { liveRoutes } from "../../functions/core/deployments/handlers.ts";
+import { replicaCounts, type ReplicaCounts } from "../../functions/core/deployments/handlers.ts";
 import type {
   Deployment,
   DeploymentWithRoutes,
@@ -12,14 +12,6 @@ import type {
 import type { DeploymentSpec } from "../../functions/core/deployments/spec.ts";
 import { RouteStatus } from "../../functions/core/deployments/tables.ts";
 import { iso } from "./views.ts";
-
-export interface ReplicaCounts {
-  /** What the spec asks for (the latest `deployment scale`). */
-  readonly asked: number;
-  /** Routes that count as replicas: every route not TERMINATING or TERMINATED. */
-  readonly live: number;
-  readonly healthy: number;
-}
 
 export interface RouteHealthView {
   readonly lastProbeAt: string | null;
@@ -87,14 +79,6 @@ export interface RoutesView {
   /** False: TERMINATED routes are left out (`--all` includes them). */
   readonly all: boolean;
   readonly routes: readonly RouteView[];
-}
-
-export function replicaCounts(deployment: Deployment, routes: readonly Route[]): ReplicaCounts {
-  return {
-    asked: deployment.spec.replicas,
-    live: liveRoutes(routes).length,
-    healthy: routes.filter((r) => r.status === RouteStatus.HEALTHY).length,
-  };
 }
 
 export function deploymentView(

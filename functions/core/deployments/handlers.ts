@@ -142,6 +142,23 @@ export function liveRoutes(routes: readonly Route[]): Route[] {
   return routes.filter((r) => r.status !== RouteStatus.TERMINATING && r.status !== RouteStatus.TERMINATED);
 }
 
+/** A deployment's replicas as people read them (`cairn deployment`, the dashboard). */
+export interface ReplicaCounts {
+  /** What the spec asks for (the latest scale). */
+  readonly asked: number;
+  /** Routes that count as replicas (liveRoutes: neither TERMINATING nor TERMINATED). */
+  readonly live: number;
+  readonly healthy: number;
+}
+
+export function replicaCounts(deployment: Deployment, routes: readonly Route[]): ReplicaCounts {
+  return {
+    asked: deployment.spec.replicas,
+    live: liveRoutes(routes).length,
+    healthy: routes.filter((r) => r.status === RouteStatus.HEALTHY).length,
+  };
+}
+
 /** Which routes go first when a deployment has too many: the least useful, then the newest. */
 const REMOVAL_ORDER: readonly RouteStatus[] = [
   RouteStatus.FAILED_TO_START,
