@@ -16,6 +16,7 @@ import { routeError, stageCompletion } from "../functions/core/transitions.ts";
 interface AslState {
   Type: string;
   Resource?: string;
+  OutputPath?: string;
   Parameters?: Record<string, unknown> & { Payload?: Record<string, unknown> & { status?: string } };
   Retry?: { ErrorEquals: string[]; MaxAttempts?: number }[];
   Error?: string;
@@ -71,6 +72,14 @@ function stateFor(status: string): string {
   return found[0]!;
 }
 
+/** The state a retried run records PENDING in before its backoff (TERMINATING's requeue route). */
+function requeuedState(): string {
+  const catcher = state(stateFor("TERMINATING")).Catch?.find((c) =>
+    c.ErrorEquals.includes(routeError(STAGES.TERMINATING.onRequeue!)),
+  );
+  return state(catcher!.Next).Next!;
+}
+
 /**
  * Edges of the ASL, from status to status: a callback state's own `Next` (its first success
  * status, completed with SendTaskSuccess), and each `Cairn.To.<STATUS>` it catches, through the
@@ -124,7 +133,8 @@ function coreEdges(): Set<string> {
   for (const stage of Object.values(STAGES)) {
     add(stage.status, stage.onCancel);
     add(stage.status, stage.onExpired);
-    add(stage.status, stage.onRequeue);
+    // A retried run goes back to PENDING through Requeued: from PENDING too (a run never placed).
+    if (stage.onRequeue !== undefined) edges.add(`${stage.status}->${stage.onRequeue}`);
     add(stage.status, stage.onPreempt);
     add(stage.status, stage.onFail);
   }
@@ -152,7 +162,7 @@ describe("session-lifecycle.asl.json against the core's tables", () => {
     expect(s.TimeoutSecondsPath).toBe(`$.timeouts.${status.toLowerCase()}`);
   });
 
-  test.each(WAITING_SESSION_STATUSES)(
+  test.each(WAITING_SESSION_STATUSES.filter((s) => s !== "PENDING"))(
     "a %s timeout routes as EXPIRED to the stage's expiry status",
     (status) => {
       const catcher = state(stateFor(status)).Catch?.find((c) => c.ErrorEquals.includes("States.Timeout"));
@@ -163,6 +173,44 @@ describe("session-lifecycle.asl.json against the core's tables", () => {
       expect(statusOf(expired.Next!)).toBe(STAGES[status].onExpired);
     },
   );
+
+  test("a PENDING timeout is judged as EXPIRED, then leads to CANCELLED or, retried, to Requeued", () => {
+    const catcher = state(stateFor("PENDING")).Catch?.find((c) => c.ErrorEquals.includes("States.Timeout"));
+    expect(catcher, "PENDING catches States.Timeout").toBeDefined();
+    const expired = state(catcher!.Next);
+    expect(expired.Type).toBe("Pass");
+    expect(expired.Result).toMatchObject({
+      from: "PENDING",
+      to: STAGES.PENDING.onExpired,
+      result: "EXPIRED",
+    });
+    expect(expired.ResultPath).toBe("$.transition");
+    // The judgment (functions/app/expiry-judge.ts) gets the execution's data and returns it.
+    const judge = state(expired.Next!);
+    expect(judge.Resource).toBe("arn:aws:states:::lambda:invoke");
+    expect(judge.Parameters?.Payload).toEqual({
+      judge: "expiry",
+      "sessionId.$": "$.sessionId",
+      "timeouts.$": "$.timeouts",
+      "transition.$": "$.transition",
+    });
+    expect(judge.OutputPath).toBe("$.Payload");
+    expect(judge.Catch?.map((c) => c.Next)).toEqual(["RecordFailure"]);
+    const route = state(judge.Next!);
+    expect(route.Type).toBe("Choice");
+    expect(route.Choices).toEqual([
+      { Variable: "$.transition.to", StringEquals: STAGES.PENDING.onRequeue, Next: requeuedState() },
+    ]);
+    expect(statusOf(route.Default!)).toBe(STAGES.PENDING.onExpired);
+  });
+
+  test("the coordinator retries a run never placed through the same Requeued state", () => {
+    const catcher = state(stateFor("PENDING")).Catch?.find((c) =>
+      c.ErrorEquals.includes(routeError(STAGES.PENDING.onRequeue!)),
+    );
+    expect(catcher, "PENDING routes a requeue").toBeDefined();
+    expect(state(catcher!.Next).Next).toBe(requeuedState());
+  });
 
   test("STAGES agrees with the handler that governs each stage", () => {
     for (const stage of Object.values(STAGES)) {
@@ -202,8 +250,14 @@ describe("session-lifecycle.asl.json against the core's tables", () => {
     expect(elapsed.Next).toBe(stateFor("PENDING"));
   });
 
-  test("no Choice state: the happy path is one state per stage", () => {
-    expect(Object.values(states).filter((st) => st.Type === "Choice")).toEqual([]);
+  test("the happy path is one state per stage: the only Choice is after PENDING's timer", () => {
+    const choices = Object.entries(states).filter(([, st]) => st.Type === "Choice");
+    expect(choices.map(([name]) => name)).toEqual(["PendingExpiryJudged"]);
+    const happy = new Set<string>();
+    for (let at: string | undefined = asl.StartAt; at !== undefined && !happy.has(at); at = state(at).Next) {
+      happy.add(at);
+    }
+    expect([...happy].filter((name) => state(name).Type === "Choice")).toEqual([]);
   });
 
   test("every state is reachable from StartAt", () => {

@@ -10,6 +10,7 @@ import type { HistoryEvent } from "@aws-sdk/client-sfn";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { handler as enterStageHandler } from "../functions/handlers/enter-stage.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
+import { parseRetryPolicy } from "../functions/core/retry/policy.ts";
 import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
 import { MAX_PAYLOAD_BYTES, type FaultOptions } from "../local/stepfunctions/index.ts";
 import { Coordinator } from "../functions/app/coordinator.ts";
@@ -63,6 +64,50 @@ async function executionOf(sessionId: string) {
 const bytes = (text: string | undefined) => (text === undefined ? 0 : Buffer.byteLength(text, "utf8"));
 
 describe("AWS faults, end to end (issue 11)", () => {
+  test("lost responses of the PENDING expiry's judgment and of Requeued: the retried run is recorded and counted once", async () => {
+    const policy = `unsched-${Date.now().toString(36)}`;
+    await rt.store.createRetryPolicy(
+      parseRetryPolicy({
+        apiVersion: "cairn.dev/v1",
+        kind: "RetryPolicy",
+        metadata: { name: policy },
+        spec: { rules: [{ action: "Retry", onConditions: ["Unschedulable"], retryLimit: 1 }] },
+      }),
+      Date.now(),
+    );
+    switchFaults({
+      rules: [
+        { fault: "lose-lambda-response", state: "JudgePendingExpiry", count: 1 },
+        { fault: "lose-lambda-response", state: "Requeued", count: 1 },
+      ],
+    });
+    const id = newId("lost-requeue");
+    // 64 cpu: no agent holds it; PENDING expires after 1 s, twice.
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "lost-requeue",
+        resources: { cpu: 64, memoryMiB: 64 },
+        command: sh("true"),
+        timeouts: { pending: 1 },
+        retry: { policies: [policy] },
+      },
+    });
+    const s = await rt.waitForEnd(id, 30_000);
+    expect(rt.runtime.stepFunctions.faults.fired.map((f) => f.state)).toEqual([
+      "JudgePendingExpiry",
+      "Requeued",
+    ]);
+    expect(s.session.status).toBe("CANCELLED");
+    // Each entry ran twice; the session moved on by one run, with one record.
+    expect(s.session.runIndex).toBe(1);
+    expect(s.session.retry).toMatchObject({ totalRetries: 1 });
+    expect((await rt.store.listRuns(id)).map((r) => [r.runIndex, r.decision])).toEqual([[0, "retry"]]);
+    const history = await rt.store.listHistory(id);
+    expect(history.filter((h) => h.result === "REQUEUED")).toHaveLength(2);
+    await assertLifecycleInvariants(rt);
+  });
+
   test("a lost EnterStage response in a callback state: the retry replaces the token, a late first attempt cannot undo it, the session carries on", async () => {
     switchFaults({ rules: [{ fault: "lose-lambda-response", state: "Running", count: 1 }] });
     const id = newId("lost-response");

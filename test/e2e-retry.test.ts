@@ -6,7 +6,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { HistoryRecord, RunRecord, SessionWithKernels } from "../functions/core/model.ts";
 import { RETRY_CONFIG_DEFAULTS } from "../functions/core/retry/config.ts";
-import { evaluateRetry, INITIAL_RETRY_STATE } from "../functions/core/retry/evaluate.ts";
 import { parseRetryPolicy } from "../functions/core/retry/policy.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
 import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
@@ -233,7 +232,7 @@ describe("retries, end to end", () => {
     expect(await rt.store.getSession(orphan)).toBeUndefined();
   });
 
-  test("a pending timeout ends the kernels Unschedulable, which a rule on that condition matches", async () => {
+  test("a pending timeout ends the kernels Unschedulable, and a rule on that condition retries the run", async () => {
     const name = await policy({
       rules: [{ action: "Retry", onConditions: ["Unschedulable"], retryLimit: 1 }],
     });
@@ -249,11 +248,26 @@ describe("retries, end to end", () => {
         retry: { policies: [name] },
       },
     });
-    const { s, history } = await finished(id);
+    const { s, runs, history } = await finished(id);
+    // Run 0 expired and was retried by the rule; run 1 expired with the rule's one retry used.
     expect(s.session.status).toBe("CANCELLED");
-    expect(history.find((h) => h.fromStatus === "PENDING" && h.toStatus === "CANCELLED")).toMatchObject({
-      result: "EXPIRED",
-    });
+    expect(s.session.runIndex).toBe(1);
+    expect(runs).toEqual([
+      expect.objectContaining({
+        runIndex: 0,
+        decision: "retry",
+        outcome: "UNSCHEDULABLE",
+        kernels: [expect.objectContaining({ outcome: "UNSCHEDULABLE", condition: "Unschedulable" })],
+      }),
+    ]);
+    expect(history.filter((h) => h.result === "REQUEUED").map((h) => [h.fromStatus, h.toStatus])).toEqual([
+      ["PENDING", "PENDING"],
+      ["PENDING", "PENDING"],
+    ]);
+    const expired = history.find((h) => h.fromStatus === "PENDING" && h.toStatus === "CANCELLED");
+    expect(expired).toMatchObject({ result: "EXPIRED" });
+    expect(expired?.message).toContain(`${name} rule 0 (Retry) matched kernel 0`);
+    expect(expired?.message).toContain("1 retry is used up");
     expect(s.kernels).toEqual([
       expect.objectContaining({
         index: 0,
@@ -262,15 +276,6 @@ describe("retries, end to end", () => {
         condition: "Unschedulable",
       }),
     ]);
-    const stored = await rt.store.getRetryPolicy(name);
-    expect(
-      evaluateRetry({
-        run: { startedRunning: false, kernels: s.kernels },
-        policies: [stored!],
-        state: INITIAL_RETRY_STATE,
-        config: RETRY_CONFIG_DEFAULTS,
-      }),
-    ).toMatchObject({ action: "retry", basis: "rule", matchedRule: { policy: name, index: 0 } });
   });
 
   test("without a policy the failure budget decides: maxRetriesFailure 1 allows one retry", async () => {

@@ -50,6 +50,7 @@ import type { TemplateRepository } from "../core/ports/template-store.ts";
 import { Preemption } from "./preemption.ts";
 import { Repair } from "./repair.ts";
 import { RetryCatalog } from "./retry-catalog.ts";
+import { judgeExpiry, type ExpiryJudged, type ExpiryJudgement } from "./expiry-judge.ts";
 import { AgentCache, RunSnapshot } from "./snapshot.ts";
 
 export interface CoordinatorDeps {
@@ -303,6 +304,18 @@ export class Coordinator {
     dirty.sessions.add(sessionId);
     const { passes, completed } = await this.#progress(dirty, snapshot, false);
     return { passes, completed };
+  }
+
+  /**
+   * The PENDING timer ran out before any pass judged the expiry (the execution's
+   * JudgePendingExpiry state): judged with the same catalog a pass would read (expiry-judge.ts).
+   */
+  judgeExpiry(input: ExpiryJudgement): Promise<ExpiryJudged> {
+    return judgeExpiry(input, {
+      store: this.#d.store,
+      clock: this.#d.clock,
+      retryCatalog: (s) => this.#retryCatalog(s),
+    });
   }
 
   /**

@@ -440,6 +440,10 @@ async function recordFailure(
 function alreadyEntered({ session }: SessionWithKernels, input: EnterStageInput): boolean {
   if (session.status !== input.status) return false;
   const t = input.transition;
+  // A retried run's entry moves the session on to the next run: one already past it was entered
+  // (a PENDING → PENDING requeue of a run never placed holds no token to tell by).
+  const retried = t.run?.runIndex ?? t.runIndex;
+  if (t.requeue !== undefined && retried !== undefined && session.runIndex > retried) return true;
   if (t.from === input.status && session.stage.taskToken === undefined) return false;
   return input.taskToken === undefined
     ? t.from !== input.status

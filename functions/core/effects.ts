@@ -235,18 +235,7 @@ export function stageEntryWrite({
             }
             // Never placed in time: seed 002's `Unschedulable` condition, so a rule on it matches.
             if (endsUnplaced(transition)) {
-              return {
-                index: k.index,
-                status: kernelStatus,
-                outcome: AttemptOutcome.UNSCHEDULABLE,
-                condition: TerminationCondition.Unschedulable,
-                message:
-                  transition.message ??
-                  (transition.result === SchedulingResult.EXPIRED
-                    ? "not placed before the pending timeout"
-                    : "placement gave up"),
-                finishedAtMs: nowMs,
-              };
+              return { index: k.index, status: kernelStatus, ...unplacedEnd(transition, nowMs) };
             }
             // The run could never start: each kernel ends FAILED with its own error, if it had one.
             if (transition.result === "FAILED") {
@@ -305,6 +294,21 @@ export function endsUnplaced(t: StageTransition): boolean {
     t.to === SessionStatus.CANCELLED &&
     (t.result === SchedulingResult.EXPIRED || t.result === SchedulingResult.GIVE_UP)
   );
+}
+
+/** How each kernel of a run that was never placed ends (endsUnplaced): what a retry rule reads. */
+export function unplacedEnd(
+  t: StageTransition,
+  nowMs: number,
+): Required<Pick<Kernel, "outcome" | "condition" | "message" | "finishedAtMs">> {
+  return {
+    outcome: AttemptOutcome.UNSCHEDULABLE,
+    condition: TerminationCondition.Unschedulable,
+    message:
+      t.message ??
+      (t.result === SchedulingResult.EXPIRED ? "not placed before the pending timeout" : "placement gave up"),
+    finishedAtMs: nowMs,
+  };
 }
 
 /**

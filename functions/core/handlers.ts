@@ -155,8 +155,9 @@ export interface StageSpec {
   /** Status a cancel request leads to from this stage. */
   readonly onCancel: SessionStatus;
   /**
-   * Status a finished run goes back to when it is retried (issue 5: budgets and retry
-   * policies). Only TERMINATING has one: a run is judged once all its kernels have ended.
+   * Status a run goes back to when it is retried (issue 5: budgets and retry policies): from
+   * TERMINATING once all its kernels have ended; from PENDING when it was never placed and a
+   * rule on `Unschedulable` retries it (issue 16, coordinator/finished-run.ts).
    */
   readonly onRequeue?: SessionStatus;
   /**
@@ -180,6 +181,7 @@ export const STAGES: Readonly<Record<WaitingSessionStatus, StageSpec>> = {
     onGiveUp: S.CANCELLED,
     onSuccess: [S.SCHEDULED],
     onCancel: S.CANCELLED,
+    onRequeue: S.PENDING,
     onFail: S.TERMINATED,
   },
   SCHEDULED: {

@@ -4,6 +4,7 @@ import { wire, type Wiring } from "./wiring.ts";
 import { enterStage, StageEntryError, type EnterStageInput } from "../app/enter-stage.ts";
 import type { SessionStatus } from "../core/status.ts";
 import { isTransient } from "../app/retryable.ts";
+import { isExpiryJudgement, type ExpiryJudged, type ExpiryJudgement } from "../app/expiry-judge.ts";
 import { recordStageEntry } from "./metrics.ts";
 import { createTelemetry, instrumented, type Telemetry } from "./telemetry.ts";
 
@@ -22,8 +23,12 @@ export class TransientError extends Error {
   readonly retryable = true;
 }
 
-export async function handler(event: EnterStageInput): Promise<{ status: SessionStatus }> {
-  checkInput(event);
+export async function handler(event: EnterStageInput): Promise<{ status: SessionStatus }>;
+export async function handler(event: ExpiryJudgement): Promise<ExpiryJudged>;
+export async function handler(
+  event: EnterStageInput | ExpiryJudgement,
+): Promise<{ status: SessionStatus } | ExpiryJudged> {
+  if (!isExpiryJudgement(event)) checkInput(event);
   if (!wired) {
     const config = loadConfig();
     const telemetry = await createTelemetry(config);
@@ -31,6 +36,10 @@ export async function handler(event: EnterStageInput): Promise<{ status: Session
   }
   const { wiring, telemetry } = wired;
   try {
+    // The PENDING timer's judgment (JudgePendingExpiry) is the coordinator's, run here.
+    if (isExpiryJudgement(event)) {
+      return await instrumented(telemetry, "JudgeExpiry", () => wiring.coordinator.judgeExpiry(event));
+    }
     return await instrumented(telemetry, "EnterStage", async () => {
       const entered = await enterStage(event, wiring.enterStage);
       recordStageEntry(telemetry.metrics, entered.status);

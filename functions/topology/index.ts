@@ -69,7 +69,7 @@ export const FUNCTIONS: readonly FunctionDecl[] = [
     name: FunctionName.EnterStage,
     entry: "functions/handlers/enter-stage.ts",
     description:
-      "Records a session's status, task token and entry time as its execution enters a state, then takes the session's next step",
+      "Records a session's status, task token and entry time as its execution enters a state, then takes the session's next step; judges an expired PENDING stage",
     timeoutSeconds: 30,
     memoryMiB: 256,
     // Stops what a session leaves running when it leaves its agents; takes the session's next

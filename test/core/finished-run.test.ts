@@ -1,11 +1,14 @@
 /**
- * A run leaving TERMINATING, judged by the pure core (core/coordinator/finished-run.ts): over,
- * or retried back to PENDING with its backoff, the retry state it spends and its record.
+ * A run leaving TERMINATING, or never placed, judged by the pure core
+ * (core/coordinator/finished-run.ts): over, or retried back to PENDING with its backoff, the
+ * retry state it spends and its record.
  */
 import { describe, expect, test } from "vitest";
 import { judgeFinishedRun, runNeedsRetryCatalog } from "../../functions/core/coordinator/finished-run.ts";
 import type { SessionWithKernels, StageTransition } from "../../functions/core/model.ts";
 import { RETRY_CONFIG_DEFAULTS } from "../../functions/core/retry/config.ts";
+import { INITIAL_RETRY_STATE } from "../../functions/core/retry/evaluate.ts";
+import { parseRetryPolicy } from "../../functions/core/retry/policy.ts";
 import { newSession, T0 } from "../store-fixtures.ts";
 
 const ended: StageTransition = {
@@ -123,5 +126,80 @@ describe("a finished run, judged", () => {
     };
     expect(runNeedsRetryCatalog(ran([3]), other)).toBe(false);
     expect(judgeFinishedRun(ran([3]), other, NOW)).toBe(other);
+  });
+});
+
+describe("a run never placed (PENDING → CANCELLED), judged", () => {
+  const expired: StageTransition = {
+    from: "PENDING",
+    to: "CANCELLED",
+    result: "EXPIRED",
+    handler: "Lifecycle",
+    message: "pending stage timed out",
+  };
+  const gaveUp: StageTransition = { ...expired, result: "GIVE_UP", handler: "ScheduleNewSessions" };
+  const waiting = (more: Partial<SessionWithKernels["session"]> = {}): SessionWithKernels => {
+    const s = newSession("s-wait", { status: "PENDING", replicas: 2 });
+    return { session: { ...s.session, ...more }, kernels: s.kernels };
+  };
+  const policy = (rule: Record<string, unknown>) =>
+    parseRetryPolicy({
+      apiVersion: "cairn.dev/v1",
+      kind: "RetryPolicy",
+      metadata: { name: "unsched" },
+      spec: { rules: [{ action: "Retry", retryLimit: 1, ...rule }] },
+    });
+  const withRule = { config: RETRY_CONFIG_DEFAULTS, policies: [policy({ onConditions: ["Unschedulable"] })] };
+
+  test.each([
+    ["expired", expired],
+    ["gave up", gaveUp],
+  ])(
+    "%s, under a rule on Unschedulable: retried as a new run from PENDING, its kernels recorded Unschedulable",
+    (_, t) => {
+      const s = waiting();
+      expect(runNeedsRetryCatalog(s, t)).toBe(true);
+      expect(() => judgeFinishedRun(s, t, NOW)).toThrow(/needs the retry catalog/);
+      const judged = judgeFinishedRun(s, t, NOW, withRule);
+      expect(judged).toMatchObject({ from: "PENDING", to: "PENDING", result: "REQUEUED", handler: "Retry" });
+      expect(judged.requeue).toMatchObject({ delaySeconds: 0, avoidAgentIds: [] });
+      expect(judged.requeue?.retry).toMatchObject({ totalRetries: 1, ruleRetries: { "unsched#0": 1 } });
+      expect(judged.run).toMatchObject({ runIndex: 0, decision: "retry", outcome: "UNSCHEDULABLE" });
+      expect(judged.run?.kernels).toEqual(
+        [0, 1].map((index) => ({
+          index,
+          status: "PENDING",
+          outcome: "UNSCHEDULABLE",
+          condition: "Unschedulable",
+          message: "pending stage timed out",
+          finishedAtMs: NOW,
+        })),
+      );
+    },
+  );
+
+  test("its rule's retries used up: CANCELLED as it was, the rule's reason added", () => {
+    const s = waiting({
+      retry: { ...INITIAL_RETRY_STATE, totalRetries: 1, ruleRetries: { "unsched#0": 1 } },
+    });
+    const judged = judgeFinishedRun(s, expired, NOW, withRule);
+    expect(judged).toMatchObject({ from: "PENDING", to: "CANCELLED", result: "EXPIRED" });
+    expect(judged.message).toBe(
+      "pending stage timed out; unsched rule 0 (Retry) matched kernel 0 (condition Unschedulable), but its 1 retry is used up (rule limit)",
+    );
+    expect(judged.run).toBeUndefined();
+  });
+
+  test("no policy, or a rule on another condition: the budgets never retry it, and nothing is added", () => {
+    const none = judgeFinishedRun(waiting(), expired, NOW, catalog);
+    expect(none).toEqual(expired);
+    const other = { config: RETRY_CONFIG_DEFAULTS, policies: [policy({ onConditions: ["OOMKilled"] })] };
+    expect(judgeFinishedRun(waiting(), expired, NOW, other)).toMatchObject({ to: "CANCELLED" });
+  });
+
+  test("a cancel request is never retried, and needs no catalog", () => {
+    const s = waiting({ cancelRequestedAtMs: T0 });
+    expect(runNeedsRetryCatalog(s, expired)).toBe(false);
+    expect(judgeFinishedRun(s, expired, NOW)).toEqual(expired);
   });
 });

@@ -1,8 +1,8 @@
 /**
  * The lifecycle execution, stood in by a small interpreter of the real ASL
  * (statemachines/session-lifecycle.asl.json) on a simulated clock: the states the file uses
- * (Pass, callback and plain Lambda Task, Wait, Fail), the JSONPath it uses, Catch by error name,
- * and TimeoutSecondsPath as the callback's timer. It answers the SDK commands the real
+ * (Pass, callback and plain Lambda Task, Wait, Choice on StringEquals, Fail), the JSONPath it
+ * uses, OutputPath, Catch by error name, and TimeoutSecondsPath as the callback's timer. It answers the SDK commands the real
  * LifecycleExecutions adapter sends (StartExecution, SendTaskSuccess/Failure, DescribeExecution),
  * so the coordinator talks to it through that adapter exactly as it talks to Step Functions.
  *
@@ -14,6 +14,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { EnterStageInput } from "../../functions/app/enter-stage.ts";
+import type { ExpiryJudgement } from "../../functions/app/expiry-judge.ts";
 
 type Json = unknown;
 type Data = Record<string, Json>;
@@ -25,10 +26,13 @@ interface AslState {
   readonly Result?: Json;
   readonly ResultPath?: string | null;
   readonly ResultSelector?: Data;
+  readonly OutputPath?: string;
   readonly Resource?: string;
   readonly TimeoutSecondsPath?: string;
   readonly SecondsPath?: string;
   readonly Catch?: readonly { ErrorEquals: readonly string[]; ResultPath?: string; Next: string }[];
+  readonly Choices?: readonly { Variable: string; StringEquals: string; Next: string }[];
+  readonly Default?: string;
   readonly Next?: string;
   readonly End?: boolean;
 }
@@ -74,7 +78,8 @@ export interface Execution {
 
 export interface DriverDeps {
   readonly nowMs: () => number;
-  readonly enterStage: (input: EnterStageInput) => Promise<unknown>;
+  /** Every plain or callback Lambda Task's payload: a state's entry, or a judgment (expiry-judge.ts). */
+  readonly enterStage: (input: EnterStageInput | ExpiryJudgement) => Promise<unknown>;
   readonly log: (line: string) => void;
 }
 
@@ -272,7 +277,8 @@ export class LifecycleDriver {
             State: { Name: name, EnteredTime: new Date(nowMs).toISOString(), RetryCount: 0 },
           };
           const params = state.Parameters ?? {};
-          const payload = resolveTemplate(params["Payload"] as Data, e.data, context) as EnterStageInput;
+          const payload = resolveTemplate(params["Payload"] as Data, e.data, context) as
+            EnterStageInput | ExpiryJudgement;
           if (callback) {
             const timeoutSec =
               state.TimeoutSecondsPath !== undefined
@@ -287,7 +293,7 @@ export class LifecycleDriver {
             };
           }
           this.#deps.log(
-            `  sfn: ${e.name} ${name} → EnterStage ${payload.status} (${payload.transition.handler} ${payload.transition.result})`,
+            `  sfn: ${e.name} ${name} → EnterStage ${"judge" in payload ? `judge ${payload.judge}` : payload.status} (${payload.transition.handler} ${payload.transition.result})`,
           );
           let out: unknown;
           try {
@@ -309,7 +315,15 @@ export class LifecycleDriver {
             ? resolveTemplate(state.ResultSelector, { Payload: out }, {})
             : { Payload: out };
           e.data = setPath(e.data, state.ResultPath, result);
+          if (state.OutputPath !== undefined) e.data = readPath(state.OutputPath, e.data, {}) as Data;
           e.state = this.#next(state, e);
+          break;
+        }
+        case "Choice": {
+          const chosen = state.Choices?.find((c) => readPath(c.Variable, e.data, {}) === c.StringEquals);
+          const next = chosen?.Next ?? state.Default;
+          if (next === undefined) throw new Error(`Choice ${name} matched nothing and has no Default`);
+          e.state = next;
           break;
         }
         default:

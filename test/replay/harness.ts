@@ -16,6 +16,7 @@ import type { SFNClient } from "@aws-sdk/client-sfn";
 import { LifecycleExecutions } from "../../functions/adapters/sfn/lifecycle-executions.ts";
 import { Coordinator } from "../../functions/app/coordinator.ts";
 import { enterStage, type EnterStageDeps } from "../../functions/app/enter-stage.ts";
+import { isExpiryJudgement } from "../../functions/app/expiry-judge.ts";
 import { KernelCommands } from "../../functions/app/kernel-commands.ts";
 import type { AgentChannelPort, EventsPort } from "../../functions/app/ports.ts";
 import type { SessionStatusChangedDetailInput } from "../../functions/app/event-types.ts";
@@ -293,7 +294,8 @@ export class Replay {
     };
     this.driver = new LifecycleDriver({
       nowMs: () => this.nowMs,
-      enterStage: (input) => enterStage(input, enterDeps),
+      enterStage: (input) =>
+        isExpiryJudgement(input) ? this.coordinator.judgeExpiry(input) : enterStage(input, enterDeps),
       log: (line) => this.note(line),
     });
     const executions = new LifecycleExecutions(

@@ -1,16 +1,32 @@
 /**
- * A run that leaves TERMINATING is judged here (issue 5): retried — back to PENDING, with the
- * next run's backoff and the retry state it spends — or finished. Either way the transition
- * carries the run's record. Pure: the retry policies and configuration that apply are given.
+ * A run that ends is judged here (issue 5): retried — back to PENDING, with the next run's
+ * backoff and the retry state it spends — or finished. Two ends are judged:
+ *
+ * - a run leaving TERMINATING (TERMINATING → TERMINATED): the transition carries the run's
+ *   record either way;
+ * - a run never placed (PENDING → CANCELLED on the pending timeout or placement's give-up,
+ *   endsUnplaced): its kernels end UNSCHEDULABLE with Armada's condition `Unschedulable`
+ *   (seed 002, "Pod couldn't be scheduled"), so a rule on that condition retries it as a new run
+ *   (PENDING → Requeued → PENDING, recorded as a run). Without a policy the budgets never retry
+ *   it, and the session ends CANCELLED as seed 001's PENDING expiry says; that path records no
+ *   run. This departs from seed 001 only where a policy asks for it.
+ *
+ * Pure: the retry policies and configuration that apply are given.
  */
 import { STAGES } from "../handlers.ts";
 import type { SessionWithKernels, StageTransition } from "../model.ts";
 import type { RetryConfig } from "../retry/config.ts";
-import { evaluateRetry, INITIAL_RETRY_STATE } from "../retry/evaluate.ts";
+import {
+  evaluateRetry,
+  INITIAL_RETRY_STATE,
+  type RetryDecision,
+  type RetryVerdict,
+} from "../retry/evaluate.ts";
 import { failedKernels } from "../retry/match.ts";
 import type { RetryPolicy } from "../retry/policy.ts";
 import { runRecord, runStarted, runSucceeded } from "../runs.ts";
 import { AttemptOutcome, SessionStatus } from "../status.ts";
+import { endsUnplaced, unplacedEnd } from "../effects.ts";
 
 /** What a failed run's judgment reads besides the session: the catalog operators manage. */
 export interface RetryCatalogView {
@@ -21,9 +37,11 @@ export interface RetryCatalogView {
 
 /**
  * Whether judging the run needs the retry catalog: it ended a run that failed, was not
- * cancelled, and had kernels report how they ended. Otherwise the run is over without asking.
+ * cancelled, and had kernels report how they ended — or it was never placed and not cancelled.
+ * Otherwise the run is over without asking.
  */
 export function runNeedsRetryCatalog({ session, kernels }: SessionWithKernels, t: StageTransition): boolean {
+  if (endsUnplaced(t)) return session.cancelRequestedAtMs === undefined;
   return (
     endsRun(t) &&
     session.cancelRequestedAtMs === undefined &&
@@ -52,6 +70,7 @@ export function judgeFinishedRun(
   nowMs: number,
   catalog?: RetryCatalogView,
 ): StageTransition {
+  if (endsUnplaced(t)) return judgeUnplacedRun(s, t, nowMs, catalog);
   if (!endsRun(t)) return t;
   const { session, kernels } = s;
   const finished = (reason: string): StageTransition => ({
@@ -66,8 +85,37 @@ export function judgeFinishedRun(
     return finished("preempted while running, and the spec says rerunnable: false: not run again");
   }
   if (!catalog) throw new Error(`judging the failed run of ${session.id} needs the retry catalog`);
+  const decision = evaluate(s, catalog);
+  if (decision.action === "fail") return finished(decision.reason);
+  return requeued(s, SessionStatus.TERMINATING, decision, nowMs);
+}
+
+/**
+ * A run never placed: retried when a policy's rule (or default action) says so, otherwise `t`
+ * as it was (CANCELLED), with the policy's reason added when one decided.
+ */
+function judgeUnplacedRun(
+  s: SessionWithKernels,
+  t: StageTransition,
+  nowMs: number,
+  catalog: RetryCatalogView | undefined,
+): StageTransition {
+  if (s.session.cancelRequestedAtMs !== undefined) return t;
+  if (!catalog) throw new Error(`judging the unplaced run of ${s.session.id} needs the retry catalog`);
+  const ended: SessionWithKernels = {
+    session: s.session,
+    kernels: s.kernels.map((k) => ({ ...k, ...unplacedEnd(t, nowMs) })),
+  };
+  const decision = evaluate(ended, catalog);
+  if (decision.action === "retry") return requeued(ended, SessionStatus.PENDING, decision, nowMs);
+  if (decision.basis === "budget" || decision.basis === "not-retriable") return t;
+  const reason = decision.reason;
+  return { ...t, message: t.message !== undefined ? `${t.message}; ${reason}` : reason };
+}
+
+function evaluate({ session, kernels }: SessionWithKernels, catalog: RetryCatalogView): RetryDecision {
   const { policies: _named, ...budgets } = session.spec.retry ?? {};
-  const decision = evaluateRetry({
+  return evaluateRetry({
     run: { startedRunning: runStarted(kernels), kernels },
     policies: catalog.policies,
     state: session.retry ?? INITIAL_RETRY_STATE,
@@ -75,11 +123,19 @@ export function judgeFinishedRun(
     budgets,
     gracePeriodMs: 0,
   });
-  if (decision.action === "fail") return finished(decision.reason);
+}
+
+/** The run retried: back to PENDING through Requeued, with its record and the next run's wait. */
+function requeued(
+  s: SessionWithKernels,
+  from: typeof SessionStatus.TERMINATING | typeof SessionStatus.PENDING,
+  decision: RetryVerdict,
+  nowMs: number,
+): StageTransition {
   const avoidAgentIds = decision.avoidAgentId !== undefined ? [decision.avoidAgentId] : [];
   return {
-    from: SessionStatus.TERMINATING,
-    to: STAGES.TERMINATING.onRequeue ?? SessionStatus.PENDING,
+    from,
+    to: STAGES[from].onRequeue ?? SessionStatus.PENDING,
     result: "REQUEUED",
     handler: "Retry",
     message: decision.reason,
