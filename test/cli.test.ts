@@ -200,6 +200,8 @@ describe("parseCommandLine", () => {
       reason: "not needed any more",
     });
     expect(parse("cancel abc-1")).not.toHaveProperty("reason");
+    expect(parse("cancel abc-1")).toMatchObject({ force: false });
+    expect(parse("cancel abc-1 --force")).toMatchObject({ kind: "cancel", sessionId: "abc-1", force: true });
   });
 
   test("help: --help anywhere, -h, and `help COMMAND`", () => {

@@ -12,6 +12,7 @@ import { hpcJobState, hpcSessionState } from "../functions/core/hpc-view.ts";
 import { jobTasks, type TaskView } from "../functions/core/jobs.ts";
 import type { Job } from "../functions/core/model.ts";
 import { TERMINAL_SESSION_STATUSES } from "../functions/core/status.ts";
+import { runCairn } from "./support/cli.ts";
 import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
 let rt: TestRuntime;
@@ -156,5 +157,46 @@ describe("cancellation rules in the HPC view", () => {
         hpcJobState({ tasks: tasks.map((t) => t.hpcState), final: job.final!.state, cancelRequested: false }),
       ).toBe("Canceled");
     }
+  }, 60_000);
+  test("Force Cancel: a run whose agent stopped answering ends at once, Failed (HPC), its capacity given back", async () => {
+    const id = newId("force");
+    await rt.submit({
+      sessionId: id,
+      spec: { name: "stuck", resources: { cpu: 4, memoryMiB: 64 }, command: sh("exec sleep 60") },
+    });
+    await rt.waitForStatus(id, "RUNNING");
+    const agent = rt.runtime.agents[0]!;
+    // The agent stops answering, but is not yet lost (30 s): a plain cancel waits for its report.
+    process.kill(agent.pid, "SIGSTOP");
+    try {
+      await rt.cancel(id, "stuck");
+      const terminating = await rt.waitForStatus(id, "TERMINATING");
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect((await rt.store.getSession(id))?.session.status).toBe("TERMINATING");
+      expect(terminating.kernels.map((k) => k.status)).toEqual(["TERMINATING"]);
+
+      const run = await runCairn(rt.dataDir, ["cancel", id, "--force"]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain(`force cancel requested for session ${id} (it was TERMINATING)`);
+      const ended = await rt.waitForEnd(id, 15_000);
+      expect(ended.session.status).toBe("TERMINATED");
+      expect(ended.session.cancelForcedAtMs).toBeGreaterThan(ended.session.cancelRequestedAtMs!);
+      expect(ended.kernels).toEqual([
+        expect.objectContaining({
+          status: "TERMINATED",
+          outcome: "KILLED",
+          message: `force cancelled: killed without a grace period; its end was not waited for on agent ${agent.id}`,
+        }),
+      ]);
+      expect(hpcSessionState(ended.session, ended.kernels)).toBe("Failed");
+      expect((await rt.store.getAgent(agent.id))?.free.cpu).toBe(4);
+    } finally {
+      process.kill(agent.pid, "SIGCONT");
+    }
+    // The agent, answering again, kills the process; its late report changes nothing.
+    await new Promise((r) => setTimeout(r, 1_500));
+    const after = await rt.store.getSession(id);
+    expect(after?.session.status).toBe("TERMINATED");
+    expect(after?.kernels[0]?.message).toMatch(/^force cancelled/);
   }, 60_000);
 });

@@ -205,16 +205,26 @@ examples:
   cancel: {
     summary: "ask Cairn to cancel a session, or every task of a job",
     args: ["<SESSION_ID>"],
-    options: [["--reason <TEXT>", "why (recorded with the request)"], output],
+    options: [
+      ["--reason <TEXT>", "why (recorded with the request)"],
+      ["--force", "do not wait for the run to end: kill without a grace period and end it at once"],
+      output,
+    ],
     details: `A session that has not started its command ends CANCELLED; a running one is stopped and ends
 TERMINATED with result cancelled. Follow it with \`cairn get SESSION_ID\`. The id of a job of
-independent tasks cancels every task: follow it with \`cairn job get JOB_ID\`.`,
+independent tasks cancels every task: follow it with \`cairn job get JOB_ID\`.
+
+--force (HPC Pack's Force Cancel) is for a run whose end never comes, say on an agent that
+stopped answering: its kernels are killed without a grace period where their agents can be
+reached, and ended at once (KILLED) whether or not they confirm it; their capacity is given
+back. It may follow a plain cancel of the same session.`,
     exitCodes: READS,
     build: ({ args, values, common }) => ({
       ...common,
       kind: "cancel",
       sessionId: sessionIdValue(args[0]),
       ...optional("reason", reasonOption(text(values["reason"]))),
+      force: values["force"] === true,
     }),
   },
   "job get": {

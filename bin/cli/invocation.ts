@@ -54,7 +54,13 @@ export type Invocation =
   | (Common & { readonly kind: "get"; readonly sessionId: string })
   | (Common & { readonly kind: "history"; readonly sessionId: string })
   | (Common & { readonly kind: "list"; readonly status?: SessionStatus; readonly limit: number })
-  | (Common & { readonly kind: "cancel"; readonly sessionId: string; readonly reason?: string })
+  | (Common & {
+      readonly kind: "cancel";
+      readonly sessionId: string;
+      readonly reason?: string;
+      /** Force Cancel: the run's end is not waited for. */
+      readonly force: boolean;
+    })
   | (Common & { readonly kind: "job get" | "tasks"; readonly jobId: string })
   /** Drafts (issue 16 item 3). `file`: a path, or `-` for stdin. */
   | (Common & { readonly kind: "job create"; readonly file: string; readonly jobId?: string })

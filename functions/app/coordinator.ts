@@ -517,9 +517,10 @@ export class Coordinator {
           }
           case "cancel": {
             // A session, or a job of independent tasks (whose sessions are <id>-t<index>).
-            const sessionIds = (await this.#jobs.requestCancel(action.sessionId, action.reason, snapshot))
-              ? [action.sessionId]
-              : await this.#jobs.cancelJob(action.sessionId, action.reason, snapshot);
+            const { sessionId, reason, force } = action;
+            const sessionIds = (await this.#jobs.requestCancel(sessionId, reason, snapshot, force))
+              ? [sessionId]
+              : await this.#jobs.cancelJob(sessionId, reason, snapshot, force);
             if (sessionIds) outcome(undefined);
             done.push({ kind: "cancel-requested", action, sessionIds });
             break;

@@ -192,12 +192,19 @@ export class Jobs {
    * Sets a cancel request (once) on a live session; the coordinator's cancel pass carries it out.
    * Returns false when there is no such session.
    */
-  async requestCancel(sessionId: string, reason: string, snapshot?: RunSnapshot): Promise<boolean> {
+  async requestCancel(
+    sessionId: string,
+    reason: string,
+    snapshot?: RunSnapshot,
+    force = false,
+  ): Promise<boolean> {
     return rereadOnConflict(async () => {
       const s = snapshot ? await snapshot.session(sessionId) : await this.#d.store.getSession(sessionId);
       if (!s) return false;
       const { session } = s;
-      if (TERMINAL_SESSION_STATUSES.has(session.status) || session.cancelRequestedAtMs !== undefined)
+      if (TERMINAL_SESSION_STATUSES.has(session.status)) return true;
+      // Asked already; a force cancel may still follow a plain one (seed 004's Force Cancel).
+      if (session.cancelRequestedAtMs !== undefined && (!force || session.cancelForcedAtMs !== undefined))
         return true;
       const nowMs = this.#d.clock.nowMs();
       // Written or conflicting, the copy read is out of date either way.
@@ -208,6 +215,7 @@ export class Jobs {
         nowMs,
         cancelRequestedAtMs: nowMs,
         cancelReason: reason,
+        ...(force ? { cancelForcedAtMs: nowMs } : {}),
         history: [],
       });
       return true;
@@ -218,11 +226,16 @@ export class Jobs {
    * Cancels every live session of a job and of its descendants. Returns the sessions asked to
    * cancel (for the coordinator's cancel pass), or undefined when there is no such job.
    */
-  async cancelJob(jobId: string, reason: string, snapshot?: RunSnapshot): Promise<string[] | undefined> {
+  async cancelJob(
+    jobId: string,
+    reason: string,
+    snapshot?: RunSnapshot,
+    force = false,
+  ): Promise<string[] | undefined> {
     const job = await this.#d.store.getJob(jobId);
     if (!job) return undefined;
     const cancelled: string[] = [];
-    await this.#cancelTree(job, reason, new Set(), 0, cancelled, snapshot);
+    await this.#cancelTree(job, reason, new Set(), 0, cancelled, snapshot, force);
     return cancelled;
   }
 
@@ -233,16 +246,17 @@ export class Jobs {
     depth: number,
     out: string[],
     snapshot?: RunSnapshot,
+    force = false,
   ): Promise<void> {
     if (seen.has(job.id) || depth > MAX_CASCADE_DEPTH) return;
     seen.add(job.id);
     for (const sessionId of job.sessionIds) {
-      if (await this.requestCancel(sessionId, reason, snapshot)) out.push(sessionId);
+      if (await this.requestCancel(sessionId, reason, snapshot, force)) out.push(sessionId);
     }
     if (job.childIds.length === 0) return;
     const children = await this.#d.store.getJobs(job.childIds);
     for (const child of children) {
-      await this.#cancelTree(child, `parent job ${job.id} cancelled`, seen, depth + 1, out, snapshot);
+      await this.#cancelTree(child, `parent job ${job.id} cancelled`, seen, depth + 1, out, snapshot, force);
     }
   }
 

@@ -147,6 +147,8 @@ export interface SessionWrite {
   readonly cancelRequestedAtMs?: number;
   /** Why the cancel was requested (set once, with the request). */
   readonly cancelReason?: string;
+  /** A force cancel was asked for at this time (set once; with or after the cancel request). */
+  readonly cancelForcedAtMs?: number;
   /** A new run begins: runIndex + 1. */
   readonly runIndex?: "increment";
   /** Replaces the session's retry counters. */

@@ -141,6 +141,12 @@ export const SessionCancelRequestedDetailSchema = strictObject({
   sessionId: sessionIdSchema,
   /** Recorded in the session's history. */
   reason: messageSchema.optional(),
+  /**
+   * HPC Pack's Force Cancel (seed 004): the run's end is not waited for. Its kernels are killed
+   * without a grace period and ended at once, even when their agents cannot confirm it (an agent
+   * that stopped answering); their capacity is given back. May follow a plain cancel.
+   */
+  force: z.boolean().optional(),
 }).readonly();
 
 /** A draft's version (issue 16 item 3): 1 when created, one more at every change. */

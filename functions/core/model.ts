@@ -148,6 +148,12 @@ export interface Session {
   readonly task?: TaskIdentity;
   /** Why the cancel was requested (a user, the job's failure, a parent's end), for people. */
   readonly cancelReason?: string;
+  /**
+   * A force cancel was asked for at this time (HPC Pack's Force Cancel, seed 004): the run's end
+   * is not waited for — TERMINATING kills the kernels without a grace period and ends them at once,
+   * whether or not their agents confirm it.
+   */
+  readonly cancelForcedAtMs?: number;
   /** Set when a higher-priority session preempted this run; cleared when it is queued again. */
   readonly preemption?: PreemptionMark;
   /** Set when the session backs a deployment's route (issue 15): its start command carries it. */

@@ -81,6 +81,7 @@ function sessionItemAfter(s: Session, w: SessionWrite): Session {
   if (w.cancelRequestedAtMs !== undefined)
     next.cancelRequestedAtMs = s.cancelRequestedAtMs ?? w.cancelRequestedAtMs;
   if (w.cancelReason !== undefined) next.cancelReason = s.cancelReason ?? w.cancelReason;
+  if (w.cancelForcedAtMs !== undefined) next.cancelForcedAtMs = s.cancelForcedAtMs ?? w.cancelForcedAtMs;
   if (w.runIndex === "increment") next.runIndex = s.runIndex + 1;
   if (w.retry !== undefined) next.retry = w.retry;
   if (w.avoidAgentIds === null) delete next.avoidAgentIds;

@@ -155,3 +155,37 @@ describe("cancels", () => {
     expect(h.errors).toEqual([]);
   });
 });
+
+describe("force cancel (seed 004's Force Cancel)", () => {
+  test("a running session whose agent went silent ends TERMINATED in the cancel's own step, its capacity given back", async () => {
+    const h = await open("force-cancel");
+    const a = await h.register("agent-a", CAP);
+    await h.submit("s-001", { name: "stuck", command: ["sleep", "600"], resources: { cpu: 4 } });
+    expect((await h.session("s-001")).session.status, h.stepLog).toBe("RUNNING");
+    // Silent, not yet lost: a plain cancel would wait in TERMINATING for its report.
+    a.silent = true;
+    await h.put("force cancel s-001", {
+      source: "cairn.client",
+      detailType: "Session Cancel Requested",
+      detail: { sessionId: "s-001", reason: "stuck", force: true },
+    });
+    const done = await h.session("s-001");
+    expect(done.session.status, h.stepLog).toBe("TERMINATED");
+    expect(sessionResult(done)).toBe("cancelled");
+    expect(done.kernels.map((k) => [k.status, k.outcome])).toEqual([["TERMINATED", "KILLED"]]);
+    expect(done.kernels[0]?.message).toMatch(/^force cancelled: killed without a grace period/);
+    expect(hpcSessionState(done.session, done.kernels)).toBe("Failed");
+    expect((await h.store.getAgent("agent-a"))?.free.cpu).toBe(4);
+    expect(await h.history("s-001"), h.stepLog).toEqual([
+      "Submit SUBMITTED PENDING->PENDING",
+      "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
+      "PrepareSessions SUCCESS SCHEDULED->PREPARING",
+      "PromoteToPrepared SUCCESS PREPARING->PREPARED",
+      "StartSessions SUCCESS PREPARED->CREATING",
+      "PromoteToRunning SUCCESS CREATING->RUNNING",
+      "Cancel CANCELLED RUNNING->TERMINATING",
+      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+    ]);
+    expect(h.errors).toEqual([]);
+  });
+});

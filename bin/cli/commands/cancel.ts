@@ -1,6 +1,7 @@
 /**
- * `cairn cancel SESSION_ID [--reason TEXT]`: puts a cancel request for a session, or a job of
- * independent tasks, that exists and has not ended.
+ * `cairn cancel SESSION_ID [--reason TEXT] [--force]`: puts a cancel request for a session, or a
+ * job of independent tasks, that exists and has not ended. `--force` asks for HPC Pack's Force
+ * Cancel: the run's end is not waited for.
  */
 import { DetailType, toPutEventsEntry } from "../../../functions/core/events.ts";
 import { sessionResult } from "../../../functions/core/sessions.ts";
@@ -12,11 +13,20 @@ import { printJson } from "../io.ts";
 import { readJob } from "../job-read.ts";
 import type { CommandContext } from "./context.ts";
 
-export async function runCancel(
-  invocation: { readonly sessionId: string; readonly reason?: string; readonly output: OutputFormat },
-  ctx: CommandContext,
-): Promise<ExitCode> {
-  const { sessionId, reason } = invocation;
+interface CancelInvocation {
+  readonly sessionId: string;
+  readonly reason?: string;
+  readonly force: boolean;
+  readonly output: OutputFormat;
+}
+
+/** The request's detail: the reason and the force flag only when given. */
+function cancelDetail({ sessionId, reason, force }: CancelInvocation) {
+  return { sessionId, ...(reason === undefined ? {} : { reason }), ...(force ? { force } : {}) };
+}
+
+export async function runCancel(invocation: CancelInvocation, ctx: CommandContext): Promise<ExitCode> {
+  const { sessionId } = invocation;
   const found = await ctx.api.store.getSession(sessionId);
   if (found === undefined) {
     // A job of independent tasks has no session of its id; the control plane cancels every task.
@@ -27,10 +37,7 @@ export async function runCancel(
   const ended = TERMINAL_SESSION_STATUSES.has(status);
   if (!ended) {
     await ctx.api.put(
-      toPutEventsEntry(ctx.api.eventBusName, DetailType.SessionCancelRequested, {
-        sessionId,
-        ...(reason === undefined ? {} : { reason }),
-      }),
+      toPutEventsEntry(ctx.api.eventBusName, DetailType.SessionCancelRequested, cancelDetail(invocation)),
     );
   }
   if (invocation.output === "json") {
@@ -41,27 +48,21 @@ export async function runCancel(
     );
   } else {
     ctx.io.stdout(
-      `cancel requested for session ${sessionId} (it was ${status}); follow it with \`cairn get ${sessionId}\``,
+      `${invocation.force ? "force cancel" : "cancel"} requested for session ${sessionId} (it was ${status}); follow it with \`cairn get ${sessionId}\``,
     );
   }
   return ExitCode.Ok;
 }
 
-async function cancelJob(
-  invocation: { readonly sessionId: string; readonly reason?: string; readonly output: OutputFormat },
-  ctx: CommandContext,
-): Promise<ExitCode> {
-  const { sessionId: jobId, reason } = invocation;
+async function cancelJob(invocation: CancelInvocation, ctx: CommandContext): Promise<ExitCode> {
+  const { sessionId: jobId } = invocation;
   const snapshot = await readJob(ctx.api.store, jobId);
   const live =
     snapshot.job.sessionIds.length -
     snapshot.sessions.filter(({ session }) => TERMINAL_SESSION_STATUSES.has(session.status)).length;
   if (live > 0) {
     await ctx.api.put(
-      toPutEventsEntry(ctx.api.eventBusName, DetailType.SessionCancelRequested, {
-        sessionId: jobId,
-        ...(reason === undefined ? {} : { reason }),
-      }),
+      toPutEventsEntry(ctx.api.eventBusName, DetailType.SessionCancelRequested, cancelDetail(invocation)),
     );
   }
   if (invocation.output === "json") {
@@ -71,7 +72,7 @@ async function cancelJob(
   } else {
     const count = snapshot.job.sessionIds.length;
     ctx.io.stdout(
-      `cancel requested for job ${jobId} (${live} of ${count} ${count === 1 ? "task" : "tasks"} not ended; ` +
+      `${invocation.force ? "force cancel" : "cancel"} requested for job ${jobId} (${live} of ${count} ${count === 1 ? "task" : "tasks"} not ended; ` +
         `it was ${snapshot.state}); follow it with \`cairn job get ${jobId}\``,
     );
   }

@@ -98,6 +98,7 @@ export function sessionFromItem(item: Item): Session {
   const retry = r.optObject("retry");
   const avoidAgentIds = r.optStrings("avoidAgentIds");
   const cancelReason = r.optString("cancelReason");
+  const cancelForcedAtMs = r.optNumber("cancelForcedAtMs");
   const task = r.optObject("task");
   const preemption = r.optObject("preemption");
   const service = r.optObject("service");
@@ -117,6 +118,7 @@ export function sessionFromItem(item: Item): Session {
     ...(retry !== undefined ? { retry: retryStateFrom(new Fields(retry, "session.retry")) } : {}),
     ...(avoidAgentIds !== undefined ? { avoidAgentIds } : {}),
     ...(cancelReason !== undefined ? { cancelReason } : {}),
+    ...(cancelForcedAtMs !== undefined ? { cancelForcedAtMs } : {}),
     ...(task !== undefined ? { task: taskFrom(new Fields(task, "session.task")) } : {}),
     ...(preemption !== undefined
       ? { preemption: preemptionFrom(new Fields(preemption, "session.preemption")) }

@@ -130,6 +130,12 @@ export function sessionUpdate(write: SessionWrite, layout: StoreLayout): UpdateR
           (e) => `if_not_exists(${e.path("cancelReason")}, ${e.value(write.cancelReason)})`,
         );
       }
+      if (write.cancelForcedAtMs !== undefined) {
+        u.setTo(
+          "cancelForcedAtMs",
+          (e) => `if_not_exists(${e.path("cancelForcedAtMs")}, ${e.value(write.cancelForcedAtMs)})`,
+        );
+      }
       if (write.runIndex === "increment") u.increment("runIndex", 1);
       if (write.retry !== undefined) u.set("retry", write.retry);
       if (write.avoidAgentIds === null) u.remove("avoidAgentIds");
@@ -230,6 +236,7 @@ export function validateSessionWrite(write: SessionWrite): void {
   }
   requireTime("nowMs", write.nowMs);
   if (write.cancelRequestedAtMs !== undefined) requireTime("cancelRequestedAtMs", write.cancelRequestedAtMs);
+  if (write.cancelForcedAtMs !== undefined) requireTime("cancelForcedAtMs", write.cancelForcedAtMs);
   if (write.cancelReason !== undefined && write.cancelRequestedAtMs === undefined) {
     throw new InvalidStoreRequestError("cancelReason", "only written with cancelRequestedAtMs");
   }

@@ -6,10 +6,15 @@
  * reports. A kernel on a lost agent is a failure: after maxTries the coordinator gives up and
  * the session is TERMINATED anyway (the seed's give_up → TERMINATED). A preempted session's
  * kernels are stopped as Preempted, so their run ends PREEMPTED (the preemption budget's).
+ *
+ * A force cancel (HPC Pack's Force Cancel, seed 004) does not wait for the run's end: every
+ * started kernel is sent a kill without a grace period, as far as its agent can be reached, and
+ * is ended KILLED at once; the session succeeds in the same pass and its capacity is given back.
+ * Whatever still runs on an agent that cannot be reached is no longer counted there.
  */
 import { LIFECYCLE_HANDLERS } from "../../core/handlers.ts";
 import type { KernelPatch } from "../../core/effects.ts";
-import type { Kernel, SessionWithKernels } from "../../core/model.ts";
+import type { Agent, Kernel, SessionWithKernels } from "../../core/model.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
 import {
   isTerminalKernelStatus,
@@ -48,6 +53,10 @@ export const terminateSessions: LifecycleHandler = {
       const alive = kernels.filter((k) => !isTerminalKernelStatus(k.status));
       if (alive.length === 0) {
         result.success(session.id);
+        continue;
+      }
+      if (session.cancelForcedAtMs !== undefined) {
+        await forceEnd(target, alive, live, ctx, result);
         continue;
       }
       const lost = lostAgentsOf({ session, kernels: alive }, live);
@@ -112,6 +121,62 @@ export const terminateSessions: LifecycleHandler = {
     return result.build();
   },
 };
+
+/**
+ * Force Cancel: kills what can be reached (no grace period), then ends every live kernel at once,
+ * KILLED, without waiting for a report. A kill that cannot be sent is said in the kernel's message.
+ */
+async function forceEnd(
+  target: SessionWithKernels,
+  alive: readonly Kernel[],
+  live: ReadonlyMap<string, Agent>,
+  ctx: HandlerContext,
+  result: ResultBuilder,
+): Promise<void> {
+  const { session } = target;
+  const started = alive.filter((k) => !NOT_STARTED.has(k.status));
+  const kills = started
+    .filter((k) => k.taskArn !== undefined || (k.agentId !== undefined && live.has(k.agentId)))
+    .map((k) => kernelCommand(target, k, "stop", { graceMs: 0, reason: "force cancelled" }));
+  let unsent: string | undefined;
+  if (kills.length > 0) {
+    try {
+      await ctx.commands.send(kills, live);
+    } catch (error) {
+      unsent = errorMessage(error);
+    }
+  }
+  const message = (k: Kernel): string => {
+    const where = k.agentId !== undefined ? `agent ${k.agentId}` : "its task";
+    const reached = kills.some((c) => c.kernelIndex === k.index) && unsent === undefined;
+    return reached
+      ? `force cancelled: killed without a grace period; its end was not waited for on ${where}`
+      : `force cancelled: ${where} could not be reached${unsent !== undefined ? ` (${unsent})` : ""}; its end was not waited for`;
+  };
+  const patches: KernelPatch[] = alive.map((k) =>
+    NOT_STARTED.has(k.status)
+      ? { index: k.index, status: KernelStatus.CANCELLED, finishedAtMs: ctx.nowMs, outcome: "KILLED" }
+      : {
+          index: k.index,
+          status: KernelStatus.TERMINATED,
+          finishedAtMs: ctx.nowMs,
+          outcome: "KILLED",
+          message: message(k),
+        },
+  );
+  try {
+    await patchKernels(ctx, target, (current) =>
+      patches.filter((p) => {
+        const now = current.kernels.find((k) => k.index === p.index);
+        return now !== undefined && !isTerminalKernelStatus(now.status);
+      }),
+    );
+  } catch (error) {
+    result.failure(session.id, `could not end the kernels of a force cancel: ${errorMessage(error)}`);
+    return;
+  }
+  result.success(session.id);
+}
 
 /** The status the kernel had when the patch was planned: the patch applies only if it still does. */
 function kernelStatusOf(patch: KernelPatch, planned: readonly Kernel[]): KernelStatus | undefined {

@@ -103,6 +103,8 @@ export type EventAction =
       readonly index: number;
       readonly sessionId: string;
       readonly reason: string;
+      /** Force Cancel: the run's end is not waited for (Session.cancelForcedAtMs). */
+      readonly force: boolean;
       readonly eventId: string;
       readonly detailType: string;
     }
@@ -277,6 +279,7 @@ function inboundAction(index: number, event: InboundEvent, input: EventsInput): 
         index,
         sessionId: event.detail.sessionId,
         reason: event.detail.reason ?? "cancel requested",
+        force: event.detail.force === true,
         eventId: event.id,
         detailType: event.detailType,
       };
@@ -339,6 +342,7 @@ export interface AppliedEffects {
 export function stepApplied(input: AppliedInput): AppliedEffects {
   const rejected: Extract<EventAction, { kind: "reject" }>[] = [];
   const cancelCheck: string[] = [];
+  const touched: (readonly [SessionStatus, string])[] = [];
   const full = new Set<SessionStatus>();
   let agentsHeard = false;
   let forgetReads = false;
@@ -366,7 +370,12 @@ export function stepApplied(input: AppliedInput): AppliedEffects {
               reason: `detail.sessionId: no session or job ${a.action.sessionId}`,
             },
           });
-        } else cancelCheck.push(...a.sessionIds);
+        } else {
+          cancelCheck.push(...a.sessionIds);
+          // A session already TERMINATING is no cancel pass's: its stage's handler ends it now.
+          if (a.action.force)
+            touched.push(...a.sessionIds.map((id) => [SessionStatus.TERMINATING, id] as const));
+        }
         break;
       case "heartbeat":
         agentsHeard = true;
@@ -386,7 +395,7 @@ export function stepApplied(input: AppliedInput): AppliedEffects {
         break;
     }
   }
-  return { rejected, wake: wake({ full: [...full], cancelCheck, agentsHeard, forgetReads }) };
+  return { rejected, wake: wake({ full: [...full], touched, cancelCheck, agentsHeard, forgetReads }) };
 }
 
 /** A session leaving its agents (or re-queued) frees capacity the whole queue may use. */
