@@ -58,6 +58,22 @@ export type Admitted =
   /** The job was stored ended FAILED with this reason. */
   | { readonly kind: "failed"; readonly reason: string };
 
+/** Admission's decision before it is carried out: admitted, or a failure still to be stored. */
+export type AdmissionPlan =
+  | Extract<Admitted, { kind: "admitted" }>
+  | {
+      readonly kind: "fail";
+      readonly jobId: string;
+      readonly spec: SessionSpec;
+      readonly reason: string;
+      /** The job as stored when the plan was made (a redelivered submission's). */
+      readonly stored: Job | undefined;
+    };
+
+function failing(jobId: string, spec: SessionSpec, reason: string, stored: Job | undefined): AdmissionPlan {
+  return { kind: "fail", jobId, spec, reason, stored };
+}
+
 export class Admission {
   readonly #d: AdmissionDeps;
   readonly #cache = new Map<string, { value: Promise<JobTemplate | undefined>; atMs: number }>();
@@ -71,6 +87,15 @@ export class Admission {
    * `queued` the spec as the inbound rules queued it (their defaults and the queue's priority).
    */
   async admit(jobId: string, written: unknown, queued: SessionSpec): Promise<Admitted> {
+    return this.settle(await this.plan(jobId, written, queued));
+  }
+
+  /**
+   * What admission decides, before anything is written: reads, validation and the filter's
+   * answer. Plans of different jobs may be made at once (the filter's call is the slow part);
+   * `settle` then writes what each decided, in the batch's order.
+   */
+  async plan(jobId: string, written: unknown, queued: SessionSpec): Promise<AdmissionPlan> {
     // The job as stored (a redelivered submission's), read only where it decides something: the
     // filter is asked once per job, and a failure of an admitted job is not recorded. A new job
     // that passes with no filter costs no read here.
@@ -82,7 +107,7 @@ export class Admission {
     let spec = checked.ok ? checked.spec : undefined;
     if (spec !== undefined && this.#d.filter !== undefined && (await storedJob()) === undefined) {
       const verdict = await this.#ask(jobId, spec, templateName);
-      if (verdict.kind === "reject") return this.#fail(jobId, spec, verdict.reason, await storedJob());
+      if (verdict.kind === "reject") return failing(jobId, spec, verdict.reason, await storedJob());
       if (verdict.kind === "modify") {
         // The modified spec is validated again, against the template it names.
         const again = await this.#template(templateNameOf(verdict.spec));
@@ -93,13 +118,13 @@ export class Admission {
             templateNameOf(verdict.spec),
             checked.issues,
           )}`;
-          return this.#fail(jobId, checked.spec ?? queued, reason, await storedJob());
+          return failing(jobId, checked.spec ?? queued, reason, await storedJob());
         }
       }
     }
     if (!checked.ok || spec === undefined) {
       const issues = checked.ok ? [] : checked.issues;
-      return this.#fail(
+      return failing(
         jobId,
         (!checked.ok && checked.spec) || queued,
         validationFailureReason(templateName, issues),
@@ -113,10 +138,16 @@ export class Admission {
         path: "queue",
         message: `no queue named "${spec.queue}" (create it with \`cairn queue create\`)`,
       };
-      return this.#fail(jobId, spec, validationFailureReason(templateName, [issue]), undefined);
+      return failing(jobId, spec, validationFailureReason(templateName, [issue]), undefined);
     }
     const priority = queue && queue.priority !== 0 ? spec.priority + queue.priority : spec.priority;
     return { kind: "admitted", spec: priority === spec.priority ? spec : { ...spec, priority } };
+  }
+
+  /** Carries a plan out: a failure is stored (the job ended FAILED); an admission is as planned. */
+  settle(plan: AdmissionPlan): Promise<Admitted> {
+    if (plan.kind !== "fail") return Promise.resolve(plan);
+    return this.#fail(plan.jobId, plan.spec, plan.reason, plan.stored);
   }
 
   async #ask(jobId: string, spec: SessionSpec, template: string) {

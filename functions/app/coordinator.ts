@@ -45,7 +45,8 @@ import { KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
 import { Jobs } from "./jobs.ts";
 import { Drafts, startDraftSubmissions, writtenSpec } from "./drafts.ts";
-import { Admission, type AdmissionDeps } from "./admission.ts";
+import pLimit from "p-limit";
+import { Admission, type AdmissionDeps, type AdmissionPlan } from "./admission.ts";
 import type { TemplateRepository } from "../core/ports/template-store.ts";
 import { Preemption } from "./preemption.ts";
 import { Repair } from "./repair.ts";
@@ -477,6 +478,7 @@ export class Coordinator {
     }
     const { actions, wake } = step(await this.#loadEvents(events));
     dirty.apply(wake);
+    const admissions = this.#planAdmissions(actions, written);
     const done: Applied[] = [];
     const reports = new Map<string, PendingReport[]>();
     for (const action of actions) {
@@ -497,10 +499,13 @@ export class Coordinator {
             const admitted =
               action.service !== undefined
                 ? { kind: "admitted" as const, spec: action.spec }
-                : await this.#admission.admit(
-                    action.jobId,
-                    written.get(action.eventId) ?? action.spec,
-                    action.spec,
+                : await this.#admission.settle(
+                    await (admissions.get(action.index) ??
+                      this.#admission.plan(
+                        action.jobId,
+                        written.get(action.eventId) ?? action.spec,
+                        action.spec,
+                      )),
                   );
             const submitted =
               admitted.kind === "admitted"
@@ -884,6 +889,31 @@ export class Coordinator {
     }
   }
 
+  /**
+   * The batch's admissions, planned at once (issue 16: the submission filter is a Lambda call, and
+   * one after another they would pace intake), at most ADMISSION_CONCURRENCY at a time. Planning
+   * writes nothing; each is settled in the batch's order. Only a job's first submission in the
+   * batch is planned ahead: a repeat is planned in its turn, after the first has been stored.
+   */
+  #planAdmissions(
+    actions: readonly EventAction[],
+    written: ReadonlyMap<string, unknown>,
+  ): Map<number, Promise<AdmissionPlan>> {
+    const plans = new Map<number, Promise<AdmissionPlan>>();
+    const jobs = new Set<string>();
+    const limit = pLimit(ADMISSION_CONCURRENCY);
+    for (const action of actions) {
+      if (action.kind !== "submit" || action.service !== undefined || jobs.has(action.jobId)) continue;
+      jobs.add(action.jobId);
+      const spec = written.get(action.eventId) ?? action.spec;
+      const plan = limit(() => this.#admission.plan(action.jobId, spec, action.spec));
+      // Awaited in its action's turn; a failure is that action's (redelivered), never unhandled.
+      plan.catch(() => undefined);
+      plans.set(action.index, plan);
+    }
+    return plans;
+  }
+
   /** What a failed run's judgment reads besides the session: its retry policies and the configuration. */
   async #retryCatalog(s: SessionWithKernels): Promise<RetryCatalogView> {
     const [config, resolution] = await Promise.all([
@@ -970,6 +1000,8 @@ export class Coordinator {
   }
 }
 
+/** Submissions of one batch admitted at once (their filter calls in flight together). */
+const ADMISSION_CONCURRENCY = 8;
 /** A stage's token replaced more often than this while completing it is left to the next pass. */
 const MAX_TOKEN_HOPS = 3;
 /** The status queues' order: highest priority first, then oldest, then id. */

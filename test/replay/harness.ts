@@ -14,7 +14,7 @@
 import { createHmac } from "node:crypto";
 import type { SFNClient } from "@aws-sdk/client-sfn";
 import { LifecycleExecutions } from "../../functions/adapters/sfn/lifecycle-executions.ts";
-import { Coordinator } from "../../functions/app/coordinator.ts";
+import { Coordinator, type CoordinatorDeps } from "../../functions/app/coordinator.ts";
 import { enterStage, type EnterStageDeps } from "../../functions/app/enter-stage.ts";
 import { isExpiryJudgement } from "../../functions/app/expiry-judge.ts";
 import { KernelCommands } from "../../functions/app/kernel-commands.ts";
@@ -206,6 +206,8 @@ export interface ReplayOptions {
    * coordinator run (EventBridge and SQS may do so at any time).
    */
   readonly redeliver?: boolean;
+  /** The administrator's submission filter (issue 16), as the coordinator is given it. */
+  readonly submissionFilter?: CoordinatorDeps["submissionFilter"];
 }
 
 export class Replay {
@@ -310,6 +312,7 @@ export class Replay {
       config,
       clock,
       log,
+      ...(options.submissionFilter ? { submissionFilter: options.submissionFilter } : {}),
     });
     const store = this.store;
     const entryReads = this.entryReads;

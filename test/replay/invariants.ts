@@ -39,7 +39,8 @@ export function singleWriter(d: Dump): string[] {
   for (const { session } of d.sessions) {
     const e = d.executions.get(session.executionName);
     if (!e) {
-      problems.push(`${session.id}: no execution ${session.executionName}`);
+      // A submission that failed admission (issue 16) is stored ended, never queued: no lifecycle.
+      if (!failedAdmission(session)) problems.push(`${session.id}: no execution ${session.executionName}`);
       continue;
     }
     const token = session.stage.taskToken;
@@ -51,6 +52,11 @@ export function singleWriter(d: Dump): string[] {
     }
   }
   return problems;
+}
+
+/** Stored TERMINATED at version 0 with its reason, never entered a stage: admission refused it. */
+function failedAdmission(session: Dump["sessions"][number]["session"]): boolean {
+  return session.status === "TERMINATED" && session.version === 0 && session.pendingReason !== undefined;
 }
 
 /**
