@@ -7,7 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { CairnApi } from "../bin/cli/cairn-api.ts";
-import { printable } from "../bin/cli/deployment-render.ts";
+import { printable, renderDeployment } from "../bin/cli/deployment-render.ts";
+import { deploymentView } from "../bin/cli/deployment-views.ts";
 import { runCli } from "../bin/cli/main.ts";
 import { DeploymentItems } from "../functions/adapters/dynamo/deployment-items.ts";
 import { DynamoRequests } from "../functions/adapters/dynamo/dynamo-requests.ts";
@@ -433,6 +434,27 @@ describe("get, list and routes, from the items", () => {
     expect(c.out.join("\n")).not.toContain("\u001b");
   });
 
+  test("get of a crash-looping deployment: its failed starts and until when new replicas are held back", () => {
+    const looping = deploymentView(
+      {
+        deployment: deployment("loop", {
+          status: "SCALING",
+          failedStarts: { count: 3, lastAtMs: T0 + 60_000 },
+        }),
+        routes: [],
+      },
+      [],
+    );
+    expect(looping.failedStarts).toEqual({
+      count: 3,
+      last: "2027-01-15T08:01:00.000Z",
+      heldUntil: "2027-01-15T08:01:40.000Z",
+    });
+    expect(renderDeployment(looping, NOW)).toContain(
+      "  failed starts  3 in a row, the latest 2027-01-15T08:01:00.000Z; new replicas held back until 2027-01-15T08:01:40.000Z",
+    );
+  });
+
   test("get -o json: every route (ended ones too), the spec with its defaults, history newest last", async () => {
     const c = cli();
     expect(await runCli(["deployment", "get", "web", "-o", "json"], c.io)).toBe(0);
@@ -443,6 +465,7 @@ describe("get, list and routes, from the items", () => {
       replicas: { asked: 2, live: 2, healthy: 1 },
       spec: SPEC,
       destroyRequest: null,
+      failedStarts: null,
       executionName: "web",
       createdAt: "2027-01-15T08:00:00.000Z",
     });

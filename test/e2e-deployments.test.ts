@@ -275,7 +275,7 @@ test("a replica whose health endpoint answers 500 becomes UNHEALTHY and is evict
   await waitDeployment(id, (d) => d.deployment.status === "DESTROYED", "DESTROYED");
 }, 90_000);
 
-test("a replica whose command exits at once is FAILED_TO_START → TERMINATING, and replaced", async () => {
+test("a replica whose command exits at once is FAILED_TO_START → TERMINATING, and replaced after a hold-back", async () => {
   const id = "crash";
   await send(DetailType.DeploymentCreated, {
     deploymentId: id,
@@ -296,8 +296,17 @@ test("a replica whose command exits at once is FAILED_TO_START → TERMINATING, 
     "RunningRoute FAILURE FAILED_TO_START→TERMINATING",
     "TerminatingRoute SUCCESS TERMINATING→TERMINATED",
   ]);
-  const failed = (await deployments.deploymentHistory(id)).find((h) => h.handler === "ProvisioningRoute");
+  const history = await deployments.deploymentHistory(id);
+  const failed = history.find((h) => h.handler === "ProvisioningRoute");
   expect(failed?.message).toBe("its session ended TERMINATED (failed) before it ran");
+  // A crash loop: the replacement waited out the hold-back after the failed start (10 s for the first).
+  const replaced = await deployments.getDeployment(id);
+  const r1 = replaced!.routes.find((r) => r.index === 1)!;
+  expect(r1.createdAtMs - failed!.atMs).toBeGreaterThanOrEqual(10_000);
+  expect(history.find((h) => h.handler === "ScalingDeployment" && h.result === "FAILURE")?.message).toMatch(
+    /^1 replica\(s\) in a row failed to start: new ones held back until \d{4}-/,
+  );
+  expect(replaced!.deployment.failedStarts?.count).toBeGreaterThanOrEqual(1);
   await send(DetailType.DeploymentDestroyRequested, { deploymentId: id });
   await waitDeployment(id, (d) => d.deployment.status === "DESTROYED", "DESTROYED");
 }, 90_000);

@@ -145,6 +145,20 @@ describe("deployment items", () => {
     expect(read?.routes[0]?.status).toBe("PROVISIONING");
   });
 
+  test("a crash loop's count reads back, and a save without it clears it", async () => {
+    const d = { ...deployment("web-loop"), failedStarts: { count: 3, lastAtMs: T0 + 5 } };
+    await store.saveDeployment({ deployment: { next: d, expected: "absent" } });
+    expect((await store.getDeployment("web-loop"))?.deployment.failedStarts).toEqual({
+      count: 3,
+      lastAtMs: T0 + 5,
+    });
+    const { failedStarts: _cleared, ...recovered } = d;
+    await store.saveDeployment({
+      deployment: { next: { ...recovered, version: 1 }, expected: { status: d.status, version: 0 } },
+    });
+    expect((await store.getDeployment("web-loop"))?.deployment).not.toHaveProperty("failedStarts");
+  });
+
   test("the roster lists every deployment by id", async () => {
     await store.saveDeployment({ deployment: { next: deployment("api-one"), expected: "absent" } });
     const ids = (await store.listDeployments()).map((d) => d.id);

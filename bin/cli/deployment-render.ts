@@ -50,6 +50,13 @@ export function renderDeployment(view: DeploymentView, nowMs: number): string {
   if (view.destroyRequest !== null) {
     rows.push(["destroy", `requested ${view.destroyRequest.at}: ${printable(view.destroyRequest.reason)}`]);
   }
+  if (view.failedStarts !== null) {
+    const { count, last, heldUntil } = view.failedStarts;
+    rows.push([
+      "failed starts",
+      `${count} in a row, the latest ${last}; new replicas held back until ${heldUntil}`,
+    ]);
+  }
   rows.push(["execution", view.executionName]);
   const width = Math.max(...rows.map(([label]) => label.length));
   const shown = view.routes.filter((r) => r.status !== "TERMINATED");

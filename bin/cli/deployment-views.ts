@@ -2,7 +2,11 @@
  * The JSON shapes `cairn deployment` prints (`--output json`), as views.ts's for sessions:
  * stable field names, ISO 8601 times, `null` for what is not known yet. Pure.
  */
-import { replicaCounts, type ReplicaCounts } from "../../functions/core/deployments/handlers.ts";
+import {
+  replicaCounts,
+  replacementsHeldUntilMs,
+  type ReplicaCounts,
+} from "../../functions/core/deployments/handlers.ts";
 import type {
   Deployment,
   DeploymentWithRoutes,
@@ -56,6 +60,8 @@ export interface DeploymentView {
   /** The spec, defaults filled in. */
   readonly spec: DeploymentSpec;
   readonly destroyRequest: { readonly at: string; readonly reason: string } | null;
+  /** Replicas that failed to start in a row, and until when new ones are held back; null: none. */
+  readonly failedStarts: { readonly count: number; readonly last: string; readonly heldUntil: string } | null;
   readonly executionName: string;
   readonly createdAt: string;
   readonly updatedAt: string;
@@ -95,6 +101,14 @@ export function deploymentView(
       deployment.destroyRequest === undefined
         ? null
         : { at: iso(deployment.destroyRequest.atMs), reason: deployment.destroyRequest.reason },
+    failedStarts:
+      deployment.failedStarts === undefined
+        ? null
+        : {
+            count: deployment.failedStarts.count,
+            last: iso(deployment.failedStarts.lastAtMs),
+            heldUntil: iso(replacementsHeldUntilMs(deployment)),
+          },
     executionName: deployment.execution.name,
     createdAt: iso(deployment.createdAtMs),
     updatedAt: iso(deployment.updatedAtMs),

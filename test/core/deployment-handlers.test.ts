@@ -12,6 +12,7 @@ import {
   reconcileDeployment,
   routeEviction,
   runningRoute,
+  replacementDelayMs,
   scalingDeployment,
   terminatingRoute,
   type RouteTarget,
@@ -165,12 +166,41 @@ describe("deployment handlers", () => {
   ] as const)("ScalingDeployment to %d from %o", (replicas, statuses, create, remove, ready) => {
     const routes = statuses.map((s, i) => route(i, s));
     const d = deployment(replicas, { nextRouteIndex: routes.length });
-    const plan = scalingDeployment(d, routes);
+    const plan = scalingDeployment(d, routes, T0);
     expect(plan.create).toEqual(create);
     expect(plan.remove).toEqual(remove);
     expect(judgeDeployment("ScalingDeployment", plan.result, d)).toEqual(
       ready ? ["web SUCCESS SCALING->READY"] : [],
     );
+  });
+
+  test("replacements are held back after failed starts: 10 s, doubling, at most 5 minutes", () => {
+    expect([0, 1, 2, 3, 4, 5, 6, 9].map(replacementDelayMs)).toEqual([
+      0, 10_000, 20_000, 40_000, 80_000, 160_000, 300_000, 300_000,
+    ]);
+  });
+
+  test.each([
+    ["before the hold-back has passed: nothing created, SCALING says why", T0 + 19_999, []],
+    ["once it has passed: the replacement is created", T0 + 20_000, [3]],
+  ] as const)("ScalingDeployment after 2 failed starts in a row, %s", (_, nowMs, create) => {
+    const routes = [route(0, "HEALTHY"), route(1, "TERMINATED"), route(2, "TERMINATED")];
+    const d = deployment(2, { nextRouteIndex: 3, failedStarts: { count: 2, lastAtMs: T0 } });
+    const plan = scalingDeployment(d, routes, nowMs);
+    expect(plan.create).toEqual(create);
+    if (create.length === 0) {
+      expect(plan.result).toEqual({
+        successes: [],
+        failures: ["web"],
+        messages: {
+          web: `2 replica(s) in a row failed to start: new ones held back until ${new Date(T0 + 20_000).toISOString()}`,
+        },
+      });
+      // FAILURE maintains SCALING.
+      expect(judgeDeployment("ScalingDeployment", plan.result, d)).toEqual(["web FAILURE SCALING->="]);
+    } else {
+      expect(plan.result.failures).toEqual([]);
+    }
   });
 
   test("CheckReplicaDeployment: a scale request (or a route gone) sends READY back to SCALING", () => {

@@ -193,6 +193,32 @@ describe("the routes' handlers", () => {
     expect(failed.change?.history?.[0]?.message).toBe("its session ended TERMINATED (failed) before it ran");
   });
 
+  test("a replica failing to start is counted on the deployment; one becoming HEALTHY ends the count", () => {
+    const failed = one(route(0, "PROVISIONING"), sessions([0, "TERMINATED", "failed"]));
+    expect(failed.change?.deployment?.next.failedStarts).toEqual({ count: 1, lastAtMs: NOW });
+    const again = pass(
+      { ...d, stage: { enteredAtMs: T0 }, failedStarts: { count: 1, lastAtMs: T0 } },
+      [route(1, "PROVISIONING")],
+      sessions([1, "TERMINATED", "failed"]),
+    );
+    expect(again.change?.deployment?.next.failedStarts).toEqual({ count: 2, lastAtMs: NOW });
+    const healthy = route(2, "DEGRADED", {
+      health: {
+        consecutiveSuccesses: 1,
+        consecutiveFailures: 0,
+        lastProbeAtMs: NOW - 1_000,
+        checkedSinceMs: T0,
+      },
+    });
+    const recovered = pass(
+      { ...d, stage: { enteredAtMs: T0 }, failedStarts: { count: 2, lastAtMs: T0 } },
+      [healthy],
+      sessions([2, "RUNNING"]),
+    );
+    expect(callbacks(recovered)).toEqual(["web-r2: DEGRADED→HEALTHY (success)"]);
+    expect(recovered.change?.deployment?.next).not.toHaveProperty("failedStarts");
+  });
+
   test("ProvisioningRoute: no session yet → the submission is repeated, nothing decided", () => {
     const plan = one(route(0, "PROVISIONING"));
     expect(plan.submit.map((r) => r.id)).toEqual(["web-r0"]);

@@ -236,6 +236,7 @@ function deploymentFromItem(item: Item): Deployment {
     nextRouteIndex: r.number("nextRouteIndex"),
     ...optionalFamilyFields(r),
     ...destroyRequestFrom(r),
+    ...failedStartsFrom(r),
     createdAtMs: r.number("createdAtMs"),
     updatedAtMs: r.number("updatedAtMs"),
   };
@@ -316,6 +317,13 @@ function optionalFamilyFields(r: Fields): { maintained?: Maintained } {
   if (maintained === undefined) return {};
   const m = new Fields(maintained, "maintained");
   return { maintained: Object.fromEntries(Object.keys(maintained).map((k) => [k, m.string(k)])) };
+}
+
+function failedStartsFrom(r: Fields): Pick<Deployment, "failedStarts"> {
+  const failed = r.optObject("failedStarts");
+  if (failed === undefined) return {};
+  const f = new Fields(failed, "deployment.failedStarts");
+  return { failedStarts: { count: f.number("count"), lastAtMs: f.number("lastAtMs") } };
 }
 
 function destroyRequestFrom(r: Fields): Pick<Deployment, "destroyRequest"> {

@@ -176,18 +176,41 @@ export interface ScalingPlan {
   readonly remove: readonly string[];
 }
 
+/** The first hold-back after a failed start, and the most it grows to (Kubernetes' CrashLoopBackOff). */
+export const REPLACEMENT_DELAY = { initialMs: 10_000, maxMs: 300_000 } as const;
+
+/**
+ * How long new routes are held back after the latest of `failedStarts` replicas that failed to
+ * start in a row: 10 s, doubling, at most 5 minutes.
+ */
+export function replacementDelayMs(failedStarts: number): number {
+  if (failedStarts <= 0) return 0;
+  return Math.min(REPLACEMENT_DELAY.initialMs * 2 ** (failedStarts - 1), REPLACEMENT_DELAY.maxMs);
+}
+
+/** Until when a deployment's new routes are held back (0: not held). */
+export function replacementsHeldUntilMs(deployment: Deployment): number {
+  const f = deployment.failedStarts;
+  return f === undefined ? 0 : f.lastAtMs + replacementDelayMs(f.count);
+}
+
 /**
  * ScalingDeployment: creates or removes routes until the deployment has `spec.replicas` of them,
  * then succeeds (→ READY) once none is still provisioning. Zero replicas is a deployment with no
- * routes, READY at once.
+ * routes, READY at once. A deployment whose replicas keep failing to start creates none until its
+ * hold-back has passed (FAILURE, maintained: it stays SCALING and says why).
  */
-export function scalingDeployment(deployment: Deployment, routes: readonly Route[]): ScalingPlan {
+export function scalingDeployment(
+  deployment: Deployment,
+  routes: readonly Route[],
+  nowMs: number,
+): ScalingPlan {
   const live = liveRoutes(routes);
   const want = deployment.spec.replicas;
-  const create = Array.from(
-    { length: Math.max(0, want - live.length) },
-    (_, i) => deployment.nextRouteIndex + i,
-  );
+  const missing = Math.max(0, want - live.length);
+  const heldUntilMs = replacementsHeldUntilMs(deployment);
+  const held = missing > 0 && nowMs < heldUntilMs;
+  const create = held ? [] : Array.from({ length: missing }, (_, i) => deployment.nextRouteIndex + i);
   const remove = [...live]
     .sort((a, b) => REMOVAL_ORDER.indexOf(a.status) - REMOVAL_ORDER.indexOf(b.status) || b.index - a.index)
     .slice(0, Math.max(0, live.length - want))
@@ -196,7 +219,14 @@ export function scalingDeployment(deployment: Deployment, routes: readonly Route
   const provisioning = live.filter(
     (route) => route.status === RouteStatus.PROVISIONING && !remove.includes(route.id),
   );
-  if (create.length === 0 && remove.length === 0 && provisioning.length === 0) {
+  if (held) {
+    const count = deployment.failedStarts?.count ?? 0;
+    r.add(
+      "failures",
+      deployment.id,
+      `${count} replica(s) in a row failed to start: new ones held back until ${new Date(heldUntilMs).toISOString()}`,
+    );
+  } else if (create.length === 0 && remove.length === 0 && provisioning.length === 0) {
     r.add("successes", deployment.id, `${want} replica(s)`);
   }
   return { result: r.build(), create, remove };

@@ -64,6 +64,11 @@ export interface Deployment {
   readonly nextRouteIndex: number;
   /** A destroy was asked for: the deployment goes DESTROYING from whichever status allows it. */
   readonly destroyRequest?: { readonly atMs: number; readonly reason: string };
+  /**
+   * Replicas that failed to start (FAILED_TO_START) since one last became HEALTHY: a crash loop.
+   * New routes are held back after the latest (handlers.ts replacementDelayMs). Absent: none.
+   */
+  readonly failedStarts?: { readonly count: number; readonly lastAtMs: number };
   readonly maintained?: Maintained;
   readonly createdAtMs: number;
   readonly updatedAtMs: number;

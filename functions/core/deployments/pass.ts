@@ -173,6 +173,13 @@ export function planPass(input: PassInput): PassPlan {
     if (decision === undefined) continue;
     const next = applyDecision(route, decision, ROUTE_FIRST_EDGE, nowMs, history, "route");
     if (next !== route) setRoute(next);
+    // A crash loop is counted as it happens: a failed start holds the next replacements back,
+    // a replica that becomes HEALTHY ends the count.
+    const counted = countStart(deployment, decision.to, nowMs);
+    if (counted !== deployment) {
+      deployment = counted;
+      deploymentChanged = true;
+    }
   }
   // -- Then the deployment.
   const current = [...routes.values()];
@@ -395,7 +402,7 @@ function judgeDeployment(
         ...none,
       };
     case D.SCALING: {
-      const plan = scalingDeployment(deployment, routes);
+      const plan = scalingDeployment(deployment, routes, nowMs);
       return {
         decision: run(DEPLOYMENT_HANDLERS.ScalingDeployment, plan.result),
         create: plan.create,
@@ -511,6 +518,19 @@ function record(
 }
 
 /** A new route, PROVISIONING, before its execution has entered any state. */
+/** The deployment's failed starts after a route's decision leads it to `to`. */
+function countStart(deployment: Deployment, to: string | undefined, nowMs: number): Deployment {
+  if (to === R.FAILED_TO_START) {
+    const count = (deployment.failedStarts?.count ?? 0) + 1;
+    return { ...deployment, failedStarts: { count, lastAtMs: nowMs } };
+  }
+  if (to === R.HEALTHY && deployment.failedStarts !== undefined) {
+    const { failedStarts: _ended, ...rest } = deployment;
+    return rest;
+  }
+  return deployment;
+}
+
 export function newRoute(deployment: Deployment, index: number, nowMs: number): Route {
   const id = routeId(deployment.id, index);
   return {
