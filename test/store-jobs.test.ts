@@ -88,6 +88,22 @@ describe("job items", () => {
     expect(await store.finishJob("no-such-job", { state: "FAILED", reason: "x", atMs: T0 })).toBe(false);
   });
 
+  test("jobs with a run-time limit are on a roster until their final state is recorded; others never are", async () => {
+    const store = table.store();
+    const limited = parseSessionSpec({ name: "s", command: ["true"], replicas: 2, timeouts: { job: 60 } });
+    await store.createJob(newJob("limit-b", limited, T0));
+    await store.createJob(newJob("limit-a", limited, T0));
+    await store.createJob(newJob("no-limit", spec, T0));
+    // One created in one write with its sessions is on it too.
+    const together = newJob("limit-c", limited, T0);
+    const sessions = together.sessionIds.map((id) => newSession(id, { status: "PENDING" }));
+    expect((await store.createJobWithSessions(together, sessions)).created).toBe(true);
+    const ids = async () => (await store.listJobsWithRunTimeLimit()).map((j) => j.id);
+    expect(await ids()).toEqual(["limit-a", "limit-b", "limit-c"]);
+    await store.finishJob("limit-b", { state: "KILLED", reason: "job run-time limit", atMs: T0 + 1 });
+    expect(await ids()).toEqual(["limit-a", "limit-c"]);
+  });
+
   test("bad input names the field", async () => {
     const store = table.store();
     expect(

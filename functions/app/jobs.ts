@@ -28,12 +28,7 @@ import { MAX_MESSAGE_LENGTH } from "../core/events.ts";
 import { newSession } from "../core/sessions.ts";
 import type { ServiceBinding } from "../core/service-binding.ts";
 import { ID_PATTERN } from "../core/spec.ts";
-import {
-  JobState,
-  TERMINAL_JOB_STATES,
-  TERMINAL_SESSION_STATUSES,
-  WAITING_SESSION_STATUSES,
-} from "../core/status.ts";
+import { JobState, TERMINAL_JOB_STATES, TERMINAL_SESSION_STATUSES } from "../core/status.ts";
 import { rereadOnConflict } from "./reread.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
@@ -43,9 +38,6 @@ import { RunSnapshot } from "./snapshot.ts";
 export const REJECTION_TTL_SECONDS = 7 * 86_400;
 /** Bounds a parent/child chain (and any cycle a hand-edited table could hold). */
 const MAX_CASCADE_DEPTH = 32;
-/** Most live sessions the sweep reads per status looking for jobs with a run-time limit. */
-const RUN_TIME_SCAN_MAX_PER_STATUS = 5000;
-const RUN_TIME_SCAN_PAGE = 500;
 
 export interface JobDeps {
   /** getAgent: only for the RunSnapshot settle reads sessions through when given none. */
@@ -261,36 +253,23 @@ export class Jobs {
   }
 
   /**
-   * The sweep's check of job run-time limits (`timeouts.job`, core/job-run-time.ts): every job with
-   * a live task and a limit is judged, and one past its limit is cancelled with the limit as the
+   * The sweep's check of job run-time limits (`timeouts.job`, core/job-run-time.ts): every job on
+   * the roster of unfinished jobs with a limit (listJobsWithRunTimeLimit) that has a live task not
+   * yet asked to cancel is judged, and one past its limit is cancelled with the limit as the
    * reason. Returns the sessions asked to cancel (for the cancel pass). Its precision is the
    * sweep's period: a job is cancelled within one period after its limit passes.
    */
   async enforceRunTimeLimits(snapshot: RunSnapshot): Promise<string[]> {
     const { store, clock, log } = this.#d;
-    const jobIds = new Set<string>();
-    for (const status of WAITING_SESSION_STATUSES) {
-      let read = 0;
-      let cursor: string | undefined;
-      do {
-        const page = await store.listSessionsByStatus(status, {
-          limit: Math.min(RUN_TIME_SCAN_PAGE, RUN_TIME_SCAN_MAX_PER_STATUS - read),
-          ...(cursor !== undefined ? { cursor } : {}),
-        });
-        read += page.items.length;
-        for (const session of page.items) {
-          if (session.spec.timeouts.job !== undefined && session.cancelRequestedAtMs === undefined) {
-            jobIds.add(jobIdOf(session));
-          }
-        }
-        cursor = page.cursor;
-      } while (cursor !== undefined && read < RUN_TIME_SCAN_MAX_PER_STATUS);
-      if (cursor !== undefined) log.warn("run-time limit scan truncated", { status, read });
-    }
-    if (jobIds.size === 0) return [];
+    // The roster of unfinished jobs with a limit: the cost is theirs, not the waiting queue's.
+    const jobs = await store.listJobsWithRunTimeLimit();
+    if (jobs.length === 0) return [];
     const cancelled: string[] = [];
-    for (const job of await store.getJobs([...jobIds])) {
+    for (const job of jobs) {
       const sessions = await snapshot.sessions(job.sessionIds);
+      // Cancelled already (by its limit or its owner): its final state is still to be recorded.
+      const live = sessions.filter(({ session }) => !TERMINAL_SESSION_STATUSES.has(session.status));
+      if (live.every(({ session }) => session.cancelRequestedAtMs !== undefined)) continue;
       // Retried runs cleared their kernels' starts: the run records keep them.
       const earlierRunStartsMs: number[] = [];
       for (const { session } of sessions) {

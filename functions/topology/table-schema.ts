@@ -47,7 +47,8 @@ export const TABLE_SCHEMA = {
       partitionKey: { name: "gsi3pk", type: "S" },
       sortKey: { name: "gsi3sk", type: "S" },
       projection: "KEYS_ONLY",
-      purpose: "sessions by creation time (sharded); the rosters of agents, queues and retry policies",
+      purpose:
+        "sessions by creation time (sharded); the rosters of agents, queues, retry policies, deployments and jobs with a run-time limit",
     },
   ],
 } as const satisfies {

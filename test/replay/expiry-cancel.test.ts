@@ -189,3 +189,24 @@ describe("force cancel (seed 004's Force Cancel)", () => {
     expect(h.errors).toEqual([]);
   });
 });
+
+describe("the sweep's job run-time limit check", () => {
+  test("reads the roster of jobs with a limit, never the waiting queue: a queue of 30 without limits costs it nothing", async () => {
+    const h = await open("limit-roster");
+    // Nothing can hold these: they wait in PENDING.
+    for (let i = 0; i < 30; i++) {
+      await h.submit(`s-${String(i).padStart(3, "0")}`, {
+        name: "waits",
+        command: ["true"],
+        resources: { cpu: 64 },
+      });
+    }
+    const before = h.storeCalls.length;
+    await h.sweep();
+    const calls = h.storeCalls.slice(before).map((c) => c.method);
+    expect(calls.filter((m) => m === "listJobsWithRunTimeLimit")).toHaveLength(1);
+    expect(calls).not.toContain("listSessionsByStatus");
+    expect(calls).not.toContain("getJobs");
+    expect(h.errors).toEqual([]);
+  });
+});

@@ -567,6 +567,10 @@ export class DynamoSessionStore
     return this.jobs.finish(jobId, final);
   }
 
+  listJobsWithRunTimeLimit(): Promise<Job[]> {
+    return this.jobs.listWithRunTimeLimit();
+  }
+
   // ---------------------------------------------------------------------------------- drafts
 
   getDraft(jobId: string): Promise<JobDraft | undefined> {

@@ -3,15 +3,20 @@
  * ids, its parent and its children (a string set, so adding a child twice is harmless), and its
  * final state once — the conditional write that records it is what makes a job's cascades run
  * exactly once. Task states are not stored: they are read off the sessions.
+ *
+ * A job with a run-time limit (`timeouts.job`) is on a roster in the listings index until its
+ * final state is recorded, so the sweep that enforces the limits reads those jobs only, not
+ * every waiting session.
  */
 import type { Job, SessionSpec } from "../../core/model.ts";
 import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
 import type { JobState } from "../../core/status.ts";
 import { TERMINAL_JOB_STATES } from "../../core/status.ts";
 import { itemAbsent, itemExists } from "./conditions.ts";
-import type { DynamoRequests } from "./dynamo-requests.ts";
+import { tableKey, type DynamoRequests } from "./dynamo-requests.ts";
 import { Fields, fromItem, ItemType, toItem, type Item } from "./item-codec.ts";
-import { JOB_SK, jobPk } from "./keys.ts";
+import { JOB_SK, jobPk, LIMITED_JOBS_PK } from "./keys.ts";
+import { LISTING_INDEX } from "../../topology/table-schema.ts";
 import { guarded, type PlannedTransaction } from "./transaction-plan.ts";
 import { requireId, requireTime } from "./validation.ts";
 
@@ -37,6 +42,9 @@ export function jobItem(job: Job): Item {
     parentId: job.parentId,
     createdAtMs: job.createdAtMs,
     final: job.final,
+    ...(job.spec.timeouts.job !== undefined && job.final === undefined
+      ? { gsi3pk: LIMITED_JOBS_PK, gsi3sk: job.id }
+      : {}),
     // A string set may not be empty: absent means no children.
     childIds: job.childIds.length > 0 ? new Set(job.childIds) : undefined,
   });
@@ -99,6 +107,26 @@ export class JobItems {
     return items.flatMap((item) => (item ? [jobFromItem(item)] : []));
   }
 
+  /** Every job with a run-time limit and no final state yet, by id. */
+  async listWithRunTimeLimit(): Promise<Job[]> {
+    const keys = await this.#requests.queryAll("listJobsWithRunTimeLimit", {
+      TableName: this.#requests.tableName,
+      IndexName: LISTING_INDEX,
+      KeyConditionExpression: "#pk = :pk",
+      ExpressionAttributeNames: { "#pk": "gsi3pk" },
+      ExpressionAttributeValues: { ":pk": { S: LIMITED_JOBS_PK } },
+    });
+    const items = await this.#requests.batchGet(
+      "listJobsWithRunTimeLimit",
+      keys.map((k) => tableKey(k)),
+    );
+    // The index is eventually consistent: an entry may outlive its job's final state a moment.
+    return items
+      .flatMap((item) => (item ? [jobFromItem(item)] : []))
+      .filter((job) => job.final === undefined)
+      .sort((a, b) => a.id.localeCompare(b.id));
+  }
+
   /** Records `childId` under its parent; the parent as it is now, or undefined if there is none. */
   async addChild(parentId: string, childId: string): Promise<Job | undefined> {
     requireId("parentId", parentId);
@@ -122,7 +150,8 @@ export class JobItems {
     const out = await this.#requests.updateItem(
       "finishJob",
       jobKey(id),
-      (u) => u.set("final", final),
+      // Ended: off the roster of jobs whose run-time limit the sweep checks.
+      (u) => u.set("final", final).remove("gsi3pk").remove("gsi3sk"),
       (e) => `${itemExists(e)} AND attribute_not_exists(${e.path("final")})`,
     );
     return out.ok;

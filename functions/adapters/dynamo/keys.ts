@@ -124,6 +124,8 @@ export const AGENTS_PK = "AGENTS";
 export const QUEUES_PK = "QUEUES";
 export const RETRY_POLICIES_PK = "RETRY_POLICIES";
 export const DEPLOYMENTS_PK = "DEPLOYMENTS";
+/** The roster of jobs with a run-time limit (`timeouts.job`) and no final state yet (issue 16). */
+export const LIMITED_JOBS_PK = "JOBS_WITH_RUN_TIME_LIMIT";
 export const createdSk = (createdAtMs: number, sessionId: string): string =>
   `${pad(createdAtMs, 15)}#${sessionId}`;
 

@@ -250,6 +250,8 @@ export interface JobRepository {
   addChildJob(parentId: string, childId: string): Promise<Job | undefined>;
   /** Records the job's final state once: true if this call recorded it. */
   finishJob(jobId: string, final: NonNullable<Job["final"]>): Promise<boolean>;
+  /** Every job with a run-time limit (`timeouts.job`) whose final state is not recorded, by id. */
+  listJobsWithRunTimeLimit(): Promise<Job[]>;
 
   /** Records a refused submission for `ttlSeconds`; recording the same event again overwrites it. */
   recordRejection(rejection: SubmissionRejection, ttlSeconds: number): Promise<void>;
