@@ -89,10 +89,11 @@ export function awsDashboardDeps(options: AwsDashboardOptions): AwsDashboard {
     store,
     census,
     deployments,
-    cancel: async (id, reason) => {
+    cancel: async (id, reason, force) => {
       const entry = toPutEventsEntry(options.eventBusName, DetailType.SessionCancelRequested, {
         sessionId: id,
         reason,
+        ...(force ? { force } : {}),
       });
       const out = await events.send(new PutEventsCommand({ Entries: [entry] }));
       const result = out.Entries?.[0];

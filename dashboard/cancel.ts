@@ -25,6 +25,10 @@ export function cancelControl(kind: CancelKind, id: string, what: string): Html 
       <label
         >reason <input name="reason" maxlength="512" size="40" value="cancelled from the dashboard"
       /></label>
+      <label title="HPC Pack's Force Cancel: for a run stuck ending on an agent that stopped answering"
+        ><input type="checkbox" name="force" value="yes" /> force: do not wait for the run to end (kill
+        without a grace period, end it at once)</label
+      >
       <button type="submit" class="danger" name="confirm" value="yes">Yes, cancel ${kind} ${id}</button>
     </form>
   </details>`;
@@ -49,6 +53,11 @@ export async function requestCancel(deps: DashboardDeps, form: URLSearchParams):
     return { done: false, status: 400, message: "id: not a session or job id" };
   }
   if (reason.length > 512) return { done: false, status: 400, message: "reason: at most 512 characters" };
+  const forceField = form.get("force");
+  if (forceField !== null && forceField !== "yes") {
+    return { done: false, status: 400, message: `force: must be yes when given, got "${forceField}"` };
+  }
+  const force = forceField === "yes";
   if (kind === "session") {
     const found = await deps.store.getSession(id);
     if (found === undefined) return { done: false, status: 404, message: `session ${id} not found` };
@@ -69,7 +78,11 @@ export async function requestCancel(deps: DashboardDeps, form: URLSearchParams):
       return { done: false, status: 409, message: `job ${id} has already ended; nothing to cancel` };
     }
   }
-  await deps.cancel(id, reason === "" ? "cancelled from the dashboard" : reason);
+  await deps.cancel(id, reason === "" ? "cancelled from the dashboard" : reason, force);
   const location = `/${kind === "job" ? "jobs" : "sessions"}/${encodeURIComponent(id)}?cancel=requested`;
-  return { done: true, message: `cancel requested for ${kind} ${id}`, location };
+  return {
+    done: true,
+    message: `${force ? "force cancel" : "cancel"} requested for ${kind} ${id}`,
+    location,
+  };
 }

@@ -5,7 +5,7 @@
  * and replicas wrote (names, commands, probe and history messages) reaches the page only through
  * `html`, escaped.
  */
-import { replicaCounts } from "../functions/core/deployments/handlers.ts";
+import { replacementsHeldUntilMs, replicaCounts } from "../functions/core/deployments/handlers.ts";
 import type {
   Deployment,
   DeploymentWithRoutes,
@@ -162,6 +162,16 @@ export function renderDeploymentPage(d: DeploymentPageData): Html {
     <dl class="facts">
       <dt>replicas</dt>
       <dd class="replicas">${counts.asked} asked for: ${counts.live} live, ${counts.healthy} healthy</dd>
+      ${
+        deployment.failedStarts === undefined
+          ? ""
+          : html`<dt>failed starts</dt>
+              <dd class="failed-starts">
+                ${deployment.failedStarts.count} in a row, the latest
+                ${isoTime(deployment.failedStarts.lastAtMs)}; new replicas held back until
+                ${isoTime(replacementsHeldUntilMs(deployment))}
+              </dd>`
+      }
       <dt>command</dt>
       <dd class="command">${spec.service.command.map((word) => html`<code>${word}</code> `)}</dd>
       <dt>resources</dt>

@@ -90,8 +90,8 @@ export interface DashboardDeps {
   readonly census: SessionCensus;
   /** Absent: the deployments pages say they are not known for this connection. */
   readonly deployments?: DashboardDeployments;
-  /** Puts a `Session Cancel Requested` event for a session or a job id. */
-  cancel(id: string, reason: string): Promise<void>;
+  /** Puts a `Session Cancel Requested` event for a session or a job id (`force`: Force Cancel). */
+  cancel(id: string, reason: string, force: boolean): Promise<void>;
   /** Absent when the kernels' log group is not known. */
   readonly logs?: KernelLogs;
   readonly executions: Executions;

@@ -153,7 +153,14 @@ describe("the deployments pages, over DynamoDB Local", () => {
       },
     });
     await items.saveDeployment({
-      deployment: { next: deployment("api", { status: "SCALING", nextRouteIndex: 0 }), expected: "absent" },
+      deployment: {
+        next: deployment("api", {
+          status: "SCALING",
+          nextRouteIndex: 0,
+          failedStarts: { count: 2, lastAtMs: T0 + 60_000 },
+        }),
+        expected: "absent",
+      },
     });
     const executions: Executions = {
       kind: "local",
@@ -276,6 +283,16 @@ describe("the deployments pages, over DynamoDB Local", () => {
       "2027-01-15 08:01:01Z route web-r1 HealthCheckRoute",
     ]);
     expect(history).toContain("HEALTHY → UNHEALTHY");
+  });
+
+  test("a crash-looping deployment's page: its failed starts and until when new replicas are held back", async () => {
+    const { status, body } = await get(server, "/deployments/api");
+    expect(status).toBe(200);
+    expect(body.replace(/\s+/g, " ")).toContain(
+      '<dt>failed starts</dt> <dd class="failed-starts"> 2 in a row, the latest 2027-01-15 08:01:00Z; new replicas held back until 2027-01-15 08:01:20Z </dd>',
+    );
+    const web = await get(server, "/deployments/web");
+    expect(web.body).not.toContain("failed starts");
   });
 
   test("what users and replicas wrote (command, probe and history messages) is rendered escaped", async () => {

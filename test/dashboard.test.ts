@@ -316,8 +316,8 @@ describe("the server's checks", () => {
     const deps: DashboardDeps = {
       store,
       census: { countSessions: () => Promise.resolve({ count: 0, exact: true }) },
-      cancel: (id, reason) => {
-        cancels.push(`${id}: ${reason}`);
+      cancel: (id, reason, force) => {
+        cancels.push(`${id}: ${reason}${force ? " (force)" : ""}`);
         return Promise.resolve();
       },
       executions: { kind: "none" },
@@ -356,6 +356,18 @@ describe("the server's checks", () => {
     );
     expect([ok.status, ok.headers.get("location")]).toEqual([303, "/sessions/live-1?cancel=requested"]);
     expect(cancels).toEqual(["live-1: cancelled from the dashboard"]);
+    const badForce = await post(
+      { kind: "session", id: "live-1", confirm: "yes", force: "1" },
+      { Origin: origin },
+    );
+    expect(badForce.status).toBe(400);
+    expect(await badForce.text()).toContain("force: must be yes when given, got &quot;1&quot;");
+    const forced = await post(
+      { kind: "session", id: "live-1", confirm: "yes", reason: "stuck", force: "yes" },
+      { Origin: origin },
+    );
+    expect(forced.status).toBe(303);
+    expect(cancels).toEqual(["live-1: cancelled from the dashboard", "live-1: stuck (force)"]);
   });
 
   test("every page carries the CSP; a bad filter is a 400 naming the field, escaped", async () => {
