@@ -39,7 +39,7 @@ import {
   SESSION_SK,
   sessionPk,
 } from "./keys.ts";
-import { LISTING_INDEX, STATUS_INDEX } from "../../topology/table-schema.ts";
+import { STATUS_INDEX } from "../../topology/table-schema.ts";
 import type { StoreLayout } from "./transaction-plan.ts";
 import { requireId, requireResources, requireTime } from "./validation.ts";
 
@@ -186,18 +186,7 @@ export class AgentCapacity {
    * read consistently, so free capacity is current.
    */
   async listAgents(): Promise<Agent[]> {
-    const keys = await this.requests.queryAll("listAgents", {
-      TableName: this.requests.tableName,
-      IndexName: LISTING_INDEX,
-      KeyConditionExpression: "#pk = :pk",
-      ExpressionAttributeNames: { "#pk": "gsi3pk" },
-      ExpressionAttributeValues: { ":pk": { S: AGENTS_PK } },
-    });
-    const items = await this.requests.batchGet(
-      "listAgents",
-      keys.map((k) => tableKey(k)),
-    );
-    return items.filter((i) => i !== undefined).map(agentFromItem);
+    return (await this.requests.readRoster("listAgents", AGENTS_PK)).map(agentFromItem);
   }
 
   async reserve(request: ReservationRequest): Promise<Allocation[]> {

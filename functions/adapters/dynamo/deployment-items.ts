@@ -27,9 +27,8 @@ import {
 } from "../../core/deployments/tables.ts";
 import type { DeploymentChange, DeploymentRepository, Saved } from "../../core/ports/deployment-store.ts";
 import { ConflictError, InvalidStoreRequestError } from "../../core/ports/session-store.ts";
-import { LISTING_INDEX } from "../../topology/table-schema.ts";
 import { itemAbsent, sessionAt } from "./conditions.ts";
-import { tableKey, type DynamoRequests } from "./dynamo-requests.ts";
+import type { DynamoRequests } from "./dynamo-requests.ts";
 import { Fields, fromItem, toItem, type Item } from "./item-codec.ts";
 import {
   DEPLOYMENT_HISTORY_SK_PREFIX,
@@ -101,20 +100,7 @@ export class DeploymentItems implements DeploymentRepository {
   }
 
   async listDeployments(): Promise<Deployment[]> {
-    const keys = await this.#requests.queryAll("listDeployments", {
-      TableName: this.#requests.tableName,
-      IndexName: LISTING_INDEX,
-      KeyConditionExpression: "#pk = :pk",
-      ExpressionAttributeNames: { "#pk": "gsi3pk" },
-      ExpressionAttributeValues: { ":pk": { S: DEPLOYMENTS_PK } },
-    });
-    const items = await this.#requests.batchGet(
-      "listDeployments",
-      keys.map((k) => tableKey(k)),
-    );
-    // An index entry may outlive a moment its item's write (the index is eventually consistent).
-    return items
-      .filter((item): item is Item => item !== undefined)
+    return (await this.#requests.readRoster("listDeployments", DEPLOYMENTS_PK))
       .map(deploymentFromItem)
       .sort((a, b) => a.id.localeCompare(b.id));
   }

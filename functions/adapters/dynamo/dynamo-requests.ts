@@ -27,6 +27,7 @@ import type { RetryErrorInfo, RetryStrategy, RetryStrategyV2, RetryToken } from 
 import { StoreUnavailableError } from "../../core/ports/session-store.ts";
 import { Expressions, UpdateBuilder, type Clause } from "./expressions.ts";
 import type { Item } from "./item-codec.ts";
+import { LISTING_INDEX } from "../../topology/table-schema.ts";
 import type { StoreMetricsSink, WriteOperation } from "./metrics.ts";
 import { afterRetries, attemptsOf, cancellationReasons, type CancellationReason } from "./retry.ts";
 import { MAX_TRANSACTION_ITEMS, type ItemRole, type PlannedTransaction } from "./transaction-plan.ts";
@@ -254,6 +255,26 @@ export class DynamoRequests {
     const out = await this.request(operation, () => this.client.send(new QueryCommand(input)));
     this.metrics?.recordRead({ operation: "Query", purpose: operation, items: out.Items?.length ?? 0 });
     return { items: out.Items ?? [], lastKey: out.LastEvaluatedKey };
+  }
+
+  /**
+   * A roster of the listings index (its keys), then its items read consistently, in the roster's
+   * order. An entry may outlive its item for a moment (the index is eventually consistent): such
+   * an entry is left out.
+   */
+  async readRoster(operation: string, rosterPk: string): Promise<Item[]> {
+    const keys = await this.queryAll(operation, {
+      TableName: this.tableName,
+      IndexName: LISTING_INDEX,
+      KeyConditionExpression: "#pk = :pk",
+      ExpressionAttributeNames: { "#pk": "gsi3pk" },
+      ExpressionAttributeValues: { ":pk": { S: rosterPk } },
+    });
+    const items = await this.batchGet(
+      operation,
+      keys.map((k) => tableKey(k)),
+    );
+    return items.filter((item): item is Item => item !== undefined);
   }
 
   async queryAll(operation: string, input: QueryCommandInput): Promise<Item[]> {

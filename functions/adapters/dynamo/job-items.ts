@@ -13,10 +13,9 @@ import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
 import type { JobState } from "../../core/status.ts";
 import { TERMINAL_JOB_STATES } from "../../core/status.ts";
 import { itemAbsent, itemExists } from "./conditions.ts";
-import { tableKey, type DynamoRequests } from "./dynamo-requests.ts";
+import type { DynamoRequests } from "./dynamo-requests.ts";
 import { Fields, fromItem, ItemType, toItem, type Item } from "./item-codec.ts";
 import { JOB_SK, jobPk, LIMITED_JOBS_PK } from "./keys.ts";
-import { LISTING_INDEX } from "../../topology/table-schema.ts";
 import { guarded, type PlannedTransaction } from "./transaction-plan.ts";
 import { requireId, requireTime } from "./validation.ts";
 
@@ -109,20 +108,9 @@ export class JobItems {
 
   /** Every job with a run-time limit and no final state yet, by id. */
   async listWithRunTimeLimit(): Promise<Job[]> {
-    const keys = await this.#requests.queryAll("listJobsWithRunTimeLimit", {
-      TableName: this.#requests.tableName,
-      IndexName: LISTING_INDEX,
-      KeyConditionExpression: "#pk = :pk",
-      ExpressionAttributeNames: { "#pk": "gsi3pk" },
-      ExpressionAttributeValues: { ":pk": { S: LIMITED_JOBS_PK } },
-    });
-    const items = await this.#requests.batchGet(
-      "listJobsWithRunTimeLimit",
-      keys.map((k) => tableKey(k)),
-    );
     // The index is eventually consistent: an entry may outlive its job's final state a moment.
-    return items
-      .flatMap((item) => (item ? [jobFromItem(item)] : []))
+    return (await this.#requests.readRoster("listJobsWithRunTimeLimit", LIMITED_JOBS_PK))
+      .map(jobFromItem)
       .filter((job) => job.final === undefined)
       .sort((a, b) => a.id.localeCompare(b.id));
   }

@@ -18,9 +18,8 @@ import {
 import type { RetryConfig } from "../../core/retry/config.ts";
 import type { RetryPolicy } from "../../core/retry/policy.ts";
 import { itemAbsent, itemExists, notReferenced, versionIs } from "./conditions.ts";
-import { tableKey, type ConditionFailure, type DynamoRequests } from "./dynamo-requests.ts";
+import type { ConditionFailure, DynamoRequests } from "./dynamo-requests.ts";
 import { all } from "./expressions.ts";
-import type { Item } from "./item-codec.ts";
 import { QUEUES_PK, RETRY_POLICIES_PK } from "./keys.ts";
 import {
   policyUsers,
@@ -38,7 +37,6 @@ import {
   withoutVersion,
   type QueueInput,
 } from "./resource-items.ts";
-import { LISTING_INDEX } from "../../topology/table-schema.ts";
 import {
   guarded,
   updateRequest,
@@ -95,7 +93,7 @@ export class RetryResources {
   }
 
   async listRetryPolicies(): Promise<RetryPolicy[]> {
-    return (await this.readRoster("listRetryPolicies", RETRY_POLICIES_PK)).map(retryPolicyFromItem);
+    return (await this.requests.readRoster("listRetryPolicies", RETRY_POLICIES_PK)).map(retryPolicyFromItem);
   }
 
   async deleteRetryPolicy(name: string): Promise<void> {
@@ -174,7 +172,7 @@ export class RetryResources {
   }
 
   async listQueues(): Promise<Queue[]> {
-    return (await this.readRoster("listQueues", QUEUES_PK)).map((item) =>
+    return (await this.requests.readRoster("listQueues", QUEUES_PK)).map((item) =>
       withoutVersion(queueFromItem(item)),
     );
   }
@@ -256,23 +254,6 @@ export class RetryResources {
           : u.deleteFromSet("usedBy", new Set([queue])),
       itemExists,
     );
-  }
-
-  /** A roster of the listings index (keys only), then the items read consistently, by name. */
-  private async readRoster(operation: string, rosterPk: string): Promise<Item[]> {
-    const keys = await this.requests.queryAll(operation, {
-      TableName: this.layout.tableName,
-      IndexName: LISTING_INDEX,
-      KeyConditionExpression: "#pk = :pk",
-      ExpressionAttributeNames: { "#pk": "gsi3pk" },
-      ExpressionAttributeValues: { ":pk": { S: rosterPk } },
-    });
-    const items = await this.requests.batchGet(
-      operation,
-      keys.map((k) => tableKey(k)),
-    );
-    // An entry may outlive its item for a moment (the index is eventually consistent).
-    return items.filter((item): item is Item => item !== undefined);
   }
 }
 

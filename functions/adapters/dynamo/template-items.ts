@@ -16,9 +16,8 @@ import {
   parseJobTemplate,
   type JobTemplate,
 } from "../../core/templates.ts";
-import { LISTING_INDEX } from "../../topology/table-schema.ts";
 import { itemAbsent, itemExists } from "./conditions.ts";
-import { tableKey, type DynamoRequests } from "./dynamo-requests.ts";
+import type { DynamoRequests } from "./dynamo-requests.ts";
 import { Fields, fromItem, toItem, type Item } from "./item-codec.ts";
 import { requireId, requireTime } from "./validation.ts";
 
@@ -72,18 +71,7 @@ export class TemplateItems implements TemplateRepository {
   }
 
   async listTemplates(): Promise<JobTemplate[]> {
-    const keys = await this.#requests.queryAll("listTemplates", {
-      TableName: this.#requests.tableName,
-      IndexName: LISTING_INDEX,
-      KeyConditionExpression: "#pk = :pk",
-      ExpressionAttributeNames: { "#pk": "gsi3pk" },
-      ExpressionAttributeValues: { ":pk": { S: TEMPLATES_PK } },
-    });
-    const items = await this.#requests.batchGet(
-      "listTemplates",
-      keys.map((k) => tableKey(k)),
-    );
-    const templates = items.filter((item): item is Item => item !== undefined).map(templateFromItem);
+    const templates = (await this.#requests.readRoster("listTemplates", TEMPLATES_PK)).map(templateFromItem);
     if (!templates.some((t) => t.name === DEFAULT_TEMPLATE_NAME)) templates.push(BUILT_IN_DEFAULT_TEMPLATE);
     return templates.sort((a, b) => a.name.localeCompare(b.name));
   }
