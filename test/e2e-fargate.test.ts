@@ -264,6 +264,36 @@ describe("Fargate sessions, end to end", () => {
     await until("the process gone", () => (alive(pid) ? undefined : true));
   }, 60_000);
 
+  test("a force cancel of a running Fargate session stops its task at once and ends the kernel KILLED without waiting", async () => {
+    const id = newId("force");
+    const pidFile = join(rt.dataDir, `${id}.pid`);
+    await rt.submit({
+      sessionId: id,
+      spec: fargateSpec("force", ["sh", "-c", `echo $$ > ${pidFile}; exec sleep 60`]),
+    });
+    const running = await rt.waitFor(
+      id,
+      (s) => s.session.status === "RUNNING" && s.kernels[0]?.taskArn !== undefined,
+      "RUNNING with its task",
+    );
+    const pid = Number(await until("the pid", () => readFileSync(pidFile, "utf8").trim() || undefined));
+    await runCairn(rt.dataDir, ["cancel", id, "--force"]);
+    const done = await rt.waitForEnd(id);
+    expect(done.session.status).toBe("TERMINATED");
+    expect(sessionResult(done)).toBe("cancelled");
+    expect(done.kernels[0]).toMatchObject({ status: "TERMINATED", outcome: "KILLED" });
+    expect(done.kernels[0]?.message).toMatch(/^force cancelled: killed without a grace period/);
+    const taskArn = running.kernels[0]!.taskArn!;
+    await until("the task STOPPED", () =>
+      lastEventOf(taskArn)?.detail.lastStatus === "STOPPED" ? true : undefined,
+    );
+    expect(lastEventOf(taskArn)?.detail).toMatchObject({
+      stopCode: "UserInitiated",
+      stoppedReason: "force cancelled",
+    });
+    await until("the process gone", () => (alive(pid) ? undefined : true));
+  }, 60_000);
+
   test("a gang ECS cannot place is retried with ECS's reason, and starts once capacity is back", async () => {
     const id = newId("nocap");
     const faults = rt.runtime.ecs.service.faults.unavailableCapacity;

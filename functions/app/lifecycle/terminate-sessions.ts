@@ -22,6 +22,7 @@ import {
   SessionStatus,
   TerminationCondition,
 } from "../../core/status.ts";
+import { isFargatePool } from "../../core/fargate-pool.ts";
 import { kernelCommand, type KernelCommand } from "../kernel-commands.ts";
 import {
   errorMessage,
@@ -136,7 +137,7 @@ async function forceEnd(
   const { session } = target;
   const started = alive.filter((k) => !NOT_STARTED.has(k.status));
   const kills = started
-    .filter((k) => k.taskArn !== undefined || (k.agentId !== undefined && live.has(k.agentId)))
+    .filter((k) => k.agentId !== undefined && (isFargatePool(k.agentId) || live.has(k.agentId)))
     .map((k) => kernelCommand(target, k, "stop", { graceMs: 0, reason: "force cancelled" }));
   let unsent: string | undefined;
   if (kills.length > 0) {
