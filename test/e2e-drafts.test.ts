@@ -162,9 +162,18 @@ describe("drafts through the CLI", { timeout: TEST_TIMEOUT_MS }, () => {
     // A submission refused without a job (an unknown queue) leaves it a draft, to be fixed.
     const noQueue = spec("noqueue", `${SPEC("other")}\nqueue: no-such-queue`);
     expect((await cairn("job", "edit", "dr-two", noQueue)).code).toBe(0);
+    const rejections: { detailType?: string; reason?: string }[] = [];
+    rt.runtime.bus.onEvent((e) => {
+      if (e["detail-type"] === "Event Rejected") rejections.push(e.detail as { detailType?: string });
+    });
     const refused = await cairn("job", "submit", "dr-two");
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('detail.spec.queue: no queue named "no-such-queue"');
+    // Refused as the event the client sent (a draft's submission), not the one it became.
+    const sent = await waitFor(async () =>
+      Promise.resolve(rejections.find((r) => r.reason?.includes("no-such-queue"))),
+    );
+    expect(sent.detailType).toBe("Job Draft Submitted");
     expect(await rt.store.getJob("dr-two")).toBeUndefined();
     const kept = await waitFor(async () => {
       const d = await rt.store.getDraft("dr-two");

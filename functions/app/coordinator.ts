@@ -452,10 +452,16 @@ export class Coordinator {
       if (isConflict(error)) this.#d.log.warn(message, { error: errorMessage(error) });
       else this.#d.log.error(message, { error: errorMessage(error) });
     };
+    // A draft's submission is refused as the event its client sent, not as the one it became.
+    const draftEvents = new Set<string>();
     const outcome = (rejection: Rejection | undefined) => {
       if (rejection) {
-        rejected.push(rejection);
-        this.#d.log.warn("event rejected", { ...rejection });
+        const sent =
+          rejection.eventId !== undefined && draftEvents.has(rejection.eventId)
+            ? { ...rejection, detailType: DetailType.JobDraftSubmitted }
+            : rejection;
+        rejected.push(sent);
+        this.#d.log.warn("event rejected", { ...sent });
       } else applied++;
     };
     const reject = async (action: Extract<EventAction, { kind: "reject" }>) => {
@@ -474,6 +480,7 @@ export class Coordinator {
     // A draft's submission (issue 16 item 3) goes to admission as the draft was written.
     for (const [index, draft] of fromDrafts) {
       const e = events[index];
+      if (e?.kind === "inbound") draftEvents.add(e.event.id);
       if (e?.kind === "inbound" && draft.written !== undefined) written.set(e.event.id, draft.written);
     }
     const { actions, wake } = step(await this.#loadEvents(events));
