@@ -11,6 +11,7 @@ import { parseRetryPolicyText } from "../../functions/core/retry/policy-text.ts"
 import type { JobTemplate } from "../../functions/core/templates.ts";
 import { parseJobTemplateText } from "../../functions/core/template-text.ts";
 import type { ValidationIssue } from "../../functions/core/spec.ts";
+import { invalidMessage } from "../../functions/core/validation-issue.ts";
 import { parseSpecText, readSpecText } from "../../functions/core/spec-text.ts";
 import { parseSessionSpec } from "../../functions/core/spec.ts";
 import { parseDeploymentSpecText } from "./deployment-text.ts";
@@ -136,11 +137,7 @@ function readDocumentFile<T>(file: string, io: FileIo, kind: DocumentKind<T>): T
     const code = (error as { code?: unknown }).code;
     if (code === kind.codes.invalid) {
       const issues = (error as { issues: readonly ValidationIssue[] }).issues;
-      throw kind.error(
-        `invalid ${kind.title} ${name} (${issues.length} ${issues.length === 1 ? "problem" : "problems"}):\n` +
-          issues.map((issue) => `  ${issue.path}: ${issue.message}`).join("\n"),
-        issues,
-      );
+      throw kind.error(invalidMessage(`${kind.title} ${name}`, issues), issues);
     }
     if (code === kind.codes.syntax) throw kind.error(`${name}: ${(error as Error).message}`);
     throw error;

@@ -14,7 +14,7 @@ import {
 } from "./fargate.ts";
 import { STAGE_KEYS, type SessionSpec, type SpecTimeouts, type StageKey } from "./model.ts";
 import { BUDGET_DEFAULTS } from "./retry/budgets.ts";
-import type { ValidationIssue } from "./validation-issue.ts";
+import { invalidMessage, type ValidationIssue } from "./validation-issue.ts";
 import { HISTORY_LIMIT_REASON, MAX_COUNTED_RETRIES, MAX_FREE_RETURNS } from "./retry/history-budget.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -377,10 +377,7 @@ export class SpecValidationError extends SpecError {
   readonly issues: readonly ValidationIssue[];
 
   constructor(issues: readonly ValidationIssue[]) {
-    super(
-      `invalid session spec (${issues.length} ${issues.length === 1 ? "problem" : "problems"}):\n` +
-        issues.map((issue) => `  ${issue.path}: ${issue.message}`).join("\n"),
-    );
+    super(invalidMessage("session spec", issues));
     this.issues = issues;
   }
 }

@@ -20,7 +20,7 @@ import {
   strictObject,
   type IssuesResult,
 } from "./spec.ts";
-import type { ValidationIssue } from "./validation-issue.ts";
+import { invalidMessage, type ValidationIssue } from "./validation-issue.ts";
 
 /** The template a submission naming none is validated against. */
 export const DEFAULT_TEMPLATE_NAME = "Default";
@@ -191,10 +191,7 @@ export class JobTemplateValidationError extends Error {
   readonly issues: readonly ValidationIssue[];
 
   constructor(issues: readonly ValidationIssue[]) {
-    super(
-      `invalid job template (${issues.length} ${issues.length === 1 ? "problem" : "problems"}):\n` +
-        issues.map((i) => `  ${i.path}: ${i.message}`).join("\n"),
-    );
+    super(invalidMessage("job template", issues));
     this.issues = issues;
   }
 }

@@ -2,17 +2,10 @@
  * Errors of the retry core. Callers across Lambda / Step Functions / EventBridge boundaries branch
  * on `name` or `code`, never on `instanceof`.
  */
-import type { ValidationIssue } from "../validation-issue.ts";
+import { invalidMessage, type ValidationIssue } from "../validation-issue.ts";
 
 export abstract class RetryError extends Error {
   abstract readonly code: string;
-}
-
-function listIssues(what: string, issues: readonly ValidationIssue[]): string {
-  return (
-    `invalid ${what} (${issues.length} ${issues.length === 1 ? "problem" : "problems"}):\n` +
-    issues.map((issue) => `  ${issue.path}: ${issue.message}`).join("\n")
-  );
 }
 
 /** A RetryPolicy document breaks the schema; `issues` holds every problem as `<path>: <reason>`. */
@@ -22,7 +15,7 @@ export class RetryPolicyValidationError extends RetryError {
   readonly issues: readonly ValidationIssue[];
 
   constructor(issues: readonly ValidationIssue[]) {
-    super(listIssues("retry policy", issues));
+    super(invalidMessage("retry policy", issues));
     this.issues = issues;
   }
 }
@@ -50,7 +43,7 @@ export class RetryConfigValidationError extends RetryError {
   readonly issues: readonly ValidationIssue[];
 
   constructor(issues: readonly ValidationIssue[]) {
-    super(listIssues("retry configuration", issues));
+    super(invalidMessage("retry configuration", issues));
     this.issues = issues;
   }
 }
