@@ -23,9 +23,9 @@
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import type { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
-import { PutEventsCommand, type EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import type { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import {
-  DeleteMessageCommand,
+  DeleteMessageBatchCommand,
   GetQueueUrlCommand,
   ReceiveMessageCommand,
   type SQSClient,
@@ -38,6 +38,7 @@ import {
 } from "../functions/core/agent-protocol.ts";
 import { DetailType, toPutEventsEntry, type EventDetailInput } from "../functions/core/events.ts";
 import { signDetail } from "../functions/topology/agent-signature.ts";
+import { EventOutbox } from "./event-outbox.ts";
 import { LocalAgent } from "./local-agent.ts";
 import { LogShipper } from "./log-shipper.ts";
 import type { RouteHealthReport } from "./replica-health.ts";
@@ -83,11 +84,17 @@ export class AgentHost {
   #poll: Promise<void> | undefined;
   readonly #abort = new AbortController();
   readonly #pending = new Set<Promise<unknown>>();
+  /** Every event the agent puts, in order, as few requests as the limits allow. */
+  readonly #outbox: EventOutbox;
   #registered!: { promise: Promise<void>; resolve: () => void };
   #exitReason: string | undefined;
 
   constructor(options: AgentHostOptions) {
     this.#o = options;
+    this.#outbox = new EventOutbox({
+      events: options.events,
+      log: (line) => options.log(`agent ${options.id}: ${line}`),
+    });
     this.agent =
       options.agent ??
       new LocalAgent({
@@ -252,13 +259,21 @@ export class AgentHost {
           { abortSignal: signal },
         );
         backoffMs = 250;
+        const handled: { Id: string; ReceiptHandle: string }[] = [];
         for (const m of out.Messages ?? []) {
           if (signal.aborted) break; // left in the queue: it reappears for the next incarnation to judge
           await this.#handle(m.Body ?? "");
-          if (m.ReceiptHandle) {
-            await sqs.send(
-              new DeleteMessageCommand({ QueueUrl: this.#queueUrl, ReceiptHandle: m.ReceiptHandle }),
-            );
+          if (m.ReceiptHandle) handled.push({ Id: String(handled.length), ReceiptHandle: m.ReceiptHandle });
+        }
+        // One request for the messages handled (at most 10, as received).
+        if (handled.length > 0) {
+          const deleted = await sqs.send(
+            new DeleteMessageBatchCommand({ QueueUrl: this.#queueUrl, Entries: handled }),
+          );
+          for (const failed of deleted.Failed ?? []) {
+            // Handled already: it comes back after its visibility timeout and is refused or
+            // recognised then, as a redelivery would be.
+            log(`agent ${id}: deleting a handled message failed: ${failed.Message ?? failed.Code ?? "?"}`);
           }
         }
       } catch (error) {
@@ -416,24 +431,9 @@ export class AgentHost {
     );
   }
 
-  /** Reports must not be lost: retry a few times, then say so loudly. Resolves whether it was sent. */
-  async #put(entry: ReturnType<typeof toPutEventsEntry>): Promise<boolean> {
-    for (let attempt = 1; attempt <= 5; attempt++) {
-      try {
-        const out = await this.#o.events.send(new PutEventsCommand({ Entries: [entry] }));
-        if (!out.FailedEntryCount) return true;
-        this.#o.log(
-          `agent ${this.#o.id}: ${entry.DetailType} rejected: ${out.Entries?.[0]?.ErrorMessage ?? "unknown"}`,
-        );
-      } catch (error) {
-        if (attempt === 5 || (error as { $fault?: string }).$fault === "client") {
-          this.#o.log(`agent ${this.#o.id}: could not send ${entry.DetailType}: ${String(error)}`);
-          return false;
-        }
-      }
-      await sleep(100 * 2 ** attempt);
-    }
-    return false;
+  /** Reports must not be lost: the outbox retries, then says so loudly. Resolves whether it was sent. */
+  #put(entry: ReturnType<typeof toPutEventsEntry>): Promise<boolean> {
+    return this.#outbox.send(entry);
   }
 
   #track(p: Promise<unknown>): void {

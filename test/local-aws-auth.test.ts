@@ -2,9 +2,11 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import {
   CreateQueueCommand,
+  DeleteMessageBatchCommand,
   DeleteMessageCommand,
   ListQueuesCommand,
   ReceiveMessageCommand,
+  SendMessageBatchCommand,
   SendMessageCommand,
   SQSClient,
 } from "@aws-sdk/client-sqs";
@@ -157,6 +159,42 @@ describe("SigV4 on the SQS endpoint (query-compatible codes)", () => {
       "sqs:ReceiveMessage on resource: arn:aws:sqs:local:000000000000:other-queue",
     );
     expect((await failure(agent.send(new ListQueuesCommand({})))).name).toBe("AccessDenied");
+    agent.destroy();
+  });
+
+  test("given a batch operation, then it is authorised as its single-message action, as AWS does", async () => {
+    const control = sqsAs(CONTROL);
+    await control.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: "batch me" }));
+    control.destroy();
+    const agent = sqsAs(AGENT);
+    const { Messages } = await agent.send(new ReceiveMessageCommand({ QueueUrl: queueUrl }));
+    // sqs:DeleteMessage allows DeleteMessageBatch; no policy can name the batch action itself.
+    const deleted = await agent.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: [{ Id: "0", ReceiptHandle: Messages![0]!.ReceiptHandle! }],
+      }),
+    );
+    expect(deleted.Successful).toEqual([{ Id: "0" }]);
+    // Without sqs:SendMessage, SendMessageBatch is denied, named as the action that was checked.
+    const send = await failure(
+      agent.send(
+        new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: [{ Id: "0", MessageBody: "forged" }] }),
+      ),
+    );
+    expect(send.name).toBe("AccessDenied");
+    expect(send.message).toContain("not authorized to perform: sqs:SendMessage on resource");
+    const other = await failure(
+      agent.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: `${sqsServer.endpoint}/000000000000/other-queue`,
+          Entries: [{ Id: "0", ReceiptHandle: "x" }],
+        }),
+      ),
+    );
+    expect(other.message).toContain(
+      "sqs:DeleteMessage on resource: arn:aws:sqs:local:000000000000:other-queue",
+    );
     agent.destroy();
   });
 

@@ -416,11 +416,24 @@ describe("sessions: create, read, write", () => {
       }),
     );
     expect(clash).toMatchObject({ code: "CONFLICT", reason: "kernel 0 changed since it was read" });
-    // A report computed from a stale kernel conflicts too, and one for a missing kernel is not found.
+    // A report computed from a stale kernel conflicts too, said in its one request: the session
+    // is not read just to name it (the caller reads it again anyway). One for a missing kernel is
+    // not found.
     const now = { status: "PENDING" as const, version: 1 };
-    expect(
-      await caught(() => store.patchKernels("kver-1", now, [{ index: 1, expectedVersion: 0 }], T0 + 4)),
-    ).toMatchObject({ code: "CONFLICT", reason: "kernel 1 changed since it was read" });
+    const metrics = new RequestCounter();
+    const counted = table.store({ metrics });
+    const stale = await caught(() =>
+      counted.patchKernels("kver-1", now, [{ index: 1, expectedVersion: 0 }], T0 + 4),
+    );
+    expect(stale).toMatchObject({
+      code: "CONFLICT",
+      reason: "kernel 1 changed since it was read",
+      found: undefined,
+    });
+    expect((stale as Error).message).toBe(
+      "session kver-1: expected PENDING v1 (kernel 1 changed since it was read)",
+    );
+    expect([metrics.operations, metrics.reads.requests]).toEqual([1, 0]);
     expect(
       await caught(() => store.patchKernels("kver-1", now, [{ index: 5, expectedVersion: 0 }], T0 + 4)),
     ).toMatchObject({ code: "NOT_FOUND", entity: "kernel" });

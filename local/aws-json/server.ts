@@ -45,6 +45,11 @@ export interface AwsJsonServerAuth extends AwsAuthOptions {
   readonly service: string;
   /** What a request touches. @default `["*"]`, no condition values */
   readonly describe?: (operation: string, input: Record<string, unknown>) => RequestDescription;
+  /**
+   * The IAM action an operation is authorised as, where it is not `<service>:<operation>` (SQS's
+   * batch operations are authorised as their single-message action). @default the operation
+   */
+  readonly actionOf?: (operation: string) => string;
 }
 
 export interface AwsJsonServerOptions {
@@ -303,7 +308,7 @@ function authorizeRequest(
   const description = auth.describe?.(operation, input) ?? { resources: ["*"] };
   const request: AuthorizationRequest = {
     operation,
-    action: `${auth.service}:${operation}`,
+    action: `${auth.service}:${auth.actionOf?.(operation) ?? operation}`,
     resources: description.resources,
     conditionValues: description.conditionValues ?? {},
     input,

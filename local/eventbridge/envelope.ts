@@ -4,14 +4,20 @@
  * PutEvents event entry size"); the per-entry error codes are those the real service returns.
  */
 import type { PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
+import {
+  entrySizeBytes,
+  MAX_ENTRIES_PER_REQUEST,
+  MAX_REQUEST_BYTES,
+} from "../../functions/topology/put-events.ts";
 import { ValidationError } from "./errors.ts";
 import { isPlainObject } from "./pattern-leaf.ts";
 
 export type { PutEventsRequestEntry };
 
-export const MAX_ENTRIES_PER_PUT_EVENTS = 10;
+export const MAX_ENTRIES_PER_PUT_EVENTS = MAX_ENTRIES_PER_REQUEST;
 /** 256 KiB for the entries of one request, measured as AWS measures them (entrySizeBytes). */
-export const MAX_PUT_EVENTS_SIZE_BYTES = 256 * 1024;
+export const MAX_PUT_EVENTS_SIZE_BYTES = MAX_REQUEST_BYTES;
+export { entrySizeBytes };
 
 /** The event every target receives. */
 export interface EventBridgeEvent<TDetail = unknown> {
@@ -72,18 +78,6 @@ export function validatePutEventsRequest(
   if (totalBytes > MAX_PUT_EVENTS_SIZE_BYTES) {
     throw new ValidationError("Total size of the entries in the request is over the limit.");
   }
-}
-
-/** AWS's formula: Time counts 14 bytes; Source, DetailType, Detail and each Resource their UTF-8 length. */
-export function entrySizeBytes(entry: PutEventsRequestEntry): number {
-  let size = entry.Time !== undefined && entry.Time !== null ? 14 : 0;
-  size += utf8Length(entry.Source) + utf8Length(entry.DetailType) + utf8Length(entry.Detail);
-  if (Array.isArray(entry.Resources)) for (const r of entry.Resources) size += utf8Length(r);
-  return size;
-}
-
-function utf8Length(value: unknown): number {
-  return typeof value === "string" ? Buffer.byteLength(value, "utf8") : 0;
 }
 
 export interface EnvelopeContext {

@@ -73,6 +73,9 @@ export async function startSqsServer(options: SqsServerOptions = {}): Promise<Sq
             ...options.auth,
             service: "sqs",
             describe: (_operation, input) => ({ resources: [queueArnOf(queues, input)] }),
+            // "You cannot set permissions explicitly for SendMessageBatch, DeleteMessageBatch, or
+            // ChangeMessageVisibilityBatch": each is authorised as its single-message action.
+            actionOf: (operation) => BATCH_ACTIONS[operation] ?? operation,
           },
         }
       : {}),
@@ -80,6 +83,12 @@ export async function startSqsServer(options: SqsServerOptions = {}): Promise<Sq
   endpoint = server.endpoint;
   return { endpoint, port: server.port, queues, close: () => server.close() };
 }
+
+const BATCH_ACTIONS: Readonly<Record<string, string>> = {
+  SendMessageBatch: "SendMessage",
+  DeleteMessageBatch: "DeleteMessage",
+  ChangeMessageVisibilityBatch: "ChangeMessageVisibility",
+};
 
 /** The ARN a request's QueueUrl or QueueName names, whether or not the queue exists yet. */
 function queueArnOf(queues: SqsQueues, input: Record<string, unknown>): string {

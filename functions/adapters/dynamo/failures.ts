@@ -15,8 +15,8 @@ export interface FailureMappers {
   readonly other?: (failure: ConditionFailure) => Error | undefined;
   /**
    * The write checked the session item itself (its condition is part of the transaction): when
-   * that condition held, the session was as expected, and a clash elsewhere reports it so
-   * without reading the item again.
+   * that condition held, the session was as expected, and a clash elsewhere reports it so.
+   * Otherwise a clash reports no session state.
    */
   readonly sessionChecked?: boolean;
 }
@@ -46,10 +46,14 @@ export async function transactionError(
     const clash = mappers.clash?.(failure);
     if (clash === undefined) continue;
     if (clash instanceof Error) return clash;
-    const found = mappers.sessionChecked === true ? expected : await stateOf(undefined);
-    return found === undefined
-      ? new NotFoundError("session", sessionId)
-      : new ConflictError(sessionId, expected, found, clash);
+    // A write that did not check the session (kernel reports) reports the clash alone: the
+    // caller reads everything again anyway, so the session is not read here just to name it.
+    return new ConflictError(
+      sessionId,
+      expected,
+      mappers.sessionChecked === true ? expected : undefined,
+      clash,
+    );
   }
   for (const failure of failures) {
     const error = mappers.other?.(failure);

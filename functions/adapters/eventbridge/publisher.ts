@@ -9,6 +9,13 @@ import {
   type EventBridgeClient,
   type PutEventsRequestEntry,
 } from "@aws-sdk/client-eventbridge";
+import {
+  EntryTooLargeError,
+  entrySizeBytes,
+  MAX_ENTRIES_PER_REQUEST,
+  MAX_REQUEST_BYTES,
+  packRequests as packEntries,
+} from "../../topology/put-events.ts";
 
 export interface OutboundEntry {
   readonly Source: string;
@@ -28,49 +35,19 @@ export class PublishError extends Error {
   }
 }
 
-export const MAX_ENTRIES_PER_REQUEST = 10;
-/** The entries of one PutEvents request must total less than 256 KiB (entrySizeBytes). */
-export const MAX_REQUEST_BYTES = 256 * 1024;
+export { entrySizeBytes, MAX_ENTRIES_PER_REQUEST, MAX_REQUEST_BYTES };
 
 /**
- * An entry's size as EventBridge counts it towards the request limit ("Calculating PutEvents
- * event entry size"): Time 14 bytes if set; Source, DetailType, Detail and each Resource their
- * UTF-8 length. The bus name does not count.
- */
-export function entrySizeBytes(entry: PutEventsRequestEntry): number {
-  let size = entry.Time !== undefined ? 14 : 0;
-  for (const text of [entry.Source, entry.DetailType, entry.Detail, ...(entry.Resources ?? [])]) {
-    if (text !== undefined) size += Buffer.byteLength(text, "utf8");
-  }
-  return size;
-}
-
-/**
- * The requests to send, in order: each as full as both limits allow. Throws before anything is
- * sent if an entry could never fit a request.
+ * The requests to send, in order: each as full as both limits allow. Throws (not retryable)
+ * before anything is sent if an entry could never fit a request.
  */
 export function packRequests(entries: readonly PutEventsRequestEntry[]): PutEventsRequestEntry[][] {
-  const requests: PutEventsRequestEntry[][] = [];
-  let current: PutEventsRequestEntry[] = [];
-  let currentBytes = 0;
-  for (const entry of entries) {
-    const bytes = entrySizeBytes(entry);
-    if (bytes >= MAX_REQUEST_BYTES) {
-      throw new PublishError(
-        `a ${entry.DetailType ?? "?"} event is ${bytes} bytes; the entries of a PutEvents request must total less than ${MAX_REQUEST_BYTES}`,
-        false,
-      );
-    }
-    if (current.length === MAX_ENTRIES_PER_REQUEST || currentBytes + bytes >= MAX_REQUEST_BYTES) {
-      requests.push(current);
-      current = [];
-      currentBytes = 0;
-    }
-    current.push(entry);
-    currentBytes += bytes;
+  try {
+    return packEntries(entries);
+  } catch (error) {
+    if (error instanceof EntryTooLargeError) throw new PublishError(error.message, false);
+    throw error;
   }
-  if (current.length > 0) requests.push(current);
-  return requests;
 }
 
 export class EventPublisher {

@@ -329,18 +329,23 @@ export class ConflictError extends SessionStoreError {
   /** The item's id (for a session, its session id). */
   readonly sessionId: string;
   readonly expected: EntityState;
-  readonly found: EntityState;
+  /**
+   * The item's state when the write failed; undefined when the write did not check the item
+   * (a kernel report's write guards the kernels alone, and `reason` names the one that moved).
+   */
+  readonly found: EntityState | undefined;
   /** Set when the item itself matched but another part of the write was taken. */
   readonly reason: string | undefined;
   constructor(
     id: string,
     expected: EntityState,
-    found: EntityState,
+    found: EntityState | undefined,
     reason?: string,
     entity: "session" | "deployment" | "route" = "session",
   ) {
     super(
-      `${entity} ${id}: expected ${expected.status} v${expected.version}, found ${found.status} v${found.version}` +
+      `${entity} ${id}: expected ${expected.status} v${expected.version}` +
+        (found !== undefined ? `, found ${found.status} v${found.version}` : "") +
         (reason !== undefined ? ` (${reason})` : ""),
     );
     this.entity = entity;

@@ -1,0 +1,162 @@
+/**
+ * The agent's way onto the bus: every event it puts (reports, heartbeats, route health,
+ * registration) goes through one outbox, which sends them in order, one PutEvents request at a
+ * time, each carrying everything that queued while the previous one was out (up to the
+ * request's limits, functions/topology/put-events.ts).
+ *
+ * Why: a kernel that starts and exits at once produces its reports within a millisecond or two.
+ * Sent one request each, and in parallel, they reach the control plane's report queue as
+ * separate messages, often in separate batches handled at once, where they contend for the same
+ * kernel and one of them must read and write again. Sent together, they arrive together, and the
+ * control plane writes them as one. A short linger (`lingerMs`) lets the reports of one moment
+ * gather before the first request leaves. It also means one request, one signature and one
+ * connection's round trip for many events.
+ *
+ * Nothing is dropped silently: an entry the bus refuses is sent again with the next request, up
+ * to `attempts` times in all, and one that still fails (or that no request could carry) is
+ * logged and its `send` resolves false. A failed request holds the entries behind it, so order
+ * is kept.
+ */
+import {
+  PutEventsCommand,
+  type EventBridgeClient,
+  type PutEventsRequestEntry,
+} from "@aws-sdk/client-eventbridge";
+import {
+  entrySizeBytes,
+  MAX_ENTRIES_PER_REQUEST,
+  MAX_REQUEST_BYTES,
+} from "../functions/topology/put-events.ts";
+
+export interface EventOutboxOptions {
+  readonly events: Pick<EventBridgeClient, "send">;
+  /** A line for the agent's log (prefixed by the caller). */
+  readonly log: (line: string) => void;
+  /** Sends of one entry before it is given up. @default 5 */
+  readonly attempts?: number;
+  /** How long the first entry of an idle outbox waits for others. @default 25 */
+  readonly lingerMs?: number;
+  /** Wait before a request is sent again after a failure. @default 200 × 2^(attempt − 1) ms */
+  readonly backoffMs?: (attempt: number) => number;
+}
+
+interface Queued {
+  readonly entry: PutEventsRequestEntry;
+  readonly bytes: number;
+  /** Sends so far. */
+  attempts: number;
+  readonly resolve: (sent: boolean) => void;
+}
+
+export class EventOutbox {
+  readonly #o: EventOutboxOptions;
+  readonly #queue: Queued[] = [];
+  #pumping = false;
+  /** Requests sent, for the agent's figures and tests. */
+  requests = 0;
+
+  constructor(options: EventOutboxOptions) {
+    this.#o = options;
+  }
+
+  /** Queues `entry`; resolves true once the bus accepted it, false when it was given up. */
+  send(entry: PutEventsRequestEntry): Promise<boolean> {
+    const bytes = entrySizeBytes(entry);
+    if (bytes >= MAX_REQUEST_BYTES) {
+      this.#o.log(
+        `could not send ${entry.DetailType ?? "?"}: it is ${bytes} bytes; a PutEvents request carries less than ${MAX_REQUEST_BYTES}`,
+      );
+      return Promise.resolve(false);
+    }
+    return new Promise((resolve) => {
+      this.#queue.push({ entry, bytes, attempts: 0, resolve });
+      void this.#pump();
+    });
+  }
+
+  /** Entries queued and not yet sent or given up. */
+  get pending(): number {
+    return this.#queue.length;
+  }
+
+  async #pump(): Promise<void> {
+    if (this.#pumping) return;
+    this.#pumping = true;
+    try {
+      // Even with no linger, events put in the same turn of the event loop go together.
+      await sleep(this.#o.lingerMs ?? 25);
+      while (this.#queue.length > 0) {
+        const request = this.#take();
+        const failedAttempt = await this.#sendRequest(request);
+        if (failedAttempt !== undefined) await sleep(this.#backoff(failedAttempt));
+      }
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  /** The head of the queue, as much as one request carries. Left queued until settled. */
+  #take(): Queued[] {
+    const request: Queued[] = [];
+    let bytes = 0;
+    for (const queued of this.#queue) {
+      if (request.length === MAX_ENTRIES_PER_REQUEST || bytes + queued.bytes >= MAX_REQUEST_BYTES) break;
+      request.push(queued);
+      bytes += queued.bytes;
+    }
+    return request;
+  }
+
+  /**
+   * Sends one request and settles what it can: accepted entries resolve true, entries out of
+   * attempts resolve false, the rest stay at the head of the queue. Returns the attempt number
+   * when anything is left to send again (the caller waits before the next request).
+   */
+  async #sendRequest(request: readonly Queued[]): Promise<number | undefined> {
+    const attempts = this.#o.attempts ?? 5;
+    for (const queued of request) queued.attempts++;
+    const attempt = Math.max(...request.map((q) => q.attempts));
+    this.requests++;
+    let results: readonly { readonly ErrorCode?: string; readonly ErrorMessage?: string }[];
+    try {
+      const out = await this.#o.events.send(new PutEventsCommand({ Entries: request.map((q) => q.entry) }));
+      results = out.Entries ?? [];
+    } catch (error) {
+      // A request the bus refuses as such (a client fault) fails the same way every time.
+      const final = (error as { $fault?: string }).$fault === "client";
+      for (const queued of request) {
+        if (final || queued.attempts >= attempts) {
+          this.#o.log(`could not send ${queued.entry.DetailType ?? "?"}: ${String(error)}`);
+          this.#settle(queued, false);
+        }
+      }
+      return this.#queue.length > 0 && !final ? attempt : undefined;
+    }
+    let again = false;
+    request.forEach((queued, i) => {
+      const result = results[i];
+      if (result?.ErrorCode === undefined) {
+        this.#settle(queued, true);
+        return;
+      }
+      this.#o.log(`${queued.entry.DetailType ?? "?"} rejected: ${result.ErrorMessage ?? result.ErrorCode}`);
+      if (queued.attempts >= attempts) this.#settle(queued, false);
+      else again = true;
+    });
+    return again ? attempt : undefined;
+  }
+
+  #settle(queued: Queued, sent: boolean): void {
+    const at = this.#queue.indexOf(queued);
+    if (at >= 0) this.#queue.splice(at, 1);
+    queued.resolve(sent);
+  }
+
+  #backoff(attempt: number): number {
+    return this.#o.backoffMs?.(attempt) ?? 200 * 2 ** (attempt - 1);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
