@@ -6,6 +6,7 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SFNClient } from "@aws-sdk/client-sfn";
+import { withoutSdkLogging } from "../adapters/sdk-logging.ts";
 import { DeploymentItems } from "../adapters/dynamo/deployment-items.ts";
 import { DynamoRequests } from "../adapters/dynamo/dynamo-requests.ts";
 import { DynamoSessionStore } from "../adapters/dynamo/dynamo-session-store.ts";
@@ -29,7 +30,9 @@ export function wireDeployments(
   config: CairnConfig,
   instrumentation: Instrumentation = plain(config),
 ): DeploymentsWiring {
-  const captureClient = <T extends object>(client: T): T => instrumentation.captureClient(client);
+  // Built without a logger: the SDK's logger middleware would only walk every call's data.
+  const captureClient = <T extends object>(client: T): T =>
+    instrumentation.captureClient(withoutSdkLogging(client));
   const dynamo = captureClient(new DynamoDBClient({ ...storeRetryConfig() }));
   const store = new DeploymentItems(new DynamoRequests(dynamo, config.tableName, storeMetrics));
   const publisher = new EventPublisher(captureClient(new EventBridgeClient({})));

@@ -10,6 +10,7 @@ import { SFNClient } from "@aws-sdk/client-sfn";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { FargateKernels } from "../app/fargate-kernels.ts";
 import { KernelCommands } from "../app/kernel-commands.ts";
+import { withoutSdkLogging } from "../adapters/sdk-logging.ts";
 import { EcsFargateTasks } from "../adapters/ecs/fargate-tasks.ts";
 import { SqsAgentChannel } from "../adapters/sqs/agent-channel.ts";
 import { Coordinator } from "../app/coordinator.ts";
@@ -75,7 +76,9 @@ export function wire(
   instrumentation: Instrumentation = plain(config),
   extras: WiringExtras = {},
 ): Wiring {
-  const captureClient = <T extends object>(client: T): T => instrumentation.captureClient(client);
+  // Built without a logger: the SDK's logger middleware would only walk every call's data.
+  const captureClient = <T extends object>(client: T): T =>
+    instrumentation.captureClient(withoutSdkLogging(client));
   const dynamo = captureClient(new DynamoDBClient({ ...storeRetryConfig() }));
   const store = new DynamoSessionStore({
     client: dynamo,

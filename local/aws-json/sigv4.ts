@@ -139,14 +139,7 @@ export async function verifySigV4(request: ReceivedRequest, options: VerifyOptio
   const url = new URL(request.url, "http://placeholder");
   const headers: Record<string, string> = {};
   for (const name of signedHeaders) headers[name] = header(request.headers, name) ?? "";
-  const signer = new SignatureV4({
-    credentials: { accessKeyId: credential.accessKeyId, secretAccessKey: credential.secretAccessKey },
-    region: scopeRegion,
-    service: scopeService,
-    sha256: NodeSha256,
-    applyChecksum: false,
-  });
-  const signed = await signer.sign(
+  const signed = await signerFor(credential, scopeRegion, scopeService).sign(
     {
       method: request.method,
       protocol: "http:",
@@ -168,6 +161,30 @@ export async function verifySigV4(request: ReceivedRequest, options: VerifyOptio
     expected.length === signature.length &&
     timingSafeEqual(Buffer.from(expected, "utf8"), Buffer.from(signature, "utf8"));
   return matches ? { ok: true, credential } : fail(AuthFailure.SignatureMismatch, SIGNATURE_MISMATCH_MESSAGE);
+}
+
+/**
+ * One signer per key and scope, kept: a signer caches the signing key it derives for a day
+ * (four HMACs), so a request does not derive it again. At most SIGNERS_KEPT are kept.
+ */
+const signers = new Map<string, SignatureV4>();
+const SIGNERS_KEPT = 64;
+
+function signerFor(credential: AwsCredential, region: string, service: string): SignatureV4 {
+  const key = JSON.stringify([credential.accessKeyId, credential.secretAccessKey, region, service]);
+  let signer = signers.get(key);
+  if (signer === undefined) {
+    if (signers.size >= SIGNERS_KEPT) signers.clear();
+    signer = new SignatureV4({
+      credentials: { accessKeyId: credential.accessKeyId, secretAccessKey: credential.secretAccessKey },
+      region,
+      service,
+      sha256: NodeSha256,
+      applyChecksum: false,
+    });
+    signers.set(key, signer);
+  }
+  return signer;
 }
 
 interface ParsedAuthorization {

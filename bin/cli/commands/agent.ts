@@ -8,6 +8,7 @@ import { resolve } from "node:path";
 import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SQSClient } from "@aws-sdk/client-sqs";
+import { withoutSdkLogging } from "../../../functions/adapters/sdk-logging.ts";
 import { AgentHost } from "../../../agent/host.ts";
 import type { AgentOptions } from "../args.ts";
 import { UnreachableError } from "../errors.ts";
@@ -45,14 +46,21 @@ export async function runAgent(options: AgentOptions, connection: Connection, io
       ? {}
       : { credentials: connection.agentCredentials ?? connection.credentials }),
   };
-  const events = new EventBridgeClient({
-    ...common,
-    ...(connection.endpoints.eventBridge === undefined ? {} : { endpoint: connection.endpoints.eventBridge }),
-  });
-  const sqs = new SQSClient({
-    ...common,
-    ...(connection.endpoints.sqs === undefined ? {} : { endpoint: connection.endpoints.sqs }),
-  });
+  // No logger is given, so the SDK's logger middleware would only walk every call's data.
+  const events = withoutSdkLogging(
+    new EventBridgeClient({
+      ...common,
+      ...(connection.endpoints.eventBridge === undefined
+        ? {}
+        : { endpoint: connection.endpoints.eventBridge }),
+    }),
+  );
+  const sqs = withoutSdkLogging(
+    new SQSClient({
+      ...common,
+      ...(connection.endpoints.sqs === undefined ? {} : { endpoint: connection.endpoints.sqs }),
+    }),
+  );
   const logs = connection.logs.readable
     ? new CloudWatchLogsClient({
         ...common,
