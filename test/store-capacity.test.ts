@@ -3,6 +3,7 @@
  * kernels or none) and idempotent release.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
 import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
 import type { ReservationRequest } from "../functions/core/ports/session-store.ts";
 import { sessionAfterPlacement } from "../functions/core/session-after-write.ts";
@@ -246,6 +247,55 @@ describe("agents and capacity", () => {
     expect((await store.getAgent("x-a"))?.free).toEqual({ cpu: 4, memoryMiB: 4096 });
     expect((await store.getAgent("x-b"))?.free).toEqual({ cpu: 4, memoryMiB: 4096 });
     expect(await store.allocationsOnAgent("x-a")).toEqual([]);
+  });
+
+  test("released from the session's own copy: one request and no read; a copy that disagrees with the store gives back what is stored", async () => {
+    const metrics = new RequestCounter();
+    const counted = table.store({ metrics });
+    await store.heartbeatAgent({ agentId: "k-a", capacity: { cpu: 4, memoryMiB: 4096 }, nowMs: T0 });
+    await store.heartbeatAgent({ agentId: "k-b", capacity: { cpu: 4, memoryMiB: 4096 }, nowMs: T0 });
+    await store.createSession(newSession("k-1", { replicas: 3, resources: { cpu: 0.1, memoryMiB: 100 } }));
+    const placed = (k: number, agentId: string) => ({
+      kernelIndex: k,
+      agentId,
+      resources: { cpu: 0.1, memoryMiB: 100 },
+    });
+    await store.reserveCapacity({
+      sessionId: "k-1",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 1,
+      placements: [placed(0, "k-a"), placed(1, "k-b"), placed(2, "k-a")],
+    });
+    const copy = (await store.getSession("k-1"))!;
+    const released = await counted.releaseCapacity("k-1", copy);
+    // One allocation per agent, the kernels' resources summed as the reservation summed them.
+    expect(released.map((a) => [a.agentId, a.resources, a.kernelIndexes])).toEqual([
+      ["k-a", { cpu: 0.2, memoryMiB: 200 }, [0, 2]],
+      ["k-b", { cpu: 0.1, memoryMiB: 100 }, [1]],
+    ]);
+    expect([metrics.operations, metrics.reads.requests]).toEqual([1, 0]);
+    expect((await store.getAgent("k-a"))?.free).toEqual({ cpu: 4, memoryMiB: 4096 });
+    expect((await store.getAgent("k-b"))?.free).toEqual({ cpu: 4, memoryMiB: 4096 });
+    // Again with the same copy: its allocations are gone, so the store reads and finds nothing.
+    expect(await counted.releaseCapacity("k-1", copy)).toEqual([]);
+    expect((await store.getAgent("k-a"))?.free).toEqual({ cpu: 4, memoryMiB: 4096 });
+
+    // A copy whose kernels say another amount than the store holds does not decide what goes back.
+    await store.createSession(newSession("k-2", { replicas: 1, resources: { cpu: 1, memoryMiB: 512 } }));
+    await store.reserveCapacity({
+      sessionId: "k-2",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 2,
+      placements: [{ kernelIndex: 0, agentId: "k-a", resources: { cpu: 1, memoryMiB: 512 } }],
+    });
+    const stored = (await store.getSession("k-2"))!;
+    const wrong = {
+      ...stored,
+      kernels: stored.kernels.map((k) => ({ ...k, resources: { cpu: 3, memoryMiB: 512 } })),
+    };
+    const back = await store.releaseCapacity("k-2", wrong);
+    expect(back.map((a) => a.resources)).toEqual([{ cpu: 1, memoryMiB: 512 }]);
+    expect((await store.getAgent("k-a"))?.free).toEqual({ cpu: 4, memoryMiB: 4096 });
   });
 
   test("two releases racing give capacity back exactly once", async () => {

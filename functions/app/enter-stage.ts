@@ -150,7 +150,7 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     prefetched = current;
     if (current && current.session.status === transition.from && !alreadyEntered(current, input)) {
       await stopLeftoverKernels(current, input, transition, deps);
-      await deps.store.releaseCapacity(input.sessionId);
+      await deps.store.releaseCapacity(input.sessionId, current);
     }
   }
   // A retried attempt whose token could not be stored conflicted like any write: read again.
@@ -416,7 +416,7 @@ async function recordFailure(
     } else {
       if (attempt === 1) {
         await stopLeftoverKernels(current, { ...input, status: LIFECYCLE_FAILURE.status }, transition, deps);
-        await deps.store.releaseCapacity(session.id);
+        await deps.store.releaseCapacity(session.id, current);
       }
       write = stageEntryWrite({
         session,

@@ -3,7 +3,7 @@
  * the agent roster, all-or-nothing reservations and idempotent release. Transaction plans live
  * in capacity.ts; this file sends them and maps their failures.
  */
-import type { Agent } from "../../core/model.ts";
+import type { Agent, SessionWithKernels } from "../../core/model.ts";
 import {
   CapacityError,
   NotFoundError,
@@ -14,7 +14,7 @@ import {
   type ReservationRequest,
   AgentFencedError,
 } from "../../core/ports/session-store.ts";
-import { planRelease, planReservation, RELEASE_BATCH } from "./capacity.ts";
+import { allocationsOfKernels, planRelease, planReservation, RELEASE_BATCH } from "./capacity.ts";
 import {
   capacityIs,
   heartbeatBefore,
@@ -228,8 +228,21 @@ export class AgentCapacity {
     );
   }
 
-  async release(sessionId: string): Promise<Allocation[]> {
+  async release(sessionId: string, known?: SessionWithKernels): Promise<Allocation[]> {
     requireId("sessionId", sessionId);
+    if (known !== undefined && known.session.id === sessionId) {
+      // The copy's kernels say what the reservation took: given back in one request, without
+      // reading the allocations, if the store holds exactly that. Otherwise (released already,
+      // an agent lost meanwhile) the allocations are read as below.
+      const derived = allocationsOfKernels(sessionId, known.kernels);
+      if (derived.length > 0 && derived.length <= RELEASE_BATCH) {
+        const failure = await this.requests.transact(
+          "releaseCapacity",
+          planRelease(derived, new Set(), this.layout, true),
+        );
+        if (failure === undefined) return derived;
+      }
+    }
     const released: Allocation[] = [];
     const goneAgents = new Set<string>();
     for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {

@@ -17,6 +17,7 @@ import {
   type ReservationRequest,
 } from "../../core/ports/session-store.ts";
 import {
+  allocationIs,
   hasFreeCapacity,
   incarnationIs,
   itemAbsent,
@@ -124,6 +125,12 @@ export function planRelease(
   allocations: readonly Allocation[],
   goneAgents: ReadonlySet<string>,
   layout: StoreLayout,
+  /**
+   * The allocations were not read but derived from a copy of the session's kernels
+   * (allocationsOfKernels): each is released only if the stored one holds exactly what the copy
+   * says, so capacity never goes back in any other amount than was taken.
+   */
+  derived = false,
 ): PlannedTransaction {
   const items: PlannedTransaction["items"] = [];
   const roles: ItemRole[] = [];
@@ -132,7 +139,11 @@ export function planRelease(
       Delete: {
         TableName: layout.tableName,
         Key: { pk: { S: sessionPk(allocation.sessionId) }, sk: { S: allocationSk(allocation.agentId) } },
-        ...guarded(itemExists),
+        ...guarded(
+          derived
+            ? all(itemExists, allocationIs(allocation.resources, allocation.kernelIndexes))
+            : itemExists,
+        ),
       },
     });
     roles.push({ kind: "allocation", agentId: allocation.agentId });
@@ -177,7 +188,29 @@ function validateReservation(request: ReservationRequest): void {
   });
 }
 
-function groupByAgent(request: ReservationRequest): Allocation[] {
+/**
+ * The allocations a session holds by its kernels' placements, as its reservation wrote them (one
+ * per agent, the kernels' resources summed the same way), from a copy of the session: what a
+ * release may give back without reading the allocations, each guarded to match the stored one.
+ */
+export function allocationsOfKernels(
+  sessionId: string,
+  kernels: readonly {
+    readonly index: number;
+    readonly agentId?: string;
+    readonly resources: ResourceRequest;
+  }[],
+): Allocation[] {
+  return groupByAgent({
+    sessionId,
+    nowMs: 0,
+    placements: kernels.flatMap((k) =>
+      k.agentId === undefined ? [] : [{ kernelIndex: k.index, agentId: k.agentId, resources: k.resources }],
+    ),
+  });
+}
+
+function groupByAgent(request: Pick<ReservationRequest, "sessionId" | "nowMs" | "placements">): Allocation[] {
   const byAgent = new Map<string, { resources: ResourceRequest; kernelIndexes: number[] }>();
   for (const p of request.placements) {
     const entry = byAgent.get(p.agentId) ?? { resources: { cpu: 0, memoryMiB: 0 }, kernelIndexes: [] };

@@ -31,6 +31,14 @@ export const capacityIs =
     `${e.path("capacity.cpu")} = ${e.value(capacity.cpu)} AND ` +
     `${e.path("capacity.memoryMiB")} = ${e.value(capacity.memoryMiB)}`;
 
+/** An allocation holds exactly these resources for exactly these kernels. */
+export const allocationIs =
+  (resources: ResourceRequest, kernelIndexes: readonly number[]): Clause =>
+  (e) =>
+    `${e.path("resources.cpu")} = ${e.value(resources.cpu)} AND ` +
+    `${e.path("resources.memoryMiB")} = ${e.value(resources.memoryMiB)} AND ` +
+    `${e.path("kernelIndexes")} = ${e.value([...kernelIndexes])}`;
+
 /** The kernel is as the writer read it (a kernel never written has no version: 0). */
 export const kernelAt = (version: number): Clause =>
   version === 0 ? any((e) => `attribute_not_exists(${e.path("version")})`, versionIs(0)) : versionIs(version);

@@ -517,8 +517,8 @@ export class DynamoSessionStore
     return this.agents.reserve(request);
   }
 
-  releaseCapacity(sessionId: string): Promise<Allocation[]> {
-    return this.agents.release(sessionId);
+  releaseCapacity(sessionId: string, known?: SessionWithKernels): Promise<Allocation[]> {
+    return this.agents.release(sessionId, known);
   }
 
   /** The session's allocations. Not on the ports (no component asks it); tests assert with it. */

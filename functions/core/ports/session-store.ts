@@ -225,8 +225,12 @@ export interface AgentRepository {
    * ConflictError (the session moved, or a kernel is already placed), NotFoundError.
    */
   reserveCapacity(request: ReservationRequest): Promise<Allocation[]>;
-  /** Gives back every allocation of the session; a second call gives nothing back. */
-  releaseCapacity(sessionId: string): Promise<Allocation[]>;
+  /**
+   * Gives back every allocation of the session; a second call gives nothing back. `known`, the
+   * caller's copy of the session, lets the store give back what its kernels' placements say
+   * without reading the allocations, when the stored ones match it exactly.
+   */
+  releaseCapacity(sessionId: string, known?: SessionWithKernels): Promise<Allocation[]>;
   allocationsOnAgent(agentId: string): Promise<Allocation[]>;
 }
 
