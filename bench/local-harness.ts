@@ -369,6 +369,14 @@ export function printCosts(costs: Costs, per: readonly PerUnit[]): void {
     "CPU seconds",
     `DynamoDB Local ${costs.cpu.dynamoDb.toFixed(1)}   Node (runtime) ${costs.cpu.node.toFixed(1)}   agents ${costs.cpu.agents.toFixed(1)}`,
   );
+  // Steadier from run to run than throughput, which also moves with what else the machine does.
+  const { dynamoDb, node, agents } = costs.cpu;
+  const ms = (seconds: number) =>
+    per.map((p) => `${((seconds * 1000) / p.count).toFixed(1)}/${p.unit}`).join(" ");
+  row(
+    "CPU ms of work",
+    `${ms(dynamoDb + node + agents)}   (DynamoDB Local ${ms(dynamoDb)}, Node ${ms(node)}, agents ${ms(agents)})`,
+  );
   row("EventBridge events", `${each(events - heartbeats)} (+ ${heartbeats} agent heartbeats in all)`);
   for (const [type, count] of costs.eventsByType) {
     if (type !== DetailType.AgentHeartbeat) row(`  ${type}`, compact(count));
