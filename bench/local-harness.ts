@@ -67,6 +67,10 @@ export async function startBenchRuntime(options: {
   readonly agents: number;
   readonly agentCpu: number;
   readonly verbose: boolean;
+  /** @default 2000 */
+  readonly heartbeatMs?: number;
+  /** @default 5000 */
+  readonly sweepMs?: number;
 }): Promise<BenchRuntime> {
   const dataDir = mkdtempSync(join(tmpdir(), "cairn-bench-"));
   console.log(`bench: starting the embedded runtime (${options.agents} agents × ${options.agentCpu} cpu) …`);
@@ -74,8 +78,8 @@ export async function startBenchRuntime(options: {
     dataDir,
     agents: options.agents,
     agentCapacity: { cpu: options.agentCpu, memoryMiB: options.agentCpu * 1024 },
-    heartbeatMs: 2_000,
-    sweepMs: 5_000,
+    heartbeatMs: options.heartbeatMs ?? 2_000,
+    sweepMs: options.sweepMs ?? 5_000,
     log: (line) => process.stderr.write(line + "\n"),
     handlerLogLevel: options.verbose ? "info" : "warn",
   });
