@@ -170,9 +170,12 @@ describe("cancellation rules in the HPC view", () => {
     process.kill(agent.pid, "SIGSTOP");
     try {
       await rt.cancel(id, "stuck");
-      const terminating = await rt.waitForStatus(id, "TERMINATING");
+      await rt.waitForStatus(id, "TERMINATING");
       await new Promise((r) => setTimeout(r, 1_500));
-      expect((await rt.store.getSession(id))?.session.status).toBe("TERMINATING");
+      // Read after the wait: the stage is entered first, and its pass marks the kernel
+      // TERMINATING (the stop sent) in a write of its own right after.
+      const terminating = (await rt.store.getSession(id))!;
+      expect(terminating.session.status).toBe("TERMINATING");
       expect(terminating.kernels.map((k) => k.status)).toEqual(["TERMINATING"]);
 
       const run = await runCairn(rt.dataDir, ["cancel", id, "--force"]);
