@@ -22,11 +22,7 @@ import {
   type EventBridgeClient,
   type PutEventsRequestEntry,
 } from "@aws-sdk/client-eventbridge";
-import {
-  entrySizeBytes,
-  MAX_ENTRIES_PER_REQUEST,
-  MAX_REQUEST_BYTES,
-} from "../functions/topology/put-events.ts";
+import { entrySizeBytes, MAX_REQUEST_BYTES, roomFor } from "../functions/topology/put-events.ts";
 
 export interface EventOutboxOptions {
   readonly events: Pick<EventBridgeClient, "send">;
@@ -100,7 +96,7 @@ export class EventOutbox {
     const request: Queued[] = [];
     let bytes = 0;
     for (const queued of this.#queue) {
-      if (request.length === MAX_ENTRIES_PER_REQUEST || bytes + queued.bytes >= MAX_REQUEST_BYTES) break;
+      if (!roomFor(request.length, bytes, queued.bytes)) break;
       request.push(queued);
       bytes += queued.bytes;
     }

@@ -33,6 +33,11 @@ function utf8Length(value: unknown): number {
   return typeof value === "string" ? Buffer.byteLength(value, "utf8") : 0;
 }
 
+/** Whether a request of `entries` entries and `bytes` bytes can take one more of `more` bytes. */
+export function roomFor(entries: number, bytes: number, more: number): boolean {
+  return entries < MAX_ENTRIES_PER_REQUEST && bytes + more < MAX_REQUEST_BYTES;
+}
+
 /** An entry no PutEvents request can carry. Sending it again cannot help. */
 export class EntryTooLargeError extends Error {
   override readonly name = "EntryTooLargeError";
@@ -56,7 +61,7 @@ export function packRequests<E extends SizedEntry>(entries: readonly E[]): E[][]
   for (const entry of entries) {
     const bytes = entrySizeBytes(entry);
     if (bytes >= MAX_REQUEST_BYTES) throw new EntryTooLargeError(entry.DetailType, bytes);
-    if (current.length === MAX_ENTRIES_PER_REQUEST || currentBytes + bytes >= MAX_REQUEST_BYTES) {
+    if (!roomFor(current.length, currentBytes, bytes)) {
       requests.push(current);
       current = [];
       currentBytes = 0;
