@@ -15,7 +15,8 @@
  * Nothing is dropped silently: an entry the bus refuses is sent again with the next request, up
  * to `attempts` times in all, and one that still fails (or that no request could carry) is
  * logged and its `send` resolves false. A failed request holds the entries behind it, so order
- * is kept.
+ * is kept; one unanswered for 10 s is abandoned and sent again (the control plane takes a
+ * report or heartbeat that arrives twice as it takes it once).
  */
 import {
   PutEventsCommand,
@@ -34,6 +35,12 @@ export interface EventOutboxOptions {
   readonly lingerMs?: number;
   /** Wait before a request is sent again after a failure. @default 200 × 2^(attempt − 1) ms */
   readonly backoffMs?: (attempt: number) => number;
+  /**
+   * A request not answered within this is abandoned and sent again: one request is out at a
+   * time, so a connection that hangs must not hold every later report and heartbeat behind it
+   * (the SDK sets no request timeout of its own). @default 10000
+   */
+  readonly requestTimeoutMs?: number;
 }
 
 interface Queued {
@@ -115,7 +122,9 @@ export class EventOutbox {
     this.requests++;
     let results: readonly { readonly ErrorCode?: string; readonly ErrorMessage?: string }[];
     try {
-      const out = await this.#o.events.send(new PutEventsCommand({ Entries: request.map((q) => q.entry) }));
+      const out = await this.#o.events.send(new PutEventsCommand({ Entries: request.map((q) => q.entry) }), {
+        abortSignal: AbortSignal.timeout(this.#o.requestTimeoutMs ?? 10_000),
+      });
       results = out.Entries ?? [];
     } catch (error) {
       // A request the bus refuses as such (a client fault) fails the same way every time.

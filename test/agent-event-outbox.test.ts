@@ -155,6 +155,36 @@ describe("the agent's event outbox", () => {
     expect(requests.map(numbers)).toEqual([[1], [1], [2]]);
   });
 
+  test("a request left unanswered is abandoned after its timeout and sent again; what queued behind it follows", async () => {
+    const requests: PutEventsRequestEntry[][] = [];
+    const events = {
+      send: (command: PutEventsCommand, options?: { abortSignal?: AbortSignal }) => {
+        requests.push([...(command.input.Entries ?? [])]);
+        // The first request hangs (a dead connection): only its abort ends it.
+        if (requests.length === 1) {
+          return new Promise((_, reject) =>
+            options?.abortSignal?.addEventListener("abort", () =>
+              reject(Object.assign(new Error("Request aborted"), { name: "AbortError" })),
+            ),
+          );
+        }
+        return client.send(command);
+      },
+    } as Pick<EventBridgeClient, "send">;
+    const outbox = new EventOutbox({
+      events,
+      log: () => {},
+      lingerMs: 0,
+      requestTimeoutMs: 50,
+      backoffMs: () => 1,
+    });
+    const first = outbox.send(entry(1));
+    await new Promise((r) => setTimeout(r, 10));
+    const second = outbox.send(entry(2));
+    expect(await Promise.all([first, second])).toEqual([true, true]);
+    expect(requests.map(numbers)).toEqual([[1], [1, 2]]);
+  });
+
   test("an entry no request can carry is refused at once, with its size", async () => {
     const { events, requests } = recording();
     const { log, write } = lines();
