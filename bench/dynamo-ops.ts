@@ -5,7 +5,6 @@
  *
  *   npx node bench/dynamo-ops.ts [requests=3000] [concurrency=8]
  */
-import { readFileSync } from "node:fs";
 import {
   DynamoDBClient,
   GetItemCommand,
@@ -17,16 +16,11 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { createTable } from "../functions/adapters/dynamo/create-table.ts";
 import { startDynamoDbLocal } from "../local/dynamodb-local.ts";
+import { processCpuSeconds } from "./process-cpu.ts";
 
 const total = Number(process.argv[2] ?? 3000);
 const concurrency = Number(process.argv[3] ?? 8);
 const TABLE = "ops";
-
-/** CPU seconds (user + system) the process has used, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
 
 const db = await startDynamoDbLocal();
 const client = new DynamoDBClient({
@@ -52,6 +46,15 @@ for (let i = 0; i < SESSIONS; i++) {
   await client.send(new PutItemCommand({ TableName: TABLE, Item: item(`S#${i}`, "KERNEL#0000") }));
 }
 
+/** The session item's conditional update, as a stage entry or claim writes it. */
+const sessionUpdate = (i: number) => ({
+  TableName: TABLE,
+  Key: { pk: s(`S#${i % SESSIONS}`), sk: s("SESSION") },
+  UpdateExpression: "SET version = version + :one, payload = :p",
+  ConditionExpression: "attribute_exists(pk)",
+  ExpressionAttributeValues: { ":one": n(1), ":p": s("y".repeat(600)) },
+});
+
 let seq = 0;
 const shapes: Record<string, (i: number) => Promise<unknown>> = {
   GetItem: (i) =>
@@ -68,28 +71,13 @@ const shapes: Record<string, (i: number) => Promise<unknown>> = {
     ),
   PutItem: (i) =>
     client.send(new PutItemCommand({ TableName: TABLE, Item: item(`H#${i % SESSIONS}`, `H#${seq++}`) })),
-  "UpdateItem (conditional)": (i) =>
-    client.send(
-      new UpdateItemCommand({
-        TableName: TABLE,
-        Key: { pk: s(`S#${i % SESSIONS}`), sk: s("SESSION") },
-        UpdateExpression: "SET version = version + :one, payload = :p",
-        ConditionExpression: "attribute_exists(pk)",
-        ExpressionAttributeValues: { ":one": n(1), ":p": s("y".repeat(600)) },
-      }),
-    ),
+  "UpdateItem (conditional)": (i) => client.send(new UpdateItemCommand(sessionUpdate(i))),
   "TransactWrite: Update + ConditionCheck + Put": (i) =>
     client.send(
       new TransactWriteItemsCommand({
         TransactItems: [
           {
-            Update: {
-              TableName: TABLE,
-              Key: { pk: s(`S#${i % SESSIONS}`), sk: s("SESSION") },
-              UpdateExpression: "SET version = version + :one, payload = :p",
-              ConditionExpression: "attribute_exists(pk)",
-              ExpressionAttributeValues: { ":one": n(1), ":p": s("y".repeat(600)) },
-            },
+            Update: sessionUpdate(i),
           },
           {
             ConditionCheck: {
@@ -135,7 +123,7 @@ console.log("shape".padEnd(48), "JVM CPU ms/request".padStart(20), "wall ms/requ
 for (const [name, send] of Object.entries(shapes)) {
   // Warm up the JVM's path for this shape first.
   for (let i = 0; i < 300; i++) await send(i);
-  const cpu0 = cpuSeconds(db.pid);
+  const cpu0 = processCpuSeconds(db.pid);
   const t0 = performance.now();
   let next = 0;
   await Promise.all(
@@ -144,7 +132,7 @@ for (const [name, send] of Object.entries(shapes)) {
     }),
   );
   const wallMs = performance.now() - t0;
-  const cpuMs = (cpuSeconds(db.pid) - cpu0) * 1000;
+  const cpuMs = (processCpuSeconds(db.pid) - cpu0) * 1000;
   console.log(
     name.padEnd(48),
     (cpuMs / total).toFixed(2).padStart(20),

@@ -4,7 +4,7 @@
  * control plane spent (Step Functions transitions, DynamoDB writes, events, coordinator batches).
  * Figures only; nothing here asserts a timing.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
@@ -12,6 +12,7 @@ import { storeMetrics } from "../functions/handlers/wiring.ts";
 import { DetailType, toPutEventsEntry } from "../functions/core/events.ts";
 import type { SessionSpecInput } from "../functions/core/spec.ts";
 import { startRuntime, type Runtime } from "../local/runtime.ts";
+import { processCpuSeconds } from "./process-cpu.ts";
 
 /** The session statuses that end a session. */
 const FINAL_STATUSES: readonly string[] = ["TERMINATED", "CANCELLED"];
@@ -266,21 +267,6 @@ function cpuNow(runtime: Runtime): Costs["cpu"] {
     node: (usage.user + usage.system) / 1e6,
     agents: runtime.agents.reduce((sum, a) => sum + processCpuSeconds(a.pid), 0),
   };
-}
-
-/** Clock ticks per second of /proc's times (USER_HZ: 100 on every Linux architecture Node runs on). */
-const USER_HZ = 100;
-
-/** User + system CPU seconds of a process so far, from /proc (0 where /proc cannot tell). */
-export function processCpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the command name (which may hold spaces): state is the first, utime the 12th.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
-  } catch {
-    return 0;
-  }
 }
 
 export async function collectCosts(

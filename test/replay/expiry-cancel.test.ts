@@ -6,7 +6,7 @@
 import { describe, expect, test } from "vitest";
 import { sessionResult } from "../../functions/core/sessions.ts";
 import { hpcSessionState } from "../../functions/core/hpc-view.ts";
-import { CAP, replaysClosedAfterEach, T0 } from "./harness.ts";
+import { CAP, HISTORY_TO_RUNNING, replaysClosedAfterEach, T0 } from "./harness.ts";
 
 const open = replaysClosedAfterEach();
 const TOO_BIG = "no agent matches: a task needs 64 cpu and 256 MiB; the largest agent has 4 cpu and 4096 MiB";
@@ -177,12 +177,7 @@ describe("force cancel (seed 004's Force Cancel)", () => {
     expect(hpcSessionState(done.session, done.kernels)).toBe("Failed");
     expect((await h.store.getAgent("agent-a"))?.free.cpu).toBe(4);
     expect(await h.history("s-001"), h.stepLog).toEqual([
-      "Submit SUBMITTED PENDING->PENDING",
-      "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
-      "PrepareSessions SUCCESS SCHEDULED->PREPARING",
-      "PromoteToPrepared SUCCESS PREPARING->PREPARED",
-      "StartSessions SUCCESS PREPARED->CREATING",
-      "PromoteToRunning SUCCESS CREATING->RUNNING",
+      ...HISTORY_TO_RUNNING,
       "Cancel CANCELLED RUNNING->TERMINATING",
       "TerminateSessions SUCCESS TERMINATING->TERMINATED",
     ]);

@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { sessionResult } from "../../functions/core/sessions.ts";
-import { AGENT_TIMEOUT_MS, CAP, replaysClosedAfterEach } from "./harness.ts";
+import { AGENT_TIMEOUT_MS, CAP, HISTORY_TO_RUNNING, replaysClosedAfterEach } from "./harness.ts";
 
 const open = replaysClosedAfterEach();
 
@@ -88,12 +88,7 @@ describe("retries", () => {
     const done = await h.session("s-001");
     expect(sessionResult(done), h.stepLog).toBe("succeeded");
     expect(await h.history("s-001"), h.stepLog).toEqual([
-      "Submit SUBMITTED PENDING->PENDING",
-      "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
-      "PrepareSessions SUCCESS SCHEDULED->PREPARING",
-      "PromoteToPrepared SUCCESS PREPARING->PREPARED",
-      "StartSessions SUCCESS PREPARED->CREATING",
-      "PromoteToRunning SUCCESS CREATING->RUNNING",
+      ...HISTORY_TO_RUNNING,
       // The lost kernel ended WORKER_FAILED: the run ends, and is retried (a preemption).
       "DetectTermination SUCCESS RUNNING->TERMINATING",
       "Retry REQUEUED TERMINATING->PENDING",

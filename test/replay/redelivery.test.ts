@@ -7,17 +7,9 @@
  */
 import { describe, expect, test } from "vitest";
 import { sessionResult } from "../../functions/core/sessions.ts";
-import { AGENT_TIMEOUT_MS, CAP, replaysClosedAfterEach } from "./harness.ts";
+import { AGENT_TIMEOUT_MS, CAP, HISTORY_TO_RUNNING, replaysClosedAfterEach } from "./harness.ts";
 
 const open = replaysClosedAfterEach({ redeliver: true });
-const ONE_RUN = [
-  "Submit SUBMITTED PENDING->PENDING",
-  "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
-  "PrepareSessions SUCCESS SCHEDULED->PREPARING",
-  "PromoteToPrepared SUCCESS PREPARING->PREPARED",
-  "StartSessions SUCCESS PREPARED->CREATING",
-  "PromoteToRunning SUCCESS CREATING->RUNNING",
-];
 
 describe("every event delivered twice", () => {
   test("happy path: the same history, one execution, the capacity back once", async () => {
@@ -28,7 +20,7 @@ describe("every event delivered twice", () => {
     const done = await h.session("s-001");
     expect(sessionResult(done), h.stepLog).toBe("succeeded");
     expect(await h.history("s-001"), h.stepLog).toEqual([
-      ...ONE_RUN,
+      ...HISTORY_TO_RUNNING,
       "DetectTermination SUCCESS RUNNING->TERMINATING",
       "TerminateSessions SUCCESS TERMINATING->TERMINATED",
     ]);
@@ -69,11 +61,11 @@ describe("every event delivered twice", () => {
     expect(retried.kernels[0]?.agentId).toBe("agent-b");
     await h.exit("s-001", 0, 0);
     expect(await h.history("s-001"), h.stepLog).toEqual([
-      ...ONE_RUN,
+      ...HISTORY_TO_RUNNING,
       "DetectTermination SUCCESS RUNNING->TERMINATING",
       "Retry REQUEUED TERMINATING->PENDING",
       "Retry REQUEUED PENDING->PENDING",
-      ...ONE_RUN.slice(1),
+      ...HISTORY_TO_RUNNING.slice(1),
       "DetectTermination SUCCESS RUNNING->TERMINATING",
       "TerminateSessions SUCCESS TERMINATING->TERMINATED",
     ]);
@@ -95,7 +87,7 @@ describe("every event delivered twice", () => {
     for (const i of [0, 1, 2, 3]) await h.exit("s-001", i, 0);
     expect(sessionResult(await h.session("s-001")), h.stepLog).toBe("succeeded");
     expect(await h.history("s-001"), h.stepLog).toEqual([
-      ...ONE_RUN,
+      ...HISTORY_TO_RUNNING,
       "DetectTermination SUCCESS RUNNING->TERMINATING",
       "TerminateSessions SUCCESS TERMINATING->TERMINATED",
     ]);
