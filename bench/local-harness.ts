@@ -12,7 +12,7 @@ import { storeMetrics } from "../functions/handlers/wiring.ts";
 import { DetailType, toPutEventsEntry } from "../functions/core/events.ts";
 import type { SessionSpecInput } from "../functions/core/spec.ts";
 import { startRuntime, type Runtime } from "../local/runtime.ts";
-import { processCpuSeconds } from "./process-cpu.ts";
+import { JIT_THREADS, processCpuSeconds, threadCpuSeconds } from "./process-cpu.ts";
 
 /** The session statuses that end a session. */
 const FINAL_STATUSES: readonly string[] = ["TERMINATED", "CANCELLED"];
@@ -233,8 +233,16 @@ export interface Costs {
   /** Requests by the store method that sent them (`read:getSession`, `write:applyWrite`). */
   readonly byPurpose: ReadonlyMap<string, { readonly requests: number; readonly items: number }>;
   readonly invocations: ReadonlyMap<string, number>;
-  /** CPU seconds over the run: DynamoDB Local's JVM, this Node process, the agent processes. */
-  readonly cpu: { readonly dynamoDb: number; readonly node: number; readonly agents: number };
+  /**
+   * CPU seconds over the run: DynamoDB Local's JVM (and, of it, its JIT compiler threads), this
+   * Node process, the agent processes.
+   */
+  readonly cpu: {
+    readonly dynamoDb: number;
+    readonly dynamoDbJit: number;
+    readonly node: number;
+    readonly agents: number;
+  };
   readonly executionsMissing: number;
   readonly writeOperations: number;
   readonly writeItems: number;
@@ -242,7 +250,7 @@ export interface Costs {
   readonly failedByPurpose: ReadonlyMap<string, number>;
   readonly writesByOperation: ReadonlyMap<string, { readonly operations: number; readonly items: number }>;
   readonly eventsByType: ReadonlyMap<string, number>;
-  /** Each coordinator queue's batches and messages (counted from the runtime's start). */
+  /** Each coordinator queue's batches and messages. */
   readonly queues: ReadonlyMap<string, { readonly batches: number; readonly sent: number }>;
   /** Messages sent to agents' queues (commands, registration answers). */
   readonly agentMessages: number;
@@ -252,18 +260,34 @@ export interface Costs {
 export interface CostBaseline {
   readonly invocations: ReadonlyMap<string, number>;
   readonly cpu: Costs["cpu"];
+  readonly queues: Costs["queues"];
+  readonly agentMessages: number;
 }
 
 /** Clears the process-wide DynamoDB request counter and notes the counters that cannot be cleared. */
 export function resetCosts(runtime: Runtime): CostBaseline {
   storeMetrics.reset();
-  return { invocations: new Map(runtime.invocations), cpu: cpuNow(runtime) };
+  return {
+    invocations: new Map(runtime.invocations),
+    cpu: cpuNow(runtime),
+    queues: queueStats(runtime),
+    agentMessages: agentMessages(runtime),
+  };
+}
+
+function queueStats(runtime: Runtime): Costs["queues"] {
+  return new Map([...runtime.queues].map(([name, q]) => [name, q.stats()]));
+}
+
+function agentMessages(runtime: Runtime): number {
+  return runtime.sqs.queues.list().reduce((sum, q) => sum + q.sentCount, 0);
 }
 
 function cpuNow(runtime: Runtime): Costs["cpu"] {
   const usage = process.cpuUsage();
   return {
     dynamoDb: processCpuSeconds(runtime.dynamoDbPid),
+    dynamoDbJit: threadCpuSeconds(runtime.dynamoDbPid, JIT_THREADS),
     node: (usage.user + usage.system) / 1e6,
     agents: runtime.agents.reduce((sum, a) => sum + processCpuSeconds(a.pid), 0),
   };
@@ -301,6 +325,7 @@ export async function collectCosts(
     ),
     cpu: {
       dynamoDb: cpu.dynamoDb - baseline.cpu.dynamoDb,
+      dynamoDbJit: cpu.dynamoDbJit - baseline.cpu.dynamoDbJit,
       node: cpu.node - baseline.cpu.node,
       agents: cpu.agents - baseline.cpu.agents,
     },
@@ -311,8 +336,13 @@ export async function collectCosts(
     failedByPurpose: new Map(w.failedByPurpose),
     writesByOperation: new Map([...w.byOperation].map(([op, c]) => [op, { ...c }])),
     eventsByType: new Map(watch.eventsByType),
-    queues: new Map([...runtime.queues].map(([name, q]) => [name, q.stats()])),
-    agentMessages: runtime.sqs.queues.list().reduce((sum, q) => sum + q.sentCount, 0),
+    queues: new Map(
+      [...queueStats(runtime)].map(([name, q]) => {
+        const before = baseline.queues.get(name);
+        return [name, { batches: q.batches - (before?.batches ?? 0), sent: q.sent - (before?.sent ?? 0) }];
+      }),
+    ),
+    agentMessages: agentMessages(runtime) - baseline.agentMessages,
   };
 }
 
@@ -357,15 +387,15 @@ export function printCosts(costs: Costs, per: readonly PerUnit[]): void {
   for (const [name, count] of costs.invocations) row(`  ${name}`, compact(count));
   row(
     "CPU seconds",
-    `DynamoDB Local ${costs.cpu.dynamoDb.toFixed(1)}   Node (runtime) ${costs.cpu.node.toFixed(1)}   agents ${costs.cpu.agents.toFixed(1)}`,
+    `DynamoDB Local ${costs.cpu.dynamoDb.toFixed(1)} (JIT compiler ${costs.cpu.dynamoDbJit.toFixed(1)})   Node (runtime) ${costs.cpu.node.toFixed(1)}   agents ${costs.cpu.agents.toFixed(1)}`,
   );
   // Steadier from run to run than throughput, which also moves with what else the machine does.
-  const { dynamoDb, node, agents } = costs.cpu;
+  const { dynamoDb, dynamoDbJit, node, agents } = costs.cpu;
   const ms = (seconds: number) =>
     per.map((p) => `${((seconds * 1000) / p.count).toFixed(1)}/${p.unit}`).join(" ");
   row(
     "CPU ms of work",
-    `${ms(dynamoDb + node + agents)}   (DynamoDB Local ${ms(dynamoDb)}, Node ${ms(node)}, agents ${ms(agents)})`,
+    `${ms(dynamoDb + node + agents)}   (DynamoDB Local ${ms(dynamoDb)} of which JIT ${ms(dynamoDbJit)}, Node ${ms(node)}, agents ${ms(agents)})`,
   );
   row("EventBridge events", `${each(events - heartbeats)} (+ ${heartbeats} agent heartbeats in all)`);
   for (const [type, count] of costs.eventsByType) {
