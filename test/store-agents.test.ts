@@ -47,7 +47,7 @@ describe("agent registration", () => {
     expect(await store.getAgent("ag-1")).toEqual(first.agent);
   });
 
-  test("a heartbeat of the registered incarnation moves the clock and can mark it draining", async () => {
+  test("a heartbeat of the registered incarnation moves the clock and can mark it draining, for good", async () => {
     await store.registerAgent(registration("ag-2", "inc-bbbb-1"));
     const beat = await store.heartbeatAgent({
       agentId: "ag-2",
@@ -57,14 +57,19 @@ describe("agent registration", () => {
       nowMs: T0 + 1_000,
     });
     expect(beat).toMatchObject({ lastHeartbeatAtMs: T0 + 1_000, draining: true });
-    const undrained = await store.heartbeatAgent({
+    // A heartbeat the agent sent before draining, handled after (heartbeats are handled
+    // concurrently): the clock moves, the drain stays.
+    const earlier = await store.heartbeatAgent({
       agentId: "ag-2",
       capacity: CAPACITY,
       incarnation: "inc-bbbb-1",
       draining: false,
       nowMs: T0 + 2_000,
     });
-    expect(undrained.draining).toBeUndefined();
+    expect(earlier).toMatchObject({ lastHeartbeatAtMs: T0 + 2_000, draining: true });
+    // The next process registers: not draining.
+    const next = await store.registerAgent(registration("ag-2", "inc-bbbb-2", T0 + 3_000));
+    expect(next.agent.draining).toBeUndefined();
   });
 
   test("a heartbeat of a replaced or lost incarnation is fenced, and changes nothing", async () => {

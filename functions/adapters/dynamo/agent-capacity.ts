@@ -68,8 +68,8 @@ export class AgentCapacity {
         key,
         (u) => {
           u.set("lastHeartbeatAtMs", nowMs).increment("version", 1);
+          // One-way for the incarnation: an earlier heartbeat handled later must not undo it.
           if (draining === true) u.set("draining", true);
-          else if (draining === false) u.remove("draining");
         },
         all(
           itemExists,

@@ -77,6 +77,10 @@ export interface AgentHeartbeat {
   readonly nowMs: number;
   /** Only while this incarnation is registered and not declared lost. */
   readonly incarnation?: string;
+  /**
+   * The incarnation is shutting down. One-way: a heartbeat without it (sent before the drain,
+   * handled after) leaves the agent draining; only a new registration clears it.
+   */
   readonly draining?: boolean;
 }
 
