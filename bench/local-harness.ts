@@ -285,9 +285,11 @@ function agentMessages(runtime: Runtime): number {
 
 function cpuNow(runtime: Runtime): Costs["cpu"] {
   const usage = process.cpuUsage();
+  // The bench's runtime always starts its own DynamoDB Local.
+  const dynamoDbPid = runtime.dynamoDbPid!;
   return {
-    dynamoDb: processCpuSeconds(runtime.dynamoDbPid),
-    dynamoDbJit: threadCpuSeconds(runtime.dynamoDbPid, JIT_THREADS),
+    dynamoDb: processCpuSeconds(dynamoDbPid),
+    dynamoDbJit: threadCpuSeconds(dynamoDbPid, JIT_THREADS),
     node: (usage.user + usage.system) / 1e6,
     agents: runtime.agents.reduce((sum, a) => sum + processCpuSeconds(a.pid), 0),
   };

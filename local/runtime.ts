@@ -67,6 +67,19 @@ export interface RuntimeOptions {
    * so a restart finds it again. @default false: in memory, gone at stop
    */
   readonly persistent?: boolean;
+  /**
+   * An already-running DynamoDB (DynamoDB Local, or anything that speaks its API) to keep the
+   * table in, instead of starting a DynamoDB Local of the runtime's own. The runtime creates the
+   * table there if it is absent, carries on with what it holds if not (as a persistent runtime
+   * does), and never stops the database. The test suite runs every runtime against its one
+   * DynamoDB Local this way, each with a table of its own. Excludes `persistent` and
+   * `ports.dynamoDb`. @default none: the runtime starts DynamoDB Local
+   */
+  readonly dynamoDb?: {
+    readonly endpoint: string;
+    /** @default "cairn" */
+    readonly tableName?: string;
+  };
   /** Fixed ports for the AWS endpoints; 0 picks free ones. */
   readonly ports?: {
     readonly stepFunctions?: number;
@@ -167,8 +180,11 @@ export interface Runtime {
   readonly agents: readonly AgentProcess[];
   /** Invocations of each function so far, by name (for the benchmark's "per session" figures). */
   readonly invocations: ReadonlyMap<FunctionName, number>;
-  /** The DynamoDB Local JVM's process id (the benchmark reads its CPU time). */
-  readonly dynamoDbPid: number;
+  /**
+   * The runtime's DynamoDB Local JVM's process id (the benchmark reads its CPU time); undefined
+   * when the runtime uses a database it did not start (`dynamoDb`).
+   */
+  readonly dynamoDbPid: number | undefined;
   /**
    * Starts one more `cairn agent` process (or one with the id of an agent that died: it
    * registers as a new incarnation). Resolves once it has registered.
@@ -183,7 +199,7 @@ export interface Runtime {
 }
 
 const REGION = "local";
-const TABLE_NAME = "cairn";
+const DEFAULT_TABLE_NAME = "cairn";
 const BUS_NAME = "cairn";
 const AGENT_QUEUE_PREFIX = "cairn-agent-";
 const KERNEL_LOG_GROUP = "/cairn/kernels";
@@ -196,6 +212,18 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
   const heartbeatMs = options.heartbeatMs ?? 5_000;
   // Checked before anything starts: a bad switch names its field and nothing is left running.
   const faults = options.faults ?? faultOptionsFromEnv(process.env);
+  const external = options.dynamoDb;
+  if (external && options.persistent) {
+    throw new Error(
+      "dynamoDb and persistent exclude each other: a database the runtime did not start keeps its own tables",
+    );
+  }
+  if (external && options.ports?.dynamoDb) {
+    throw new Error(
+      "dynamoDb and ports.dynamoDb exclude each other: the runtime starts no DynamoDB Local to give a port",
+    );
+  }
+  const tableName = external?.tableName ?? DEFAULT_TABLE_NAME;
   // Shutdown runs in reverse order of start-up: agents first (their last reports still reach
   // the bus), then the sweep, the bus, the queue (in-flight batches finish), Step Functions,
   // the endpoints, and DynamoDB last.
@@ -222,28 +250,37 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     writePids();
     stops.unshift(() => rmSync(pidFilePath(dataDir), { force: true }));
 
-    log("cairn: starting DynamoDB Local …");
     const dbPath = options.persistent ? join(dataDir, "dynamodb") : undefined;
-    if (dbPath) mkdirSync(dbPath, { recursive: true });
-    const dynamo: RunningDynamoDb = await startDynamoDbLocal({
-      ...(options.ports?.dynamoDb ? { port: options.ports.dynamoDb } : {}),
-      ...(dbPath ? { path: dbPath } : {}),
-    });
-    stops.push(() => dynamo.stop());
-    pids.dynamoDb = recordProcess(dynamo.pid);
-    writePids();
+    let dynamo: { readonly endpoint: string; readonly pid?: number };
+    if (external) {
+      log(`cairn: using DynamoDB at ${external.endpoint}, table ${tableName}`);
+      dynamo = { endpoint: external.endpoint };
+    } else {
+      log("cairn: starting DynamoDB Local …");
+      if (dbPath) mkdirSync(dbPath, { recursive: true });
+      const own: RunningDynamoDb = await startDynamoDbLocal({
+        ...(options.ports?.dynamoDb ? { port: options.ports.dynamoDb } : {}),
+        ...(dbPath ? { path: dbPath } : {}),
+      });
+      stops.push(() => own.stop());
+      pids.dynamoDb = recordProcess(own.pid);
+      writePids();
+      dynamo = own;
+    }
     const ddb = new DynamoDBClient({
       endpoint: dynamo.endpoint,
       region: REGION,
       credentials: LOCAL_CREDENTIALS,
     });
-    if (!dbPath || !(await tableExists(ddb, TABLE_NAME))) await createTable(ddb, TABLE_NAME);
+    // A table kept on disk, or in a database that outlives the runtime, may hold sessions.
+    const kept = dbPath !== undefined || external !== undefined;
+    if (!kept || !(await tableExists(ddb, tableName))) await createTable(ddb, tableName);
     else {
       // A kept table: its unfinished sessions lost their in-memory executions (local/restart.ts).
-      const { ids, more } = await sessionsMidLifecycle(ddb, TABLE_NAME);
+      const { ids, more } = await sessionsMidLifecycle(ddb, tableName);
       if (ids.length > 0) {
         log(
-          `cairn: ${dbPath} holds sessions that were mid-lifecycle when the runtime stopped (${ids.join(", ")}${more ? ", …" : ""}); ` +
+          `cairn: ${dbPath ?? `table ${tableName}`} holds sessions that were mid-lifecycle when the runtime stopped (${ids.join(", ")}${more ? ", …" : ""}); ` +
             "their executions were in memory and are gone: the sweep ends each with the reason",
         );
       }
@@ -321,7 +358,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       AWS_ENDPOINT_URL_SQS: sqs.endpoint,
       AWS_ENDPOINT_URL_ECS: ecs.endpoint,
       CAIRN_AGENT_QUEUE_PREFIX: AGENT_QUEUE_PREFIX,
-      CAIRN_TABLE_NAME: TABLE_NAME,
+      CAIRN_TABLE_NAME: tableName,
       CAIRN_EVENT_BUS_NAME: BUS_NAME,
       ...machineArns,
       // Heartbeats travel through the coordinator's queue like every other event, so under a
@@ -482,7 +519,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     const writeRuntimeFile = (): RuntimeInfo => {
       const info: RuntimeInfo = {
         region: REGION,
-        tableName: TABLE_NAME,
+        tableName,
         eventBusName: BUS_NAME,
         stateMachineArn: sfnArn,
         endpoints: {

@@ -7,8 +7,10 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
+import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { pidFilePath, recoverStaleRuntime, startTicks, type PidFileContents } from "../local/pid-file.ts";
+import { startRuntime } from "../local/runtime.ts";
 import { parseStartArgs } from "../local/start-options.ts";
 import { runCairn, stdoutJson } from "./support/cli.ts";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
@@ -116,7 +118,7 @@ function listening(pids: readonly number[]): string[] {
 describe("a running runtime", () => {
   let rt: TestRuntime;
   beforeAll(async () => {
-    rt = await startTestRuntime({ agents: 1 });
+    rt = await startTestRuntime({ agents: 1, ownDynamoDb: true });
   }, 60_000);
   afterAll(() => rt?.stop());
 
@@ -138,6 +140,59 @@ describe("a running runtime", () => {
     const cmdline = readFileSync(`/proc/${pids.dynamoDb!.pid}/cmdline`, "utf8").split("\0");
     expect(cmdline).toContain("-disableTelemetry");
     expect(cmdline).toContain("-inMemory");
+  });
+});
+
+describe("a runtime on a DynamoDB it did not start (the test suite's own DynamoDB Local)", () => {
+  test("it creates its table there, records no database process, and leaves the database running at stop", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "cairn-external-db-"));
+    const endpoint = inject("dynamoEndpoint");
+    const tableName = `cairn-external-${process.pid}`;
+    const runtime = await startRuntime({
+      dataDir,
+      agents: 0,
+      log: () => {},
+      dynamoDb: { endpoint, tableName },
+    });
+    const ddb = new DynamoDBClient({
+      endpoint,
+      region: "local",
+      credentials: { accessKeyId: "local", secretAccessKey: "local" },
+    });
+    try {
+      expect(runtime.info).toMatchObject({ tableName, endpoints: { dynamoDb: endpoint } });
+      expect(runtime.dynamoDbPid).toBeUndefined();
+      const pids = JSON.parse(readFileSync(pidFilePath(dataDir), "utf8")) as PidFileContents;
+      expect(pids.dynamoDb).toBeUndefined();
+      await runtime.stop();
+      // The database answers after the runtime's stop, with the table still in it.
+      const tables = await ddb.send(new ListTablesCommand({}));
+      expect(tables.TableNames).toContain(tableName);
+    } finally {
+      ddb.destroy();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  test.each([
+    [{ persistent: true }, "dynamoDb and persistent exclude each other"],
+    [{ ports: { dynamoDb: 8000 } }, "dynamoDb and ports.dynamoDb exclude each other"],
+  ])("%o with dynamoDb is refused before anything starts", async (extra, message) => {
+    const dataDir = mkdtempSync(join(tmpdir(), "cairn-external-db-"));
+    try {
+      await expect(
+        startRuntime({
+          dataDir,
+          agents: 0,
+          log: () => {},
+          dynamoDb: { endpoint: "http://127.0.0.1:1" },
+          ...extra,
+        }),
+      ).rejects.toThrow(message);
+      expect(existsSync(pidFilePath(dataDir))).toBe(false);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,12 +1,17 @@
 /**
  * Starts the embedded runtime for an end-to-end test file, with fast timers and a private data
  * directory, plus an SDK-level client for submitting and reading sessions. One runtime per test
- * file: the runtime configures the process environment as Lambda would.
+ * file: the runtime configures the process environment as Lambda would. Its table is a table of
+ * its own in the run's one DynamoDB Local (test/support/global-setup.ts), dropped at stop: a JVM
+ * per runtime cost the suite more CPU than anything else it runs, most of it compiling the same
+ * code again in every JVM.
  */
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { inject } from "vitest";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { DynamoSessionStore } from "../../functions/adapters/dynamo/dynamo-session-store.ts";
 import { DetailType, toPutEventsEntry, type EventDetailInput } from "../../functions/core/events.ts";
@@ -44,10 +49,19 @@ export interface TestRuntime {
 
 const CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
 
-export async function startTestRuntime(options: RuntimeOptions = {}): Promise<TestRuntime> {
+/** `ownDynamoDb`: the runtime starts a DynamoDB Local of its own, for tests of that JVM itself. */
+export async function startTestRuntime(
+  options: RuntimeOptions & { readonly ownDynamoDb?: boolean } = {},
+): Promise<TestRuntime> {
+  const { ownDynamoDb, ...runtimeOptions } = options;
   const dataDir = mkdtempSync(join(tmpdir(), "cairn-e2e-"));
+  const ownDatabase =
+    ownDynamoDb === true || options.persistent === true || options.ports?.dynamoDb !== undefined;
   const runtime = await startRuntime({
     dataDir,
+    ...(ownDatabase
+      ? {}
+      : { dynamoDb: { endpoint: inject("dynamoEndpoint"), tableName: `cairn-e2e-${randomUUID()}` } }),
     // Two agents unless a test asks for more: capacity tests count on filling both.
     agents: 2,
     heartbeatMs: 500,
@@ -55,18 +69,16 @@ export async function startTestRuntime(options: RuntimeOptions = {}): Promise<Te
     terminationGraceMs: 1_000,
     log: () => {},
     handlerLogLevel: "error",
-    ...options,
+    ...runtimeOptions,
   });
   const { info } = runtime;
-  const store = new DynamoSessionStore({
-    client: new DynamoDBClient({
-      endpoint: info.endpoints.dynamoDb,
-      region: info.region,
-      credentials: CREDENTIALS,
-      ...storeRetryConfig(),
-    }),
-    tableName: info.tableName,
+  const ddb = new DynamoDBClient({
+    endpoint: info.endpoints.dynamoDb,
+    region: info.region,
+    credentials: CREDENTIALS,
+    ...storeRetryConfig(),
   });
+  const store = new DynamoSessionStore({ client: ddb, tableName: info.tableName });
   // A client's credentials, as the CLI uses them: it may send client events only.
   const clients = {
     client: new EventBridgeClient({
@@ -139,6 +151,10 @@ export async function startTestRuntime(options: RuntimeOptions = {}): Promise<Te
       clients.agent.destroy();
       await runtime.stop();
       rmSync(dataDir, { recursive: true, force: true });
+      if (!ownDatabase) {
+        await ddb.send(new DeleteTableCommand({ TableName: info.tableName }));
+      }
+      ddb.destroy();
     },
   };
 }
