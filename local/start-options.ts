@@ -9,7 +9,8 @@ import type { RuntimeOptions } from "./runtime.ts";
 export const START_USAGE = `usage: npm start -- [--agents N] [--agent-cpu N] [--agent-memory-mib N] [--data-dir DIR]
                       [--sfn-port N] [--events-port N] [--dashboard-port N] [--sweep-seconds N]
                       [--submission-filter PATH] [--submission-filter-timeout-ms N]
-                      [--submission-filter-on-failure accept|reject] [--verbose]
+                      [--submission-filter-on-failure accept|reject]
+                      [--dynamodb-endpoint URL [--table-name NAME]] [--verbose]
 
   --agents N            cairn agent processes to run, 0 to 64 (default 4)
   --agent-cpu N         CPUs each agent offers, 1 to 1024 (default 4)
@@ -27,6 +28,12 @@ export const START_USAGE = `usage: npm start -- [--agents N] [--agent-cpu N] [--
   --submission-filter-on-failure accept|reject
                         a filter that fails, times out or answers nonsense: accept (fail open)
                         or reject (fail closed, the default)
+  --dynamodb-endpoint URL
+                        keep the table in a DynamoDB Local already running at URL (started with
+                        -sharedDb) instead of starting one: no JVM to start and warm up on every
+                        start, and the table stays as long as that DynamoDB Local runs; --data-dir
+                        then holds only the kernels' files and the runtime file
+  --table-name NAME     the table's name there, 3 to 255 of a-z A-Z 0-9 _ . - (default cairn)
   --verbose             the functions' info logs too`;
 
 export class StartUsageError extends Error {
@@ -71,6 +78,8 @@ export function parseStartArgs(argv: readonly string[]): StartCommand {
         "submission-filter": { type: "string" },
         "submission-filter-timeout-ms": { type: "string" },
         "submission-filter-on-failure": { type: "string" },
+        "dynamodb-endpoint": { type: "string" },
+        "table-name": { type: "string" },
         verbose: { type: "boolean", default: false },
         help: { type: "boolean", default: false },
       },
@@ -109,6 +118,7 @@ export function parseStartArgs(argv: readonly string[]): StartCommand {
       "--submission-filter-timeout-ms and --submission-filter-on-failure need --submission-filter",
     );
   }
+  const dynamoDb = externalDynamoDb(values["dynamodb-endpoint"], values["table-name"]);
   if (sfnPort !== undefined && sfnPort === eventsPort) {
     throw new StartUsageError(`--sfn-port and --events-port must differ, both are ${sfnPort}`);
   }
@@ -123,8 +133,10 @@ export function parseStartArgs(argv: readonly string[]): StartCommand {
     options: {
       agents: agents ?? 4,
       agentCapacity: { cpu: cpu ?? 4, memoryMiB: memoryMiB ?? 4096 },
-      // A named data directory is one to come back to: its table is kept on disk.
-      ...(dataDir !== undefined ? { dataDir, persistent: true } : { dataDir: ".cairn" }),
+      // A named data directory is one to come back to: its table is kept on disk (unless the
+      // table is in a DynamoDB Local of the user's, which keeps it itself).
+      dataDir: dataDir ?? ".cairn",
+      ...(dynamoDb !== undefined ? { dynamoDb } : dataDir !== undefined ? { persistent: true } : {}),
       ports: { stepFunctions: sfnPort ?? 0, eventBridge: eventsPort ?? 0 },
       ...(sweepSeconds !== undefined ? { sweepMs: sweepSeconds * 1000 } : {}),
       handlerLogLevel: values.verbose ? "info" : "warn",
@@ -139,4 +151,32 @@ export function parseStartArgs(argv: readonly string[]): StartCommand {
         : {}),
     },
   };
+}
+
+/** DynamoDB's own rule for table names. */
+const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
+
+function externalDynamoDb(
+  endpoint: string | undefined,
+  tableName: string | undefined,
+): RuntimeOptions["dynamoDb"] {
+  if (endpoint === undefined) {
+    if (tableName !== undefined) throw new StartUsageError("--table-name needs --dynamodb-endpoint");
+    return undefined;
+  }
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    throw new StartUsageError(`--dynamodb-endpoint must be an http:// or https:// URL, got "${endpoint}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new StartUsageError(`--dynamodb-endpoint must be an http:// or https:// URL, got "${endpoint}"`);
+  }
+  if (tableName !== undefined && !TABLE_NAME.test(tableName)) {
+    throw new StartUsageError(
+      `--table-name must be 3 to 255 of a-z A-Z 0-9 _ . - (DynamoDB's rule), got "${tableName}"`,
+    );
+  }
+  return { endpoint, ...(tableName !== undefined ? { tableName } : {}) };
 }

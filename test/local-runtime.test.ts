@@ -37,6 +37,19 @@ describe("npm start options", () => {
       "--sfn-port and --events-port must differ, both are 9000",
     ],
     [["--data-dir", ""], '--data-dir must name a directory, got ""'],
+    [
+      ["--dynamodb-endpoint", "localhost:8000"],
+      '--dynamodb-endpoint must be an http:// or https:// URL, got "localhost:8000"',
+    ],
+    [
+      ["--dynamodb-endpoint", "nonsense"],
+      '--dynamodb-endpoint must be an http:// or https:// URL, got "nonsense"',
+    ],
+    [["--table-name", "mine"], "--table-name needs --dynamodb-endpoint"],
+    [
+      ["--dynamodb-endpoint", "http://127.0.0.1:8000", "--table-name", "a/b"],
+      '--table-name must be 3 to 255 of a-z A-Z 0-9 _ . - (DynamoDB\'s rule), got "a/b"',
+    ],
     [["--dashboard-port", "65536"], '--dashboard-port must be a whole number from 0 to 65535, got "65536"'],
     [
       ["--sfn-port", "9000", "--dashboard-port", "9000"],
@@ -75,6 +88,19 @@ describe("npm start options", () => {
     });
     expect(parseStartArgs(["--data-dir", "/tmp/x", "--sweep-seconds", "5"])).toMatchObject({
       options: { dataDir: "/tmp/x", persistent: true, sweepMs: 5000 },
+    });
+  });
+
+  test("--dynamodb-endpoint: the table in that DynamoDB Local (default name cairn), --data-dir then not persistent", () => {
+    const parsed = parseStartArgs(["--dynamodb-endpoint", "http://127.0.0.1:8000", "--data-dir", "/tmp/x"]);
+    expect(parsed).toMatchObject({
+      options: { dataDir: "/tmp/x", dynamoDb: { endpoint: "http://127.0.0.1:8000" } },
+    });
+    expect(parsed.kind === "start" && parsed.options.persistent).toBeFalsy();
+    expect(
+      parseStartArgs(["--dynamodb-endpoint", "https://db.example:8000", "--table-name", "cairn.dev-1"]),
+    ).toMatchObject({
+      options: { dynamoDb: { endpoint: "https://db.example:8000", tableName: "cairn.dev-1" } },
     });
   });
 
@@ -202,10 +228,10 @@ class StartedRuntime {
   stderr = "";
   stdout = "";
   readonly ready: Promise<void>;
-  constructor(dataDir: string) {
+  constructor(dataDir: string, extraArgs: readonly string[] = []) {
     this.child = spawn(
       process.execPath,
-      [MAIN, "--data-dir", dataDir, "--agents", "1", "--sweep-seconds", "1"],
+      [MAIN, "--data-dir", dataDir, "--agents", "1", "--sweep-seconds", "1", ...extraArgs],
       {
         env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AWS_"))),
         stdio: ["ignore", "pipe", "pipe"],
@@ -328,6 +354,47 @@ describe("npm start killed with SIGKILL, then started again with the same --data
     expect(existsSync(pidFilePath(dataDir))).toBe(false);
     expect(existsSync(join(dataDir, "runtime.json"))).toBe(false);
   }, 180_000);
+});
+
+describe("npm start --dynamodb-endpoint: the table in a DynamoDB Local that outlives the runtime", () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "cairn-external-start-"));
+  const started: StartedRuntime[] = [];
+  afterAll(async () => {
+    for (const s of started) {
+      s.child.kill("SIGINT");
+      await s.exited();
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test("a session run under one start is found by the next, and no JVM is started or stopped", async () => {
+    const args = [
+      "--dynamodb-endpoint",
+      inject("dynamoEndpoint"),
+      "--table-name",
+      `cairn-start-${process.pid}`,
+    ];
+    const first = new StartedRuntime(dataDir, args);
+    started.push(first);
+    await first.ready;
+    expect(first.stderr).toContain(
+      `cairn: using DynamoDB at ${inject("dynamoEndpoint")}, table cairn-start-`,
+    );
+    expect(first.stderr).not.toContain("starting DynamoDB Local");
+    const pids = JSON.parse(readFileSync(pidFilePath(dataDir), "utf8")) as PidFileContents;
+    expect(pids.dynamoDb).toBeUndefined();
+    const finished = await runCairn(dataDir, ["submit", "examples/hello.yaml", "--id", "kept-1", "--wait"]);
+    expect(finished.code, finished.stderr).toBe(0);
+    first.child.kill("SIGINT");
+    await first.exited();
+    expect(first.child.exitCode).toBe(0);
+
+    const second = new StartedRuntime(dataDir, args);
+    started.push(second);
+    await second.ready;
+    const view = stdoutJson(await runCairn(dataDir, ["get", "kept-1", "-o", "json"]));
+    expect(view).toMatchObject({ status: "TERMINATED", result: "succeeded" });
+  }, 90_000);
 });
 
 describe("the pid file", () => {
