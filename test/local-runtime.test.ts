@@ -270,8 +270,12 @@ function kernelPids(workRoot: string): number[] {
     .map(Number);
 }
 
-describe("npm start killed with SIGKILL, then started again with the same --data-dir", () => {
-  const dataDir = mkdtempSync(join(tmpdir(), "cairn-restart-"));
+/** A data directory and the `npm start` processes of one describe block, all stopped after it. */
+function npmStarts(prefix: string): {
+  readonly dataDir: string;
+  readonly start: (extraArgs?: readonly string[]) => StartedRuntime;
+} {
+  const dataDir = mkdtempSync(join(tmpdir(), prefix));
   const started: StartedRuntime[] = [];
   afterAll(async () => {
     for (const s of started) {
@@ -280,10 +284,21 @@ describe("npm start killed with SIGKILL, then started again with the same --data
     }
     rmSync(dataDir, { recursive: true, force: true });
   });
+  return {
+    dataDir,
+    start: (extraArgs = []) => {
+      const runtime = new StartedRuntime(dataDir, extraArgs);
+      started.push(runtime);
+      return runtime;
+    },
+  };
+}
+
+describe("npm start killed with SIGKILL, then started again with the same --data-dir", () => {
+  const { dataDir, start } = npmStarts("cairn-restart-");
 
   test("the next start stops the agents and kernels left behind, says so, and finds the sessions", async () => {
-    const first = new StartedRuntime(dataDir);
-    started.push(first);
+    const first = start();
     await first.ready;
     const finished = await runCairn(dataDir, ["submit", "examples/hello.yaml", "--id", "done-1", "--wait"]);
     expect(finished.code, finished.stderr).toBe(0);
@@ -325,8 +340,7 @@ describe("npm start killed with SIGKILL, then started again with the same --data
       200,
     );
 
-    const second = new StartedRuntime(dataDir);
-    started.push(second);
+    const second = start();
     await second.ready;
     expect(second.stderr).toContain(`cairn: the runtime pid ${pids.runtime.pid} did not stop cleanly:`);
     expect(second.stderr).toContain(`cairn: stopped agent agent-1 (pid ${agent!.pid})`);
@@ -357,15 +371,7 @@ describe("npm start killed with SIGKILL, then started again with the same --data
 });
 
 describe("npm start --dynamodb-endpoint: the table in a DynamoDB Local that outlives the runtime", () => {
-  const dataDir = mkdtempSync(join(tmpdir(), "cairn-external-start-"));
-  const started: StartedRuntime[] = [];
-  afterAll(async () => {
-    for (const s of started) {
-      s.child.kill("SIGINT");
-      await s.exited();
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const { dataDir, start } = npmStarts("cairn-external-start-");
 
   test("a session run under one start is found by the next, and no JVM is started or stopped", async () => {
     const args = [
@@ -374,8 +380,7 @@ describe("npm start --dynamodb-endpoint: the table in a DynamoDB Local that outl
       "--table-name",
       `cairn-start-${process.pid}`,
     ];
-    const first = new StartedRuntime(dataDir, args);
-    started.push(first);
+    const first = start(args);
     await first.ready;
     expect(first.stderr).toContain(
       `cairn: using DynamoDB at ${inject("dynamoEndpoint")}, table cairn-start-`,
@@ -389,8 +394,7 @@ describe("npm start --dynamodb-endpoint: the table in a DynamoDB Local that outl
     await first.exited();
     expect(first.child.exitCode).toBe(0);
 
-    const second = new StartedRuntime(dataDir, args);
-    started.push(second);
+    const second = start(args);
     await second.ready;
     const view = stdoutJson(await runCairn(dataDir, ["get", "kept-1", "-o", "json"]));
     expect(view).toMatchObject({ status: "TERMINATED", result: "succeeded" });
