@@ -274,7 +274,18 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     });
     // A table kept on disk, or in a database that outlives the runtime, may hold sessions.
     const kept = dbPath !== undefined || external !== undefined;
-    if (!kept || !(await tableExists(ddb, tableName))) await createTable(ddb, tableName);
+    const exists = kept
+      ? await tableExists(ddb, tableName).catch((error: unknown) => {
+          if (!external) throw error;
+          throw new Error(
+            `the DynamoDB at ${external.endpoint} did not answer: ${error instanceof Error ? error.message : String(error)}`,
+            {
+              cause: error,
+            },
+          );
+        })
+      : false;
+    if (!exists) await createTable(ddb, tableName);
     else {
       // A kept table: its unfinished sessions lost their in-memory executions (local/restart.ts).
       const { ids, more } = await sessionsMidLifecycle(ddb, tableName);

@@ -200,6 +200,18 @@ describe("a runtime on a DynamoDB it did not start (the test suite's own DynamoD
     }
   }, 60_000);
 
+  test("a database that does not answer fails the start naming it, and leaves nothing behind", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "cairn-external-db-"));
+    try {
+      await expect(
+        startRuntime({ dataDir, agents: 0, log: () => {}, dynamoDb: { endpoint: "http://127.0.0.1:1" } }),
+      ).rejects.toThrow(/^the DynamoDB at http:\/\/127\.0\.0\.1:1 did not answer: .*ECONNREFUSED/);
+      expect(existsSync(pidFilePath(dataDir))).toBe(false);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   test.each([
     [{ persistent: true }, "dynamoDb and persistent exclude each other"],
     [{ ports: { dynamoDb: 8000 } }, "dynamoDb and ports.dynamoDb exclude each other"],
