@@ -12,7 +12,7 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { DescribeTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DescribeTableCommand, DynamoDBClient, ResourceNotFoundException } from "@aws-sdk/client-dynamodb";
 import { createTable } from "../functions/adapters/dynamo/create-table.ts";
 import {
   bindClusterArn,
@@ -620,7 +620,7 @@ async function tableExists(client: DynamoDBClient, tableName: string): Promise<b
     await client.send(new DescribeTableCommand({ TableName: tableName }));
     return true;
   } catch (error) {
-    if ((error as { name?: unknown }).name === "ResourceNotFoundException") return false;
+    if (error instanceof ResourceNotFoundException) return false;
     throw error;
   }
 }
