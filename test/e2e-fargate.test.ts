@@ -10,9 +10,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
 import { runLogStreamName } from "../agent/log-events.ts";
 import { fargatePoolId } from "../functions/core/fargate-pool.ts";
-import type { HistoryRecord } from "../functions/core/model.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
 import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+import { HISTORY_TO_RUNNING, historyLines } from "./support/histories.ts";
 import { runCairn } from "./support/cli.ts";
 import { until } from "./support/until.ts";
 
@@ -69,10 +69,6 @@ const fargateSpec = (name: string, command: readonly string[], over: Record<stri
   ...over,
 });
 
-function summary(history: readonly HistoryRecord[]): string[] {
-  return history.map((h) => `${h.handler} ${h.result} ${h.fromStatus}->${h.toStatus ?? "="}`);
-}
-
 const tasksOf = (sessionId: string) => [
   ...new Set(
     onDefault.filter((e) => e.detail.startedBy === `cairn/${sessionId}`).map((e) => e.detail.taskArn),
@@ -91,13 +87,8 @@ describe("Fargate sessions, end to end", () => {
       { index: 0, status: "TERMINATED", exitCode: 0, outcome: "SUCCEEDED", agentId: fargatePoolId(QUEUE) },
     ]);
     expect(done.kernels[0]?.taskArn).toMatch(/^arn:aws:ecs:.*:task\//);
-    expect(summary(await rt.store.listHistory(id))).toEqual([
-      "Submit SUBMITTED PENDING->PENDING",
-      "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
-      "PrepareSessions SUCCESS SCHEDULED->PREPARING",
-      "PromoteToPrepared SUCCESS PREPARING->PREPARED",
-      "StartSessions SUCCESS PREPARED->CREATING",
-      "PromoteToRunning SUCCESS CREATING->RUNNING",
+    expect(historyLines(await rt.store.listHistory(id))).toEqual([
+      ...HISTORY_TO_RUNNING,
       "DetectTermination SUCCESS RUNNING->TERMINATING",
       "TerminateSessions SUCCESS TERMINATING->TERMINATED",
     ]);

@@ -10,9 +10,9 @@ import { readCombinedLog } from "../agent/log-reader.ts";
 import { runLogPaths } from "../agent/work-dir.ts";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
-import type { HistoryRecord } from "../functions/core/model.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
 import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+import { HISTORY_TO_RUNNING, historyLines } from "./support/histories.ts";
 
 let rt: TestRuntime;
 // After every scenario: no session under way without a live execution, no ended one holding a token.
@@ -40,10 +40,6 @@ async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs 
   }
 }
 
-function summary(history: readonly HistoryRecord[]): string[] {
-  return history.map((h) => `${h.handler} ${h.result} ${h.fromStatus}->${h.toStatus ?? "="}`);
-}
-
 describe("the session lifecycle, end to end", () => {
   test("given a hello command, it runs PENDING → … → TERMINATED with every transition recorded", async () => {
     const id = newId("hello");
@@ -58,13 +54,8 @@ describe("the session lifecycle, end to end", () => {
     expect(done.kernels).toMatchObject([
       { index: 0, status: "TERMINATED", exitCode: 0, outcome: "SUCCEEDED" },
     ]);
-    expect(summary(await rt.store.listHistory(id))).toEqual([
-      "Submit SUBMITTED PENDING->PENDING",
-      "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
-      "PrepareSessions SUCCESS SCHEDULED->PREPARING",
-      "PromoteToPrepared SUCCESS PREPARING->PREPARED",
-      "StartSessions SUCCESS PREPARED->CREATING",
-      "PromoteToRunning SUCCESS CREATING->RUNNING",
+    expect(historyLines(await rt.store.listHistory(id))).toEqual([
+      ...HISTORY_TO_RUNNING,
       "DetectTermination SUCCESS RUNNING->TERMINATING",
       // DetectTermination moves a one-kernel session on only once its kernel has ended, so the
       // TERMINATING entry's own pass finds nothing left to stop.
@@ -149,7 +140,7 @@ describe("the session lifecycle, end to end", () => {
     expect(done.session.status).toBe("TERMINATED");
     expect(sessionResult(done)).toBe("cancelled");
     expect(done.kernels[0]).toMatchObject({ status: "TERMINATED", exitCode: 143, outcome: "KILLED" });
-    expect(summary(await rt.store.listHistory(id)).slice(-2)).toEqual([
+    expect(historyLines(await rt.store.listHistory(id)).slice(-2)).toEqual([
       "Cancel CANCELLED RUNNING->TERMINATING",
       // The kernel's report of its end comes after the TERMINATING entry's own passes (it takes
       // half a second to stop): the next run's TerminateSessions finds nothing left alive.

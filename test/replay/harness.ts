@@ -41,15 +41,8 @@ export const T0 = 1_800_000_000_000;
 export const CAP = { cpu: 4, memoryMiB: 4096 } as const;
 export const AGENT_TIMEOUT_MS = 30_000;
 export const HEARTBEAT_MS = 10_000;
-/** A one-kernel run's history from its submission until it runs (summary() of each record). */
-export const HISTORY_TO_RUNNING = [
-  "Submit SUBMITTED PENDING->PENDING",
-  "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
-  "PrepareSessions SUCCESS SCHEDULED->PREPARING",
-  "PromoteToPrepared SUCCESS PREPARING->PREPARED",
-  "StartSessions SUCCESS PREPARED->CREATING",
-  "PromoteToRunning SUCCESS CREATING->RUNNING",
-] as const;
+/** `summary()` writes these records the same way: none of them is ever merged (no "xN"). */
+export { HISTORY_TO_RUNNING } from "../support/histories.ts";
 const TERMINATION_GRACE_MS = 1_000;
 
 type Envelope = Record<string, unknown> & { "detail-type": string; detail: Record<string, unknown> };
