@@ -23,8 +23,11 @@ const BUDGET_BYTES = 1_300_000;
  * about 0.14 MB more (its schemas, and the event-stream support of InvokeWithResponseStream).
  * Only its bundle carries it (handlers/submission-filter.ts), so EnterStage keeps the budget.
  */
-/** EnterStage carries the coordinator it advances, with admission and drafts (issue 16): 1.31 MB. */
-const BUDGETS: Readonly<Record<string, number>> = { Coordinator: 1_450_000, EnterStage: 1_320_000 };
+/**
+ * EnterStage carries the coordinator it advances, with admission and drafts (issue 16), and sends
+ * the agents' prepare and start commands (core/entry-commands.ts): 1.32 MB.
+ */
+const BUDGETS: Readonly<Record<string, number>> = { Coordinator: 1_450_000, EnterStage: 1_330_000 };
 
 /** Inputs that must never be bundled into a function, with why. */
 const FORBIDDEN: readonly { readonly pattern: RegExp; readonly what: string }[] = [

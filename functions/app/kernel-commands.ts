@@ -96,12 +96,12 @@ export class KernelCommands {
   }
 
   /**
-   * `known` are agents the caller has already read (a handler's live agents); the others are
-   * read here.
+   * `known` are agents the caller has already read (a handler's live agents), or the
+   * incarnations its kernels were placed with; the others are read here.
    */
   async send(
     all: readonly KernelCommand[],
-    known: ReadonlyMap<string, Agent> = new Map(),
+    known: ReadonlyMap<string, Pick<Agent, "incarnation">> = new Map(),
     options: {
       /** Stops for an agent that was never registered: there is nothing there to stop. */
       readonly skipUnregistered?: boolean;

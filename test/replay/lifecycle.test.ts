@@ -63,10 +63,10 @@ describe("one session, replayed", () => {
       h.stepLog,
     ).toEqual([
       ...["applyWrite", "reserveCapacity"], // PENDING entered; placed and claimed in one transaction
-      "applyWrite", // SCHEDULED entered claimed, prepare sent, completed
-      ...["applyWrite", "applyWrite"], // PREPARING entered; the PREPARED report written with the claim
-      "applyWrite", // PREPARED entered claimed, start sent, completed
-      ...["applyWrite", "applyWrite"], // CREATING; the RUNNING report and the claim
+      "applyWrite", // SCHEDULED entered claimed, the agent found live, completed
+      ...["applyWrite", "applyWrite"], // PREPARING entered, prepare sent; the PREPARED report and the claim
+      "applyWrite", // PREPARED entered claimed, the agent found live, completed
+      ...["applyWrite", "applyWrite"], // CREATING entered, start sent; the RUNNING report and the claim
       ...["applyWrite", "applyWrite"], // RUNNING; the exit report and the claim
       "applyWrite", // TERMINATING entered claimed, the run judged over, completed
       ...["releaseCapacity", "applyWrite", "finishJob"], // TERMINATED: capacity back, the job settled
@@ -76,22 +76,52 @@ describe("one session, replayed", () => {
   test("a stage claimed on entry whose step fails gives its token back, and the stage is retried", async () => {
     const h = await open("held-token");
     await h.register("agent-a", CAP);
+    await h.submit("s-001", { name: "held", command: ["sleep", "60"] });
     h.failSends = 1;
-    await h.submit("s-001", { name: "held", command: ["true"] });
-    // SCHEDULED was entered claimed; the prepare could not be sent: the decision (NEED_RETRY)
-    // was written with the token back (no stage stranded: checked after every step), so the
-    // status change's own pass could retry the stage and complete it.
+    await h.cancel("s-001");
+    // TERMINATING was entered claimed; the stop could not be sent: the decision (NEED_RETRY)
+    // was written with the token back (no stage stranded: checked after every step), and the
+    // kernel was not marked as stopped, so the status change's own pass retried the stage and
+    // sent the stop.
+    expect((await h.history("s-001")).slice(-3), h.stepLog).toEqual([
+      "Cancel CANCELLED RUNNING->TERMINATING",
+      "TerminateSessions NEED_RETRY TERMINATING->=",
+      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+    ]);
+    expect(h.agent("agent-a").runs("s-001", 0), h.stepLog).toBe(false);
+    expect((await h.session("s-001")).kernels[0], h.stepLog).toMatchObject({
+      status: "TERMINATED",
+      outcome: "KILLED",
+    });
+  });
+
+  test("a prepare that could not be sent when PREPARING was entered: the stage's timer sends the run back to PENDING, and it is placed again", async () => {
+    const h = await open("entry-send");
+    await h.register("agent-a", CAP);
+    h.failSends = 1;
+    await h.submit("s-001", { name: "entry-send", command: ["true"], timeouts: { preparing: 60 } });
+    // The entry is written and the session waits; the failure is logged, nothing else is lost.
+    expect((await h.session("s-001")).session.status, h.stepLog).toBe("PREPARING");
+    expect(h.errors, h.stepLog).toEqual([
+      expect.stringContaining("the stage's command could not be sent") as unknown as string,
+    ]);
+    await h.advance(60_000);
+    await h.exit("s-001", 0, 0);
+    const done = await h.session("s-001");
+    expect(sessionResult(done), h.stepLog).toBe("succeeded");
     expect(await h.history("s-001"), h.stepLog).toEqual([
       "Submit SUBMITTED PENDING->PENDING",
       "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
-      "PrepareSessions NEED_RETRY SCHEDULED->=",
+      "PrepareSessions SUCCESS SCHEDULED->PREPARING",
+      "Lifecycle EXPIRED PREPARING->PENDING",
+      "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
       "PrepareSessions SUCCESS SCHEDULED->PREPARING",
       "PromoteToPrepared SUCCESS PREPARING->PREPARED",
       "StartSessions SUCCESS PREPARED->CREATING",
       "PromoteToRunning SUCCESS CREATING->RUNNING",
+      "DetectTermination SUCCESS RUNNING->TERMINATING",
+      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
     ]);
-    await h.exit("s-001", 0, 0);
-    expect(sessionResult(await h.session("s-001")), h.stepLog).toBe("succeeded");
   });
 
   test("a non-zero exit ends RUNNING → TERMINATING → TERMINATED with the exit code recorded", async () => {

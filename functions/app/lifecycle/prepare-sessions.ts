@@ -1,9 +1,10 @@
 /**
- * PrepareSessions (SCHEDULED, PREPARING): asks each kernel's agent to prepare it (work
- * directory, executable check). In SCHEDULED, dispatching is the success (→ PREPARING). In
- * PREPARING, a kernel whose preparation failed makes the session a failure (the coordinator
- * judges retry or give-up) and is dispatched again; sessions still preparing are left for
- * PromoteToPrepared or expiry.
+ * PrepareSessions (SCHEDULED, PREPARING): has each kernel's agent prepare it (work directory,
+ * executable check). In SCHEDULED, a session whose agents are still there succeeds
+ * (→ PREPARING), and the PREPARING entry sends the `prepare` commands once it is written
+ * (core/entry-commands.ts), so no agent's report can overtake it. In PREPARING, a kernel whose
+ * preparation failed makes the session a failure (the coordinator judges retry or give-up) and
+ * is sent `prepare` again; sessions still preparing are left for PromoteToPrepared or expiry.
  *
  * A Fargate session (issue 14) has no agent to prepare it: its task definition is ensured here
  * (registered once per content) and its kernels are marked PREPARED at once; an ECS failure is
@@ -34,7 +35,7 @@ export const prepareSessions: LifecycleHandler = {
     const live = await ctx.liveAgents(agentsOf(targets));
     const commands: { sessionId: string; detail: KernelCommand }[] = [];
     for (const target of targets) {
-      const { session, kernels } = target;
+      const { session } = target;
       const lost = placementProblem(target, live);
       if (lost) {
         result.failure(session.id, lost);
@@ -45,8 +46,6 @@ export const prepareSessions: LifecycleHandler = {
         continue;
       }
       if (session.status === SessionStatus.SCHEDULED) {
-        for (const k of kernels)
-          commands.push({ sessionId: session.id, detail: kernelCommand(target, k, "prepare") });
         result.success(session.id);
         continue;
       }

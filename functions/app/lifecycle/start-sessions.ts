@@ -1,6 +1,7 @@
 /**
- * StartSessions (PREPARED): asks each kernel's agent to start its process. Dispatching is the
- * success (→ CREATING); PromoteToRunning sees the agents' RUNNING reports.
+ * StartSessions (PREPARED): has each kernel's agent start its process. A session whose agents
+ * are still there succeeds (→ CREATING), and the CREATING entry sends the `start` commands once
+ * it is written (core/entry-commands.ts); PromoteToRunning sees the agents' RUNNING reports.
  *
  * A Fargate session's kernels (issue 14) are started here as ECS tasks, all of a gang or none,
  * with the queue's capacity provider; each kernel records its task. ECS's events report them.
@@ -9,9 +10,7 @@ import { executorOf, Executor } from "../../core/fargate.ts";
 import { LIFECYCLE_HANDLERS } from "../../core/handlers.ts";
 import type { SessionWithKernels } from "../../core/model.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
-import { kernelCommand, type KernelCommand } from "../kernel-commands.ts";
 import {
-  dispatch,
   errorMessage,
   NO_FARGATE_EXECUTOR_FAILURE,
   patchKernels,
@@ -27,7 +26,6 @@ export const startSessions: LifecycleHandler = {
   async execute(targets: readonly SessionWithKernels[], ctx: HandlerContext): Promise<HandlerResult> {
     const result = new ResultBuilder();
     const live = await ctx.liveAgents(agentsOf(targets));
-    const commands: { sessionId: string; detail: KernelCommand }[] = [];
     for (const target of targets) {
       const lost = placementProblem(target, live);
       if (lost) {
@@ -38,12 +36,8 @@ export const startSessions: LifecycleHandler = {
         await startOnFargate(ctx, target, result);
         continue;
       }
-      for (const k of target.kernels) {
-        commands.push({ sessionId: target.session.id, detail: kernelCommand(target, k, "start") });
-      }
       result.success(target.session.id);
     }
-    await dispatch(ctx, commands, result);
     return result.build();
   },
 };

@@ -1,9 +1,9 @@
 /**
  * TerminateSessions (TERMINATING): stops every kernel still alive. Kernels that never started
  * are cancelled on the spot; running ones get a stop command (SIGTERM, then SIGKILL after the
- * grace period) and are marked TERMINATING so the command is sent once. The session succeeds
- * (→ TERMINATED) when no kernel is left alive; until then PromoteToTerminated watches the agents'
- * reports. A kernel on a lost agent is a failure: after maxTries the coordinator gives up and
+ * grace period) and, once it has gone, are marked TERMINATING so that it is not sent again. The
+ * session succeeds (→ TERMINATED) when no kernel is left alive; until then PromoteToTerminated
+ * watches the agents' reports. A kernel on a lost agent is a failure: after maxTries the coordinator gives up and
  * the session is TERMINATED anyway (the seed's give_up → TERMINATED). A preempted session's
  * kernels are stopped as Preempted, so their run ends PREEMPTED (the preemption budget's).
  *
@@ -49,6 +49,7 @@ export const terminateSessions: LifecycleHandler = {
     const result = new ResultBuilder();
     const live = await ctx.liveAgents(agentsOf(targets));
     const commands: { sessionId: string; detail: KernelCommand }[] = [];
+    const planned: { target: SessionWithKernels; alive: readonly Kernel[]; patches: KernelPatch[] }[] = [];
     for (const target of targets) {
       const { session, kernels } = target;
       const alive = kernels.filter((k) => !isTerminalKernelStatus(k.status));
@@ -102,6 +103,16 @@ export const terminateSessions: LifecycleHandler = {
           });
         }
       }
+      planned.push({ target, alive, patches });
+    }
+    // The stops go out before their kernels are marked TERMINATING (the mark is what keeps a
+    // later pass from sending them again): a send that fails leaves the kernels unmarked, and the
+    // stage's retry sends their stops again. A mark that fails after the send costs a second
+    // stop, which an agent takes as one.
+    await dispatch(ctx, commands, result);
+    for (const { target, alive, patches } of planned) {
+      const { session } = target;
+      if (result.failures.includes(session.id)) continue;
       if (patches.length > 0) {
         try {
           await patchKernels(ctx, target, (current) =>
@@ -118,7 +129,6 @@ export const terminateSessions: LifecycleHandler = {
         result.success(session.id);
       }
     }
-    await dispatch(ctx, commands, result);
     return result.build();
   },
 };
