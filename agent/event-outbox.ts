@@ -10,7 +10,10 @@
  * kernel and one of them must read and write again. Sent together, they arrive together, and the
  * control plane writes them as one. A short linger (`lingerMs`) lets the reports of one moment
  * gather before the first request leaves. It also means one request, one signature and one
- * connection's round trip for many events.
+ * connection's round trip for many events. An entry may also take the place of one of its key
+ * queued before it and not yet sent (Coalesce): the agent's report of a kernel then carries the
+ * status its previous report only passed through, and the two reach the control plane as one
+ * event, which no two report batches can split.
  *
  * Nothing is dropped silently: an entry the bus refuses is sent again with the next request, up
  * to `attempts` times in all, and one that still fails (or that no request could carry) is
@@ -43,12 +46,24 @@ export interface EventOutboxOptions {
   readonly requestTimeoutMs?: number;
 }
 
+/**
+ * How an entry may take the place of one queued before it that has not left yet: entries with
+ * the same `key` are offered to `merge`, which returns the one entry that says both, or
+ * undefined to queue the new entry after the other.
+ */
+export interface Coalesce {
+  readonly key: string;
+  merge(queued: PutEventsRequestEntry): PutEventsRequestEntry | undefined;
+}
+
 interface Queued {
-  readonly entry: PutEventsRequestEntry;
-  readonly bytes: number;
+  entry: PutEventsRequestEntry;
+  bytes: number;
   /** Sends so far. */
   attempts: number;
-  readonly resolve: (sent: boolean) => void;
+  readonly key: string | undefined;
+  /** One per entry merged into this one: each learns whether it was sent. */
+  readonly resolves: ((sent: boolean) => void)[];
 }
 
 export class EventOutbox {
@@ -57,13 +72,19 @@ export class EventOutbox {
   #pumping = false;
   /** Requests sent, for the agent's figures and tests. */
   requests = 0;
+  /** Entries merged into one queued before them (Coalesce). */
+  merged = 0;
 
   constructor(options: EventOutboxOptions) {
     this.#o = options;
   }
 
-  /** Queues `entry`; resolves true once the bus accepted it, false when it was given up. */
-  send(entry: PutEventsRequestEntry): Promise<boolean> {
+  /**
+   * Queues `entry`; resolves true once the bus accepted it, false when it was given up. With
+   * `coalesce`, the entry may instead be merged into the last queued entry of its key that has
+   * not been sent yet (Coalesce), keeping that entry's place in the queue.
+   */
+  send(entry: PutEventsRequestEntry, coalesce?: Coalesce): Promise<boolean> {
     const bytes = entrySizeBytes(entry);
     if (bytes >= MAX_REQUEST_BYTES) {
       this.#o.log(
@@ -72,9 +93,27 @@ export class EventOutbox {
       return Promise.resolve(false);
     }
     return new Promise((resolve) => {
-      this.#queue.push({ entry, bytes, attempts: 0, resolve });
+      if (coalesce && this.#merge(coalesce, resolve)) {
+        this.merged++;
+        return;
+      }
+      this.#queue.push({ entry, bytes, attempts: 0, key: coalesce?.key, resolves: [resolve] });
       void this.#pump();
     });
+  }
+
+  /** Merges into the last queued entry of the key, if it has not been sent and the merge says so. */
+  #merge(coalesce: Coalesce, resolve: (sent: boolean) => void): boolean {
+    const queued = this.#queue.findLast((q) => q.key === coalesce.key);
+    if (!queued || queued.attempts > 0) return false;
+    const merged = coalesce.merge(queued.entry);
+    if (!merged) return false;
+    const bytes = entrySizeBytes(merged);
+    if (bytes >= MAX_REQUEST_BYTES) return false;
+    queued.entry = merged;
+    queued.bytes = bytes;
+    queued.resolves.push(resolve);
+    return true;
   }
 
   /** Entries queued and not yet sent or given up. */
@@ -154,7 +193,7 @@ export class EventOutbox {
   #settle(queued: Queued, sent: boolean): void {
     const at = this.#queue.indexOf(queued);
     if (at >= 0) this.#queue.splice(at, 1);
-    queued.resolve(sent);
+    for (const resolve of queued.resolves) resolve(sent);
   }
 
   #backoff(attempt: number): number {

@@ -23,7 +23,7 @@
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import type { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
-import type { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import type { EventBridgeClient, PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import {
   DeleteMessageBatchCommand,
   GetQueueUrlCommand,
@@ -36,7 +36,14 @@ import {
   type CommandMessage,
   type KernelCommand,
 } from "../functions/core/agent-protocol.ts";
-import { DetailType, toPutEventsEntry, type EventDetailInput } from "../functions/core/events.ts";
+import {
+  DetailType,
+  KernelStatusChangedDetailSchema,
+  toPutEventsEntry,
+  withPassed,
+  type EventDetailInput,
+  type KernelStatusChangedDetail,
+} from "../functions/core/events.ts";
 import { signDetail } from "../functions/topology/agent-signature.ts";
 import { EventOutbox } from "./event-outbox.ts";
 import { LocalAgent } from "./local-agent.ts";
@@ -380,12 +387,21 @@ export class AgentHost {
         : {}),
       signature: "",
     };
-    await this.#put(
+    const signed = (d: typeof detail) =>
       toPutEventsEntry(this.#o.busName, DetailType.KernelStatusChanged, {
-        ...detail,
-        signature: signDetail(key, DetailType.KernelStatusChanged, detail),
-      }),
-    );
+        ...d,
+        signature: signDetail(key, DetailType.KernelStatusChanged, d),
+      });
+    // A report still queued behind another request (a PULLING, a RUNNING) that this one follows
+    // goes with it, as a status passed through: one event, one message, one write.
+    await this.#outbox.send(signed(detail), {
+      key: `${detail.sessionId}/${detail.kernelIndex}/${detail.runIndex}/${detail.placement ?? 0}`,
+      merge: (queued) => {
+        const earlier = parseQueuedReport(queued);
+        const merged = earlier && withPassed(earlier, detail);
+        return merged ? signed(merged) : undefined;
+      },
+    });
   }
 
   /** Rejects when the report was not sent: the agent keeps its probes for the next one. */
@@ -446,6 +462,13 @@ export class AgentHost {
   async #settle(): Promise<void> {
     while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
   }
+}
+
+/** A kernel report the outbox still holds, as its detail; undefined for anything else. */
+function parseQueuedReport(entry: PutEventsRequestEntry): KernelStatusChangedDetail | undefined {
+  if (entry.DetailType !== DetailType.KernelStatusChanged || entry.Detail === undefined) return undefined;
+  const parsed = KernelStatusChangedDetailSchema.safeParse(JSON.parse(entry.Detail));
+  return parsed.success ? parsed.data : undefined;
 }
 
 function newIncarnation(): string {

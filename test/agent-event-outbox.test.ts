@@ -195,4 +195,40 @@ describe("the agent's event outbox", () => {
       /^could not send Outbox Test: it is \d+ bytes; a PutEvents request carries less than 262144$/,
     );
   });
+
+  describe("coalescing (Coalesce)", () => {
+    /** Entry n under `key`: merged into a queued one, it becomes the sum of both numbers. */
+    const summing = (key: string, n: number) => ({
+      key,
+      merge: (queued: PutEventsRequestEntry) =>
+        entry((JSON.parse(queued.Detail ?? "{}") as { n: number }).n + n),
+    });
+
+    test("an entry merges into the queued one of its key, in that one's place; both learn it was sent", async () => {
+      const { events, requests } = recording();
+      const outbox = new EventOutbox({ events, log: () => {}, lingerMs: 10 });
+      const sent = [
+        outbox.send(entry(1), summing("a", 1)),
+        outbox.send(entry(100)),
+        outbox.send(entry(2), summing("a", 2)),
+        outbox.send(entry(10), summing("b", 10)),
+      ];
+      expect(await Promise.all(sent)).toEqual([true, true, true, true]);
+      expect(requests.map(numbers)).toEqual([[3, 100, 10]]);
+      expect(outbox.merged).toBe(1);
+    });
+
+    test("never into an entry already sent, nor when the merge declines", async () => {
+      const { events, requests } = recording();
+      const outbox = new EventOutbox({ events, log: () => {}, lingerMs: 5 });
+      const first = outbox.send(entry(1), summing("a", 1));
+      // Put once the first request has left, before it is answered.
+      await new Promise((r) => setTimeout(r, 10));
+      const second = outbox.send(entry(2), summing("a", 2));
+      const declined = outbox.send(entry(5), { key: "a", merge: () => undefined });
+      expect(await Promise.all([first, second, declined])).toEqual([true, true, true]);
+      expect(requests.map(numbers)).toEqual([[1], [2, 5]]);
+      expect(outbox.merged).toBe(0);
+    });
+  });
 });

@@ -122,6 +122,18 @@ export const REPORTED_KERNEL_STATUSES = [
   KernelStatus.ERROR,
 ] as const;
 const ENDED_STATUSES: readonly string[] = [KernelStatus.TERMINATED, KernelStatus.ERROR];
+/** The order in which a kernel's reported statuses follow each other within one placement. */
+const REPORT_ORDER: Readonly<Record<(typeof REPORTED_KERNEL_STATUSES)[number], number>> = {
+  PULLING: 0,
+  PREPARED: 1,
+  RUNNING: 2,
+  TERMINATED: 3,
+  ERROR: 3,
+};
+/** Statuses a report may say its kernel passed through since the agent's previous report. */
+export const PASSED_KERNEL_STATUSES = [KernelStatus.PULLING, KernelStatus.RUNNING] as const;
+/** At most one of each. */
+const MAX_PASSED = PASSED_KERNEL_STATUSES.length;
 
 // ---------------------------------------------------------------------------------------------
 // Detail schemas.
@@ -204,10 +216,45 @@ export const KernelStatusChangedDetailSchema = strictObject({
     .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, { error: "must be 1 to 64 of a-z, 0-9, '_', '.', '-'" })
     .optional(),
   atMs: epochMsSchema,
+  /**
+   * Statuses the kernel passed through since the agent's previous report, oldest first: sent
+   * with this one, each is applied before `status` as if reported on its own.
+   */
+  passed: z
+    .array(strictObject({ status: z.enum(PASSED_KERNEL_STATUSES), atMs: epochMsSchema }).readonly())
+    .min(1)
+    .max(MAX_PASSED)
+    .readonly()
+    .optional(),
   /** HMAC-SHA256 of the signing payload with the key the agent got at registration (agent-protocol.ts). */
   signature: signatureSchema,
 })
   .superRefine((detail, ctx) => {
+    // What a kernel passed through comes before where it is now, in order and in time.
+    let previous: { readonly status: keyof typeof REPORT_ORDER; readonly atMs: number } | undefined;
+    for (const [i, passed] of (detail.passed ?? []).entries()) {
+      if (
+        previous &&
+        (REPORT_ORDER[passed.status] <= REPORT_ORDER[previous.status] || passed.atMs < previous.atMs)
+      ) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["passed", i],
+          message: `must come after ${previous.status}, in order and in time`,
+        });
+      }
+      previous = passed;
+    }
+    if (
+      previous &&
+      (REPORT_ORDER[detail.status] <= REPORT_ORDER[previous.status] || detail.atMs < previous.atMs)
+    ) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["passed"],
+        message: `a kernel reported ${detail.status} cannot have passed through ${previous.status} after it (the last one must come before status, and not later than atMs)`,
+      });
+    }
     // How a kernel ended only makes sense once it has.
     if (ENDED_STATUSES.includes(detail.status)) return;
     for (const field of ["exitCode", "signal", "condition", "failureCategory"] as const) {
@@ -384,6 +431,28 @@ export type SessionSubmittedDetail = z.output<typeof SessionSubmittedDetailSchem
 export type SessionSubmittedDetailInput = z.input<typeof SessionSubmittedDetailSchema>;
 export type SessionCancelRequestedDetail = z.output<typeof SessionCancelRequestedDetailSchema>;
 export type KernelStatusChangedDetail = z.output<typeof KernelStatusChangedDetailSchema>;
+
+/**
+ * One report saying what two of one kernel's placement say, when the earlier only passed on the
+ * way to the later (KernelStatusChangedDetail.passed): the later with the earlier's status and
+ * time (and what the earlier had passed) in `passed`, unsigned. Undefined when the earlier says
+ * more than a status passed through, or the two are of different kernels or placements.
+ */
+export function withPassed<D extends Omit<KernelStatusChangedDetail, "signature">>(
+  earlier: Omit<KernelStatusChangedDetail, "signature">,
+  later: D,
+): D | undefined {
+  const same = (
+    ["sessionId", "kernelIndex", "runIndex", "placement", "agentId", "incarnation"] as const
+  ).every((f) => earlier[f] === later[f]);
+  if (!same) return undefined;
+  const passedStatus = PASSED_KERNEL_STATUSES.find((s) => s === earlier.status);
+  if (passedStatus === undefined || REPORT_ORDER[later.status] <= REPORT_ORDER[passedStatus])
+    return undefined;
+  if (earlier.message !== undefined || later.atMs < earlier.atMs) return undefined;
+  const passed = [...(earlier.passed ?? []), { status: passedStatus, atMs: earlier.atMs }];
+  return { ...later, passed };
+}
 export type ReportedKernelStatus = KernelStatusChangedDetail["status"];
 export type AgentHeartbeatDetail = z.output<typeof AgentHeartbeatDetailSchema>;
 export type AgentRegistrationRequestedDetail = z.output<typeof AgentRegistrationRequestedDetailSchema>;

@@ -110,6 +110,26 @@ function attemptOutcome(report: KernelReport, cancelled: boolean, stopped: boole
   return AttemptOutcome.FAILED;
 }
 
+/** What a report may carry besides its own status: the statuses its kernel passed through. */
+export interface PassedStatuses {
+  readonly passed?: readonly { readonly status: "PULLING" | "RUNNING"; readonly atMs: number }[];
+}
+
+/**
+ * A report as the reports it stands for, oldest first: one per status its kernel passed through
+ * (KernelStatusChangedDetail.passed), then itself. Each is judged as if it had come on its own.
+ */
+export function reportsOf<R extends KernelReport & PassedStatuses & { readonly kernelIndex: number }>(
+  report: R,
+): (KernelReport & { readonly kernelIndex: number })[] {
+  const passed = (report.passed ?? []).map((p) => ({
+    kernelIndex: report.kernelIndex,
+    status: p.status,
+    atMs: p.atMs,
+  }));
+  return [...passed, report];
+}
+
 /**
  * The patches several reports make to one session's kernels, at most one per kernel: each report
  * is judged against the kernel as the reports before it in `reports` left it, and the patches of

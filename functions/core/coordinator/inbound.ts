@@ -11,7 +11,7 @@ import type { ServiceBinding } from "../service-binding.ts";
 import { sessionPlacement } from "../sessions.ts";
 import { SESSION_STATUSES, SessionStatus, TERMINAL_SESSION_STATUSES } from "../status.ts";
 import { submissionSizeIssue } from "../submission-size.ts";
-import { reportsEffect, type KernelReport, type ReportsEffect } from "../kernel-reports.ts";
+import { reportsEffect, reportsOf, type KernelReport, type ReportsEffect } from "../kernel-reports.ts";
 import { taskReportRefusal, type TaskStateReport } from "./task-reports.ts";
 
 /** Sessions name no queue: they are in this one, which need not have been created. */
@@ -457,7 +457,8 @@ export function stepReports(input: ReportsInput): ReportsEffects {
       "task" in r ? taskReportRefusal(r.task, s) : (r.refused ?? reportRefusal(r.event.detail, s));
     outcomes.push(reason !== undefined ? rejection(r, reason) : undefined);
     if (reason === undefined) {
-      accepted.push("task" in r ? { ...r.task.report, kernelIndex: r.task.kernelIndex } : r.event.detail);
+      if ("task" in r) accepted.push({ ...r.task.report, kernelIndex: r.task.kernelIndex });
+      else accepted.push(...reportsOf(r.event.detail));
     }
   }
   return { outcomes, effect: reportsEffect(s, accepted, input.nowMs) };
