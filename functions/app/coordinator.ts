@@ -30,7 +30,14 @@ import {
   SessionStatusChangedDetailSchema,
   type InboundEvent,
 } from "../core/events.ts";
-import { isLiveAgent, type Queue, type SessionWithKernels, type StageTransition } from "../core/model.ts";
+import {
+  isLiveAgent,
+  type DeferredEntry,
+  type Queue,
+  type SessionWithKernels,
+  type StageTransition,
+} from "../core/model.ts";
+import { SchedulingResult } from "../core/scheduling.ts";
 import type { SessionStore } from "../core/ports/session-store.ts";
 import { promotionDue } from "../core/promotion.ts";
 import { SESSION_STATUSES, WAITING_SESSION_STATUSES, SessionStatus } from "../core/status.ts";
@@ -305,6 +312,60 @@ export class Coordinator {
     dirty.sessions.add(sessionId);
     const { passes, completed } = await this.#progress(dirty, snapshot, false);
     return { passes, completed };
+  }
+
+  /**
+   * A stage claimed on entry, not yet written (EnterStage): its lifecycle handler judges the
+   * session as the entry would leave it (`entered`), and when that completes the stage with
+   * nothing to write, the stage's callback is completed at once, its entry handed on to the next
+   * (StageTransition.deferred) with `stored`, the session as the table holds it, as the copy the
+   * next entry starts from. Returns false, having completed nothing, when the step would do
+   * anything else (or the callback is already closed): the entry is then written and the step
+   * taken as for any stage claimed on entry. Only for steps with no side effect (the caller's to
+   * know: an agent session's SCHEDULED or PREPARED).
+   */
+  async completeOnEntry(
+    status: SessionStatus,
+    entered: SessionWithKernels,
+    stored: SessionWithKernels,
+    token: string,
+    deferred: DeferredEntry,
+  ): Promise<boolean> {
+    const pass = PASSES.find((p) => p.kind === "lifecycle" && passStatuses(p).includes(status));
+    if (pass?.kind !== "lifecycle" || entered.session.cancelRequestedAtMs !== undefined) return false;
+    const nowMs = this.#d.clock.nowMs();
+    const { ending } = step({
+      kind: "pass-targets",
+      handler: pass.handler.spec.name,
+      targets: [entered],
+      nowMs,
+    });
+    if (ending.length > 0) return false;
+    const snapshot = new RunSnapshot(this.#d.store, this.#agentCache);
+    snapshot.remember([entered]);
+    const held = new HeldTokens();
+    held.hold(entered.session.id, status, token);
+    const result = await pass.handler.execute([entered], this.#context(snapshot, held));
+    const { toCarryOut } = step({
+      kind: "pass-result",
+      pass: { kind: "lifecycle", spec: pass.handler.spec, result },
+      targets: [entered],
+      nowMs,
+      skipRecordIntervalMs: this.#skipRecordIntervalMs,
+    });
+    const [decision] = toCarryOut;
+    if (!decision || toCarryOut.length !== 1 || decision.result !== SchedulingResult.SUCCESS) return false;
+    const plan = step({
+      kind: "carry-out",
+      decision,
+      session: entered,
+      heldToken: token,
+      catalog: undefined,
+      nowMs,
+      skipRecordIntervalMs: this.#skipRecordIntervalMs,
+    });
+    if (plan.kind !== "held-complete" || plan.write !== undefined) return false;
+    return this.#complete(entered.session.id, token, { ...plan.transition, deferred }, stored);
   }
 
   /**
@@ -947,12 +1008,12 @@ export class Coordinator {
     token: string,
     transition: StageTransition,
     known?: SessionWithKernels,
-  ): Promise<void> {
+  ): Promise<boolean> {
     let current = token;
     for (let hop = 0; hop < MAX_TOKEN_HOPS; hop++) {
       // The claim's copy goes with the first completion: the next state's entry starts from it.
       const sent = hop === 0 && known ? { ...transition, known } : transition;
-      if ((await this.#d.executions.complete(current, sent)) === "completed") return;
+      if ((await this.#d.executions.complete(current, sent)) === "completed") return true;
       const s = await this.#d.store.getSession(sessionId);
       const newer = s?.session.stage.taskToken;
       if (!s || s.session.status !== transition.from || newer === undefined || newer === current) break;
@@ -971,6 +1032,7 @@ export class Coordinator {
       current = newer;
     }
     this.#d.log.info("stage already closed", { sessionId, from: transition.from, to: transition.to });
+    return false;
   }
 
   /** Honours cancel requests of sessions waiting in a stage: PRE-start → CANCELLED, else TERMINATING. */

@@ -10,9 +10,10 @@
  * retry clears comes back here as a failure to record: the session ends TERMINATED, FAILED.
  */
 import type { SessionWrite } from "../core/effects.ts";
-import { kernelGuardsOf, stageEntryWrite } from "../core/effects.ts";
+import { composeEntryWrites, kernelGuardsOf, stageEntryWrite } from "../core/effects.ts";
 import { placeHistory } from "../core/history.ts";
-import type { SessionWithKernels, StageTransition } from "../core/model.ts";
+import type { DeferredEntry, SessionWithKernels, StageTransition } from "../core/model.ts";
+import { executorOf, Executor } from "../core/fargate.ts";
 import type { AgentRepository, SessionRepository } from "../core/ports/session-store.ts";
 import {
   isTerminalKernelStatus,
@@ -93,6 +94,18 @@ export interface EnterStageDeps {
     written: SessionWithKernels,
     held?: string,
   ) => Promise<unknown>;
+  /**
+   * Completes a stage claimed on entry at once, its entry not written, when its step would
+   * complete it with nothing to write (Coordinator.completeOnEntry): `entered` is the session as
+   * the entry would leave it, `stored` as the table holds it. False: nothing was completed.
+   */
+  readonly completeOnEntry?: (
+    status: Status,
+    entered: SessionWithKernels,
+    stored: SessionWithKernels,
+    token: string,
+    deferred: DeferredEntry,
+  ) => Promise<boolean>;
 }
 
 /** The stages whose next step EnterStage takes itself (see EnterStageDeps.advance). */
@@ -118,11 +131,29 @@ export class StageEntryError extends Error {
   readonly code = "STAGE_ENTRY";
 }
 
+/**
+ * The stage a transition leaves is not recorded yet: a stage claimed on entry that its step
+ * completed before its entry was written (completedOnEntry) and whose completion its timer beat,
+ * so the entry is being written as the state's expiry path arrives. A retry finds it.
+ */
+export class EntryNotWrittenError extends Error {
+  override readonly name = "EntryNotWrittenError";
+  readonly code = "ENTRY_NOT_WRITTEN";
+  readonly retryable = true;
+  constructor(sessionId: string, stage: Status, stored: Status) {
+    super(
+      `session ${sessionId} is ${stored}: the entry of ${stage} is not written yet; a retry will find it`,
+    );
+  }
+}
+
 /** An entry written: the session as read before it and as written, and the transition applied. */
 interface EntryWrite {
   readonly before: SessionWithKernels;
   readonly written: SessionWithKernels;
   readonly applied: StageTransition;
+  /** The stage before, written with this one (StageTransition.deferred), as it left the session. */
+  readonly deferred?: { readonly entry: DeferredEntry; readonly entered: SessionWithKernels };
 }
 
 /** Where the session's processes must stop and its capacity go back. */
@@ -178,33 +209,45 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       return "done";
     }
     if (alreadyEntered(current, input)) return "done";
-    if (current.session.status !== transition.from) {
+    // The stage before this one was not written (its step completed it on entry): both now.
+    const deferred =
+      transition.deferred !== undefined && current.session.status === transition.deferred.transition.from
+        ? transition.deferred
+        : undefined;
+    if (current.session.status !== transition.from && deferred === undefined) {
+      // The stage left is one whose entry may still be on its way (its step completed it before
+      // writing it, and its timer beat the completion): the state's retry finds it written.
+      if (COMPLETED_ON_ENTRY.has(transition.from) && current.session.stage.taskToken === undefined) {
+        throw new EntryNotWrittenError(input.sessionId, transition.from, current.session.status);
+      }
       throw new StageEntryError(
         `session ${input.sessionId} is ${current.session.status}; cannot apply ${transition.from} → ${transition.to}`,
       );
     }
-    const applied = await withRunRecord(current, transition, deps);
-    const entered: SessionWrite = stageEntryWrite({
-      session: current.session,
-      kernels: current.kernels,
-      transition: applied,
-      ...(input.taskToken !== undefined && !claimsOnEntry(input, deps) ? { taskToken: input.taskToken } : {}),
-      nowMs: deps.clock.nowMs(),
-    });
-    const write: SessionWrite =
-      input.entry && entered.stage
-        ? {
-            ...entered,
-            stage: { ...entered.stage, entryAtMs: entryAtMs(input.entry), attempt: input.entry.retryCount },
-          }
-        : entered;
+    const first =
+      deferred && stageEntryWrite({ ...current, transition: deferred.transition, nowMs: deferred.atMs });
+    const from = first ? sessionAfterWrite(current, first) : current;
+    const applied = await withRunRecord(from, transition, deps);
+    const entered: SessionWrite = entryWrite(input, from, applied, deps);
+    // An entry claimed on entry whose step completes it at once is not written at all.
+    if (!first && (await completedOnEntry(input, current, applied, entered, deps))) return "done";
+    const write: SessionWrite = first ? composeEntryWrites(current.kernels, first, entered) : entered;
     // A kernel report landing between the read and the write conflicts: read again, recompute.
     await deps.store.applyWrite(write);
-    return { before: current, written: sessionAfterWrite(current, write), applied };
+    return {
+      before: current,
+      written: sessionAfterWrite(current, write),
+      applied,
+      ...(deferred ? { deferred: { entry: deferred, entered: from } } : {}),
+    };
   });
   if (entry === "done") return { status: input.status };
   const { before, written, applied } = entry;
   await sendOnEntry(input, applied, written, deps);
+  if (entry.deferred) {
+    const { entry: d, entered } = entry.deferred;
+    await announce(input, d.transition, deps, entered, d.atMs);
+  }
   const atMs = await announce(input, applied, deps, written);
   if (applied.requeue) {
     const runIndex = before.session.runIndex + 1;
@@ -259,6 +302,70 @@ async function advance(
   }
 }
 
+/** The entry's write, planned from `from` (the session as read, or as a deferred entry leaves it). */
+function entryWrite(
+  input: EnterStageInput,
+  from: SessionWithKernels,
+  applied: StageTransition,
+  deps: EnterStageDeps,
+): SessionWrite {
+  const entered: SessionWrite = stageEntryWrite({
+    session: from.session,
+    kernels: from.kernels,
+    transition: applied,
+    ...(input.taskToken !== undefined && !claimsOnEntry(input, deps) ? { taskToken: input.taskToken } : {}),
+    nowMs: deps.clock.nowMs(),
+  });
+  return input.entry && entered.stage
+    ? {
+        ...entered,
+        stage: { ...entered.stage, entryAtMs: entryAtMs(input.entry), attempt: input.entry.retryCount },
+      }
+    : entered;
+}
+
+/**
+ * Stages claimed on entry whose step, for an agent's session, decides from what the entry holds
+ * with no side effect (PrepareSessions and StartSessions find the agents still there): when the
+ * step completes the stage at once, the entry need not be written; the next one writes it.
+ */
+const COMPLETED_ON_ENTRY: ReadonlySet<Status> = new Set([SessionStatus.SCHEDULED, SessionStatus.PREPARED]);
+
+/**
+ * Takes the step of a stage claimed on entry before writing its entry (`entered`, planned from
+ * `current`), and completes the stage with the entry handed on (StageTransition.deferred) when
+ * the step would complete it with nothing to write. True: completed, nothing written.
+ */
+async function completedOnEntry(
+  input: EnterStageInput,
+  current: SessionWithKernels,
+  applied: StageTransition,
+  entered: SessionWrite,
+  deps: EnterStageDeps,
+): Promise<boolean> {
+  if (!deps.completeOnEntry || !claimsOnEntry(input, deps) || !COMPLETED_ON_ENTRY.has(input.status))
+    return false;
+  if (executorOf(current.session.spec) !== Executor.agent || applied.run || applied.requeue) return false;
+  const { known: _known, start: _start, ...transition } = applied;
+  const deferred: DeferredEntry = {
+    transition: {
+      from: transition.from,
+      to: transition.to,
+      result: transition.result,
+      handler: transition.handler,
+      ...(transition.message !== undefined ? { message: transition.message } : {}),
+    },
+    atMs: entered.nowMs,
+  };
+  return deps.completeOnEntry(
+    input.status,
+    sessionAfterWrite(current, entered),
+    current,
+    input.taskToken!,
+    deferred,
+  );
+}
+
 /**
  * The command of the handler whose success led here (core/entry-commands.ts), sent to the
  * session's kernels now that the entry is written. Each kernel's command goes to the agent
@@ -306,8 +413,8 @@ async function announce(
   deps: EnterStageDeps,
   /** The session as the entry left it: its HPC Pack state goes with the event. */
   entered: SessionWithKernels,
+  atMs: number = deps.clock.nowMs(),
 ): Promise<number> {
-  const atMs = deps.clock.nowMs();
   await deps.events.statusChanged([
     {
       sessionId: input.sessionId,
@@ -359,7 +466,9 @@ function knownCopy(
 ): SessionWithKernels | undefined {
   if (known === undefined || typeof known !== "object" || known === null) return undefined;
   const { session, kernels } = known as Partial<SessionWithKernels>;
-  if (session?.id !== sessionId || session.status !== transition.from) return undefined;
+  // A transition that carries the stage before it (not written) starts from the status before that.
+  const from = transition.deferred?.transition.from ?? transition.from;
+  if (session?.id !== sessionId || session.status !== from) return undefined;
   if (typeof session.version !== "number" || !Array.isArray(kernels)) return undefined;
   return known;
 }

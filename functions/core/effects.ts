@@ -284,6 +284,37 @@ export function stageEntryWrite({
 }
 
 /**
+ * Two stage entries as one write: `first` planned from the session as read, `second` from the
+ * session as `first` would leave it (sessionAfterWrite). Guarded by what was read, it says what
+ * the two writes in turn would have: the second's status, stage and fields over the first's, each
+ * kernel patched once, and both history records.
+ */
+export function composeEntryWrites(
+  read: readonly Kernel[],
+  first: SessionWrite,
+  second: SessionWrite,
+): SessionWrite {
+  const patches = new Map<number, KernelPatch>();
+  for (const p of first.kernels ?? []) patches.set(p.index, p);
+  for (const p of second.kernels ?? []) {
+    const earlier = patches.get(p.index);
+    // Guarded at the version read: the first write's, where it patched the kernel too.
+    patches.set(p.index, earlier ? { ...earlier, ...p, expectedVersion: earlier.expectedVersion } : p);
+  }
+  const kernels = guardedByRead([...patches.values()], read);
+  const { kernelGuards: _first, ...firstRest } = first;
+  const { kernelGuards: _second, ...secondRest } = second;
+  return {
+    ...firstRest,
+    ...secondRest,
+    expected: first.expected,
+    ...(kernels.length > 0 ? { kernels } : {}),
+    ...unpatchedGuards(read, kernels),
+    history: [...(first.history ?? []), ...(second.history ?? [])],
+  };
+}
+
+/**
  * A run that ends in PENDING because its stage expired (the pending timeout, seed 000's
  * scheduling timeout) or gave up: it was never placed. Each kernel ends with Iris's outcome
  * UNSCHEDULABLE and Armada's condition `Unschedulable` ("Pod couldn't be scheduled", seed 002),

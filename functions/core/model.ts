@@ -363,6 +363,13 @@ export interface StageTransition {
    * known: the entry reads the session then).
    */
   readonly start?: { readonly known?: SessionWithKernels | null };
+  /**
+   * The entry of the stage this transition leaves, not written: that stage's step completed it
+   * the moment it was entered (a stage claimed on entry whose step has nothing to do but judge),
+   * so this transition's entry writes both, in one write (composeEntryWrites). `from` is the
+   * status the session is stored in; `atMs` when the stage was entered.
+   */
+  readonly deferred?: DeferredEntry;
   /** Present when the run is retried (result REQUEUED, TERMINATING → PENDING). */
   readonly requeue?: {
     readonly retry: RetryState;
@@ -370,6 +377,12 @@ export interface StageTransition {
     /** The durable wait before the next run, in the state machine's Wait state. */
     readonly delaySeconds: number;
   };
+}
+
+/** A stage entry not written (StageTransition.deferred): its own transition and time. */
+export interface DeferredEntry {
+  readonly transition: Pick<StageTransition, "from" | "to" | "result" | "handler" | "message">;
+  readonly atMs: number;
 }
 
 /** One kernel's part in a finished run. */

@@ -115,6 +115,8 @@ export function wire(
       log: instrumentation.logger("enter-stage"),
       terminationGraceMs: config.terminationGraceMs,
       advance: (sessionId, status, written, held) => coordinator.advance(sessionId, status, written, held),
+      completeOnEntry: (status, entered, stored, token, deferred) =>
+        coordinator.completeOnEntry(status, entered, stored, token, deferred),
     },
     store,
     clock: systemClock,

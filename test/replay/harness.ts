@@ -333,6 +333,8 @@ export class Replay {
       terminationGraceMs: TERMINATION_GRACE_MS,
       advance: (sessionId, status, entered, held) =>
         this.coordinator.advance(sessionId, status, entered, held),
+      completeOnEntry: (status, entered, stored, token, deferred) =>
+        this.coordinator.completeOnEntry(status, entered, stored, token, deferred),
     };
   }
 

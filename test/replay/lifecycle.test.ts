@@ -63,10 +63,10 @@ describe("one session, replayed", () => {
       h.stepLog,
     ).toEqual([
       ...["applyWrite", "reserveCapacity"], // PENDING entered; placed and claimed in one transaction
-      "applyWrite", // SCHEDULED entered claimed, the agent found live, completed
-      ...["applyWrite", "applyWrite"], // PREPARING entered, prepare sent; the PREPARED report and the claim
-      "applyWrite", // PREPARED entered claimed, the agent found live, completed
-      ...["applyWrite", "applyWrite"], // CREATING entered, start sent; the RUNNING report and the claim
+      // SCHEDULED's step found the agent live and completed it on entry, which wrote nothing:
+      ...["applyWrite", "applyWrite"], // SCHEDULED + PREPARING in one write; PREPARED report + claim
+      // PREPARED's the same:
+      ...["applyWrite", "applyWrite"], // PREPARED + CREATING in one write; RUNNING report + claim
       ...["applyWrite", "applyWrite"], // RUNNING; the exit report and the claim
       "applyWrite", // TERMINATING entered claimed, the run judged over, completed
       ...["releaseCapacity", "applyWrite", "finishJob"], // TERMINATED: capacity back, the job settled
