@@ -9,19 +9,14 @@ import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-ses
 import { enterStage, type EnterStageInput } from "../functions/app/enter-stage.ts";
 import { KernelCommands } from "../functions/app/kernel-commands.ts";
 import { isTransient } from "../functions/app/retryable.ts";
-import type { AgentChannelPort, EventsPort } from "../functions/app/ports.ts";
+import type { AgentChannelPort } from "../functions/app/ports.ts";
 import { entryCommand } from "../functions/core/entry-commands.ts";
 import type { SessionStatus } from "../functions/core/status.ts";
 import type { SessionWithKernels, StageTransition } from "../functions/core/model.ts";
-import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
+import { caught, freshTable, newSession, T0, type TestTable, SILENT_EVENTS } from "./store-fixtures.ts";
 
 const NOW = T0 + 60_000;
-const events: EventsPort = {
-  statusChanged: () => Promise.resolve(),
-  rejected: () => Promise.resolve(),
-  requeued: () => Promise.resolve(),
-  jobStateChanged: () => Promise.resolve(),
-};
+const events = SILENT_EVENTS;
 
 let table: TestTable;
 let store: DynamoSessionStore;

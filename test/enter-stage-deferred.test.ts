@@ -11,7 +11,7 @@ import { isTransient } from "../functions/app/retryable.ts";
 import { KernelCommands } from "../functions/app/kernel-commands.ts";
 import type { EventsPort } from "../functions/app/ports.ts";
 import type { SessionWithKernels, StageTransition } from "../functions/core/model.ts";
-import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
+import { caught, freshTable, newSession, T0, type TestTable, SILENT_EVENTS } from "./store-fixtures.ts";
 
 const NOW = T0 + 60_000;
 const SCHEDULED_AT = NOW - 40;
@@ -28,13 +28,11 @@ function deps() {
   const announced: string[] = [];
   const sent: string[] = [];
   const events: EventsPort = {
+    ...SILENT_EVENTS,
     statusChanged: (details) => {
       announced.push(...details.map((d) => `${d.from}->${d.to} ${d.handler} at ${d.atMs - NOW}`));
       return Promise.resolve();
     },
-    rejected: () => Promise.resolve(),
-    requeued: () => Promise.resolve(),
-    jobStateChanged: () => Promise.resolve(),
   };
   const channel = {
     open: () => Promise.resolve(),

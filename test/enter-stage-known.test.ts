@@ -8,18 +8,12 @@ import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-ses
 import { enterStage } from "../functions/app/enter-stage.ts";
 import { KernelCommands } from "../functions/app/kernel-commands.ts";
 import type { Logger } from "../functions/app/logger.ts";
-import type { EventsPort } from "../functions/app/ports.ts";
 import type { StageTransition } from "../functions/core/model.ts";
-import { freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
+import { freshTable, newSession, T0, type TestTable, SILENT_EVENTS } from "./store-fixtures.ts";
 
 const NOW = T0 + 60_000;
 const quiet: Logger = { info: () => {}, warn: () => {}, error: () => {} };
-const events: EventsPort = {
-  statusChanged: () => Promise.resolve(),
-  rejected: () => Promise.resolve(),
-  requeued: () => Promise.resolve(),
-  jobStateChanged: () => Promise.resolve(),
-};
+const events = SILENT_EVENTS;
 
 let table: TestTable;
 let store: DynamoSessionStore;

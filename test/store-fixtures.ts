@@ -10,6 +10,7 @@ import {
   type DynamoSessionStoreOptions,
 } from "../functions/adapters/dynamo/dynamo-session-store.ts";
 import { createTable } from "../functions/adapters/dynamo/create-table.ts";
+import type { EventsPort } from "../functions/app/ports.ts";
 import { storeRetryConfig, type StoreRetryOptions } from "../functions/adapters/dynamo/retry.ts";
 import type { Kernel, Session, SessionSpec, SessionWithKernels } from "../functions/core/model.ts";
 import type { KernelStatus, SessionStatus } from "../functions/core/status.ts";
@@ -135,3 +136,11 @@ export async function caught(fn: () => Promise<unknown>): Promise<Error & Record
   }
   throw new Error("expected the call to throw");
 }
+
+/** An events port that publishes nothing (a test that records some overrides those). */
+export const SILENT_EVENTS: EventsPort = {
+  statusChanged: () => Promise.resolve(),
+  rejected: () => Promise.resolve(),
+  requeued: () => Promise.resolve(),
+  jobStateChanged: () => Promise.resolve(),
+};
