@@ -24,7 +24,7 @@ beforeAll(async () => {
 });
 afterAll(() => table.drop());
 
-function deps() {
+function deps(failures: Error[] = []) {
   const announced: string[] = [];
   const sent: string[] = [];
   const events: EventsPort = {
@@ -37,6 +37,8 @@ function deps() {
   const channel = {
     open: () => Promise.resolve(),
     send: (deliveries: readonly { message: { type: string; command?: { action: string } } }[]) => {
+      const failure = failures.shift();
+      if (failure) return Promise.reject(failure);
       sent.push(...deliveries.map((d) => d.message.command?.action ?? d.message.type));
       return Promise.resolve();
     },
@@ -166,5 +168,24 @@ describe("an entry that carries the one before it", () => {
       status: "PENDING",
       stage: { taskToken: "tok-p" },
     });
+  });
+
+  test("a first attempt that wrote both and failed to send: the retried attempt sends and announces both", async () => {
+    const stored = await placedPending("def-5");
+    const throttled = Object.assign(new Error("throttled"), { $retryable: { throttling: true } });
+    const d = deps([throttled]);
+    const first = {
+      ...toPreparing("def-5", stored),
+      entry: { state: "Preparing", enteredTime: new Date(NOW).toISOString(), retryCount: 0 },
+    };
+    expect(isTransient(await caught(() => enterStage(first, d.deps)))).toBe(true);
+    expect(d.announced).toEqual([]);
+    await enterStage({ ...first, taskToken: "tok-2", entry: { ...first.entry, retryCount: 1 } }, d.deps);
+    expect((await store.getSession("def-5"))!.session.stage.taskToken).toBe("tok-2");
+    expect(d.sent).toEqual(["prepare"]);
+    expect(d.announced).toEqual([
+      "PENDING->SCHEDULED ScheduleNewSessions at -40",
+      "SCHEDULED->PREPARING PrepareSessions at 0",
+    ]);
   });
 });

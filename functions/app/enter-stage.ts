@@ -203,7 +203,13 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       const replaced = await replaceToken(current, input, deps);
       // The first attempt may have failed before its command went out: send it (again).
       await sendOnEntry(input, transition, replaced, deps);
-      // The first attempt may have failed before announcing the change: announce it (again).
+      // The first attempt may have failed before announcing the change: announce it (again),
+      // after the change of the stage it wrote with it, if any.
+      if (transition.deferred) {
+        const { transition: before, atMs } = transition.deferred;
+        const then = { ...replaced, session: { ...replaced.session, status: before.to } };
+        await announce(input, before, deps, then, atMs);
+      }
       await announce(input, transition, deps, replaced);
       await advance(input, replaced, deps);
       return "done";
