@@ -124,9 +124,15 @@ describe("retries, end to end", () => {
     });
     const a = await finished(retried);
     const b = await finished(failed);
-    expect(sessionResult(a.s)).toBe("succeeded");
+    // What to look at if it fails: each run's decision and reason, and the history.
+    const story = (f: Awaited<ReturnType<typeof finished>>) =>
+      JSON.stringify({
+        runs: f.runs.map((r) => [r.runIndex, r.decision, r.reason, r.kernels[0]?.exitCode]),
+        history: f.history.map((h) => `${h.handler} ${h.result} ${h.fromStatus}->${h.toStatus ?? "="}`),
+      });
+    expect(sessionResult(a.s), story(a)).toBe("succeeded");
     expect(a.runs.map((r) => r.decision)).toEqual(["retry", "finished"]);
-    expect(sessionResult(b.s)).toBe("failed");
+    expect(sessionResult(b.s), story(b)).toBe("failed");
     expect(b.runs.map((r) => r.decision)).toEqual(["finished"]);
   });
 

@@ -38,8 +38,23 @@ export class RetryCatalog {
     return this.#config.value;
   }
 
-  /** The policies that apply to the session: its queue's, then its own, or the default. */
+  /**
+   * The policies that apply to the session: its queue's, then its own, or the default. A policy
+   * the session names that the cached list lacks is looked for again when that list was read
+   * before the session was submitted: a policy created just before the submission that names it
+   * applies to it, cache or not.
+   */
   async policiesFor(session: Session): Promise<PolicyResolution> {
+    const resolution = await this.#resolve(session);
+    const listedAtMs = this.#policies?.atMs;
+    if (resolution.missing.length === 0 || listedAtMs === undefined || listedAtMs > session.createdAtMs) {
+      return resolution;
+    }
+    this.#policies = undefined;
+    return this.#resolve(session);
+  }
+
+  async #resolve(session: Session): Promise<PolicyResolution> {
     const [config, known, queuePolicies] = await Promise.all([
       this.config(),
       this.#knownPolicies(),
