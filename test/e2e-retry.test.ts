@@ -8,6 +8,7 @@ import type { HistoryRecord, RunRecord, SessionWithKernels } from "../functions/
 import { RETRY_CONFIG_DEFAULTS } from "../functions/core/retry/config.ts";
 import { parseRetryPolicy } from "../functions/core/retry/policy.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
+import { historyLines } from "./support/histories.ts";
 import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
 import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
@@ -128,7 +129,7 @@ describe("retries, end to end", () => {
     const story = (f: Awaited<ReturnType<typeof finished>>) =>
       JSON.stringify({
         runs: f.runs.map((r) => [r.runIndex, r.decision, r.reason, r.kernels[0]?.exitCode]),
-        history: f.history.map((h) => `${h.handler} ${h.result} ${h.fromStatus}->${h.toStatus ?? "="}`),
+        history: historyLines(f.history),
       });
     expect(sessionResult(a.s), story(a)).toBe("succeeded");
     expect(a.runs.map((r) => r.decision)).toEqual(["retry", "finished"]);

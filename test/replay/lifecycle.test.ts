@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { sessionResult } from "../../functions/core/sessions.ts";
-import { CAP, replaysClosedAfterEach, T0 } from "./harness.ts";
+import { CAP, HISTORY_TO_RUNNING, replaysClosedAfterEach, T0 } from "./harness.ts";
 
 const open = replaysClosedAfterEach();
 
@@ -28,12 +28,7 @@ describe("one session, replayed", () => {
       { index: 0, status: "TERMINATED", exitCode: 0, outcome: "SUCCEEDED" },
     ]);
     expect(await h.history("s-001"), h.stepLog).toEqual([
-      "Submit SUBMITTED PENDING->PENDING",
-      "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
-      "PrepareSessions SUCCESS SCHEDULED->PREPARING",
-      "PromoteToPrepared SUCCESS PREPARING->PREPARED",
-      "StartSessions SUCCESS PREPARED->CREATING",
-      "PromoteToRunning SUCCESS CREATING->RUNNING",
+      ...HISTORY_TO_RUNNING,
       "DetectTermination SUCCESS RUNNING->TERMINATING",
       "TerminateSessions SUCCESS TERMINATING->TERMINATED",
     ]);
