@@ -322,7 +322,7 @@ export class Coordinator {
    * next entry starts from. Returns false, having completed nothing, when the step would do
    * anything else (or the callback is already closed): the entry is then written and the step
    * taken as for any stage claimed on entry. Only for steps with no side effect (the caller's to
-   * know: an agent session's SCHEDULED or PREPARED).
+   * know: an agent session's SCHEDULED, PREPARED, or TERMINATING with every kernel ended).
    */
   async completeOnEntry(
     status: SessionStatus,
@@ -360,11 +360,13 @@ export class Coordinator {
       decision,
       session: entered,
       heldToken: token,
-      catalog: undefined,
+      // A run that ends (TERMINATING) is judged with its retry policies.
+      catalog: needsRetryCatalog(decision, entered) ? await this.#retryCatalog(entered) : undefined,
       nowMs,
       skipRecordIntervalMs: this.#skipRecordIntervalMs,
     });
-    if (plan.kind !== "held-complete" || plan.write !== undefined) return false;
+    // A retried run goes back to PENDING through the Backoff wait: its entry is written as before.
+    if (plan.kind !== "held-complete" || plan.write !== undefined || plan.transition.requeue) return false;
     return this.#complete(entered.session.id, token, { ...plan.transition, deferred }, stored);
   }
 

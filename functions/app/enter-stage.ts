@@ -181,7 +181,9 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     const current = prefetched ?? (await deps.store.getSession(input.sessionId));
     // Releasing touches allocations and agents, not the session item: this read stays current.
     prefetched = current;
-    if (current && current.session.status === transition.from && !alreadyEntered(current, input)) {
+    // A stage before this one not written (StageTransition.deferred) leaves the session one behind.
+    const from = [transition.from, transition.deferred?.transition.from];
+    if (current && from.includes(current.session.status) && !alreadyEntered(current, input)) {
       await stopLeftoverKernels(current, input, transition, deps);
       await deps.store.releaseCapacity(input.sessionId, current);
     }
@@ -331,11 +333,16 @@ function entryWrite(
 }
 
 /**
- * Stages claimed on entry whose step, for an agent's session, decides from what the entry holds
- * with no side effect (PrepareSessions and StartSessions find the agents still there): when the
- * step completes the stage at once, the entry need not be written; the next one writes it.
+ * Stages claimed on entry whose step, for an agent's session, can decide from what the entry
+ * holds with no side effect (PrepareSessions and StartSessions find the agents still there;
+ * TerminateSessions finds every kernel ended and the run judged over): when the step completes
+ * the stage at once, the entry need not be written; the next one writes it.
  */
-const COMPLETED_ON_ENTRY: ReadonlySet<Status> = new Set([SessionStatus.SCHEDULED, SessionStatus.PREPARED]);
+const COMPLETED_ON_ENTRY: ReadonlySet<Status> = new Set([
+  SessionStatus.SCHEDULED,
+  SessionStatus.PREPARED,
+  SessionStatus.TERMINATING,
+]);
 
 /**
  * Takes the step of a stage claimed on entry before writing its entry (`entered`, planned from
@@ -352,6 +359,12 @@ async function completedOnEntry(
   if (!deps.completeOnEntry || !claimsOnEntry(input, deps) || !COMPLETED_ON_ENTRY.has(input.status))
     return false;
   if (executorOf(current.session.spec) !== Executor.agent || applied.run || applied.requeue) return false;
+  // TerminateSessions stops what still runs (commands, kernel writes): only a run over is taken first.
+  if (
+    input.status === SessionStatus.TERMINATING &&
+    !current.kernels.every((k) => isTerminalKernelStatus(k.status))
+  )
+    return false;
   const { known: _known, start: _start, ...transition } = applied;
   const deferred: DeferredEntry = {
     transition: {

@@ -63,8 +63,9 @@ describe("one session, replayed", () => {
       // PREPARED's the same:
       ...["applyWrite", "applyWrite"], // PREPARED + CREATING in one write; RUNNING report + claim
       ...["applyWrite", "applyWrite"], // RUNNING; the exit report and the claim
-      "applyWrite", // TERMINATING entered claimed, the run judged over, completed
-      ...["releaseCapacity", "applyWrite", "finishJob"], // TERMINATED: capacity back, the job settled
+      // TERMINATING's step found every kernel ended and judged the run over, on entry: no write.
+      ...["releaseCapacity", "applyWrite"], // capacity back; TERMINATING + TERMINATED in one write
+      "finishJob", // the job settled
     ]);
   });
 
