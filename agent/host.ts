@@ -23,7 +23,7 @@
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import type { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
-import type { EventBridgeClient, PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
+import type { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import {
   DeleteMessageBatchCommand,
   GetQueueUrlCommand,
@@ -36,14 +36,7 @@ import {
   type CommandMessage,
   type KernelCommand,
 } from "../functions/core/agent-protocol.ts";
-import {
-  DetailType,
-  KernelStatusChangedDetailSchema,
-  toPutEventsEntry,
-  withPassed,
-  type EventDetailInput,
-  type KernelStatusChangedDetail,
-} from "../functions/core/events.ts";
+import { DetailType, toPutEventsEntry, withPassed, type EventDetailInput } from "../functions/core/events.ts";
 import { signDetail } from "../functions/topology/agent-signature.ts";
 import { EventOutbox } from "./event-outbox.ts";
 import { LocalAgent } from "./local-agent.ts";
@@ -93,6 +86,8 @@ export class AgentHost {
   readonly #pending = new Set<Promise<unknown>>();
   /** Every event the agent puts, in order, as few requests as the limits allow. */
   readonly #outbox: EventOutbox;
+  /** The detail of the last kernel report put in the outbox per run and placement, until sent. */
+  readonly #queuedReports = new Map<string, EventDetailInput<"Kernel Status Changed">>();
   #registered!: { promise: Promise<void>; resolve: () => void };
   #exitReason: string | undefined;
 
@@ -393,15 +388,22 @@ export class AgentHost {
         signature: signDetail(key, DetailType.KernelStatusChanged, d),
       });
     // A report still queued behind another request (a PULLING, a RUNNING) that this one follows
-    // goes with it, as a status passed through: one event, one message, one write.
-    await this.#outbox.send(signed(detail), {
-      key: `${detail.sessionId}/${detail.kernelIndex}/${detail.runIndex}/${detail.placement ?? 0}`,
-      merge: (queued) => {
-        const earlier = parseQueuedReport(queued);
+    // goes with it, as a status passed through: one event, one message, one write. The outbox
+    // merges only into the last entry queued under the key, whose detail #queuedReports holds.
+    const run = `${detail.sessionId}/${detail.kernelIndex}/${detail.runIndex}/${detail.placement ?? 0}`;
+    const earlier = this.#queuedReports.get(run);
+    let queued = detail;
+    const sent = this.#outbox.send(signed(detail), {
+      key: run,
+      merge: () => {
         const merged = earlier && withPassed(earlier, detail);
+        if (merged) queued = merged;
         return merged ? signed(merged) : undefined;
       },
     });
+    this.#queuedReports.set(run, queued);
+    await sent;
+    if (this.#queuedReports.get(run) === queued) this.#queuedReports.delete(run);
   }
 
   /** Rejects when the report was not sent: the agent keeps its probes for the next one. */
@@ -462,13 +464,6 @@ export class AgentHost {
   async #settle(): Promise<void> {
     while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
   }
-}
-
-/** A kernel report the outbox still holds, as its detail; undefined for anything else. */
-function parseQueuedReport(entry: PutEventsRequestEntry): KernelStatusChangedDetail | undefined {
-  if (entry.DetailType !== DetailType.KernelStatusChanged || entry.Detail === undefined) return undefined;
-  const parsed = KernelStatusChangedDetailSchema.safeParse(JSON.parse(entry.Detail));
-  return parsed.success ? parsed.data : undefined;
 }
 
 function newIncarnation(): string {

@@ -118,7 +118,11 @@ const ADVANCED_ON_ENTRY: ReadonlySet<Status> = new Set(
  * start commands; finding the run over): the entry is written already claimed, its token left
  * out so that no other run targets the stage, and handed to the step taken right after, which
  * completes the stage with it or writes it back (Coordinator.advance). One write per stage
- * instead of an entry and a claim.
+ * instead of an entry and a claim. For an agent's session the step can decide from what the
+ * entry holds with no side effect (PrepareSessions and StartSessions find the agents still
+ * there; TerminateSessions finds every kernel ended and the run judged over), so it is taken
+ * before the entry is written, and when it completes the stage the entry is not written at all:
+ * the next one writes it (completedOnEntry).
  */
 const CLAIMED_ON_ENTRY: ReadonlySet<Status> = new Set([
   SessionStatus.SCHEDULED,
@@ -225,7 +229,7 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     if (current.session.status !== transition.from && deferred === undefined) {
       // The stage left is one whose entry may still be on its way (its step completed it before
       // writing it, and its timer beat the completion): the state's retry finds it written.
-      if (COMPLETED_ON_ENTRY.has(transition.from) && current.session.stage.taskToken === undefined) {
+      if (CLAIMED_ON_ENTRY.has(transition.from) && current.session.stage.taskToken === undefined) {
         throw new EntryNotWrittenError(input.sessionId, transition.from, current.session.status);
       }
       throw new StageEntryError(
@@ -333,18 +337,6 @@ function entryWrite(
 }
 
 /**
- * Stages claimed on entry whose step, for an agent's session, can decide from what the entry
- * holds with no side effect (PrepareSessions and StartSessions find the agents still there;
- * TerminateSessions finds every kernel ended and the run judged over): when the step completes
- * the stage at once, the entry need not be written; the next one writes it.
- */
-const COMPLETED_ON_ENTRY: ReadonlySet<Status> = new Set([
-  SessionStatus.SCHEDULED,
-  SessionStatus.PREPARED,
-  SessionStatus.TERMINATING,
-]);
-
-/**
  * Takes the step of a stage claimed on entry before writing its entry (`entered`, planned from
  * `current`), and completes the stage with the entry handed on (StageTransition.deferred) when
  * the step would complete it with nothing to write. True: completed, nothing written.
@@ -356,8 +348,7 @@ async function completedOnEntry(
   entered: SessionWrite,
   deps: EnterStageDeps,
 ): Promise<boolean> {
-  if (!deps.completeOnEntry || !claimsOnEntry(input, deps) || !COMPLETED_ON_ENTRY.has(input.status))
-    return false;
+  if (!deps.completeOnEntry || !claimsOnEntry(input, deps)) return false;
   if (executorOf(current.session.spec) !== Executor.agent || applied.run || applied.requeue) return false;
   // TerminateSessions stops what still runs (commands, kernel writes): only a run over is taken first.
   if (
@@ -365,15 +356,9 @@ async function completedOnEntry(
     !current.kernels.every((k) => isTerminalKernelStatus(k.status))
   )
     return false;
-  const { known: _known, start: _start, ...transition } = applied;
+  const { from, to, result, handler, message } = applied;
   const deferred: DeferredEntry = {
-    transition: {
-      from: transition.from,
-      to: transition.to,
-      result: transition.result,
-      handler: transition.handler,
-      ...(transition.message !== undefined ? { message: transition.message } : {}),
-    },
+    transition: { from, to, result, handler, ...(message !== undefined ? { message } : {}) },
     atMs: entered.nowMs,
   };
   return deps.completeOnEntry(
