@@ -342,6 +342,8 @@ describe("the dashboard in Chromium", () => {
       sessionId: id,
       spec: { name: "sleeper", command: ["sleep", "30"], resources: { cpu: 1, memoryMiB: 64 } },
     });
+    // A submission is taken in through the bus: the session is there to cancel once it runs.
+    await rt.waitForStatus(id, "RUNNING");
     const post = (origin: string) =>
       fetch(new URL("/cancel", dashboard.url), {
         method: "POST",
