@@ -11,7 +11,7 @@
 import { BatchWriteItemCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { createTable } from "../functions/adapters/dynamo/create-table.ts";
 import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
-import { kernelItem, sessionItem } from "../functions/adapters/dynamo/item-codec.ts";
+import { sessionItem } from "../functions/adapters/dynamo/item-codec.ts";
 import { storeRetryConfig } from "../functions/adapters/dynamo/retry.ts";
 import { DynamoSessionCensus } from "../functions/adapters/dynamo/session-census.ts";
 import { newSession } from "../functions/core/sessions.ts";
@@ -59,7 +59,7 @@ async function main(): Promise<void> {
         status: statusOf(i),
         ...(statusOf(i) === "PENDING" ? { pendingReason: "no agent has 4 cpu free; largest free is 2" } : {}),
       };
-      return [sessionItem(stored, SHARDS), ...kernels.map((k) => kernelItem(k, stored, SHARDS))];
+      return [sessionItem(stored, SHARDS, kernels)];
     }).flat();
     const batches: (typeof items)[] = [];
     for (let i = 0; i < items.length; i += 25) batches.push(items.slice(i, i + 25));

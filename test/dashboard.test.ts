@@ -269,7 +269,7 @@ describe("DynamoSessionCensus on DynamoDB Local", () => {
         T0 + i,
       );
       const stored = { ...s, status };
-      return [sessionItem(stored, 4), ...kernels.map((k) => kernelItem(k, stored, 4))];
+      return [sessionItem(stored, 4), ...kernels.map((k) => kernelItem(k))];
     });
     await table.client.send(
       new BatchWriteItemCommand({
@@ -289,7 +289,7 @@ describe("DynamoSessionCensus on DynamoDB Local", () => {
         T0 + i,
       );
       const stored = { ...s, status: "CREATING" as const };
-      return [sessionItem(stored, 1), ...kernels.map((k) => kernelItem(k, stored, 1))];
+      return [sessionItem(stored, 1), ...kernels.map((k) => kernelItem(k))];
     }).flat();
     await table.client.send(
       new BatchWriteItemCommand({

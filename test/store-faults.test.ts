@@ -18,6 +18,7 @@ import {
 import type { RetryErrorInfo } from "@smithy/types";
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from "vitest";
 import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
+import { INLINE_KERNELS_MAX } from "../functions/adapters/dynamo/item-codec.ts";
 import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
 import {
   backoffDelayMs,
@@ -129,7 +130,7 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
   }
 
   test("a transaction conflict is retried by the SDK with growing backoff and then the write commits", async () => {
-    await table.store().createSession(newSession("f-1"));
+    await table.store().createSession(newSession("f-1", { replicas: INLINE_KERNELS_MAX + 1 }));
     const f = await flaky("TransactWriteItemsCommand", 2, faults.transactionConflict);
     const metrics = new RequestCounter();
     const applied = await storeWith(f.client, metrics).applyWrite({
@@ -137,14 +138,16 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
       expected: { status: "PENDING", version: 0 },
       nowMs: T0 + 1,
       tries: "increment",
-      // Two items, so a transaction (one item is a plain conditional write).
+      // Two items, so a transaction (one item is a plain conditional write): the session and a
+      // kernel of a gang too large for the session item to hold its kernels.
       kernels: [{ index: 0, expectedVersion: 0 }],
     });
     expect(applied.version).toBe(1);
     expect(f.calls()).toBe(3);
     expect(f.delays()).toEqual([12, 25]); // half of 25 ms, then half of 50 ms (random = 0.5)
-    // Every try is counted as a request sent, the two the SDK retried as failed.
-    expect(metrics).toMatchObject({ operations: 3, failedOperations: 2 });
+    // Every try is counted as a request sent, the two the SDK retried as failed, and before
+    // them the one-item try that found the session item without its kernels.
+    expect(metrics).toMatchObject({ operations: 4, failedOperations: 3 });
     expect((await table.store().getSession("f-1"))?.session.tries).toBe(1);
   });
 
@@ -184,7 +187,7 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
     ["RequestLimitExceeded", faults.requestLimit],
   ])("%s on reads is retried", async (name, fault) => {
     await table.store().createSession(newSession(`f-read-${name}`));
-    const f = await flaky("QueryCommand", 3, fault);
+    const f = await flaky("GetItemCommand", 3, fault);
     const got = await storeWith(f.client).getSession(`f-read-${name}`);
     expect(got?.session.id).toBe(`f-read-${name}`);
     expect(f.calls()).toBe(4);
@@ -192,7 +195,7 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
   });
 
   test("throttling that outlasts the attempts surfaces StoreUnavailableError and writes nothing", async () => {
-    await table.store().createSession(newSession("f-2"));
+    await table.store().createSession(newSession("f-2", { replicas: INLINE_KERNELS_MAX + 1 }));
     const f = await flaky("TransactWriteItemsCommand", 100, faults.throttling);
     const error = await caught(() =>
       storeWith(f.client).applyWrite({
@@ -250,7 +253,7 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
   });
 
   test("a transaction cancelled by a condition and a conflict together is not retried", async () => {
-    await table.store().createSession(newSession("f-5"));
+    await table.store().createSession(newSession("f-5", { replicas: INLINE_KERNELS_MAX + 1 }));
     const f = await flaky("TransactWriteItemsCommand", 100, faults.conditionAndConflict);
     const error = await caught(() =>
       storeWith(f.client).applyWrite({
@@ -273,8 +276,8 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
     clients.push(twice.client);
     const got = await storeWith(twice.client).getSessions(["f-6a", "f-6b"]);
     expect(got.map((s) => s.session.id).sort()).toEqual(["f-6a", "f-6b"]);
-    // Sessions, shed twice then read; their kernels in one.
-    expect(twice.calls()).toBe(4);
+    // Sessions (their items hold their kernels), shed twice then read.
+    expect(twice.calls()).toBe(3);
     expect(twice.delays()).toEqual([12, 25]);
 
     const always = await sheddingClient(100);

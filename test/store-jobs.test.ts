@@ -3,6 +3,7 @@
  * a set, the final state recorded exactly once; and the task identity and cancel reason that
  * independent tasks' sessions carry.
  */
+import { INLINE_KERNELS_MAX } from "../functions/adapters/dynamo/item-codec.ts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { newJob } from "../functions/core/jobs.ts";
 import { parseSessionSpec } from "../functions/core/spec.ts";
@@ -48,13 +49,14 @@ describe("job items", () => {
       await store.createJobWithSessions(squatter, [newSession("one-write-t1", { replicas: 1 })]),
     ).toEqual({ created: false });
     expect(await store.getJob("one-write-t1")).toBeUndefined();
-    // More than one transaction holds: nothing is sent.
+    // More than one transaction holds (the job, and ten sessions of nine kernels each, too many
+    // for the session item to hold, so items of their own): nothing is sent.
     const big = newJob(
       "one-write-big",
-      parseSessionSpec({ name: "b", command: ["true"], replicas: 60, coscheduled: false }),
+      parseSessionSpec({ name: "b", command: ["true"], replicas: 10, coscheduled: false }),
       T0,
     );
-    const many = big.sessionIds.map((id) => newSession(id, { replicas: 1 }));
+    const many = big.sessionIds.map((id) => newSession(id, { replicas: INLINE_KERNELS_MAX + 1 }));
     expect(await store.createJobWithSessions(big, many)).toEqual({ created: false });
     expect(await store.getJob("one-write-big")).toBeUndefined();
   });

@@ -1,13 +1,15 @@
 /**
  * The DynamoDB store against DynamoDB Local: creating and reading sessions, queue-ordered
- * targets across shards, kernel-status lookups, atomic conditional writes, history merging and
+ * targets across shards, atomic conditional writes, history merging and
  * listings. Each describe block owns a fresh table, so index queries see only its own sessions.
  */
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
+import { INLINE_HISTORY_MAX, INLINE_KERNELS_MAX } from "../functions/adapters/dynamo/item-codec.ts";
 import {
   historySk,
+  kernelSk,
   queueSk,
   RESERVED_PREFIXES,
   sessionPk,
@@ -53,10 +55,12 @@ describe("sessions: create, read, write", () => {
     expect((await store.getSession("dup-1"))?.kernels).toHaveLength(2);
   });
 
-  test("getSessions reads the session items before their kernels, in two requests", async () => {
-    // BatchGetItem reads each item on its own: a write between the reads must leave the version
-    // older than the kernels (a guarded write then fails), never newer (it would pass on kernels
-    // it never saw). So the session items come first, alone.
+  test("getSessions reads session items that hold their kernels in one request; kernels kept as items after them", async () => {
+    // A session of at most INLINE_KERNELS_MAX kernels keeps them in its item: one BatchGetItem
+    // reads it whole. A larger one (and one written before) keeps them as items: BatchGetItem
+    // reads each item on its own, so a write between the reads must leave the version older
+    // than the kernels (a guarded write then fails), never newer (it would pass on kernels it
+    // never saw). So the session items come first, alone.
     const client = localClient();
     const sent: { command: string; keys: string[] }[] = [];
     client.middlewareStack.add(
@@ -71,19 +75,22 @@ describe("sessions: create, read, write", () => {
     const store = new DynamoSessionStore({ client, tableName: table.tableName });
     await table.store().createSession(newSession("order-a", { replicas: 2 }));
     await table.store().createSession(newSession("order-b", { replicas: 1 }));
-    const got = await store.getSessions(["order-a", "order-b"]);
-    client.destroy();
-    expect(got.map((s) => [s.session.id, s.kernels.length])).toEqual([
+    expect(
+      (await store.getSessions(["order-a", "order-b"])).map((s) => [s.session.id, s.kernels.length]),
+    ).toEqual([
       ["order-a", 2],
       ["order-b", 1],
     ]);
+    expect(sent.map((r) => [r.command, r.keys])).toEqual([["BatchGetItemCommand", ["SESSION", "SESSION"]]]);
+    sent.length = 0;
+    const gang = newSession("order-gang", { replicas: INLINE_KERNELS_MAX + 1 });
+    await table.store().createSession(gang);
+    const got = await store.getSessions(["order-a", "order-gang"]);
+    client.destroy();
+    expect(got).toEqual([await table.store().getSession("order-a"), gang]);
     expect(sent.map((r) => r.command)).toEqual(["BatchGetItemCommand", "BatchGetItemCommand"]);
     expect(sent[0]!.keys).toEqual(["SESSION", "SESSION"]);
-    expect([...sent[1]!.keys].sort()).toEqual([
-      "SESSION#KERNEL#0000",
-      "SESSION#KERNEL#0000",
-      "SESSION#KERNEL#0001",
-    ]);
+    expect(sent[1]!.keys).toEqual(gang.kernels.map((k) => kernelSk(k.index)));
   });
 
   test("getSessions keeps the order asked for and leaves absent ids out", async () => {
@@ -370,22 +377,55 @@ describe("sessions: create, read, write", () => {
       [0, "no capacity", 3, T0 + 1_000, T0 + 3_000],
       [1, "queue paused", 1, T0 + 10_000, T0 + 10_000],
     ]);
-    const raw = await table.client.send(
-      new GetItemCommand({
-        TableName: table.tableName,
-        Key: { pk: { S: sessionPk("hist-1") }, sk: { S: historySk(0) } },
-      }),
-    );
-    expect(raw.Item?.["expiresAtEpochSec"]).toEqual({
-      N: String((T0 + 3_000 + retentionDays * DAY_MS) / 1000),
-    });
-    // Past the first record's expiry (TTL deletes lazily), readers no longer see it.
+    // The first records are kept in the session item, not as items of their own.
+    const raw = async (sk: string) =>
+      (
+        await table.client.send(
+          new GetItemCommand({
+            TableName: table.tableName,
+            Key: { pk: { S: sessionPk("hist-1") }, sk: { S: sk } },
+          }),
+        )
+      ).Item;
+    expect(await raw(historySk(0))).toBeUndefined();
+    expect((await raw("SESSION"))?.["history"]?.M?.["0"]?.M?.["count"]).toEqual({ N: "3" });
+    // Past the first record's expiry, readers no longer see it.
     const later = table.store({
       historyRetentionDays: retentionDays,
       clock: () => T0 + 5_000 + retentionDays * DAY_MS,
     });
     expect((await later.listHistory("hist-1")).map((r) => r.seq)).toEqual([1]);
     expect((await store.listHistory("hist-1", { fromSeq: 1 })).map((r) => r.seq)).toEqual([1]);
+  });
+
+  test("records past the session item's first ones are items of their own, with their TTL", async () => {
+    const retentionDays = 7;
+    const store = table.store({ historyRetentionDays: retentionDays, clock: () => T0 });
+    await store.createSession(newSession("hist-many"));
+    const drafts = Array.from({ length: INLINE_HISTORY_MAX + 2 }, (_, i) =>
+      skip("hist-many", T0 + i, `r${i}`),
+    );
+    await store.applyWrite({
+      sessionId: "hist-many",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0,
+      history: placeHistory(undefined, drafts),
+    });
+    expect((await store.listHistory("hist-many")).map((r) => r.message)).toEqual(
+      drafts.map((d) => d.message),
+    );
+    expect(
+      (await store.listHistory("hist-many", { fromSeq: INLINE_HISTORY_MAX - 1, limit: 2 })).map((r) => r.seq),
+    ).toEqual([INLINE_HISTORY_MAX - 1, INLINE_HISTORY_MAX]);
+    const item = await table.client.send(
+      new GetItemCommand({
+        TableName: table.tableName,
+        Key: { pk: { S: sessionPk("hist-many") }, sk: { S: historySk(INLINE_HISTORY_MAX) } },
+      }),
+    );
+    expect(item.Item?.["expiresAtEpochSec"]).toEqual({
+      N: String(Math.ceil((T0 + INLINE_HISTORY_MAX + retentionDays * DAY_MS) / 1000)),
+    });
   });
 
   test("kernel reports write kernels alone: a stage write and a report collide only on one kernel", async () => {
@@ -507,7 +547,10 @@ describe("sessions: create, read, write", () => {
         }),
       ),
     ).toMatchObject({ field: "kernels[1].index", message: "kernels[1].index: kernel 0 is patched twice" });
-    const drafts = Array.from({ length: 100 }, (_, i) => skip("bad-1", T0 + i, `reason ${i}`));
+    // The session item and a record item each for the records past the item's first ones.
+    const drafts = Array.from({ length: INLINE_HISTORY_MAX + 100 }, (_, i) =>
+      skip("bad-1", T0 + i, `reason ${i}`),
+    );
     const tooLarge = await caught(() =>
       store.applyWrite({ ...base, history: placeHistory(undefined, drafts) }),
     );
@@ -525,11 +568,18 @@ describe("sessions: create, read, write", () => {
       nowMs: T0 + 1,
       history: placeHistory(undefined, [skip("metrics-1", T0 + 1, "wait")]),
     });
-    await store.createSession(newSession("metrics-1")); // duplicate: a cancelled transaction
-    expect(metrics.operations).toBe(3);
-    expect(metrics.items).toBe(4 + 2 + 3);
+    await store.createSession(newSession("metrics-1")); // duplicate: a failed condition
+    await store.createSession(newSession("metrics-gang", { replicas: INLINE_KERNELS_MAX + 1 }));
+    expect(metrics.operations).toBe(4);
+    // Sessions of few kernels are one item (kernels and first history records in it).
+    expect(metrics.items).toBe(1 + 1 + 1 + (1 + INLINE_KERNELS_MAX + 1));
     expect(metrics.failedOperations).toBe(1);
-    expect(metrics.byOperation.get("TransactWriteItems")).toEqual({ operations: 3, items: 9 });
+    expect(metrics.byOperation.get("PutItem")).toEqual({ operations: 2, items: 2 });
+    expect(metrics.byOperation.get("UpdateItem")).toEqual({ operations: 1, items: 1 });
+    expect(metrics.byOperation.get("TransactWriteItems")).toEqual({
+      operations: 1,
+      items: INLINE_KERNELS_MAX + 2,
+    });
     expect(metrics.capacityUnits).toBeGreaterThan(0);
   });
 });
@@ -598,47 +648,6 @@ describe("targets and listings", () => {
     });
     const back = await store.targetsByStatus({ statuses: ["PENDING"], limit: 1, targetableOnly: true });
     expect(back.map((s) => s.session.id)).toEqual([claimed]);
-  });
-
-  test("sessions by kernel status follow kernel changes and skip terminal kernels", async () => {
-    const store = table.store();
-    expect(
-      (await store.sessionsByKernelStatus({ kernelStatuses: ["SCHEDULED"], limit: 10 })).map(
-        (s) => s.session.id,
-      ),
-    ).toEqual(["q-scheduled"]);
-    const s = (await store.getSession("q-scheduled"))!.session;
-    await store.applyWrite({
-      sessionId: "q-scheduled",
-      expected: { status: s.status, version: s.version },
-      nowMs: T0 + 5,
-      kernels: [{ index: 1, status: "PULLING" }],
-    });
-    const pulling = await store.sessionsByKernelStatus({ kernelStatuses: ["PULLING", "RUNNING"], limit: 10 });
-    expect(pulling.map((x) => x.session.id)).toEqual(["q-running", "q-scheduled"]);
-    const onlyScheduledSessions = await store.sessionsByKernelStatus({
-      kernelStatuses: ["PULLING", "RUNNING"],
-      sessionStatuses: ["SCHEDULED"],
-      limit: 10,
-    });
-    expect(onlyScheduledSessions.map((x) => x.session.id)).toEqual(["q-scheduled"]);
-    const r = (await store.getSession("q-running"))!.session;
-    await store.applyWrite({
-      sessionId: "q-running",
-      expected: { status: r.status, version: r.version },
-      nowMs: T0 + 6,
-      kernels: [
-        { index: 0, status: "TERMINATED", exitCode: 0 },
-        { index: 1, status: "TERMINATED", exitCode: 0 },
-      ],
-    });
-    expect((await store.sessionsByKernelStatus({ kernelStatuses: ["RUNNING"], limit: 10 })).length).toBe(0);
-    expect(
-      await caught(() => store.sessionsByKernelStatus({ kernelStatuses: ["TERMINATED"], limit: 10 })),
-    ).toMatchObject({
-      code: "INVALID_STORE_REQUEST",
-      field: "kernelStatuses[0]",
-    });
   });
 
   test("listing by status pages through every session once, in queue order", async () => {

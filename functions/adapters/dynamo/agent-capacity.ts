@@ -14,7 +14,13 @@ import {
   type ReservationRequest,
   AgentFencedError,
 } from "../../core/ports/session-store.ts";
-import { allocationsOfKernels, planRelease, planReservation, RELEASE_BATCH } from "./capacity.ts";
+import {
+  allocationsOfKernels,
+  planInlineReservation,
+  planRelease,
+  planReservation,
+  RELEASE_BATCH,
+} from "./capacity.ts";
 import {
   capacityIs,
   heartbeatBefore,
@@ -28,7 +34,7 @@ import {
 } from "./conditions.ts";
 import { tableKey, type DynamoRequests } from "./dynamo-requests.ts";
 import { all } from "./expressions.ts";
-import { transactionError } from "./failures.ts";
+import { transactionError, transactSession } from "./failures.ts";
 import { agentFromItem, agentItem, allocationFromItem, fromItem } from "./item-codec.ts";
 import {
   AGENT_SK,
@@ -190,9 +196,14 @@ export class AgentCapacity {
   }
 
   async reserve(request: ReservationRequest): Promise<Allocation[]> {
-    const plan = planReservation(request, this.layout);
-    const failure = await this.requests.transact("reserveCapacity", plan);
-    if (failure === undefined) return plan.allocations;
+    const inline = planInlineReservation(request, this.layout);
+    let allocations = inline?.allocations;
+    const failure = await transactSession(this.requests, "reserveCapacity", inline, request.expected, () => {
+      const plan = planReservation(request, this.layout);
+      allocations = plan.allocations;
+      return plan;
+    });
+    if (failure === undefined) return allocations ?? [];
     throw await transactionError(
       request.sessionId,
       request.expected,

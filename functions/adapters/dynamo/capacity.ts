@@ -25,17 +25,19 @@ import {
   kernelUnplaced,
   sessionAt,
 } from "./conditions.ts";
-import { all } from "./expressions.ts";
-import { allocationItem } from "./item-codec.ts";
-import { bumpVersion, sessionUpdate } from "./session-write.ts";
+import { all, type UpdateBuilder } from "./expressions.ts";
+import { allocationItem, INLINE_KERNELS_MAX } from "./item-codec.ts";
+import { inlineKernelAt, inlineKernelsChecked, sessionUpdate } from "./session-write.ts";
 import { AGENT_SK, agentPk, allocationSk, kernelSk, SESSION_SK, sessionPk } from "./keys.ts";
 import {
   guarded,
   MAX_TRANSACTION_ITEMS,
   updateRequest,
+  type InlinePlan,
   type ItemRole,
   type PlannedTransaction,
   type StoreLayout,
+  type UpdateRequest,
 } from "./transaction-plan.ts";
 import { requireCount, requireId, requireNonEmpty, requireResources, requireTime } from "./validation.ts";
 
@@ -46,6 +48,59 @@ export interface PlannedReservation extends PlannedTransaction {
 /** Items a reservation needs: the session check, two per agent, one per kernel. */
 export function reservationItemCount(kernels: number, agents: number): number {
   return 1 + 2 * agents + kernels;
+}
+
+/**
+ * A reservation for a session whose item holds its kernels: the kernels' placements go in the
+ * session item's update (its claim, or a guard that changes nothing but them), beside the agents
+ * and allocations. Undefined when a placement names a kernel such a session cannot have.
+ */
+export function planInlineReservation(
+  request: ReservationRequest,
+  layout: StoreLayout,
+): (PlannedReservation & InlinePlan) | undefined {
+  validateReservation(request);
+  if (request.placements.some((p) => p.kernelIndex >= INLINE_KERNELS_MAX)) return undefined;
+  const allocations = groupByAgent(request);
+  const checks = request.placements.map((p) => ({ index: p.kernelIndex, unplaced: true }));
+  const place = (u: UpdateBuilder) => {
+    for (const placement of request.placements)
+      placeKernel(u, inlineKernelAt(placement.kernelIndex), placement);
+  };
+  const session: UpdateRequest =
+    request.claimStage === true
+      ? sessionUpdate(
+          {
+            sessionId: request.sessionId,
+            expected: request.expected,
+            nowMs: request.nowMs,
+            claimStage: true,
+          },
+          layout,
+          { actions: place, condition: inlineKernelsChecked(checks) },
+        )
+      : updateRequest(
+          layout.tableName,
+          { pk: { S: sessionPk(request.sessionId) }, sk: { S: SESSION_SK } },
+          place,
+          all(itemExists, sessionAt(request.expected), inlineKernelsChecked(checks)),
+        );
+  const items: PlannedTransaction["items"] = [{ Update: session }];
+  const roles: ItemRole[] = [{ kind: "session" }];
+  addAllocations(items, roles, allocations, request, layout);
+  return { items, roles, allocations, kernelChecks: checks, checksSession: true };
+}
+
+function placeKernel(
+  u: UpdateBuilder,
+  at: string,
+  placement: ReservationRequest["placements"][number],
+): void {
+  u.set(`${at}agentId`, placement.agentId).setTo(
+    `${at}version`,
+    (e) => `if_not_exists(${e.path(`${at}version`)}, ${e.value(0)}) + ${e.value(1)}`,
+  );
+  if (placement.incarnation !== undefined) u.set(`${at}agentIncarnation`, placement.incarnation);
 }
 
 export function planReservation(request: ReservationRequest, layout: StoreLayout): PlannedReservation {
@@ -78,6 +133,30 @@ export function planReservation(request: ReservationRequest, layout: StoreLayout
         },
   ];
   const roles: ItemRole[] = [{ kind: "session" }];
+  addAllocations(items, roles, allocations, request, layout);
+  for (const placement of request.placements) {
+    items.push({
+      Update: updateRequest(
+        tableName,
+        { pk: { S: sessionPk(request.sessionId) }, sk: { S: kernelSk(placement.kernelIndex) } },
+        (u) => placeKernel(u, "", placement),
+        all(itemExists, kernelUnplaced()),
+      ),
+    });
+    roles.push({ kind: "kernel", index: placement.kernelIndex });
+  }
+  return { items, roles, allocations };
+}
+
+/** Each agent's share taken from its free capacity, and the allocation that records it. */
+function addAllocations(
+  items: PlannedTransaction["items"],
+  roles: ItemRole[],
+  allocations: readonly Allocation[],
+  request: ReservationRequest,
+  layout: StoreLayout,
+): void {
+  const { tableName } = layout;
   for (const allocation of allocations) {
     // Placed on the incarnation the pass read: a restarted agent's new one is placed afresh.
     const incarnation = request.placements.find((p) => p.agentId === allocation.agentId)?.incarnation;
@@ -99,21 +178,6 @@ export function planReservation(request: ReservationRequest, layout: StoreLayout
     items.push({ Put: { TableName: tableName, Item: allocationItem(allocation), ...guarded(itemAbsent) } });
     roles.push({ kind: "allocation", agentId: allocation.agentId });
   }
-  for (const placement of request.placements) {
-    items.push({
-      Update: updateRequest(
-        tableName,
-        { pk: { S: sessionPk(request.sessionId) }, sk: { S: kernelSk(placement.kernelIndex) } },
-        (u) => {
-          u.set("agentId", placement.agentId).setTo("version", bumpVersion);
-          if (placement.incarnation !== undefined) u.set("agentIncarnation", placement.incarnation);
-        },
-        all(itemExists, kernelUnplaced),
-      ),
-    });
-    roles.push({ kind: "kernel", index: placement.kernelIndex });
-  }
-  return { items, roles, allocations };
 }
 
 /**

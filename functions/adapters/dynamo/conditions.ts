@@ -17,7 +17,10 @@ export const sessionAt =
     `${e.path("status")} = ${e.value(expected.status)} AND ${e.path("version")} = ${e.value(expected.version)}`;
 
 /** The kernel has no placement yet, so one reservation cannot overwrite another. */
-export const kernelUnplaced: Clause = (e) => `attribute_not_exists(${e.path("agentId")})`;
+export const kernelUnplaced =
+  (at = ""): Clause =>
+  (e) =>
+    `attribute_not_exists(${e.path(`${at}agentId`)})`;
 
 export const hasFreeCapacity =
   (requested: ResourceRequest): Clause =>
@@ -39,14 +42,25 @@ export const allocationIs =
     `${e.path("resources.memoryMiB")} = ${e.value(resources.memoryMiB)} AND ` +
     `${e.path("kernelIndexes")} = ${e.value([...kernelIndexes])}`;
 
-/** The kernel is as the writer read it (a kernel never written has no version: 0). */
-export const kernelAt = (version: number): Clause =>
-  version === 0 ? any((e) => `attribute_not_exists(${e.path("version")})`, versionIs(0)) : versionIs(version);
+/**
+ * The kernel is as the writer read it (a kernel never written has no version: 0). `at` is where
+ * the kernel is: its own item ("") or the session item's map ("kernels.0.").
+ */
+export const kernelAt = (version: number, at = ""): Clause =>
+  version === 0
+    ? any((e) => `attribute_not_exists(${e.path(`${at}version`)})`, versionIs(0, `${at}version`))
+    : versionIs(version, `${at}version`);
 
 export const versionIs =
-  (version: number): Clause =>
+  (version: number, path = "version"): Clause =>
   (e) =>
-    `${e.path("version")} = ${e.value(version)}`;
+    `${e.path(path)} = ${e.value(version)}`;
+
+/** The attribute at `path` is there (a session item holding its kernels: `kernels`). */
+export const exists =
+  (path: string): Clause =>
+  (e) =>
+    `attribute_exists(${e.path(path)})`;
 
 /** An out-of-order heartbeat must not move the clock back. */
 export const heartbeatBefore =

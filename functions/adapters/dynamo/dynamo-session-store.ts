@@ -43,22 +43,19 @@ import {
 } from "../../core/ports/session-store.ts";
 import type { RetryConfig } from "../../core/retry/config.ts";
 import type { RetryPolicy } from "../../core/retry/policy.ts";
-import {
-  isTerminalKernelStatus,
-  KERNEL_STATUSES,
-  SESSION_STATUSES,
-  type KernelStatus,
-  type SessionStatus,
-} from "../../core/status.ts";
+import { SESSION_STATUSES, type SessionStatus } from "../../core/status.ts";
 import { AgentCapacity } from "./agent-capacity.ts";
 import { expiredBefore, itemAbsent } from "./conditions.ts";
 import { DraftItems } from "./draft-items.ts";
 import { DynamoRequests, tableKey, type ConditionFailure } from "./dynamo-requests.ts";
 import { any } from "./expressions.ts";
-import { transactionError } from "./failures.ts";
+import { transactionError, transactSession } from "./failures.ts";
 import { MergedIndexStream, type PageFetcher } from "./index-stream.ts";
 import {
   historyFromItem,
+  INLINE_HISTORY_MAX,
+  inlineHistoryFromItem,
+  inlineKernelsFromItem,
   ItemType,
   kernelFromItem,
   runFromItem,
@@ -73,7 +70,6 @@ import {
   historySk,
   KERNEL_SK_PREFIX,
   kernelSk,
-  kernelStatusPk,
   queueSkAbovePriority,
   queueSkBelowPriority,
   RUN_SK_PREFIX,
@@ -90,7 +86,13 @@ import type { QueueInput } from "./resource-items.ts";
 import { JobItems } from "./job-items.ts";
 import { RejectionItems } from "./rejection-items.ts";
 import { RetryResources } from "./retry-resources.ts";
-import { planKernelPatches, planSessionWrite } from "./session-write.ts";
+import {
+  historyExpiry,
+  planInlineKernelPatches,
+  planInlineSessionWrite,
+  planKernelPatches,
+  planSessionWrite,
+} from "./session-write.ts";
 import { LISTING_INDEX, STATUS_INDEX, TARGET_INDEX } from "../../topology/table-schema.ts";
 import { MAX_TRANSACTION_ITEMS, type StoreLayout } from "./transaction-plan.ts";
 import { requireCount, requireId, requireKnown, requireLimit, requireNonEmpty } from "./validation.ts";
@@ -116,16 +118,6 @@ export interface DynamoSessionStoreOptions {
   readonly clock?: () => number;
   /** Receives every request sent (see metrics.ts). */
   readonly metrics?: StoreMetricsSink;
-}
-
-/** sessionsByKernelStatus's query (not on the ports: nothing in Cairn asks it; tests do). */
-export interface KernelStatusQuery {
-  /** Sessions with at least one kernel in one of these (non-terminal) statuses. */
-  readonly kernelStatuses: readonly KernelStatus[];
-  readonly limit: number;
-  /** Keep only sessions in one of these statuses. */
-  readonly sessionStatuses?: readonly SessionStatus[];
-  readonly targetableOnly?: boolean;
 }
 
 const MAX_QUERY_LIMIT = 1000;
@@ -199,6 +191,19 @@ export class DynamoSessionStore
 
   async getSession(sessionId: string): Promise<SessionWithKernels | undefined> {
     requireId("sessionId", sessionId);
+    const item = await this.requests.getItem("getSession", {
+      pk: { S: sessionPk(sessionId) },
+      sk: { S: SESSION_SK },
+    });
+    if (item === undefined) return undefined;
+    const kernels = inlineKernelsFromItem(item);
+    if (kernels !== undefined) return { session: sessionFromItem(item), kernels };
+    // A session written before its item held its kernels: the session and its kernels' items,
+    // read together in one consistent Query.
+    return this.getSessionWithKernelItems(sessionId);
+  }
+
+  private async getSessionWithKernelItems(sessionId: string): Promise<SessionWithKernels | undefined> {
     const items = await this.requests.queryAll("getSession", {
       TableName: this.tableName,
       KeyConditionExpression: "#pk = :pk AND begins_with(#sk, :prefix)",
@@ -220,12 +225,13 @@ export class DynamoSessionStore
 
   /**
    * Many sessions in few requests: one consistent BatchGetItem (100 keys a request) for the
-   * session items, then one for their kernels (a session's kernels are `spec.replicas`, indexes
-   * 0 to replicas − 1, fixed at creation). Sessions are read before their kernels, as the Query
-   * of getSession reads them (sort key order): BatchGetItem reads each item on its own, so a
-   * write landing between the two reads leaves the session's version older than its kernels,
-   * and a write guarded by that version fails. The other way round (a newer version over older
-   * kernels) a write could pass its guard on kernels it never saw. One session: one Query.
+   * session items, which hold their kernels. Sessions written before their item held the kernels
+   * have them read in a second BatchGetItem (a session's kernels are `spec.replicas`, indexes 0
+   * to replicas − 1, fixed at creation), after the sessions, as the Query of getSession reads
+   * them (sort key order): BatchGetItem reads each item on its own, so a write landing between
+   * the two reads leaves the session's version older than its kernels, and a write guarded by
+   * that version fails. The other way round (a newer version over older kernels) a write could
+   * pass its guard on kernels it never saw.
    */
   async getSessions(sessionIds: readonly string[]): Promise<SessionWithKernels[]> {
     const ids = [...new Set(sessionIds)];
@@ -240,23 +246,29 @@ export class DynamoSessionStore
       ids.map((id) => ({ pk: { S: sessionPk(id) }, sk: { S: SESSION_SK } })),
     );
     const found = sessionItems.flatMap((item) =>
-      item ? [{ session: sessionFromItem(item), kernels: [] as Kernel[] }] : [],
+      item ? [{ session: sessionFromItem(item), kernels: inlineKernelsFromItem(item) }] : [],
     );
-    const kernelKeys = found.flatMap(({ session }) =>
-      Array.from({ length: session.spec.replicas }, (_, index) => ({
-        pk: { S: sessionPk(session.id) },
-        sk: { S: kernelSk(index) },
-      })),
+    const kernelKeys = found.flatMap(({ session, kernels }) =>
+      kernels !== undefined
+        ? []
+        : Array.from({ length: session.spec.replicas }, (_, index) => ({
+            pk: { S: sessionPk(session.id) },
+            sk: { S: kernelSk(index) },
+          })),
     );
-    const byId = new Map(found.map((s) => [s.session.id, s]));
-    for (const item of await this.requests.batchGet("getSessions", kernelKeys)) {
-      if (item === undefined) continue;
-      const kernel = kernelFromItem(item);
-      byId.get(kernel.sessionId)?.kernels.push(kernel);
+    const itemKernels = new Map<string, Kernel[]>();
+    if (kernelKeys.length > 0) {
+      for (const item of await this.requests.batchGet("getSessions", kernelKeys)) {
+        if (item === undefined) continue;
+        const kernel = kernelFromItem(item);
+        const list = itemKernels.get(kernel.sessionId) ?? [];
+        list.push(kernel);
+        itemKernels.set(kernel.sessionId, list);
+      }
     }
     return found.map(({ session, kernels }) => ({
       session,
-      kernels: kernels.sort((a, b) => a.index - b.index),
+      kernels: kernels ?? (itemKernels.get(session.id) ?? []).sort((a, b) => a.index - b.index),
     }));
   }
 
@@ -303,45 +315,14 @@ export class DynamoSessionStore
     );
   }
 
-  /**
-   * Sessions with a kernel in the given statuses, in queue order. Not on the ports (no component
-   * asks it); kept for the store's tests of the kernel-status index.
-   */
-  async sessionsByKernelStatus(query: KernelStatusQuery): Promise<SessionWithKernels[]> {
-    requireNonEmpty("kernelStatuses", query.kernelStatuses);
-    query.kernelStatuses.forEach((s, i) => {
-      requireKnown(`kernelStatuses[${i}]`, s, KERNEL_STATUSES);
-      if (isTerminalKernelStatus(s)) {
-        throw new InvalidStoreRequestError(
-          `kernelStatuses[${i}]`,
-          `${s} is terminal; only non-terminal kernel statuses are indexed`,
-        );
-      }
-    });
-    (query.sessionStatuses ?? []).forEach((s, i) =>
-      requireKnown(`sessionStatuses[${i}]`, s, SESSION_STATUSES),
-    );
-    requireLimit("limit", query.limit, MAX_QUERY_LIMIT);
-    const kernelStatuses = new Set<KernelStatus>(query.kernelStatuses);
-    const sessionStatuses = query.sessionStatuses ? new Set(query.sessionStatuses) : undefined;
-    const fetchers = [...kernelStatuses].flatMap((status) =>
-      this.shardIndexes().map((shard) =>
-        this.indexFetcher(STATUS_INDEX, "gsi1pk", kernelStatusPk(status, shard), query.limit),
-      ),
-    );
-    return this.collectSessions(
-      new MergedIndexStream(fetchers, "gsi1sk"),
-      query.limit,
-      (s) =>
-        s.kernels.some((k) => kernelStatuses.has(k.status)) &&
-        (sessionStatuses === undefined || sessionStatuses.has(s.session.status)) &&
-        (query.targetableOnly !== true || s.session.stage.taskToken !== undefined),
-    );
-  }
-
   async applyWrite(write: SessionWrite): Promise<AppliedWrite> {
-    const plan = planSessionWrite(write, this.layout);
-    const failure = await this.requests.transact("applyWrite", plan);
+    const failure = await transactSession(
+      this.requests,
+      "applyWrite",
+      planInlineSessionWrite(write, this.layout),
+      write.expected,
+      () => planSessionWrite(write, this.layout),
+    );
     if (failure !== undefined) {
       throw await transactionError(
         write.sessionId,
@@ -367,9 +348,12 @@ export class DynamoSessionStore
     patches: readonly KernelPatch[],
     nowMs: number,
   ): Promise<void> {
-    const failure = await this.requests.transact(
+    const failure = await transactSession(
+      this.requests,
       "patchKernels",
-      planKernelPatches(sessionId, patches, nowMs, this.layout),
+      planInlineKernelPatches(sessionId, patches, nowMs, this.layout),
+      undefined,
+      () => planKernelPatches(sessionId, patches, nowMs, this.layout),
     );
     if (failure === undefined) return;
     throw await transactionError(sessionId, expected, failure, () => this.readSessionItem(sessionId), {
@@ -390,14 +374,28 @@ export class DynamoSessionStore
     return items.map(runFromItem);
   }
 
+  /**
+   * The session's history from `fromSeq`: the records its item holds (the first
+   * INLINE_HISTORY_MAX) and the records written as items (later ones, and every record of a
+   * session written before its item held them), by seq. Records past their retention are left
+   * out, whether TTL has deleted their item yet or not.
+   */
   async listHistory(sessionId: string, query: HistoryQuery = {}): Promise<HistoryRecord[]> {
     requireId("sessionId", sessionId);
     const fromSeq = query.fromSeq ?? 0;
     requireCount("fromSeq", fromSeq);
     const limit = query.limit ?? MAX_QUERY_LIMIT;
     requireLimit("limit", limit, MAX_QUERY_LIMIT);
-    const nowSec = Math.floor(this.clock() / 1000);
-    const records: HistoryRecord[] = [];
+    const nowMs = this.clock();
+    const nowSec = Math.floor(nowMs / 1000);
+    const bySeq = new Map<number, HistoryRecord>();
+    if (fromSeq < INLINE_HISTORY_MAX) {
+      const item = await this.readSessionItem(sessionId, "listHistory");
+      for (const record of item === undefined ? [] : inlineHistoryFromItem(item)) {
+        if (record.seq >= fromSeq && historyExpiry(record, this.layout) >= nowSec)
+          bySeq.set(record.seq, record);
+      }
+    }
     let startKey: Item | undefined;
     do {
       const page = await this.requests.query("listHistory", {
@@ -416,11 +414,13 @@ export class DynamoSessionStore
       for (const item of page.items) {
         // TTL deletes lazily; a record past its expiry is gone as far as readers are concerned.
         const expires = Number(item["expiresAtEpochSec"]?.N ?? Infinity);
-        if (expires >= nowSec && records.length < limit) records.push(historyFromItem(item));
+        const record = historyFromItem(item);
+        // A seq is either in the session item or an item of its own, never both.
+        if (expires >= nowSec && !bySeq.has(record.seq)) bySeq.set(record.seq, record);
       }
       startKey = page.lastKey;
-    } while (startKey !== undefined && records.length < limit);
-    return records;
+    } while (startKey !== undefined && bySeq.size < limit);
+    return [...bySeq.values()].sort((a, b) => a.seq - b.seq).slice(0, limit);
   }
 
   // -------------------------------------------------------------------------------- listings
@@ -677,8 +677,8 @@ export class DynamoSessionStore
 
   // ------------------------------------------------------------------------------- internals
 
-  private readSessionItem(sessionId: string): Promise<Item | undefined> {
-    return this.requests.getItem("read session", { pk: { S: sessionPk(sessionId) }, sk: { S: SESSION_SK } });
+  private readSessionItem(sessionId: string, operation = "read session"): Promise<Item | undefined> {
+    return this.requests.getItem(operation, { pk: { S: sessionPk(sessionId) }, sk: { S: SESSION_SK } });
   }
 
   private shardIndexes(): number[] {

@@ -54,15 +54,12 @@ export class Expressions {
   }
 }
 
-export const all =
-  (...clauses: readonly Clause[]): Clause =>
-  (e) =>
-    clauses.map((clause) => `(${clause(e)})`).join(" AND ");
+// One clause is itself: DynamoDB refuses a condition with redundant parentheses, `((a))`.
+export const all = (...clauses: readonly Clause[]): Clause =>
+  clauses.length === 1 ? clauses[0]! : (e) => clauses.map((clause) => `(${clause(e)})`).join(" AND ");
 
-export const any =
-  (...clauses: readonly Clause[]): Clause =>
-  (e) =>
-    clauses.map((clause) => `(${clause(e)})`).join(" OR ");
+export const any = (...clauses: readonly Clause[]): Clause =>
+  clauses.length === 1 ? clauses[0]! : (e) => clauses.map((clause) => `(${clause(e)})`).join(" OR ");
 
 /** Collects SET, REMOVE, ADD and DELETE actions for one UpdateItem. */
 export class UpdateBuilder {

@@ -5,8 +5,9 @@
  * state (a kernel already placed), then failures of other items (an agent without room).
  */
 import { ConflictError, NotFoundError, type SessionState } from "../../core/ports/session-store.ts";
-import type { ConditionFailure } from "./dynamo-requests.ts";
-import { sessionFromItem, type Item } from "./item-codec.ts";
+import type { ConditionFailure, DynamoRequests } from "./dynamo-requests.ts";
+import { INLINE_KERNELS, sessionFromItem, type Item } from "./item-codec.ts";
+import type { InlinePlan, PlannedTransaction } from "./transaction-plan.ts";
 
 export interface FailureMappers {
   /** A reason the write clashes with the session (reported with its state), or an error as is. */
@@ -61,4 +62,65 @@ export async function transactionError(
   }
   const codes = failures.map((f) => `${f.role.kind}: ${f.reason.Code ?? "?"}`).join(", ");
   return new Error(`transaction for session ${sessionId} was cancelled (${codes})`);
+}
+
+/**
+ * The failures of an inline plan (a session item holding its kernels) in the form the mappers
+ * know: DynamoDB says only that the session item's condition failed, so the item as it was tells
+ * which part did. The session moved or is gone: the session's failure, as before. The item does
+ * not hold its kernels (written before they were kept there): "legacy", for the caller to send
+ * the write the old way. Otherwise each kernel whose check failed, as that kernel's failure (its
+ * stored fields as the item, none when it is missing).
+ */
+export function inlineFailures(
+  failures: readonly ConditionFailure[],
+  plan: InlinePlan,
+  expected: SessionState | undefined,
+): readonly ConditionFailure[] | "legacy" {
+  const session = failures.find((f) => f.role.kind === "session");
+  const item = session?.reason.Item;
+  if (session === undefined || item === undefined) return failures;
+  const kernels = item[INLINE_KERNELS]?.M;
+  if (kernels === undefined) return "legacy";
+  if (plan.checksSession && expected !== undefined) {
+    const stored = sessionFromItem(item);
+    if (stored.status !== expected.status || stored.version !== expected.version) return failures;
+  }
+  const out = failures.filter((f) => f.role.kind !== "session");
+  for (const check of plan.kernelChecks) {
+    const kernel = kernels[String(check.index)]?.M;
+    const version = Number(kernel?.["version"]?.N ?? 0);
+    const failed =
+      kernel === undefined ||
+      (check.version !== undefined && version !== check.version) ||
+      (check.unplaced === true && kernel["agentId"] !== undefined);
+    if (!failed) continue;
+    out.push({
+      role: { kind: "kernel", index: check.index },
+      reason: { Code: "ConditionalCheckFailed", ...(kernel !== undefined ? { Item: kernel } : {}) },
+    });
+  }
+  return out.length > 0 ? out : failures;
+}
+
+/**
+ * Sends a session's write: the inline plan when there is one, and the old plan (kernels as items)
+ * when the session item turns out not to hold its kernels (a session written before they were
+ * kept there: one request more, for such sessions only). Returns the failures as the mappers
+ * know them.
+ */
+export async function transactSession(
+  requests: DynamoRequests,
+  operation: string,
+  inline: InlinePlan | undefined,
+  expected: SessionState | undefined,
+  legacy: () => PlannedTransaction,
+): Promise<readonly ConditionFailure[] | undefined> {
+  if (inline !== undefined) {
+    const failures = await requests.transact(operation, inline);
+    if (failures === undefined) return undefined;
+    const mapped = inlineFailures(failures, inline, expected);
+    if (mapped !== "legacy") return mapped;
+  }
+  return requests.transact(operation, legacy());
 }

@@ -21,7 +21,7 @@ import type {
 import type { ServiceBinding } from "../../core/service-binding.ts";
 import type { Allocation } from "../../core/ports/session-store.ts";
 import type { RetryState } from "../../core/retry/evaluate.ts";
-import { isTerminalKernelStatus, type KernelStatus } from "../../core/status.ts";
+import type { KernelStatus } from "../../core/status.ts";
 import {
   AGENT_SK,
   AGENTS_PK,
@@ -31,9 +31,7 @@ import {
   createdPk,
   createdSk,
   historySk,
-  kernelQueueSk,
   kernelSk,
-  kernelStatusPk,
   queueSk,
   runSk,
   SESSION_SK,
@@ -74,7 +72,13 @@ export function fromItem(item: Item): Record<string, unknown> {
 
 // ---- sessions
 
-export function sessionItem(session: Session, shards: number): Item {
+/**
+ * The session item. Given its kernels (a session of at most INLINE_KERNELS_MAX), the item holds
+ * them and its first history records too (`kernels` and `history`, maps keyed by index and seq):
+ * a stage entry is then one conditional UpdateItem instead of a transaction over several items
+ * (docs/data-model.md, "One item per session"). Without, the kernels are items of their own.
+ */
+export function sessionItem(session: Session, shards: number, kernels?: readonly Kernel[]): Item {
   const shard = shardOf(session.id, shards);
   const sk = queueSk(session.spec.priority, session.createdAtMs, session.id);
   return toItem({
@@ -82,6 +86,12 @@ export function sessionItem(session: Session, shards: number): Item {
     sk: SESSION_SK,
     type: ItemType.SESSION,
     ...session,
+    ...(kernels !== undefined
+      ? {
+          [INLINE_KERNELS]: Object.fromEntries(kernels.map((k) => [String(k.index), k])),
+          [INLINE_HISTORY]: {},
+        }
+      : {}),
     gsi1pk: sessionStatusPk(session.status, shard),
     gsi1sk: sk,
     gsi2pk: session.stage.taskToken !== undefined ? targetPk(session.status, shard) : undefined,
@@ -171,28 +181,47 @@ function stageFrom(r: Fields): StageRecord {
 
 // ---- kernels
 
-/** The kernel-status index entry exists only while the status is non-terminal (sparse). */
-export function kernelStatusIndexPk(
-  sessionId: string,
-  status: KernelStatus,
-  shards: number,
-): string | undefined {
-  return isTerminalKernelStatus(status) ? undefined : kernelStatusPk(status, shardOf(sessionId, shards));
+/** The session item's map of its kernels (index → kernel), when it holds them. */
+export const INLINE_KERNELS = "kernels";
+/** The session item's map of its first INLINE_HISTORY_MAX history records (seq → record). */
+export const INLINE_HISTORY = "history";
+/** Sessions of at most this many kernels keep them in the session item. */
+export const INLINE_KERNELS_MAX = 8;
+/** History records with a seq below this are kept in the session item; later ones are items. */
+export const INLINE_HISTORY_MAX = 16;
+
+/** The kernels a session item holds, sorted by index; undefined for a session whose kernels are items. */
+export function inlineKernelsFromItem(item: Item): Kernel[] | undefined {
+  const map = item[INLINE_KERNELS]?.M;
+  if (map === undefined) return undefined;
+  return Object.values(map)
+    .map((value) => kernelFrom(new Fields(fromItem(value.M ?? {}), "session.kernels")))
+    .sort((a, b) => a.index - b.index);
 }
 
-export function kernelItem(kernel: Kernel, session: Session, shards: number): Item {
+/** The history records a session item holds, by seq. */
+export function inlineHistoryFromItem(item: Item): HistoryRecord[] {
+  const map = item[INLINE_HISTORY]?.M ?? {};
+  return Object.values(map)
+    .map((value) => historyFrom(new Fields(fromItem(value.M ?? {}), "session.history")))
+    .sort((a, b) => a.seq - b.seq);
+}
+
+/** A kernel as an item of its own: a session of more than INLINE_KERNELS_MAX kernels. */
+export function kernelItem(kernel: Kernel): Item {
   return toItem({
     pk: sessionPk(kernel.sessionId),
     sk: kernelSk(kernel.index),
     type: ItemType.KERNEL,
     ...kernel,
-    gsi1pk: kernelStatusIndexPk(kernel.sessionId, kernel.status, shards),
-    gsi1sk: kernelQueueSk(queueSk(session.spec.priority, session.createdAtMs, session.id), kernel.index),
   });
 }
 
 export function kernelFromItem(item: Item): Kernel {
-  const r = new Fields(fromItem(item), "kernel");
+  return kernelFrom(new Fields(fromItem(item), "kernel"));
+}
+
+function kernelFrom(r: Fields): Kernel {
   const optional = {
     agentId: r.optString("agentId"),
     agentIncarnation: r.optString("agentIncarnation"),

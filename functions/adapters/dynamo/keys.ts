@@ -4,7 +4,7 @@
  * can take them by accident.
  */
 import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
-import type { KernelStatus, SessionStatus } from "../../core/status.ts";
+import type { SessionStatus } from "../../core/status.ts";
 
 /** Sort key of the session item. Kernel sort keys start with it, so one Query reads both. */
 export const SESSION_SK = "SESSION";
@@ -52,6 +52,7 @@ export const USED_PREFIXES = [
   HISTORY_SK_PREFIX,
   ALLOCATION_SK_PREFIX,
   "STATUS#",
+  // Kernels were indexed by status until their sessions' items held them; tables keep such entries.
   "KERNEL_STATUS#",
   "AGENT_ALLOC#",
   "TARGET#",
@@ -109,10 +110,8 @@ export function agentIdFromPk(pk: string): string {
   return pk.slice("AGENT#".length);
 }
 
-// ---- GSI1 "status queues": sessions by status, kernels by (non-terminal) status, allocations by agent.
+// ---- GSI1 "status queues": sessions by status, allocations by agent.
 export const sessionStatusPk = (status: SessionStatus, shard: number): string => `STATUS#${status}#${shard}`;
-export const kernelStatusPk = (status: KernelStatus, shard: number): string =>
-  `KERNEL_STATUS#${status}#${shard}`;
 export const agentAllocationsPk = (agentId: string): string => `AGENT_ALLOC#${agentId}`;
 
 // ---- GSI2 "targets": sessions waiting in a stage nobody has claimed (sort key shared with GSI1).
@@ -172,10 +171,6 @@ export function queueSkAbovePriority(priority: number): string | undefined {
   if (priority >= MAX_PRIORITY) return undefined;
   return pad(PRIORITY_CEILING - Math.max(priority, MIN_PRIORITY - 1), 10);
 }
-
-/** A kernel's entry sorts right after its session's queue position. */
-export const kernelQueueSk = (sessionQueueSk: string, index: number): string =>
-  `${sessionQueueSk}#${pad(index, 4)}`;
 
 /**
  * Spreads a session's index entries over `shards` partitions by a stable hash of its id

@@ -1,12 +1,13 @@
 /**
- * Creating a session: the session item (guarded: the id must be free) and its kernels in one
- * transaction, so a session never exists without its kernels.
+ * Creating a session: the session item (guarded: the id must be free) holding its kernels, or for
+ * a session of more than INLINE_KERNELS_MAX kernels the session item and its kernels' items in
+ * one transaction, so a session never exists without its kernels.
  */
 import type { SessionWithKernels } from "../../core/model.ts";
 import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
 import { KERNEL_STATUSES, SESSION_STATUSES } from "../../core/status.ts";
 import { itemAbsent } from "./conditions.ts";
-import { kernelItem, sessionItem } from "./item-codec.ts";
+import { INLINE_KERNELS_MAX, kernelItem, sessionItem } from "./item-codec.ts";
 import { MAX_KERNELS_PER_SESSION } from "./session-write.ts";
 import {
   guarded,
@@ -19,6 +20,21 @@ import { requireCount, requireId, requireKnown, requireResources, requireTime } 
 export function planCreateSession(input: SessionWithKernels, layout: StoreLayout): PlannedTransaction {
   validateNewSession(input);
   const { session, kernels } = input;
+  if (kernels.length <= INLINE_KERNELS_MAX) {
+    // The session item holds its kernels and first history records (item-codec.ts, sessionItem).
+    return {
+      items: [
+        {
+          Put: {
+            TableName: layout.tableName,
+            Item: sessionItem(session, layout.shards, kernels),
+            ...guarded(itemAbsent),
+          },
+        },
+      ],
+      roles: [{ kind: "session" }],
+    };
+  }
   return {
     items: [
       {
@@ -31,7 +47,7 @@ export function planCreateSession(input: SessionWithKernels, layout: StoreLayout
       // Kernels need no guard: the session's guard decides, and a kernel item without its
       // session (never written by this store) would be an orphan worth overwriting.
       ...kernels.map((k) => ({
-        Put: { TableName: layout.tableName, Item: kernelItem(k, session, layout.shards) },
+        Put: { TableName: layout.tableName, Item: kernelItem(k) },
       })),
     ],
     roles: [{ kind: "session" }, ...kernels.map((k) => ({ kind: "kernel" as const, index: k.index }))],

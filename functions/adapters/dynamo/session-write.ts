@@ -10,15 +10,24 @@ import type { HistoryRecord, RunRecord } from "../../core/model.ts";
 import { InvalidStoreRequestError, TransactionTooLargeError } from "../../core/ports/session-store.ts";
 import type { RetryState } from "../../core/retry/evaluate.ts";
 import { AttemptOutcome, KERNEL_STATUSES, SESSION_STATUSES } from "../../core/status.ts";
-import { itemAbsent, itemExists, kernelAt, sessionAt } from "./conditions.ts";
-import { all, type Expressions } from "./expressions.ts";
-import { historyItem, kernelStatusIndexPk, runItem } from "./item-codec.ts";
+import { exists, itemAbsent, itemExists, kernelAt, kernelUnplaced, sessionAt } from "./conditions.ts";
+import { all, type Clause, type UpdateBuilder } from "./expressions.ts";
+import {
+  historyItem,
+  INLINE_HISTORY,
+  INLINE_HISTORY_MAX,
+  INLINE_KERNELS,
+  INLINE_KERNELS_MAX,
+  runItem,
+} from "./item-codec.ts";
 import { kernelSk, SESSION_SK, sessionPk, sessionStatusPk, shardOf, targetPk } from "./keys.ts";
 import {
   guarded,
   MAX_TRANSACTION_ITEMS,
   updateRequest,
+  type InlinePlan,
   type ItemRole,
+  type KernelCheck,
   type PlannedTransaction,
   type StoreLayout,
   type UpdateRequest,
@@ -31,6 +40,77 @@ import { requireCount, requireId, requireTime } from "./validation.ts";
  * one transaction.
  */
 export const MAX_KERNELS_PER_SESSION = MAX_TRANSACTION_ITEMS - 3;
+
+/**
+ * A write for a session whose item holds its kernels (INLINE_KERNELS): the session's update
+ * carries the kernels' patches and guards and its first history records, so a stage entry is
+ * one conditional UpdateItem; later history records and the run's record are items beside it.
+ * Undefined when the write names a kernel such a session cannot have.
+ */
+export function planInlineSessionWrite(write: SessionWrite, layout: StoreLayout): InlinePlan | undefined {
+  validateSessionWrite(write);
+  const kernels = write.kernels ?? [];
+  const guards = write.kernelGuards ?? [];
+  if ([...kernels, ...guards].some((k) => k.index >= INLINE_KERNELS_MAX)) return undefined;
+  const history = write.history ?? [];
+  const inlineHistory = history.filter((r) => r.seq < INLINE_HISTORY_MAX);
+  const checks: KernelCheck[] = [
+    ...kernels.map((p) => ({
+      index: p.index,
+      ...(p.expectedVersion !== undefined ? { version: p.expectedVersion } : {}),
+    })),
+    ...guards.map((g) => ({ index: g.index, version: g.version })),
+  ];
+  const size = 1 + (history.length - inlineHistory.length) + (write.run !== undefined ? 1 : 0);
+  if (size > MAX_TRANSACTION_ITEMS) {
+    throw new TransactionTooLargeError(write.sessionId, "applyWrite", size, MAX_TRANSACTION_ITEMS);
+  }
+  const items: TransactWriteItem[] = [
+    {
+      Update: sessionUpdate(write, layout, {
+        actions: (u) => {
+          for (const patch of kernels) setKernelFields(u, inlineKernelAt(patch.index), patch, write.nowMs);
+          for (const record of inlineHistory) u.set(`${INLINE_HISTORY}.${record.seq}`, record);
+        },
+        condition: inlineKernelsChecked(checks),
+      }),
+    },
+  ];
+  const roles: ItemRole[] = [{ kind: "session" }];
+  for (const record of history) {
+    if (record.seq < INLINE_HISTORY_MAX) continue;
+    items.push({
+      Put: { TableName: layout.tableName, Item: historyItem(record, historyExpiry(record, layout)) },
+    });
+    roles.push({ kind: "history", seq: record.seq });
+  }
+  if (write.run !== undefined) {
+    items.push({ Put: { TableName: layout.tableName, Item: runItem(write.run), ...guarded(itemAbsent) } });
+    roles.push({ kind: "run", runIndex: write.run.runIndex });
+  }
+  return { items, roles, kernelChecks: checks, checksSession: true };
+}
+
+/** Where a kernel is in a session item that holds its kernels: `kernels.<index>.` */
+export const inlineKernelAt = (index: number): string => `${INLINE_KERNELS}.${index}.`;
+
+/**
+ * The session item holds its kernels (a session written before them fails this, and is written
+ * the old way), and each kernel checked is there, at the version it was read at.
+ */
+export function inlineKernelsChecked(checks: readonly KernelCheck[]): Clause {
+  return all(
+    exists(INLINE_KERNELS),
+    ...checks.flatMap((c) => {
+      const at = inlineKernelAt(c.index);
+      return [
+        exists(at.slice(0, -1)),
+        ...(c.version !== undefined ? [kernelAt(c.version, at)] : []),
+        ...(c.unplaced === true ? [kernelUnplaced(at)] : []),
+      ];
+    }),
+  );
+}
 
 export function planSessionWrite(write: SessionWrite, layout: StoreLayout): PlannedTransaction {
   validateSessionWrite(write);
@@ -89,8 +169,15 @@ export function historyExpiry(
   return Math.ceil((record.lastAtMs + layout.historyRetentionDays * 86_400_000) / 1000);
 }
 
-/** The session item's update of a write (also a reservation's claim, capacity.ts). */
-export function sessionUpdate(write: SessionWrite, layout: StoreLayout): UpdateRequest {
+/**
+ * The session item's update of a write (also a reservation's claim, capacity.ts); `more` adds
+ * actions and a condition (the kernels and history a session item holds).
+ */
+export function sessionUpdate(
+  write: SessionWrite,
+  layout: StoreLayout,
+  more?: { readonly actions: (u: UpdateBuilder) => void; readonly condition: Clause },
+): UpdateRequest {
   const shard = shardOf(write.sessionId, layout.shards);
   // The targets index is keyed by the status the session will be in after this write.
   const statusAfter = write.status ?? write.expected.status;
@@ -143,8 +230,11 @@ export function sessionUpdate(write: SessionWrite, layout: StoreLayout): UpdateR
       if (write.preemption === null) u.remove("preemption");
       else if (write.preemption !== undefined) u.set("preemption", write.preemption);
       if (latest !== undefined) u.set("lastHistory", latest);
+      more?.actions(u);
     },
-    all(itemExists, sessionAt(write.expected)),
+    more === undefined
+      ? all(itemExists, sessionAt(write.expected))
+      : all(itemExists, sessionAt(write.expected), more.condition),
   );
 }
 
@@ -179,6 +269,35 @@ export function planKernelPatches(
   };
 }
 
+/** Kernel reports' write for a session item that holds its kernels: those kernels alone, the session's own fields untouched. */
+export function planInlineKernelPatches(
+  sessionId: string,
+  patches: readonly KernelPatch[],
+  nowMs: number,
+  layout: StoreLayout,
+): InlinePlan | undefined {
+  planKernelPatches(sessionId, patches, nowMs, layout); // the same checks
+  if (patches.some((p) => p.index >= INLINE_KERNELS_MAX)) return undefined;
+  const checks = patches.map((p) => ({ index: p.index, version: p.expectedVersion ?? 0 }));
+  return {
+    items: [
+      {
+        Update: updateRequest(
+          layout.tableName,
+          { pk: { S: sessionPk(sessionId) }, sk: { S: SESSION_SK } },
+          (u) => {
+            for (const patch of patches) setKernelFields(u, inlineKernelAt(patch.index), patch, nowMs);
+          },
+          all(itemExists, inlineKernelsChecked(checks)),
+        ),
+      },
+    ],
+    roles: [{ kind: "session" }],
+    kernelChecks: checks,
+    checksSession: false,
+  };
+}
+
 export function kernelUpdate(
   sessionId: string,
   patch: KernelPatch,
@@ -189,41 +308,45 @@ export function kernelUpdate(
     layout.tableName,
     { pk: { S: sessionPk(sessionId) }, sk: { S: kernelSk(patch.index) } },
     (u) => {
-      u.setTo("version", bumpVersion);
-      if (patch.status !== undefined) {
-        u.set("status", patch.status).set("statusChangedAtMs", nowMs);
-        const indexPk = kernelStatusIndexPk(sessionId, patch.status, layout.shards);
-        if (indexPk !== undefined) u.set("gsi1pk", indexPk);
-        else u.remove("gsi1pk");
-      }
-      if (patch.agentId === null) u.remove("agentId").remove("agentIncarnation");
-      else if (patch.agentId !== undefined) u.set("agentId", patch.agentId);
-      const runFields: Record<(typeof RUN_FIELDS)[number], unknown> = {
-        exitCode: patch.exitCode,
-        taskArn: patch.taskArn,
-        condition: patch.condition,
-        message: patch.message,
-        failureCategory: patch.failureCategory,
-        outcome: patch.outcome,
-        error: patch.error,
-        startedAtMs: patch.startedAtMs,
-        finishedAtMs: patch.finishedAtMs,
-      };
-      // resetRun clears what the patch does not set; one update may not name a path twice.
-      for (const field of RUN_FIELDS) {
-        const value = runFields[field];
-        if (value === null || (value === undefined && patch.resetRun === true)) u.remove(field);
-        else if (value !== undefined) u.set(field, value);
-      }
+      setKernelFields(u, "", patch, nowMs);
+      // Kernel items are no longer indexed by status (nothing asked it); an entry written
+      // before goes with the kernel's next status.
+      if (patch.status !== undefined) u.remove("gsi1pk");
     },
     // A patch must never create a kernel the session does not have, nor undo one it did not see.
     patch.expectedVersion === undefined ? itemExists : all(itemExists, kernelAt(patch.expectedVersion)),
   );
 }
 
-/** A kernel item's version after a write (items written before versions existed count from 0). */
-export const bumpVersion = (e: Expressions): string =>
-  `if_not_exists(${e.path("version")}, ${e.value(0)}) + ${e.value(1)}`;
+/** A kernel patch's actions on the kernel at `prefix` (its item: "", the session's map: "kernels.0."). */
+function setKernelFields(u: UpdateBuilder, prefix: string, patch: KernelPatch, nowMs: number): void {
+  u.setTo(
+    `${prefix}version`,
+    (e) => `if_not_exists(${e.path(`${prefix}version`)}, ${e.value(0)}) + ${e.value(1)}`,
+  );
+  if (patch.status !== undefined) {
+    u.set(`${prefix}status`, patch.status).set(`${prefix}statusChangedAtMs`, nowMs);
+  }
+  if (patch.agentId === null) u.remove(`${prefix}agentId`).remove(`${prefix}agentIncarnation`);
+  else if (patch.agentId !== undefined) u.set(`${prefix}agentId`, patch.agentId);
+  const runFields: Record<(typeof RUN_FIELDS)[number], unknown> = {
+    exitCode: patch.exitCode,
+    taskArn: patch.taskArn,
+    condition: patch.condition,
+    message: patch.message,
+    failureCategory: patch.failureCategory,
+    outcome: patch.outcome,
+    error: patch.error,
+    startedAtMs: patch.startedAtMs,
+    finishedAtMs: patch.finishedAtMs,
+  };
+  // resetRun clears what the patch does not set; one update may not name a path twice.
+  for (const field of RUN_FIELDS) {
+    const value = runFields[field];
+    if (value === null || (value === undefined && patch.resetRun === true)) u.remove(`${prefix}${field}`);
+    else if (value !== undefined) u.set(`${prefix}${field}`, value);
+  }
+}
 
 export function validateSessionWrite(write: SessionWrite): void {
   requireId("sessionId", write.sessionId);

@@ -35,6 +35,26 @@ export interface PlannedTransaction {
   readonly roles: ItemRole[];
 }
 
+/** What a session item's condition checks of one kernel it holds (inlineKernelsChecked). */
+export interface KernelCheck {
+  readonly index: number;
+  /** The version the kernel was read at. */
+  readonly version?: number;
+  /** The kernel has no placement (a reservation). */
+  readonly unplaced?: boolean;
+}
+
+/**
+ * A write for a session whose item holds its kernels: its first item is the session item's
+ * update, whose one condition covers the kernels too. DynamoDB reports that condition failed as
+ * a whole; `kernelChecks` lets the failure be told apart again (inlineFailures, failures.ts).
+ */
+export interface InlinePlan extends PlannedTransaction {
+  readonly kernelChecks: readonly KernelCheck[];
+  /** The update is guarded by the session's status and version too. */
+  readonly checksSession: boolean;
+}
+
 export type UpdateRequest = NonNullable<TransactWriteItem["Update"]>;
 
 /** An update guarded by `condition`; on failure DynamoDB reports the item as it was. */

@@ -1,0 +1,202 @@
+/**
+ * Sessions written before their item held their kernels and first history records (and gangs
+ * of more than INLINE_KERNELS_MAX kernels, which keep them as items): every read and write of the
+ * store still works on them, against DynamoDB Local. A write first tries the one-item form, finds
+ * the item without its kernels, and is sent the old way.
+ */
+import { BatchWriteItemCommand, GetItemCommand } from "@aws-sdk/client-dynamodb";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { historyItem, kernelItem, sessionItem } from "../functions/adapters/dynamo/item-codec.ts";
+import { kernelSk, sessionPk } from "../functions/adapters/dynamo/keys.ts";
+import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
+import { placeHistory } from "../functions/core/history.ts";
+import type { HistoryDraft, SessionWithKernels } from "../functions/core/model.ts";
+import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
+
+const skip = (sessionId: string, atMs: number, message: string): HistoryDraft => ({
+  sessionId,
+  handler: "ScheduleNewSessions",
+  result: "SKIPPED",
+  fromStatus: "PENDING",
+  message,
+  atMs,
+});
+
+describe("a session whose kernels are items of their own", () => {
+  let table: TestTable;
+  beforeAll(async () => {
+    table = await freshTable("cairn-store-legacy");
+  });
+  afterAll(() => table.drop());
+
+  /** Writes the session as the store wrote it before: the session item, one item per kernel, one per record. */
+  async function writeOldWay(input: SessionWithKernels, drafts: readonly HistoryDraft[] = []): Promise<void> {
+    const records = placeHistory(undefined, drafts);
+    const last = records.at(-1);
+    const session = { ...input.session, ...(last ? { lastHistory: last } : {}) };
+    const items = [
+      sessionItem(session, 4),
+      ...input.kernels.map((k) => kernelItem(k)),
+      ...records.map((r) => historyItem(r, Math.ceil(T0 / 1000) + 86_400)),
+    ];
+    await table.client.send(
+      new BatchWriteItemCommand({
+        RequestItems: { [table.tableName]: items.map((Item) => ({ PutRequest: { Item } })) },
+      }),
+    );
+  }
+
+  const rawItem = async (id: string, sk: string) =>
+    (
+      await table.client.send(
+        new GetItemCommand({ TableName: table.tableName, Key: { pk: { S: sessionPk(id) }, sk: { S: sk } } }),
+      )
+    ).Item;
+
+  test("reads: one session, several, and its history", async () => {
+    const store = table.store({ clock: () => T0 });
+    const old = newSession("old-read", { replicas: 2 });
+    await writeOldWay(old, [skip("old-read", T0, "no capacity")]);
+    await store.createSession(newSession("new-read", { replicas: 1 }));
+    expect(await store.getSession("old-read")).toEqual({
+      session: { ...old.session, lastHistory: expect.objectContaining({ seq: 0 }) as unknown },
+      kernels: old.kernels,
+    });
+    const both = await store.getSessions(["new-read", "old-read"]);
+    expect(both.map((s) => [s.session.id, s.kernels.length])).toEqual([
+      ["new-read", 1],
+      ["old-read", 2],
+    ]);
+    expect((await store.listHistory("old-read")).map((r) => r.message)).toEqual(["no capacity"]);
+  });
+
+  test("a write goes the old way after one try, and keeps the session readable", async () => {
+    const metrics = new RequestCounter();
+    const store = table.store({ metrics, clock: () => T0 });
+    const old = newSession("old-write", { replicas: 2 });
+    await writeOldWay(old, [skip("old-write", T0, "no capacity")]);
+    const { session } = (await store.getSession("old-write"))!;
+    await store.applyWrite({
+      sessionId: "old-write",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 10,
+      status: "SCHEDULED",
+      stage: { enteredAtMs: T0 + 10, expiresAtMs: T0 + 600_000, taskToken: "t-2" },
+      kernels: [{ index: 1, status: "SCHEDULED", expectedVersion: 0 }],
+      history: placeHistory(session.lastHistory, [
+        { ...skip("old-write", T0 + 10, ""), result: "SUCCESS", toStatus: "SCHEDULED", message: undefined },
+      ]),
+    });
+    // One UpdateItem refused (the item holds no kernels), then the old transaction.
+    expect(metrics.failedOperations).toBe(1);
+    expect(metrics.byOperation.get("TransactWriteItems")).toEqual({ operations: 1, items: 3 });
+    const after = (await store.getSession("old-write"))!;
+    expect(after.session).toMatchObject({ status: "SCHEDULED", version: 1 });
+    expect(after.kernels.map((k) => [k.status, k.version])).toEqual([
+      ["PENDING", undefined],
+      ["SCHEDULED", 1],
+    ]);
+    expect(await rawItem("old-write", "SESSION")).not.toHaveProperty("kernels");
+    expect((await rawItem("old-write", kernelSk(1)))?.["status"]).toEqual({ S: "SCHEDULED" });
+    expect((await store.listHistory("old-write")).map((r) => [r.seq, r.result])).toEqual([
+      [0, "SKIPPED"],
+      [1, "SUCCESS"],
+    ]);
+  });
+
+  test("reports, a stale kernel and a missing one", async () => {
+    const store = table.store();
+    await writeOldWay(newSession("old-report", { replicas: 2 }));
+    const expected = { status: "PENDING", version: 0 } as const;
+    await store.patchKernels(
+      "old-report",
+      expected,
+      [{ index: 0, status: "PULLING", expectedVersion: 0 }],
+      T0 + 1,
+    );
+    expect((await store.getSession("old-report"))!.kernels[0]).toMatchObject({
+      status: "PULLING",
+      version: 1,
+    });
+    expect(
+      await caught(() =>
+        store.patchKernels(
+          "old-report",
+          expected,
+          [{ index: 0, status: "RUNNING", expectedVersion: 0 }],
+          T0 + 2,
+        ),
+      ),
+    ).toMatchObject({ code: "CONFLICT", reason: "kernel 0 changed since it was read" });
+    expect(
+      await caught(() =>
+        store.patchKernels(
+          "old-report",
+          expected,
+          [{ index: 5, status: "RUNNING", expectedVersion: 0 }],
+          T0 + 2,
+        ),
+      ),
+    ).toMatchObject({ code: "NOT_FOUND", entity: "kernel" });
+  });
+
+  test("a reservation places the kernels' items", async () => {
+    const store = table.store();
+    await store.registerAgent({
+      agentId: "old-agent",
+      incarnation: "old-agent-1",
+      capacity: { cpu: 4, memoryMiB: 4096 },
+      labels: {},
+      signingKey: "k".repeat(32),
+      nowMs: T0,
+    });
+    await writeOldWay(newSession("old-place", { replicas: 2 }));
+    const placements = [0, 1].map((kernelIndex) => ({
+      kernelIndex,
+      agentId: "old-agent",
+      incarnation: "old-agent-1",
+      resources: { cpu: 1, memoryMiB: 512 },
+    }));
+    const allocations = await store.reserveCapacity({
+      sessionId: "old-place",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 5,
+      placements,
+      claimStage: true,
+    });
+    expect(allocations).toHaveLength(1);
+    const placed = (await store.getSession("old-place"))!;
+    expect(placed.session.stage).not.toHaveProperty("taskToken");
+    expect(placed.kernels.map((k) => k.agentId)).toEqual(["old-agent", "old-agent"]);
+    expect(
+      await caught(() =>
+        store.reserveCapacity({
+          sessionId: "old-place",
+          expected: { status: "PENDING", version: 1 },
+          nowMs: T0 + 6,
+          placements: placements.slice(0, 1),
+        }),
+      ),
+    ).toMatchObject({
+      code: "CONFLICT",
+      reason: "the session already holds an allocation on agent old-agent",
+    });
+  });
+
+  test("a gang of more kernels than a session item holds keeps them as items, written in one transaction", async () => {
+    const metrics = new RequestCounter();
+    const store = table.store({ metrics });
+    const gang = newSession("big-gang", { replicas: 12 });
+    await store.createSession(gang);
+    expect(await rawItem("big-gang", "SESSION")).not.toHaveProperty("kernels");
+    await store.applyWrite({
+      sessionId: "big-gang",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 1,
+      kernels: [{ index: 11, status: "SCHEDULED" }],
+    });
+    // A kernel past the item's reach: no one-item try.
+    expect(metrics.failedOperations).toBe(0);
+    expect((await store.getSession("big-gang"))!.kernels[11]).toMatchObject({ status: "SCHEDULED" });
+  });
+});
