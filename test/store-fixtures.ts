@@ -12,7 +12,13 @@ import {
 import { createTable } from "../functions/adapters/dynamo/create-table.ts";
 import type { EventsPort } from "../functions/app/ports.ts";
 import { storeRetryConfig, type StoreRetryOptions } from "../functions/adapters/dynamo/retry.ts";
-import type { Kernel, Session, SessionSpec, SessionWithKernels } from "../functions/core/model.ts";
+import type {
+  HistoryDraft,
+  Kernel,
+  Session,
+  SessionSpec,
+  SessionWithKernels,
+} from "../functions/core/model.ts";
 import type { KernelStatus, SessionStatus } from "../functions/core/status.ts";
 
 export const T0 = 1_800_000_000_000;
@@ -144,3 +150,15 @@ export const SILENT_EVENTS: EventsPort = {
   requeued: () => Promise.resolve(),
   jobStateChanged: () => Promise.resolve(),
 };
+
+/** A placement pass's SKIPPED record of a PENDING session (merges with the same message). */
+export function skip(sessionId: string, atMs: number, message: string): HistoryDraft {
+  return {
+    sessionId,
+    handler: "ScheduleNewSessions",
+    result: "SKIPPED",
+    fromStatus: "PENDING",
+    message,
+    atMs,
+  };
+}

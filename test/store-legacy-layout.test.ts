@@ -11,16 +11,7 @@ import { kernelSk, sessionPk } from "../functions/adapters/dynamo/keys.ts";
 import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
 import { placeHistory } from "../functions/core/history.ts";
 import type { HistoryDraft, SessionWithKernels } from "../functions/core/model.ts";
-import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
-
-const skip = (sessionId: string, atMs: number, message: string): HistoryDraft => ({
-  sessionId,
-  handler: "ScheduleNewSessions",
-  result: "SKIPPED",
-  fromStatus: "PENDING",
-  message,
-  atMs,
-});
+import { caught, freshTable, newSession, skip, T0, type TestTable } from "./store-fixtures.ts";
 
 describe("a session whose kernels are items of their own", () => {
   let table: TestTable;

@@ -20,9 +20,8 @@ import { stageEntryWrite } from "../functions/core/effects.ts";
 import { sessionAfterWrite } from "../functions/core/session-after-write.ts";
 import type { SessionWrite } from "../functions/core/effects.ts";
 import { placeHistory } from "../functions/core/history.ts";
-import type { HistoryDraft } from "../functions/core/model.ts";
 import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
-import { caught, freshTable, localClient, newSession, T0, type TestTable } from "./store-fixtures.ts";
+import { caught, freshTable, localClient, newSession, skip, T0, type TestTable } from "./store-fixtures.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -722,14 +721,3 @@ describe("keys", () => {
     );
   });
 });
-
-function skip(sessionId: string, atMs: number, message: string): HistoryDraft {
-  return {
-    sessionId,
-    handler: "ScheduleNewSessions",
-    result: "SKIPPED",
-    fromStatus: "PENDING",
-    message,
-    atMs,
-  };
-}

@@ -77,18 +77,35 @@ export function planInlineSessionWrite(write: SessionWrite, layout: StoreLayout)
     },
   ];
   const roles: ItemRole[] = [{ kind: "session" }];
+  addRecords(
+    items,
+    roles,
+    history.filter((r) => r.seq >= INLINE_HISTORY_MAX),
+    write.run,
+    layout,
+  );
+  return { items, roles, kernelChecks: checks, checksSession: true };
+}
+
+/** History records as items of their own, and the finished run's record. */
+function addRecords(
+  items: TransactWriteItem[],
+  roles: ItemRole[],
+  history: readonly HistoryRecord[],
+  run: RunRecord | undefined,
+  layout: StoreLayout,
+): void {
   for (const record of history) {
-    if (record.seq < INLINE_HISTORY_MAX) continue;
     items.push({
       Put: { TableName: layout.tableName, Item: historyItem(record, historyExpiry(record, layout)) },
     });
     roles.push({ kind: "history", seq: record.seq });
   }
-  if (write.run !== undefined) {
-    items.push({ Put: { TableName: layout.tableName, Item: runItem(write.run), ...guarded(itemAbsent) } });
-    roles.push({ kind: "run", runIndex: write.run.runIndex });
+  if (run !== undefined) {
+    // Written once: a run already recorded means this write is a replay of an applied one.
+    items.push({ Put: { TableName: layout.tableName, Item: runItem(run), ...guarded(itemAbsent) } });
+    roles.push({ kind: "run", runIndex: run.runIndex });
   }
-  return { items, roles, kernelChecks: checks, checksSession: true };
 }
 
 /** Where a kernel is in a session item that holds its kernels: `kernels.<index>.` */
@@ -136,17 +153,7 @@ export function planSessionWrite(write: SessionWrite, layout: StoreLayout): Plan
     });
     roles.push({ kind: "kernel", index: guard.index });
   }
-  for (const record of history) {
-    items.push({
-      Put: { TableName: layout.tableName, Item: historyItem(record, historyExpiry(record, layout)) },
-    });
-    roles.push({ kind: "history", seq: record.seq });
-  }
-  if (write.run !== undefined) {
-    // Written once: a run already recorded means this write is a replay of an applied one.
-    items.push({ Put: { TableName: layout.tableName, Item: runItem(write.run), ...guarded(itemAbsent) } });
-    roles.push({ kind: "run", runIndex: write.run.runIndex });
-  }
+  addRecords(items, roles, history, write.run, layout);
   return { items, roles };
 }
 
