@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { historyItem, kernelItem, sessionItem } from "../functions/adapters/dynamo/item-codec.ts";
 import { kernelSk, sessionPk } from "../functions/adapters/dynamo/keys.ts";
 import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
+import { KernelItemSessions } from "../functions/adapters/dynamo/session-form.ts";
 import { placeHistory } from "../functions/core/history.ts";
 import type { HistoryDraft, SessionWithKernels } from "../functions/core/model.ts";
 import { caught, freshTable, newSession, skip, T0, type TestTable } from "./store-fixtures.ts";
@@ -61,12 +62,13 @@ describe("a session whose kernels are items of their own", () => {
     expect((await store.listHistory("old-read")).map((r) => r.message)).toEqual(["no capacity"]);
   });
 
-  test("a write goes the old way after one try, and keeps the session readable", async () => {
+  test("a write goes the old way after one try, the session's later writes at once, and it stays readable", async () => {
     const metrics = new RequestCounter();
+    // A store that has not read the session yet (as a stage entry, which writes from its copy).
     const store = table.store({ metrics, clock: () => T0 });
     const old = newSession("old-write", { replicas: 2 });
     await writeOldWay(old, [skip("old-write", T0, "no capacity")]);
-    const { session } = (await store.getSession("old-write"))!;
+    const { session } = (await table.store().getSession("old-write"))!;
     await store.applyWrite({
       sessionId: "old-write",
       expected: { status: "PENDING", version: 0 },
@@ -81,10 +83,18 @@ describe("a session whose kernels are items of their own", () => {
     // One UpdateItem refused (the item holds no kernels), then the old transaction.
     expect(metrics.failedOperations).toBe(1);
     expect(metrics.byOperation.get("TransactWriteItems")).toEqual({ operations: 1, items: 3 });
+    // The store remembers the session's form: its next write goes the old way at once.
+    await store.patchKernels(
+      "old-write",
+      { status: "SCHEDULED", version: 1 },
+      [{ index: 0, status: "SCHEDULED", expectedVersion: 0 }],
+      T0 + 11,
+    );
+    expect(metrics.failedOperations).toBe(1);
     const after = (await store.getSession("old-write"))!;
     expect(after.session).toMatchObject({ status: "SCHEDULED", version: 1 });
     expect(after.kernels.map((k) => [k.status, k.version])).toEqual([
-      ["PENDING", undefined],
+      ["SCHEDULED", 1],
       ["SCHEDULED", 1],
     ]);
     expect(await rawItem("old-write", "SESSION")).not.toHaveProperty("kernels");
@@ -95,9 +105,11 @@ describe("a session whose kernels are items of their own", () => {
     ]);
   });
 
-  test("reports, a stale kernel and a missing one", async () => {
-    const store = table.store();
+  test("reports, a stale kernel and a missing one; a store that read the session never tries the one-item form", async () => {
+    const metrics = new RequestCounter();
+    const store = table.store({ metrics });
     await writeOldWay(newSession("old-report", { replicas: 2 }));
+    await store.getSession("old-report");
     const expected = { status: "PENDING", version: 0 } as const;
     await store.patchKernels(
       "old-report",
@@ -129,6 +141,8 @@ describe("a session whose kernels are items of their own", () => {
         ),
       ),
     ).toMatchObject({ code: "NOT_FOUND", entity: "kernel" });
+    // The two refusals above, and no one-item try before any of the three writes.
+    expect(metrics.failedOperations).toBe(2);
   });
 
   test("a reservation places the kernels' items", async () => {
@@ -190,4 +204,10 @@ describe("a session whose kernels are items of their own", () => {
     expect(metrics.failedOperations).toBe(0);
     expect((await store.getSession("big-gang"))!.kernels[11]).toMatchObject({ status: "SCHEDULED" });
   });
+});
+
+test("the sessions known to keep their kernels as items are bounded, the oldest forgotten first", () => {
+  const known = new KernelItemSessions(2);
+  for (const id of ["a", "b", "a", "c"]) known.add(id);
+  expect(["a", "b", "c"].map((id) => known.has(id))).toEqual([false, true, true]);
 });

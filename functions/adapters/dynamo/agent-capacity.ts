@@ -34,7 +34,8 @@ import {
 } from "./conditions.ts";
 import { tableKey, type DynamoRequests } from "./dynamo-requests.ts";
 import { all } from "./expressions.ts";
-import { transactionError, transactSession } from "./failures.ts";
+import { transactionError } from "./failures.ts";
+import { KernelItemSessions, transactSession } from "./session-form.ts";
 import { agentFromItem, agentItem, allocationFromItem, fromItem } from "./item-codec.ts";
 import {
   AGENT_SK,
@@ -53,11 +54,19 @@ export class AgentCapacity {
   private readonly requests: DynamoRequests;
   private readonly layout: StoreLayout;
   private readonly maxAttempts: number;
+  /** Sessions whose kernels are items of their own, shared with the store (session-form.ts). */
+  private readonly kernelItems: KernelItemSessions;
 
-  constructor(requests: DynamoRequests, layout: StoreLayout, maxAttempts: number) {
+  constructor(
+    requests: DynamoRequests,
+    layout: StoreLayout,
+    maxAttempts: number,
+    kernelItems = new KernelItemSessions(),
+  ) {
     this.requests = requests;
     this.layout = layout;
     this.maxAttempts = maxAttempts;
+    this.kernelItems = kernelItems;
   }
 
   async heartbeat(heartbeat: AgentHeartbeat): Promise<Agent> {
@@ -198,10 +207,16 @@ export class AgentCapacity {
   async reserve(request: ReservationRequest): Promise<Allocation[]> {
     const inline = planInlineReservation(request, this.layout);
     let allocations = inline?.allocations;
-    const failure = await transactSession(this.requests, "reserveCapacity", inline, request.expected, () => {
-      const plan = planReservation(request, this.layout);
-      allocations = plan.allocations;
-      return plan;
+    const failure = await transactSession(this.requests, this.kernelItems, {
+      operation: "reserveCapacity",
+      sessionId: request.sessionId,
+      inline,
+      expected: request.expected,
+      legacy: () => {
+        const plan = planReservation(request, this.layout);
+        allocations = plan.allocations;
+        return plan;
+      },
     });
     if (failure === undefined) return allocations ?? [];
     throw await transactionError(

@@ -49,7 +49,7 @@ import { expiredBefore, itemAbsent } from "./conditions.ts";
 import { DraftItems } from "./draft-items.ts";
 import { DynamoRequests, tableKey, type ConditionFailure } from "./dynamo-requests.ts";
 import { any } from "./expressions.ts";
-import { transactionError, transactSession } from "./failures.ts";
+import { transactionError } from "./failures.ts";
 import { MergedIndexStream, type PageFetcher } from "./index-stream.ts";
 import {
   historyFromItem,
@@ -81,6 +81,7 @@ import {
 } from "./keys.ts";
 import type { StoreMetricsSink } from "./metrics.ts";
 import { planCreateSession } from "./new-session.ts";
+import { KernelItemSessions, transactSession } from "./session-form.ts";
 import { decodeCursor, encodeCursor } from "./paging.ts";
 import type { QueueInput } from "./resource-items.ts";
 import { JobItems } from "./job-items.ts";
@@ -150,6 +151,7 @@ export class DynamoSessionStore
   private readonly layout: StoreLayout;
   private readonly maxAttempts: number;
   private readonly clock: () => number;
+  private readonly kernelItems = new KernelItemSessions();
 
   constructor(options: DynamoSessionStoreOptions) {
     const shards = options.shards ?? 4;
@@ -164,7 +166,7 @@ export class DynamoSessionStore
     this.maxAttempts = maxAttempts;
     this.layout = { tableName: options.tableName, shards, historyRetentionDays };
     this.requests = new DynamoRequests(options.client, options.tableName, options.metrics);
-    this.agents = new AgentCapacity(this.requests, this.layout, maxAttempts);
+    this.agents = new AgentCapacity(this.requests, this.layout, maxAttempts, this.kernelItems);
     this.resources = new RetryResources(this.requests, this.layout, maxAttempts);
     this.jobs = new JobItems(this.requests);
     this.drafts = new DraftItems(this.requests);
@@ -198,8 +200,9 @@ export class DynamoSessionStore
     if (item === undefined) return undefined;
     const kernels = inlineKernelsFromItem(item);
     if (kernels !== undefined) return { session: sessionFromItem(item), kernels };
-    // A session written before its item held its kernels: the session and its kernels' items,
-    // read together in one consistent Query.
+    // Its kernels are items of their own: the session and its kernels' items, read together in
+    // one consistent Query.
+    this.kernelItems.add(sessionId);
     return this.getSessionWithKernelItems(sessionId);
   }
 
@@ -248,14 +251,14 @@ export class DynamoSessionStore
     const found = sessionItems.flatMap((item) =>
       item ? [{ session: sessionFromItem(item), kernels: inlineKernelsFromItem(item) }] : [],
     );
-    const kernelKeys = found.flatMap(({ session, kernels }) =>
-      kernels !== undefined
-        ? []
-        : Array.from({ length: session.spec.replicas }, (_, index) => ({
-            pk: { S: sessionPk(session.id) },
-            sk: { S: kernelSk(index) },
-          })),
-    );
+    const kernelKeys = found.flatMap(({ session, kernels }) => {
+      if (kernels !== undefined) return [];
+      this.kernelItems.add(session.id);
+      return Array.from({ length: session.spec.replicas }, (_, index) => ({
+        pk: { S: sessionPk(session.id) },
+        sk: { S: kernelSk(index) },
+      }));
+    });
     const itemKernels = new Map<string, Kernel[]>();
     if (kernelKeys.length > 0) {
       for (const item of await this.requests.batchGet("getSessions", kernelKeys)) {
@@ -316,13 +319,13 @@ export class DynamoSessionStore
   }
 
   async applyWrite(write: SessionWrite): Promise<AppliedWrite> {
-    const failure = await transactSession(
-      this.requests,
-      "applyWrite",
-      planInlineSessionWrite(write, this.layout),
-      write.expected,
-      () => planSessionWrite(write, this.layout),
-    );
+    const failure = await transactSession(this.requests, this.kernelItems, {
+      operation: "applyWrite",
+      sessionId: write.sessionId,
+      inline: planInlineSessionWrite(write, this.layout),
+      expected: write.expected,
+      legacy: () => planSessionWrite(write, this.layout),
+    });
     if (failure !== undefined) {
       throw await transactionError(
         write.sessionId,
@@ -348,13 +351,13 @@ export class DynamoSessionStore
     patches: readonly KernelPatch[],
     nowMs: number,
   ): Promise<void> {
-    const failure = await transactSession(
-      this.requests,
-      "patchKernels",
-      planInlineKernelPatches(sessionId, patches, nowMs, this.layout),
-      undefined,
-      () => planKernelPatches(sessionId, patches, nowMs, this.layout),
-    );
+    const failure = await transactSession(this.requests, this.kernelItems, {
+      operation: "patchKernels",
+      sessionId,
+      inline: planInlineKernelPatches(sessionId, patches, nowMs, this.layout),
+      expected: undefined,
+      legacy: () => planKernelPatches(sessionId, patches, nowMs, this.layout),
+    });
     if (failure === undefined) return;
     throw await transactionError(sessionId, expected, failure, () => this.readSessionItem(sessionId), {
       clash: kernelChanged,

@@ -5,9 +5,9 @@
  * state (a kernel already placed), then failures of other items (an agent without room).
  */
 import { ConflictError, NotFoundError, type SessionState } from "../../core/ports/session-store.ts";
-import type { ConditionFailure, DynamoRequests } from "./dynamo-requests.ts";
+import type { ConditionFailure } from "./dynamo-requests.ts";
 import { INLINE_KERNELS, sessionFromItem, type Item } from "./item-codec.ts";
-import type { InlinePlan, PlannedTransaction } from "./transaction-plan.ts";
+import type { InlinePlan } from "./transaction-plan.ts";
 
 export interface FailureMappers {
   /** A reason the write clashes with the session (reported with its state), or an error as is. */
@@ -101,26 +101,4 @@ export function inlineFailures(
     });
   }
   return out.length > 0 ? out : failures;
-}
-
-/**
- * Sends a session's write: the inline plan when there is one, and the old plan (kernels as items)
- * when the session item turns out not to hold its kernels (a session written before they were
- * kept there: one request more, for such sessions only). Returns the failures as the mappers
- * know them.
- */
-export async function transactSession(
-  requests: DynamoRequests,
-  operation: string,
-  inline: InlinePlan | undefined,
-  expected: SessionState | undefined,
-  legacy: () => PlannedTransaction,
-): Promise<readonly ConditionFailure[] | undefined> {
-  if (inline !== undefined) {
-    const failures = await requests.transact(operation, inline);
-    if (failures === undefined) return undefined;
-    const mapped = inlineFailures(failures, inline, expected);
-    if (mapped !== "legacy") return mapped;
-  }
-  return requests.transact(operation, legacy());
 }
