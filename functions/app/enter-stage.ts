@@ -211,12 +211,19 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       await sendOnEntry(input, transition, replaced, deps);
       // The first attempt may have failed before announcing the change: announce it (again),
       // after the change of the stage it wrote with it, if any.
-      if (transition.deferred) {
-        const { transition: before, atMs } = transition.deferred;
-        const then = { ...replaced, session: { ...replaced.session, status: before.to } };
-        await announce(input, before, deps, then, atMs);
-      }
-      await announce(input, transition, deps, replaced);
+      const { deferred } = transition;
+      await announce(input, deps, [
+        ...(deferred
+          ? [
+              {
+                applied: deferred.transition,
+                entered: { ...replaced, session: { ...replaced.session, status: deferred.transition.to } },
+                atMs: deferred.atMs,
+              },
+            ]
+          : []),
+        { applied: transition, entered: replaced },
+      ]);
       await advance(input, replaced, deps);
       return "done";
     }
@@ -256,11 +263,13 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
   if (entry === "done") return { status: input.status };
   const { before, written, applied } = entry;
   await sendOnEntry(input, applied, written, deps);
-  if (entry.deferred) {
-    const { entry: d, entered } = entry.deferred;
-    await announce(input, d.transition, deps, entered, d.atMs);
-  }
-  const atMs = await announce(input, applied, deps, written);
+  const deferred = entry.deferred;
+  const atMs = await announce(input, deps, [
+    ...(deferred
+      ? [{ applied: deferred.entry.transition, entered: deferred.entered, atMs: deferred.entry.atMs }]
+      : []),
+    { applied, entered: written },
+  ]);
   if (applied.requeue) {
     const runIndex = before.session.runIndex + 1;
     await deps.events.requeued([
@@ -410,33 +419,36 @@ async function sendOnEntry(
   }
 }
 
-/** Publishes the status change; returns its time. */
+/**
+ * Publishes status changes, in order, in one request (an entry that also wrote the stage before
+ * it announces both); returns the time of the last.
+ */
 async function announce(
   input: EnterStageInput,
-  applied: StageTransition,
   deps: EnterStageDeps,
-  /** The session as the entry left it: its HPC Pack state goes with the event. */
-  entered: SessionWithKernels,
-  atMs: number = deps.clock.nowMs(),
+  changes: readonly {
+    readonly applied: StageTransition;
+    /** The session as the entry left it: its HPC Pack state goes with the event. */
+    readonly entered: SessionWithKernels;
+    readonly atMs?: number;
+  }[],
 ): Promise<number> {
-  await deps.events.statusChanged([
-    {
-      sessionId: input.sessionId,
-      executionName: input.executionName,
-      from: applied.from,
-      to: applied.to,
-      result: applied.result,
-      handler: applied.handler,
-      ...(applied.message !== undefined ? { message: applied.message.slice(0, 4096) } : {}),
-      hpcState: hpcSessionState(entered.session, entered.kernels),
-      // A deployment's replica: the event wakes its deployment (issue 15).
-      ...(entered.session.service !== undefined
-        ? { deploymentId: entered.session.service.deploymentId }
-        : {}),
-      atMs,
-    },
-  ]);
-  return atMs;
+  const nowMs = deps.clock.nowMs();
+  const details = changes.map(({ applied, entered, atMs = nowMs }) => ({
+    sessionId: input.sessionId,
+    executionName: input.executionName,
+    from: applied.from,
+    to: applied.to,
+    result: applied.result,
+    handler: applied.handler,
+    ...(applied.message !== undefined ? { message: applied.message.slice(0, 4096) } : {}),
+    hpcState: hpcSessionState(entered.session, entered.kernels),
+    // A deployment's replica: the event wakes its deployment (issue 15).
+    ...(entered.session.service !== undefined ? { deploymentId: entered.session.service.deploymentId } : {}),
+    atMs,
+  }));
+  await deps.events.statusChanged(details);
+  return details.at(-1)?.atMs ?? nowMs;
 }
 
 /**
@@ -584,7 +596,8 @@ async function recordFailure(
       });
     }
     await deps.store.applyWrite(write);
-    if (!ended) await announce(input, transition, deps, sessionAfterWrite(current, write));
+    if (!ended)
+      await announce(input, deps, [{ applied: transition, entered: sessionAfterWrite(current, write) }]);
     deps.log.error("a lifecycle state failed; the session records it", {
       sessionId: session.id,
       status: session.status,

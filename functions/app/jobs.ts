@@ -31,6 +31,7 @@ import { ID_PATTERN } from "../core/spec.ts";
 import { JobState, TERMINAL_JOB_STATES, TERMINAL_SESSION_STATUSES } from "../core/status.ts";
 import { rereadOnConflict } from "./reread.ts";
 import type { Logger } from "./logger.ts";
+import type { JobStateChangedDetailInput } from "./event-types.ts";
 import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
 import { RunSnapshot } from "./snapshot.ts";
 
@@ -303,13 +304,24 @@ export class Jobs {
     const jobIds = [...new Set(ended.map(({ session }) => jobIdOf(session)))];
     const jobs = await store.getJobs(jobIds);
     const cancelled: string[] = [];
-    for (const job of jobs) {
-      if (!job.final) cancelled.push(...(await this.#settleJob(job, read)));
+    const finished: JobStateChangedDetailInput[] = [];
+    try {
+      for (const job of jobs) {
+        if (!job.final) cancelled.push(...(await this.#settleJob(job, read, finished)));
+      }
+    } finally {
+      // Every job recorded final is announced, in one request, even when a later one failed.
+      if (finished.length > 0) await this.#d.events.jobStateChanged(finished);
     }
     return cancelled;
   }
 
-  async #settleJob(job: Job, snapshot: RunSnapshot): Promise<string[]> {
+  /** Settles one job; a final state recorded adds its announcement to `finished`. */
+  async #settleJob(
+    job: Job,
+    snapshot: RunSnapshot,
+    finished: JobStateChangedDetailInput[],
+  ): Promise<string[]> {
     const { store, clock, log } = this.#d;
     const sessions: SessionWithKernels[] = await snapshot.sessions(job.sessionIds);
     const tasks = jobTasks(job, sessions);
@@ -338,17 +350,15 @@ export class Jobs {
     const recorded = await store.finishJob(job.id, { state: verdict.state, reason: verdict.reason, atMs });
     if (recorded) {
       log.info("job finished", { jobId: job.id, state: verdict.state, reason: verdict.reason });
-      await this.#d.events.jobStateChanged([
-        {
-          jobId: job.id,
-          state: verdict.state,
-          reason: verdict.reason.slice(0, MAX_MESSAGE_LENGTH),
-          // Only the states some task is in.
-          tasks: Object.fromEntries(Object.entries(countTaskStates(tasks)).filter(([, n]) => n > 0)),
-          ...(job.parentId !== undefined ? { parentId: job.parentId } : {}),
-          atMs,
-        },
-      ]);
+      finished.push({
+        jobId: job.id,
+        state: verdict.state,
+        reason: verdict.reason.slice(0, MAX_MESSAGE_LENGTH),
+        // Only the states some task is in.
+        tasks: Object.fromEntries(Object.entries(countTaskStates(tasks)).filter(([, n]) => n > 0)),
+        ...(job.parentId !== undefined ? { parentId: job.parentId } : {}),
+        atMs,
+      });
     }
     // A child that joined between the read above and the record missed both this cascade and the
     // final state its own submission checks: it is caught here.
