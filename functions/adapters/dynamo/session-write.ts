@@ -256,20 +256,7 @@ export function planKernelPatches(
   nowMs: number,
   layout: StoreLayout,
 ): PlannedTransaction {
-  requireId("sessionId", sessionId);
-  requireTime("nowMs", nowMs);
-  if (patches.length === 0) throw new InvalidStoreRequestError("patches", "at least one kernel patch");
-  if (patches.length > MAX_TRANSACTION_ITEMS) {
-    throw new TransactionTooLargeError(sessionId, "patchKernels", patches.length, MAX_TRANSACTION_ITEMS);
-  }
-  patches.forEach((patch, i) => {
-    if (patch.expectedVersion === undefined) {
-      throw new InvalidStoreRequestError(
-        `patches[${i}].expectedVersion`,
-        "required: the version the patch was read at",
-      );
-    }
-  });
+  validateKernelPatches(sessionId, patches, nowMs);
   return {
     items: patches.map((patch) => ({ Update: kernelUpdate(sessionId, patch, nowMs, layout) })),
     roles: patches.map((patch) => ({ kind: "kernel", index: patch.index })),
@@ -283,7 +270,7 @@ export function planInlineKernelPatches(
   nowMs: number,
   layout: StoreLayout,
 ): InlinePlan | undefined {
-  planKernelPatches(sessionId, patches, nowMs, layout); // the same checks
+  validateKernelPatches(sessionId, patches, nowMs);
   if (patches.some((p) => p.index >= INLINE_KERNELS_MAX)) return undefined;
   const checks = patches.map((p) => ({ index: p.index, version: p.expectedVersion ?? 0 }));
   return {
@@ -303,6 +290,23 @@ export function planInlineKernelPatches(
     kernelChecks: checks,
     checksSession: false,
   };
+}
+
+function validateKernelPatches(sessionId: string, patches: readonly KernelPatch[], nowMs: number): void {
+  requireId("sessionId", sessionId);
+  requireTime("nowMs", nowMs);
+  if (patches.length === 0) throw new InvalidStoreRequestError("patches", "at least one kernel patch");
+  if (patches.length > MAX_TRANSACTION_ITEMS) {
+    throw new TransactionTooLargeError(sessionId, "patchKernels", patches.length, MAX_TRANSACTION_ITEMS);
+  }
+  patches.forEach((patch, i) => {
+    if (patch.expectedVersion === undefined) {
+      throw new InvalidStoreRequestError(
+        `patches[${i}].expectedVersion`,
+        "required: the version the patch was read at",
+      );
+    }
+  });
 }
 
 export function kernelUpdate(
