@@ -7,6 +7,7 @@ import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
 import { INLINE_HISTORY_MAX, INLINE_KERNELS_MAX } from "../functions/adapters/dynamo/item-codec.ts";
+import { planInlineSessionWrite } from "../functions/adapters/dynamo/session-write.ts";
 import {
   historySk,
   kernelSk,
@@ -555,6 +556,56 @@ describe("sessions: create, read, write", () => {
     );
     expect(tooLarge).toMatchObject({ code: "TRANSACTION_TOO_LARGE", items: 101, limit: 100 });
     expect(metrics.operations).toBe(0);
+  });
+
+  test("the largest write of a session item holding its kernels stays well inside DynamoDB's 4 KB expressions", async () => {
+    const store = table.store();
+    const id = "widest-1";
+    await store.createSession(newSession(id, { replicas: INLINE_KERNELS_MAX }));
+    // Every field of the session's write and of every kernel's patch, set.
+    const write: SessionWrite = {
+      sessionId: id,
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 1,
+      status: "SCHEDULED",
+      stage: { enteredAtMs: T0 + 1, expiresAtMs: T0 + 600_000, taskToken: "t", entryAtMs: T0, attempt: 0 },
+      tries: "increment",
+      runIndex: "increment",
+      pendingReason: "waiting for capacity",
+      cancelRequestedAtMs: T0 + 1,
+      cancelReason: "because",
+      cancelForcedAtMs: T0 + 1,
+      avoidAgentIds: ["agent-a", "agent-b"],
+      preemption: { atMs: T0, by: "other", byPriority: 9 },
+      retry: { failureCount: 1, preemptionCount: 1, totalRetries: 2, ruleRetries: { "p#0": 1 } },
+      kernels: Array.from({ length: INLINE_KERNELS_MAX }, (_, index) => ({
+        index,
+        expectedVersion: 0,
+        status: "TERMINATED" as const,
+        agentId: "agent-a",
+        exitCode: 137,
+        taskArn: "arn:aws:ecs:eu-west-1:123456789012:task/c/0123456789abcdef",
+        condition: "OOMKilled" as const,
+        message: "killed",
+        failureCategory: "memory",
+        outcome: "FAILED" as const,
+        error: "out of memory",
+        startedAtMs: T0,
+        finishedAtMs: T0 + 1,
+      })),
+      history: placeHistory(undefined, [skip(id, T0 + 1, "a"), skip(id, T0 + 1, "b")]),
+    };
+    const update = planInlineSessionWrite(write, {
+      tableName: table.tableName,
+      shards: 4,
+      historyRetentionDays: 30,
+    })!.items[0]!.Update!;
+    expect(update.UpdateExpression!.length).toBeLessThan(3_000);
+    expect(update.ConditionExpression!.length).toBeLessThan(1_000);
+    await store.applyWrite(write);
+    expect(
+      (await store.getSession(id))!.kernels.every((k) => k.status === "TERMINATED" && k.exitCode === 137),
+    ).toBe(true);
   });
 
   test("the metrics hook counts write requests, items and capacity", async () => {

@@ -12,14 +12,17 @@ export class Expressions {
   private readonly names = new Map<string, string>();
   private readonly values = new Map<string, NativeAttributeValue>();
 
-  /** `stage.taskToken` → `#stage.#taskToken`. */
+  /**
+   * `stage.taskToken` → `#n0.#n1`. Short placeholders: DynamoDB limits an expression to 4 KB, and
+   * a session item's kernels are written by long paths (`kernels.3.failureCategory`).
+   */
   path(path: string): string {
     return path
       .split(".")
       .map((part) => {
         let placeholder = this.names.get(part);
         if (placeholder === undefined) {
-          placeholder = /^[A-Za-z0-9_]+$/.test(part) ? `#${part}` : `#n${this.names.size}`;
+          placeholder = `#n${this.names.size.toString(36)}`;
           this.names.set(part, placeholder);
         }
         return placeholder;
@@ -28,7 +31,7 @@ export class Expressions {
   }
 
   value(value: NativeAttributeValue): string {
-    const placeholder = `:v${this.values.size}`;
+    const placeholder = `:v${this.values.size.toString(36)}`;
     this.values.set(placeholder, value);
     return placeholder;
   }
