@@ -27,7 +27,7 @@ import {
 } from "./conditions.ts";
 import { all, type UpdateBuilder } from "./expressions.ts";
 import { allocationItem, INLINE_KERNELS_MAX } from "./item-codec.ts";
-import { inlineKernelAt, inlineKernelsChecked, sessionUpdate } from "./session-write.ts";
+import { bumpKernelVersion, inlineKernelAt, inlineKernelsChecked, sessionUpdate } from "./session-write.ts";
 import { AGENT_SK, agentPk, allocationSk, kernelSk, SESSION_SK, sessionPk } from "./keys.ts";
 import {
   guarded,
@@ -96,10 +96,8 @@ function placeKernel(
   at: string,
   placement: ReservationRequest["placements"][number],
 ): void {
-  u.set(`${at}agentId`, placement.agentId).setTo(
-    `${at}version`,
-    (e) => `if_not_exists(${e.path(`${at}version`)}, ${e.value(0)}) + ${e.value(1)}`,
-  );
+  u.set(`${at}agentId`, placement.agentId);
+  bumpKernelVersion(u, at);
   if (placement.incarnation !== undefined) u.set(`${at}agentIncarnation`, placement.incarnation);
 }
 

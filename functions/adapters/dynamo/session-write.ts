@@ -108,8 +108,11 @@ function addRecords(
   }
 }
 
-/** Where a kernel is in a session item that holds its kernels: `kernels.<index>.` */
-export const inlineKernelAt = (index: number): string => `${INLINE_KERNELS}.${index}.`;
+/** The kernel's path in a session item that holds its kernels: `kernels.<index>`. */
+const inlineKernelPath = (index: number): string => `${INLINE_KERNELS}.${index}`;
+
+/** Where a kernel's fields are in a session item that holds its kernels: `kernels.<index>.` */
+export const inlineKernelAt = (index: number): string => `${inlineKernelPath(index)}.`;
 
 /**
  * The session item holds its kernels (a session written before them fails this, and is written
@@ -121,7 +124,7 @@ export function inlineKernelsChecked(checks: readonly KernelCheck[]): Clause {
     ...checks.flatMap((c) => {
       const at = inlineKernelAt(c.index);
       return [
-        exists(at.slice(0, -1)),
+        exists(inlineKernelPath(c.index)),
         ...(c.version !== undefined ? [kernelAt(c.version, at)] : []),
         ...(c.unplaced === true ? [kernelUnplaced(at)] : []),
       ];
@@ -329,12 +332,20 @@ export function kernelUpdate(
   );
 }
 
-/** A kernel patch's actions on the kernel at `prefix` (its item: "", the session's map: "kernels.0."). */
-function setKernelFields(u: UpdateBuilder, prefix: string, patch: KernelPatch, nowMs: number): void {
+/**
+ * The version of the kernel at `prefix` + 1 (its item: "", the session's map: "kernels.0."); a
+ * kernel written before versions existed counts from 0.
+ */
+export function bumpKernelVersion(u: UpdateBuilder, prefix: string): void {
   u.setTo(
     `${prefix}version`,
     (e) => `if_not_exists(${e.path(`${prefix}version`)}, ${e.value(0)}) + ${e.value(1)}`,
   );
+}
+
+/** A kernel patch's actions on the kernel at `prefix` (its item: "", the session's map: "kernels.0."). */
+function setKernelFields(u: UpdateBuilder, prefix: string, patch: KernelPatch, nowMs: number): void {
+  bumpKernelVersion(u, prefix);
   if (patch.status !== undefined) {
     u.set(`${prefix}status`, patch.status).set(`${prefix}statusChangedAtMs`, nowMs);
   }
