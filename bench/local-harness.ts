@@ -114,6 +114,8 @@ export function benchSessionIds(count: number, prefix = "bench"): string[] {
 /** What the bench saw of each session and kernel, from the bus's copy of every accepted event. */
 export class SessionWatch {
   readonly submittedAtMs = new Map<string, number>();
+  /** When each session's first status change was seen: the intake had created it. */
+  readonly createdAtMs = new Map<string, number>();
   readonly runningAtMs = new Map<string, number>();
   readonly ended = new Map<string, { readonly atMs: number; readonly to: string }>();
   /** sessionId → kernelIndex → the agent's first RUNNING report time (its own clock). */
@@ -133,6 +135,7 @@ export class SessionWatch {
   #onSession(d: SessionDetail): void {
     if (!this.submittedAtMs.has(d.sessionId)) return;
     const nowMs = Date.now();
+    if (!this.createdAtMs.has(d.sessionId)) this.createdAtMs.set(d.sessionId, nowMs);
     if (d.to === "RUNNING" && !this.runningAtMs.has(d.sessionId)) this.runningAtMs.set(d.sessionId, nowMs);
     if (FINAL_STATUSES.includes(d.to) && !this.ended.has(d.sessionId)) {
       this.ended.set(d.sessionId, { atMs: nowMs, to: d.to });
@@ -210,7 +213,7 @@ export async function waitForEnd(
     if (Date.now() - lastPrintMs >= PROGRESS_EVERY_MS) {
       lastPrintMs = Date.now();
       console.log(
-        `bench: ${watch.ended.size}/${total} ${options.unit} done, ${watch.runningAtMs.size}/${total} reached RUNNING (${fmtSeconds(Date.now() - options.startedAtMs)})`,
+        `bench: ${watch.createdAtMs.size}/${total} created, ${watch.runningAtMs.size}/${total} reached RUNNING, ${watch.ended.size}/${total} ${options.unit} done (${fmtSeconds(Date.now() - options.startedAtMs)})`,
       );
     }
   }
