@@ -32,8 +32,7 @@ export const TABLE_SCHEMA = {
       partitionKey: { name: "gsi1pk", type: "S" },
       sortKey: { name: "gsi1sk", type: "S" },
       projection: "KEYS_ONLY",
-      purpose:
-        "sessions by status and kernels by non-terminal status (sharded, queue order); allocations by agent",
+      purpose: "sessions by status (sharded, queue order); allocations by agent",
     },
     {
       indexName: TARGET_INDEX,
