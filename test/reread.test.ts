@@ -25,6 +25,24 @@ describe("the one re-read-and-retry loop", () => {
     expect(calls).toEqual([1, 2, 3]);
   });
 
+  test("each attempt after a conflict is handed that conflict, and with it the session it carries", async () => {
+    const carried = new ConflictError(
+      "s-1",
+      { status: SessionStatus.PENDING, version: 1 },
+      { status: SessionStatus.PENDING, version: 2 },
+      undefined,
+      "session",
+      { session: { id: "s-1" } as never, kernels: [] },
+    );
+    const seen: (ConflictError | undefined)[] = [];
+    await rereadOnConflict((n, conflict) => {
+      seen.push(conflict);
+      return n === 1 ? Promise.reject(carried) : Promise.resolve("written");
+    });
+    expect(seen).toEqual([undefined, carried]);
+    expect(seen[1]?.current?.session.id).toBe("s-1");
+  });
+
   test(`after ${CONFLICT_ATTEMPTS} conflicts the conflict is passed on`, async () => {
     let calls = 0;
     await expect(

@@ -111,12 +111,14 @@ describe("a session whose kernels are items of their own", () => {
     await writeOldWay(newSession("old-report", { replicas: 2 }));
     await store.getSession("old-report");
     const expected = { status: "PENDING", version: 0 } as const;
-    await store.patchKernels(
+    // A transaction returns no item: the session as written is the caller's to read.
+    const written = await store.patchKernels(
       "old-report",
       expected,
       [{ index: 0, status: "PULLING", expectedVersion: 0 }],
       T0 + 1,
     );
+    expect(written).toBeUndefined();
     expect((await store.getSession("old-report"))!.kernels[0]).toMatchObject({
       status: "PULLING",
       version: 1,
@@ -130,7 +132,7 @@ describe("a session whose kernels are items of their own", () => {
           T0 + 2,
         ),
       ),
-    ).toMatchObject({ code: "CONFLICT", reason: "kernel 0 changed since it was read" });
+    ).toMatchObject({ code: "CONFLICT", reason: "kernel 0 changed since it was read", current: undefined });
     expect(
       await caught(() =>
         store.patchKernels(

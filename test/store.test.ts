@@ -456,9 +456,12 @@ describe("sessions: create, read, write", () => {
       }),
     );
     expect(clash).toMatchObject({ code: "CONFLICT", reason: "kernel 0 changed since it was read" });
+    // The refusal carries the session as it stands (DynamoDB's ALL_OLD): the caller's next
+    // attempt plans from it instead of reading it again.
+    expect(clash["current"]).toEqual(await store.getSession("kver-1"));
     // A report computed from a stale kernel conflicts too, said in its one request: the session
-    // is not read just to name it (the caller reads it again anyway). One for a missing kernel is
-    // not found.
+    // is not read just to name it, and is carried as the refusal showed it. One for a missing
+    // kernel is not found.
     const now = { status: "PENDING" as const, version: 1 };
     const metrics = new RequestCounter();
     const counted = table.store({ metrics });
@@ -474,6 +477,7 @@ describe("sessions: create, read, write", () => {
       "session kver-1: expected PENDING v1 (kernel 1 changed since it was read)",
     );
     expect([metrics.operations, metrics.reads.requests]).toEqual([1, 0]);
+    expect(stale["current"]).toEqual(await store.getSession("kver-1"));
     expect(
       await caught(() => store.patchKernels("kver-1", now, [{ index: 5, expectedVersion: 0 }], T0 + 4)),
     ).toMatchObject({ code: "NOT_FOUND", entity: "kernel" });
@@ -481,7 +485,9 @@ describe("sessions: create, read, write", () => {
     expect(
       await caught(() => store.patchKernels("kver-1", now, [{ index: 0, status: "PREPARED" }], T0 + 4)),
     ).toMatchObject({ field: "patches[0].expectedVersion" });
-    await store.patchKernels(
+    // Written, the session comes back as written (ALL_NEW), in the one request.
+    const writes = new RequestCounter();
+    const written = await table.store({ metrics: writes }).patchKernels(
       "kver-1",
       now,
       [
@@ -490,7 +496,9 @@ describe("sessions: create, read, write", () => {
       ],
       T0 + 5,
     );
+    expect([writes.operations, writes.reads.requests]).toEqual([1, 0]);
     read = await store.getSession("kver-1");
+    expect(written).toEqual(read);
     expect(read?.kernels.map((k) => [k.version, k.message])).toEqual([
       [2, "a"],
       [2, "b"],

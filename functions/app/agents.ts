@@ -209,8 +209,8 @@ export class Agents {
 
   async #evictSession(sessionId: string, agentId: string, reason: string): Promise<void> {
     const { store, clock, executions } = this.#d;
-    await rereadOnConflict(async () => {
-      const s = await store.getSession(sessionId);
+    await rereadOnConflict(async (_n, conflict) => {
+      const s = conflict?.current ?? (await store.getSession(sessionId));
       if (!s) return;
       const nowMs = clock.nowMs();
       const plan = agentLossPlan(s, agentId, reason, nowMs);

@@ -754,7 +754,9 @@ export class Coordinator {
     dirty: Dirty,
     snapshot: RunSnapshot,
   ): Promise<readonly (Rejection | undefined)[]> {
-    return rereadOnConflict(async () => {
+    return rereadOnConflict(async (_n, conflict) => {
+      // A refused write that showed the session as it stands spares the read.
+      if (conflict?.current) snapshot.remember([conflict.current]);
       const s = await snapshot.session(sessionId);
       const reports: SessionReport[] = [];
       for (const pending of group) {
@@ -780,25 +782,26 @@ export class Coordinator {
       }
       // Written or conflicting, the copy read is out of date either way.
       snapshot.forget(sessionId);
-      if (effect.kind === "claim") await this.#d.store.applyWrite(effect.write);
-      // The kernels alone, each at the version read: a stage entry or claim of the session
-      // meanwhile does not make the reports conflict, only a write to the same kernel does.
-      else
-        await this.#d.store.patchKernels(
-          sessionId,
-          { status: s.session.status, version: s.session.version },
-          effect.patches,
-          nowMs,
-        );
       if (effect.kind === "claim") {
+        await this.#d.store.applyWrite(effect.write);
         // The reports decided the stage: the run holds its token and knows the session exactly.
         snapshot.remember([sessionAfterWrite(s, effect.write)]);
         dirty.held.hold(sessionId, s.session.status, effect.token);
         dirty.touch(s.session.status, sessionId);
         return outcomes;
       }
+      // The kernels alone, each at the version read: a stage entry or claim of the session
+      // meanwhile does not make the reports conflict, only a write to the same kernel does.
+      const written = await this.#d.store.patchKernels(
+        sessionId,
+        { status: s.session.status, version: s.session.version },
+        effect.patches,
+        nowMs,
+      );
       // The passes act on the session as of after the write, not as first read: a stage entry
       // written meanwhile is seen by them or (its kernel guards failing) sees the reports itself.
+      // The store returns the session as written when it can; otherwise it is read.
+      if (written) snapshot.remember([written]);
       const after = await snapshot.session(sessionId);
       if (after) dirty.touch(after.session.status, sessionId);
       return outcomes;

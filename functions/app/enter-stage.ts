@@ -193,8 +193,9 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     }
   }
   // A retried attempt whose token could not be stored conflicted like any write: read again.
-  const entry = await rereadOnConflict(async (n): Promise<EntryWrite | "done"> => {
-    const current = (n === 1 ? prefetched : undefined) ?? (await deps.store.getSession(input.sessionId));
+  const entry = await rereadOnConflict(async (n, conflict): Promise<EntryWrite | "done"> => {
+    const current =
+      (n === 1 ? prefetched : conflict?.current) ?? (await deps.store.getSession(input.sessionId));
     if (!current) throw new StageEntryError(`session ${input.sessionId} does not exist`);
     const seen = attemptOf(current, input);
     if (seen === "stale") {
@@ -553,8 +554,8 @@ async function recordFailure(
 ): Promise<{ status: Status }> {
   const cause = failure.Cause === undefined ? "" : `: ${failure.Cause.slice(0, FAILURE_CAUSE_CHARS)}`;
   const message = `the lifecycle failed entering ${input.transition.from} with ${failure.Error}${cause}`;
-  return rereadOnConflict(async (attempt) => {
-    const current = await deps.store.getSession(input.sessionId);
+  return rereadOnConflict(async (attempt, conflict) => {
+    const current = conflict?.current ?? (await deps.store.getSession(input.sessionId));
     if (!current) throw new StageEntryError(`session ${input.sessionId} does not exist`);
     const { session } = current;
     const nowMs = deps.clock.nowMs();

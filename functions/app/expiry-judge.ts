@@ -55,8 +55,8 @@ export async function judgeExpiry(input: ExpiryJudgement, deps: ExpiryJudgeDeps)
   checkJudgement(input);
   const { sessionId, timeouts } = input;
   const t = input.transition;
-  return rereadOnConflict(async () => {
-    const s = await deps.store.getSession(sessionId);
+  return rereadOnConflict(async (_n, conflict) => {
+    const s = conflict?.current ?? (await deps.store.getSession(sessionId));
     if (!s) throw new StageEntryError(`session ${sessionId} does not exist`);
     if (s.session.status !== t.from) {
       throw new StageEntryError(

@@ -191,8 +191,11 @@ export class Jobs {
     snapshot?: RunSnapshot,
     force = false,
   ): Promise<boolean> {
-    return rereadOnConflict(async () => {
-      const s = snapshot ? await snapshot.session(sessionId) : await this.#d.store.getSession(sessionId);
+    return rereadOnConflict(async (_n, conflict) => {
+      if (conflict?.current) snapshot?.remember([conflict.current]);
+      const s =
+        conflict?.current ??
+        (snapshot ? await snapshot.session(sessionId) : await this.#d.store.getSession(sessionId));
       if (!s) return false;
       const { session } = s;
       if (TERMINAL_SESSION_STATUSES.has(session.status)) return true;

@@ -20,14 +20,20 @@ export function isConflict(error: unknown): error is ConflictError {
 /**
  * Runs `attempt` (read, plan, write) until it returns, re-running it when its write conflicts,
  * at most CONFLICT_ATTEMPTS times. `attempt` must read afresh on every call after the first
- * (`n` says which call it is): a conflict means what it read is out of date.
+ * (`n` says which call it is): a conflict means what it read is out of date. The conflict that
+ * ended the call before is passed on: when it carries the session as it stands
+ * (`ConflictError.current`), that is the fresh read.
  */
-export async function rereadOnConflict<T>(attempt: (n: number) => Promise<T>): Promise<T> {
+export async function rereadOnConflict<T>(
+  attempt: (n: number, conflict: ConflictError | undefined) => Promise<T>,
+): Promise<T> {
+  let conflict: ConflictError | undefined;
   for (let n = 1; ; n++) {
     try {
-      return await attempt(n);
+      return await attempt(n, conflict);
     } catch (error) {
       if (!isConflict(error) || n >= CONFLICT_ATTEMPTS) throw error;
+      conflict = error;
     }
   }
 }

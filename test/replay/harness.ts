@@ -228,12 +228,22 @@ export class Replay {
   readonly errors: string[] = [];
   /** Fault switch: this many of the next sends to agents' queues fail (SQS unreachable). */
   failSends = 0;
-  /** Every call made to the store from outside it, in order, with the session it names. */
+  /**
+   * Every call the control plane made to the store, in order, with the session it names (the
+   * replay's own reads of the state it checks go through a store of their own).
+   */
   readonly storeCalls: StoreCall[] = [];
+  /**
+   * Fault switch: a competing writer's write, made through a store of its own just before the
+   * next call of the method (once), so that call meets a real conflict in DynamoDB Local.
+   */
+  readonly #interposed = new Map<string, (store: DynamoSessionStore) => Promise<unknown>>();
   /** The sessions EnterStage read (getSession), in order: an entry given a copy reads none. */
   readonly entryReads: string[] = [];
   readonly lines: string[] = [];
   readonly #table: TestTable;
+  /** The store the replay reads the state through: its reads are not the control plane's. */
+  readonly #observer: DynamoSessionStore;
   readonly #ids = new Set<string>();
   /** Process starts per agent id. */
   readonly #starts = new Map<string, number>();
@@ -245,9 +255,16 @@ export class Replay {
 
   private constructor(table: TestTable, options: ReplayOptions) {
     this.#table = table;
+    this.#observer = table.store();
     this.#maxRuns = options.maxRunsPerStep ?? 100;
     this.#redeliver = options.redeliver === true;
-    this.store = recording(table.store(), this.storeCalls);
+    this.store = recording(table.store(), this.storeCalls, (method) => {
+      const competing = this.#interposed.get(method);
+      if (competing === undefined) return undefined;
+      this.#interposed.delete(method);
+      this.note(`  fault: a competing write before ${method}`);
+      return competing(table.store());
+    });
     const config = loadConfig({
       CAIRN_TABLE_NAME: table.tableName,
       CAIRN_EVENT_BUS_NAME: "replay",
@@ -531,9 +548,9 @@ export class Replay {
     const ids = [...new Set([...this.#ids, ...this.driver.executions.keys()])].sort();
     // The agents the scenario registered are all there are: their allocations are read alongside.
     const [sessions, agents, ...held] = await Promise.all([
-      this.store.getSessions(ids),
-      this.store.listAgents(),
-      ...[...this.agents.keys()].map((id) => this.store.allocationsOnAgent(id)),
+      this.#observer.getSessions(ids),
+      this.#observer.listAgents(),
+      ...[...this.agents.keys()].map((id) => this.#observer.allocationsOnAgent(id)),
     ]);
     const allocations = held.flat();
     const created = new Map<string, number>();
@@ -573,15 +590,23 @@ export class Replay {
     );
   }
 
+  /** Fault switch: `competing` writes (through a store of its own) just before the next `method` call. */
+  interpose(
+    method: keyof DynamoSessionStore,
+    competing: (store: DynamoSessionStore) => Promise<unknown>,
+  ): void {
+    this.#interposed.set(method, competing);
+  }
+
   async session(id: string): Promise<SessionWithKernels> {
-    const s = await this.store.getSession(id);
+    const s = await this.#observer.getSession(id);
     if (!s) throw new Error(`no session ${id}\n${this.stepLog}`);
     return s;
   }
 
   /** The session's history as `handler result from->to`, `xN` where N identical records merged. */
   async history(id: string): Promise<string[]> {
-    return (await this.store.listHistory(id)).map(summary);
+    return (await this.#observer.listHistory(id)).map(summary);
   }
 
   async state(): Promise<string> {
@@ -653,8 +678,15 @@ export interface StoreCall {
   readonly sessionId?: string;
 }
 
-/** The store, with each call from outside it recorded (its own internal calls are not). */
-function recording<T extends object>(store: T, calls: StoreCall[]): T {
+/**
+ * The store, with each call from outside it recorded (its own internal calls are not), after
+ * whatever `before` returns for its method has settled.
+ */
+function recording<T extends object>(
+  store: T,
+  calls: StoreCall[],
+  before: (method: string) => Promise<unknown> | undefined,
+): T {
   return new Proxy(store, {
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver);
@@ -668,7 +700,9 @@ function recording<T extends object>(store: T, calls: StoreCall[]): T {
               ? String(first.sessionId)
               : undefined;
         calls.push(sessionId !== undefined ? { method: property, sessionId } : { method: property });
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
+        const call = () => (value as (...a: unknown[]) => unknown).apply(target, args);
+        const competing = before(property);
+        return competing === undefined ? call() : competing.then(call);
       };
     },
   });

@@ -207,7 +207,7 @@ export class AgentCapacity {
   async reserve(request: ReservationRequest): Promise<Allocation[]> {
     const inline = planInlineReservation(request, this.layout);
     let allocations = inline?.allocations;
-    const failure = await transactSession(this.requests, this.kernelItems, {
+    const { refused } = await transactSession(this.requests, this.kernelItems, {
       operation: "reserveCapacity",
       sessionId: request.sessionId,
       inline,
@@ -218,11 +218,11 @@ export class AgentCapacity {
         return plan;
       },
     });
-    if (failure === undefined) return allocations ?? [];
+    if (refused === undefined) return allocations ?? [];
     throw await transactionError(
       request.sessionId,
       request.expected,
-      failure,
+      refused,
       () =>
         this.requests.getItem("read session", {
           pk: { S: sessionPk(request.sessionId) },

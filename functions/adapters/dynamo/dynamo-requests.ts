@@ -93,6 +93,33 @@ export class DynamoRequests {
     }
   }
 
+  /**
+   * A plan of one Update, sent as UpdateItem returning the item as written (ALL_NEW: strongly
+   * consistent, and it consumes no read capacity), or, refused, its failure as `transact` reports it.
+   */
+  async updateReturningItem(
+    operation: string,
+    plan: PlannedTransaction,
+  ): Promise<{ readonly item: Item } | { readonly failures: ConditionFailure[] }> {
+    const [only, ...more] = plan.items;
+    if (only?.Update === undefined || more.length > 0) {
+      throw new Error(`${operation}: a plan of one Update was expected, not ${plan.items.length} items`);
+    }
+    const input: UpdateItemCommandInput = {
+      ...only.Update,
+      ReturnValues: "ALL_NEW",
+      ...(this.metrics ? { ReturnConsumedCapacity: "INDEXES" as const } : {}),
+    };
+    try {
+      const out = await this.write(operation, "UpdateItem", 1, () =>
+        this.client.send(new UpdateItemCommand(input)),
+      );
+      return { item: out.Attributes ?? {} };
+    } catch (error) {
+      return { failures: refusedOne(error, plan.roles[0]!) };
+    }
+  }
+
   /** One planned item as a single-item write; its condition failure comes back like a transaction's. */
   private async writeOne(
     operation: string,
@@ -115,11 +142,7 @@ export class DynamoRequests {
       }
       return undefined;
     } catch (error) {
-      if (error instanceof Error && error.name === "ConditionalCheckFailedException") {
-        const old = (error as { Item?: Item }).Item;
-        return [{ role, reason: { Code: "ConditionalCheckFailed", ...(old ? { Item: old } : {}) } }];
-      }
-      throw error;
+      return refusedOne(error, role);
     }
   }
 
@@ -362,4 +385,11 @@ export function tableKey(item: Item): Item {
 
 function keyString(item: Item): string {
   return `${item["pk"]?.S ?? ""}\u0000${item["sk"]?.S ?? ""}`;
+}
+
+/** A single-item write's failed condition as a transaction reports it (with the item as it was); any other error is thrown on. */
+function refusedOne(error: unknown, role: ItemRole): ConditionFailure[] {
+  if (!(error instanceof Error) || error.name !== "ConditionalCheckFailedException") throw error;
+  const old = (error as { Item?: Item }).Item;
+  return [{ role, reason: { Code: "ConditionalCheckFailed", ...(old ? { Item: old } : {}) } }];
 }

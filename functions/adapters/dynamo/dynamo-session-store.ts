@@ -319,18 +319,18 @@ export class DynamoSessionStore
   }
 
   async applyWrite(write: SessionWrite): Promise<AppliedWrite> {
-    const failure = await transactSession(this.requests, this.kernelItems, {
+    const { refused } = await transactSession(this.requests, this.kernelItems, {
       operation: "applyWrite",
       sessionId: write.sessionId,
       inline: planInlineSessionWrite(write, this.layout),
       expected: write.expected,
       legacy: () => planSessionWrite(write, this.layout),
     });
-    if (failure !== undefined) {
+    if (refused !== undefined) {
       throw await transactionError(
         write.sessionId,
         write.expected,
-        failure,
+        refused,
         () => this.readSessionItem(write.sessionId),
         {
           clash: (failure) =>
@@ -350,19 +350,26 @@ export class DynamoSessionStore
     expected: SessionState,
     patches: readonly KernelPatch[],
     nowMs: number,
-  ): Promise<void> {
-    const failure = await transactSession(this.requests, this.kernelItems, {
+  ): Promise<SessionWithKernels | undefined> {
+    const outcome = await transactSession(this.requests, this.kernelItems, {
       operation: "patchKernels",
       sessionId,
       inline: planInlineKernelPatches(sessionId, patches, nowMs, this.layout),
       expected: undefined,
       legacy: () => planKernelPatches(sessionId, patches, nowMs, this.layout),
+      returnSession: true,
     });
-    if (failure === undefined) return;
-    throw await transactionError(sessionId, expected, failure, () => this.readSessionItem(sessionId), {
-      clash: kernelChanged,
-      other: kernelMissing(sessionId),
-    });
+    if (outcome.refused === undefined) return outcome.written;
+    throw await transactionError(
+      sessionId,
+      expected,
+      outcome.refused,
+      () => this.readSessionItem(sessionId),
+      {
+        clash: kernelChanged,
+        other: kernelMissing(sessionId),
+      },
+    );
   }
 
   async listRuns(sessionId: string): Promise<RunRecord[]> {

@@ -4,10 +4,21 @@
  * nothing else about the write matters. Then parts of the write that clash with the session's
  * state (a kernel already placed), then failures of other items (an agent without room).
  */
+import type { SessionWithKernels } from "../../core/model.ts";
 import { ConflictError, NotFoundError, type SessionState } from "../../core/ports/session-store.ts";
 import type { ConditionFailure } from "./dynamo-requests.ts";
 import { INLINE_KERNELS, sessionFromItem, type Item } from "./item-codec.ts";
 import type { InlinePlan } from "./transaction-plan.ts";
+
+/** Why a session's write was refused, and the session as the refusal showed it, if it did. */
+export interface RefusedWrite {
+  readonly failures: readonly ConditionFailure[];
+  /**
+   * The session item as DynamoDB returned it with the refusal (ALL_OLD), when that item holds its
+   * kernels: the whole session as it stands, strongly consistent, at no extra read.
+   */
+  readonly current?: SessionWithKernels;
+}
 
 export interface FailureMappers {
   /** A reason the write clashes with the session (reported with its state), or an error as is. */
@@ -25,10 +36,11 @@ export interface FailureMappers {
 export async function transactionError(
   sessionId: string,
   expected: SessionState,
-  failures: readonly ConditionFailure[],
+  refused: RefusedWrite,
   readSessionItem: () => Promise<Item | undefined>,
   mappers: FailureMappers,
 ): Promise<Error> {
+  const { failures, current } = refused;
   const stateOf = async (item: Item | undefined): Promise<SessionState | undefined> => {
     const stored = item ?? (await readSessionItem());
     if (stored === undefined) return undefined;
@@ -41,19 +53,21 @@ export async function transactionError(
     const found = await stateOf(sessionFailure.reason.Item);
     return found === undefined
       ? new NotFoundError("session", sessionId)
-      : new ConflictError(sessionId, expected, found);
+      : new ConflictError(sessionId, expected, found, undefined, "session", current);
   }
   for (const failure of failures) {
     const clash = mappers.clash?.(failure);
     if (clash === undefined) continue;
     if (clash instanceof Error) return clash;
-    // A write that did not check the session (kernel reports) reports the clash alone: the
-    // caller reads everything again anyway, so the session is not read here just to name it.
+    // A write that did not check the session (kernel reports) reports the clash alone, and the
+    // session only as the refusal showed it: it is not read here just to name it.
     return new ConflictError(
       sessionId,
       expected,
       mappers.sessionChecked === true ? expected : undefined,
       clash,
+      "session",
+      current,
     );
   }
   for (const failure of failures) {

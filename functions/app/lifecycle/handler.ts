@@ -138,7 +138,8 @@ export async function patchKernels(
   target: SessionWithKernels,
   plan: (current: SessionWithKernels) => readonly KernelPatch[] | undefined,
 ): Promise<SessionWithKernels | undefined> {
-  return rereadOnConflict(async (n) => {
+  return rereadOnConflict(async (n, conflict) => {
+    if (conflict?.current) ctx.snapshot.remember([conflict.current]);
     const current = n === 1 ? target : await ctx.snapshot.session(target.session.id);
     if (!current || current.session.status !== target.session.status) return undefined;
     const planned = plan(current);

@@ -181,14 +181,15 @@ export interface SessionRepository {
    * session item (its version, its stage) is neither written nor checked, so a report and a stage
    * entry or claim collide only where both change one kernel. Throws ConflictError when a kernel
    * changed since it was read (`expected`: the session as the reports were checked against, for
-   * the message), NotFoundError for a missing kernel.
+   * the message), NotFoundError for a missing kernel. Returns the session as written when the
+   * store has it without reading (a session whose item holds its kernels), else undefined.
    */
   patchKernels(
     sessionId: string,
     expected: SessionState,
     patches: readonly KernelPatch[],
     nowMs: number,
-  ): Promise<void>;
+  ): Promise<SessionWithKernels | undefined>;
   /** The session's history in seq order (records past their retention are left out). */
   listHistory(sessionId: string, query?: HistoryQuery): Promise<HistoryRecord[]>;
   /** The session's finished runs, in run order. */
@@ -344,12 +345,19 @@ export class ConflictError extends SessionStoreError {
   readonly found: EntityState | undefined;
   /** Set when the item itself matched but another part of the write was taken. */
   readonly reason: string | undefined;
+  /**
+   * The session as the refused write found it, when the store had it in hand (DynamoDB returns
+   * the item a single-item write was refused on): the next attempt plans from it instead of
+   * reading it again. Undefined when the store did not see the whole session.
+   */
+  readonly current: SessionWithKernels | undefined;
   constructor(
     id: string,
     expected: EntityState,
     found: EntityState | undefined,
     reason?: string,
     entity: "session" | "deployment" | "route" = "session",
+    current?: SessionWithKernels,
   ) {
     super(
       `${entity} ${id}: expected ${expected.status} v${expected.version}` +
@@ -361,6 +369,7 @@ export class ConflictError extends SessionStoreError {
     this.expected = expected;
     this.found = found;
     this.reason = reason;
+    this.current = current;
   }
 }
 

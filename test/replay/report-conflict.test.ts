@@ -1,0 +1,49 @@
+/**
+ * Replayed: a kernel report that meets a competing write (issue 12). DynamoDB refuses the
+ * report's write and returns the session as it stands; the coordinator plans again from that
+ * copy and does not read the session again, before the write or after it.
+ */
+import { afterEach, expect, test } from "vitest";
+import { KernelStatus } from "../../functions/core/status.ts";
+import { CAP, Replay } from "./harness.ts";
+
+let h: Replay | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+test("a report refused by a competing write is written again from the refusal's copy, with no read", async () => {
+  h = await Replay.open("report-conflict");
+  const a = await h.register("agent-a", CAP);
+  a.reportsPulling = true;
+  a.deferReports = true;
+  await h.submit("s-001", { name: "conflict", command: ["true"] });
+  expect(a.held.map((r) => r.detail["status"])).toEqual(["PULLING", "PREPARED"]);
+
+  // Just before the coordinator writes the PULLING report, another writer changes the kernel.
+  h.interpose("patchKernels", async (store) => {
+    const { session, kernels } = (await store.getSession("s-001"))!;
+    const kernel = kernels[0]!;
+    await store.patchKernels(
+      "s-001",
+      session,
+      [{ index: 0, expectedVersion: kernel.version ?? 0, message: "a competing writer" }],
+      h!.nowMs,
+    );
+  });
+  const from = h.storeCalls.length;
+  await h.release("agent-a", (_, d) => d["status"] === "PULLING", "PULLING");
+
+  // The batch's one read, the refused write, the write again: nothing read between them or
+  // after them (before, each write was followed by a read of the session).
+  const calls = h.storeCalls.slice(from).map((c) => c.method);
+  expect(calls, h.stepLog).toEqual(["getSessions", "patchKernels", "patchKernels"]);
+  const { kernels } = await h.session("s-001");
+  expect(kernels[0]).toMatchObject({ status: KernelStatus.PULLING, message: "a competing writer" });
+  expect(h.rejections, h.stepLog).toEqual([]);
+
+  a.deferReports = false;
+  await h.release("agent-a", () => true, "PREPARED");
+  expect((await h.session("s-001")).session.status, h.stepLog).toBe("RUNNING");
+});
