@@ -459,6 +459,9 @@ describe("sessions: create, read, write", () => {
     // The refusal carries the session as it stands (DynamoDB's ALL_OLD): the caller's next
     // attempt plans from it instead of reading it again.
     expect(clash["current"]).toEqual(await store.getSession("kver-1"));
+    // Carried, not written out: a logged error does not hold the session (spec, task token).
+    expect(Object.keys(clash)).not.toContain("current");
+    expect(JSON.parse(JSON.stringify(clash))).not.toHaveProperty("current");
     // A report computed from a stale kernel conflicts too, said in its one request: the session
     // is not read just to name it, and is carried as the refusal showed it. One for a missing
     // kernel is not found.

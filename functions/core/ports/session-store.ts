@@ -348,9 +348,11 @@ export class ConflictError extends SessionStoreError {
   /**
    * The session as the refused write found it, when the store had it in hand (DynamoDB returns
    * the item a single-item write was refused on): the next attempt plans from it instead of
-   * reading it again. Undefined when the store did not see the whole session.
+   * reading it again. Undefined when the store did not see the whole session. Not enumerable: a
+   * logged or serialized error (loggers write an error's own fields) does not carry the session,
+   * its spec and task token with it.
    */
-  readonly current: SessionWithKernels | undefined;
+  declare readonly current: SessionWithKernels | undefined;
   constructor(
     id: string,
     expected: EntityState,
@@ -369,7 +371,7 @@ export class ConflictError extends SessionStoreError {
     this.expected = expected;
     this.found = found;
     this.reason = reason;
-    this.current = current;
+    Object.defineProperty(this, "current", { value: current, enumerable: false });
   }
 }
 
