@@ -11,6 +11,7 @@ import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge
 import { storeMetrics } from "../functions/handlers/wiring.ts";
 import { DetailType, toPutEventsEntry } from "../functions/core/events.ts";
 import type { SessionSpecInput } from "../functions/core/spec.ts";
+import { SESSION_STATUSES } from "../functions/core/status.ts";
 import { startRuntime, type Runtime } from "../local/runtime.ts";
 import { JIT_THREADS, processCpuSeconds, threadCpuSeconds } from "./process-cpu.ts";
 
@@ -116,6 +117,8 @@ export class SessionWatch {
   readonly submittedAtMs = new Map<string, number>();
   /** When each session's first status change was seen: the intake had created it. */
   readonly createdAtMs = new Map<string, number>();
+  /** Each session's latest status, as its Session Status Changed events said. */
+  readonly statusOf = new Map<string, string>();
   readonly runningAtMs = new Map<string, number>();
   readonly ended = new Map<string, { readonly atMs: number; readonly to: string }>();
   /** sessionId → kernelIndex → the agent's first RUNNING report time (its own clock). */
@@ -136,6 +139,7 @@ export class SessionWatch {
     if (!this.submittedAtMs.has(d.sessionId)) return;
     const nowMs = Date.now();
     if (!this.createdAtMs.has(d.sessionId)) this.createdAtMs.set(d.sessionId, nowMs);
+    this.statusOf.set(d.sessionId, d.to);
     if (d.to === "RUNNING" && !this.runningAtMs.has(d.sessionId)) this.runningAtMs.set(d.sessionId, nowMs);
     if (FINAL_STATUSES.includes(d.to) && !this.ended.has(d.sessionId)) {
       this.ended.set(d.sessionId, { atMs: nowMs, to: d.to });
@@ -147,6 +151,17 @@ export class SessionWatch {
     const kernels = this.kernelRunningAtMs.get(d.sessionId) ?? new Map<number, number>();
     if (!kernels.has(d.kernelIndex)) kernels.set(d.kernelIndex, d.atMs);
     this.kernelRunningAtMs.set(d.sessionId, kernels);
+  }
+
+  /** How many sessions are in each status short of the end, in lifecycle order: where a backlog sits. */
+  underWay(): string {
+    const counts = new Map<string, number>();
+    for (const status of this.statusOf.values()) {
+      if (!FINAL_STATUSES.includes(status)) counts.set(status, (counts.get(status) ?? 0) + 1);
+    }
+    const order = SESSION_STATUSES as readonly string[];
+    const listed = [...counts].sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0]));
+    return listed.length === 0 ? "none" : listed.map(([status, n]) => `${status} ${n}`).join(", ");
   }
 
   /** Milliseconds from each session's submission to `at`, for the sessions that got there. */
@@ -215,6 +230,7 @@ export async function waitForEnd(
       console.log(
         `bench: ${watch.createdAtMs.size}/${total} created, ${watch.runningAtMs.size}/${total} reached RUNNING, ${watch.ended.size}/${total} ${options.unit} done (${fmtSeconds(Date.now() - options.startedAtMs)})`,
       );
+      console.log(`bench:   where the sessions under way are: ${watch.underWay()}`);
     }
   }
 }

@@ -228,6 +228,12 @@ printLatency(
   "submit → TERMINATED",
   watch.sinceSubmit(ids, (id) => watch.ended.get(id)?.atMs),
 );
+// The intake (job and session written, execution started, first status announced): a session
+// cannot run before it, so it bounds how soon the burst's median session can.
+printLatency(
+  "submit → created",
+  watch.sinceSubmit(ids, (id) => watch.createdAtMs.get(id)),
+);
 scenario.extraReport?.(watch, ids);
 printCosts(costs, scenario.per);
 
