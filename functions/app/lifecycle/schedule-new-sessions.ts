@@ -4,6 +4,9 @@
  * in), and reserves the capacity atomically. A session that cannot be placed is SKIPPED with the
  * reason, which becomes its pending reason; when higher-priority sessions placed ahead of it in
  * this pass took the capacity it would have fitted in, the reason says so (it waits for priority).
+ * The pass plans every target first and then reserves: reservations on different agents go out
+ * together, those on one agent one after another, so a pass's time is not one round trip per
+ * session (the placement queue runs one pass at a time).
  */
 import { executorOf, Executor } from "../../core/fargate.ts";
 import { fargatePoolCapacity, fargatePoolId, isFargatePool } from "../../core/fargate-pool.ts";
@@ -13,75 +16,159 @@ import { PlacementPass, toAgentFree } from "../../core/placement-pass.ts";
 import { CapacityError, NotFoundError, type ReservationRequest } from "../../core/ports/session-store.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
 import { sessionAfterPlacement } from "../../core/session-after-write.ts";
+import pLimit from "p-limit";
 import { isConflict } from "../reread.ts";
 import { errorMessage, ResultBuilder, type HandlerContext, type LifecycleHandler } from "./handler.ts";
 
 export const scheduleNewSessions: LifecycleHandler = {
   spec: LIFECYCLE_HANDLERS.ScheduleNewSessions,
   async execute(targets: readonly SessionWithKernels[], ctx: HandlerContext): Promise<HandlerResult> {
+    const first = await placementRound(targets, ctx);
+    const outcomes = first.outcomes;
+    // A reservation that failed gave back capacity the round had counted as taken, or found an
+    // agent with less than it was read with: the sessions that waited are placed once more,
+    // against the agents as they are now.
+    const again = targets.filter((t) => outcomes.get(t.session.id)?.replan === true);
+    if (first.failed && again.length > 0) {
+      for (const [id, outcome] of (await placementRound(again, ctx)).outcomes) outcomes.set(id, outcome);
+    }
     const result = new ResultBuilder();
-    // Free capacity as it is now, not the run's snapshot: passes earlier in this run may have
-    // released capacity, and a higher-priority session must not miss it to a later, targeted
-    // pass that places a lower-priority one (priority inversion, then a needless preemption).
-    const agents = await ctx.store.listAgents();
-    const live = [
-      ...agents.filter((a) => !isFargatePool(a.id) && isLiveAgent(a, ctx.nowMs, ctx.config.agentTimeoutMs)),
-      ...(await fargatePools(targets, agents, ctx)),
-    ];
-    const incarnations = new Map(live.map((a) => [a.id, a.incarnation]));
-    const pass = new PlacementPass(live.map(toAgentFree), { fargate: ctx.config.fargate !== undefined });
-    for (const target of targets) {
-      const { session, kernels } = target;
-      const planned = pass.place(target);
-      if (planned.kind === "placed-before") {
-        result.success(session.id, planned.message);
-        continue;
-      }
-      if (planned.kind === "wait") {
-        result.skip(session.id, planned.message);
-        continue;
-      }
-      // The reservation places the kernels: the copy read no longer shows them.
-      ctx.snapshot.forget(session.id);
-      const token = session.stage.taskToken;
-      const request: ReservationRequest = {
+    for (const { session } of targets) {
+      const outcome = outcomes.get(session.id);
+      if (outcome?.kind === "success") result.success(session.id, outcome.message);
+      else if (outcome?.kind === "skip") result.skip(session.id, outcome.message);
+      else if (outcome?.kind === "failure") result.failure(session.id, outcome.message);
+    }
+    return result.build();
+  },
+};
+
+/** What became of a target: recorded as the handler's result, or (moved) nothing to judge. */
+type Outcome =
+  | { readonly kind: "success" | "failure"; readonly message: string; readonly replan?: undefined }
+  /** `replan`: it may fit once capacity a failed reservation had counted is back. */
+  | { readonly kind: "skip"; readonly message: string; readonly replan: boolean }
+  | { readonly kind: "moved"; readonly replan?: undefined };
+
+/**
+ * Reservations of one round sent at once, at most this many; those sharing an agent go one
+ * after another (inAgentLanes).
+ */
+const RESERVATIONS_AT_ONCE = 16;
+
+/**
+ * One round: the live agents read, every target planned in order (a placement's capacity
+ * counted as taken for the targets after it), then the reservations sent. `failed`: some
+ * reservation did not hold, so capacity counted as taken may not be.
+ */
+async function placementRound(
+  targets: readonly SessionWithKernels[],
+  ctx: HandlerContext,
+): Promise<{ readonly outcomes: Map<string, Outcome>; readonly failed: boolean }> {
+  // Free capacity as it is now, not the run's snapshot: passes earlier in this run may have
+  // released capacity, and a higher-priority session must not miss it to a later, targeted
+  // pass that places a lower-priority one (priority inversion, then a needless preemption).
+  const agents = await ctx.store.listAgents();
+  const live = [
+    ...agents.filter((a) => !isFargatePool(a.id) && isLiveAgent(a, ctx.nowMs, ctx.config.agentTimeoutMs)),
+    ...(await fargatePools(targets, agents, ctx)),
+  ];
+  const incarnations = new Map(live.map((a) => [a.id, a.incarnation]));
+  const pass = new PlacementPass(live.map(toAgentFree), { fargate: ctx.config.fargate !== undefined });
+  const outcomes = new Map<string, Outcome>();
+  const planned: { readonly target: SessionWithKernels; readonly request: ReservationRequest }[] = [];
+  for (const target of targets) {
+    const { session, kernels } = target;
+    const placement = pass.place(target);
+    if (placement.kind === "placed-before") {
+      outcomes.set(session.id, { kind: "success", message: placement.message });
+      continue;
+    }
+    if (placement.kind === "wait") {
+      outcomes.set(session.id, { kind: "skip", message: placement.message, replan: true });
+      continue;
+    }
+    // The reservation places the kernels: the copy read no longer shows them.
+    ctx.snapshot.forget(session.id);
+    planned.push({
+      target,
+      request: {
         sessionId: session.id,
         expected: { status: session.status, version: session.version },
         nowMs: ctx.nowMs,
-        placements: planned.kernels.map((p) => ({
+        placements: placement.kernels.map((p) => ({
           kernelIndex: p.index,
           agentId: p.agentId,
           resources: kernels[p.index]?.resources ?? session.spec.resources,
           ...(incarnations.get(p.agentId) !== undefined ? { incarnation: incarnations.get(p.agentId)! } : {}),
         })),
         // Placing decides the stage: the reservation claims it too, and the run holds the token.
-        ...(token !== undefined ? { claimStage: true } : {}),
-      };
-      try {
-        await ctx.store.reserveCapacity(request);
-        if (token !== undefined) {
-          ctx.snapshot.remember([sessionAfterPlacement(target, request)]);
-          ctx.hold(session.id, session.status, token);
-        }
-      } catch (error) {
-        if (error instanceof CapacityError) {
-          // Another run took the capacity first: not this session's failure, so no try is spent.
-          result.skip(session.id, `capacity changed while placing: ${errorMessage(error)}`);
-          const agent = await ctx.store.getAgent(error.agentId);
-          if (agent) pass.refresh(toAgentFree(agent));
-        } else if (isConflict(error) || error instanceof NotFoundError) {
-          // The session moved on (cancelled, or another run placed it): nothing to judge.
-        } else {
-          result.failure(session.id, `could not reserve capacity: ${errorMessage(error)}`);
-        }
-        continue;
+        ...(session.stage.taskToken !== undefined ? { claimStage: true } : {}),
+      },
+    });
+    outcomes.set(session.id, { kind: "success", message: placement.message });
+    pass.taken(target, placement.kernels);
+  }
+  const settled = await inAgentLanes(
+    planned.map(({ request }) => ({
+      agentIds: request.placements.map((p) => p.agentId),
+      run: () => ctx.store.reserveCapacity(request),
+    })),
+    RESERVATIONS_AT_ONCE,
+  );
+  let failed = false;
+  for (const [i, reserved] of settled.entries()) {
+    const { target, request } = planned[i]!;
+    const { session } = target;
+    const token = session.stage.taskToken;
+    if (reserved.status === "fulfilled") {
+      if (token !== undefined) {
+        ctx.snapshot.remember([sessionAfterPlacement(target, request)]);
+        ctx.hold(session.id, session.status, token);
       }
-      pass.taken(target, planned.kernels);
-      result.success(session.id, planned.message);
+      continue;
     }
-    return result.build();
-  },
-};
+    failed = true;
+    const error: unknown = reserved.reason;
+    if (error instanceof CapacityError) {
+      // Another run took the capacity first: not this session's failure, so no try is spent.
+      const message = `capacity changed while placing: ${errorMessage(error)}`;
+      outcomes.set(session.id, { kind: "skip", message, replan: true });
+    } else if (isConflict(error) || error instanceof NotFoundError) {
+      // The session moved on (cancelled, or another run placed it): nothing to judge.
+      outcomes.set(session.id, { kind: "moved" });
+    } else {
+      outcomes.set(session.id, {
+        kind: "failure",
+        message: `could not reserve capacity: ${errorMessage(error)}`,
+      });
+    }
+  }
+  return { outcomes, failed };
+}
+
+/**
+ * Runs `tasks` at most `limit` at a time, each after every earlier task that shares one of its
+ * agents has settled: two transactions writing one agent item conflict in DynamoDB instead of
+ * queueing, so a placement pass's reservations go out together across agents and one by one
+ * on each. Results come back in the order of `tasks`.
+ */
+export async function inAgentLanes<T>(
+  tasks: readonly { readonly agentIds: readonly string[]; readonly run: () => Promise<T> }[],
+  limit: number,
+): Promise<PromiseSettledResult<T>[]> {
+  const slots = pLimit(limit);
+  const tails = new Map<string, Promise<unknown>>();
+  const runs = tasks.map(({ agentIds, run }) => {
+    const agents = [...new Set(agentIds)];
+    const before = Promise.allSettled(agents.flatMap((id) => tails.get(id) ?? []));
+    const ran = before.then(() => slots(run));
+    const settled = ran.catch(() => undefined);
+    for (const id of agents) tails.set(id, settled);
+    return ran;
+  });
+  return Promise.allSettled(runs);
+}
 
 /**
  * The pools of the queues the targets' Fargate sessions name, sized from each queue's settings

@@ -1,0 +1,42 @@
+/**
+ * Replayed: a placement pass plans every target, then sends the reservations (on different
+ * agents together, on one agent one after another). A reservation that fails gives back the
+ * capacity the pass had counted for it, and the sessions that waited are placed again in the
+ * same pass, as they were when reservations went one by one.
+ */
+import { afterEach, expect, test } from "vitest";
+import { CAP, Replay } from "./harness.ts";
+
+let h: Replay | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+test("a reservation refused mid-pass gives its capacity to the session that waited for it, in the same pass", async () => {
+  h = await Replay.open("placement-round");
+  const spec = (name: string) => ({ name, command: ["true"], resources: { cpu: CAP.cpu } });
+  // No agent yet: both wait, oldest first.
+  await h.submit("s-001", spec("first"));
+  await h.submit("s-002", spec("second"));
+  expect((await h.session("s-001")).session.status, h.stepLog).toBe("PENDING");
+  expect((await h.session("s-002")).session.status, h.stepLog).toBe("PENDING");
+
+  // Room for one. Just before its reservation, another writer moves s-001 on (its version):
+  // the reservation is refused, and the capacity planned for it is free after all.
+  h.interpose("reserveCapacity", async (store) => {
+    const { session } = (await store.getSession("s-001"))!;
+    await store.applyWrite({
+      sessionId: "s-001",
+      expected: { status: session.status, version: session.version },
+      nowMs: h!.nowMs,
+    });
+  });
+  await h.register("agent-a", CAP);
+
+  expect((await h.session("s-002")).kernels[0]?.agentId, h.stepLog).toBe("agent-a");
+  expect((await h.session("s-002")).session.status, h.stepLog).not.toBe("PENDING");
+  expect((await h.session("s-001")).session.status, h.stepLog).toBe("PENDING");
+  const reservations = h.storeCalls.filter((c) => c.method === "reserveCapacity").map((c) => c.sessionId);
+  expect(reservations.slice(0, 2), h.stepLog).toEqual(["s-001", "s-002"]);
+});
