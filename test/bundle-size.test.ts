@@ -22,12 +22,14 @@ const BUDGET_BYTES = 1_300_000;
  * The coordinator alone invokes the submission filter (issue 16), with @aws-sdk/client-lambda:
  * about 0.14 MB more (its schemas, and the event-stream support of InvokeWithResponseStream).
  * Only its bundle carries it (handlers/submission-filter.ts), so EnterStage keeps the budget.
+ * 1.449 MB at issue 12's ninth session; the budget leaves room for our own code to grow.
  */
 /**
  * EnterStage carries the coordinator it advances, with admission and drafts (issue 16), and sends
- * the agents' prepare and start commands (core/entry-commands.ts): 1.32 MB.
+ * the agents' prepare and start commands (core/entry-commands.ts): 1.32 MB, 1.33 MB with issue
+ * 12's one-item store, concurrent reservations and intake (our own code, no new dependency).
  */
-const BUDGETS: Readonly<Record<string, number>> = { Coordinator: 1_450_000, EnterStage: 1_330_000 };
+const BUDGETS: Readonly<Record<string, number>> = { Coordinator: 1_465_000, EnterStage: 1_345_000 };
 
 /** Inputs that must never be bundled into a function, with why. */
 const FORBIDDEN: readonly { readonly pattern: RegExp; readonly what: string }[] = [

@@ -93,7 +93,7 @@ export class Admission {
   /**
    * What admission decides, before anything is written: reads, validation and the filter's
    * answer. Plans of different jobs may be made at once (the filter's call is the slow part);
-   * `settle` then writes what each decided, in the batch's order.
+   * `settle` then writes what each decided (different new jobs at once, Coordinator#submitAhead).
    */
   async plan(jobId: string, written: unknown, queued: SessionSpec): Promise<AdmissionPlan> {
     // The job as stored (a redelivered submission's), read only where it decides something: the

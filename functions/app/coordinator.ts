@@ -50,7 +50,7 @@ import { Agents } from "./agents.ts";
 import type { FargateKernels } from "./fargate-kernels.ts";
 import { KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
-import { Jobs } from "./jobs.ts";
+import { Jobs, type SubmitOutcome } from "./jobs.ts";
 import { Drafts, startDraftSubmissions, writtenSpec } from "./drafts.ts";
 import pLimit from "p-limit";
 import { Admission, type AdmissionDeps, type AdmissionPlan } from "./admission.ts";
@@ -496,7 +496,8 @@ export class Coordinator {
 
   /**
    * The batch's events: parsed, what their rules read loaded, stepped, and each action carried
-   * out in the batch's order; then what the actions came to, stepped again for what it wakes.
+   * out in the batch's order (new jobs' submissions started ahead, #submitAhead); then what the
+   * actions came to, stepped again for what it wakes.
    * Kernel reports are applied last, each session's together (#applyReports).
    */
   async #applyEvents(
@@ -549,6 +550,7 @@ export class Coordinator {
     const { actions, wake } = step(await this.#loadEvents(events));
     dirty.apply(wake);
     const admissions = this.#planAdmissions(actions, written);
+    const ahead = this.#submitAhead(actions, admissions, written);
     const done: Applied[] = [];
     const reports = new Map<string, PendingReport[]>();
     for (const action of actions) {
@@ -564,24 +566,7 @@ export class Coordinator {
             await reject(action);
             break;
           case "submit": {
-            // Validated against its job template and filtered (issue 16) in one place, whatever
-            // made the submission; a deployment's replica is the control plane's own and is not.
-            const admitted =
-              action.service !== undefined
-                ? { kind: "admitted" as const, spec: action.spec }
-                : await this.#admission.settle(
-                    await (admissions.get(action.index) ??
-                      this.#admission.plan(
-                        action.jobId,
-                        written.get(action.eventId) ?? action.spec,
-                        action.spec,
-                      )),
-                  );
-            const submitted =
-              admitted.kind === "admitted"
-                ? await this.#jobs.submit(action.jobId, admitted.spec, action.service)
-                : // Stored, ended FAILED: applied, and nothing to look at.
-                  { ok: true as const, sessionIds: [] };
+            const submitted = await (ahead.get(action.index) ?? this.#submit(action, admissions, written));
             if (submitted.ok) outcome(undefined);
             done.push(
               submitted.ok
@@ -963,10 +948,58 @@ export class Coordinator {
   }
 
   /**
+   * One submission: validated against its job template and filtered (issue 16) in one place,
+   * whatever made it (a deployment's replica is the control plane's own and is not), then its
+   * job and sessions stored and their executions started.
+   */
+  async #submit(
+    action: Extract<EventAction, { kind: "submit" }>,
+    admissions: ReadonlyMap<number, Promise<AdmissionPlan>>,
+    written: ReadonlyMap<string, unknown>,
+  ): Promise<SubmitOutcome> {
+    const admitted =
+      action.service !== undefined
+        ? { kind: "admitted" as const, spec: action.spec }
+        : await this.#admission.settle(
+            await (admissions.get(action.index) ??
+              this.#admission.plan(action.jobId, written.get(action.eventId) ?? action.spec, action.spec)),
+          );
+    return admitted.kind === "admitted"
+      ? this.#jobs.submit(action.jobId, admitted.spec, action.service)
+      : // Stored, ended FAILED: applied, and nothing to look at.
+        { ok: true, sessionIds: [] };
+  }
+
+  /**
+   * The batch's new jobs, stored and started at once rather than one after another, which would
+   * pace intake at one job per round trip: each writes only its own job and sessions. Those whose
+   * admission was planned ahead (a job's first submission in the batch) and that name no parent
+   * go ahead; a repeat, a child (its parent may be another submission of the batch) and a
+   * replica are submitted in their turn, after every submission before them.
+   */
+  #submitAhead(
+    actions: readonly EventAction[],
+    admissions: ReadonlyMap<number, Promise<AdmissionPlan>>,
+    written: ReadonlyMap<string, unknown>,
+  ): Map<number, Promise<SubmitOutcome>> {
+    const ahead = new Map<number, Promise<SubmitOutcome>>();
+    const limit = pLimit(ADMISSION_CONCURRENCY);
+    for (const action of actions) {
+      if (action.kind !== "submit" || action.spec.parent !== undefined) continue;
+      if (!admissions.has(action.index)) continue;
+      const submitted = limit(() => this.#submit(action, admissions, written));
+      // Awaited in its action's turn; a failure is that action's (redelivered), never unhandled.
+      submitted.catch(() => undefined);
+      ahead.set(action.index, submitted);
+    }
+    return ahead;
+  }
+
+  /**
    * The batch's admissions, planned at once (issue 16: the submission filter is a Lambda call, and
    * one after another they would pace intake), at most ADMISSION_CONCURRENCY at a time. Planning
-   * writes nothing; each is settled in the batch's order. Only a job's first submission in the
-   * batch is planned ahead: a repeat is planned in its turn, after the first has been stored.
+   * writes nothing. Only a job's first submission in the batch is planned ahead: a repeat is
+   * planned in its turn, after the first has been stored.
    */
   #planAdmissions(
     actions: readonly EventAction[],
@@ -1074,7 +1107,7 @@ export class Coordinator {
   }
 }
 
-/** Submissions of one batch admitted at once (their filter calls in flight together). */
+/** Submissions of one batch admitted and stored at once (their filter calls and writes in flight together). */
 const ADMISSION_CONCURRENCY = 8;
 /** A stage's token replaced more often than this while completing it is left to the next pass. */
 const MAX_TOKEN_HOPS = 3;

@@ -134,9 +134,9 @@ export interface QueueDecl {
 
 export const QUEUES: readonly QueueDecl[] = [
   {
-    // Client requests. A burst of submissions is taken in at the pace of two batches at once, so
-    // that sessions already under way (reports, stage entries, placement) are not starved of the
-    // store by the intake: work that has started finishes first.
+    // Client requests. A burst of submissions is taken in two batches at a time (each batch's
+    // new jobs written together), so that sessions already under way (reports, stage entries,
+    // placement) keep most of the store while the intake runs.
     name: QueueName.CoordinatorQueue,
     consumer: FunctionName.Coordinator,
     batchSize: 10,

@@ -1,7 +1,7 @@
 /**
  * A batch's submissions go through the submission filter at once (issue 16 item 5): the filter is
  * an administrator's Lambda function, and asked one after another its calls would pace intake.
- * Planned together, settled in the batch's order: what each admission writes is unchanged.
+ * Planned together, and the new jobs stored together: what each admission writes is unchanged.
  */
 import { describe, expect, test } from "vitest";
 import type { SubmissionFilterRequest } from "../../functions/core/submission-filter.ts";
@@ -53,6 +53,9 @@ describe("a batch of submissions and the submission filter", () => {
     // Three jobs, each asked once (the repeat of s-001 in the same batch is not asked again).
     expect(filter.calls.sort()).toEqual(["s-001", "s-002", "s-003"]);
     expect(filter.most()).toBe(3);
+    // The three jobs are stored at once (the refused one as its refusal, FAILED); the repeat of
+    // s-001 in its turn, after them.
+    expect(h.mostAtOnce.get("createJobWithSessions"), h.stepLog).toBe(3);
     expect((await h.store.getJob("s-002"))?.final).toMatchObject({
       state: "FAILED",
       reason: "rejected by the submission filter: not this one",

@@ -233,6 +233,8 @@ export class Replay {
    * replay's own reads of the state it checks go through a store of their own).
    */
   readonly storeCalls: StoreCall[] = [];
+  /** The most calls of each store method that were in flight at once. */
+  readonly mostAtOnce = new Map<string, number>();
   /**
    * Fault switch: a competing writer's write, made through a store of its own just before the
    * next call of the method (once), so that call meets a real conflict in DynamoDB Local.
@@ -258,7 +260,7 @@ export class Replay {
     this.#observer = table.store();
     this.#maxRuns = options.maxRunsPerStep ?? 100;
     this.#redeliver = options.redeliver === true;
-    this.store = recording(table.store(), this.storeCalls, (method) => {
+    this.store = recording(table.store(), this.storeCalls, this.mostAtOnce, (method) => {
       const competing = this.#interposed.get(method);
       if (competing === undefined) return undefined;
       this.#interposed.delete(method);
@@ -685,8 +687,17 @@ export interface StoreCall {
 function recording<T extends object>(
   store: T,
   calls: StoreCall[],
+  mostAtOnce: Map<string, number>,
   before: (method: string) => Promise<unknown> | undefined,
 ): T {
+  const inFlight = new Map<string, number>();
+  const counted = (method: string, result: unknown): unknown => {
+    if (!(result instanceof Promise)) return result;
+    const now = (inFlight.get(method) ?? 0) + 1;
+    inFlight.set(method, now);
+    mostAtOnce.set(method, Math.max(mostAtOnce.get(method) ?? 0, now));
+    return result.finally(() => inFlight.set(method, (inFlight.get(method) ?? 1) - 1));
+  };
   return new Proxy(store, {
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver);
@@ -700,7 +711,7 @@ function recording<T extends object>(
               ? String(first.sessionId)
               : undefined;
         calls.push(sessionId !== undefined ? { method: property, sessionId } : { method: property });
-        const call = () => (value as (...a: unknown[]) => unknown).apply(target, args);
+        const call = () => counted(property, (value as (...a: unknown[]) => unknown).apply(target, args));
         const competing = before(property);
         return competing === undefined ? call() : competing.then(call);
       };
