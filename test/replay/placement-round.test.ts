@@ -4,17 +4,13 @@
  * capacity the pass had counted for it, and the sessions that waited are placed again in the
  * same pass, as they were when reservations went one by one.
  */
-import { afterEach, expect, test } from "vitest";
-import { CAP, Replay } from "./harness.ts";
+import { expect, test } from "vitest";
+import { CAP, replaysClosedAfterEach } from "./harness.ts";
 
-let h: Replay | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const open = replaysClosedAfterEach();
 
 test("a reservation refused mid-pass gives its capacity to the session that waited for it, in the same pass", async () => {
-  h = await Replay.open("placement-round");
+  const h = await open("placement-round");
   const spec = (name: string) => ({ name, command: ["true"], resources: { cpu: CAP.cpu } });
   // No agent yet: both wait, oldest first.
   await h.submit("s-001", spec("first"));
@@ -29,7 +25,7 @@ test("a reservation refused mid-pass gives its capacity to the session that wait
     await store.applyWrite({
       sessionId: "s-001",
       expected: { status: session.status, version: session.version },
-      nowMs: h!.nowMs,
+      nowMs: h.nowMs,
     });
   });
   await h.register("agent-a", CAP);

@@ -3,18 +3,14 @@
  * report's write and returns the session as it stands; the coordinator plans again from that
  * copy and does not read the session again, before the write or after it.
  */
-import { afterEach, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { KernelStatus } from "../../functions/core/status.ts";
-import { CAP, Replay } from "./harness.ts";
+import { CAP, replaysClosedAfterEach } from "./harness.ts";
 
-let h: Replay | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const open = replaysClosedAfterEach();
 
 test("a report refused by a competing write is written again from the refusal's copy, with no read", async () => {
-  h = await Replay.open("report-conflict");
+  const h = await open("report-conflict");
   const a = await h.register("agent-a", CAP);
   a.reportsPulling = true;
   a.deferReports = true;
@@ -29,7 +25,7 @@ test("a report refused by a competing write is written again from the refusal's 
       "s-001",
       session,
       [{ index: 0, expectedVersion: kernel.version ?? 0, message: "a competing writer" }],
-      h!.nowMs,
+      h.nowMs,
     );
   });
   const from = h.storeCalls.length;
