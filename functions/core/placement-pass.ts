@@ -150,11 +150,6 @@ export class PlacementPass {
     }
     this.#placedAhead.push(session.spec.priority);
   }
-
-  /** An agent as read again (another run took its capacity first). */
-  refresh(agent: AgentFree): void {
-    (isFargatePool(agent.id) ? this.#pools : this.#free).set(agent.id, agent);
-  }
 }
 
 /** Why a Fargate session waits on a stack deployed without the Fargate executor. */
