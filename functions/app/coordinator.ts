@@ -740,8 +740,7 @@ export class Coordinator {
     snapshot: RunSnapshot,
   ): Promise<readonly (Rejection | undefined)[]> {
     return rereadOnConflict(async (_n, conflict) => {
-      // A refused write that showed the session as it stands spares the read.
-      if (conflict?.current) snapshot.remember([conflict.current]);
+      snapshot.rememberRefused(conflict);
       const s = await snapshot.session(sessionId);
       const reports: SessionReport[] = [];
       for (const pending of group) {

@@ -192,10 +192,10 @@ export class Jobs {
     force = false,
   ): Promise<boolean> {
     return rereadOnConflict(async (_n, conflict) => {
-      if (conflict?.current) snapshot?.remember([conflict.current]);
-      const s =
-        conflict?.current ??
-        (snapshot ? await snapshot.session(sessionId) : await this.#d.store.getSession(sessionId));
+      snapshot?.rememberRefused(conflict);
+      const s = snapshot
+        ? await snapshot.session(sessionId)
+        : (conflict?.current ?? (await this.#d.store.getSession(sessionId)));
       if (!s) return false;
       const { session } = s;
       if (TERMINAL_SESSION_STATUSES.has(session.status)) return true;

@@ -6,7 +6,7 @@
  * meanwhile is caught by the conditional write (a CONFLICT), never acted on.
  */
 import type { Agent, SessionWithKernels } from "../core/model.ts";
-import type { AgentRepository, SessionRepository } from "../core/ports/session-store.ts";
+import type { AgentRepository, ConflictError, SessionRepository } from "../core/ports/session-store.ts";
 import type { Clock } from "./ports.ts";
 
 export class RunSnapshot {
@@ -44,6 +44,14 @@ export class RunSnapshot {
   /** Copies read some other way (a status queue's page): newer than any held. */
   remember(sessions: Iterable<SessionWithKernels>): void {
     for (const s of sessions) this.#sessions.set(s.session.id, s);
+  }
+
+  /**
+   * A refused write that showed the session as it stands (ConflictError.current): that copy is
+   * the fresh read the next attempt needs.
+   */
+  rememberRefused(conflict: ConflictError | undefined): void {
+    if (conflict?.current) this.remember([conflict.current]);
   }
 
   /** Something else wrote sessions this run may hold (an agent's loss, a repair): read all again. */

@@ -105,9 +105,19 @@ export class DynamoRequests {
     if (only?.Update === undefined || more.length > 0) {
       throw new Error(`${operation}: a plan of one Update was expected, not ${plan.items.length} items`);
     }
+    const sent = await this.updateReturningNew(operation, only.Update);
+    return "item" in sent ? sent : { failures: [refusal(plan.roles[0]!, sent.old)] };
+  }
+
+  /** A conditional UpdateItem returning the new item (ALL_NEW), or the old one (ALL_OLD) when the guard failed. */
+  private async updateReturningNew(
+    operation: string,
+    update: Omit<UpdateItemCommandInput, "ReturnValues" | "ReturnValuesOnConditionCheckFailure">,
+  ): Promise<{ readonly item: Item } | { readonly old: Item | undefined }> {
     const input: UpdateItemCommandInput = {
-      ...only.Update,
+      ...update,
       ReturnValues: "ALL_NEW",
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
       ...(this.metrics ? { ReturnConsumedCapacity: "INDEXES" as const } : {}),
     };
     try {
@@ -116,7 +126,10 @@ export class DynamoRequests {
       );
       return { item: out.Attributes ?? {} };
     } catch (error) {
-      return { failures: refusedOne(error, plan.roles[0]!) };
+      if (error instanceof Error && error.name === "ConditionalCheckFailedException") {
+        return { old: (error as { Item?: Item }).Item };
+      }
+      throw error;
     }
   }
 
@@ -156,27 +169,14 @@ export class DynamoRequests {
     const e = new Expressions();
     const u = new UpdateBuilder(e);
     build(u);
-    const input: UpdateItemCommandInput = {
+    const sent = await this.updateReturningNew(operation, {
       TableName: this.tableName,
       Key: key,
       UpdateExpression: u.expression(),
       ConditionExpression: condition(e),
       ...e.attributes(),
-      ReturnValues: "ALL_NEW",
-      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-      ...(this.metrics ? { ReturnConsumedCapacity: "INDEXES" as const } : {}),
-    };
-    try {
-      const out = await this.write(operation, "UpdateItem", 1, () =>
-        this.client.send(new UpdateItemCommand(input)),
-      );
-      return { ok: true, item: out.Attributes ?? {} };
-    } catch (error) {
-      if (error instanceof Error && error.name === "ConditionalCheckFailedException") {
-        return { ok: false, old: (error as { Item?: Item }).Item };
-      }
-      throw error;
-    }
+    });
+    return "item" in sent ? { ok: true, item: sent.item } : { ok: false, old: sent.old };
   }
 
   /** A PutItem (conditional unless `condition` is undefined): true if written, false if the guard failed. */
@@ -390,6 +390,10 @@ function keyString(item: Item): string {
 /** A single-item write's failed condition as a transaction reports it (with the item as it was); any other error is thrown on. */
 function refusedOne(error: unknown, role: ItemRole): ConditionFailure[] {
   if (!(error instanceof Error) || error.name !== "ConditionalCheckFailedException") throw error;
-  const old = (error as { Item?: Item }).Item;
-  return [{ role, reason: { Code: "ConditionalCheckFailed", ...(old ? { Item: old } : {}) } }];
+  return [refusal(role, (error as { Item?: Item }).Item)];
+}
+
+/** An item's failed condition, as a transaction's cancellation reason names it. */
+function refusal(role: ItemRole, old: Item | undefined): ConditionFailure {
+  return { role, reason: { Code: "ConditionalCheckFailed", ...(old ? { Item: old } : {}) } };
 }

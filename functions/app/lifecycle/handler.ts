@@ -139,7 +139,7 @@ export async function patchKernels(
   plan: (current: SessionWithKernels) => readonly KernelPatch[] | undefined,
 ): Promise<SessionWithKernels | undefined> {
   return rereadOnConflict(async (n, conflict) => {
-    if (conflict?.current) ctx.snapshot.remember([conflict.current]);
+    ctx.snapshot.rememberRefused(conflict);
     const current = n === 1 ? target : await ctx.snapshot.session(target.session.id);
     if (!current || current.session.status !== target.session.status) return undefined;
     const planned = plan(current);
