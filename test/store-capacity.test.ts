@@ -7,7 +7,7 @@ import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
 import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
 import type { ReservationRequest } from "../functions/core/ports/session-store.ts";
 import { sessionAfterPlacement } from "../functions/core/session-after-write.ts";
-import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
+import { agentRegistration, caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
 
 const small = { cpu: 1, memoryMiB: 512 };
 
@@ -77,14 +77,7 @@ describe("agents and capacity", () => {
   });
 
   test("a reservation that claims the stage reads back as sessionAfterPlacement computes it", async () => {
-    await store.registerAgent({
-      agentId: "claim-a",
-      incarnation: "claim-a-1",
-      capacity: { cpu: 4, memoryMiB: 4096 },
-      labels: {},
-      signingKey: "k".repeat(32),
-      nowMs: T0,
-    });
+    await store.registerAgent(agentRegistration("claim-a"));
     await store.createSession(newSession("claim-1", { replicas: 2, taskToken: "tok-claim" }));
     const copy = (await store.getSession("claim-1"))!;
     expect(copy.session.stage.taskToken).toBe("tok-claim");

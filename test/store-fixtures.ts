@@ -162,3 +162,12 @@ export function skip(sessionId: string, atMs: number, message: string): HistoryD
     atMs,
   };
 }
+
+/** An agent's registration for store tests: incarnation `<agentId>-1`, 4 cpu and 4 GiB unless said. */
+export function agentRegistration(
+  agentId: string,
+  capacity: { readonly cpu: number; readonly memoryMiB: number } = { cpu: 4, memoryMiB: 4096 },
+  nowMs = T0,
+) {
+  return { agentId, incarnation: `${agentId}-1`, capacity, labels: {}, signingKey: "k".repeat(32), nowMs };
+}

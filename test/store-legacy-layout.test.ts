@@ -12,7 +12,15 @@ import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
 import { KernelItemSessions } from "../functions/adapters/dynamo/session-form.ts";
 import { placeHistory } from "../functions/core/history.ts";
 import type { HistoryDraft, SessionWithKernels } from "../functions/core/model.ts";
-import { caught, freshTable, newSession, skip, T0, type TestTable } from "./store-fixtures.ts";
+import {
+  agentRegistration,
+  caught,
+  freshTable,
+  newSession,
+  skip,
+  T0,
+  type TestTable,
+} from "./store-fixtures.ts";
 
 describe("a session whose kernels are items of their own", () => {
   let table: TestTable;
@@ -149,14 +157,7 @@ describe("a session whose kernels are items of their own", () => {
 
   test("a reservation places the kernels' items", async () => {
     const store = table.store();
-    await store.registerAgent({
-      agentId: "old-agent",
-      incarnation: "old-agent-1",
-      capacity: { cpu: 4, memoryMiB: 4096 },
-      labels: {},
-      signingKey: "k".repeat(32),
-      nowMs: T0,
-    });
+    await store.registerAgent(agentRegistration("old-agent"));
     await writeOldWay(newSession("old-place", { replicas: 2 }));
     const placements = [0, 1].map((kernelIndex) => ({
       kernelIndex,
