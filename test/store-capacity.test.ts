@@ -307,4 +307,124 @@ describe("agents and capacity", () => {
     expect(one.length + two.length).toBe(1);
     expect((await store.getAgent("race-a"))?.free).toEqual({ cpu: 4, memoryMiB: 4096 });
   });
+
+  describe("reservations together", () => {
+    /** A one-kernel session's reservation on `agentId`, claiming its stage, at the version created. */
+    const onAgent = (sessionId: string, agentId: string, resources = small): ReservationRequest => ({
+      sessionId,
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 3,
+      placements: [{ kernelIndex: 0, agentId, resources }],
+      claimStage: true,
+    });
+
+    test("sessions on one agent: one transaction, the agent's capacity taken once by the sum, each session as its own reservation leaves it", async () => {
+      const metrics = new RequestCounter();
+      const counted = table.store({ metrics });
+      await store.heartbeatAgent({ agentId: "tg-a", capacity: { cpu: 8, memoryMiB: 8192 }, nowMs: T0 });
+      const ids = ["tg-1", "tg-2", "tg-3"];
+      for (const id of ids) await store.createSession(newSession(id, { replicas: 1 }));
+      const copies = await store.getSessions(ids);
+      const requests = ids.map((id) => onAgent(id, "tg-a", { cpu: 1.5, memoryMiB: 256 }));
+      metrics.reset();
+
+      const results = await counted.reserveCapacityTogether(requests);
+
+      expect(metrics.byOperation.get("TransactWriteItems")).toEqual({ operations: 1, items: 7 });
+      expect(metrics.operations).toBe(1);
+      expect(results).toEqual(
+        ids.map((sessionId) => [
+          {
+            sessionId,
+            agentId: "tg-a",
+            resources: { cpu: 1.5, memoryMiB: 256 },
+            kernelIndexes: [0],
+            allocatedAtMs: T0 + 3,
+          },
+        ]),
+      );
+      expect((await store.getAgent("tg-a"))?.free).toEqual({ cpu: 3.5, memoryMiB: 7424 });
+      for (const [i, id] of ids.entries()) {
+        expect(await store.getSession(id)).toEqual(sessionAfterPlacement(copies[i]!, requests[i]!));
+        expect(await store.allocationsOf(id)).toEqual(results[i]);
+      }
+    });
+
+    test("one refused guard reserves none of them: each comes back undefined, nothing written, for a reservation of its own", async () => {
+      await store.heartbeatAgent({ agentId: "tr-a", capacity: { cpu: 4, memoryMiB: 4096 }, nowMs: T0 });
+      for (const id of ["tr-1", "tr-2"]) await store.createSession(newSession(id, { replicas: 1 }));
+      // tr-2 moves on after the pass read it.
+      await store.applyWrite({
+        sessionId: "tr-2",
+        expected: { status: "PENDING", version: 0 },
+        nowMs: T0 + 1,
+      });
+
+      expect(await store.reserveCapacityTogether([onAgent("tr-1", "tr-a"), onAgent("tr-2", "tr-a")])).toEqual(
+        [undefined, undefined],
+      );
+      expect((await store.getAgent("tr-a"))?.free).toEqual({ cpu: 4, memoryMiB: 4096 });
+      expect((await store.getSession("tr-1"))?.kernels[0]?.agentId).toBeUndefined();
+      expect(await store.allocationsOf("tr-1")).toEqual([]);
+      // Alone, the one still waiting is reserved, and the moved one says why it is not.
+      await store.reserveCapacity(onAgent("tr-1", "tr-a"));
+      expect(await caught(() => store.reserveCapacity(onAgent("tr-2", "tr-a")))).toMatchObject({
+        code: "CONFLICT",
+      });
+      expect((await store.getAgent("tr-a"))?.free).toEqual({ cpu: 3, memoryMiB: 3584 });
+    });
+
+    test("more than the agent has left reserves none of them", async () => {
+      await store.heartbeatAgent({ agentId: "tc-a", capacity: { cpu: 2, memoryMiB: 4096 }, nowMs: T0 });
+      for (const id of ["tc-1", "tc-2", "tc-3"]) await store.createSession(newSession(id, { replicas: 1 }));
+      const results = await store.reserveCapacityTogether(
+        ["tc-1", "tc-2", "tc-3"].map((id) => onAgent(id, "tc-a")),
+      );
+      expect(results).toEqual([undefined, undefined, undefined]);
+      expect((await store.getAgent("tc-a"))?.free).toEqual({ cpu: 2, memoryMiB: 4096 });
+    });
+
+    test("more than one transaction holds: cut in order, each part all or none", async () => {
+      const metrics = new RequestCounter();
+      const counted = table.store({ metrics });
+      await store.heartbeatAgent({ agentId: "tm-a", capacity: { cpu: 64, memoryMiB: 65_536 }, nowMs: T0 });
+      const ids = Array.from({ length: 60 }, (_, i) => `tm-${String(i).padStart(2, "0")}`);
+      for (const id of ids) await store.createSession(newSession(id, { replicas: 1 }));
+      // The 60th moves on: only the second part is refused.
+      await store.applyWrite({
+        sessionId: "tm-59",
+        expected: { status: "PENDING", version: 0 },
+        nowMs: T0 + 1,
+      });
+      metrics.reset();
+
+      const results = await counted.reserveCapacityTogether(ids.map((id) => onAgent(id, "tm-a")));
+
+      // Two items per session and one for the agent: 49 sessions fit in 100 items.
+      expect(metrics.byOperation.get("TransactWriteItems")).toEqual({ operations: 2, items: 99 + 23 });
+      expect(results.slice(0, 49).every((r) => r?.length === 1)).toBe(true);
+      expect(results.slice(49)).toEqual(Array.from({ length: 11 }, () => undefined));
+      expect((await store.getAgent("tm-a"))?.free).toEqual({ cpu: 64 - 49, memoryMiB: 65_536 - 49 * 512 });
+    });
+
+    test("a gang's kernels on two agents share the transaction with the sessions on the same two", async () => {
+      for (const agentId of ["tt-a", "tt-b"])
+        await store.heartbeatAgent({ agentId, capacity: { cpu: 4, memoryMiB: 4096 }, nowMs: T0 });
+      for (const id of ["tt-1", "tt-2"]) await store.createSession(newSession(id, { replicas: 2 }));
+      const gang = (sessionId: string): ReservationRequest => ({
+        ...onAgent(sessionId, "tt-a"),
+        placements: [
+          { kernelIndex: 0, agentId: "tt-a", resources: small },
+          { kernelIndex: 1, agentId: "tt-b", resources: small },
+        ],
+      });
+      const results = await store.reserveCapacityTogether([gang("tt-1"), gang("tt-2")]);
+      expect(results.map((r) => r?.map((a) => a.agentId))).toEqual([
+        ["tt-a", "tt-b"],
+        ["tt-a", "tt-b"],
+      ]);
+      expect((await store.getAgent("tt-a"))?.free).toEqual({ cpu: 2, memoryMiB: 3072 });
+      expect((await store.getAgent("tt-b"))?.free).toEqual({ cpu: 2, memoryMiB: 3072 });
+    });
+  });
 });

@@ -191,6 +191,31 @@ describe("a session whose kernels are items of their own", () => {
     });
   });
 
+  test("reservations together: a session read as keeping its kernels as items is left out, for a reservation of its own", async () => {
+    const metrics = new RequestCounter();
+    const store = table.store({ metrics });
+    await store.registerAgent(agentRegistration("together-agent"));
+    const ids = ["tog-1", "tog-2", "tog-old", "tog-3", "tog-4"];
+    for (const id of ids) {
+      if (id === "tog-old") await writeOldWay(newSession(id, { replicas: 1 }));
+      else await store.createSession(newSession(id, { replicas: 1 }));
+    }
+    await store.getSessions(ids);
+    metrics.reset();
+    const results = await store.reserveCapacityTogether(
+      ids.map((sessionId) => ({
+        sessionId,
+        expected: { status: "PENDING", version: 0 },
+        nowMs: T0 + 5,
+        placements: [{ kernelIndex: 0, agentId: "together-agent", resources: { cpu: 1, memoryMiB: 512 } }],
+      })),
+    );
+    expect(results.map((r) => r?.length)).toEqual([1, 1, undefined, 1, 1]);
+    expect(metrics.byOperation.get("TransactWriteItems")).toEqual({ operations: 2, items: 10 });
+    expect(metrics.operations).toBe(2);
+    expect(await rawItem("tog-old", kernelSk(0))).not.toHaveProperty("agentId");
+  });
+
   test("a gang of more kernels than a session item holds keeps them as items, written in one transaction", async () => {
     const metrics = new RequestCounter();
     const store = table.store({ metrics });

@@ -36,3 +36,39 @@ test("a reservation refused mid-pass gives its capacity to the session that wait
   const reservations = h.storeCalls.filter((c) => c.method === "reserveCapacity").map((c) => c.sessionId);
   expect(reservations.slice(0, 2), h.stepLog).toEqual(["s-001", "s-002"]);
 });
+
+test("sessions placed on one agent are reserved in one write; refused, each is reserved alone in the same pass", async () => {
+  const h = await open("placement-together");
+  const third = (name: string) => ({ name, command: ["true"], resources: { cpu: CAP.cpu / 4 } });
+  for (const id of ["t-001", "t-002", "t-003"]) await h.submit(id, third(id));
+  await h.register("agent-a", CAP);
+  for (const id of ["t-001", "t-002", "t-003"])
+    expect((await h.session(id)).kernels[0]?.agentId, h.stepLog).toBe("agent-a");
+  const reservations = h.storeCalls.filter((c) => c.method.startsWith("reserveCapacity"));
+  expect(
+    reservations.map((c) => c.method),
+    h.stepLog,
+  ).toEqual(["reserveCapacityTogether"]);
+
+  // Three more, each larger than agent-a: they wait for agent-b. Just before their write, another
+  // writer moves u-002 on: the write is refused, and the other two are placed alone in the same pass.
+  const large = (name: string) => ({ name, command: ["true"], resources: { cpu: CAP.cpu + 1 } });
+  for (const id of ["u-001", "u-002", "u-003"]) await h.submit(id, large(id));
+  h.interpose("reserveCapacityTogether", async (store) => {
+    const { session } = (await store.getSession("u-002"))!;
+    await store.applyWrite({
+      sessionId: "u-002",
+      expected: { status: session.status, version: session.version },
+      nowMs: h.nowMs,
+    });
+  });
+  const before = h.storeCalls.length;
+  await h.register("agent-b", { cpu: 3 * (CAP.cpu + 1), memoryMiB: CAP.memoryMiB });
+  expect((await h.session("u-001")).kernels[0]?.agentId, h.stepLog).toBe("agent-b");
+  expect((await h.session("u-003")).kernels[0]?.agentId, h.stepLog).toBe("agent-b");
+  const alone = h.storeCalls
+    .slice(before)
+    .filter((c) => c.method.startsWith("reserveCapacity"))
+    .map((c) => c.sessionId ?? c.method);
+  expect(alone.slice(0, 4), h.stepLog).toEqual(["reserveCapacityTogether", "u-001", "u-002", "u-003"]);
+});

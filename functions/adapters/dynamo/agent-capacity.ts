@@ -19,7 +19,10 @@ import {
   planInlineReservation,
   planRelease,
   planReservation,
+  planReservationsTogether,
   RELEASE_BATCH,
+  reservationsTogetherItems,
+  type InlineReservation,
 } from "./capacity.ts";
 import {
   capacityIs,
@@ -47,7 +50,7 @@ import {
   sessionPk,
 } from "./keys.ts";
 import { STATUS_INDEX } from "../../topology/table-schema.ts";
-import type { StoreLayout } from "./transaction-plan.ts";
+import { MAX_TRANSACTION_ITEMS, type PlannedTransaction, type StoreLayout } from "./transaction-plan.ts";
 import { requireId, requireResources, requireTime } from "./validation.ts";
 
 export class AgentCapacity {
@@ -254,6 +257,56 @@ export class AgentCapacity {
     );
   }
 
+  /**
+   * Reservations several to a transaction (planReservationsTogether), one transaction after
+   * another, in order: a placement pass's round trips per agent instead of per session. Per
+   * request: its allocations, or undefined when it was not reserved here, for `reserve` to take
+   * alone and say why: its transaction was refused or failed, or it cannot share one.
+   */
+  async reserveTogether(requests: readonly ReservationRequest[]): Promise<(Allocation[] | undefined)[]> {
+    const results: (Allocation[] | undefined)[] = [];
+    for (const run of this.togetherRuns(requests)) {
+      const plan =
+        run !== undefined && run.length > 1 ? planReservationsTogether(run, this.layout) : undefined;
+      const reserved = plan !== undefined && (await this.sentTogether(plan));
+      if (reserved) results.push(...plan.allocations);
+      else results.push(...Array.from({ length: run?.length ?? 1 }, () => undefined));
+    }
+    return results;
+  }
+
+  /** False when any guard failed or the store did not answer: each is then reserved alone. */
+  private async sentTogether(plan: PlannedTransaction): Promise<boolean> {
+    try {
+      return (await this.requests.transact("reserveCapacity", plan)) === undefined;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * `requests` in order, cut into runs that fit one transaction. A request that cannot share one
+   * (its session keeps its kernels as items, or it does not plan: `reserve` says why) comes as
+   * `undefined`, in its place.
+   */
+  private *togetherRuns(requests: readonly ReservationRequest[]): Generator<InlineReservation[] | undefined> {
+    let chunk: InlineReservation[] = [];
+    for (const request of requests) {
+      const plan = this.kernelItems.has(request.sessionId)
+        ? undefined
+        : inlinePlanOrNothing(request, this.layout);
+      const next = plan === undefined ? undefined : [...chunk, { request, plan }];
+      if (next !== undefined && reservationsTogetherItems(next) <= MAX_TRANSACTION_ITEMS) {
+        chunk = next;
+        continue;
+      }
+      if (chunk.length > 0) yield chunk;
+      chunk = plan === undefined ? [] : [{ request, plan }];
+      if (plan === undefined) yield undefined;
+    }
+    if (chunk.length > 0) yield chunk;
+  }
+
   async release(sessionId: string, known?: SessionWithKernels): Promise<Allocation[]> {
     requireId("sessionId", sessionId);
     if (known !== undefined && known.session.id === sessionId) {
@@ -335,4 +388,16 @@ export class AgentCapacity {
 /** Capacity arithmetic in JS (a resize) must not leave binary noise in stored numbers. */
 function round(value: number): number {
   return Math.round(value * 1e6) / 1e6;
+}
+
+/** The request's one-item plan, or undefined when it has none or is not valid (`reserve` says why). */
+function inlinePlanOrNothing(
+  request: ReservationRequest,
+  layout: StoreLayout,
+): InlineReservation["plan"] | undefined {
+  try {
+    return planInlineReservation(request, layout);
+  } catch {
+    return undefined;
+  }
 }

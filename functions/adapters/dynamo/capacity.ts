@@ -154,28 +154,102 @@ function addAllocations(
   request: ReservationRequest,
   layout: StoreLayout,
 ): void {
-  const { tableName } = layout;
   for (const allocation of allocations) {
-    // Placed on the incarnation the pass read: a restarted agent's new one is placed afresh.
-    const incarnation = request.placements.find((p) => p.agentId === allocation.agentId)?.incarnation;
     items.push({
-      Update: updateRequest(
-        tableName,
-        { pk: { S: agentPk(allocation.agentId) }, sk: { S: AGENT_SK } },
-        (u) =>
-          u
-            .increment("free.cpu", -allocation.resources.cpu)
-            .increment("free.memoryMiB", -allocation.resources.memoryMiB)
-            .increment("version", 1),
-        incarnation === undefined
-          ? all(itemExists, hasFreeCapacity(allocation.resources))
-          : all(itemExists, hasFreeCapacity(allocation.resources), incarnationIs(incarnation)),
+      Update: agentTake(
+        allocation.agentId,
+        allocation.resources,
+        incarnationOn(request, allocation.agentId),
+        layout,
       ),
     });
     roles.push({ kind: "agent", agentId: allocation.agentId, requested: allocation.resources });
-    items.push({ Put: { TableName: tableName, Item: allocationItem(allocation), ...guarded(itemAbsent) } });
+    items.push(allocationPut(allocation, layout));
     roles.push({ kind: "allocation", agentId: allocation.agentId });
   }
+}
+
+/** The incarnation of `agentId` the request places on: the one the pass read. */
+function incarnationOn(request: ReservationRequest, agentId: string): string | undefined {
+  return request.placements.find((p) => p.agentId === agentId)?.incarnation;
+}
+
+/**
+ * `resources` taken from the agent's free capacity, if it has them; placed on `incarnation`, the
+ * one the pass read, when given: a restarted agent's new one is placed afresh.
+ */
+function agentTake(
+  agentId: string,
+  resources: ResourceRequest,
+  incarnation: string | undefined,
+  layout: StoreLayout,
+): UpdateRequest {
+  return updateRequest(
+    layout.tableName,
+    { pk: { S: agentPk(agentId) }, sk: { S: AGENT_SK } },
+    (u) =>
+      u
+        .increment("free.cpu", -resources.cpu)
+        .increment("free.memoryMiB", -resources.memoryMiB)
+        .increment("version", 1),
+    incarnation === undefined
+      ? all(itemExists, hasFreeCapacity(resources))
+      : all(itemExists, hasFreeCapacity(resources), incarnationIs(incarnation)),
+  );
+}
+
+function allocationPut(allocation: Allocation, layout: StoreLayout): PlannedTransaction["items"][number] {
+  return { Put: { TableName: layout.tableName, Item: allocationItem(allocation), ...guarded(itemAbsent) } };
+}
+
+/** A reservation planned for a session whose item holds its kernels (planInlineReservation). */
+export interface InlineReservation {
+  readonly request: ReservationRequest;
+  readonly plan: PlannedReservation & InlinePlan;
+}
+
+/**
+ * Several sessions' reservations as one transaction, all or none: each session's item updated as
+ * its own reservation updates it (kernels placed, stage claimed), one allocation per session and
+ * agent, and each agent's free capacity taken once, by the sum. Undefined when they cannot share
+ * one: two incarnations of one agent, or more items than a transaction holds
+ * (reservationsTogetherItems).
+ */
+export function planReservationsTogether(
+  reservations: readonly InlineReservation[],
+  layout: StoreLayout,
+): (PlannedTransaction & { readonly allocations: readonly Allocation[][] }) | undefined {
+  if (reservationsTogetherItems(reservations) > MAX_TRANSACTION_ITEMS) return undefined;
+  const items: PlannedTransaction["items"] = [];
+  const roles: ItemRole[] = [];
+  const agents = new Map<string, { resources: ResourceRequest; incarnation: string | undefined }>();
+  for (const { request, plan } of reservations) {
+    items.push(plan.items[0]!);
+    roles.push(plan.roles[0]!);
+    for (const allocation of plan.allocations) {
+      const incarnation = incarnationOn(request, allocation.agentId);
+      const agent = agents.get(allocation.agentId);
+      if (agent !== undefined && agent.incarnation !== incarnation) return undefined;
+      agents.set(allocation.agentId, {
+        resources:
+          agent === undefined ? allocation.resources : sumResources(agent.resources, allocation.resources),
+        incarnation,
+      });
+      items.push(allocationPut(allocation, layout));
+      roles.push({ kind: "allocation", agentId: allocation.agentId });
+    }
+  }
+  for (const [agentId, { resources, incarnation }] of agents) {
+    items.push({ Update: agentTake(agentId, resources, incarnation, layout) });
+    roles.push({ kind: "agent", agentId, requested: resources });
+  }
+  return { items, roles, allocations: reservations.map(({ plan }) => plan.allocations) };
+}
+
+/** Items of planReservationsTogether: one per session and per allocation, and one per agent. */
+export function reservationsTogetherItems(reservations: readonly InlineReservation[]): number {
+  const agents = new Set(reservations.flatMap(({ plan }) => plan.allocations.map((a) => a.agentId)));
+  return reservations.reduce((n, { plan }) => n + 1 + plan.allocations.length, agents.size);
 }
 
 /**
@@ -276,10 +350,7 @@ function groupByAgent(request: Pick<ReservationRequest, "sessionId" | "nowMs" | 
   const byAgent = new Map<string, { resources: ResourceRequest; kernelIndexes: number[] }>();
   for (const p of request.placements) {
     const entry = byAgent.get(p.agentId) ?? { resources: { cpu: 0, memoryMiB: 0 }, kernelIndexes: [] };
-    entry.resources = {
-      cpu: roundResource(entry.resources.cpu + p.resources.cpu),
-      memoryMiB: roundResource(entry.resources.memoryMiB + p.resources.memoryMiB),
-    };
+    entry.resources = sumResources(entry.resources, p.resources);
     entry.kernelIndexes.push(p.kernelIndex);
     byAgent.set(p.agentId, entry);
   }
@@ -290,6 +361,10 @@ function groupByAgent(request: Pick<ReservationRequest, "sessionId" | "nowMs" | 
     kernelIndexes: entry.kernelIndexes.sort((a, b) => a - b),
     allocatedAtMs: request.nowMs,
   }));
+}
+
+function sumResources(a: ResourceRequest, b: ResourceRequest): ResourceRequest {
+  return { cpu: roundResource(a.cpu + b.cpu), memoryMiB: roundResource(a.memoryMiB + b.memoryMiB) };
 }
 
 /** Sums of fractional cpu (0.1 + 0.2) must not leave binary noise in stored capacity. */

@@ -527,6 +527,10 @@ export class DynamoSessionStore
     return this.agents.reserve(request);
   }
 
+  reserveCapacityTogether(requests: readonly ReservationRequest[]): Promise<(Allocation[] | undefined)[]> {
+    return this.agents.reserveTogether(requests);
+  }
+
   releaseCapacity(sessionId: string, known?: SessionWithKernels): Promise<Allocation[]> {
     return this.agents.release(sessionId, known);
   }

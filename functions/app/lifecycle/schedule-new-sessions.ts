@@ -109,12 +109,9 @@ async function placementRound(
     outcomes.set(session.id, { kind: "success", message: placement.message });
     pass.taken(target, placement.kernels);
   }
-  const settled = await inAgentLanes(
-    planned.map(({ request }) => ({
-      agentIds: request.placements.map((p) => p.agentId),
-      run: () => ctx.store.reserveCapacity(request),
-    })),
-    RESERVATIONS_AT_ONCE,
+  const settled = await reserveInLanes(
+    planned.map((p) => p.request),
+    ctx,
   );
   let failed = false;
   for (const [i, reserved] of settled.entries()) {
@@ -145,6 +142,54 @@ async function placementRound(
     }
   }
   return { outcomes, failed };
+}
+
+/**
+ * The round's reservations: those of sessions placed on the same agents go together, several to
+ * a write (the store's reserveCapacityTogether), and each one it did not take goes alone, which
+ * says why it fails. Groups on different agents go at once; groups sharing an agent, one after
+ * another (inAgentLanes). Results come back in the order of `requests`.
+ */
+async function reserveInLanes(
+  requests: readonly ReservationRequest[],
+  ctx: HandlerContext,
+): Promise<PromiseSettledResult<unknown>[]> {
+  const groups = new Map<string, number[]>();
+  requests.forEach((request, i) => {
+    const key = [...new Set(request.placements.map((p) => p.agentId))].sort().join("\n");
+    const group = groups.get(key);
+    if (group) group.push(i);
+    else groups.set(key, [i]);
+  });
+  const alone = (request: ReservationRequest): Promise<PromiseSettledResult<unknown>> =>
+    ctx.store.reserveCapacity(request).then(
+      (value) => ({ status: "fulfilled", value }),
+      (reason: unknown) => ({ status: "rejected", reason }),
+    );
+  const byGroup = await inAgentLanes(
+    [...groups.values()].map((indexes) => ({
+      agentIds: requests[indexes[0]!]!.placements.map((p) => p.agentId),
+      run: async () => {
+        const mine = indexes.map((i) => requests[i]!);
+        const together = mine.length > 1 ? await ctx.store.reserveCapacityTogether(mine) : [];
+        const results: PromiseSettledResult<unknown>[] = [];
+        for (const [n, request] of mine.entries()) {
+          const reserved = together[n];
+          results.push(
+            reserved !== undefined ? { status: "fulfilled", value: reserved } : await alone(request),
+          );
+        }
+        return results;
+      },
+    })),
+    RESERVATIONS_AT_ONCE,
+  );
+  const settled = new Map<number, PromiseSettledResult<unknown>>();
+  [...groups.values()].forEach((indexes, g) => {
+    const group = byGroup[g]!;
+    indexes.forEach((i, n) => settled.set(i, group.status === "fulfilled" ? group.value[n]! : group));
+  });
+  return requests.map((_, i) => settled.get(i)!);
 }
 
 /**

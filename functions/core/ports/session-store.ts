@@ -231,6 +231,13 @@ export interface AgentRepository {
    */
   reserveCapacity(request: ReservationRequest): Promise<Allocation[]>;
   /**
+   * Reservations of sessions placed on the same agents, several to a write (each agent's capacity
+   * taken once for them all), in order. Per request: its allocations, or `undefined` when it was
+   * not reserved (its write was refused or failed, and nothing of it written; or it cannot share
+   * one): `reserveCapacity` takes those alone, and says why one fails.
+   */
+  reserveCapacityTogether(requests: readonly ReservationRequest[]): Promise<(Allocation[] | undefined)[]>;
+  /**
    * Gives back every allocation of the session; a second call gives nothing back. `known`, the
    * caller's copy of the session, lets the store give back what its kernels' placements say
    * without reading the allocations, when the stored ones match it exactly.
