@@ -124,6 +124,9 @@ export class SessionWatch {
   /** sessionId → kernelIndex → the agent's first RUNNING report time (its own clock). */
   readonly kernelRunningAtMs = new Map<string, Map<number, number>>();
   readonly eventsByType = new Map<string, number>();
+  /** status → how long each session stayed in it, from its entry to the next status's. */
+  readonly dwellMs = new Map<string, number[]>();
+  readonly #entered = new Map<string, { readonly status: string; readonly atMs: number }>();
   readonly #unsubscribe: () => void;
 
   constructor(runtime: Runtime) {
@@ -139,6 +142,13 @@ export class SessionWatch {
     if (!this.submittedAtMs.has(d.sessionId)) return;
     const nowMs = Date.now();
     if (!this.createdAtMs.has(d.sessionId)) this.createdAtMs.set(d.sessionId, nowMs);
+    const before = this.#entered.get(d.sessionId);
+    if (before !== undefined) {
+      const dwell = this.dwellMs.get(before.status) ?? [];
+      dwell.push(nowMs - before.atMs);
+      this.dwellMs.set(before.status, dwell);
+    }
+    this.#entered.set(d.sessionId, { status: d.to, atMs: nowMs });
     this.statusOf.set(d.sessionId, d.to);
     if (d.to === "RUNNING" && !this.runningAtMs.has(d.sessionId)) this.runningAtMs.set(d.sessionId, nowMs);
     if (FINAL_STATUSES.includes(d.to) && !this.ended.has(d.sessionId)) {
@@ -162,6 +172,12 @@ export class SessionWatch {
     const order = SESSION_STATUSES as readonly string[];
     const listed = [...counts].sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0]));
     return listed.length === 0 ? "none" : listed.map(([status, n]) => `${status} ${n}`).join(", ");
+  }
+
+  /** Each status the sessions passed through, in lifecycle order, with how long they stayed in it. */
+  dwellByStatus(): [string, number[]][] {
+    const order = SESSION_STATUSES as readonly string[];
+    return [...this.dwellMs].sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0]));
   }
 
   /** Milliseconds from each session's submission to `at`, for the sessions that got there. */

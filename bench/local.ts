@@ -234,6 +234,8 @@ printLatency(
   "submit → created",
   watch.sinceSubmit(ids, (id) => watch.createdAtMs.get(id)),
 );
+// Where a session's time goes: from entering each status to entering the next.
+for (const [status, dwell] of watch.dwellByStatus()) printLatency(`  in ${status}`, dwell);
 scenario.extraReport?.(watch, ids);
 printCosts(costs, scenario.per);
 
