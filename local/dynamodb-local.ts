@@ -70,6 +70,10 @@ export function dynamoDbLocalArgs(port: number, path?: string): string[] {
   const jar = join(dir, "DynamoDBLocal.jar");
   const compiled = compiledLauncher(jar);
   return [
+    // C1 only: the tiered JIT's C2 spends 12 – 14 s of CPU compiling DynamoDB Local's hot code in
+    // the first minute of a run, more than its faster code saves in a burst of 1,000 sessions
+    // (docs/performance.md, eleventh session: 26 against 34 ms of the JVM's CPU per session).
+    "-XX:TieredStopAtLevel=1",
     `-Djava.library.path=${join(dir, "DynamoDBLocal_lib")}`,
     // An IPv4 socket: `ss` then shows 127.0.0.1, not the mapped [::ffff:127.0.0.1].
     "-Djava.net.preferIPv4Stack=true",
