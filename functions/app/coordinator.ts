@@ -664,18 +664,21 @@ export class Coordinator {
     }
     dirty.apply(after.wake);
     if (after.wake.forgetReads) snapshot.clear();
-    // A session's reports in this batch are applied together: one write per session.
-    for (const [sessionId, group] of reports) {
-      try {
-        for (const rejection of await this.#applyReports(sessionId, group, dirty, snapshot))
-          outcome(rejection);
-      } catch (error) {
-        failed(
-          group.map((r) => r.index),
-          error,
-        );
-      }
-    }
+    // A session's reports in this batch are applied together: one write per session. Sessions
+    // are items of their own, so theirs go side by side, not one round trip after another.
+    await Promise.all(
+      [...reports].map(async ([sessionId, group]) => {
+        try {
+          for (const rejection of await this.#applyReports(sessionId, group, dirty, snapshot))
+            outcome(rejection);
+        } catch (error) {
+          failed(
+            group.map((r) => r.index),
+            error,
+          );
+        }
+      }),
+    );
     return { applied, rejected, retry };
   }
 
