@@ -2,12 +2,26 @@
  * Replayed: a placement pass plans every target, then sends the reservations (on different
  * agents together, on one agent one after another). A reservation that fails gives back the
  * capacity the pass had counted for it, and the sessions that waited are placed again in the
- * same pass, as they were when reservations went one by one.
+ * same pass, as they were when reservations went one by one. Sessions on the same agent are
+ * reserved in one write; refused, each is reserved alone.
  */
 import { expect, test } from "vitest";
+import type { DynamoSessionStore } from "../../functions/adapters/dynamo/dynamo-session-store.ts";
 import { CAP, replaysClosedAfterEach } from "./harness.ts";
 
 const open = replaysClosedAfterEach();
+
+/** A competing write: the session's version moves on, nothing else. */
+function movesOn(clock: { readonly nowMs: number }, sessionId: string) {
+  return async (store: DynamoSessionStore): Promise<void> => {
+    const { session } = (await store.getSession(sessionId))!;
+    await store.applyWrite({
+      sessionId,
+      expected: { status: session.status, version: session.version },
+      nowMs: clock.nowMs,
+    });
+  };
+}
 
 test("a reservation refused mid-pass gives its capacity to the session that waited for it, in the same pass", async () => {
   const h = await open("placement-round");
@@ -20,14 +34,7 @@ test("a reservation refused mid-pass gives its capacity to the session that wait
 
   // Room for one. Just before its reservation, another writer moves s-001 on (its version):
   // the reservation is refused, and the capacity planned for it is free after all.
-  h.interpose("reserveCapacity", async (store) => {
-    const { session } = (await store.getSession("s-001"))!;
-    await store.applyWrite({
-      sessionId: "s-001",
-      expected: { status: session.status, version: session.version },
-      nowMs: h.nowMs,
-    });
-  });
+  h.interpose("reserveCapacity", movesOn(h, "s-001"));
   await h.register("agent-a", CAP);
 
   expect((await h.session("s-002")).kernels[0]?.agentId, h.stepLog).toBe("agent-a");
@@ -54,14 +61,7 @@ test("sessions placed on one agent are reserved in one write; refused, each is r
   // writer moves u-002 on: the write is refused, and the other two are placed alone in the same pass.
   const large = (name: string) => ({ name, command: ["true"], resources: { cpu: CAP.cpu + 1 } });
   for (const id of ["u-001", "u-002", "u-003"]) await h.submit(id, large(id));
-  h.interpose("reserveCapacityTogether", async (store) => {
-    const { session } = (await store.getSession("u-002"))!;
-    await store.applyWrite({
-      sessionId: "u-002",
-      expected: { status: session.status, version: session.version },
-      nowMs: h.nowMs,
-    });
-  });
+  h.interpose("reserveCapacityTogether", movesOn(h, "u-002"));
   const before = h.storeCalls.length;
   await h.register("agent-b", { cpu: 3 * (CAP.cpu + 1), memoryMiB: CAP.memoryMiB });
   expect((await h.session("u-001")).kernels[0]?.agentId, h.stepLog).toBe("agent-b");
