@@ -1,7 +1,8 @@
 /**
  * EnterStage starting from the session copy a callback carries (StageTransition.known), against
- * DynamoDB Local: a current copy costs no read; a copy a kernel report made stale costs one read
- * and a second try, never a wrong write.
+ * DynamoDB Local: a current copy costs no read; a copy a kernel report made stale costs a second
+ * try (from the session the refusal carries) where the entry patches that kernel, and nothing
+ * where it leaves the kernel alone; never a wrong write.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
@@ -98,6 +99,56 @@ describe("an entry given the session's copy", () => {
     expect(entered.session).toMatchObject({ status: "PREPARING", stage: { taskToken: "tok-2" } });
     // The report is kept: the entry never moves a kernel back.
     expect(entered.kernels.map((k) => k.status)).toEqual(["PREPARED"]);
+  });
+
+  test("a kernel the entry leaves alone, changed by a report after the copy: one write, no read, the report kept", async () => {
+    await store.createSession(
+      newSession("known-alone", { status: "CREATING", replicas: 1, taskToken: null }),
+    );
+    await store.patchKernels(
+      "known-alone",
+      { status: "CREATING", version: 0 },
+      [{ index: 0, status: "RUNNING", expectedVersion: 0 }],
+      NOW,
+    );
+    const copy = (await store.getSession("known-alone"))!;
+    // The kernel exits before RUNNING is entered: the promotion does not patch it, only read it.
+    await store.patchKernels(
+      "known-alone",
+      { status: "CREATING", version: 0 },
+      [{ index: 0, status: "TERMINATED", exitCode: 0, expectedVersion: 1 }],
+      NOW,
+    );
+    const reads: string[] = [];
+    const d = deps(reads);
+    const writes: unknown[] = [];
+    const reading = d.store;
+    d.store = Object.assign(Object.create(reading) as DynamoSessionStore, {
+      applyWrite: (...args: Parameters<DynamoSessionStore["applyWrite"]>) => {
+        writes.push(args[0]);
+        return reading.applyWrite(...args);
+      },
+    });
+    await enterStage(
+      {
+        sessionId: "known-alone",
+        status: "RUNNING",
+        transition: {
+          from: "CREATING",
+          to: "RUNNING",
+          result: "SUCCESS",
+          handler: "PromoteToRunning",
+          known: copy,
+        },
+        taskToken: "tok-alone",
+        executionName: "known-alone",
+      },
+      d,
+    );
+    expect([reads, writes.length]).toEqual([[], 1]);
+    const entered = (await store.getSession("known-alone"))!;
+    expect(entered.session).toMatchObject({ status: "RUNNING", stage: { taskToken: "tok-alone" } });
+    expect(entered.kernels.map((k) => [k.status, k.exitCode])).toEqual([["TERMINATED", 0]]);
   });
 
   test("the first entry: the execution's input carries the created session, or (an older input) not", async () => {

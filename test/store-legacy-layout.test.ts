@@ -216,6 +216,29 @@ describe("a session whose kernels are items of their own", () => {
     expect(await rawItem("tog-old", kernelSk(0))).not.toHaveProperty("agentId");
   });
 
+  test("a write asking for the session back keeps its kernel guards: the old form's transaction cannot return it", async () => {
+    const store = table.store();
+    await writeOldWay(newSession("old-guard", { replicas: 2 }));
+    await store.getSession("old-guard");
+    const at = { status: "PENDING" as const, version: 0 };
+    await store.patchKernels("old-guard", at, [{ index: 1, expectedVersion: 0, message: "report" }], T0 + 1);
+    const entry = {
+      sessionId: "old-guard",
+      expected: at,
+      nowMs: T0 + 2,
+      kernelGuards: [{ index: 1, version: 0 }],
+    };
+    expect(await caught(() => store.applyWrite(entry, { returnSession: true }))).toMatchObject({
+      code: "CONFLICT",
+    });
+    expect(
+      await store.applyWrite({ ...entry, kernelGuards: [{ index: 1, version: 1 }] }, { returnSession: true }),
+    ).toEqual({
+      sessionId: "old-guard",
+      version: 1,
+    });
+  });
+
   test("a gang of more kernels than a session item holds keeps them as items, written in one transaction", async () => {
     const metrics = new RequestCounter();
     const store = table.store({ metrics });

@@ -509,6 +509,47 @@ describe("sessions: create, read, write", () => {
     expect(read?.session.version).toBe(1);
   });
 
+  test("a write that asks for the session back leaves the kernels it only guards unguarded; one it patches stays guarded", async () => {
+    const store = table.store();
+    await store.createSession(newSession("kret-1", { replicas: 2 }));
+    const copy = (await store.getSession("kret-1"))!;
+    // A report lands after the copy was read: kernel 1 moves on.
+    await store.patchKernels(
+      "kret-1",
+      copy.session,
+      [{ index: 1, expectedVersion: 0, message: "report" }],
+      T0 + 1,
+    );
+    const entry = {
+      sessionId: "kret-1",
+      expected: { status: "PENDING" as const, version: 0 },
+      nowMs: T0 + 2,
+      tries: "increment" as const,
+      kernels: [{ index: 0, expectedVersion: 0, message: "entry" }],
+      kernelGuards: [{ index: 1, version: 0 }],
+    };
+    // Guarded, the write is refused…
+    expect(await caught(() => store.applyWrite(entry))).toMatchObject({
+      code: "CONFLICT",
+      reason: "kernel 1 changed since it was read",
+    });
+    // …asked to return the session, it commits in one request and returns it, the report's change in it.
+    const metrics = new RequestCounter();
+    const applied = await table.store({ metrics }).applyWrite(entry, { returnSession: true });
+    expect([metrics.operations, metrics.reads.requests]).toEqual([1, 0]);
+    const read = await store.getSession("kret-1");
+    expect(applied).toEqual({ sessionId: "kret-1", version: 1, session: read });
+    expect(read?.kernels.map((k) => k.message)).toEqual(["entry", "report"]);
+    // A kernel the write patches keeps its guard: a stale one is refused either way.
+    const stale = await caught(() =>
+      store.applyWrite(
+        { ...entry, expected: { status: "PENDING", version: 1 }, kernelGuards: [{ index: 1, version: 1 }] },
+        { returnSession: true },
+      ),
+    );
+    expect(stale).toMatchObject({ code: "CONFLICT", reason: "kernel 0 changed since it was read" });
+  });
+
   test("the core's stage entry write applies as one transaction", async () => {
     const store = table.store();
     const { session, kernels } = newSession("entry-1");

@@ -252,11 +252,13 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     // An entry claimed on entry whose step completes it at once is not written at all.
     if (!first && (await completedOnEntry(input, current, applied, entered, deps))) return "done";
     const write: SessionWrite = first ? composeEntryWrites(current.kernels, first, entered) : entered;
-    // A kernel report landing between the read and the write conflicts: read again, recompute.
-    await deps.store.applyWrite(write);
+    // A kernel report landing between the read and the write conflicts only where the entry
+    // patches its kernel (read again, recompute): the kernels it leaves alone are not guarded, and
+    // the store returns the session as written, the report's change included.
+    const stored = await deps.store.applyWrite(write, { returnSession: true });
     return {
       before: current,
-      written: sessionAfterWrite(current, write),
+      written: stored.session ?? sessionAfterWrite(current, write),
       applied,
       ...(deferred ? { deferred: { entry: deferred, entered: from } } : {}),
     };

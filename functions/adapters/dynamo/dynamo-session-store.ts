@@ -318,14 +318,26 @@ export class DynamoSessionStore
     );
   }
 
-  async applyWrite(write: SessionWrite): Promise<AppliedWrite> {
-    const { refused } = await transactSession(this.requests, this.kernelItems, {
+  async applyWrite(
+    write: SessionWrite,
+    options: { readonly returnSession?: boolean } = {},
+  ): Promise<AppliedWrite> {
+    // Returning the session as written makes the guards on the kernels it leaves alone needless,
+    // when the write is one UpdateItem; the old form's transaction keeps them.
+    const unguarded =
+      options.returnSession === true && write.kernelGuards !== undefined
+        ? planInlineSessionWrite({ ...write, kernelGuards: undefined }, this.layout)
+        : undefined;
+    const returning = unguarded?.items.length === 1 ? unguarded : undefined;
+    const outcome = await transactSession(this.requests, this.kernelItems, {
       operation: "applyWrite",
       sessionId: write.sessionId,
-      inline: planInlineSessionWrite(write, this.layout),
+      inline: returning ?? planInlineSessionWrite(write, this.layout),
       expected: write.expected,
       legacy: () => planSessionWrite(write, this.layout),
+      ...(returning !== undefined ? { returnSession: true } : {}),
     });
+    const { refused } = outcome;
     if (refused !== undefined) {
       throw await transactionError(
         write.sessionId,
@@ -342,7 +354,11 @@ export class DynamoSessionStore
         },
       );
     }
-    return { sessionId: write.sessionId, version: write.expected.version + 1 };
+    return {
+      sessionId: write.sessionId,
+      version: write.expected.version + 1,
+      ...(outcome.written !== undefined ? { session: outcome.written } : {}),
+    };
   }
 
   async patchKernels(

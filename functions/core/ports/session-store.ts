@@ -56,6 +56,8 @@ export interface AppliedWrite {
   readonly sessionId: string;
   /** The session's version after the write (expected.version + 1). */
   readonly version: number;
+  /** The session as written, read with the write (applyWrite's `returnSession`), when the store could. */
+  readonly session?: SessionWithKernels;
 }
 
 export interface PageRequest {
@@ -174,8 +176,11 @@ export interface SessionRepository {
   /**
    * Applies one `SessionWrite` in one conditional transaction. Throws ConflictError when the
    * session is no longer at `expected`, NotFoundError for a missing session or kernel.
+   * `returnSession`: the write's `kernelGuards` only make the caller's copy exact; a store that
+   * can return the session as written (one item, one request) sends the write without them and
+   * returns it as `session`, so a kernel report landing first does not refuse the write.
    */
-  applyWrite(write: SessionWrite): Promise<AppliedWrite>;
+  applyWrite(write: SessionWrite, options?: { readonly returnSession?: boolean }): Promise<AppliedWrite>;
   /**
    * Kernel reports' write: the patched kernels only, each guarded by its `expectedVersion`; the
    * session item (its version, its stage) is neither written nor checked, so a report and a stage
