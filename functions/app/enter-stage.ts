@@ -253,8 +253,10 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     if (!first && (await completedOnEntry(input, current, applied, entered, deps))) return "done";
     const write: SessionWrite = first ? composeEntryWrites(current.kernels, first, entered) : entered;
     // A kernel report landing between the read and the write conflicts only where the entry
-    // patches its kernel (read again, recompute): the kernels it leaves alone are not guarded, and
-    // the store returns the session as written, the report's change included.
+    // patches its kernel (read again, recompute). The entry's write depends on the kernels it
+    // leaves alone only for the copy it goes on from: those are not guarded, and the store returns
+    // the session as written, the report's change included. (A write with the run's record, which
+    // is made from every kernel, is two items: the store keeps its guards and returns nothing.)
     const stored = await deps.store.applyWrite(write, { returnSession: true });
     return {
       before: current,

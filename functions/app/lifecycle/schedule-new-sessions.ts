@@ -4,9 +4,10 @@
  * in), and reserves the capacity atomically. A session that cannot be placed is SKIPPED with the
  * reason, which becomes its pending reason; when higher-priority sessions placed ahead of it in
  * this pass took the capacity it would have fitted in, the reason says so (it waits for priority).
- * The pass plans every target first and then reserves: reservations on different agents go out
- * together, those on one agent one after another, so a pass's time is not one round trip per
- * session (the placement queue runs one pass at a time).
+ * The pass plans every target first and then reserves: the sessions placed on the same agents
+ * several to a write, writes on different agents at once and those sharing an agent one after
+ * another, so a pass's time is not one round trip per session (the placement queue runs one pass
+ * at a time).
  */
 import { executorOf, Executor } from "../../core/fargate.ts";
 import { fargatePoolCapacity, fargatePoolId, isFargatePool } from "../../core/fargate-pool.ts";
@@ -51,7 +52,7 @@ type Outcome =
   | { readonly kind: "moved"; readonly replan?: undefined };
 
 /**
- * Reservations of one round sent at once, at most this many; those sharing an agent go one
+ * Reservation writes of one round sent at once, at most this many; those sharing an agent go one
  * after another (inAgentLanes).
  */
 const RESERVATIONS_AT_ONCE = 16;
