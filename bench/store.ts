@@ -101,7 +101,7 @@ async function main(): Promise<void> {
   try {
     const tableName = `cairn-bench-${Date.now()}`;
     await createTable(client, tableName);
-    const metrics = new RequestCounter();
+    const metrics = new RequestCounter({ capacity: true });
     const store = new DynamoSessionStore({ client, tableName, metrics });
     const agents = Array.from({ length: AGENTS }, (_, i) => `agent-${i}`);
     for (const agentId of agents) {

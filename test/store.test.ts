@@ -661,7 +661,7 @@ describe("sessions: create, read, write", () => {
   });
 
   test("the metrics hook counts write requests, items and capacity", async () => {
-    const metrics = new RequestCounter();
+    const metrics = new RequestCounter({ capacity: true });
     const store = table.store({ metrics });
     await store.createSession(newSession("metrics-1", { replicas: 3 }));
     await store.applyWrite({
@@ -683,6 +683,21 @@ describe("sessions: create, read, write", () => {
       items: INLINE_KERNELS_MAX + 2,
     });
     expect(metrics.capacityUnits).toBeGreaterThan(0);
+  });
+
+  test("consumed capacity is asked for only by a counter that sums it", async () => {
+    // A counter without `capacity` (the product's own) does not ask: DynamoDB then returns none.
+    const metrics = new RequestCounter();
+    const store = table.store({ metrics });
+    await store.createSession(newSession("metrics-nocap", { replicas: 3 }));
+    await store.applyWrite({
+      sessionId: "metrics-nocap",
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 1,
+      history: placeHistory(undefined, [skip("metrics-nocap", T0 + 1, "wait")]),
+    });
+    expect(metrics.operations).toBe(2);
+    expect(metrics.capacityUnits).toBe(0);
   });
 });
 

@@ -44,11 +44,14 @@ export class DynamoRequests {
   readonly tableName: string;
   private readonly client: DynamoDBClient;
   private readonly metrics: StoreMetricsSink | undefined;
+  /** Spread into each write: consumed capacity is asked for only when the sink sums it. */
+  private readonly capacity: { ReturnConsumedCapacity?: "INDEXES" };
 
   constructor(client: DynamoDBClient, tableName: string, metrics: StoreMetricsSink | undefined) {
     this.client = client;
     this.tableName = tableName;
     this.metrics = metrics;
+    this.capacity = metrics?.capacity === true ? { ReturnConsumedCapacity: "INDEXES" } : {};
   }
 
   /** One request, retried only by the client's strategy; a retryable failure left over is StoreUnavailableError. */
@@ -79,7 +82,7 @@ export class DynamoRequests {
         this.client.send(
           new TransactWriteItemsCommand({
             TransactItems: plan.items,
-            ...(this.metrics ? { ReturnConsumedCapacity: "INDEXES" as const } : {}),
+            ...this.capacity,
           }),
         ),
       );
@@ -118,7 +121,7 @@ export class DynamoRequests {
       ...update,
       ReturnValues: "ALL_NEW",
       ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-      ...(this.metrics ? { ReturnConsumedCapacity: "INDEXES" as const } : {}),
+      ...this.capacity,
     };
     try {
       const out = await this.write(operation, "UpdateItem", 1, () =>
@@ -139,16 +142,15 @@ export class DynamoRequests {
     item: TransactWriteItem,
     role: ItemRole,
   ): Promise<ConditionFailure[] | undefined> {
-    const capacity = this.metrics ? { ReturnConsumedCapacity: "INDEXES" as const } : {};
     try {
       if (item.Update !== undefined) {
-        const input: UpdateItemCommandInput = { ...item.Update, ...capacity };
+        const input: UpdateItemCommandInput = { ...item.Update, ...this.capacity };
         await this.write(operation, "UpdateItem", 1, () => this.client.send(new UpdateItemCommand(input)));
       } else if (item.Put !== undefined) {
-        const input: PutItemCommandInput = { ...item.Put, ...capacity };
+        const input: PutItemCommandInput = { ...item.Put, ...this.capacity };
         await this.write(operation, "PutItem", 1, () => this.client.send(new PutItemCommand(input)));
       } else if (item.Delete !== undefined) {
-        const input: DeleteItemCommandInput = { ...item.Delete, ...capacity };
+        const input: DeleteItemCommandInput = { ...item.Delete, ...this.capacity };
         await this.write(operation, "DeleteItem", 1, () => this.client.send(new DeleteItemCommand(input)));
       } else {
         throw new Error(`${operation}: an empty item was planned`);
@@ -191,7 +193,7 @@ export class DynamoRequests {
       ...input,
       ...(condition !== undefined ? { ConditionExpression: condition(e) } : {}),
       ...e.attributes(),
-      ...(this.metrics ? { ReturnConsumedCapacity: "INDEXES" as const } : {}),
+      ...this.capacity,
     };
     try {
       await this.write(operation, "PutItem", 1, () => this.client.send(new PutItemCommand(request)));
@@ -215,7 +217,7 @@ export class DynamoRequests {
       ConditionExpression: condition(e),
       ...e.attributes(),
       ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-      ...(this.metrics ? { ReturnConsumedCapacity: "INDEXES" as const } : {}),
+      ...this.capacity,
     };
     try {
       await this.write(operation, "DeleteItem", 1, () => this.client.send(new DeleteItemCommand(input)));

@@ -1,9 +1,10 @@
 /**
  * Counts what the store sends, so a benchmark can print "DynamoDB requests per session" and
  * where they come from. Every request sent is counted (a cancelled transaction is billed too);
- * write capacity units are summed from `ConsumedCapacity` when DynamoDB returns it (it does for
- * successful writes). Each request is also counted under its purpose: the store method that
- * sent it ("getSession", "applyWrite", …), which is what docs/performance.md accounts by.
+ * write capacity units are summed from `ConsumedCapacity` when the counter asks for it
+ * (`new RequestCounter({ capacity: true })`; DynamoDB returns it for successful writes). Each
+ * request is also counted under its purpose: the store method that sent it ("getSession",
+ * "applyWrite", …), which is what docs/performance.md accounts by.
  */
 
 export type WriteOperation =
@@ -30,6 +31,12 @@ export interface ReadEvent {
 }
 
 export interface StoreMetricsSink {
+  /**
+   * Ask DynamoDB for each write's consumed capacity (`ReturnConsumedCapacity: INDEXES`), so
+   * `WriteEvent.capacityUnits` is set. Off unless a sink wants it: working it out costs DynamoDB
+   * Local about a sixth of a write's CPU (docs/performance.md, twelfth session).
+   */
+  readonly capacity?: boolean;
   recordWrite(event: WriteEvent): void;
   recordRead(event: ReadEvent): void;
 }
@@ -40,6 +47,7 @@ export interface RequestTally {
 }
 
 export class RequestCounter implements StoreMetricsSink {
+  readonly capacity: boolean;
   /** Write requests. */
   operations = 0;
   /** Items written. */
@@ -53,6 +61,11 @@ export class RequestCounter implements StoreMetricsSink {
   readonly readsByOperation = new Map<ReadOperation, RequestTally>();
   /** Reads and writes by the store method that sent them: `read:getSession`, `write:applyWrite`. */
   readonly byPurpose = new Map<string, RequestTally>();
+
+  /** `capacity`: sum the write capacity units DynamoDB reports (`capacityUnits`), asked for only then. */
+  constructor(options: { capacity?: boolean } = {}) {
+    this.capacity = options.capacity === true;
+  }
 
   recordWrite(event: WriteEvent): void {
     this.operations += 1;
