@@ -130,6 +130,21 @@ const CLAIMED_ON_ENTRY: ReadonlySet<Status> = new Set([
   SessionStatus.TERMINATING,
 ]);
 
+/**
+ * RUNNING entered over: every kernel ended before the entry was written (a kernel that exits at
+ * once reports RUNNING and TERMINATED together, and CREATING's claim wrote both). Its step, the
+ * termination's promotion, decides at once, so the entry is written claimed like those above
+ * and the step completes it with the token held: one write instead of an entry and a claim.
+ * Unlike those, the entry is always written (its step is a promotion, not a handler's).
+ */
+function runOverOnEntry(status: Status, from: SessionWithKernels): boolean {
+  return (
+    status === SessionStatus.RUNNING &&
+    from.kernels.length > 0 &&
+    from.kernels.every((k) => isTerminalKernelStatus(k.status))
+  );
+}
+
 export class StageEntryError extends Error {
   override readonly name = "StageEntryError";
   readonly code = "STAGE_ENTRY";
@@ -156,6 +171,8 @@ interface EntryWrite {
   readonly before: SessionWithKernels;
   readonly written: SessionWithKernels;
   readonly applied: StageTransition;
+  /** Written claimed (its token left out): the step right after holds the token. */
+  readonly claimed: boolean;
   /** The stage before, written with this one (StageTransition.deferred), as it left the session. */
   readonly deferred?: { readonly entry: DeferredEntry; readonly entered: SessionWithKernels };
 }
@@ -248,7 +265,8 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       deferred && stageEntryWrite({ ...current, transition: deferred.transition, nowMs: deferred.atMs });
     const from = first ? sessionAfterWrite(current, first) : current;
     const applied = await withRunRecord(from, transition, deps);
-    const entered: SessionWrite = entryWrite(input, from, applied, deps);
+    const claimed = claimsOnEntry(input, deps, from);
+    const entered: SessionWrite = entryWrite(input, from, applied, claimed, deps);
     // An entry claimed on entry whose step completes it at once is not written at all.
     if (!first && (await completedOnEntry(input, current, applied, entered, deps))) return "done";
     const write: SessionWrite = first ? composeEntryWrites(current.kernels, first, entered) : entered;
@@ -262,6 +280,7 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       before: current,
       written: stored.session ?? sessionAfterWrite(current, write),
       applied,
+      claimed,
       ...(deferred ? { deferred: { entry: deferred, entered: from } } : {}),
     };
   });
@@ -292,12 +311,17 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       },
     ]);
   }
-  await advance(input, written, deps, claimsOnEntry(input, deps) ? input.taskToken : undefined);
+  await advance(input, written, deps, entry.claimed ? input.taskToken : undefined);
   return { status: input.status };
 }
 
-function claimsOnEntry(input: EnterStageInput, deps: EnterStageDeps): boolean {
-  return deps.advance !== undefined && input.taskToken !== undefined && CLAIMED_ON_ENTRY.has(input.status);
+/**
+ * Whether the entry is written claimed: a stage of CLAIMED_ON_ENTRY, or, given the copy the
+ * entry is planned from, RUNNING entered over (runOverOnEntry).
+ */
+function claimsOnEntry(input: EnterStageInput, deps: EnterStageDeps, from?: SessionWithKernels): boolean {
+  if (deps.advance === undefined || input.taskToken === undefined) return false;
+  return CLAIMED_ON_ENTRY.has(input.status) || (from !== undefined && runOverOnEntry(input.status, from));
 }
 
 /**
@@ -328,18 +352,22 @@ async function advance(
   }
 }
 
-/** The entry's write, planned from `from` (the session as read, or as a deferred entry leaves it). */
+/**
+ * The entry's write, planned from `from` (the session as read, or as a deferred entry leaves it);
+ * `claimed`: without its token (claimsOnEntry).
+ */
 function entryWrite(
   input: EnterStageInput,
   from: SessionWithKernels,
   applied: StageTransition,
+  claimed: boolean,
   deps: EnterStageDeps,
 ): SessionWrite {
   const entered: SessionWrite = stageEntryWrite({
     session: from.session,
     kernels: from.kernels,
     transition: applied,
-    ...(input.taskToken !== undefined && !claimsOnEntry(input, deps) ? { taskToken: input.taskToken } : {}),
+    ...(input.taskToken !== undefined && !claimed ? { taskToken: input.taskToken } : {}),
     nowMs: deps.clock.nowMs(),
   });
   return input.entry && entered.stage

@@ -77,6 +77,11 @@ export class ScriptedAgent {
   deferReports = false;
   /** Report PULLING as a prepare begins, as the real agent does (off: most scenarios predate it). */
   reportsPulling = false;
+  /**
+   * A started kernel exits at once with this code: one TERMINATED report that passed through
+   * RUNNING, as the real agent's outbox merges a `true` kernel's two reports.
+   */
+  exitsOnStart: number | undefined = undefined;
   readonly held: { readonly command: KernelCommandInput; readonly detail: Record<string, unknown> }[] = [];
   readonly slots = new Map<string, KernelSlot>();
   readonly received: AgentMessage[] = [];
@@ -117,6 +122,14 @@ export class ScriptedAgent {
         return;
       }
       case "start":
+        if (this.exitsOnStart !== undefined) {
+          this.slots.set(key, { phase: "ended", command: c });
+          this.report(c, "TERMINATED", {
+            exitCode: this.exitsOnStart,
+            passed: [{ status: "RUNNING", atMs: this.#replay.nowMs }],
+          });
+          return;
+        }
         this.slots.set(key, { phase: "running", command: c });
         this.report(c, "RUNNING");
         return;

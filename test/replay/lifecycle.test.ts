@@ -69,6 +69,49 @@ describe("one session, replayed", () => {
     ]);
   });
 
+  test("a kernel that exits as it starts: RUNNING is entered claimed, and its promotion completes it with the token held", async () => {
+    const h = await open("run-over-on-entry");
+    const agent = await h.register("agent-a", CAP);
+    agent.exitsOnStart = 0;
+    await h.submit("s-001", { name: "at-once", command: ["true"] });
+
+    const done = await h.session("s-001");
+    expect(done.session.status, h.stepLog).toBe("TERMINATED");
+    expect(sessionResult(done)).toBe("succeeded");
+    expect(done.kernels).toMatchObject([
+      { index: 0, status: "TERMINATED", exitCode: 0, outcome: "SUCCEEDED" },
+    ]);
+    expect(await h.history("s-001"), h.stepLog).toEqual([
+      ...HISTORY_TO_RUNNING,
+      "DetectTermination SUCCESS RUNNING->TERMINATING",
+      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+    ]);
+    expect(h.statusChanges.filter((c) => c.sessionId === "s-001").map((c) => c.to)).toEqual([
+      "PENDING",
+      "SCHEDULED",
+      "PREPARING",
+      "PREPARED",
+      "CREATING",
+      "RUNNING",
+      "TERMINATING",
+      "TERMINATED",
+    ]);
+    expect(h.driver.executions.get("s-001")?.status).toBe("SUCCEEDED");
+    expect(h.errors).toEqual([]);
+    const writes = new Set(["applyWrite", "reserveCapacity", "patchKernels", "releaseCapacity", "finishJob"]);
+    expect(
+      h.storeCalls.filter((c) => c.sessionId === "s-001" && writes.has(c.method)).map((c) => c.method),
+      h.stepLog,
+    ).toEqual([
+      ...["applyWrite", "reserveCapacity"], // PENDING entered; placed and claimed
+      ...["applyWrite", "applyWrite"], // SCHEDULED + PREPARING; PREPARED report + claim
+      ...["applyWrite", "applyWrite"], // PREPARED + CREATING; the exit report (through RUNNING) + claim
+      "applyWrite", // RUNNING entered claimed: the promotion completed it with the held token
+      ...["releaseCapacity", "applyWrite"], // capacity back; TERMINATING + TERMINATED in one write
+      "finishJob",
+    ]);
+  });
+
   test("a stage claimed on entry whose step fails gives its token back, and the stage is retried", async () => {
     const h = await open("held-token");
     await h.register("agent-a", CAP);
