@@ -216,9 +216,14 @@ row(
     .join(", "),
 );
 // From the end of the burst's submission: how soon work starts when a lot of it arrives at once.
+// A large burst's first session may run before the last submission is in: said so, not rounded to 0.
 row(
   "first session RUNNING",
-  Number.isFinite(firstRunningMs) ? fmtSeconds(Math.max(0, firstRunningMs - submittedAtMs)) : "none",
+  !Number.isFinite(firstRunningMs)
+    ? "none"
+    : firstRunningMs >= submittedAtMs
+      ? fmtSeconds(firstRunningMs - submittedAtMs)
+      : `before the burst was in (${fmtSeconds(firstRunningMs - t0)} after its first submission)`,
 );
 printLatency(
   scenario.runningLabel,
