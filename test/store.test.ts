@@ -663,13 +663,7 @@ describe("sessions: create, read, write", () => {
   test("the metrics hook counts write requests, items and capacity", async () => {
     const metrics = new RequestCounter({ capacity: true });
     const store = table.store({ metrics });
-    await store.createSession(newSession("metrics-1", { replicas: 3 }));
-    await store.applyWrite({
-      sessionId: "metrics-1",
-      expected: { status: "PENDING", version: 0 },
-      nowMs: T0 + 1,
-      history: placeHistory(undefined, [skip("metrics-1", T0 + 1, "wait")]),
-    });
+    await createAndSkip(store, "metrics-1");
     await store.createSession(newSession("metrics-1")); // duplicate: a failed condition
     await store.createSession(newSession("metrics-gang", { replicas: INLINE_KERNELS_MAX + 1 }));
     expect(metrics.operations).toBe(4);
@@ -688,18 +682,22 @@ describe("sessions: create, read, write", () => {
   test("consumed capacity is asked for only by a counter that sums it", async () => {
     // A counter without `capacity` (the product's own) does not ask: DynamoDB then returns none.
     const metrics = new RequestCounter();
-    const store = table.store({ metrics });
-    await store.createSession(newSession("metrics-nocap", { replicas: 3 }));
-    await store.applyWrite({
-      sessionId: "metrics-nocap",
-      expected: { status: "PENDING", version: 0 },
-      nowMs: T0 + 1,
-      history: placeHistory(undefined, [skip("metrics-nocap", T0 + 1, "wait")]),
-    });
+    await createAndSkip(table.store({ metrics }), "metrics-nocap");
     expect(metrics.operations).toBe(2);
     expect(metrics.capacityUnits).toBe(0);
   });
 });
+
+/** Two writes: a session of 3 kernels created, then a skip recorded on it. */
+async function createAndSkip(store: DynamoSessionStore, id: string): Promise<void> {
+  await store.createSession(newSession(id, { replicas: 3 }));
+  await store.applyWrite({
+    sessionId: id,
+    expected: { status: "PENDING", version: 0 },
+    nowMs: T0 + 1,
+    history: placeHistory(undefined, [skip(id, T0 + 1, "wait")]),
+  });
+}
 
 describe("targets and listings", () => {
   let table: TestTable;

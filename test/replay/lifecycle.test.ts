@@ -5,9 +5,42 @@
  */
 import { describe, expect, test } from "vitest";
 import { sessionResult } from "../../functions/core/sessions.ts";
-import { CAP, HISTORY_TO_RUNNING, replaysClosedAfterEach, T0 } from "./harness.ts";
+import type { SessionWithKernels } from "../../functions/core/model.ts";
+import { WAITING_SESSION_STATUSES } from "../../functions/core/status.ts";
+import { CAP, HISTORY_TO_RUNNING, replaysClosedAfterEach, T0, type Replay } from "./harness.ts";
 
 const open = replaysClosedAfterEach();
+
+/**
+ * A one-kernel session that ran and exited 0: TERMINATED, succeeded, its full history, every
+ * status announced, its execution SUCCEEDED, no error logged. Returns it as stored.
+ */
+async function expectSucceeded(h: Replay, id: string): Promise<SessionWithKernels> {
+  const done = await h.session(id);
+  expect(done.session.status, h.stepLog).toBe("TERMINATED");
+  expect(sessionResult(done)).toBe("succeeded");
+  expect(done.kernels).toMatchObject([{ index: 0, status: "TERMINATED", exitCode: 0, outcome: "SUCCEEDED" }]);
+  expect(await h.history(id), h.stepLog).toEqual([
+    ...HISTORY_TO_RUNNING,
+    "DetectTermination SUCCESS RUNNING->TERMINATING",
+    "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+  ]);
+  // Every waiting status in order (PENDING … TERMINATING), then TERMINATED.
+  expect(h.statusChanges.filter((c) => c.sessionId === id).map((c) => c.to)).toEqual([
+    ...WAITING_SESSION_STATUSES,
+    "TERMINATED",
+  ]);
+  expect(h.driver.executions.get(id)?.status).toBe("SUCCEEDED");
+  expect(h.errors).toEqual([]);
+  return done;
+}
+
+const WRITES = new Set(["applyWrite", "reserveCapacity", "patchKernels", "releaseCapacity", "finishJob"]);
+
+/** The store's writes for the session, in order, by method. */
+function writesOf(h: Replay, id: string): string[] {
+  return h.storeCalls.filter((c) => c.sessionId === id && WRITES.has(c.method)).map((c) => c.method);
+}
 
 describe("one session, replayed", () => {
   test("happy path: one kernel runs PENDING → … → TERMINATED with its full history", async () => {
@@ -21,42 +54,16 @@ describe("one session, replayed", () => {
     await h.advance(5_000);
     await h.exit("s-001", 0, 0);
 
-    const done = await h.session("s-001");
-    expect(done.session.status, h.stepLog).toBe("TERMINATED");
-    expect(sessionResult(done)).toBe("succeeded");
-    expect(done.kernels).toMatchObject([
-      { index: 0, status: "TERMINATED", exitCode: 0, outcome: "SUCCEEDED" },
-    ]);
-    expect(await h.history("s-001"), h.stepLog).toEqual([
-      ...HISTORY_TO_RUNNING,
-      "DetectTermination SUCCESS RUNNING->TERMINATING",
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
-    ]);
-    expect(h.statusChanges.filter((c) => c.sessionId === "s-001").map((c) => c.to)).toEqual([
-      "PENDING",
-      "SCHEDULED",
-      "PREPARING",
-      "PREPARED",
-      "CREATING",
-      "RUNNING",
-      "TERMINATING",
-      "TERMINATED",
-    ]);
+    const done = await expectSucceeded(h, "s-001");
     expect(done.session.updatedAtMs).toBe(T0 + 5_000);
     expect(await h.store.allocationsOf("s-001")).toEqual([]);
-    expect(h.driver.executions.get("s-001")?.status).toBe("SUCCEEDED");
-    expect(h.errors).toEqual([]);
     // The execution's input carries the session as created, and each completed callback the
     // coordinator's copy: no entry reads the session.
     expect(h.entryReads, h.stepLog).toEqual([]);
     // One write per stage entered and nothing more: the stages decided on entry are written
     // claimed, the placement claims PENDING, and the report that decides a stage writes its
     // kernels and the claim together; each callback is completed with the token the run holds.
-    const writes = new Set(["applyWrite", "reserveCapacity", "patchKernels", "releaseCapacity", "finishJob"]);
-    expect(
-      h.storeCalls.filter((c) => c.sessionId === "s-001" && writes.has(c.method)).map((c) => c.method),
-      h.stepLog,
-    ).toEqual([
+    expect(writesOf(h, "s-001"), h.stepLog).toEqual([
       ...["applyWrite", "reserveCapacity"], // PENDING entered; placed and claimed in one transaction
       // SCHEDULED's step found the agent live and completed it on entry, which wrote nothing:
       ...["applyWrite", "applyWrite"], // SCHEDULED + PREPARING in one write; PREPARED report + claim
@@ -75,34 +82,8 @@ describe("one session, replayed", () => {
     agent.exitsOnStart = 0;
     await h.submit("s-001", { name: "at-once", command: ["true"] });
 
-    const done = await h.session("s-001");
-    expect(done.session.status, h.stepLog).toBe("TERMINATED");
-    expect(sessionResult(done)).toBe("succeeded");
-    expect(done.kernels).toMatchObject([
-      { index: 0, status: "TERMINATED", exitCode: 0, outcome: "SUCCEEDED" },
-    ]);
-    expect(await h.history("s-001"), h.stepLog).toEqual([
-      ...HISTORY_TO_RUNNING,
-      "DetectTermination SUCCESS RUNNING->TERMINATING",
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
-    ]);
-    expect(h.statusChanges.filter((c) => c.sessionId === "s-001").map((c) => c.to)).toEqual([
-      "PENDING",
-      "SCHEDULED",
-      "PREPARING",
-      "PREPARED",
-      "CREATING",
-      "RUNNING",
-      "TERMINATING",
-      "TERMINATED",
-    ]);
-    expect(h.driver.executions.get("s-001")?.status).toBe("SUCCEEDED");
-    expect(h.errors).toEqual([]);
-    const writes = new Set(["applyWrite", "reserveCapacity", "patchKernels", "releaseCapacity", "finishJob"]);
-    expect(
-      h.storeCalls.filter((c) => c.sessionId === "s-001" && writes.has(c.method)).map((c) => c.method),
-      h.stepLog,
-    ).toEqual([
+    await expectSucceeded(h, "s-001");
+    expect(writesOf(h, "s-001"), h.stepLog).toEqual([
       ...["applyWrite", "reserveCapacity"], // PENDING entered; placed and claimed
       ...["applyWrite", "applyWrite"], // SCHEDULED + PREPARING; PREPARED report + claim
       ...["applyWrite", "applyWrite"], // PREPARED + CREATING; the exit report (through RUNNING) + claim
