@@ -268,7 +268,7 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     const claimed = claimsOnEntry(input, deps, from);
     const entered: SessionWrite = entryWrite(input, from, applied, claimed, deps);
     // An entry claimed on entry whose step completes it at once is not written at all.
-    if (!first && (await completedOnEntry(input, current, applied, entered, deps))) return "done";
+    if (!first && claimed && (await completedOnEntry(input, current, applied, entered, deps))) return "done";
     const write: SessionWrite = first ? composeEntryWrites(current.kernels, first, entered) : entered;
     // A kernel report landing between the read and the write conflicts only where the entry
     // patches its kernel (read again, recompute). The entry's write depends on the kernels it
@@ -316,12 +316,12 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
 }
 
 /**
- * Whether the entry is written claimed: a stage of CLAIMED_ON_ENTRY, or, given the copy the
- * entry is planned from, RUNNING entered over (runOverOnEntry).
+ * Whether the entry is written claimed: a stage of CLAIMED_ON_ENTRY, or RUNNING entered over
+ * (runOverOnEntry) as `from`, the copy the entry is planned from, shows it.
  */
-function claimsOnEntry(input: EnterStageInput, deps: EnterStageDeps, from?: SessionWithKernels): boolean {
+function claimsOnEntry(input: EnterStageInput, deps: EnterStageDeps, from: SessionWithKernels): boolean {
   if (deps.advance === undefined || input.taskToken === undefined) return false;
-  return CLAIMED_ON_ENTRY.has(input.status) || (from !== undefined && runOverOnEntry(input.status, from));
+  return CLAIMED_ON_ENTRY.has(input.status) || runOverOnEntry(input.status, from);
 }
 
 /**
@@ -390,7 +390,8 @@ async function completedOnEntry(
   entered: SessionWrite,
   deps: EnterStageDeps,
 ): Promise<boolean> {
-  if (!deps.completeOnEntry || !claimsOnEntry(input, deps)) return false;
+  // Only the stages claimed by their status: RUNNING entered over is always written.
+  if (!deps.completeOnEntry || !CLAIMED_ON_ENTRY.has(input.status)) return false;
   if (executorOf(current.session.spec) !== Executor.agent || applied.run || applied.requeue) return false;
   // TerminateSessions stops what still runs (commands, kernel writes): only a run over is taken first.
   if (
