@@ -23,7 +23,7 @@ import { freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts"
 
 let s: Synthesized;
 beforeAll(() => {
-  s = synthesize();
+  s = synthesize({}, { bundle: false });
 });
 afterAll(() => s.cleanup());
 

@@ -29,7 +29,7 @@ const contracts = Object.entries(EVENT_CONTRACTS) as [DetailType, (typeof EVENT_
 describe("the deployed stack (full synth with cdk-nag)", () => {
   let s: Synthesized;
   beforeAll(() => {
-    s = synthesize({}, "CairnProd");
+    s = synthesize({}, { stackName: "CairnProd", bundle: false });
   });
   afterAll(() => s.cleanup());
 

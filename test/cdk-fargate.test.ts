@@ -5,15 +5,11 @@
  * each ECS grant on its exact resources and conditions, the functions' environment, cdk-nag
  * clean with every acknowledgement reasoned, and the props that cannot work failing at synth.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { App, Stack, Validations, type CfnElement } from "aws-cdk-lib";
 import * as ec2 from "aws-cdk-lib/aws-ec2";
 import * as ecr from "aws-cdk-lib/aws-ecr";
 import * as ecs from "aws-cdk-lib/aws-ecs";
 import * as iam from "aws-cdk-lib/aws-iam";
-import cdkNag from "cdk-nag";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ConfigError, loadConfig } from "../functions/config.ts";
 import { DetailType } from "../functions/core/events.ts";
@@ -32,7 +28,7 @@ import {
   RULES,
   RuleBus,
 } from "../functions/topology/index.ts";
-import { CairnStack, StackOutput, type CairnStackProps } from "../lib/cairn-stack.ts";
+import { StackOutput, type CairnStackProps } from "../lib/cairn-stack.ts";
 import { CairnPropsError } from "../lib/errors.ts";
 import { LAMBDA_XRAY_ACTIONS, NAG_ACKNOWLEDGEMENTS, wildcardFindingId } from "../lib/nag-acknowledgements.ts";
 import { resolveCairnProps, type CairnFargateProps } from "../lib/props.ts";
@@ -131,41 +127,11 @@ const violationsOf = (violations: readonly Violation[]) =>
     (v) => `${v.severity} ${v.ruleName}: ${v.violatingConstructs.map((c) => c.constructPath).join(", ")}`,
   );
 
-/**
- * The same synth without bundling the functions (nothing here reads their code), for the
- * variants: cdk.json's context, cdk-nag as a validation plugin.
- */
-function quickSynth(props: CairnStackProps): {
-  stack: CairnStack;
-  json: CfnTemplate;
-  violations: Violation[];
-} {
-  const outdir = mkdtempSync(join(tmpdir(), "cairn-cdk-fargate-"));
-  try {
-    const context = (JSON.parse(readFileSync("cdk.json", "utf8")) as { context: Record<string, unknown> })
-      .context;
-    const app = new App({ outdir, context: { ...context, "aws:cdk:bundling-stacks": [] } });
-    const stack = new CairnStack(app, "Cairn", { env: TEST_ENV, ...props });
-    Validations.of(app).addPlugins(new cdkNag.AwsSolutionsChecks(app));
-    let synthError: Error | undefined;
-    try {
-      app.synth();
-    } catch (error) {
-      synthError = error instanceof Error ? error : new Error(String(error));
-    }
-    const reportFile = join(outdir, "validation-report.json");
-    const violations = existsSync(reportFile)
-      ? (
-          JSON.parse(readFileSync(reportFile, "utf8")) as { pluginReports: { violations: Violation[] }[] }
-        ).pluginReports.flatMap((r) => r.violations)
-      : [];
-    // A failed validation still writes the template and the report; any other failure is the test's.
-    if (synthError !== undefined && violations.length === 0) throw synthError;
-    const json = JSON.parse(readFileSync(join(outdir, stack.templateFile), "utf8")) as CfnTemplate;
-    return { stack, json, violations };
-  } finally {
-    rmSync(outdir, { recursive: true, force: true });
-  }
+/** A variant's synth, without bundling the functions (nothing here reads their code). */
+function quickSynth(props: CairnStackProps): Pick<Synthesized, "stack" | "json" | "violations"> {
+  const s = synthesize(props, { bundle: false });
+  s.cleanup();
+  return s;
 }
 
 describe("the topology's Fargate route", () => {
@@ -226,7 +192,7 @@ describe("a cluster the stack creates, in a given VPC", () => {
   let s: Synthesized;
   let clusterId: string;
   beforeAll(() => {
-    s = synthesize({ cairn: { fargate: { vpc: imports().vpc } } });
+    s = synthesize({ cairn: { fargate: { vpc: imports().vpc } } }, { bundle: false });
     clusterId = resourceNamed(s.json, "AWS::ECS::Cluster", "CairnFargateCluster")[0];
   });
   afterAll(() => s.cleanup());

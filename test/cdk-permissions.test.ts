@@ -143,7 +143,7 @@ describe("grants follow the SDK commands the functions send", () => {
 describe("states: grants follow the topology's stateMachines (least privilege)", () => {
   let s: Synthesized;
   beforeAll(() => {
-    s = synthesize();
+    s = synthesize({}, { bundle: false });
   });
   afterAll(() => s.cleanup());
 

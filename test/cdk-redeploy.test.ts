@@ -79,7 +79,7 @@ function namedResources(json: CfnTemplate): { id: string; type: string; property
 
 let s: Synthesized;
 beforeAll(() => {
-  s = synthesize();
+  s = synthesize({}, { bundle: false });
 });
 afterAll(() => s.cleanup());
 

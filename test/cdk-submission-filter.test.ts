@@ -51,7 +51,7 @@ describe("with a submission filter", () => {
           submissionFilter: { functionArn: FILTER_ARN, timeout: Duration.seconds(2), onFailure: "accept" },
         },
       },
-      "Filtered",
+      { stackName: "Filtered", bundle: false },
     );
   }, 300_000);
   afterAll(() => s?.cleanup());
