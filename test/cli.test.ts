@@ -7,7 +7,7 @@ import { fakeCliIo, parseLine, simulatedClock, usageErrorOf } from "./support/cl
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { parseCommandLine, type Invocation } from "../bin/cli/args.ts";
 import { explainAwsError } from "../bin/cli/aws-errors.ts";
 import {
@@ -906,10 +906,14 @@ describe("describeStackOutputs", () => {
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    process.env["AWS_ACCESS_KEY_ID"] ??= "test";
-    process.env["AWS_SECRET_ACCESS_KEY"] ??= "test";
+    // Credentials the SDK's default chain finds; put back after, as the file's workers are shared.
+    if (process.env["AWS_ACCESS_KEY_ID"] === undefined) vi.stubEnv("AWS_ACCESS_KEY_ID", "test");
+    if (process.env["AWS_SECRET_ACCESS_KEY"] === undefined) vi.stubEnv("AWS_SECRET_ACCESS_KEY", "test");
   });
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  afterAll(async () => {
+    vi.unstubAllEnvs();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
 
   test("outputs by key, through the real SDK client", async () => {
     await expect(describeStackOutputs({ stack: "Cairn", region: "eu-west-1", endpoint })).resolves.toEqual({
