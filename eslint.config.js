@@ -46,8 +46,8 @@ export default tseslint.config(
     },
   },
   {
-    // eslint.config.js, and the dashboard's browser script (plain JavaScript served as is).
-    files: ["eslint.config.js", "dashboard/static/**/*.js"],
+    // eslint.config.js, the CLI's entry point and the dashboard's browser script (plain JavaScript).
+    files: ["eslint.config.js", "bin/cairn.js", "dashboard/static/**/*.js"],
     extends: [tseslint.configs.disableTypeChecked],
   },
 );

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
-const CLI = fileURLToPath(new URL("../bin/cairn.ts", import.meta.url));
+const CLI = fileURLToPath(new URL("../bin/cairn.js", import.meta.url));
 
 export interface AgentProcessOptions {
   readonly id: string;

@@ -191,7 +191,7 @@ describe("the client policy follows the CLI's code", () => {
   function cliFiles(): Set<string> {
     const agent = "bin/cli/commands/agent.ts";
     return reachableFiles(
-      ["bin/cairn.ts", ...[...tsFiles("bin/cli")].filter((f) => f !== agent)],
+      ["bin/cairn.js", ...[...tsFiles("bin/cli")].filter((f) => f !== agent)],
       new Set([agent]),
     );
   }

@@ -1,6 +1,6 @@
 /**
  * The real `cairn` binary against a real embedded runtime: each call is a child process
- * (`node bin/cairn.ts … --runtime-file <dataDir>/runtime.json`) with no AWS settings in its
+ * (`node bin/cairn.js … --runtime-file <dataDir>/runtime.json`) with no AWS settings in its
  * environment, so it finds Cairn through the runtime file alone.
  */
 import { writeFileSync } from "node:fs";

@@ -551,7 +551,7 @@ describe("spec files", () => {
   test("cairn submit - < /dev/zero exits 2 with the reason, having read no more than the limit", () => {
     const zero = openSync("/dev/zero", "r");
     try {
-      const run = spawnSync(process.execPath, ["bin/cairn.ts", "submit", "-"], {
+      const run = spawnSync(process.execPath, ["bin/cairn.js", "submit", "-"], {
         stdio: [zero, "pipe", "pipe"],
         encoding: "utf8",
         env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AWS_"))),

@@ -548,7 +548,7 @@ describe("cairn dashboard, pointed at the runtime's endpoints as at AWS", () => 
     args: readonly string[],
     env: Record<string, string>,
   ): Promise<{ url: string; stop(): Promise<number | null>; stderr(): string }> {
-    const cli = spawn(process.execPath, [resolve("bin/cairn.ts"), "dashboard", ...args], {
+    const cli = spawn(process.execPath, [resolve("bin/cairn.js"), "dashboard", ...args], {
       env,
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -81,7 +81,7 @@ describe("agents are processes of their own", () => {
     const child = spawn(
       process.execPath,
       [
-        fileURLToPath(new URL("../bin/cairn.ts", import.meta.url)),
+        fileURLToPath(new URL("../bin/cairn.js", import.meta.url)),
         "agent",
         "--endpoint",
         info.endpoints.edge,

@@ -5,7 +5,7 @@
 import { spawn } from "node:child_process";
 import { join, resolve } from "node:path";
 
-const CLI = resolve("bin/cairn.ts");
+const CLI = resolve("bin/cairn.js");
 
 export interface Run {
   readonly code: number | null;
