@@ -5,7 +5,7 @@ import { defineConfig } from "vitest/config";
  * runtime, agents, the CLI or a browser, and some stop processes or change the environment on
  * the way. Every other file runs in a worker that keeps its modules from one file to the next
  * (`isolate: false`): the AWS SDK, the AWS CDK and cdk-nag, CDK's template validator (a
- * WebAssembly engine, about 4 s of CPU to start) load once per worker instead of once per file.
+ * WebAssembly engine, about 3.5 s of CPU to start) load once per worker instead of once per file.
  * Measured on 2 cores, 116 of these files: 288 s of CPU isolated, 163 s shared (docs/performance.md).
  */
 const OWN_PROCESS = [
