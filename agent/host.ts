@@ -41,6 +41,7 @@ import { signDetail } from "../functions/topology/agent-signature.ts";
 import { EventOutbox } from "./event-outbox.ts";
 import { LocalAgent } from "./local-agent.ts";
 import { LogShipper } from "./log-shipper.ts";
+import { ReportHold } from "./report-hold.ts";
 import type { RouteHealthReport } from "./replica-health.ts";
 import type { AgentCapacity, KernelLaunch, KernelReport } from "./types.ts";
 
@@ -58,6 +59,13 @@ export interface AgentHostOptions {
   readonly heartbeatMs?: number;
   /** Long-poll wait of each ReceiveMessage, in seconds (0–20). @default 20 */
   readonly waitSeconds?: number;
+  /**
+   * How long a PULLING report waits for its kernel's next report (PREPARED, or ERROR), to go
+   * with it as a status passed through: one event, one message, one write instead of two.
+   * PULLING moves no stage, so nothing waits on it; a pull that lasts longer is reported when
+   * this runs out, with the time it began. 0: reported at once. @default 250
+   */
+  readonly pullingHoldMs?: number;
   /** Grace between SIGTERM and SIGKILL for kernels stopped by a drain. @default 10000 */
   readonly drainGraceMs?: number;
   readonly log: (line: string) => void;
@@ -88,11 +96,14 @@ export class AgentHost {
   readonly #outbox: EventOutbox;
   /** The detail of the last kernel report put in the outbox per run and placement, until sent. */
   readonly #queuedReports = new Map<string, EventDetailInput<"Kernel Status Changed">>();
+  /** PULLING reports waiting for their kernel's next report (pullingHoldMs), per run and placement. */
+  readonly #held: ReportHold<EventDetailInput<"Kernel Status Changed">>;
   #registered!: { promise: Promise<void>; resolve: () => void };
   #exitReason: string | undefined;
 
   constructor(options: AgentHostOptions) {
     this.#o = options;
+    this.#held = new ReportHold(options.pullingHoldMs ?? 250, withPassed);
     this.#outbox = new EventOutbox({
       events: options.events,
       log: (line) => options.log(`agent ${options.id}: ${line}`),
@@ -166,6 +177,7 @@ export class AgentHost {
       condition: "Evicted",
       reason: `${reason}: agent ${this.#o.id} is shutting down`,
     });
+    this.#held.releaseAll();
     await this.#settle();
     await this.shipper?.close();
     if (this.#heartbeat) clearInterval(this.#heartbeat);
@@ -382,6 +394,17 @@ export class AgentHost {
         : {}),
       signature: "",
     };
+    const run = `${detail.sessionId}/${detail.kernelIndex}/${detail.runIndex}/${detail.placement ?? 0}`;
+    // PULLING moves no stage: it may wait for its successor (pullingHoldMs), not while draining.
+    const hold = detail.status === "PULLING" && this.#state === "ready";
+    return this.#held.report(run, detail, (d) => this.#sendReport(run, d, key), hold);
+  }
+
+  async #sendReport(
+    run: string,
+    detail: EventDetailInput<"Kernel Status Changed">,
+    key: string,
+  ): Promise<void> {
     const signed = (d: typeof detail) =>
       toPutEventsEntry(this.#o.busName, DetailType.KernelStatusChanged, {
         ...d,
@@ -390,7 +413,6 @@ export class AgentHost {
     // A report still queued behind another request (a PULLING, a RUNNING) that this one follows
     // goes with it, as a status passed through: one event, one message, one write. The outbox
     // merges only into the last entry queued under the key, whose detail #queuedReports holds.
-    const run = `${detail.sessionId}/${detail.kernelIndex}/${detail.runIndex}/${detail.placement ?? 0}`;
     const earlier = this.#queuedReports.get(run);
     let queued = detail;
     const sent = this.#outbox.send(signed(detail), {
