@@ -232,7 +232,10 @@ describe("the dashboard in Chromium", () => {
     );
     await screenshot(page, "dashboard-timeline", 640);
     // An earlier run's log, from the runs table.
-    await Promise.all([page.waitForNavigation(), page.click(`tr[data-run-row="0"] a[href$="?run=0#logs"]`)]);
+    await Promise.all([
+      page.waitForNavigation(),
+      page.locator(`tr[data-run-row="0"] a[href$="?run=0#logs"]`).click(),
+    ]);
     await until("run 0's log", async () =>
       (await page.$eval("#log-0", (e) => (e as unknown as El).textContent ?? "")) === "run 0\n"
         ? true
@@ -290,7 +293,7 @@ describe("the dashboard in Chromium", () => {
       false,
     );
     await page.click("details.cancel summary");
-    await Promise.all([page.waitForNavigation(), page.click("details.cancel button.danger")]);
+    await Promise.all([page.waitForNavigation(), page.locator("details.cancel button.danger").click()]);
     expect(page.url()).toBe(new URL(`/sessions/${id}?cancel=requested`, dashboard.url).href);
     expect(await page.$eval("p.notice", (p) => (p as unknown as El).textContent)).toBe(
       `Cancel requested for session ${id}.`,
@@ -467,7 +470,7 @@ describe("deployments in Chromium", () => {
         (globalThis as unknown as BrowserGlobals).getComputedStyle(b as unknown as El).color,
       ]),
     ).toEqual(["badge deployment-ready", "rgb(9, 105, 218)"]);
-    await Promise.all([list.waitForNavigation(), list.click(`${row} a`)]);
+    await Promise.all([list.waitForNavigation(), list.locator(`${row} a`).click()]);
     expect(list.url()).toBe(new URL(`/deployments/${id}`, dashboard.url).href);
     const route = `tr[data-route="${id}-r0"]`;
     const routeCells = await until(
@@ -506,7 +509,10 @@ describe("deployments in Chromium", () => {
       await execution.close();
     }
     // The route's session is an ordinary session, on its own page.
-    await Promise.all([list.waitForNavigation(), list.click(`${route} a[href="/sessions/${id}-r0"]`)]);
+    await Promise.all([
+      list.waitForNavigation(),
+      list.locator(`${route} a[href="/sessions/${id}-r0"]`).click(),
+    ]);
     expect(await list.$eval("h1", (h) => (h as unknown as El).textContent)).toContain(`${id}-r0`);
     await list.close();
 
