@@ -8,22 +8,15 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  PutEventsCommand,
-  type EventBridgeClient,
-  type PutEventsRequestEntry,
-} from "@aws-sdk/client-eventbridge";
-import { GetQueueUrlCommand, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { LocalAgent, type KernelLaunch, type KernelReport } from "../agent/index.ts";
-import { AgentHost } from "../agent/host.ts";
 import { freePort } from "../agent/health-probe.ts";
 import { keepNewest, MAX_PROBES_PER_REPORT, type RouteHealthReport } from "../agent/replica-health.ts";
-import type { KernelCommandInput } from "../functions/core/agent-protocol.ts";
 import type { ProbeReport } from "../functions/core/deployments/health.ts";
 import { DetailType, RouteHealthReportedDetailSchema } from "../functions/core/events.ts";
 import type { ServiceBinding } from "../functions/core/service-binding.ts";
 import { signatureMatches } from "../functions/topology/agent-signature.ts";
+import { fakeHost, SIGNING_KEY } from "./support/agent-host.ts";
 import { until } from "./support/until.ts";
 
 const workRoot = mkdtempSync(join(tmpdir(), "cairn-replica-test-"));
@@ -218,69 +211,24 @@ describe("probing a replica", () => {
 
 describe("the agent host publishes a replica's health", () => {
   test("as signed Route Health Reported events; one that failed to go is carried by the next", async () => {
-    const signingKey = "k".repeat(43);
-    const queue: string[] = [];
-    const sqs = {
-      send: async (command: unknown) => {
-        if (command instanceof GetQueueUrlCommand) return { QueueUrl: "agent-queue" };
-        if (command instanceof ReceiveMessageCommand) {
-          if (queue.length === 0) await sleep(20);
-          return { Messages: queue.splice(0).map((Body, i) => ({ Body, ReceiptHandle: `h${i}` })) };
-        }
-        return {};
-      },
-    } as unknown as SQSClient;
-    const put: PutEventsRequestEntry[] = [];
     // The first report whose probe reached the server is refused. (On a loaded machine the
     // server may not be listening yet at the first probe: a report of that is let through.)
     let refusedAt: number | undefined;
-    const events = {
-      send: (command: unknown) => {
-        if (!(command instanceof PutEventsCommand)) return Promise.resolve({});
-        const entry = command.input.Entries?.[0] as PutEventsRequestEntry;
+    const { host, put, logs, start, command } = fakeHost("host-r", workRoot, {
+      refuse: (entry, sent) => {
         if (
-          entry.DetailType === DetailType.RouteHealthReported &&
-          refusedAt === undefined &&
-          RouteHealthReportedDetailSchema.parse(JSON.parse(entry.Detail!)).probes.some((p) => p.ok)
-        ) {
-          refusedAt = put.length;
-          return Promise.reject(Object.assign(new Error("AccessDenied"), { $fault: "client" }));
-        }
-        put.push(entry);
-        return Promise.resolve({ FailedEntryCount: 0, Entries: [{ EventId: "e" }] });
+          entry.DetailType !== DetailType.RouteHealthReported ||
+          refusedAt !== undefined ||
+          !RouteHealthReportedDetailSchema.parse(JSON.parse(entry.Detail!)).probes.some((p) => p.ok)
+        )
+          return undefined;
+        refusedAt = sent.length;
+        return Object.assign(new Error("AccessDenied"), { $fault: "client" });
       },
-    } as unknown as EventBridgeClient;
-    const logs: string[] = [];
-    const host = new AgentHost({
-      id: "host-r",
-      capacity: { cpu: 2, memoryMiB: 2048 },
-      labels: {},
-      workRoot,
-      busName: "bus",
-      queueName: "agent-queue",
-      events,
-      sqs,
-      heartbeatMs: 60_000,
-      waitSeconds: 0,
-      drainGraceMs: 0,
-      log: (line) => logs.push(line),
     });
     stops.push(() => host.drain());
-    const started = host.start();
-    queue.push(
-      JSON.stringify({
-        type: "registered",
-        agentId: "host-r",
-        incarnation: host.incarnation,
-        signingKey,
-        capacity: { cpu: 2, memoryMiB: 2048 },
-        labels: {},
-        atMs: Date.now(),
-      }),
-    );
-    await started;
-    const command: KernelCommandInput = {
-      agentId: "host-r",
+    await start();
+    command({
       action: "start",
       sessionId: "web-r0-s1",
       kernelIndex: 0,
@@ -292,8 +240,7 @@ describe("the agent host publishes a replica's health", () => {
       cpu: 1,
       memoryMiB: 256,
       service: binding({ probe: { path: "/", intervalSeconds: 1, timeoutSeconds: 1 } }),
-    };
-    queue.push(JSON.stringify({ type: "command", incarnation: host.incarnation, command }));
+    });
 
     const reported = () =>
       refusedAt === undefined
@@ -305,7 +252,7 @@ describe("the agent host publishes a replica's health", () => {
     const entry = reported()[0]!;
     expect(entry.Source).toBe("cairn.agent");
     const detail = RouteHealthReportedDetailSchema.parse(JSON.parse(entry.Detail!));
-    expect(signatureMatches(signingKey, DetailType.RouteHealthReported, detail)).toBe(true);
+    expect(signatureMatches(SIGNING_KEY, DetailType.RouteHealthReported, detail)).toBe(true);
     expect(detail).toMatchObject({
       agentId: "host-r",
       incarnation: host.incarnation,

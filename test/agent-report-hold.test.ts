@@ -7,23 +7,16 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  PutEventsCommand,
-  type EventBridgeClient,
-  type PutEventsRequestEntry,
-} from "@aws-sdk/client-eventbridge";
-import { GetQueueUrlCommand, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, afterEach, describe, expect, test, vi } from "vitest";
-import { AgentHost } from "../agent/host.ts";
 import { LocalAgent } from "../agent/local-agent.ts";
 import { ReportHold } from "../agent/report-hold.ts";
-import type { KernelCommandInput } from "../functions/core/agent-protocol.ts";
 import {
   DetailType,
   KernelStatusChangedDetailSchema,
   withPassed,
   type EventDetailInput,
 } from "../functions/core/events.ts";
+import { fakeHost } from "./support/agent-host.ts";
 import { until } from "./support/until.ts";
 
 type Detail = EventDetailInput<"Kernel Status Changed">;
@@ -151,57 +144,13 @@ describe("the agent host holds a run's PULLING for its PREPARED", () => {
         await new Promise((r) => setTimeout(r, 200));
         return makeWorkDir.call(this, dir);
       });
-    const signingKey = "k".repeat(43);
-    const queue: string[] = [];
-    const sqs = {
-      send: async (command: unknown) => {
-        if (command instanceof GetQueueUrlCommand) return { QueueUrl: "agent-queue" };
-        if (command instanceof ReceiveMessageCommand) {
-          if (queue.length === 0) await new Promise((r) => setTimeout(r, 20));
-          return { Messages: queue.splice(0).map((Body, i) => ({ Body, ReceiptHandle: `h${i}` })) };
-        }
-        return {};
-      },
-    } as unknown as SQSClient;
-    const put: PutEventsRequestEntry[] = [];
-    const events = {
-      send: (command: unknown) => {
-        if (command instanceof PutEventsCommand) put.push(...(command.input.Entries ?? []));
-        return Promise.resolve({ FailedEntryCount: 0, Entries: [{ EventId: "e" }] });
-      },
-    } as unknown as EventBridgeClient;
-    const host = new AgentHost({
-      id: "host-h",
-      capacity: { cpu: 2, memoryMiB: 2048 },
-      labels: {},
-      workRoot,
-      busName: "bus",
-      queueName: "agent-queue",
-      events,
-      sqs,
-      heartbeatMs: 60_000,
-      waitSeconds: 0,
-      drainGraceMs: 0,
+    const { host, put, start, command } = fakeHost("host-h", workRoot, {
       // Far longer than any preparation: the PREPARED always comes within it.
       pullingHoldMs: 60_000,
-      log: () => {},
     });
     try {
-      const started = host.start();
-      queue.push(
-        JSON.stringify({
-          type: "registered",
-          agentId: "host-h",
-          incarnation: host.incarnation,
-          signingKey,
-          capacity: { cpu: 2, memoryMiB: 2048 },
-          labels: {},
-          atMs: Date.now(),
-        }),
-      );
-      await started;
-      const command: KernelCommandInput = {
-        agentId: "host-h",
+      await start();
+      command({
         action: "prepare",
         sessionId: "hold-s1",
         kernelIndex: 0,
@@ -211,8 +160,7 @@ describe("the agent host holds a run's PULLING for its PREPARED", () => {
         env: {},
         cpu: 1,
         memoryMiB: 256,
-      };
-      queue.push(JSON.stringify({ type: "command", incarnation: host.incarnation, command }));
+      });
       const reports = () =>
         put
           .filter((e) => e.DetailType === DetailType.KernelStatusChanged)
