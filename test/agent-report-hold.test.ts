@@ -16,6 +16,7 @@ import {
   withPassed,
   type EventDetailInput,
 } from "../functions/core/events.ts";
+import type { PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { fakeHost } from "./support/agent-host.ts";
 import { until } from "./support/until.ts";
 
@@ -132,39 +133,48 @@ describe("the agent host holds a run's PULLING for its PREPARED", () => {
   const workRoot = mkdtempSync(join(tmpdir(), "cairn-report-hold-"));
   afterAll(() => rmSync(workRoot, { recursive: true, force: true }));
 
-  test("a preparation slower than the outbox's linger sends one Kernel Status Changed: PREPARED, having passed PULLING", async () => {
-    // Slower than the outbox's linger (25 ms): without the hold, PULLING leaves on its own.
+  /** Makes creating a run's work directory take `ms` longer (a busy disk); restore it after. */
+  function slowWorkDirs(ms: number) {
     const makeWorkDir = Reflect.get(LocalAgent.prototype, "makeWorkDir") as (dir: string) => Promise<void>;
-    const slow = vi
+    return vi
       .spyOn(
         LocalAgent.prototype as unknown as { makeWorkDir: (dir: string) => Promise<void> },
         "makeWorkDir",
       )
       .mockImplementation(async function (this: LocalAgent, dir: string) {
-        await new Promise((r) => setTimeout(r, 200));
+        await new Promise((r) => setTimeout(r, ms));
         return makeWorkDir.call(this, dir);
       });
+  }
+
+  const prepare = (sessionId: string) => ({
+    action: "prepare" as const,
+    sessionId,
+    kernelIndex: 0,
+    numKernels: 1,
+    runIndex: 0,
+    command: ["/bin/sh", "-c", "true"],
+    env: {},
+    cpu: 1,
+    memoryMiB: 256,
+  });
+
+  const reportsIn = (put: readonly PutEventsRequestEntry[]) =>
+    put
+      .filter((e) => e.DetailType === DetailType.KernelStatusChanged)
+      .map((e) => KernelStatusChangedDetailSchema.parse(JSON.parse(e.Detail!)));
+
+  test("a preparation slower than the outbox's linger sends one Kernel Status Changed: PREPARED, having passed PULLING", async () => {
+    // Slower than the outbox's linger (25 ms): without the hold, PULLING leaves on its own.
+    const slow = slowWorkDirs(200);
     const { host, put, start, command } = fakeHost("host-h", workRoot, {
       // Far longer than any preparation: the PREPARED always comes within it.
       pullingHoldMs: 60_000,
     });
     try {
       await start();
-      command({
-        action: "prepare",
-        sessionId: "hold-s1",
-        kernelIndex: 0,
-        numKernels: 1,
-        runIndex: 0,
-        command: ["/bin/sh", "-c", "true"],
-        env: {},
-        cpu: 1,
-        memoryMiB: 256,
-      });
-      const reports = () =>
-        put
-          .filter((e) => e.DetailType === DetailType.KernelStatusChanged)
-          .map((e) => KernelStatusChangedDetailSchema.parse(JSON.parse(e.Detail!)));
+      command(prepare("hold-s1"));
+      const reports = () => reportsIn(put);
       const report = await until("the preparation reported", () => reports()[0], 10_000);
       expect(report.status).toBe("PREPARED");
       expect(report.passed?.map((p) => p.status)).toEqual(["PULLING"]);
@@ -177,4 +187,25 @@ describe("the agent host holds a run's PULLING for its PREPARED", () => {
       slow.mockRestore();
     }
   });
+
+  test("a drain sends a held PULLING on its own at once, without waiting for its successor", async () => {
+    const slow = slowWorkDirs(2_000);
+    const { host, put, start, command } = fakeHost("host-d", workRoot, { pullingHoldMs: 600_000 });
+    try {
+      await start();
+      command(prepare("hold-d1"));
+      // PULLING is reported (and held) before the work directory is made.
+      await until("the preparation began", () => (slow.mock.calls.length > 0 ? true : undefined), 10_000);
+      expect(reportsIn(put)).toEqual([]);
+      await host.drain();
+      // Sent by the drain on its own, not carried later by the preparation's PREPARED.
+      expect(reportsIn(put)[0]).toMatchObject({ status: "PULLING", sessionId: "hold-d1" });
+      expect(reportsIn(put)[0]?.passed).toBeUndefined();
+      // The preparation ends on its own later: let it, before its work root is removed.
+      await slow.mock.results[0]?.value;
+    } finally {
+      await host.drain();
+      slow.mockRestore();
+    }
+  }, 30_000);
 });
