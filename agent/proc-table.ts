@@ -17,7 +17,8 @@
  * A kernel's processes are its tree (group and descendants) plus every process carrying its
  * run token in its environment (`/proc/<pid>/environ`): a descendant that called setsid and was
  * re-parented to init has left the tree but still inherits the variable. Environments are read
- * once per process (pid and start time), when it is first seen.
+ * once per process (pid and start time), when it is first seen, and again while one reads as
+ * empty: a process caught between two execs (setsid, then its program) has none for a moment.
  *
  * Synchronous on purpose: a few dozen small procfs reads finish well under a millisecond,
  * less than the promise overhead of doing them asynchronously.
@@ -108,15 +109,21 @@ const ENVIRON_SCAN_BYTES = 256 * 1024;
 let environBuffer: Buffer | undefined;
 
 /**
- * The value of `name` in the process's initial environment, `undefined` when it has none, or
- * `null` when the environment cannot be read (another user's process, a zombie, gone).
+ * What a process's initial environment says of `name`:
+ * - `{ value }`: it was read; `value` is undefined when the variable is not there;
+ * - "unreadable": it cannot be opened or read (another user's process, gone);
+ * - "empty": it reads as nothing. Kernel threads have no environment; a process in the middle of
+ *   an exec has none for a moment either (the new image's is not set up yet), so this says
+ *   nothing about whose it is.
  */
-export function readEnvironValue(pid: number, name: string, procRoot = "/proc"): string | undefined | null {
+export type EnvironRead = { readonly value: string | undefined } | "unreadable" | "empty";
+
+export function readEnvironValue(pid: number, name: string, procRoot = "/proc"): EnvironRead {
   let fd: number;
   try {
     fd = openSync(`${procRoot}/${pid}/environ`, "r");
   } catch {
-    return null;
+    return "unreadable";
   }
   let length = 0;
   try {
@@ -126,22 +133,22 @@ export function readEnvironValue(pid: number, name: string, procRoot = "/proc"):
       if (bytesRead === 0 || (length += bytesRead) === environBuffer.length) break;
     }
   } catch {
-    return null;
+    return "unreadable";
   } finally {
     closeSync(fd);
   }
-  if (length === 0) return null; // kernel threads and zombies have no environment
+  if (length === 0) return "empty";
   const data = environBuffer.subarray(0, length);
   const prefix = Buffer.from(`${name}=`, "latin1");
   for (let at = 0; at < data.length;) {
     const end = data.indexOf(0, at);
     const stop = end < 0 ? data.length : end;
     if (stop - at >= prefix.length && data.subarray(at, at + prefix.length).equals(prefix)) {
-      return data.toString("utf8", at + prefix.length, stop);
+      return { value: data.toString("utf8", at + prefix.length, stop) };
     }
     at = stop + 1;
   }
-  return undefined;
+  return { value: undefined };
 }
 
 let pageSize: number | undefined;
@@ -233,6 +240,9 @@ function pushTo(map: Map<number, number[]>, key: number, value: number): void {
   else list.push(value);
 }
 
+/** Linux's kernel-thread parent: it and its children are kernel threads, never a kernel run's. */
+const KTHREADD_PID = 2;
+
 export class ProcessTreeSampler {
   private readonly procRoot: string;
   private readonly fullScanEvery: number;
@@ -276,6 +286,8 @@ export class ProcessTreeSampler {
       { readonly startTime: string; readonly token: string | undefined }
     >();
     let environReads = 0;
+    /** Processes whose environment read as empty mid-exec: looked at again next time. */
+    const unsettled = new Set<number>();
     for (const pid of pids) {
       if (known.has(pid) && !rootPids.has(pid)) {
         nextOutsiders.add(pid);
@@ -285,15 +297,22 @@ export class ProcessTreeSampler {
       }
       const entry = readStat(pid, this.procRoot);
       if (entry === undefined || entry.state === "Z") continue;
+      table.push(entry);
       let environ = this.environs.get(pid);
       if (environ === undefined || environ.startTime !== entry.startTime) {
         environReads++;
-        const value = readEnvironValue(pid, this.tokenName, this.procRoot);
-        environ = { startTime: entry.startTime, token: value ?? undefined };
+        const read = readEnvironValue(pid, this.tokenName, this.procRoot);
+        // Read mid-exec, an environment is empty for a moment: neither remembered nor taken as
+        // an outsider's, or a run's escaped process caught then would never be found. Kernel
+        // threads (children of kthreadd, pid 2) never have one.
+        if (read === "empty" && entry.ppid !== KTHREADD_PID && pid !== KTHREADD_PID) {
+          unsettled.add(pid);
+          continue;
+        }
+        environ = { startTime: entry.startTime, token: typeof read === "object" ? read.value : undefined };
       }
       nextEnvirons.set(pid, environ);
       if (environ.token !== undefined && tokens.has(environ.token)) tokenOf.set(pid, environ.token);
-      table.push(entry);
     }
     this.environs = nextEnvirons;
     const rssByPid = new Map(table.map((entry) => [entry.pid, entry.rssBytes]));
@@ -314,7 +333,7 @@ export class ProcessTreeSampler {
       }
       samples.set(token, { pids: [...pidSet], rssBytes });
     }
-    for (const { pid } of table) if (!members.has(pid)) nextOutsiders.add(pid);
+    for (const { pid } of table) if (!members.has(pid) && !unsettled.has(pid)) nextOutsiders.add(pid);
     this.outsiders = nextOutsiders;
     return { trees: samples, processCount: pids.length, statReads: table.length, environReads };
   }

@@ -2,7 +2,7 @@
  * The local agent with real child processes: small `node -e` programs (process.execPath) and
  * /bin/sh. No timing assertions beyond generous bounds; waits are on reports and log lines.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
@@ -565,6 +565,38 @@ describe("process trees from /proc", () => {
     const trees = processTrees(table, [100, 300]);
     expect([...(trees.get(100) ?? [])].sort()).toEqual([100, 101, 102, 103]);
     expect(trees.get(300)).toEqual([]);
+  });
+
+  test("a process whose environment reads as empty (mid-exec) is looked at again, and found by its run's token once it has one", () => {
+    // A /proc of our own making: the run's shell (100), its grandchild that called setsid and was
+    // re-parented to init (150, caught between two execs: no environment yet), kthreadd (2) and
+    // a kernel thread (3), whose environments are always empty.
+    const proc = mkdtempSync(join(tmpdir(), "cairn-fake-proc-"));
+    try {
+      const write = (pid: number, ppid: number, pgrp: number, environ: string) => {
+        mkdirSync(join(proc, String(pid)), { recursive: true });
+        // State, ppid, pgrp, then 16 fields to the start time (the 22nd), vsize and rss.
+        const fields = ["S", ppid, pgrp, ...Array.from({ length: 16 }, () => 0), 4242 + pid, 0, 0];
+        writeFileSync(join(proc, String(pid), "stat"), `${pid} (p${pid}) ${fields.join(" ")}\n`);
+        writeFileSync(join(proc, String(pid), "environ"), environ);
+      };
+      const token = "run-token-1";
+      write(100, 1, 100, `PATH=/bin\0CAIRN_KERNEL_RUN=${token}\0`);
+      write(150, 1, 150, "");
+      write(2, 0, 0, "");
+      write(3, 2, 0, "");
+      const sampler = new ProcessTreeSampler({ tokenName: "CAIRN_KERNEL_RUN", procRoot: proc });
+      const first = sampler.sample([{ pid: 100, token }]);
+      expect(first.trees.get(token)?.pids).toEqual([100]);
+      // The exec completes: the grandchild's environment is its run's.
+      writeFileSync(join(proc, "150", "environ"), `CAIRN_KERNEL_RUN=${token}\0`);
+      const second = sampler.sample([{ pid: 100, token }]);
+      expect([...(second.trees.get(token)?.pids ?? [])].sort()).toEqual([100, 150]);
+      // Only the grandchild's environment was read again: the kernel threads stay outsiders.
+      expect(second.environReads).toBe(1);
+    } finally {
+      rmSync(proc, { recursive: true, force: true });
+    }
   });
 
   test("the sampler reads known outsiders once, environments once a process, and sums resident memory as VmRSS reports it", () => {
