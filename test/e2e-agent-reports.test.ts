@@ -2,7 +2,9 @@
  * Issue 16, item 8 end to end, with `cairn agent` processes and real kernels in the embedded
  * runtime: an agent reports PULLING when it begins preparing a run and the coordinator accepts it
  * (no Event Rejected, the session moves on); and a failed run's kernel carries the failure category
- * the agent classified (core/retry/failure-categories.ts), which a retry rule matches.
+ * the agent classified (core/retry/failure-categories.ts), which a retry rule matches. And an agent
+ * restarted with the same id (issue 10) reports at registration that its old incarnation's kernels
+ * are gone, so they are retried at once rather than after the liveness window.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { parseRetryPolicy } from "../functions/core/retry/policy.ts";
@@ -102,4 +104,36 @@ describe("agent reports, end to end", () => {
     expect(f.session.runIndex).toBe(0);
     expect([...rejectionsAbout(killed), ...rejectionsAbout(failed)]).toEqual([]);
   }, 120_000);
+});
+
+describe("an agent restarted", () => {
+  test("an agent restarted with the same id reconciles at once: what the old process ran is lost, not waited for", async () => {
+    const id = newId("restart");
+    await rt.submit({
+      sessionId: id,
+      spec: {
+        name: "restart",
+        resources: { cpu: 1, memoryMiB: 64 },
+        command: sh('if [ "$CAIRN_RUN_INDEX" = 0 ]; then sleep 30; fi'),
+      },
+    });
+    const running = await rt.waitForStatus(id, "RUNNING");
+    const agentId = running.kernels[0]!.agentId!;
+    const old = rt.runtime.agents.find((a) => a.id === agentId)!;
+    old.kill("SIGKILL");
+    await old.exited;
+    await rt.runtime.startAgent({ id: agentId });
+    // This runtime's liveness window is 30 s (e2e-agents' is 3 s, shorter than a `cairn agent` can take
+    // to start on a loaded machine): only the registration itself can retire the old incarnation here.
+    const moved = await rt.waitFor(
+      id,
+      (s) => s.session.runIndex === 1 || s.session.status === "TERMINATED",
+      "a retry",
+    );
+    const runs = await rt.store.listRuns(id);
+    expect(runs[0]?.kernels[0]?.message).toMatch(new RegExp(`^agent ${agentId} restarted \\(incarnation `));
+    expect(runs[0]?.outcome).toBe("WORKER_FAILED");
+    expect(moved.session.retry?.preemptionCount).toBe(1);
+    expect(sessionResult(await rt.waitForEnd(id))).toBe("succeeded");
+  }, 60_000);
 });

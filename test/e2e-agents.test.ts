@@ -183,37 +183,6 @@ describe("agents are processes of their own", () => {
     );
   }, 120_000);
 
-  test("an agent restarted with the same id reconciles at once: what the old process ran is lost, not waited for", async () => {
-    const id = newId("restart");
-    await rt.submit({
-      sessionId: id,
-      spec: {
-        name: "restart",
-        resources: { cpu: 1, memoryMiB: 64 },
-        command: sh('if [ "$CAIRN_RUN_INDEX" = 0 ]; then sleep 30; fi'),
-      },
-    });
-    const running = await rt.waitForStatus(id, "RUNNING");
-    const agentId = running.kernels[0]!.agentId!;
-    const old = rt.runtime.agents.find((a) => a.id === agentId)!;
-    old.kill("SIGKILL");
-    await old.exited;
-    const startedAt = Date.now();
-    await rt.runtime.startAgent({ id: agentId });
-    // Well inside the 3 s liveness window: the registration itself retired the old incarnation.
-    const moved = await rt.waitFor(
-      id,
-      (s) => s.session.runIndex === 1 || s.session.status === "TERMINATED",
-      "a retry",
-    );
-    expect(Date.now() - startedAt).toBeLessThan(10_000);
-    const runs = await rt.store.listRuns(id);
-    expect(runs[0]?.kernels[0]?.message).toMatch(new RegExp(`^agent ${agentId} restarted \\(incarnation `));
-    expect(runs[0]?.outcome).toBe("WORKER_FAILED");
-    expect(moved.session.retry?.preemptionCount).toBe(1);
-    expect(sessionResult(await rt.waitForEnd(id))).toBe("succeeded");
-  }, 60_000);
-
   test("SIGTERM drains: the agent takes no more work, its kernel is stopped and retried elsewhere, and it exits 0", async () => {
     const id = newId("drain");
     await rt.submit({
