@@ -5,7 +5,9 @@
  * step (harness.ts): in particular no split gang and capacity conserved.
  */
 import { describe, expect, test } from "vitest";
+import { MAX_FREE_RETURNS } from "../../functions/core/retry/history-budget.ts";
 import { sessionResult } from "../../functions/core/sessions.ts";
+import { SPEC_LIMITS } from "../../functions/core/spec.ts";
 import { AGENT_TIMEOUT_MS, CAP, HISTORY_TO_RUNNING, replaysClosedAfterEach } from "./harness.ts";
 
 const open = replaysClosedAfterEach();
@@ -147,6 +149,34 @@ describe("retries", () => {
       "detail.agentId: kernel 0 of session s-001 is not placed, not on agent-a",
       "detail.agentId: kernel 0 of session s-001 is not placed, not on agent-a",
     ]);
+    expect(h.errors).toEqual([]);
+  });
+
+  test("a session at the largest maxPendingReturns ends at the session's own bound on free returns", async () => {
+    // Every placement fails to prepare once and gives up (maxTries 1): a free return to PENDING.
+    // The run's limit (maxPendingReturns) is as high as the spec allows, so the session's own bound
+    // on free returns (MAX_FREE_RETURNS, which sizes the execution's history) is what ends it.
+    const h = await open("free-returns", { maxRunsPerStep: 2_000 });
+    const a = await h.register("agent-a", CAP);
+    a.prepare = { error: 'cannot run "/work/package.json": it is not executable' };
+    await h.submit("s-001", {
+      name: "bound",
+      command: ["/work/package.json"],
+      maxPendingReturns: SPEC_LIMITS.maxPendingReturns.max,
+      maxTries: { preparing: 1 },
+    });
+    const done = await h.session("s-001");
+    expect(sessionResult(done), h.stepLog).toBe("failed");
+    const history = await h.store.listHistory("s-001");
+    const returns = history
+      .filter((r) => r.toStatus === "PENDING" && r.fromStatus !== "PENDING")
+      .reduce((sum, r) => sum + r.count, 0);
+    expect(returns).toBe(MAX_FREE_RETURNS + 1);
+    expect(history.at(-1)).toMatchObject({ result: "FAILED", fromStatus: "PENDING", toStatus: "TERMINATED" });
+    expect(history.at(-1)?.message).toContain(
+      `returned to PENDING ${MAX_FREE_RETURNS + 1} times without a counted retry, more than the ${MAX_FREE_RETURNS}`,
+    );
+    expect(done.session.runIndex).toBe(0);
     expect(h.errors).toEqual([]);
   });
 });

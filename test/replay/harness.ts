@@ -679,13 +679,15 @@ export function formatDump(d: Dump): string {
 }
 
 /** A test file's replays: the function returned opens one, closed again after each test. */
-export function replaysClosedAfterEach(options: ReplayOptions = {}): (name: string) => Promise<Replay> {
+export function replaysClosedAfterEach(
+  options: ReplayOptions = {},
+): (name: string, own?: ReplayOptions) => Promise<Replay> {
   let current: Replay | undefined;
   afterEach(async () => {
     await current?.close();
     current = undefined;
   });
-  return async (name) => (current = await Replay.open(name, options));
+  return async (name, own = {}) => (current = await Replay.open(name, { ...options, ...own }));
 }
 
 export interface StoreCall {
