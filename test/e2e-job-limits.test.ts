@@ -2,7 +2,8 @@
  * Issue 16, item 6 end to end (seed 004), with real processes on one local agent: a job's
  * run-time limit (`timeouts.job`) cancelling a running job, and the cancellation rules in the HPC
  * view — a running task that is cancelled is Failed, one cancelled before it started Canceled,
- * while the Sokovan status reads TERMINATED / CANCELLED. The test runtime sweeps every second.
+ * while the Sokovan status reads TERMINATED / CANCELLED. The limit is checked by the sweep, every
+ * second here (the test runtime's default is 5 s).
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,7 +24,7 @@ const sh = (script: string) => ["/bin/sh", "-c", script];
 
 beforeAll(async () => {
   // One agent of 4 cpu: tasks of 4 cpu run one at a time.
-  rt = await startTestRuntime({ agents: 1, agentCapacity: { cpu: 4, memoryMiB: 4096 } });
+  rt = await startTestRuntime({ agents: 1, agentCapacity: { cpu: 4, memoryMiB: 4096 }, sweepMs: 1_000 });
 }, 120_000);
 
 afterAll(async () => {
