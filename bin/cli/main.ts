@@ -5,51 +5,24 @@
 import { parseCommandLine, type Invocation } from "./args.ts";
 import { explainAwsError } from "./aws-errors.ts";
 import type { CairnApi } from "./cairn-api.ts";
-import { runCancel } from "./commands/cancel.ts";
-import { runDashboard } from "./commands/dashboard.ts";
-import {
-  createdEntry,
-  runDeploymentCreate,
-  runDeploymentDestroy,
-  runDeploymentGet,
-  runDeploymentList,
-  runDeploymentRoutes,
-  runDeploymentScale,
-} from "./commands/deployment.ts";
 import type { CommandContext } from "./commands/context.ts";
-import { runGet } from "./commands/get.ts";
-import { runHistory } from "./commands/history.ts";
-import { runJobGet, runTask, runTasks } from "./commands/job.ts";
-import {
-  draftSavedEntry,
-  runJobCreate,
-  runJobDelete,
-  runJobEdit,
-  runJobSubmit,
-  type DraftSaveRequest,
-} from "./commands/job-draft.ts";
-import { runLogs } from "./commands/logs.ts";
-import { runList } from "./commands/list.ts";
-import { runQueueDelete, runQueueGet, runQueueList, runQueueWrite } from "./commands/queue.ts";
-import { runRetryConfigGet, runRetryConfigSet } from "./commands/retry-config.ts";
-import { runPolicyDelete, runPolicyGet, runPolicyList, runPolicyWrite } from "./commands/retry-policy.ts";
-import { runTemplateDelete, runTemplateGet, runTemplateList, runTemplateWrite } from "./commands/template.ts";
-import { runSubmit, submittedEntry, type SubmitRequest } from "./commands/submit.ts";
+import type { DraftSaveRequest } from "./commands/job-draft.ts";
+import type { SubmitRequest } from "./commands/submit.ts";
 import { CliError, UsageError } from "./errors.ts";
 import { ExitCode } from "./exit-codes.ts";
 import type { CliIo } from "./io.ts";
-import {
-  readDeploymentFile,
-  readPolicyFile,
-  readTemplateFile,
-  readWrittenSpecFile,
-} from "./document-files.ts";
-import { newSessionId } from "./session-id.ts";
 import { explainStoreError } from "./store-errors.ts";
-import { maxJobIdLength } from "../../functions/core/jobs.ts";
 import type { DeploymentSpec } from "../../functions/core/deployments/spec.ts";
 import type { RetryPolicy } from "../../functions/core/retry/policy.ts";
+import type { JobTemplate } from "../../functions/core/templates.ts";
 import { resolveConnection, type Connection } from "./target.ts";
+
+/*
+ * Each command's module is imported when that command runs, not at start: a start loads what
+ * its command needs (the dashboard's pages, the YAML parser for files, the submission's checks
+ * only when they are used). Measured in docs/performance.md.
+ */
+const documents = () => import("./document-files.ts");
 
 /** Never throws: every outcome is an exit code, with the reason on stderr. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
@@ -62,20 +35,20 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return ExitCode.Ok;
     }
     // A bad spec or policy is reported before looking for Cairn: nothing is sent, wherever Cairn is.
-    const submit = invocation.kind === "submit" ? submitRequest(invocation, io) : undefined;
+    const submit = invocation.kind === "submit" ? await submitRequest(invocation, io) : undefined;
     const draft =
       invocation.kind === "job create" || invocation.kind === "job edit"
-        ? draftRequest(invocation, io)
+        ? await draftRequest(invocation, io)
         : undefined;
     const deployment =
-      invocation.kind === "deployment create" ? deploymentSpec(invocation.file, io) : undefined;
+      invocation.kind === "deployment create" ? await deploymentSpec(invocation.file, io) : undefined;
     const policy =
       invocation.kind === "retry-policy create" || invocation.kind === "retry-policy update"
-        ? readPolicyFile(invocation.file, io)
+        ? (await documents()).readPolicyFile(invocation.file, io)
         : undefined;
     const template =
       invocation.kind === "template create" || invocation.kind === "template update"
-        ? readTemplateFile(invocation.file, io)
+        ? (await documents()).readTemplateFile(invocation.file, io)
         : undefined;
     connection = await resolveConnection(invocation.target, {
       cwd: io.cwd,
@@ -88,14 +61,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return await io.runAgent(invocation.agent, connection);
     }
     api = await io.openApi(connection);
-    if (invocation.kind === "dashboard") return await runDashboard(invocation.port, connection, { io, api });
-    if (
-      template !== undefined &&
-      (invocation.kind === "template create" || invocation.kind === "template update")
-    ) {
-      return await runTemplateWrite(invocation, template, { io, api });
+    if (invocation.kind === "dashboard") {
+      const { runDashboard } = await import("./commands/dashboard.ts");
+      return await runDashboard(invocation.port, connection, { io, api });
     }
-    return await dispatch(invocation, { submit, policy, deployment, draft }, { io, api });
+    return await dispatch(invocation, { submit, policy, deployment, draft, template }, { io, api });
   } catch (error) {
     return report(error, connection, io);
   } finally {
@@ -110,87 +80,94 @@ interface Prepared {
   readonly deployment: DeploymentSpec | undefined;
   /** `job create` / `job edit`: the draft's id and spec. */
   readonly draft?: DraftSaveRequest | undefined;
+  readonly template?: JobTemplate | undefined;
 }
 
-function dispatch(
+async function dispatch(
   invocation: Exclude<Invocation, { kind: "help" }>,
   prepared: Prepared,
   ctx: CommandContext,
 ): Promise<ExitCode> {
   switch (invocation.kind) {
-    case "submit":
-      return runSubmit(prepared.submit ?? submitRequest(invocation, ctx.io), ctx);
+    case "submit": {
+      const { runSubmit } = await import("./commands/submit.ts");
+      return runSubmit(prepared.submit ?? (await submitRequest(invocation, ctx.io)), ctx);
+    }
     case "get":
-      return runGet(invocation, ctx);
+      return (await import("./commands/get.ts")).runGet(invocation, ctx);
     case "history":
-      return runHistory(invocation, ctx);
+      return (await import("./commands/history.ts")).runHistory(invocation, ctx);
     case "list":
-      return runList(invocation, ctx);
+      return (await import("./commands/list.ts")).runList(invocation, ctx);
     case "cancel":
-      return runCancel(invocation, ctx);
+      return (await import("./commands/cancel.ts")).runCancel(invocation, ctx);
     case "job get":
-      return runJobGet(invocation, ctx);
+      return (await import("./commands/job.ts")).runJobGet(invocation, ctx);
     case "job create":
     case "job edit": {
-      const request = prepared.draft ?? draftRequest(invocation, ctx.io);
+      const request = prepared.draft ?? (await draftRequest(invocation, ctx.io));
+      const { runJobCreate, runJobEdit } = await import("./commands/job-draft.ts");
       return invocation.kind === "job create" ? runJobCreate(request, ctx) : runJobEdit(request, ctx);
     }
     case "job submit":
-      return runJobSubmit(invocation, ctx);
+      return (await import("./commands/job-draft.ts")).runJobSubmit(invocation, ctx);
     case "job delete":
-      return runJobDelete(invocation, ctx);
+      return (await import("./commands/job-draft.ts")).runJobDelete(invocation, ctx);
     case "tasks":
-      return runTasks(invocation, ctx);
+      return (await import("./commands/job.ts")).runTasks(invocation, ctx);
     case "task":
-      return runTask(invocation, ctx);
+      return (await import("./commands/job.ts")).runTask(invocation, ctx);
     case "logs":
-      return runLogs(invocation, ctx);
+      return (await import("./commands/logs.ts")).runLogs(invocation, ctx);
     case "retry-policy create":
-    case "retry-policy update":
-      return runPolicyWrite(invocation, prepared.policy ?? readPolicyFile(invocation.file, ctx.io), ctx);
+    case "retry-policy update": {
+      const policy = prepared.policy ?? (await documents()).readPolicyFile(invocation.file, ctx.io);
+      return (await import("./commands/retry-policy.ts")).runPolicyWrite(invocation, policy, ctx);
+    }
     case "retry-policy get":
-      return runPolicyGet(invocation, ctx);
+      return (await import("./commands/retry-policy.ts")).runPolicyGet(invocation, ctx);
     case "retry-policy delete":
-      return runPolicyDelete(invocation, ctx);
+      return (await import("./commands/retry-policy.ts")).runPolicyDelete(invocation, ctx);
     case "retry-policy list":
-      return runPolicyList(invocation, ctx);
+      return (await import("./commands/retry-policy.ts")).runPolicyList(invocation, ctx);
     case "queue create":
     case "queue update":
-      return runQueueWrite(invocation, ctx);
+      return (await import("./commands/queue.ts")).runQueueWrite(invocation, ctx);
     case "queue get":
-      return runQueueGet(invocation, ctx);
+      return (await import("./commands/queue.ts")).runQueueGet(invocation, ctx);
     case "queue delete":
-      return runQueueDelete(invocation, ctx);
+      return (await import("./commands/queue.ts")).runQueueDelete(invocation, ctx);
     case "queue list":
-      return runQueueList(invocation, ctx);
+      return (await import("./commands/queue.ts")).runQueueList(invocation, ctx);
     case "template create":
-    case "template update":
-      return runTemplateWrite(invocation, readTemplateFile(invocation.file, ctx.io), ctx);
+    case "template update": {
+      const template = prepared.template ?? (await documents()).readTemplateFile(invocation.file, ctx.io);
+      return (await import("./commands/template.ts")).runTemplateWrite(invocation, template, ctx);
+    }
     case "template get":
-      return runTemplateGet(invocation, ctx);
+      return (await import("./commands/template.ts")).runTemplateGet(invocation, ctx);
     case "template delete":
-      return runTemplateDelete(invocation, ctx);
+      return (await import("./commands/template.ts")).runTemplateDelete(invocation, ctx);
     case "template list":
-      return runTemplateList(invocation, ctx);
+      return (await import("./commands/template.ts")).runTemplateList(invocation, ctx);
     case "retry-config get":
-      return runRetryConfigGet(invocation, ctx);
+      return (await import("./commands/retry-config.ts")).runRetryConfigGet(invocation, ctx);
     case "retry-config set":
-      return runRetryConfigSet(invocation, ctx);
-    case "deployment create":
-      return runDeploymentCreate(
-        { ...invocation, spec: prepared.deployment ?? deploymentSpec(invocation.file, ctx.io) },
-        ctx,
-      );
+      return (await import("./commands/retry-config.ts")).runRetryConfigSet(invocation, ctx);
+    case "deployment create": {
+      const spec = prepared.deployment ?? (await deploymentSpec(invocation.file, ctx.io));
+      return (await import("./commands/deployment.ts")).runDeploymentCreate({ ...invocation, spec }, ctx);
+    }
     case "deployment get":
-      return runDeploymentGet(invocation, ctx);
+      return (await import("./commands/deployment.ts")).runDeploymentGet(invocation, ctx);
     case "deployment list":
-      return runDeploymentList(invocation, ctx);
+      return (await import("./commands/deployment.ts")).runDeploymentList(invocation, ctx);
     case "deployment scale":
-      return runDeploymentScale(invocation, ctx);
+      return (await import("./commands/deployment.ts")).runDeploymentScale(invocation, ctx);
     case "deployment destroy":
-      return runDeploymentDestroy(invocation, ctx);
+      return (await import("./commands/deployment.ts")).runDeploymentDestroy(invocation, ctx);
     case "deployment routes":
-      return runDeploymentRoutes(invocation, ctx);
+      return (await import("./commands/deployment.ts")).runDeploymentRoutes(invocation, ctx);
     case "agent":
       throw new UsageError("`cairn agent` runs without a session store", "agent");
     case "dashboard":
@@ -198,8 +175,12 @@ function dispatch(
   }
 }
 
-function submitRequest(invocation: Extract<Invocation, { kind: "submit" }>, io: CliIo): SubmitRequest {
-  const { spec, written } = readWrittenSpecFile(invocation.file, io);
+async function submitRequest(
+  invocation: Extract<Invocation, { kind: "submit" }>,
+  io: CliIo,
+): Promise<SubmitRequest> {
+  const { spec, written } = (await documents()).readWrittenSpecFile(invocation.file, io);
+  const { maxJobIdLength } = await import("../../functions/core/jobs.ts");
   // Independent tasks run as sessions <id>-t<index>: those ids must fit the id limit too.
   const maxLength = maxJobIdLength(spec);
   if (invocation.sessionId !== undefined && invocation.sessionId.length > maxLength) {
@@ -209,9 +190,10 @@ function submitRequest(invocation: Extract<Invocation, { kind: "submit" }>, io: 
       "submit",
     );
   }
+  const { newSessionId } = await import("./session-id.ts");
   const sessionId = invocation.sessionId ?? newSessionId(spec.name, () => io.random(), maxLength);
   // Size and contract checks; the real bus name is filled in once Cairn is found.
-  submittedEntry("-", sessionId, spec, written);
+  (await import("./commands/submit.ts")).submittedEntry("-", sessionId, spec, written);
   return {
     sessionId,
     idChosen: invocation.sessionId !== undefined,
@@ -225,12 +207,13 @@ function submitRequest(invocation: Extract<Invocation, { kind: "submit" }>, io: 
 }
 
 /** A draft's spec and id, checked as a submission's are before anything is sent (issue 16 item 3). */
-function draftRequest(
+async function draftRequest(
   invocation: Extract<Invocation, { kind: "job create" | "job edit" }>,
   io: CliIo,
-): DraftSaveRequest {
+): Promise<DraftSaveRequest> {
   // Sent as written, as `submit` does, so a job template's defaults apply to what it leaves unset.
-  const { spec, written } = readWrittenSpecFile(invocation.file, io);
+  const { spec, written } = (await documents()).readWrittenSpecFile(invocation.file, io);
+  const { maxJobIdLength } = await import("../../functions/core/jobs.ts");
   const maxLength = maxJobIdLength(spec);
   if (invocation.jobId !== undefined && invocation.jobId.length > maxLength) {
     const flag = invocation.kind === "job create" ? "--id" : "JOB_ID";
@@ -240,16 +223,17 @@ function draftRequest(
       invocation.kind,
     );
   }
+  const { newSessionId } = await import("./session-id.ts");
   const jobId = invocation.jobId ?? newSessionId(spec.name, () => io.random(), maxLength);
   // Size and contract checks; the real bus name is filled in once Cairn is found.
-  draftSavedEntry("-", { jobId, spec }, written);
+  (await import("./commands/job-draft.ts")).draftSavedEntry("-", { jobId, spec }, written);
   return { jobId, spec, written, output: invocation.output };
 }
 
 /** The file's deployment spec, checked against the event that carries it (the bus named later). */
-function deploymentSpec(file: string, io: CliIo): DeploymentSpec {
-  const spec = readDeploymentFile(file, io);
-  createdEntry("-", spec);
+async function deploymentSpec(file: string, io: CliIo): Promise<DeploymentSpec> {
+  const spec = (await documents()).readDeploymentFile(file, io);
+  (await import("./commands/deployment.ts")).createdEntry("-", spec);
   return spec;
 }
 
