@@ -37,7 +37,7 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           exclude: OWN_PROCESS,
           isolate: false,
-          // One DynamoDB Local for each project's run; each test file gets its own table.
+          // One DynamoDB Local for the run, shared by both projects; each test file gets its own table.
           globalSetup: ["test/support/global-setup.ts"],
         },
       },
