@@ -580,12 +580,18 @@ describe("functions", () => {
       expect(variablesOf(name), name).toEqual(["CAIRN_STATE_MACHINE_ARN"]);
   });
 
-  test("each function's bundle was built and loads, exporting its handler", () => {
+  test("each function's bundle was built from its declared entry and loads, exporting its handler", () => {
     for (const f of FUNCTIONS) {
       const [, fn] = resourceNamed(s.json, "AWS::Lambda::Function", `CairnFunctions${f.name}`);
       const key = String((props(fn)["Code"] as { S3Key: string }).S3Key).replace(/\.zip$/, "");
       const bundle = join(s.outdir, `asset.${key}`, "index.js");
       expect(existsSync(bundle), bundle).toBe(true);
+      // The bundle's source map names the module it was built from (functions/topology's entry).
+      const map = JSON.parse(readFileSync(`${bundle}.map`, "utf8")) as { sources: string[] };
+      expect(
+        map.sources.some((src) => src.endsWith(f.entry)),
+        `${f.name} bundled from ${f.entry}`,
+      ).toBe(true);
       const type = execFileSync(
         process.execPath,
         ["-e", "process.stdout.write(typeof require(process.argv[1]).handler)", bundle],

@@ -21,7 +21,7 @@ import { resourcesOf, synthesize, type Synthesized } from "./cdk-synth.ts";
 
 let s: Synthesized;
 beforeAll(() => {
-  s = synthesize();
+  s = synthesize({}, { bundle: false });
 });
 afterAll(() => s.cleanup());
 
@@ -35,7 +35,9 @@ const resource = (id: string) => {
 };
 
 describe("the stack equals the topology", () => {
-  test("functions: one per declaration, with its description, memory, timeout and entry", () => {
+  // That each bundle is built from its declaration's entry is checked on cdk-stack's synth, which
+  // bundles the functions; this one does not (about 11 s of CPU less).
+  test("functions: one per declaration, with its description, memory and timeout", () => {
     expect(resourcesOf(s.json, "AWS::Lambda::Function")).toHaveLength(FUNCTIONS.length);
     for (const f of FUNCTIONS) {
       const p = resource(fnId(f.name));
@@ -45,15 +47,6 @@ describe("the stack equals the topology", () => {
         Timeout: f.timeoutSeconds,
         Handler: "index.handler",
       });
-      // The bundle's source map names the module it was built from.
-      const key = String((p["Code"] as { S3Key: string }).S3Key).replace(/\.zip$/, "");
-      const map = JSON.parse(readFileSync(join(s.outdir, `asset.${key}`, "index.js.map"), "utf8")) as {
-        sources: string[];
-      };
-      expect(
-        map.sources.some((src) => src.endsWith(f.entry)),
-        `${f.name} bundled from ${f.entry}`,
-      ).toBe(true);
     }
   });
 
