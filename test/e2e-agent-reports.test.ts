@@ -106,7 +106,7 @@ describe("agent reports, end to end", () => {
   }, 120_000);
 });
 
-describe("an agent restarted", () => {
+describe("agent restarts, end to end", () => {
   test("an agent restarted with the same id reconciles at once: what the old process ran is lost, not waited for", async () => {
     const id = newId("restart");
     await rt.submit({
