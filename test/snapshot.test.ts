@@ -3,7 +3,7 @@
  * what they read, and when they read again.
  */
 import { describe, expect, test } from "vitest";
-import { AgentCache, RunSnapshot } from "../functions/app/snapshot.ts";
+import { AgentCache, agentCacheTtlMs, RunSnapshot } from "../functions/app/snapshot.ts";
 import type { Agent, SessionWithKernels } from "../functions/core/model.ts";
 import { newSession } from "./store-fixtures.ts";
 
@@ -100,5 +100,13 @@ describe("AgentCache", () => {
     cache.forget("x");
     await cache.get("x");
     expect(store.agentReads).toEqual(["x", "x", "x"]);
+  });
+
+  test("the time to live is a tenth of the liveness window, from 250 ms to 5 s", () => {
+    // A test runtime's 3 s window, the runtime's default of 30 s, the stack's default of 90 s.
+    expect(agentCacheTtlMs(3_000)).toBe(300);
+    expect(agentCacheTtlMs(30_000)).toBe(3_000);
+    expect(agentCacheTtlMs(90_000)).toBe(5_000);
+    expect(agentCacheTtlMs(1_000)).toBe(250);
   });
 });

@@ -59,7 +59,7 @@ import { Preemption } from "./preemption.ts";
 import { Repair } from "./repair.ts";
 import { RetryCatalog } from "./retry-catalog.ts";
 import { judgeExpiry, type ExpiryJudged, type ExpiryJudgement } from "./expiry-judge.ts";
-import { AgentCache, RunSnapshot } from "./snapshot.ts";
+import { AgentCache, agentCacheTtlMs, RunSnapshot } from "./snapshot.ts";
 
 export interface CoordinatorDeps {
   readonly store: SessionStore;
@@ -178,9 +178,6 @@ interface PassOutcome {
   readonly completed: number;
 }
 
-/** How long a coordinator instance uses an agent as read (liveness and incarnation; see AgentCache). */
-const AGENT_CACHE_MS = 1_000;
-
 type KernelReportEvent = Extract<InboundEvent, { detailType: typeof DetailType.KernelStatusChanged }>;
 
 type PendingReport =
@@ -209,7 +206,7 @@ export class Coordinator {
   constructor(deps: CoordinatorDeps) {
     this.#d = deps;
     this.#skipRecordIntervalMs = deps.skipRecordIntervalMs ?? 30_000;
-    this.#agentCache = new AgentCache(deps.store, deps.clock, AGENT_CACHE_MS);
+    this.#agentCache = new AgentCache(deps.store, deps.clock, agentCacheTtlMs(deps.config.agentTimeoutMs));
     this.#agents = new Agents(deps);
     this.#commands = new KernelCommands(deps.store, deps.channel, deps.fargate);
     this.#jobs = new Jobs(deps);

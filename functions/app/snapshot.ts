@@ -76,6 +76,18 @@ export class RunSnapshot {
 }
 
 /**
+ * How long a coordinator instance uses an agent as read: a tenth of the liveness window, between
+ * 250 ms and 5 s. A copy that old makes an agent look silent at most a tenth of the window longer
+ * than it has been, so an agent judged lost on a copy had been silent for nine tenths of it (its
+ * heartbeats come several times per window); a short window (a test's 3 s) gets a short copy.
+ * The reads this saves are a rate per second (each agent, once per time to live), not a cost per
+ * session.
+ */
+export function agentCacheTtlMs(agentTimeoutMs: number): number {
+  return Math.min(5_000, Math.max(250, Math.round(agentTimeoutMs / 10)));
+}
+
+/**
  * Agents as recently read, shared by a coordinator's runs (one Lambda execution environment):
  * a run that sends a command or checks a report reads the agent only when the copy is older
  * than `ttlMs`. What may be stale is liveness (a heartbeat or two, against a timeout of tens of
