@@ -13,6 +13,7 @@ import { ExitCode } from "./exit-codes.ts";
 import type { CliIo } from "./io.ts";
 import { explainStoreError } from "./store-errors.ts";
 import type { DeploymentSpec } from "../../functions/core/deployments/spec.ts";
+import type { SessionSpec } from "../../functions/core/model.ts";
 import type { RetryPolicy } from "../../functions/core/retry/policy.ts";
 import type { JobTemplate } from "../../functions/core/templates.ts";
 import { resolveConnection, type Connection } from "./target.ts";
@@ -175,27 +176,42 @@ async function dispatch(
   }
 }
 
+/**
+ * The spec file as written and the id it goes under: the one given, checked to leave room for the
+ * ids of its independent tasks (sessions <id>-t<index>), or a new one that does.
+ */
+async function specWithId(
+  file: string,
+  io: CliIo,
+  given: { readonly id: string | undefined; readonly flag: string; readonly command: string },
+): Promise<{ spec: SessionSpec; written: unknown; id: string }> {
+  const { spec, written } = (await documents()).readWrittenSpecFile(file, io);
+  const { maxJobIdLength } = await import("../../functions/core/jobs.ts");
+  const maxLength = maxJobIdLength(spec);
+  if (given.id !== undefined && given.id.length > maxLength) {
+    throw new UsageError(
+      `${given.flag} "${given.id}" is too long for ${spec.replicas} independent tasks: at most ` +
+        `${maxLength} characters, so that their sessions (<id>-t<index>) are valid ids`,
+      given.command,
+    );
+  }
+  const { newSessionId } = await import("./session-id.ts");
+  return { spec, written, id: given.id ?? newSessionId(spec.name, () => io.random(), maxLength) };
+}
+
 async function submitRequest(
   invocation: Extract<Invocation, { kind: "submit" }>,
   io: CliIo,
 ): Promise<SubmitRequest> {
-  const { spec, written } = (await documents()).readWrittenSpecFile(invocation.file, io);
-  const { maxJobIdLength } = await import("../../functions/core/jobs.ts");
-  // Independent tasks run as sessions <id>-t<index>: those ids must fit the id limit too.
-  const maxLength = maxJobIdLength(spec);
-  if (invocation.sessionId !== undefined && invocation.sessionId.length > maxLength) {
-    throw new UsageError(
-      `--id "${invocation.sessionId}" is too long for ${spec.replicas} independent tasks: at most ` +
-        `${maxLength} characters, so that their sessions (<id>-t<index>) are valid ids`,
-      "submit",
-    );
-  }
-  const { newSessionId } = await import("./session-id.ts");
-  const sessionId = invocation.sessionId ?? newSessionId(spec.name, () => io.random(), maxLength);
+  const { spec, written, id } = await specWithId(invocation.file, io, {
+    id: invocation.sessionId,
+    flag: "--id",
+    command: "submit",
+  });
   // Size and contract checks; the real bus name is filled in once Cairn is found.
-  (await import("./commands/submit.ts")).submittedEntry("-", sessionId, spec, written);
+  (await import("./commands/submit.ts")).submittedEntry("-", id, spec, written);
   return {
-    sessionId,
+    sessionId: id,
     idChosen: invocation.sessionId !== undefined,
     spec,
     written,
@@ -212,22 +228,14 @@ async function draftRequest(
   io: CliIo,
 ): Promise<DraftSaveRequest> {
   // Sent as written, as `submit` does, so a job template's defaults apply to what it leaves unset.
-  const { spec, written } = (await documents()).readWrittenSpecFile(invocation.file, io);
-  const { maxJobIdLength } = await import("../../functions/core/jobs.ts");
-  const maxLength = maxJobIdLength(spec);
-  if (invocation.jobId !== undefined && invocation.jobId.length > maxLength) {
-    const flag = invocation.kind === "job create" ? "--id" : "JOB_ID";
-    throw new UsageError(
-      `${flag} "${invocation.jobId}" is too long for ${spec.replicas} independent tasks: at most ` +
-        `${maxLength} characters, so that their sessions (<id>-t<index>) are valid ids`,
-      invocation.kind,
-    );
-  }
-  const { newSessionId } = await import("./session-id.ts");
-  const jobId = invocation.jobId ?? newSessionId(spec.name, () => io.random(), maxLength);
+  const { spec, written, id } = await specWithId(invocation.file, io, {
+    id: invocation.jobId,
+    flag: invocation.kind === "job create" ? "--id" : "JOB_ID",
+    command: invocation.kind,
+  });
   // Size and contract checks; the real bus name is filled in once Cairn is found.
-  (await import("./commands/job-draft.ts")).draftSavedEntry("-", { jobId, spec }, written);
-  return { jobId, spec, written, output: invocation.output };
+  (await import("./commands/job-draft.ts")).draftSavedEntry("-", { jobId: id, spec }, written);
+  return { jobId: id, spec, written, output: invocation.output };
 }
 
 /** The file's deployment spec, checked against the event that carries it (the bus named later). */
