@@ -5,7 +5,7 @@
  * credential scope, and the SHA-256 of the body actually received; the result must equal the
  * client's signature. Nothing the client claims (payload hash, scope) is trusted unchecked.
  */
-import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, createSecretKey, timingSafeEqual, type KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import { SignatureV4 } from "@smithy/signature-v4";
 
@@ -266,10 +266,10 @@ function fail(failure: AuthFailure, message: string): SignatureCheck {
 
 /** The hash the smithy signer expects: SHA-256, or HMAC-SHA-256 when given a key. */
 class NodeSha256 {
-  readonly #secret: Uint8Array | undefined;
+  readonly #key: KeyObject | undefined;
   #hash: ReturnType<typeof createHash> | ReturnType<typeof createHmac>;
   constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.#secret = secret === undefined ? undefined : bytesOf(secret);
+    this.#key = secret === undefined ? undefined : keyObjectOf(secret);
     this.#hash = this.#fresh();
   }
   update(data: Uint8Array): void {
@@ -282,8 +282,36 @@ class NodeSha256 {
     this.#hash = this.#fresh();
   }
   #fresh() {
-    return this.#secret === undefined ? createHash("sha256") : createHmac("sha256", this.#secret);
+    return this.#key === undefined ? createHash("sha256") : createHmac("sha256", this.#key);
   }
+}
+
+/**
+ * The signer's keys as KeyObjects, kept: an HMAC keyed by a KeyObject costs about a third of one
+ * keyed by bytes (Node checks and copies a raw key on every createHmac: 12.7 against 3.9 µs here),
+ * and every request's check uses the same two keys again (the secret, for the signer's cache key,
+ * and the day's signing key, the same Uint8Array from the signer's cache).
+ */
+const keysOfSecrets = new Map<string, KeyObject>();
+const keysOfBytes = new WeakMap<object, KeyObject>();
+const SECRETS_KEPT = 64;
+
+function keyObjectOf(secret: string | ArrayBuffer | ArrayBufferView): KeyObject {
+  if (typeof secret === "string") {
+    let key = keysOfSecrets.get(secret);
+    if (key === undefined) {
+      if (keysOfSecrets.size >= SECRETS_KEPT) keysOfSecrets.clear();
+      key = createSecretKey(bytesOf(secret));
+      keysOfSecrets.set(secret, key);
+    }
+    return key;
+  }
+  let key = keysOfBytes.get(secret);
+  if (key === undefined) {
+    key = createSecretKey(bytesOf(secret));
+    keysOfBytes.set(secret, key);
+  }
+  return key;
 }
 
 function bytesOf(data: string | ArrayBuffer | ArrayBufferView): Uint8Array {
