@@ -1,4 +1,10 @@
-/** What the queue-triggered entry points share: SQS batches, partial batch responses, the sweep's event. */
+/**
+ * What the queue-triggered entry points share: SQS batches, partial batch responses, the sweep's
+ * event. Not `@aws-lambda-powertools/batch`: its processors run a handler per record and build the
+ * response from each record's outcome, while the coordinator runs a batch as a whole (one read of
+ * every session the batch names, a session's reports folded into one write) and learns which
+ * records to redeliver only at the end of that run. The partial response is the function below.
+ */
 
 export interface SqsRecord {
   readonly messageId: string;
