@@ -2,6 +2,7 @@
  * A kernel's environment: a minimal inherited base, then the user's spec env, then Cairn's
  * identity variables (last, so a spec cannot impersonate another task nor move a replica's port).
  */
+import { taskIdentityEnv } from "../functions/core/task-env.ts";
 import type { KernelLaunch } from "./types.ts";
 
 /** Inherited from the agent's environment when set; everything else is left behind. */
@@ -42,12 +43,13 @@ export function buildKernelEnv(
   env.PATH ??= DEFAULT_PATH;
   Object.assign(env, launch.env);
   env.CAIRN_SESSION_ID = launch.sessionId;
-  const jobId = launch.jobId ?? launch.sessionId;
-  const taskIndex = launch.taskIndex ?? launch.kernelIndex;
-  env.CAIRN_JOB_ID = jobId;
-  env.CAIRN_TASK_INDEX = String(taskIndex);
-  env.CAIRN_NUM_TASKS = String(launch.numTasks ?? launch.numKernels);
-  env.CAIRN_TASK_ID = `${jobId}/task-${taskIndex}`;
+  const place = {
+    jobId: launch.jobId ?? launch.sessionId,
+    taskIndex: launch.taskIndex ?? launch.kernelIndex,
+    numTasks: launch.numTasks ?? launch.numKernels,
+  };
+  // CAIRN_JOB_ID, CAIRN_TASK_*, and Iris's IRIS_TASK_ID, IRIS_TASK_INDEX, IRIS_NUM_TASKS.
+  for (const [name, value] of taskIdentityEnv(place)) env[name] = value;
   env.CAIRN_RUN_INDEX = String(launch.runIndex);
   env.CAIRN_AGENT_ID = identity.agentId;
   env.CAIRN_TERMINATION_LOG = identity.terminationLogPath;

@@ -112,13 +112,14 @@ function isAlive(pid: number): boolean {
 }
 
 describe("running a kernel", () => {
-  test("the program sees its identity, spec env and a minimal base env; output and exit code are captured", async () => {
+  test("the program sees its identity (Cairn's and Iris's names), spec env and a minimal base env; output and exit code are captured", async () => {
     const { agent, reports, waitForReport } = newAgent({
       baseEnv: { PATH: process.env.PATH, HOME: "/home/cairn", AWS_SECRET_ACCESS_KEY: "must-not-leak" },
     });
     const script = `
       const keys = ["CAIRN_SESSION_ID","CAIRN_TASK_INDEX","CAIRN_NUM_TASKS","CAIRN_TASK_ID","CAIRN_RUN_INDEX",
-        "CAIRN_AGENT_ID","CAIRN_TERMINATION_LOG","GREETING","HOME","AWS_SECRET_ACCESS_KEY"];
+        "CAIRN_AGENT_ID","CAIRN_TERMINATION_LOG","IRIS_TASK_ID","IRIS_TASK_INDEX","IRIS_NUM_TASKS",
+        "GREETING","HOME","AWS_SECRET_ACCESS_KEY"];
       console.log(JSON.stringify({ cwd: process.cwd(), env: Object.fromEntries(keys.map((k) => [k, process.env[k]])) }));
       console.error("warning: to stderr");
       process.exitCode = 3;`;
@@ -160,6 +161,10 @@ describe("running a kernel", () => {
       CAIRN_RUN_INDEX: "1",
       CAIRN_AGENT_ID: "agent-t",
       CAIRN_TERMINATION_LOG: paths.terminationLog,
+      // Iris's names for the same identity (its co-scheduling design's environment variables).
+      IRIS_TASK_ID: "job-7/task-2",
+      IRIS_TASK_INDEX: "2",
+      IRIS_NUM_TASKS: "4",
       GREETING: "hello",
       HOME: "/home/cairn",
     });

@@ -149,21 +149,23 @@ describe("co-scheduled gang", () => {
 });
 
 describe("independent tasks", () => {
-  test("tasks see their identity: CAIRN_TASK_INDEX, CAIRN_NUM_TASKS, CAIRN_TASK_ID", async () => {
+  test("tasks see their identity: CAIRN_TASK_INDEX, CAIRN_NUM_TASKS, CAIRN_TASK_ID, and Iris's IRIS_TASK_ID, IRIS_TASK_INDEX, IRIS_NUM_TASKS", async () => {
     const id = newId("ident");
     await submit(id, {
       name: "ident",
       replicas: 3,
       coscheduled: false,
       resources: { cpu: 0.5, memoryMiB: 64 },
-      command: sh(`echo "$CAIRN_TASK_ID $CAIRN_TASK_INDEX/$CAIRN_NUM_TASKS" > "$CAIRN_TERMINATION_LOG"`),
+      command: sh(
+        `echo "$CAIRN_TASK_ID $CAIRN_TASK_INDEX/$CAIRN_NUM_TASKS $IRIS_TASK_ID $IRIS_TASK_INDEX/$IRIS_NUM_TASKS" > "$CAIRN_TERMINATION_LOG"`,
+      ),
     });
     const done = await waitForJob(id, settled, "all three tasks");
     expect(done.job.final?.state).toBe("SUCCEEDED");
     expect(done.job.sessionIds).toEqual([`${id}-t0`, `${id}-t1`, `${id}-t2`]);
     const sessions = await rt.store.getSessions(done.job.sessionIds);
     const messages = sessions.map((s) => s.kernels[0]?.message?.trim());
-    expect(messages).toEqual([0, 1, 2].map((i) => `${id}/task-${i} ${i}/3`));
+    expect(messages).toEqual([0, 1, 2].map((i) => `${id}/task-${i} ${i}/3 ${id}/task-${i} ${i}/3`));
   }, 60_000);
 
   test("maxTaskFailures 1: the job survives one failed task and fails on the second, killing the rest", async () => {

@@ -37,6 +37,7 @@ import { safeParseWithIssues } from "./spec.ts";
 import { TerminationCondition } from "./status.ts";
 import type { ValidationIssue } from "./validation-issue.ts";
 import { fnv1a32 } from "./hash.ts";
+import { taskIdentityEnv } from "./task-env.ts";
 
 // ---------------------------------------------------------------------------------------------
 // The event detail, as Cairn reads it.
@@ -430,6 +431,30 @@ export function ecsStartedBy(sessionId: string): string {
   return `${ECS_STARTED_BY_PREFIX}${sessionId.slice(0, room - hash.length - 1)}-${hash}`;
 }
 
+/** RunTask's limit on `clientToken`: up to 64 ASCII characters from 33 to 126 ([idempotency]). */
+export const ECS_CLIENT_TOKEN_MAX_LENGTH = 64;
+
+/**
+ * RunTask's `clientToken` for one kernel's task: ECS runs a request at most once per token (per
+ * cluster, for 24 hours) and answers a repeat of it with the task it started. The token names the
+ * session, the run, the placement, the kernel and the start try (`Session.tries`, which counts
+ * only recorded failures): a start repeated after its answer was lost (the SDK's retry, or the
+ * handler run again because it ended before recording the task) sends the same token and gets
+ * back the same task instead of a second one; a start after a failure that stopped the gang
+ * (runGang's rollback) is a new try with new tokens, so it is not answered with stopped tasks.
+ * An id too long to fit keeps its head and adds 8 hex digits of the FNV-1a hash of the whole.
+ *
+ * [idempotency]: https://docs.aws.amazon.com/AmazonECS/latest/APIReference/ECS_Idempotency.html
+ */
+export function ecsClientToken(identity: EcsKernelIdentity & { readonly startTry: number }): string {
+  const tail = `/r${identity.runIndex}/p${identity.placement ?? 0}/t${identity.startTry}/k${identity.kernelIndex}`;
+  const whole = `${ECS_STARTED_BY_PREFIX}${identity.sessionId}${tail}`;
+  if (whole.length <= ECS_CLIENT_TOKEN_MAX_LENGTH) return whole;
+  const hash = fnv1a32(whole).toString(16).padStart(8, "0");
+  const room = ECS_CLIENT_TOKEN_MAX_LENGTH - ECS_STARTED_BY_PREFIX.length - tail.length - hash.length - 1;
+  return `${ECS_STARTED_BY_PREFIX}${identity.sessionId.slice(0, room)}-${hash}${tail}`;
+}
+
 export type IdentityOfTask =
   | { readonly ok: true; readonly identity: EcsKernelIdentity }
   | { readonly ok: false; readonly reason: string };
@@ -486,9 +511,9 @@ export function identityOfTask(detail: EcsTaskStateChangeDetail): IdentityOfTask
 // What a task's container override holds, and its limit.
 
 /**
- * The CAIRN_* a kernel's task gets besides its identity: what an agent gives its kernels
- * (agent/environment.ts) as far as a task has them. An independent task's identity is its
- * job's; a gang's kernels are the tasks of their session.
+ * The CAIRN_* (and Iris's IRIS_TASK_*, task-env.ts) a kernel's task gets besides its identity:
+ * what an agent gives its kernels (agent/environment.ts) as far as a task has them. An
+ * independent task's identity is its job's; a gang's kernels are the tasks of their session.
  */
 export function fargateKernelEnvironment(kernel: {
   readonly sessionId: string;
@@ -496,14 +521,11 @@ export function fargateKernelEnvironment(kernel: {
   readonly numKernels: number;
   readonly task?: { readonly jobId: string; readonly index: number; readonly count: number };
 }): { name: string; value: string }[] {
-  const jobId = kernel.task?.jobId ?? kernel.sessionId;
-  const taskIndex = kernel.task?.index ?? kernel.kernelIndex;
-  return [
-    { name: "CAIRN_JOB_ID", value: jobId },
-    { name: "CAIRN_TASK_INDEX", value: String(taskIndex) },
-    { name: "CAIRN_NUM_TASKS", value: String(kernel.task?.count ?? kernel.numKernels) },
-    { name: "CAIRN_TASK_ID", value: `${jobId}/task-${taskIndex}` },
-  ];
+  return taskIdentityEnv({
+    jobId: kernel.task?.jobId ?? kernel.sessionId,
+    taskIndex: kernel.task?.index ?? kernel.kernelIndex,
+    numTasks: kernel.task?.count ?? kernel.numKernels,
+  }).map(([name, value]) => ({ name, value }));
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   DEFAULT_EXECUTOR,
   EXECUTORS,
   Executor,
+  FARGATE_ARCHITECTURES,
   fargateResourceIssues,
   IMAGE_PATTERN,
   IMAGE_PATTERN_MESSAGE,
@@ -16,6 +17,7 @@ import { STAGE_KEYS, type SessionSpec, type SpecTimeouts, type StageKey } from "
 import { BUDGET_DEFAULTS } from "./retry/budgets.ts";
 import { invalidMessage, type ValidationIssue } from "./validation-issue.ts";
 import { HISTORY_LIMIT_REASON, MAX_COUNTED_RETRIES, MAX_FREE_RETURNS } from "./retry/history-budget.ts";
+import { IRIS_TASK_ENV_NAMES } from "./task-env.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Limits and defaults (documented data: the README's tables are generated from these).
@@ -116,9 +118,13 @@ export const envSchema = z.record(envNameSchema, noNulString).readonly();
 /** User-written environment: `CAIRN_…` names are reserved. */
 export const userEnvSchema = z
   .record(
-    envNameSchema.refine((name) => !name.startsWith(RESERVED_ENV_PREFIX), {
-      error: `names starting with ${RESERVED_ENV_PREFIX} are reserved for Cairn`,
-    }),
+    envNameSchema
+      .refine((name) => !name.startsWith(RESERVED_ENV_PREFIX), {
+        error: `names starting with ${RESERVED_ENV_PREFIX} are reserved for Cairn`,
+      })
+      .refine((name) => !(IRIS_TASK_ENV_NAMES as readonly string[]).includes(name), {
+        error: `${IRIS_TASK_ENV_NAMES.join(", ")} are reserved: Cairn sets them to the task's identity`,
+      }),
     noNulString,
   )
   .readonly();
@@ -259,6 +265,8 @@ const sessionSpecShape = {
   executor: z.enum(EXECUTORS).optional(),
   /** The container image each kernel's task runs `command` in: required with executor fargate, refused otherwise. */
   image: z.string().regex(IMAGE_PATTERN, { error: IMAGE_PATTERN_MESSAGE }).optional(),
+  /** Fargate only: the CPU architecture `image` is built for (default x86_64; arm64 runs on Graviton). */
+  architecture: z.enum(FARGATE_ARCHITECTURES).optional(),
   resources: resourcesSchema.prefault({}),
   command: commandSchema,
   env: userEnvSchema.prefault({}),
@@ -306,11 +314,19 @@ export const SessionSpecSchema = strictObject(sessionSpecShape)
       for (const { path, message } of fargateResourceIssues(spec.resources)) {
         ctx.addIssue({ code: "custom", path: path.split("."), message });
       }
-    } else if (spec.image !== undefined) {
-      issue(
-        "image",
-        "only applies to executor fargate (agents run the command on their host, with no image)",
-      );
+    } else {
+      if (spec.image !== undefined) {
+        issue(
+          "image",
+          "only applies to executor fargate (agents run the command on their host, with no image)",
+        );
+      }
+      if (spec.architecture !== undefined) {
+        issue(
+          "architecture",
+          "only applies to executor fargate (an agent runs the command on its host's own architecture)",
+        );
+      }
     }
     if (spec.maxTaskFailures !== undefined && spec.maxTaskFailures >= spec.replicas) {
       issue(

@@ -295,6 +295,12 @@ describe("reserved CAIRN_ environment names", () => {
     );
   });
 
+  test("Iris's task identity names are Cairn's to set too (IRIS_TASK_ID, IRIS_TASK_INDEX, IRIS_NUM_TASKS)", () => {
+    expect(specError({ ...MINIMAL, env: { IRIS_TASK_INDEX: "7", IRIS_OTHER: "1" } }).message).toBe(
+      "invalid session spec (1 problem):\n  env.IRIS_TASK_INDEX: IRIS_TASK_ID, IRIS_TASK_INDEX, IRIS_NUM_TASKS are reserved: Cairn sets them to the task's identity",
+    );
+  });
+
   test("every reserved name is reported", () => {
     expect(specError({ ...MINIMAL, env: { CAIRN_A: "1", CAIRN_: "2" } }).issues.map((i) => i.path)).toEqual([
       "env.CAIRN_A",
