@@ -138,6 +138,12 @@ export interface TaskView {
   readonly preemptionCount: number;
   /** Seed 004's state of the task (hpc-view.ts). */
   readonly hpcState: HpcState;
+  /**
+   * The task has started: it is placed or beyond now, or it was before (a run of it has ended, or
+   * it went back to PENDING from a stage it had been placed in). Derived from what the session
+   * keeps across runs (its run index and retry counters), so a retried task stays started.
+   */
+  readonly started: boolean;
 }
 
 const OUTCOME_TASK_STATE: Readonly<Record<AttemptOutcome, TaskState>> = {
@@ -222,9 +228,23 @@ export function taskView(jobId: string, index: number, session: Session, kernel:
     ...(kernel.startedAtMs !== undefined ? { startedAtMs: kernel.startedAtMs } : {}),
     ...(kernel.finishedAtMs !== undefined ? { finishedAtMs: kernel.finishedAtMs } : {}),
     hpcState: hpcTaskState(session, kernel),
+    started: state !== TaskState.PENDING || hasStartedBefore(session),
     failureCount: session.retry?.failureCount ?? 0,
     preemptionCount: session.retry?.preemptionCount ?? 0,
   };
+}
+
+/**
+ * Whether an earlier placement of the task is on record: a run of it has ended (the run index
+ * moved on), or a budget or a return to PENDING from a placed stage was counted.
+ */
+function hasStartedBefore(session: Session): boolean {
+  const retry = session.retry;
+  return (
+    session.runIndex > 0 ||
+    (retry !== undefined &&
+      (retry.failureCount > 0 || retry.preemptionCount > 0 || (retry.freeReturns ?? 0) > 0))
+  );
 }
 
 function exitDescription(exitCode: number | undefined): string | undefined {
@@ -258,6 +278,7 @@ export function jobTasks(job: Job, sessions: readonly SessionWithKernels[]): Tas
         preemptionCount: 0,
         // Accepted, its session not stored yet: HPC Pack's "submitted, awaiting validation".
         hpcState: HpcState.Submitted,
+        started: false,
       });
       continue;
     }
@@ -284,9 +305,13 @@ type TaskCounts = Readonly<Record<TaskState, number>>;
  *   job SUCCEEDED (the failures were tolerated);
  * - a task that ended a run but is not finished (its session is being judged, or is retried)
  *   keeps the job RUNNING.
+ * And the seed's last rule, "PENDING: Default (no tasks have started)", is read as it says: once
+ * any task has started (TaskView.started; a task that is not PENDING has), the job is RUNNING
+ * until a terminal rule applies, also while every task waits in PENDING to run again after a
+ * failure or a preemption.
  */
 export function deriveJobState(
-  tasks: readonly Pick<TaskView, "state" | "finished" | "reason">[],
+  tasks: readonly (Pick<TaskView, "state" | "finished" | "reason"> & Partial<Pick<TaskView, "started">>)[],
   maxTaskFailures: number,
 ): JobStateVerdict {
   const finished = countTaskStates(tasks.filter((t) => t.finished));
@@ -334,6 +359,13 @@ export function deriveJobState(
   const active = tasks.filter((t) => !t.finished && t.state !== TaskState.PENDING);
   if (active.length > 0) {
     return { state: JobState.RUNNING, reason: `${active.length} of ${total} tasks placed or running` };
+  }
+  const started = tasks.filter((t) => t.started === true || t.state !== TaskState.PENDING);
+  if (started.length > 0) {
+    return {
+      state: JobState.RUNNING,
+      reason: `${started.length} of ${total} ${plural(total, "task")} started; none placed now (waiting to run again)`,
+    };
   }
   return { state: JobState.PENDING, reason: "no task has been placed yet" };
 }

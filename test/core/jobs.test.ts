@@ -104,10 +104,10 @@ describe("job state: each rule of seed 000, in order", () => {
     ],
     ["default: nothing placed → PENDING", [live(S.PENDING), live(S.PENDING)], 0, JobState.PENDING],
     [
-      "seed: tasks that succeeded with the rest still pending → PENDING (no task active)",
+      'seed: "PENDING: Default (no tasks have started)": a task that succeeded has started, so the job is RUNNING while the rest wait',
       [done(S.SUCCEEDED), live(S.PENDING)],
       0,
-      JobState.PENDING,
+      JobState.RUNNING,
     ],
     [
       "all finished with failures within tolerance → SUCCEEDED (Cairn: tolerated)",
@@ -447,6 +447,65 @@ describe("budget interplay (seed 000: only FAILED counts toward maxTaskFailures)
       state: JobState.FAILED,
       reason: "2 tasks failed (maxTaskFailures 1)",
     });
+  });
+});
+
+describe('a job that has started stays RUNNING (seed 000: "PENDING: Default (no tasks have started)")', () => {
+  const job = independentJob(1, 0);
+  const waiting = (extra: Partial<Session>) =>
+    jobTasks(job, [one("job-a", 0, "PENDING", { status: "PENDING" }, extra)]);
+
+  test("a task never placed: the job is PENDING", () => {
+    const tasks = waiting({});
+    expect(tasks[0]?.started).toBe(false);
+    expect(deriveJobState(tasks, 0)).toEqual({
+      state: JobState.PENDING,
+      reason: "no task has been placed yet",
+    });
+  });
+
+  test("its only task requeued after a failure (a retry under the failure budget): still RUNNING", () => {
+    const tasks = waiting({
+      runIndex: 1,
+      retry: { failureCount: 1, preemptionCount: 0, totalRetries: 1, ruleRetries: {} },
+    });
+    expect(tasks[0]).toMatchObject({ state: S.PENDING, started: true, finished: false });
+    expect(deriveJobState(tasks, 0)).toEqual({
+      state: JobState.RUNNING,
+      reason: "1 of 1 task started; none placed now (waiting to run again)",
+    });
+  });
+
+  test("every task back in PENDING after a preemption: still RUNNING", () => {
+    const gang = newJob("gang-a", parseSessionSpec({ name: "g", command: ["true"], replicas: 2 }), NOW);
+    const preempted: SessionWithKernels = {
+      session: session("gang-a", "PENDING", {
+        runIndex: 1,
+        retry: { failureCount: 0, preemptionCount: 1, totalRetries: 1, ruleRetries: {} },
+      }),
+      kernels: [kernel("gang-a", 0, "PENDING"), kernel("gang-a", 1, "PENDING")],
+    };
+    const tasks = jobTasks(gang, [preempted]);
+    expect(tasks.map((t) => [t.state, t.started])).toEqual([
+      [S.PENDING, true],
+      [S.PENDING, true],
+    ]);
+    expect(deriveJobState(tasks, 0).state).toBe(JobState.RUNNING);
+  });
+
+  test("a task sent back from ASSIGNED at no cost (a free return) had started: still RUNNING", () => {
+    const tasks = waiting({
+      retry: { failureCount: 0, preemptionCount: 0, totalRetries: 0, ruleRetries: {}, freeReturns: 1 },
+    });
+    expect(deriveJobState(tasks, 0).state).toBe(JobState.RUNNING);
+  });
+
+  test("a terminal rule still wins over having started", () => {
+    const tasks = jobTasks(independentJob(2, 0), [
+      one("job-a", 0, "TERMINATED", { status: "TERMINATED", outcome: "FAILED", exitCode: 1 }),
+      one("job-a", 1, "PENDING", { status: "PENDING" }, { runIndex: 2 }),
+    ]);
+    expect(deriveJobState(tasks, 0).state).toBe(JobState.FAILED);
   });
 });
 
