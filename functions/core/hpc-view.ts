@@ -17,7 +17,7 @@
  * HPC Job Scheduler Service can cancel a job if it exceeds its runtime").
  */
 import type { Kernel, Session } from "./model.ts";
-import { JobState, KernelStatus, SessionStatus } from "./status.ts";
+import { AttemptOutcome, JobState, KernelStatus, SessionStatus } from "./status.ts";
 
 export const HpcState = {
   Configuring: "Configuring",
@@ -50,7 +50,11 @@ export interface HpcRow<F> {
 
 const ended = (s: Session) => s.status === SessionStatus.TERMINATED || s.status === SessionStatus.CANCELLED;
 const started = (k: Kernel) => k.startedAtMs !== undefined;
-const succeeded = (k: Kernel) => k.status === KernelStatus.TERMINATED && k.exitCode === 0;
+/** Exited 0 and was not killed (a run-time limit's KILLED stays Failed whatever the exit code). */
+const succeeded = (k: Kernel) =>
+  k.status === KernelStatus.TERMINATED &&
+  k.exitCode === 0 &&
+  (k.outcome === undefined || k.outcome === AttemptOutcome.SUCCEEDED);
 const cancelled = (s: Session) => s.cancelRequestedAtMs !== undefined;
 /** The kernel was still running when the cancel was asked for (a gang's early finisher was not). */
 const endedByCancel = (s: Session, k: Kernel) =>

@@ -99,11 +99,16 @@ export function kernelReportPatch(
  * cancel, a preemption or the run-time limit (each named by its condition), a running kernel is
  * stopped only because a sibling of its gang failed: seed 000's coscheduled cascade makes that
  * WORKER_FAILED, which retries under the preemption budget and never counts as the job's failure.
+ *
+ * The run-time limit (RUNNING's timeout, condition DeadlineExceeded) is Iris's per-task timeout:
+ * "KILLED … Set by the controller: … per-task timeout", never retried by the budgets, whatever
+ * the exit code the stopped process gave.
  */
 function attemptOutcome(report: KernelReport, cancelled: boolean, stopped: boolean): AttemptOutcome {
   if (report.condition === TerminationCondition.Preempted) return AttemptOutcome.PREEMPTED;
   if (report.condition === TerminationCondition.Evicted) return AttemptOutcome.WORKER_FAILED;
   if (report.condition === TerminationCondition.AgentLost) return AttemptOutcome.WORKER_FAILED;
+  if (report.condition === TerminationCondition.DeadlineExceeded) return AttemptOutcome.KILLED;
   if (report.exitCode === 0) return AttemptOutcome.SUCCEEDED;
   if (cancelled) return AttemptOutcome.KILLED;
   if (stopped && report.condition === undefined) return AttemptOutcome.WORKER_FAILED;

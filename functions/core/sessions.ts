@@ -1,6 +1,6 @@
 /** Building a new session, and what a session's outcome is, from its kernels. Pure. */
 import type { Kernel, Session, SessionSpec, SessionWithKernels } from "./model.ts";
-import { KernelStatus, SessionStatus } from "./status.ts";
+import { AttemptOutcome, KernelStatus, SessionStatus } from "./status.ts";
 
 export function newSession(id: string, spec: SessionSpec, nowMs: number): SessionWithKernels {
   const session: Session = {
@@ -41,7 +41,14 @@ export function sessionResult({ session, kernels }: SessionWithKernels): Session
   if (session.status === SessionStatus.CANCELLED) return "cancelled";
   if (session.status !== SessionStatus.TERMINATED) return undefined;
   if (session.cancelRequestedAtMs !== undefined) return "cancelled";
+  // A kernel its run-time limit killed is not a success, whatever it exited with.
   const succeeded =
-    kernels.length > 0 && kernels.every((k) => k.status === KernelStatus.TERMINATED && k.exitCode === 0);
+    kernels.length > 0 &&
+    kernels.every(
+      (k) =>
+        k.status === KernelStatus.TERMINATED &&
+        k.exitCode === 0 &&
+        (k.outcome === undefined || k.outcome === AttemptOutcome.SUCCEEDED),
+    );
   return succeeded ? "succeeded" : "failed";
 }

@@ -1,7 +1,8 @@
 /**
  * Issue 6, co-scheduled gangs: a task exiting 0 does not end its gang; one failing does, and the
  * siblings stopped for it end WORKER_FAILED (seed 000's coscheduled cascade), unlike a cancel
- * (KILLED), the run-time limit (FAILED, DeadlineExceeded) or a preemption (PREEMPTED).
+ * (KILLED), the run-time limit (KILLED, DeadlineExceeded: Iris's per-task timeout) or a
+ * preemption (PREEMPTED).
  */
 import { describe, expect, test } from "vitest";
 import { PROMOTION_HANDLERS } from "../../functions/core/handlers.ts";
@@ -59,12 +60,20 @@ describe("how a stopped kernel's end is recorded", () => {
   test.each<[string, KernelStatus, Partial<KernelReport>, boolean, AttemptOutcome]>([
     ["stopped for a sibling's failure → WORKER_FAILED", "TERMINATING", {}, false, "WORKER_FAILED"],
     ["stopped by a cancel → KILLED", "TERMINATING", {}, true, "KILLED"],
+    // Seed 000: KILLED is "Set by the controller: … per-task timeout" and "never retried".
     [
-      "stopped at the run-time limit → FAILED",
+      "stopped at the run-time limit → KILLED (Iris's per-task timeout)",
       "TERMINATING",
       { condition: "DeadlineExceeded" },
       false,
-      "FAILED",
+      "KILLED",
+    ],
+    [
+      "stopped at the run-time limit, exiting 0 on the SIGTERM → KILLED all the same",
+      "TERMINATING",
+      { condition: "DeadlineExceeded", exitCode: 0 },
+      false,
+      "KILLED",
     ],
     ["stopped by preemption → PREEMPTED", "TERMINATING", { condition: "Preempted" }, false, "PREEMPTED"],
     ["a stopped task that still exited 0 → SUCCEEDED", "TERMINATING", { exitCode: 0 }, false, "SUCCEEDED"],

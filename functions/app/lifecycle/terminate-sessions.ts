@@ -81,7 +81,9 @@ export const terminateSessions: LifecycleHandler = {
         ? "session cancelled"
         : session.preemption
           ? `preempted by ${session.preemption.by} (priority ${session.preemption.byPriority})`
-          : undefined;
+          : deadline
+            ? `run-time limit of ${session.spec.timeouts.running} s (timeouts.running) exceeded`
+            : undefined;
       const patches: KernelPatch[] = [];
       for (const k of alive) {
         if (NOT_STARTED.has(k.status)) {

@@ -10,9 +10,12 @@
  * - A run preempted before it started costs nothing: no budget, rule or total count. Under
  *   policies it is retried without consulting the rules, but the global cap still applies to it,
  *   so `globalMaxRetries: 0` stops every retry as the seed's kill switch promises.
- * - KILLED runs (cancellation) are never retried, whatever a policy says. The run's outcome is
- *   that of its first failed kernel, so a session with a cancel request must not be judged at all
- *   (its first failure may predate the cancel): the caller checks that first.
+ * - KILLED runs (cancellation, the per-task timeout) are never retried by the budgets, nor by a
+ *   policy's default action. The one exception: a run its run-time limit killed (condition
+ *   DeadlineExceeded) is retried when a rule that matches it says Retry — how an operator has
+ *   timeouts retried (Iris never retries them; Armada retries what its rules say). The run's
+ *   outcome is that of its first failed kernel, so a session with a cancel request must not be
+ *   judged at all (its first failure may predate the cancel): the caller checks that first.
  *
  * Policy semantics (seed 002, with the decisions the seed leaves open):
  * - First match wins over the policies' rules concatenated in order.
@@ -27,7 +30,7 @@
  * - Anti-affinity `node` avoids the agent of the kernel whose failure decided, in this (the most
  *   recent failed) run only.
  */
-import { AttemptOutcome } from "../status.ts";
+import { AttemptOutcome, TerminationCondition } from "../status.ts";
 import {
   retryWait,
   backoffDelayMs,
@@ -156,12 +159,15 @@ export function evaluateRetry(input: RetryInput): RetryDecision {
   const charged: RetryState = { ...state, ...chargeRun(state, budgetRun) };
   const base = { outcome, kernelIndex: first.index };
 
-  if (outcome === AttemptOutcome.KILLED) {
+  if (outcome === AttemptOutcome.KILLED && !timeoutRetriedByRule(input, failed, first)) {
     return {
       ...base,
       action: "fail",
       basis: "not-retriable",
-      reason: "KILLED runs are never retried",
+      reason:
+        first.condition === TerminationCondition.DeadlineExceeded
+          ? "KILLED by its run-time limit: not retried (only a rule matching DeadlineExceeded with action Retry retries it)"
+          : "KILLED runs are never retried",
       state: charged,
     };
   }
@@ -283,6 +289,12 @@ export function evaluateRetry(input: RetryInput): RetryDecision {
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/** A run killed by its run-time limit that a rule of the policies matches with action Retry. */
+function timeoutRetriedByRule(input: RetryInput, failed: readonly RunKernel[], first: RunKernel): boolean {
+  if (first.condition !== TerminationCondition.DeadlineExceeded || !input.config.enabled) return false;
+  return findMatchingRule(input.policies, failed)?.rule.action === "Retry";
+}
 
 function decideByBudgets(
   input: RetryInput,
