@@ -2,7 +2,8 @@
  * The deployment and route state machines against the core's tables (issue 15, item 2): the
  * status graph derived from each ASL equals, edge by edge, the graph of the seed's handler rows
  * plus the separate triggers (destroy request, route removal); every waiting status has one
- * callback state, no timers (the seed gives these families no expiry), and a renewal path that
+ * callback state, no expiry (the seed gives these families none: a callback state that waits a day
+ * is entered again in the same status), and a renewal path that
  * continues the same entity in a new execution before the history limit. Then the deployment
  * machine is run on the embedded Step Functions engine through a renewal.
  */
@@ -20,7 +21,11 @@ import {
   TERMINAL_DEPLOYMENT_STATUSES,
   TERMINAL_ROUTE_STATUSES,
 } from "../functions/core/deployments/tables.ts";
-import { DEPLOYMENT_FIRST_EDGE, ROUTE_FIRST_EDGE } from "../functions/core/deployments/pass.ts";
+import {
+  DEPLOYMENT_FIRST_EDGE,
+  ROUTE_FIRST_EDGE,
+  WAIT_AGAIN_AFTER_SECONDS,
+} from "../functions/core/deployments/pass.ts";
 import { LocalStepFunctions, type JsonValue } from "../local/stepfunctions/index.ts";
 
 interface AslState {
@@ -158,11 +163,39 @@ describe.each(FAMILIES)("$file against the core's tables", (family) => {
     expect([...edges].sort()).toEqual([...family.coreEdges()].sort());
   });
 
-  test("no timers: these families have no expiry, as the seed says", () => {
-    for (const [name, s] of Object.entries(asl.States)) {
-      expect(s.TimeoutSeconds, name).toBeUndefined();
-      expect(s.TimeoutSecondsPath, name).toBeUndefined();
+  test("no expiry, as the seed says: a callback state that waits a day is entered again in the same status", () => {
+    for (const status of waiting) {
+      const home = homeOf(status);
+      const s = state(home);
+      expect(s.TimeoutSeconds, `${home} waits at most WAIT_AGAIN_AFTER_SECONDS`).toBe(
+        WAIT_AGAIN_AFTER_SECONDS,
+      );
+      expect(s.TimeoutSecondsPath, home).toBeUndefined();
+      // Caught first, ahead of the catch-all that would record a failure.
+      const [first] = s.Catch ?? [];
+      expect(first?.ErrorEquals, `${home} catches States.Timeout first`).toEqual(["States.Timeout"]);
+      const again = state(first!.Next);
+      expect(again.Type).toBe("Pass");
+      expect(again.Parameters).toMatchObject({
+        transition: { from: status, to: status, result: "SUCCESS", handler: "Lifecycle" },
+      });
+      expect(again.Next, `${first!.Next} leads back to ${home}`).toBe(home);
     }
+    // No other state has a timer: the only timeouts are the waits above.
+    const timed = Object.entries(asl.States).filter(
+      ([, s]) => s.TimeoutSeconds !== undefined || s.TimeoutSecondsPath !== undefined,
+    );
+    expect(timed.map(([name]) => name).sort()).toEqual(waiting.map(homeOf).sort());
+  });
+
+  test("the failure recorder catches its own failure, and the execution fails either way", () => {
+    const recorders = Object.keys(asl.States).filter(isRecorder);
+    expect(recorders).toEqual(["RecordFailure"]);
+    const recorder = state("RecordFailure");
+    expect(state(recorder.Next!).Type).toBe("Fail");
+    expect(recorder.Catch).toEqual([
+      { ErrorEquals: ["States.ALL"], ResultPath: "$.recordError", Next: recorder.Next },
+    ]);
   });
 
   test("every waiting state can be renewed, and a renewed execution resumes in each of them", () => {
@@ -296,6 +329,84 @@ describe("deployment-lifecycle.asl.json on the embedded Step Functions engine", 
         "svc-1-g2:DESTROYING",
         "svc-1-g2:DESTROYED",
       ]);
+    } finally {
+      await service.close();
+    }
+  });
+});
+
+describe("route-lifecycle.asl.json's wait bound on the embedded Step Functions engine", () => {
+  test("HEALTHY without a callback is entered again with a new token; the first token is closed", async () => {
+    const entries: { status: string; token?: string; transition: unknown }[] = [];
+    const service = new LocalStepFunctions(
+      {
+        "enter-route": (payload) => {
+          const p = payload as { status: string; taskToken?: string; transition: unknown };
+          entries.push({
+            status: p.status,
+            transition: p.transition,
+            ...(p.taskToken ? { token: p.taskToken } : {}),
+          });
+          return { status: p.status };
+        },
+      },
+      {
+        integrations: {
+          // Renew is not reached here.
+          "states:startExecution": () => {
+            throw new Error("not expected");
+          },
+        },
+      },
+    );
+    // The day is a second here: the states, catchers and routes are the file's own.
+    const text = readFileSync("statemachines/route-lifecycle.asl.json", "utf8");
+    const definition = text
+      .replaceAll("${EnterRouteStageFunctionArn}", "arn:aws:lambda:local:000000000000:function:enter-route")
+      .replaceAll(`"TimeoutSeconds": ${WAIT_AGAIN_AFTER_SECONDS}`, `"TimeoutSeconds": 1`);
+    expect(text).toContain(`"TimeoutSeconds": ${WAIT_AGAIN_AFTER_SECONDS}`);
+    expect(definition).not.toContain(`"TimeoutSeconds": ${WAIT_AGAIN_AFTER_SECONDS}`);
+    const { stateMachineArn } = await service.createStateMachine({ name: "routes", definition });
+    const tokens = (status: string) =>
+      entries.filter((e) => e.status === status && e.token).map((e) => e.token!);
+    const until = async (ok: () => boolean, what: string) => {
+      for (let i = 0; i < 800 && !ok(); i++) await new Promise((r) => setTimeout(r, 5));
+      if (!ok()) throw new Error(`${what}: ${JSON.stringify(entries)}`);
+    };
+    const transition = (from: string, to: string) =>
+      JSON.stringify({ from, to, result: "SUCCESS", handler: "Test" });
+    try {
+      const execution = await service.startExecution({
+        stateMachineArn,
+        name: "svc-1-r1",
+        input: JSON.stringify({ routeId: "svc-1-r1", generation: 1 }),
+      });
+      await until(() => tokens("PROVISIONING").length === 1, "PROVISIONING entered");
+      await service.sendTaskSuccess({
+        taskToken: tokens("PROVISIONING")[0]!,
+        output: transition("PROVISIONING", "DEGRADED"),
+      });
+      await until(() => tokens("DEGRADED").length === 1, "DEGRADED entered");
+      await service.sendTaskSuccess({
+        taskToken: tokens("DEGRADED")[0]!,
+        output: transition("DEGRADED", "HEALTHY"),
+      });
+      // No callback: after its timeout HEALTHY is entered again, as HEALTHY, with a new token.
+      await until(() => tokens("HEALTHY").length === 2, "HEALTHY entered again");
+      const [first, second] = tokens("HEALTHY");
+      expect(second).not.toBe(first);
+      expect(entries.at(-1)!.transition).toMatchObject({
+        from: "HEALTHY",
+        to: "HEALTHY",
+        handler: "Lifecycle",
+      });
+      await expect(
+        service.sendTaskSuccess({ taskToken: first!, output: transition("HEALTHY", "UNHEALTHY") }),
+      ).rejects.toMatchObject({ name: "TaskTimedOut" });
+      expect((await service.describeExecution({ executionArn: execution.executionArn })).status).toBe(
+        "RUNNING",
+      );
+      await service.stopExecution({ executionArn: execution.executionArn });
     } finally {
       await service.close();
     }

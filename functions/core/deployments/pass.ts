@@ -81,6 +81,15 @@ export const ROUTE_FIRST_EDGE: Readonly<Partial<Record<RouteStatus, RouteStatus>
 export const RENEW_AFTER_TRANSITIONS = 1_000;
 export const RENEW_AFTER_MS = 300 * 86_400_000;
 
+/**
+ * How long a callback state of either family waits (its `TimeoutSeconds`; test/family-asl.test.ts
+ * checks the ASL against it) before it is entered again in the same status with a new token: not
+ * an expiry, which these families do not have, but a bound on every wait, so that the executions
+ * of a deleted state machine end at their next transition (DeleteStateMachine leaves it DELETING
+ * until then) and a token lost with a send is handed out again.
+ */
+export const WAIT_AGAIN_AFTER_SECONDS = 86_400;
+
 export const RenewError = "Cairn.Renew";
 export function toError(status: string): string {
   return `Cairn.To.${status}`;
