@@ -5,8 +5,9 @@
  * out, the way a cancel is carried out: claim the victim's stage, complete it with a transition.
  *
  * - A victim not yet running (SCHEDULED … CREATING) goes back to PENDING, recorded PREEMPTED; its
- *   stage entry gives the capacity back. It never started, so it costs no budget and keeps its
- *   run index.
+ *   stage entry gives the capacity back, and it keeps its run index. From SCHEDULED (Iris's
+ *   ASSIGNED) it costs no budget; from PREPARING on (BUILDING) it is charged to the preemption
+ *   budget (core/building-loss.ts).
  * - A RUNNING victim goes to TERMINATING, recorded PREEMPTED; TerminateSessions stops its kernels
  *   as Preempted, and the finished run is judged under the preemption budget (the coordinator's
  *   retry judgment), which requeues it as a new run.
@@ -18,6 +19,7 @@
 import type { CairnConfig } from "../config.ts";
 import { executorOf, Executor } from "../core/fargate.ts";
 import { isFargatePool } from "../core/fargate-pool.ts";
+import { chargeLossBeforeRunning, lossIsFree } from "../core/building-loss.ts";
 import { STAGES } from "../core/handlers.ts";
 import { jobSettings } from "../core/jobs.ts";
 import { isLiveAgent, type Agent, type SessionWithKernels, type StageTransition } from "../core/model.ts";
@@ -31,7 +33,7 @@ import {
   type Preemptor,
 } from "../core/preemption.ts";
 import type { HandlerResult } from "../core/scheduling.ts";
-import { isWaitingStatus, SessionStatus, WAITING_SESSION_STATUSES } from "../core/status.ts";
+import { AttemptOutcome, isWaitingStatus, SessionStatus, WAITING_SESSION_STATUSES } from "../core/status.ts";
 import { errorMessage } from "./lifecycle/handler.ts";
 import { unlessConflict } from "./reread.ts";
 import type { Logger } from "./logger.ts";
@@ -231,16 +233,20 @@ export class Preemption {
       }),
     );
     if (claimed === undefined) return false;
-    const free = to === SessionStatus.PENDING;
-    const transition: StageTransition = {
-      from: session.status,
-      to,
-      result: "PREEMPTED",
-      handler: "Preempt",
-      message:
-        `preempted by ${by.sessionId} (priority ${by.priority})` +
-        (free ? ": queued again at no cost, it had not started running" : ""),
-    };
+    const free = to === SessionStatus.PENDING && lossIsFree(session.status);
+    const transition: StageTransition = chargeLossBeforeRunning(
+      session,
+      {
+        from: session.status,
+        to,
+        result: "PREEMPTED",
+        handler: "Preempt",
+        message:
+          `preempted by ${by.sessionId} (priority ${by.priority})` +
+          (free ? ": queued again at no cost, it had not started running" : ""),
+      },
+      AttemptOutcome.PREEMPTED,
+    );
     const outcome = await this.#d.executions.complete(token, transition);
     this.#d.log.info("session preempted", {
       sessionId: session.id,
@@ -314,7 +320,8 @@ function toCandidate({ session, kernels }: SessionWithKernels): PreemptionCandid
       sessionId: session.id,
       priority: session.spec.priority,
       createdAtMs: session.createdAtMs,
-      started: session.status === SessionStatus.RUNNING || kernels.some((k) => k.startedAtMs !== undefined),
+      // Past ASSIGNED (SCHEDULED): preempting it spends its preemption budget (core/building-loss.ts).
+      started: session.status !== SessionStatus.SCHEDULED || kernels.some((k) => k.startedAtMs !== undefined),
       holds,
       releasing,
     },

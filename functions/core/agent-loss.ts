@@ -4,8 +4,9 @@
  * WORKER_FAILED with the AgentLost condition (no agent will ever report it), and the session
  * leaves its stage without waiting for that stage's timer:
  *
- * - before RUNNING (SCHEDULED … CREATING): back to PENDING to be placed again, at no cost (as a
- *   preemption before RUNNING is), capacity released by the PENDING entry;
+ * - before RUNNING (SCHEDULED … CREATING): back to PENDING to be placed again, capacity released
+ *   by the PENDING entry: at no cost from SCHEDULED (Iris's ASSIGNED), charged to the preemption
+ *   budget from PREPARING on (Iris's BUILDING; building-loss.ts);
  * - RUNNING: its run has a failed kernel, so DetectTermination ends it (TERMINATING → the run is
  *   judged: WORKER_FAILED retries under the preemption budget); nothing to complete here;
  * - TERMINATING: the kernel was being stopped; now it has ended, PromoteToTerminated moves on.
@@ -13,6 +14,7 @@
  * Pure: the caller reads the session and carries the plan out.
  */
 import type { KernelPatch } from "./effects.ts";
+import { chargeLossBeforeRunning, lossIsFree } from "./building-loss.ts";
 import { STAGES } from "./handlers.ts";
 import type { SessionWithKernels, StageTransition } from "./model.ts";
 import {
@@ -56,14 +58,19 @@ export function agentLossPlan(
     return { kernels: patches };
   }
   const to = STAGES[status].onPreempt ?? SessionStatus.PENDING;
+  const free = lossIsFree(status);
   return {
     kernels: patches,
-    transition: {
-      from: status,
-      to,
-      result: "AGENT_LOST",
-      handler: "Liveness",
-      message: `${reason}: placed again at no cost, it had not started running`,
-    },
+    transition: chargeLossBeforeRunning(
+      session,
+      {
+        from: status,
+        to,
+        result: "AGENT_LOST",
+        handler: "Liveness",
+        message: free ? `${reason}: placed again at no cost, it had not started` : reason,
+      },
+      AttemptOutcome.WORKER_FAILED,
+    ),
   };
 }

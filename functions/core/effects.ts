@@ -239,12 +239,13 @@ export function stageEntryWrite({
             if (endsUnplaced(transition)) {
               return { index: k.index, status: kernelStatus, ...unplacedEnd(transition, nowMs) };
             }
-            // The run could never start: each kernel ends FAILED with its own error, if it had one.
+            // The run could never start: each kernel ends FAILED with its own error, if it had one
+            // (or as the run ended: PREEMPTED, WORKER_FAILED when a loss spent the budget).
             if (transition.result === "FAILED") {
               return {
                 index: k.index,
                 status: kernelStatus,
-                outcome: AttemptOutcome.FAILED,
+                outcome: transition.run?.outcome ?? AttemptOutcome.FAILED,
                 message: k.error ?? transition.message ?? "the run could not start",
                 finishedAtMs: nowMs,
               };
@@ -355,6 +356,14 @@ export function countReturn(session: Session, transition: StageTransition): Retr
   }
   const before = session.retry ?? INITIAL_RETRY_STATE;
   const freeReturns = before.freeReturns ?? 0;
+  // Counted by a budget: not one of the free returns, nor a return of a stage that failed.
+  if (transition.charged) {
+    return {
+      ...transition.charged,
+      ...(before.pendingReturns !== undefined ? { pendingReturns: before.pendingReturns } : {}),
+      ...(before.freeReturns !== undefined ? { freeReturns: before.freeReturns } : {}),
+    };
+  }
   if (transition.requeue) {
     const counted = transition.requeue.retry.totalRetries > before.totalRetries;
     return {

@@ -372,6 +372,11 @@ export interface StageTransition {
   readonly deferred?: DeferredEntry;
   /** Present when the run is retried (result REQUEUED, TERMINATING → PENDING). */
   readonly requeue?: {
+  /**
+   * A return to PENDING that a budget counted (a preemption or an agent loss while BUILDING,
+   * building-loss.ts): the retry state to store, that budget charged. Absent: a free return.
+   */
+  readonly charged?: RetryState;
     readonly retry: RetryState;
     readonly avoidAgentIds: readonly string[];
     /** The durable wait before the next run, in the state machine's Wait state. */

@@ -20,11 +20,6 @@ export function runSucceeded(kernels: readonly Kernel[]): boolean {
   return kernels.length > 0 && kernels.every((k) => k.outcome === AttemptOutcome.SUCCEEDED);
 }
 
-/** Whether any kernel of the run started its command (preemption before that is free). */
-export function runStarted(kernels: readonly Kernel[]): boolean {
-  return kernels.some((k) => k.startedAtMs !== undefined);
-}
-
 export function runOutcome(kernels: readonly Kernel[]): AttemptOutcome {
   if (runSucceeded(kernels)) return AttemptOutcome.SUCCEEDED;
   return failedKernels(kernels)[0]?.outcome ?? AttemptOutcome.KILLED;

@@ -156,6 +156,10 @@ function retryStateFrom(r: Fields): RetryState {
   }
   const pendingReturns = r.optNumber("pendingReturns");
   const freeReturns = r.optNumber("freeReturns");
+  const budgetSpentBy = r.optString("budgetSpentBy");
+  if (budgetSpentBy !== undefined && budgetSpentBy !== "PREEMPTED" && budgetSpentBy !== "WORKER_FAILED") {
+    r.fail("budgetSpentBy", "PREEMPTED or WORKER_FAILED");
+  }
   return {
     failureCount: r.number("failureCount"),
     preemptionCount: r.number("preemptionCount"),
@@ -163,6 +167,7 @@ function retryStateFrom(r: Fields): RetryState {
     ruleRetries: ruleRetries as Record<string, number>,
     ...(pendingReturns !== undefined ? { pendingReturns } : {}),
     ...(freeReturns !== undefined ? { freeReturns } : {}),
+    ...(budgetSpentBy !== undefined ? { budgetSpentBy } : {}),
   };
 }
 

@@ -24,7 +24,7 @@ import {
 } from "../retry/evaluate.ts";
 import { failedKernels } from "../retry/match.ts";
 import type { RetryPolicy } from "../retry/policy.ts";
-import { runRecord, runStarted, runSucceeded } from "../runs.ts";
+import { runRecord, runSucceeded } from "../runs.ts";
 import { AttemptOutcome, SessionStatus } from "../status.ts";
 import { endsUnplaced, unplacedEnd } from "../effects.ts";
 
@@ -85,7 +85,10 @@ export function judgeFinishedRun(
     return finished("preempted while running, and the spec says rerunnable: false: not run again");
   }
   if (!catalog) throw new Error(`judging the failed run of ${session.id} needs the retry catalog`);
-  const decision = evaluate(s, catalog);
+  // A run judged out of TERMINATING went through PREPARING (Iris's BUILDING): past ASSIGNED, so
+  // a preemption of it is charged even if no kernel had reached RUNNING (a Fargate task
+  // interrupted while it was being provisioned).
+  const decision = evaluate(s, catalog, true);
   if (decision.action === "fail") return finished(decision.reason);
   return requeued(s, SessionStatus.TERMINATING, decision, nowMs);
 }
@@ -106,17 +109,21 @@ function judgeUnplacedRun(
     session: s.session,
     kernels: s.kernels.map((k) => ({ ...k, ...unplacedEnd(t, nowMs) })),
   };
-  const decision = evaluate(ended, catalog);
+  const decision = evaluate(ended, catalog, false);
   if (decision.action === "retry") return requeued(ended, SessionStatus.PENDING, decision, nowMs);
   if (decision.basis === "budget" || decision.basis === "not-retriable") return t;
   const reason = decision.reason;
   return { ...t, message: t.message !== undefined ? `${t.message}; ${reason}` : reason };
 }
 
-function evaluate({ session, kernels }: SessionWithKernels, catalog: RetryCatalogView): RetryDecision {
+function evaluate(
+  { session, kernels }: SessionWithKernels,
+  catalog: RetryCatalogView,
+  pastAssigned: boolean,
+): RetryDecision {
   const { policies: _named, ...budgets } = session.spec.retry ?? {};
   return evaluateRetry({
-    run: { startedRunning: runStarted(kernels), kernels },
+    run: { startedRunning: pastAssigned, kernels },
     policies: catalog.policies,
     state: session.retry ?? INITIAL_RETRY_STATE,
     config: catalog.config,

@@ -7,6 +7,7 @@
 import type { LifecycleHandlerName } from "../handlers.ts";
 import { STAGES } from "../handlers.ts";
 import type { SessionWithKernels } from "../model.ts";
+import { budgetSpentReason } from "../building-loss.ts";
 import { isPermanentFailure } from "../retry/permanent-failures.ts";
 import { MAX_FREE_RETURNS } from "../retry/history-budget.ts";
 import { runRecord } from "../runs.ts";
@@ -18,6 +19,8 @@ import type { Decision } from "./decide.ts";
 /** Why this session's run can never start, or undefined while it still may. */
 export function unrecoverableReason({ session, kernels }: SessionWithKernels): string | undefined {
   if (session.status === SessionStatus.PENDING) {
+    const spent = budgetSpentReason(session);
+    if (spent !== undefined) return spent;
     const max = session.spec.maxPendingReturns ?? SPEC_DEFAULTS.maxPendingReturns;
     const inRun = session.retry?.pendingReturns ?? 0;
     const free = session.retry?.freeReturns ?? 0;
@@ -85,7 +88,11 @@ export function failRunDecision(
       result: "FAILED",
       handler,
       message: reason,
-      run: { ...runRecord(s, { decision: "finished", reason }, nowMs), outcome: AttemptOutcome.FAILED },
+      // A loss while BUILDING that spent the budget ends as that loss; anything else FAILED.
+      run: {
+        ...runRecord(s, { decision: "finished", reason }, nowMs),
+        outcome: session.retry?.budgetSpentBy ?? AttemptOutcome.FAILED,
+      },
     },
   };
 }

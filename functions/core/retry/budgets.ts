@@ -7,8 +7,10 @@
  * | preemption | preemptionCount | maxRetriesPreemption | 100     | WORKER_FAILED, PREEMPTED|
  *
  * The counter is incremented first, then the run is retried iff `counter <= limit`. A PREEMPTED
- * run that had not started (Iris: ASSIGNED; Cairn: preempted before any kernel reached RUNNING)
- * is always retried and costs nothing. SUCCEEDED, KILLED and UNSCHEDULABLE are never retried.
+ * run that had not started (Iris: ASSIGNED; Cairn: SCHEDULED, before any kernel was prepared) is
+ * always retried and costs nothing; from BUILDING on (PREPARING … CREATING, then RUNNING) it is
+ * charged: "BUILDING or RUNNING tasks: preemption_count is incremented" (building-loss.ts).
+ * SUCCEEDED, KILLED and UNSCHEDULABLE are never retried.
  */
 import { AttemptOutcome } from "../status.ts";
 import { RetryInputError } from "./errors.ts";
@@ -33,7 +35,10 @@ export const ZERO_BUDGET_COUNTERS: BudgetCounters = Object.freeze({ failureCount
 /** How a run ended, as the budgets see it. */
 export interface RunOutcome {
   readonly outcome: AttemptOutcome;
-  /** Whether the run got as far as running (any kernel reached RUNNING). */
+  /**
+   * Whether the run got past ASSIGNED: Iris's BUILDING or RUNNING (a finished run judged out of
+   * TERMINATING always did; a loss before RUNNING did from PREPARING on).
+   */
   readonly startedRunning: boolean;
 }
 

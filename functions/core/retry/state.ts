@@ -16,4 +16,10 @@ export interface RetryState extends BudgetCounters {
    * preemptions, agent loss before RUNNING, free retries): capped by MAX_FREE_RETURNS.
    */
   readonly freeReturns?: number;
+  /**
+   * A preemption or an agent loss while BUILDING (PREPARING … CREATING) spent the preemption
+   * budget (building-loss.ts): the run went back to PENDING, and the next pass ends it with this
+   * outcome (PENDING → TERMINATED), terminal as Iris's PREEMPTED or WORKER_FAILED is.
+   */
+  readonly budgetSpentBy?: "PREEMPTED" | "WORKER_FAILED";
 }
