@@ -92,36 +92,31 @@ export type FamilyName = typeof StateMachineName.DeploymentLifecycle | typeof St
 /** Longest state machine name Step Functions takes. */
 const MAX_STATE_MACHINE_NAME = 80;
 
-/** The prefix's room before `-<name>` (lib/state-machine.ts stateMachineNameFor). */
-function prefixRoom(name: string): number {
-  return MAX_STATE_MACHINE_NAME - name.length - 1;
-}
+/** The stack's UUID a deployed state machine's name ends with (lib/state-machine.ts stateMachineNameFor). */
+const STACK_UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
 
 /**
  * Where a deployment's or a route's executions are, from the session lifecycle's: the stack names
- * each lifecycle `<prefix>-<declared name>` with one prefix (lib/state-machine.ts
- * stateMachineNameFor), the local runtime by the declared name alone, so the family's ARN is the
- * session lifecycle's with that name's end replaced. A prefix too long for its room is cut (to
- * fill it exactly), differently for each name: a prefix that may have been cut, or that the
- * family's name leaves no room for, is not guessed at.
+ * each lifecycle `<prefix>-<declared name>-<stack UUID>`, with one prefix for all of them
+ * (lib/state-machine.ts stateMachineNameFor), the local runtime by the declared name alone, so the
+ * family's ARN is the session lifecycle's with the declared name replaced. A name that does not
+ * have that shape, or whose family name would be too long, is not guessed at.
  */
 export function familyExecutions(executions: Executions, family: FamilyName): Executions {
   if (executions.kind === "none") return executions;
   const session = StateMachineName.SessionLifecycle;
-  const match = new RegExp(`^(arn:[^:]+:states:[^:]*:[^:]*:stateMachine:)(?:([^:]*)-)?${session}$`).exec(
-    executions.stateMachineArn,
-  );
-  const prefix = match?.[2] ?? "";
-  if (match === null || prefix.length >= prefixRoom(session) || prefix.length > prefixRoom(family)) {
+  const match = new RegExp(
+    `^(arn:[^:]+:states:[^:]*:[^:]*:stateMachine:)(?:([^:]*)-)?${session}(-${STACK_UUID})?$`,
+  ).exec(executions.stateMachineArn);
+  const name =
+    match === null ? "" : `${match[2] === undefined ? "" : `${match[2]}-`}${family}${match[3] ?? ""}`;
+  if (match === null || name.length > MAX_STATE_MACHINE_NAME) {
     return {
       kind: "none",
       why: `the ${family} state machine is not known here (${executions.stateMachineArn} does not name it)`,
     };
   }
-  return {
-    ...executions,
-    stateMachineArn: `${match[1]}${prefix === "" ? "" : `${prefix}-`}${family}`,
-  };
+  return { ...executions, stateMachineArn: `${match[1]}${name}` };
 }
 
 export interface DeploymentPageData {

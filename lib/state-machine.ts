@@ -67,14 +67,33 @@ export function stateMachineDecls(): readonly StateMachineDecl[] {
   return STATE_MACHINES;
 }
 
+/** Step Functions' longest state machine name. */
+const MAX_STATE_MACHINE_NAME = 80;
+/** A stack's id ends in a UUID (`arn:…:stack/<name>/<uuid>`), a new one each time the stack is created. */
+const STACK_UUID_LENGTH = 36;
+
+/** The UUID in the stack's id: a new one each time the stack is created. */
+export function stackUuid(scope: Construct): string {
+  return Fn.select(2, Fn.split("/", Stack.of(scope).stackId));
+}
+
 /**
- * The physical name of a declared state machine: unique to the construct, ending in the declared
- * name (80 characters at most). Fixed, so that functions and roles can be told its ARN without
- * referencing the resource.
+ * The physical name of a declared state machine: `<prefix>-<declared name>-<stack UUID>`, 80
+ * characters at most. The prefix is unique to the construct and the same for every declared
+ * machine (its room is what the longest declared name leaves), so one machine's ARN tells its
+ * siblings' (dashboard/deployments-page.ts). The UUID makes the name new each time the stack is
+ * created: a deleted state machine stays DELETING until each of its executions makes its next
+ * transition, and a stack deployed again after `cdk destroy` must not need its name meanwhile.
+ * Known at synth otherwise, so that functions and roles are told its ARN without referencing the
+ * resource.
  */
 export function stateMachineNameFor(scope: Construct, decl: StateMachineDecl): string {
-  const prefix = Names.uniqueResourceName(scope, { maxLength: 80 - decl.name.length - 1, separator: "-" });
-  return `${prefix}-${decl.name}`;
+  const longest = Math.max(...stateMachineDecls().map((d) => d.name.length));
+  const prefix = Names.uniqueResourceName(scope, {
+    maxLength: MAX_STATE_MACHINE_NAME - longest - STACK_UUID_LENGTH - 2,
+    separator: "-",
+  });
+  return `${prefix}-${decl.name}-${stackUuid(scope)}`;
 }
 
 /**
@@ -173,12 +192,11 @@ export class LifecycleStateMachine extends Construct {
     }
     acknowledge(role, NAG_ACKNOWLEDGEMENTS.stateMachineRoleLogsAndXRay);
     // Vended-log groups under this prefix keep the account's log resource policy small. The
-    // group is retained by default, so its name ends with the stack's unique id: a stack deployed
-    // again after a destroy gets a new group instead of failing on the one the old stack left
-    // (the stack id is `arn:…:stack/<name>/<uuid>`, with a new uuid on every creation).
-    const stackUuid = Fn.select(2, Fn.split("/", Stack.of(this).stackId));
+    // group is retained by default; it is named after the state machine, whose name ends with the
+    // stack's UUID, so a stack deployed again after a destroy gets a new group instead of failing
+    // on the one the old stack left.
     this.logGroup = new logs.LogGroup(this, "Logs", {
-      logGroupName: `/aws/vendedlogs/states/${props.stateMachineName}-${stackUuid}`,
+      logGroupName: `/aws/vendedlogs/states/${props.stateMachineName}`,
       retention: props.settings.logRetention,
       removalPolicy: props.settings.removalPolicy,
     });

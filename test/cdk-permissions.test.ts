@@ -17,7 +17,7 @@ import {
   type StateMachineDecl,
 } from "../functions/topology/index.ts";
 import { startsItself } from "../lib/state-machine.ts";
-import { synthesize, type Synthesized } from "./cdk-synth.ts";
+import { nameHead, synthesize, type Synthesized } from "./cdk-synth.ts";
 import {
   AGENT_QUEUE_OPEN_ACTIONS,
   AGENT_QUEUE_SEND_ACTIONS,
@@ -193,7 +193,7 @@ describe("states: grants follow the topology's stateMachines (least privilege)",
     const enterStage = JSON.stringify(statesGrants(fnRole("EnterStage")));
     for (const f of family) {
       const id = logicalId(machine(f));
-      const name = String(s.json.Resources[id]!.Properties?.["StateMachineName"]);
+      const name = nameHead(s.json.Resources[id]!.Properties?.["StateMachineName"]);
       for (const [who, grants] of [
         ["Coordinator", JSON.stringify(coordinator)],
         ["EnterStage", enterStage],
@@ -214,7 +214,7 @@ describe("states: grants follow the topology's stateMachines (least privilege)",
       // By its fixed name: a Ref to itself would be a dependency cycle through its role's policy.
       "states:StartExecution": [s.stack.resolve(s.stack.cairn.stateMachineArnsByName.get(name))],
     });
-    const physical = String(s.json.Resources[logicalId(machine(name))]!.Properties?.["StateMachineName"]);
+    const physical = nameHead(s.json.Resources[logicalId(machine(name))]!.Properties?.["StateMachineName"]);
     expect(JSON.stringify(statesGrants(role))).toContain(`:stateMachine:${physical}"`);
     // The renewal starts this very state machine, request-response, and links the new execution
     // to the one that started it.

@@ -3,9 +3,12 @@
  * default the table and every log group) stay in the account; a second stack that asks for one of
  * their names fails with "already exists". So: deploy the template twice, as CloudFormation
  * would, each time with a new stack id, and no log group (nor any retained resource) may get the
- * same name twice.
+ * same name twice. Nor may a state machine: a deleted one stays DELETING until each of its
+ * executions makes its next transition, and its name with it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { familyExecutions } from "../dashboard/deployments-page.ts";
+import { StateMachineName } from "../functions/topology/index.ts";
 import { resourcesOf, synthesize, TEST_ENV, type CfnTemplate, type Synthesized } from "./cdk-synth.ts";
 
 /** One creation of the stack: what CloudFormation substitutes for pseudo parameters. */
@@ -80,7 +83,7 @@ function namedResources(json: CfnTemplate): { id: string; type: string; property
 let s: Synthesized;
 beforeAll(() => {
   s = synthesize({}, { bundle: false });
-});
+}, 300_000);
 afterAll(() => s.cleanup());
 
 describe("deploying again after a destroy", () => {
@@ -119,5 +122,40 @@ describe("deploying again after a destroy", () => {
     const name = resolve(group.Properties!["LogGroupName"], first);
     expect(name.startsWith("/aws/vendedlogs/states/")).toBe(true);
     expect(name.endsWith(`-SessionLifecycle-${first.stackUuid}`)).toBe(true);
+  });
+
+  test("every state machine gets a new name in a second deployment: at most 80 characters, one prefix for all", () => {
+    const machines = resourcesOf(s.json, "AWS::StepFunctions::StateMachine");
+    expect(machines.map(([, m]) => m.Properties?.["StateMachineName"] !== undefined)).toEqual(
+      Object.values(StateMachineName).map(() => true),
+    );
+    const names = new Map<string, string>();
+    for (const [id, m] of machines) {
+      const before = resolve(m.Properties!["StateMachineName"], first);
+      const after = resolve(m.Properties!["StateMachineName"], second);
+      expect(after, `${id}: a redeploy would wait for the deleted machine's name`).not.toBe(before);
+      expect(after.endsWith(`-${second.stackUuid}`), after).toBe(true);
+      // Step Functions' rule: 1–80 characters, no whitespace, brackets, wildcards or punctuation.
+      expect(after).toMatch(/^[A-Za-z0-9_-]{1,80}$/);
+      const declared = Object.values(StateMachineName).find((n) => before.includes(`-${n}-`));
+      expect(declared, before).toBeDefined();
+      names.set(declared!, before);
+    }
+    const prefixes = [...names].map(([declared, name]) => name.slice(0, name.indexOf(`-${declared}-`)));
+    expect(new Set(prefixes).size).toBe(1);
+    // The dashboard finds the families' executions from the session lifecycle's ARN (the CLI's
+    // StateMachineArn output).
+    const arn = (name: string) =>
+      `arn:aws:states:${TEST_ENV.region}:${TEST_ENV.account}:stateMachine:${name}`;
+    const session = {
+      kind: "console" as const,
+      stateMachineArn: arn(names.get(StateMachineName.SessionLifecycle)!),
+    };
+    for (const family of [StateMachineName.DeploymentLifecycle, StateMachineName.RouteLifecycle] as const) {
+      expect(familyExecutions(session, family)).toEqual({
+        kind: "console",
+        stateMachineArn: arn(names.get(family)!),
+      });
+    }
   });
 });

@@ -106,3 +106,15 @@ export function resourceNamed(json: CfnTemplate, type: string, prefix: string): 
   }
   return found[0]!;
 }
+
+/**
+ * The part of a state machine's physical name known at synth: `<prefix>-<declared name>-`, which
+ * the stack's UUID follows when CloudFormation resolves it (lib/state-machine.ts stateMachineNameFor).
+ */
+export function nameHead(value: unknown): string {
+  const join = (value as { "Fn::Join"?: [string, unknown[]] } | undefined)?.["Fn::Join"];
+  const head = join?.[1][0];
+  if (typeof head !== "string")
+    throw new Error(`not a name joined with the stack's UUID: ${JSON.stringify(value)}`);
+  return head;
+}

@@ -128,7 +128,16 @@ describe("the stack equals the topology", () => {
           ]),
         ),
       );
-      expect(String(p["StateMachineName"])).toMatch(new RegExp(`-${machine.name}$`));
+      // <prefix>-<declared name>-<the stack's UUID>: new each time the stack is created.
+      expect(p["StateMachineName"]).toEqual({
+        "Fn::Join": [
+          "",
+          [
+            expect.stringMatching(new RegExp(`^[A-Za-z0-9-]+-${machine.name}-$`)),
+            { "Fn::Select": [2, { "Fn::Split": ["/", { Ref: "AWS::StackId" }] }] },
+          ],
+        ],
+      });
     }
   });
 

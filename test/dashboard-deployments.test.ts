@@ -352,16 +352,21 @@ describe("the deployments pages, over DynamoDB Local", () => {
 
 describe("where a deployment's and a route's executions are", () => {
   test("deployed: the console's page, on the stack's sibling state machines", () => {
-    const machine =
-      "arn:aws:states:eu-west-1:123456789012:stateMachine:CairnStackCairn1A2B3C4D-SessionLifecycle";
+    const uuid = "8b1e2c40-0a57-11f1-9d5e-0a1b2c3d4e5f";
+    const arn = (name: string) =>
+      `arn:aws:states:eu-west-1:123456789012:stateMachine:Cairn-Cairn-1A2B3C4D-${name}-${uuid}`;
+    const machine = arn("SessionLifecycle");
     expect(familyExecutions({ kind: "console", stateMachineArn: machine }, "DeploymentLifecycle")).toEqual({
       kind: "console",
-      stateMachineArn:
-        "arn:aws:states:eu-west-1:123456789012:stateMachine:CairnStackCairn1A2B3C4D-DeploymentLifecycle",
+      stateMachineArn: arn("DeploymentLifecycle"),
     });
     expect(familyExecutions({ kind: "console", stateMachineArn: machine }, "RouteLifecycle")).toMatchObject({
-      stateMachineArn:
-        "arn:aws:states:eu-west-1:123456789012:stateMachine:CairnStackCairn1A2B3C4D-RouteLifecycle",
+      stateMachineArn: arn("RouteLifecycle"),
+    });
+    // The local runtime names each by its declared name alone.
+    const local = "arn:aws:states:local:000000000000:stateMachine:SessionLifecycle";
+    expect(familyExecutions({ kind: "console", stateMachineArn: local }, "RouteLifecycle")).toMatchObject({
+      stateMachineArn: "arn:aws:states:local:000000000000:stateMachine:RouteLifecycle",
     });
   });
 
@@ -371,17 +376,14 @@ describe("where a deployment's and a route's executions are", () => {
       kind: "none",
       why: `the RouteLifecycle state machine is not known here (${other} does not name it)`,
     });
-    // A prefix longer than DeploymentLifecycle's room (80 - 19 - 1) may have been cut differently.
-    const long = `arn:aws:states:eu-west-1:123456789012:stateMachine:${"p".repeat(61)}-SessionLifecycle`;
+    // A family name longer than Step Functions' 80 characters cannot be the sibling's.
+    const long = `arn:aws:states:eu-west-1:123456789012:stateMachine:${"p".repeat(62)}-SessionLifecycle`;
     expect(familyExecutions({ kind: "console", stateMachineArn: long }, "DeploymentLifecycle").kind).toBe(
       "none",
     );
     expect(familyExecutions({ kind: "console", stateMachineArn: long }, "RouteLifecycle").kind).toBe(
       "console",
     );
-    // One of 63 may have been cut to fill the session lifecycle's room: not guessed at either.
-    const cut = `arn:aws:states:eu-west-1:123456789012:stateMachine:${"p".repeat(63)}-SessionLifecycle`;
-    expect(familyExecutions({ kind: "console", stateMachineArn: cut }, "RouteLifecycle").kind).toBe("none");
     expect(familyExecutions({ kind: "none", why: "x" }, "RouteLifecycle")).toEqual({
       kind: "none",
       why: "x",
