@@ -119,7 +119,7 @@ describe("cairn template", () => {
     expect(w.err[0]).toBe(
       "cairn: invalid job template bad.yaml (2 problems):\n" +
         "  constraints.queue.max: applies only to numeric fields (queue is a string)\n" +
-        '  constraints["resources.gpu"]: unknown field path (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, maxPendingReturns, rerunnable, schedulingTimeout, parent, executor, image, resources.cpu, resources.memoryMiB, timeouts.pending, timeouts.scheduled, timeouts.preparing, timeouts.prepared, timeouts.creating, timeouts.running, timeouts.terminating, timeouts.job, maxTries.pending, maxTries.scheduled, maxTries.preparing, maxTries.prepared, maxTries.creating, maxTries.running, maxTries.terminating, retry.maxRetriesFailure, retry.maxRetriesPreemption)',
+        '  constraints["resources.gpu"]: unknown field path (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, maxPendingReturns, rerunnable, schedulingTimeout, parent, executor, image, resources.cpu, resources.memoryMiB, timeouts.pending, timeouts.scheduled, timeouts.preparing, timeouts.prepared, timeouts.creating, timeouts.running, timeouts.terminating, timeouts.job, maxTries.pending, maxTries.scheduled, maxTries.preparing, maxTries.prepared, maxTries.creating, maxTries.running, maxTries.terminating, retry.maxRetriesFailure, retry.maxRetriesPreemption, retry.maxRetriesStart)',
     );
     expect(await templates.getTemplate("bad")).toBeUndefined();
   });

@@ -102,6 +102,11 @@ export interface RetrySpec {
   readonly maxRetriesPreemption?: number;
   /** Policies added after the queue's (first match wins over the concatenated rules). */
   readonly policies?: readonly string[];
+  /**
+   * Runs that could not start because of the cluster, retried automatically before the session
+   * ends Failed (HPC Pack's automatic retry on cluster failure; retry/start-failures.ts). @default 3
+   */
+  readonly maxRetriesStart?: number;
 }
 
 /** The waiting stage the lifecycle execution is in, recorded when the stage is entered. */

@@ -288,6 +288,15 @@ const sessionSpecShape = {
     policies: z.array(nameSchema).max(16).readonly().optional(),
   })
     .readonly()
+    /** Runs that could not start because of the cluster, retried automatically (default 3). */
+    maxRetriesStart: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_FREE_RETURNS, {
+        error: `must be at most ${MAX_FREE_RETURNS}: ${HISTORY_LIMIT_REASON}`,
+      })
+      .optional(),
     .optional(),
   /** The job template the submission is validated against (core/templates.ts); absent: Default. */
   template: nameSchema.optional(),

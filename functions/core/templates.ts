@@ -64,6 +64,7 @@ export const CONSTRAINABLE_FIELDS: Readonly<Record<string, FieldType>> = {
   ),
   "retry.maxRetriesFailure": "number",
   "retry.maxRetriesPreemption": "number",
+  "retry.maxRetriesStart": "number",
 };
 
 /** Fields a template may not give a default for: they say what the job is, not how it runs. */

@@ -198,7 +198,7 @@ describe("given a template document", () => {
         {
           path: 'constraints["resources.gpu"]',
           message:
-            "unknown field path (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, maxPendingReturns, rerunnable, schedulingTimeout, parent, executor, image, resources.cpu, resources.memoryMiB, timeouts.pending, timeouts.scheduled, timeouts.preparing, timeouts.prepared, timeouts.creating, timeouts.running, timeouts.terminating, timeouts.job, maxTries.pending, maxTries.scheduled, maxTries.preparing, maxTries.prepared, maxTries.creating, maxTries.running, maxTries.terminating, retry.maxRetriesFailure, retry.maxRetriesPreemption)",
+            "unknown field path (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, maxPendingReturns, rerunnable, schedulingTimeout, parent, executor, image, resources.cpu, resources.memoryMiB, timeouts.pending, timeouts.scheduled, timeouts.preparing, timeouts.prepared, timeouts.creating, timeouts.running, timeouts.terminating, timeouts.job, maxTries.pending, maxTries.scheduled, maxTries.preparing, maxTries.prepared, maxTries.creating, maxTries.running, maxTries.terminating, retry.maxRetriesFailure, retry.maxRetriesPreemption, retry.maxRetriesStart)",
         },
       ],
     },

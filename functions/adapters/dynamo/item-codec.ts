@@ -156,6 +156,7 @@ function retryStateFrom(r: Fields): RetryState {
   }
   const pendingReturns = r.optNumber("pendingReturns");
   const freeReturns = r.optNumber("freeReturns");
+  const startRetries = r.optNumber("startRetries");
   const budgetSpentBy = r.optString("budgetSpentBy");
   if (budgetSpentBy !== undefined && budgetSpentBy !== "PREEMPTED" && budgetSpentBy !== "WORKER_FAILED") {
     r.fail("budgetSpentBy", "PREEMPTED or WORKER_FAILED");
@@ -167,6 +168,7 @@ function retryStateFrom(r: Fields): RetryState {
     ruleRetries: ruleRetries as Record<string, number>,
     ...(pendingReturns !== undefined ? { pendingReturns } : {}),
     ...(freeReturns !== undefined ? { freeReturns } : {}),
+    ...(startRetries !== undefined ? { startRetries } : {}),
     ...(budgetSpentBy !== undefined ? { budgetSpentBy } : {}),
   };
 }

@@ -55,6 +55,7 @@ import { RetryInputError } from "./errors.ts";
 import { describeEvidence, failedKernels, findMatchingRule, type RunKernel } from "./match.ts";
 import { MAX_COUNTED_RETRIES } from "./history-budget.ts";
 import { isPermanentFailure } from "./permanent-failures.ts";
+import { couldNotStart, judgeStartFailure } from "./start-failures.ts";
 import type { AntiAffinityMode, RetryPolicy } from "./policy.ts";
 
 export type { RetryState };
@@ -81,6 +82,8 @@ export function ruleKey(ref: RuleRef): string {
 export interface SessionBudgets {
   readonly maxRetriesFailure?: number;
   readonly maxRetriesPreemption?: number;
+  /** Runs that could not start, retried automatically (start-failures.ts; default 3). */
+  readonly maxRetriesStart?: number;
 }
 
 export interface FailedRun {
@@ -109,6 +112,8 @@ export type RetryBasis =
   | "budget"
   /** Preempted before it started: retried at no cost. */
   | "free-preemption"
+  /** Could not start because of the cluster: retried on its own count (start-failures.ts). */
+  | "start-failure"
   /** KILLED, or (without policies) SUCCEEDED/UNSCHEDULABLE: never retried. */
   | "not-retriable"
   /** A rule matched and its action decided. */
@@ -196,6 +201,33 @@ export function evaluateRetry(input: RetryInput): RetryDecision {
   }
 
   const policies = config.enabled ? input.policies : [];
+  // Seed 004: a run that could not start because of the cluster is retried on its own count.
+  if (couldNotStart(first)) {
+    const judged = judgeStartFailure(first, state.startRetries ?? 0, input.budgets?.maxRetriesStart);
+    const startState: RetryState = { ...state, startRetries: judged.startRetries };
+    // The global cap is the kill switch of every retry under policies, as for a free preemption.
+    const capped = policies.length > 0 && state.totalRetries >= config.globalMaxRetries;
+    if (!judged.retry || capped) {
+      return {
+        ...base,
+        action: "fail",
+        basis: judged.retry ? "global-cap" : "start-failure",
+        reason: capped
+          ? `${judged.reason}, but the global retry cap is reached (${state.totalRetries} of ${config.globalMaxRetries} retries used)`
+          : judged.reason,
+        state: startState,
+      };
+    }
+    const wait = retryWait(0, gracePeriodMs);
+    return {
+      ...base,
+      ...wait,
+      action: "retry",
+      basis: "start-failure",
+      reason: `${judged.reason}; wait ${formatDuration(wait.delayMs)}`,
+      state: startState,
+    };
+  }
   if (policies.length === 0) return decideByBudgets(input, budgetRun, base, gracePeriodMs);
 
   const cap = config.globalMaxRetries;
@@ -413,6 +445,8 @@ function checkInput(input: RetryInput): void {
     ["state.totalRetries", state.totalRetries],
     ["state.pendingReturns", state.pendingReturns ?? 0],
     ["state.freeReturns", state.freeReturns ?? 0],
+    ["state.startRetries", state.startRetries ?? 0],
+    ["budgets.maxRetriesStart", input.budgets?.maxRetriesStart ?? 0],
     ["gracePeriodMs", input.gracePeriodMs ?? 0],
     ["budgets.maxRetriesFailure", input.budgets?.maxRetriesFailure ?? 0],
     ["budgets.maxRetriesPreemption", input.budgets?.maxRetriesPreemption ?? 0],

@@ -12,7 +12,7 @@
  * - `includeInitContainers` changes none of this: a Cairn kernel has no init containers, so
  *   there is no init-container failure to add (policy.ts).
  */
-import type { AttemptOutcome, TerminationCondition } from "../status.ts";
+import type { AttemptOutcome, KernelStatus, TerminationCondition } from "../status.ts";
 import type { RetryPolicy, RetryRule, RuleMatcher } from "./policy.ts";
 
 /**
@@ -31,6 +31,8 @@ export interface RunKernel {
   readonly failureCategory?: string;
   readonly agentId?: string;
   readonly finishedAtMs?: number;
+  /** The stored kernel's status: ERROR for one that could not start (start-failures.ts). */
+  readonly status?: KernelStatus;
 }
 
 /** Kernels that ended other than SUCCEEDED, the first failed kernel first. */

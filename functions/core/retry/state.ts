@@ -17,6 +17,12 @@ export interface RetryState extends BudgetCounters {
    */
   readonly freeReturns?: number;
   /**
+   * Runs that could not start because of the cluster (a kernel ERROR before it ran: spawn failed,
+   * no capacity left on the agent, the agent shutting down, a Fargate task that failed to start),
+   * each retried automatically up to the spec's `retry.maxRetriesStart` (start-failures.ts).
+   */
+  readonly startRetries?: number;
+  /**
    * A preemption or an agent loss while BUILDING (PREPARING … CREATING) spent the preemption
    * budget (building-loss.ts): the run went back to PENDING, and the next pass ends it with this
    * outcome (PENDING → TERMINATED), terminal as Iris's PREEMPTED or WORKER_FAILED is.
