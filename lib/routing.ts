@@ -127,7 +127,7 @@ export class CairnRouting extends Construct {
           ...(decl.maxBatchingWindowSeconds > 0
             ? { maxBatchingWindow: Duration.seconds(decl.maxBatchingWindowSeconds) }
             : {}),
-          maxConcurrency: settings.queueConcurrency[decl.name],
+          maxConcurrency: decl.maxConcurrency,
           reportBatchItemFailures: true,
         }),
       );
