@@ -5,7 +5,13 @@
  * gang rule (a member that cannot start stops the others), and failures as data with
  * retryability.
  */
-import { DescribeTasksCommand, ECSClient } from "@aws-sdk/client-ecs";
+import {
+  DescribeTaskDefinitionCommand,
+  DescribeTasksCommand,
+  ECSClient,
+  ListTasksCommand,
+  RunTaskCommand,
+} from "@aws-sdk/client-ecs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { FargateRunRequest, FargateTaskDefinitionSpec } from "../functions/app/fargate-port.ts";
 import { FargateKernels } from "../functions/app/fargate-kernels.ts";
@@ -65,10 +71,13 @@ function request(
     capacity: "FARGATE",
     network: { subnets: ["subnet-1"], securityGroups: ["sg-1"], assignPublicIp: false },
     startedBy: "cairn/s-adapter",
+    // A token of its own for every request here, unless a test repeats one on purpose.
+    clientToken: `s-adapter/${kernelIndex}/${++tokens}`,
     tags: [{ key: "cairn:session-id", value: "s-adapter" }],
     ...over,
   };
 }
+let tokens = 0;
 
 const statusOf = (taskArn: string, status: string) =>
   until(`${taskArn} ${status}`, () => events.find((e) => e.taskArn === taskArn && e.lastStatus === status));
@@ -328,5 +337,154 @@ describe("gangs: all or nothing", () => {
     ]);
     expect(gang.rolledBack).toHaveLength(1);
     await statusOf(gang.rolledBack[0]!, "STOPPED");
+  });
+});
+
+describe("RunTask's client token: one task per request, however often it is sent", () => {
+  /** Every task of the cluster started by `startedBy`, running or stopped. */
+  const tasksStartedBy = async (startedBy: string) => {
+    const [running, stopped] = await Promise.all(
+      (["RUNNING", "STOPPED"] as const).map((desiredStatus) =>
+        client.send(new ListTasksCommand({ cluster: "cairn", startedBy, desiredStatus })),
+      ),
+    );
+    return [...new Set([...running!.taskArns!, ...stopped!.taskArns!])];
+  };
+
+  test("the same request sent again gets the task the first one started, and starts nothing", async () => {
+    const arn = await port.ensureTaskDefinition(SPEC);
+    const again = request(0, arn, {
+      startedBy: "cairn/s-token-again",
+      clientToken: "cairn/s-token-again/r0/p0/t0/k0",
+    });
+    const first = await port.runTasks([again]);
+    const second = await port.runTasks([again]);
+    expect(first.failures).toEqual([]);
+    expect(second).toEqual(first);
+    expect(await tasksStartedBy("cairn/s-token-again")).toEqual([first.started[0]!.taskArn]);
+    // A new try is a new token: a second task.
+    const next = await port.runTasks([{ ...again, clientToken: "cairn/s-token-again/r0/p0/t1/k0" }]);
+    expect(next.started[0]!.taskArn).not.toBe(first.started[0]!.taskArn);
+    expect(await tasksStartedBy("cairn/s-token-again")).toHaveLength(2);
+    await port.stopTasks(
+      [...first.started, ...next.started].map((s) => ({ taskArn: s.taskArn, reason: "done" })),
+    );
+  });
+
+  test("a RunTask answer lost after its task was placed: the SDK asks again with the token and gets that task", async () => {
+    const arn = await port.ensureTaskDefinition(SPEC);
+    // The functions' client retries (SERVICE_RETRY); this one asks up to three times.
+    const retrying = new ECSClient({
+      endpoint: server.endpoint,
+      region: "local",
+      credentials: { accessKeyId: "local", secretAccessKey: "local" },
+      maxAttempts: 3,
+    });
+    const withRetries = new EcsFargateTasks(retrying, { cluster: "cairn", region: "local" });
+    server.service.faults.lostRunTaskAnswers = 1;
+    try {
+      const result = await withRetries.runTasks([
+        request(0, arn, { startedBy: "cairn/s-token-lost", clientToken: "cairn/s-token-lost/r0/p0/t0/k0" }),
+      ]);
+      expect(server.service.faults.lostRunTaskAnswers).toBe(0);
+      expect(result.failures).toEqual([]);
+      expect(await tasksStartedBy("cairn/s-token-lost")).toEqual([result.started[0]!.taskArn]);
+      await withRetries.stopTasks([{ taskArn: result.started[0]!.taskArn, reason: "done" }]);
+    } finally {
+      server.service.faults.lostRunTaskAnswers = 0;
+      retrying.destroy();
+    }
+  });
+
+  test("the same token with other parameters is a ConflictException naming the token's task, not retryable", async () => {
+    const arn = await port.ensureTaskDefinition(SPEC);
+    const first = await port.runTasks([
+      request(0, arn, { startedBy: "cairn/s-token-conflict", clientToken: "s-token-conflict" }),
+    ]);
+    const other = await port.runTasks([
+      request(0, arn, {
+        startedBy: "cairn/s-token-conflict",
+        clientToken: "s-token-conflict",
+        command: ["sh", "-c", "echo something else"],
+      }),
+    ]);
+    expect(other).toEqual({
+      started: [],
+      failures: [
+        {
+          kernelIndex: 0,
+          reason: "ConflictException: The clientToken is already in use with a different RunTask request.",
+          retryable: false,
+        },
+      ],
+    });
+    // ECS names the token's tasks in the exception's resourceIds.
+    const raw = await client
+      .send(
+        new RunTaskCommand({
+          cluster: "cairn",
+          taskDefinition: arn,
+          launchType: "FARGATE",
+          clientToken: "s-token-conflict",
+          networkConfiguration: { awsvpcConfiguration: { subnets: ["subnet-1"] } },
+        }),
+      )
+      .catch((error: unknown) => error as { name: string; resourceIds?: string[] });
+    expect(raw).toMatchObject({ name: "ConflictException", resourceIds: [first.started[0]!.taskArn] });
+    expect(await tasksStartedBy("cairn/s-token-conflict")).toHaveLength(1);
+    await port.stopTasks([{ taskArn: first.started[0]!.taskArn, reason: "done" }]);
+  });
+
+  test("a token longer than 64 characters, or outside ASCII 33-126, is refused", async () => {
+    const arn = await port.ensureTaskDefinition(SPEC);
+    const result = await port.runTasks([
+      request(0, arn, { clientToken: "x".repeat(65) }),
+      request(1, arn, { clientToken: "with space" }),
+    ]);
+    expect(result.started).toEqual([]);
+    for (const failure of result.failures) {
+      expect(failure).toMatchObject({
+        reason:
+          "InvalidParameterException: clientToken: up to 64 ASCII characters in the range 33-126 (inclusive) are allowed.",
+        retryable: false,
+      });
+    }
+  });
+});
+
+describe("the task definition's runtimePlatform", () => {
+  test("an arm64 image's definition says ARM64 on LINUX, and its tasks run as arm64; x86_64 is stated too", async () => {
+    const arm = await port.ensureTaskDefinition({ ...SPEC, cpuArchitecture: "ARM64" });
+    const x86 = await port.ensureTaskDefinition(SPEC);
+    expect(arm).not.toBe(x86);
+    const described = await Promise.all(
+      [arm, x86].map((taskDefinition) => client.send(new DescribeTaskDefinitionCommand({ taskDefinition }))),
+    );
+    expect(described.map((d) => d.taskDefinition?.runtimePlatform)).toEqual([
+      { cpuArchitecture: "ARM64", operatingSystemFamily: "LINUX" },
+      { cpuArchitecture: "X86_64", operatingSystemFamily: "LINUX" },
+    ]);
+    const started = await port.runTasks([request(0, arm)]);
+    const task = await client.send(
+      new DescribeTasksCommand({ cluster: "cairn", tasks: [started.started[0]!.taskArn] }),
+    );
+    expect(task.tasks?.[0]?.attributes).toContainEqual({ name: "ecs.cpu-architecture", value: "arm64" });
+    await port.stopTasks([{ taskArn: started.started[0]!.taskArn, reason: "done" }]);
+  });
+
+  test("Fargate Spot runs no ARM64 task: refused, not retryable", async () => {
+    const arm = await port.ensureTaskDefinition({ ...SPEC, cpuArchitecture: "ARM64" });
+    const result = await port.runTasks([request(0, arm, { capacity: "FARGATE_SPOT" })]);
+    expect(result).toEqual({
+      started: [],
+      failures: [
+        {
+          kernelIndex: 0,
+          reason:
+            "InvalidParameterException: Linux tasks with the ARM64 architecture don't support the Fargate Spot capacity provider.",
+          retryable: false,
+        },
+      ],
+    });
   });
 });

@@ -285,6 +285,42 @@ describe("Fargate sessions, end to end", () => {
     await until("the process gone", () => (alive(pid) ? undefined : true));
   }, 60_000);
 
+  test("RunTask answers lost after the tasks were placed start no second task: each kernel runs once", async () => {
+    const id = newId("lost");
+    const faults = rt.runtime.ecs.service.faults;
+    // Both kernels' first answers are lost; the functions' SDK asks again with the same token.
+    faults.lostRunTaskAnswers = 2;
+    try {
+      await rt.submit({
+        sessionId: id,
+        spec: fargateSpec("lost", ["sh", "-c", "echo once"], { replicas: 2 }),
+      });
+      const done = await rt.waitForEnd(id, 60_000);
+      expect(faults.lostRunTaskAnswers).toBe(0);
+      expect(sessionResult(done)).toBe("succeeded");
+      const recorded = done.kernels.map((k) => k.taskArn);
+      expect(tasksOf(id).sort()).toEqual([...recorded].sort());
+      expect(tasksOf(id)).toHaveLength(2);
+    } finally {
+      faults.lostRunTaskAnswers = 0;
+    }
+  }, 90_000);
+
+  test("an arm64 image runs from an ARM64 task definition", async () => {
+    const id = newId("arm");
+    await rt.submit({
+      sessionId: id,
+      spec: fargateSpec("arm", ["sh", "-c", "echo on graviton"], { architecture: "arm64" }),
+    });
+    const done = await rt.waitForEnd(id);
+    expect(sessionResult(done)).toBe("succeeded");
+    const task = rt.runtime.ecs.service.find("cairn", done.kernels[0]!.taskArn!);
+    expect(task?.init.definition.runtimePlatform).toEqual({
+      cpuArchitecture: "ARM64",
+      operatingSystemFamily: "LINUX",
+    });
+  }, 60_000);
+
   test("a gang ECS cannot place is retried with ECS's reason, and starts once capacity is back", async () => {
     const id = newId("nocap");
     const faults = rt.runtime.ecs.service.faults.unavailableCapacity;

@@ -102,7 +102,37 @@ describe("FargateKernels", () => {
         logStreamPrefix: "cairn",
         executionRoleArn: CONFIG.executionRoleArn,
         taskRoleArn: CONFIG.taskRoleArn,
+        cpuArchitecture: "X86_64",
       },
+    ]);
+  });
+
+  test("an arm64 image's kernels get a definition for ARM64", async () => {
+    const port = new FakePort();
+    const target = fargateSession("fg-arm");
+    const arm = {
+      ...target,
+      session: { ...target.session, spec: { ...target.session.spec, architecture: "arm64" as const } },
+    };
+    await new FargateKernels(port, CONFIG).taskDefinition(arm, arm.kernels[0]!);
+    expect(port.definitions[0]?.cpuArchitecture).toBe("ARM64");
+  });
+
+  test("each kernel's RunTask has a client token: the same start sent again has the same ones, the next try new ones", async () => {
+    const port = new FakePort();
+    const kernels = new FargateKernels(port, CONFIG);
+    const settings = { capacityProvider: "FARGATE", vcpuQuota: 4 } as const;
+    const target = fargateSession("fg-token");
+    // The handler run again (its first run ended before it recorded the tasks): same tokens.
+    await kernels.start(target, settings);
+    await kernels.start(target, settings);
+    // A recorded failure (say, a gang rolled back) spends a try: the next start is new.
+    await kernels.start({ ...target, session: { ...target.session, tries: 1 } }, settings);
+    const tokens = port.runs.map((run) => run.map((r) => r.clientToken));
+    expect(tokens).toEqual([
+      ["cairn/fg-token/r1/p0/t0/k0", "cairn/fg-token/r1/p0/t0/k1"],
+      ["cairn/fg-token/r1/p0/t0/k0", "cairn/fg-token/r1/p0/t0/k1"],
+      ["cairn/fg-token/r1/p0/t1/k0", "cairn/fg-token/r1/p0/t1/k1"],
     ]);
   });
 

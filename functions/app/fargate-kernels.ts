@@ -5,20 +5,32 @@
  * - prepare: a task definition for the session's image and size (registered once per content:
  *   nothing of a session or run is in it, so every run with the same image, size, roles and log
  *   group shares one); there is no agent to report the kernel PREPARED, so the handler patches it so.
- * - start: one task per kernel, all of a gang or none (runGang); the handler records each
- *   kernel's task (Kernel.taskArn).
+ * - start: one task per kernel, all of a gang or none (runGang), each RunTask with a client token
+ *   (ecsClientToken) so that a start repeated after a lost answer gets the same task back
+ *   instead of a second one; the handler records each kernel's task (Kernel.taskArn).
  * - stop: StopTask with the stop command's condition in its reason (ecsStopReason), which the
  *   task's STOPPED event carries back as the kernel's condition, as an agent would report it.
  *
  * How the tasks go on is ECS's own events (core/ecs-task-events.ts), read by the coordinator.
  */
 import type { FargateConfig } from "../config.ts";
-import { ecsStopReason, ecsTaskIdentity, fargateKernelEnvironment } from "../core/ecs-task-events.ts";
+import {
+  ecsClientToken,
+  ecsStopReason,
+  ecsTaskIdentity,
+  fargateKernelEnvironment,
+} from "../core/ecs-task-events.ts";
+import { DEFAULT_FARGATE_ARCHITECTURE, type FargateArchitecture } from "../core/fargate.ts";
 import { FARGATE_LOG_STREAM_PREFIX } from "../core/fargate-logs.ts";
 import type { Kernel, QueueFargateSettings, SessionWithKernels } from "../core/model.ts";
 import { sessionPlacement } from "../core/sessions.ts";
 import type { TerminationCondition } from "../core/status.ts";
-import type { FargateRunRequest, FargateTaskDefinitionSpec, FargateTasksPort } from "./fargate-port.ts";
+import type {
+  FargateCpuArchitecture,
+  FargateRunRequest,
+  FargateTaskDefinitionSpec,
+  FargateTasksPort,
+} from "./fargate-port.ts";
 
 /** A stop for a Fargate kernel: its task, and what the stop command says. */
 export interface FargateStop {
@@ -34,6 +46,12 @@ export type FargateStartOutcome =
     }
   /** Why the gang did not start, in ECS's words, naming the kernel (none of its tasks runs). */
   | { readonly ok: false; readonly reason: string };
+
+/** A spec's architecture in ECS's words (`runtimePlatform.cpuArchitecture`). */
+const ECS_CPU_ARCHITECTURE: Record<FargateArchitecture, FargateCpuArchitecture> = {
+  x86_64: "X86_64",
+  arm64: "ARM64",
+};
 
 /** Fargate has 1024 CPU units per vCPU. */
 const CPU_UNITS_PER_VCPU = 1024;
@@ -69,6 +87,7 @@ export class FargateKernels {
       logStreamPrefix: FARGATE_LOG_STREAM_PREFIX,
       executionRoleArn: this.#config.executionRoleArn,
       taskRoleArn: this.#config.taskRoleArn,
+      cpuArchitecture: ECS_CPU_ARCHITECTURE[session.spec.architecture ?? DEFAULT_FARGATE_ARCHITECTURE],
     };
   }
 
@@ -113,6 +132,13 @@ export class FargateKernels {
           assignPublicIp: this.#config.assignPublicIp,
         },
         startedBy: identity.startedBy,
+        clientToken: ecsClientToken({
+          sessionId: session.id,
+          kernelIndex: kernel.index,
+          runIndex: session.runIndex,
+          placement: sessionPlacement(session),
+          startTry: session.tries,
+        }),
         tags: identity.tags,
       });
     }

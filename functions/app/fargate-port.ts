@@ -9,6 +9,9 @@
 /** Fargate capacity: on demand, or Spot (cheaper, interrupted with a two-minute warning). */
 export type FargateCapacity = "FARGATE" | "FARGATE_SPOT";
 
+/** `runtimePlatform.cpuArchitecture` of a Fargate task definition. */
+export type FargateCpuArchitecture = "X86_64" | "ARM64";
+
 export interface FargateTaskDefinitionSpec {
   /** The kernel container's image. */
   readonly image: string;
@@ -22,6 +25,12 @@ export interface FargateTaskDefinitionSpec {
   readonly executionRoleArn?: string;
   /** The kernel's own AWS identity. @default none */
   readonly taskRoleArn?: string;
+  /**
+   * The CPU architecture the image is built for (the task definition's `runtimePlatform`):
+   * Fargate runs an arm64 image on Graviton only when the definition says ARM64.
+   * @default "X86_64" (ECS's own default)
+   */
+  readonly cpuArchitecture?: FargateCpuArchitecture;
   /**
    * Families are `<familyPrefix>-<12 hex digits of the content hash>`; the stack grants RunTask
    * on `cairn-*` families only. @default "cairn"
@@ -48,6 +57,11 @@ export interface FargateRunRequest {
   };
   /** Names the session (ListTasks filters by it); ECS allows 36 characters safely. */
   readonly startedBy: string;
+  /**
+   * RunTask's idempotency token (core/ecs-task-events.ts `ecsClientToken`): the same request
+   * sent again with it starts no second task, ECS answers with the first one.
+   */
+  readonly clientToken: string;
   readonly tags: readonly { readonly key: string; readonly value: string }[];
 }
 

@@ -431,6 +431,30 @@ export function ecsStartedBy(sessionId: string): string {
   return `${ECS_STARTED_BY_PREFIX}${sessionId.slice(0, room - hash.length - 1)}-${hash}`;
 }
 
+/** RunTask's limit on `clientToken`: up to 64 ASCII characters from 33 to 126 ([idempotency]). */
+export const ECS_CLIENT_TOKEN_MAX_LENGTH = 64;
+
+/**
+ * RunTask's `clientToken` for one kernel's task: ECS runs a request at most once per token (per
+ * cluster, for 24 hours) and answers a repeat of it with the task it started. The token names the
+ * session, the run, the placement, the kernel and the start try (`Session.tries`, which counts
+ * only recorded failures): a start repeated after its answer was lost (the SDK's retry, or the
+ * handler run again because it ended before recording the task) sends the same token and gets
+ * back the same task instead of a second one; a start after a failure that stopped the gang
+ * (runGang's rollback) is a new try with new tokens, so it is not answered with stopped tasks.
+ * An id too long to fit keeps its head and adds 8 hex digits of the FNV-1a hash of the whole.
+ *
+ * [idempotency]: https://docs.aws.amazon.com/AmazonECS/latest/APIReference/ECS_Idempotency.html
+ */
+export function ecsClientToken(identity: EcsKernelIdentity & { readonly startTry: number }): string {
+  const tail = `/r${identity.runIndex}/p${identity.placement ?? 0}/t${identity.startTry}/k${identity.kernelIndex}`;
+  const whole = `${ECS_STARTED_BY_PREFIX}${identity.sessionId}${tail}`;
+  if (whole.length <= ECS_CLIENT_TOKEN_MAX_LENGTH) return whole;
+  const hash = fnv1a32(whole).toString(16).padStart(8, "0");
+  const room = ECS_CLIENT_TOKEN_MAX_LENGTH - ECS_STARTED_BY_PREFIX.length - tail.length - hash.length - 1;
+  return `${ECS_STARTED_BY_PREFIX}${identity.sessionId.slice(0, room)}-${hash}${tail}`;
+}
+
 export type IdentityOfTask =
   | { readonly ok: true; readonly identity: EcsKernelIdentity }
   | { readonly ok: false; readonly reason: string };

@@ -17,6 +17,16 @@ export function executorOf(spec: { readonly executor?: Executor }): Executor {
 }
 
 /**
+ * The CPU architectures a Fargate kernel's image may be built for: an arm64 image runs on
+ * Graviton (ECS's `runtimePlatform.cpuArchitecture` ARM64), which Fargate Spot does not offer.
+ */
+export const FargateArchitecture = { x86_64: "x86_64", arm64: "arm64" } as const;
+export type FargateArchitecture = (typeof FargateArchitecture)[keyof typeof FargateArchitecture];
+export const FARGATE_ARCHITECTURES = Object.values(FargateArchitecture);
+/** Specs without one run as ECS runs a task definition without `runtimePlatform`: on x86_64. */
+export const DEFAULT_FARGATE_ARCHITECTURE: FargateArchitecture = FargateArchitecture.x86_64;
+
+/**
  * ECS's own rule for `image`: up to 255 of letters, digits, `-`, `_`, `:`, `.`, `/`, `#` before an
  * optional `@sha256:` digest of 64 hex digits (ContainerDefinition `image`,
  * https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_ContainerDefinition.html).

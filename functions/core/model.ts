@@ -3,7 +3,7 @@
  * (DESIGN.md §1). Pure data; no I/O. Times are epoch milliseconds (`…AtMs`) unless the name
  * says otherwise.
  */
-import type { Executor } from "./fargate.ts";
+import type { Executor, FargateArchitecture } from "./fargate.ts";
 import { isFargatePool } from "./fargate-pool.ts";
 import type { HandlerName } from "./handlers.ts";
 import type { RetryState } from "./retry/state.ts";
@@ -79,6 +79,8 @@ export interface SessionSpec {
   readonly executor?: Executor;
   /** Fargate only (and required there): the container image each kernel's task runs `command` in. */
   readonly image?: string;
+  /** Fargate only: the CPU architecture the image is built for. @default "x86_64" */
+  readonly architecture?: FargateArchitecture;
   /** Per kernel. */
   readonly resources: ResourceRequest;
   readonly command: readonly string[];

@@ -8,6 +8,7 @@ import {
   DEFAULT_EXECUTOR,
   EXECUTORS,
   Executor,
+  FARGATE_ARCHITECTURES,
   fargateResourceIssues,
   IMAGE_PATTERN,
   IMAGE_PATTERN_MESSAGE,
@@ -264,6 +265,8 @@ const sessionSpecShape = {
   executor: z.enum(EXECUTORS).optional(),
   /** The container image each kernel's task runs `command` in: required with executor fargate, refused otherwise. */
   image: z.string().regex(IMAGE_PATTERN, { error: IMAGE_PATTERN_MESSAGE }).optional(),
+  /** Fargate only: the CPU architecture `image` is built for (default x86_64; arm64 runs on Graviton). */
+  architecture: z.enum(FARGATE_ARCHITECTURES).optional(),
   resources: resourcesSchema.prefault({}),
   command: commandSchema,
   env: userEnvSchema.prefault({}),
@@ -320,11 +323,19 @@ export const SessionSpecSchema = strictObject(sessionSpecShape)
       for (const { path, message } of fargateResourceIssues(spec.resources)) {
         ctx.addIssue({ code: "custom", path: path.split("."), message });
       }
-    } else if (spec.image !== undefined) {
-      issue(
-        "image",
-        "only applies to executor fargate (agents run the command on their host, with no image)",
-      );
+    } else {
+      if (spec.image !== undefined) {
+        issue(
+          "image",
+          "only applies to executor fargate (agents run the command on their host, with no image)",
+        );
+      }
+      if (spec.architecture !== undefined) {
+        issue(
+          "architecture",
+          "only applies to executor fargate (an agent runs the command on its host's own architecture)",
+        );
+      }
     }
     if (spec.maxTaskFailures !== undefined && spec.maxTaskFailures >= spec.replicas) {
       issue(

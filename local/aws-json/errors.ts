@@ -18,6 +18,8 @@ export interface AwsJsonErrorOptions extends ErrorOptions {
   readonly queryCode?: string;
   /** @default "Sender" below HTTP 500, else "Receiver" */
   readonly fault?: AwsFault;
+  /** Members of the error shape besides the message (ECS's ConflictException `resourceIds`). */
+  readonly members?: Readonly<Record<string, unknown>>;
 }
 
 export class AwsJsonError extends Error {
@@ -25,6 +27,7 @@ export class AwsJsonError extends Error {
   readonly httpStatus: number;
   readonly queryCode: string;
   readonly fault: AwsFault;
+  readonly members: Readonly<Record<string, unknown>>;
   constructor(code: string, message: string, options: AwsJsonErrorOptions = {}) {
     super(message, options);
     this.name = code;
@@ -32,6 +35,7 @@ export class AwsJsonError extends Error {
     this.httpStatus = options.httpStatus ?? 400;
     this.queryCode = options.queryCode ?? code;
     this.fault = options.fault ?? (this.httpStatus >= 500 ? "Receiver" : "Sender");
+    this.members = options.members ?? {};
   }
 }
 

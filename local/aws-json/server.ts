@@ -261,7 +261,7 @@ export async function startAwsJsonServer(options: AwsJsonServerOptions): Promise
     const type = options.errorTypeNamespace ? `${options.errorTypeNamespace}#${error.code}` : error.code;
     const headers: Record<string, string> = { "x-amzn-errortype": error.code };
     if (queryCompatible) headers["x-amzn-query-error"] = `${error.queryCode};${error.fault}`;
-    send(response, error.httpStatus, { __type: type, message: error.message }, headers);
+    send(response, error.httpStatus, { ...error.members, __type: type, message: error.message }, headers);
   }
 
   await new Promise<void>((resolve, reject) => {

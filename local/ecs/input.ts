@@ -20,3 +20,15 @@ export function optionalString(input: Json, field: string): string | undefined {
   if (typeof value !== "string") throw invalidParameter(`${field} must be a string.`);
   return value;
 }
+
+/** JSON with object keys sorted at every level: two requests with the same parameters compare equal. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}

@@ -3,8 +3,8 @@
  * RunTask, StopTask, DescribeTasks and ListTasks, with ECS's request limits and error codes.
  */
 import type { AwsJsonOperation } from "../aws-json/index.ts";
-import { clientError, clusterNotFound, invalidParameter } from "./errors.ts";
-import { asArray, optionalString, type Json } from "./input.ts";
+import { clientError, clusterNotFound, invalidParameter, serverError } from "./errors.ts";
+import { asArray, canonicalJson, optionalString, type Json } from "./input.ts";
 import { parseRunTask, parseTags } from "./run-input.ts";
 import type { EcsService } from "./service.ts";
 
@@ -45,7 +45,14 @@ export function ecsOperations(ecs: EcsService): Record<string, AwsJsonOperation>
         findDefinition: (reference) => ecs.taskDefinitions.find(reference),
         clusterName: (reference) => ecs.clusterName(reference),
       });
-      const { tasks, failures } = ecs.runTask(plan);
+      // The request's identity for its client token: every parameter but the token itself.
+      const { clientToken: _token, ...parameters } = input;
+      const { tasks, failures } = ecs.runTask(plan, canonicalJson(parameters));
+      if (ecs.faults.lostRunTaskAnswers > 0) {
+        // Fault switch: the tasks are placed, the answer never arrives (a 500 after the mutation).
+        ecs.faults.lostRunTaskAnswers--;
+        throw serverError("The RunTask answer was lost after its tasks were placed (fault switch).");
+      }
       return { tasks: tasks.map((t) => t.describe(true)), failures };
     },
 

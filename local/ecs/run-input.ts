@@ -3,13 +3,14 @@
  * task definition exists and runs on Fargate, a launch type or a capacity provider strategy (not
  * both), awsvpc networking given, overrides naming containers of the definition and within
  * 8192 characters, a valid Fargate size after overrides, 1–10 tasks, `startedBy` and tags
- * within their limits. Anything else RunTask accepts and Cairn does not use is ignored.
+ * within their limits, a `clientToken` of ECS's alphabet and length. Anything else RunTask
+ * accepts and Cairn does not use is ignored.
  */
 import { clientError, clusterNotFound, invalidParameter } from "./errors.ts";
 import { cpuUnits, isFargateSize, memoryMiB } from "./fargate-sizes.ts";
 import { asArray, asObject, optionalString, type Json } from "./input.ts";
 import type { CapacityProvider, ContainerOverride, TaskOverrides } from "./task.ts";
-import { keyValues, type Tag, type TaskDefinition } from "./task-definitions.ts";
+import { cpuArchitectureOf, keyValues, type Tag, type TaskDefinition } from "./task-definitions.ts";
 
 export interface StrategyItem {
   readonly capacityProvider: CapacityProvider;
@@ -34,6 +35,8 @@ export interface RunPlan {
   readonly propagateTaskDefinitionTags: boolean;
   /** `enableECSManagedTags`: the task is tagged `aws:ecs:clusterName`. */
   readonly managedTags: boolean;
+  /** The idempotency token, when the request has one. */
+  readonly clientToken?: string;
 }
 
 export const MAX_TASKS_PER_RUN = 10;
@@ -41,6 +44,8 @@ export const MAX_OVERRIDES_CHARS = 8192;
 /** RunTask's `startedBy` (the API reference; StartTask's is 36). */
 export const STARTED_BY = /^[A-Za-z0-9_/-]{1,128}$/;
 export const TAG_LIMITS = { count: 50, keyChars: 128, valueChars: 256 } as const;
+/** RunTask's `clientToken`: up to 64 ASCII characters from 33 to 126 (ECS_Idempotency). */
+export const CLIENT_TOKEN = /^[\x21-\x7e]{1,64}$/;
 
 const PROVIDERS: readonly string[] = ["FARGATE", "FARGATE_SPOT"];
 
@@ -77,6 +82,16 @@ export function parseRunTask(
     throw invalidParameter("No Container Instances were found in your cluster.");
   }
   const strategy = hasStrategy ? parseStrategy(rawStrategy) : undefined;
+  // ECS's Fargate capacity providers: "Fargate Spot only supports Linux tasks with the X86_64
+  // architecture" (Fargate capacity provider considerations).
+  if (
+    strategy?.some((i) => i.capacityProvider === "FARGATE_SPOT") &&
+    cpuArchitectureOf(definition) === "arm64"
+  ) {
+    throw invalidParameter(
+      "Linux tasks with the ARM64 architecture don't support the Fargate Spot capacity provider.",
+    );
+  }
   if (!definition.compatibilities.includes("FARGATE")) {
     throw invalidParameter("Task definition does not support launch_type FARGATE.");
   }
@@ -120,6 +135,12 @@ export function parseRunTask(
       `propagateTags ${propagateTags} is not valid for a standalone task: use TASK_DEFINITION or NONE.`,
     );
   }
+  const clientToken = optionalString(input, "clientToken");
+  if (clientToken !== undefined && !CLIENT_TOKEN.test(clientToken)) {
+    throw invalidParameter(
+      "clientToken: up to 64 ASCII characters in the range 33-126 (inclusive) are allowed.",
+    );
+  }
   const group = optionalString(input, "group") ?? `family:${definition.family}`;
   if (group.length > 255) throw invalidParameter("group can be at most 255 characters.");
   return {
@@ -136,6 +157,7 @@ export function parseRunTask(
     tags: parseTags(input.tags),
     propagateTaskDefinitionTags: propagateTags === "TASK_DEFINITION",
     managedTags: input.enableECSManagedTags === true,
+    ...(clientToken !== undefined ? { clientToken } : {}),
   };
 }
 

@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { clusterArn, clusterNameOf, containerArn, newTaskId, taskArn, taskIdOf, type Scope } from "./arns.ts";
 import { startContainerProcess, SpawnFailure, type ContainerProcess } from "./container-process.ts";
-import { invalidParameter } from "./errors.ts";
+import { clientTokenConflict, invalidParameter } from "./errors.ts";
 import { recordContainerProcess } from "./stale.ts";
 import type { RunPlan, StrategyItem } from "./run-input.ts";
 import {
@@ -76,6 +76,15 @@ export interface EcsServiceOptions {
   readonly logger?: { warn(message: string): void };
 }
 
+/** How long ECS holds a RunTask client token (ECS_Idempotency: 24 hours). */
+export const CLIENT_TOKEN_TTL_MS = 24 * 3_600_000;
+
+interface ClientTokenUse {
+  readonly parameters: string;
+  readonly taskArns: readonly string[];
+  readonly atMs: number;
+}
+
 /** ECS's message when Fargate capacity is short; RunTask reports it in `failures`. */
 export const CAPACITY_UNAVAILABLE =
   "Capacity is unavailable at this time. Please try again later or in a different availability zone";
@@ -118,10 +127,21 @@ export class EcsService {
    * Fault switches for tests. `unavailableCapacity`: RunTask places no task on these capacity
    * providers and reports each in `failures` with ECS's capacity message.
    */
-  readonly faults = { unavailableCapacity: new Set<CapacityProvider>() };
+  readonly faults = {
+    unavailableCapacity: new Set<CapacityProvider>(),
+    /**
+     * RunTask answers lost after their tasks were placed: each of the next this many RunTasks
+     * places its tasks and then fails with a ServerException (HTTP 500), as a timeout or a
+     * server fault after the mutation would. A client that asks again with the same client
+     * token gets the tasks it started; one without a token starts more.
+     */
+    lostRunTaskAnswers: 0,
+  };
 
   readonly #clusters = new Set<string>();
   readonly #runs = new Map<string, TaskRun>();
+  /** RunTask client tokens by cluster and token: what the request was, and the tasks it started. */
+  readonly #clientTokens = new Map<string, ClientTokenUse>();
   readonly #publish: ((entry: EcsEventEntry) => void) | undefined;
   readonly #logs: TaskLogSink | undefined;
   readonly #stepMs: number;
@@ -165,9 +185,27 @@ export class EcsService {
     return clusterNameOf(reference);
   }
 
-  /** Places `plan.count` tasks; each starts on its own. Capacity refused is in `failures`. */
-  runTask(plan: RunPlan): { tasks: EcsTask[]; failures: { reason: string }[] } {
+  /**
+   * Places `plan.count` tasks; each starts on its own. Capacity refused is in `failures`.
+   *
+   * With a client token, as ECS does (ECS_Idempotency): per cluster, for 24 hours, a request
+   * with a token that started tasks is run once. The same token with the same `parameters`
+   * (every request member but the token, as canonical JSON) answers with the tasks it started,
+   * as they are now, and starts nothing; with other parameters it is a ConflictException naming
+   * those tasks. A request that started no task holds its token to nothing.
+   */
+  runTask(plan: RunPlan, parameters = ""): { tasks: EcsTask[]; failures: { reason: string }[] } {
     if (this.#closed) throw invalidParameter("the embedded ECS is shutting down");
+    const token = plan.clientToken === undefined ? undefined : `${plan.cluster}\n${plan.clientToken}`;
+    if (token !== undefined) {
+      const used = this.#clientTokens.get(token);
+      if (used !== undefined && this.#clock() - used.atMs < CLIENT_TOKEN_TTL_MS) {
+        if (used.parameters !== parameters) throw clientTokenConflict(used.taskArns);
+        const tasks = used.taskArns.flatMap((arn) => this.#runs.get(arn)?.task ?? []);
+        return { tasks, failures: [] };
+      }
+      this.#clientTokens.delete(token);
+    }
     const providers = plan.strategy ? placeOnStrategy(plan.strategy, plan.count) : undefined;
     const tasks: EcsTask[] = [];
     const failures: { reason: string }[] = [];
@@ -182,6 +220,9 @@ export class EcsService {
       tasks.push(run.task);
       this.#emit(run);
       this.#after(run, this.#stepMs, () => this.#pending(run));
+    }
+    if (token !== undefined && tasks.length > 0) {
+      this.#clientTokens.set(token, { parameters, taskArns: tasks.map((t) => t.arn), atMs: this.#clock() });
     }
     return { tasks, failures };
   }
@@ -554,6 +595,10 @@ export class EcsService {
     for (const [arn, run] of this.#runs) {
       const stoppedAt = run.task.stoppedAt?.getTime();
       if (stoppedAt !== undefined && stoppedAt < cutoff) this.#runs.delete(arn);
+    }
+    const tokensCutoff = this.#clock() - CLIENT_TOKEN_TTL_MS;
+    for (const [token, use] of this.#clientTokens) {
+      if (use.atMs < tokensCutoff) this.#clientTokens.delete(token);
     }
   }
 }

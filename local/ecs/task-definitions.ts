@@ -49,6 +49,21 @@ export interface TaskDefinition {
   readonly registeredAt: Date;
   readonly volumes: readonly never[];
   readonly placementConstraints: readonly never[];
+  /** What the task's image is built for; absent: ECS runs it as X86_64 on LINUX. */
+  readonly runtimePlatform?: RuntimePlatform;
+}
+
+export interface RuntimePlatform {
+  readonly cpuArchitecture: CpuArchitecture;
+  readonly operatingSystemFamily: "LINUX";
+}
+
+export type CpuArchitecture = "X86_64" | "ARM64";
+const CPU_ARCHITECTURES: readonly string[] = ["X86_64", "ARM64"];
+
+/** The architecture a task of `definition` runs on, in the task attribute's words (`ecs.cpu-architecture`). */
+export function cpuArchitectureOf(definition: TaskDefinition): "x86_64" | "arm64" {
+  return definition.runtimePlatform?.cpuArchitecture === "ARM64" ? "arm64" : "x86_64";
 }
 
 export interface Tag {
@@ -99,6 +114,7 @@ export class TaskDefinitions {
     const memory = optionalString(input, "memory");
     const executionRoleArn = optionalString(input, "executionRoleArn");
     const taskRoleArn = optionalString(input, "taskRoleArn");
+    const runtimePlatform = runtimePlatformOf(input.runtimePlatform);
     if (requiresCompatibilities.includes("FARGATE")) {
       if (networkMode !== "awsvpc") throw clientError("Fargate only supports network mode ‘awsvpc’.");
       if (cpu === undefined) throw clientError("Fargate requires that 'cpu' be defined at the task level.");
@@ -141,6 +157,7 @@ export class TaskDefinitions {
       registeredAt: new Date(this.#clock()),
       volumes: [],
       placementConstraints: [],
+      ...(runtimePlatform !== undefined ? { runtimePlatform } : {}),
     };
     revisions.push(definition);
     this.#families.set(family, revisions);
@@ -164,6 +181,29 @@ export class TaskDefinitions {
   tagsOf(arn: string): readonly Tag[] {
     return this.#tags.get(arn) ?? [];
   }
+}
+
+/**
+ * `runtimePlatform`: cpuArchitecture X86_64 or ARM64 (ECS's default X86_64), operatingSystemFamily
+ * LINUX (the default). The Windows families exist on ECS, but the embedded ECS runs its tasks as
+ * local processes and refuses what it cannot run.
+ */
+function runtimePlatformOf(raw: unknown): RuntimePlatform | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  const o = asObject(raw, "runtimePlatform");
+  const cpuArchitecture = optionalString(o, "cpuArchitecture") ?? "X86_64";
+  if (!CPU_ARCHITECTURES.includes(cpuArchitecture)) {
+    throw clientError(
+      `runtimePlatform.cpuArchitecture ${cpuArchitecture} is not valid: use X86_64 or ARM64.`,
+    );
+  }
+  const family = optionalString(o, "operatingSystemFamily") ?? "LINUX";
+  if (family !== "LINUX") {
+    throw clientError(
+      `runtimePlatform.operatingSystemFamily ${family}: the embedded ECS runs LINUX tasks only.`,
+    );
+  }
+  return { cpuArchitecture: cpuArchitecture as CpuArchitecture, operatingSystemFamily: "LINUX" };
 }
 
 function containerDefinition(c: Json): ContainerDefinition {

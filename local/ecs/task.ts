@@ -5,7 +5,7 @@
  * (https://docs.aws.amazon.com/AmazonECS/latest/developerguide/ecs_task_events.html): in
  * DescribeTasks timestamps are epoch seconds (toWire turns the Dates), in events ISO strings.
  */
-import type { KeyValue, Tag, TaskDefinition } from "./task-definitions.ts";
+import { cpuArchitectureOf, type KeyValue, type Tag, type TaskDefinition } from "./task-definitions.ts";
 
 /** The task lifecycle, in order (Amazon ECS Developer Guide, "Amazon ECS task lifecycle"). */
 export const LastStatus = {
@@ -168,7 +168,7 @@ export class EcsTask {
           ],
         },
       ],
-      attributes: [{ name: "ecs.cpu-architecture", value: "x86_64" }],
+      attributes: [{ name: "ecs.cpu-architecture", value: cpuArchitectureOf(init.definition) }],
       availabilityZone: init.availabilityZone,
       ...(init.capacityProviderName ? { capacityProviderName: init.capacityProviderName } : {}),
       clusterArn: init.clusterArn,

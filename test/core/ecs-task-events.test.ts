@@ -9,9 +9,11 @@ import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import {
   ECS_LAST_STATUS_TABLE,
+  ECS_CLIENT_TOKEN_MAX_LENGTH,
   ECS_STARTED_BY_MAX_LENGTH,
   ECS_STOP_CODE_TABLE,
   UNKNOWN_STOP_CODE,
+  ecsClientToken,
   ecsStartedBy,
   ecsStopReason,
   ecsTaskIdentity,
@@ -551,6 +553,31 @@ describe("a task's identity", () => {
     const detail = taskOf(KERNEL, true);
     const withoutEnv = { ...detail, overrides: { containerOverrides: [{ name: "kernel" }] } };
     expect(identityOfTask(withoutEnv)).toEqual({ ok: true, identity: KERNEL });
+  });
+
+  test("RunTask's client token names session, run, placement, try and kernel within ECS's 64 characters", () => {
+    const base = { sessionId: "train-42", runIndex: 3, placement: 1, startTry: 2, kernelIndex: 7 };
+    expect(ecsClientToken(base)).toBe("cairn/train-42/r3/p1/t2/k7");
+    const long = ["x".repeat(63), `${"x".repeat(62)}a`, `${"x".repeat(62)}b`];
+    const tokens = long.map((sessionId) =>
+      ecsClientToken({ ...base, sessionId, runIndex: 1234, kernelIndex: 511 }),
+    );
+    for (const token of tokens) {
+      expect(token.length).toBeLessThanOrEqual(ECS_CLIENT_TOKEN_MAX_LENGTH);
+      // ECS's alphabet: ASCII 33 to 126.
+      expect(token).toMatch(/^[\x21-\x7e]+$/);
+      expect(token.endsWith("/r1234/p1/t2/k511")).toBe(true);
+    }
+    expect(new Set(tokens).size).toBe(long.length);
+    // Every part tells two tokens apart.
+    const variants = [
+      base,
+      { ...base, runIndex: 4 },
+      { ...base, placement: 2 },
+      { ...base, startTry: 3 },
+      { ...base, kernelIndex: 8 },
+    ];
+    expect(new Set(variants.map(ecsClientToken)).size).toBe(variants.length);
   });
 
   test("startedBy stays within ECS's 36 characters and alphabet, and long ids stay apart", () => {

@@ -200,6 +200,29 @@ describe("a Fargate spec", () => {
   });
 });
 
+describe("a Fargate spec's architecture", () => {
+  test("arm64 or x86_64 is kept; without one the spec says nothing (ECS runs it as x86_64)", () => {
+    expect(parseSessionSpec({ ...FARGATE, architecture: "arm64" }).architecture).toBe("arm64");
+    expect(parseSessionSpec({ ...FARGATE, architecture: "x86_64" }).architecture).toBe("x86_64");
+    expect("architecture" in parseSessionSpec(FARGATE)).toBe(false);
+  });
+
+  test("another value is refused naming the field and the values", () => {
+    expect(problems({ ...FARGATE, architecture: "aarch64" })).toEqual([
+      "architecture: must be one of x86_64, arm64",
+    ]);
+  });
+
+  test.each([{}, { executor: "agent" }] as const)(
+    "an agent spec with an architecture is refused (%j)",
+    (fields) => {
+      expect(problems({ name: "a", command: ["x"], architecture: "arm64", ...fields })).toEqual([
+        "architecture: only applies to executor fargate (an agent runs the command on its host's own architecture)",
+      ]);
+    },
+  );
+});
+
 describe("an agent spec is unchanged", () => {
   test("without executor it runs on agents, and Fargate's sizes do not apply", () => {
     const spec = parseSessionSpec({ name: "a", command: ["x"], resources: { cpu: 3, memoryMiB: 100 } });

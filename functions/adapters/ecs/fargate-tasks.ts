@@ -147,6 +147,9 @@ export class EcsFargateTasks implements FargateTasksPort {
         ...(r.memoryMiB !== undefined ? { memory: String(r.memoryMiB) } : {}),
       },
       startedBy: r.startedBy,
+      // The same request again (the SDK's retry after a lost answer, a handler run again) gets
+      // the task the first one started, not a second task.
+      clientToken: r.clientToken,
       tags: r.tags.map((t) => ({ key: t.key, value: t.value })),
       enableECSManagedTags: true,
       // The definition's content-hash tag goes onto its tasks too: people can tell what ran.

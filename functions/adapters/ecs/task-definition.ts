@@ -15,6 +15,8 @@ import { KERNEL_CONTAINER_NAME } from "../../core/ecs-task-events.ts";
 export const KERNEL_CONTAINER = KERNEL_CONTAINER_NAME;
 export const DEFAULT_FAMILY_PREFIX = "cairn";
 export const HASH_TAG = "cairn:task-definition-hash";
+/** ECS's default when a definition names no `runtimePlatform`. */
+export const DEFAULT_CPU_ARCHITECTURE = "X86_64";
 
 export interface PlannedDefinition {
   readonly family: string;
@@ -28,6 +30,11 @@ export function planTaskDefinition(spec: FargateTaskDefinitionSpec, region: stri
     networkMode: "awsvpc",
     cpu: String(spec.cpu),
     memory: String(spec.memoryMiB),
+    // Always stated, so that an arm64 image is never started on x86_64 hosts by default.
+    runtimePlatform: {
+      cpuArchitecture: spec.cpuArchitecture ?? DEFAULT_CPU_ARCHITECTURE,
+      operatingSystemFamily: "LINUX",
+    },
     ...(spec.executionRoleArn !== undefined ? { executionRoleArn: spec.executionRoleArn } : {}),
     ...(spec.taskRoleArn !== undefined ? { taskRoleArn: spec.taskRoleArn } : {}),
     containerDefinitions: [
