@@ -11,6 +11,7 @@ import * as ecs from "aws-cdk-lib/aws-ecs";
 import type * as iam from "aws-cdk-lib/aws-iam";
 import { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { FARGATE_CAPACITY_PROVIDERS, type FargateCapacityProvider } from "../functions/config.ts";
+import { QUEUES, QueueName } from "../functions/topology/index.ts";
 import { CairnPropsError } from "./errors.ts";
 
 export type CairnLogLevel = "info" | "warn" | "error";
@@ -114,6 +115,60 @@ export interface CairnFargateProps {
   readonly taskRoleStatements?: readonly iam.PolicyStatement[];
 }
 
+/**
+ * How many batches of each work queue may run at once: the maximum concurrency of its SQS event
+ * source (2–1000, Lambda's range), so also how many concurrent executions of its function it may
+ * hold. With the defaults the five add up to 12, besides the executions Step Functions starts
+ * (EnterStage and EnterFamilyStage, one per stage entry) and the sweeps: an account whose Lambda
+ * concurrency quota is small (new accounts may get 10) should lower them or ask for more
+ * (docs/deploy.md, "Lambda concurrency").
+ */
+export interface CairnQueueConcurrencyProps {
+  /**
+   * Client requests (submissions, cancels, templates, queues).
+   *
+   * @default 2
+   */
+  readonly coordinatorQueue?: number;
+  /**
+   * Kernel reports.
+   *
+   * @default 4
+   */
+  readonly reportQueue?: number;
+  /**
+   * Placement passes and the sweep.
+   *
+   * @default 2
+   */
+  readonly placementQueue?: number;
+  /**
+   * Agent heartbeats.
+   *
+   * @default 2
+   */
+  readonly heartbeatQueue?: number;
+  /**
+   * Deployments and their routes.
+   *
+   * @default 2
+   */
+  readonly deploymentQueue?: number;
+}
+
+/** Each queue's prop in CairnQueueConcurrencyProps. */
+export const QUEUE_CONCURRENCY_PROPS: Readonly<Record<QueueName, keyof CairnQueueConcurrencyProps>> = {
+  [QueueName.CoordinatorQueue]: "coordinatorQueue",
+  [QueueName.ReportQueue]: "reportQueue",
+  [QueueName.PlacementQueue]: "placementQueue",
+  [QueueName.HeartbeatQueue]: "heartbeatQueue",
+  [QueueName.DeploymentQueue]: "deploymentQueue",
+};
+
+/** An SQS event source's maximum concurrency: Lambda's range. */
+export const MIN_QUEUE_CONCURRENCY = 2;
+export const MAX_QUEUE_CONCURRENCY = 1000;
+
 export interface CairnProps {
   /**
    * Physical name of the sessions table. The table is retained on destroy by default
@@ -164,6 +219,13 @@ export interface CairnProps {
    * @default 200
    */
   readonly batchLimit?: number;
+  /**
+   * How many batches of each work queue run at once (each queue's SQS event source's maximum
+   * concurrency), so how much of the account's Lambda concurrency the queues may hold.
+   *
+   * @default - the topology's (functions/topology QUEUES): 2 each, 4 for kernel reports; 12 in all
+   */
+  readonly queueConcurrency?: CairnQueueConcurrencyProps;
   /**
    * How long a kernel gets between SIGTERM and SIGKILL when its session terminates.
    *
@@ -311,6 +373,8 @@ export interface ResolvedCairnProps {
   readonly shards: number;
   readonly agentTimeoutMs: number;
   readonly batchLimit: number;
+  /** Each queue's maximum concurrency, the topology's unless the props say otherwise. */
+  readonly queueConcurrency: Readonly<Record<QueueName, number>>;
   readonly terminationGraceMs: number;
   readonly logLevel: CairnLogLevel;
   readonly logRetention: RetentionDays;
@@ -389,6 +453,7 @@ export function resolveCairnProps(
     shards: intIn("shards", props.shards ?? CAIRN_DEFAULTS.shards, 1, 100),
     agentTimeoutMs: positiveMs("agentTimeout", props.agentTimeout, CAIRN_DEFAULTS.agentTimeoutMs),
     batchLimit: intIn("batchLimit", props.batchLimit ?? CAIRN_DEFAULTS.batchLimit, 1, 1000),
+    queueConcurrency: queueConcurrency(props.queueConcurrency ?? {}),
     terminationGraceMs: positiveMs(
       "terminationGrace",
       props.terminationGrace,
@@ -565,6 +630,30 @@ function givenCluster(cluster: ecs.ICluster | string): ResolvedFargateProps["clu
     );
   }
   return { clusterName: cluster };
+}
+
+function queueConcurrency(props: CairnQueueConcurrencyProps): Record<QueueName, number> {
+  const known = new Set<string>(Object.values(QUEUE_CONCURRENCY_PROPS));
+  for (const key of Object.keys(props)) {
+    if (!known.has(key)) {
+      throw new CairnPropsError(
+        `queueConcurrency.${key}`,
+        `is not a queue; the queues are ${[...known].join(", ")}`,
+      );
+    }
+  }
+  return Object.fromEntries(
+    QUEUES.map((q) => {
+      const prop = QUEUE_CONCURRENCY_PROPS[q.name];
+      const value = intIn(
+        `queueConcurrency.${prop}`,
+        props[prop] ?? q.maxConcurrency,
+        MIN_QUEUE_CONCURRENCY,
+        MAX_QUEUE_CONCURRENCY,
+      );
+      return [q.name, value];
+    }),
+  ) as Record<QueueName, number>;
 }
 
 function intIn(prop: string, value: number, min: number, max: number): number {

@@ -127,7 +127,7 @@ export class CairnRouting extends Construct {
           ...(decl.maxBatchingWindowSeconds > 0
             ? { maxBatchingWindow: Duration.seconds(decl.maxBatchingWindowSeconds) }
             : {}),
-          maxConcurrency: decl.maxConcurrency,
+          maxConcurrency: settings.queueConcurrency[decl.name],
           reportBatchItemFailures: true,
         }),
       );

@@ -86,7 +86,7 @@ export const RENEW_AFTER_MS = 300 * 86_400_000;
  * checks the ASL against it) before it is entered again in the same status with a new token: not
  * an expiry, which these families do not have, but a bound on every wait, so that the executions
  * of a deleted state machine end at their next transition (DeleteStateMachine leaves it DELETING
- * until then) and a token lost with a send is handed out again.
+ * until then).
  */
 export const WAIT_AGAIN_AFTER_SECONDS = 86_400;
 
