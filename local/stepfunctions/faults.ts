@@ -16,6 +16,11 @@ export const FaultKind = {
   TaskTimeout: "task-timeout",
   /** The callback task times out just before SendTaskSuccess arrives: the call gets `TaskTimedOut`. */
   SendTaskSuccessTimedOut: "send-task-success-timed-out",
+  /**
+   * Lambda refuses the invocation before the function runs (the account's or the function's
+   * concurrency is used up): the caller sees `Lambda.TooManyRequestsException`.
+   */
+  LambdaThrottle: "lambda-throttle",
 } as const;
 export type FaultKind = (typeof FaultKind)[keyof typeof FaultKind];
 
@@ -33,8 +38,13 @@ export interface FaultRule {
   readonly state?: string;
   /** Only invocations of this Lambda function (by name). @default every function */
   readonly function?: string;
-  /** Fires at most this many times. @default 1, or unlimited when `probability` is set */
+  /** Fires at most this many times. @default 1, or unlimited when `probability` or `windowMs` is set */
   readonly count?: number;
+  /**
+   * Fires on every matching call for this long from its first firing, as throttling lasts while
+   * the concurrency stays used up (not with `count` or `probability`). @default none
+   */
+  readonly windowMs?: number;
   /** Chance of firing on each matching call, drawn from the seeded generator. @default 1 */
   readonly probability?: number;
   /** Lets this many matching calls through before the rule may fire. @default 0 */
@@ -74,6 +84,7 @@ const RULE_KEYS: ReadonlySet<string> = new Set([
   "probability",
   "skip",
   "error",
+  "windowMs",
 ]);
 const KINDS: readonly string[] = Object.values(FaultKind);
 
@@ -135,6 +146,20 @@ function parseRule(value: unknown, field: string): FaultRule {
       `must be a number in (0, 1], got ${JSON.stringify(p)}`,
     );
   }
+  const windowMs = r["windowMs"];
+  if (windowMs !== undefined) {
+    if (typeof windowMs !== "number" || !Number.isSafeInteger(windowMs) || windowMs < 1) {
+      throw new FaultConfigError(
+        `${field}.windowMs`,
+        `must be an integer ≥ 1, got ${JSON.stringify(windowMs)}`,
+      );
+    }
+    for (const other of ["count", "probability"] as const) {
+      if (r[other] !== undefined) {
+        throw new FaultConfigError(`${field}.windowMs`, `give ${other} or windowMs, not both`);
+      }
+    }
+  }
   const error = r["error"];
   if (error !== undefined) {
     if (fault !== FaultKind.LoseLambdaResponse) {
@@ -169,7 +194,7 @@ export function faultOptionsFromEnv(
 
 /** Decides, call by call, whether a fault fires. One per service; rules keep their own counts. */
 export class FaultInjector {
-  #rules: { readonly rule: FaultRule; seen: number; fired: number }[] = [];
+  #rules: { readonly rule: FaultRule; seen: number; fired: number; firstFiredAtMs?: number }[] = [];
   #random: () => number = mulberry32(1);
   /** The faults fired since the switches were last set. */
   readonly fired: FiredFault[] = [];
@@ -197,7 +222,13 @@ export class FaultInjector {
       if (rule.state !== undefined && rule.state !== at.state) continue;
       if (rule.function !== undefined && rule.function !== at.function) continue;
       if (entry.seen++ < (rule.skip ?? 0)) continue;
-      const limit = rule.count ?? (rule.probability !== undefined ? Infinity : 1);
+      if (rule.windowMs !== undefined) {
+        const nowMs = Date.now();
+        entry.firstFiredAtMs ??= nowMs;
+        if (nowMs - entry.firstFiredAtMs >= rule.windowMs) continue;
+      }
+      const limit =
+        rule.count ?? (rule.probability !== undefined || rule.windowMs !== undefined ? Infinity : 1);
       if (entry.fired >= limit) continue;
       if (rule.probability !== undefined && this.#random() >= rule.probability) continue;
       entry.fired++;

@@ -77,7 +77,8 @@ async function lambdaInvokeIntegration(
   const requestId = randomUUID();
   if (parameters["InvocationType"] === "Event") {
     // Asynchronous invocation: Lambda accepts it (202) and the task does not wait for the result.
-    const accepted = callLambda(functionName, payload, invokers, stateName);
+    // Lambda queues it, and retries it itself when throttled: the caller never sees a throttle.
+    const accepted = callLambda(functionName, payload, invokers, stateName, { throttled: false });
     accepted.catch(() => undefined);
     return { ExecutedVersion: "$LATEST", Payload: "", StatusCode: 202, ...sdkMetadata(requestId, 202) };
   }
@@ -97,6 +98,7 @@ async function callLambda(
   payload: JsonValue,
   invokers: Invokers,
   stateName: string,
+  options: { readonly throttled: boolean } = { throttled: true },
 ): Promise<JsonValue> {
   const name = lambdaFunctionName(functionRef);
   const handler = name === undefined ? undefined : invokers.functions.get(name);
@@ -106,10 +108,15 @@ async function callLambda(
       `Function not found: ${functionRef} (Service: Lambda, Status Code: 404)`,
     );
   }
-  const fault = invokers.faults?.take([FaultKind.LambdaUnknown, FaultKind.LoseLambdaResponse], {
-    state: stateName,
-    function: name,
-  });
+  const at = { state: stateName, function: name };
+  if (options.throttled && invokers.faults?.take([FaultKind.LambdaThrottle], at)) {
+    // Refused before the function runs, as Lambda refuses an invocation beyond its concurrency.
+    throw new AslError(
+      "Lambda.TooManyRequestsException",
+      `Rate Exceeded. (Service: Lambda, Status Code: 429, Request ID: ${randomUUID()}) (fault injected: ${FaultKind.LambdaThrottle})`,
+    );
+  }
+  const fault = invokers.faults?.take([FaultKind.LambdaUnknown, FaultKind.LoseLambdaResponse], at);
   if (fault?.fault === FaultKind.LambdaUnknown) {
     // What Step Functions reports for a function that timed out or ran out of memory.
     throw new AslError(
