@@ -26,6 +26,12 @@ export interface CairnConfig {
   readonly repairAfterMs: number;
   /** Agent queues are named `<prefix><agentId>` (docs/agents.md). */
   readonly agentQueuePrefix: string;
+  /**
+   * Ended sessions, their runs, finished jobs and lost agents are deleted this many days after
+   * their end (at least 90: a session's id names its execution, and Step Functions keeps a
+   * closed execution's name that long).
+   */
+  readonly retentionDays: number;
   /** Where kernels run as ECS tasks on Fargate; absent when the stack has no Fargate executor. */
   readonly fargate?: FargateConfig;
   /**
@@ -106,6 +112,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     retryCacheMs: int("CAIRN_RETRY_CACHE_MS", 5_000),
     repairAfterMs: int("CAIRN_REPAIR_AFTER_MS", 60_000),
     agentQueuePrefix: queuePrefix(env["CAIRN_AGENT_QUEUE_PREFIX"]),
+    retentionDays: retentionDays(int("CAIRN_RETENTION_DAYS", MIN_RETENTION_DAYS)),
     ...fargate(env),
     ...familyStateMachines(env),
     ...submissionFilter(env, int),
@@ -226,6 +233,19 @@ function fargate(env: Readonly<Record<string, string | undefined>>): { fargate?:
       capacityProviders: providers as FargateCapacityProvider[],
     },
   };
+}
+
+/** Step Functions refuses a closed execution's name for 90 days; a session's id names its execution. */
+export const MIN_RETENTION_DAYS = 90;
+export const MAX_RETENTION_DAYS = 3650;
+
+function retentionDays(days: number): number {
+  if (days < MIN_RETENTION_DAYS || days > MAX_RETENTION_DAYS) {
+    throw new ConfigError(
+      `environment variable CAIRN_RETENTION_DAYS must be from ${MIN_RETENTION_DAYS} to ${MAX_RETENTION_DAYS} (a session's id names its execution, and Step Functions keeps a closed execution's name 90 days), got ${days}`,
+    );
+  }
+  return days;
 }
 
 function logLevel(raw: string | undefined): CairnConfig["logLevel"] {

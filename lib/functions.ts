@@ -151,6 +151,7 @@ export class CairnFunctions extends Construct {
         CAIRN_TERMINATION_GRACE_MS: String(settings.terminationGraceMs),
         CAIRN_LOG_LEVEL: settings.logLevel,
         CAIRN_AGENT_QUEUE_PREFIX: settings.agentQueuePrefix,
+        CAIRN_RETENTION_DAYS: String(settings.retentionDays),
         POWERTOOLS_SERVICE_NAME: METRICS_SERVICE,
         POWERTOOLS_METRICS_NAMESPACE: settings.metricsNamespace,
         NODE_OPTIONS: "--enable-source-maps",

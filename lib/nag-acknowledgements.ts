@@ -42,6 +42,11 @@ export const NAG_ACKNOWLEDGEMENTS = {
     reason:
       "Resource '*' carries only CloudWatch Logs vended-log delivery (logs:CreateLogDelivery, GetLogDelivery, UpdateLogDelivery, DeleteLogDelivery, ListLogDeliveries, PutResourcePolicy, DescribeResourcePolicies, DescribeLogGroups), which Step Functions logging requires on '*', and X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules, GetSamplingTargets), which supports no resource-level permissions. lambda:InvokeFunction is scoped to the functions the state machine's definition names (EnterStage; EnterFamilyStage for the deployment and route lifecycles), and states:StartExecution, where the definition renews its execution, to the state machine itself.",
   },
+  stateMachineLogsErrorsOnly: {
+    id: "AwsSolutions-SF1",
+    reason:
+      "The state machines log at the stateMachineLogLevel prop, ERROR by default: failed executions and states reach CloudWatch Logs (and the failed-executions alarm fires), while every event of every execution stays in the execution history for 90 days at no charge. ALL would write about a dozen billed log events per session stage (docs/cost.md); set stateMachineLogLevel to ALL to have them.",
+  },
   deliveryDeadLetterQueue: {
     id: "AwsSolutions-SQS3",
     reason:

@@ -10,7 +10,13 @@ import type * as ecr from "aws-cdk-lib/aws-ecr";
 import * as ecs from "aws-cdk-lib/aws-ecs";
 import type * as iam from "aws-cdk-lib/aws-iam";
 import { RetentionDays } from "aws-cdk-lib/aws-logs";
-import { FARGATE_CAPACITY_PROVIDERS, type FargateCapacityProvider } from "../functions/config.ts";
+import * as sfn from "aws-cdk-lib/aws-stepfunctions";
+import {
+  FARGATE_CAPACITY_PROVIDERS,
+  MAX_RETENTION_DAYS,
+  MIN_RETENTION_DAYS,
+  type FargateCapacityProvider,
+} from "../functions/config.ts";
 import { QUEUES, QueueName } from "../functions/topology/index.ts";
 import { CairnPropsError } from "./errors.ts";
 
@@ -239,19 +245,38 @@ export interface CairnProps {
    */
   readonly logLevel?: CairnLogLevel;
   /**
+   * How long ended sessions (with their kernels and runs), finished jobs and lost agents stay in
+   * the table after their end; then DynamoDB's TTL deletes them. Whole days, 90 days to 10 years:
+   * a session's id names its execution, Step Functions refuses a closed execution's name for 90
+   * days, and an id stays taken while its session is in the table. History records keep their
+   * own 30 days from their last sighting.
+   *
+   * @default Duration.days(90)
+   */
+  readonly retention?: Duration;
+  /**
    * Retention of the functions' and the state machine's log groups.
    *
    * @default RetentionDays.ONE_MONTH
    */
   readonly logRetention?: RetentionDays;
   /**
-   * Include each state's input and output in the state machine's logs (level ALL either way).
+   * Include each state's input and output in the state machines' logs (at `stateMachineLogLevel`).
    * Off by default because the payloads carry callback task tokens; the console's execution
    * history shows the data to those allowed to see it.
    *
    * @default false
    */
   readonly logExecutionData?: boolean;
+  /**
+   * What the three state machines log to CloudWatch Logs. ERROR logs failed executions and
+   * states only; ALL logs every history event, about a dozen per session stage, each billed as
+   * log ingestion (docs/cost.md), while the execution history in the console holds the same
+   * events for 90 days at no charge.
+   *
+   * @default sfn.LogLevel.ERROR
+   */
+  readonly stateMachineLogLevel?: sfn.LogLevel;
   /**
    * Retry policy of every EventBridge rule target (the coordinator queue, the sweep).
    *
@@ -376,9 +401,11 @@ export interface ResolvedCairnProps {
   /** Each queue's maximum concurrency, the topology's unless the props say otherwise. */
   readonly queueConcurrency: Readonly<Record<QueueName, number>>;
   readonly terminationGraceMs: number;
+  readonly retentionDays: number;
   readonly logLevel: CairnLogLevel;
   readonly logRetention: RetentionDays;
   readonly logExecutionData: boolean;
+  readonly stateMachineLogLevel: sfn.LogLevel;
   readonly eventRetryAttempts: number;
   readonly maxEventAge: Duration;
   readonly maxReceiveCount: number;
@@ -400,9 +427,11 @@ export const CAIRN_DEFAULTS = {
   agentTimeoutMs: 90_000,
   batchLimit: 200,
   terminationGraceMs: 5_000,
+  retentionDays: MIN_RETENTION_DAYS,
   logLevel: "info",
   logRetention: RetentionDays.ONE_MONTH,
   logExecutionData: false,
+  stateMachineLogLevel: sfn.LogLevel.ERROR,
   eventRetryAttempts: 185,
   maxEventAgeSeconds: 86_400,
   maxReceiveCount: 5,
@@ -459,9 +488,11 @@ export function resolveCairnProps(
       props.terminationGrace,
       CAIRN_DEFAULTS.terminationGraceMs,
     ),
+    retentionDays: retentionDays(props.retention),
     logLevel: logLevel(props.logLevel),
     logRetention: props.logRetention ?? CAIRN_DEFAULTS.logRetention,
     logExecutionData: props.logExecutionData ?? CAIRN_DEFAULTS.logExecutionData,
+    stateMachineLogLevel: props.stateMachineLogLevel ?? CAIRN_DEFAULTS.stateMachineLogLevel,
     eventRetryAttempts: intIn(
       "eventDelivery.retryAttempts",
       props.eventDelivery?.retryAttempts ?? CAIRN_DEFAULTS.eventRetryAttempts,
@@ -674,6 +705,19 @@ function wholeMs(prop: string, duration: Duration): number {
 
 function positiveMs(prop: string, duration: Duration | undefined, fallbackMs: number): number {
   return duration === undefined ? fallbackMs : wholeMs(prop, duration);
+}
+
+function retentionDays(retention: Duration | undefined): number {
+  if (retention === undefined) return CAIRN_DEFAULTS.retentionDays;
+  const ms = wholeMs("retention", retention);
+  const days = ms / 86_400_000;
+  if (!Number.isInteger(days) || days < MIN_RETENTION_DAYS || days > MAX_RETENTION_DAYS) {
+    throw new CairnPropsError(
+      "retention",
+      `must be whole days from ${MIN_RETENTION_DAYS} to ${MAX_RETENTION_DAYS} (a session's id names its execution, and Step Functions refuses a closed execution's name for 90 days), got ${retention.toHumanString()}`,
+    );
+  }
+  return days;
 }
 
 function logLevel(value: string | undefined): CairnLogLevel {

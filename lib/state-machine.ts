@@ -2,7 +2,7 @@
  * The lifecycle state machines, one per STATE_MACHINES entry (sessions; deployments and routes,
  * issue 15), each loaded from the ASL file the topology names (the same file the embedded runtime
  * runs) with its `${…}` placeholders bound to function ARNs as definition substitutions. Standard
- * workflow, logging ALL to CloudWatch Logs, X-Ray tracing on, and a role that may invoke exactly
+ * workflow, logging to CloudWatch Logs (errors only by default), X-Ray tracing on, and a role that may invoke exactly
  * the substituted functions and, where the definition renews its execution (a family's `Renew`),
  * start executions of this state machine and no other.
  */
@@ -208,11 +208,14 @@ export class LifecycleStateMachine extends Construct {
       role,
       logs: {
         destination: this.logGroup,
-        level: sfn.LogLevel.ALL,
+        level: props.settings.stateMachineLogLevel,
         includeExecutionData: props.settings.logExecutionData,
       },
       tracingEnabled: true,
     });
+    if (props.settings.stateMachineLogLevel !== sfn.LogLevel.ALL) {
+      acknowledge(this.stateMachine, NAG_ACKNOWLEDGEMENTS.stateMachineLogsErrorsOnly);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 import { FUNCTIONS, QUEUES, STATE_MACHINES } from "../functions/topology/index.ts";
 import { App, Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
+import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, test } from "vitest";
 import { Cairn } from "../lib/cairn.ts";
@@ -99,6 +100,16 @@ describe("impossible props fail at synth, naming the prop", () => {
       { logLevel: "debug" as never },
       `logLevel: must be "info", "warn" or "error", got "debug"`,
     ],
+    [
+      "a retention shorter than Step Functions keeps an execution's name",
+      { retention: Duration.days(30) },
+      "retention: must be whole days from 90 to 3650 (a session's id names its execution, and Step Functions refuses a closed execution's name for 90 days), got 30 days",
+    ],
+    [
+      "a retention of part of a day",
+      { retention: Duration.hours(2_172) },
+      "retention: must be whole days from 90 to 3650 (a session's id names its execution, and Step Functions refuses a closed execution's name for 90 days), got 90 days 12 hours",
+    ],
   ];
 
   test.each(cases)("%s", (_, props, message) => {
@@ -143,6 +154,8 @@ describe("defaults", () => {
       terminationGraceMs: 5_000,
       logLevel: "info",
       logExecutionData: false,
+      stateMachineLogLevel: "ERROR",
+      retentionDays: 90,
       eventRetryAttempts: 185,
       maxReceiveCount: 5,
       metricsNamespace: "Cairn/Prod",
@@ -184,6 +197,17 @@ describe("defaults", () => {
       "prod_agents-",
     );
   });
+
+  test("the retention: the functions accept exactly the days the prop accepts, 90 when not given", () => {
+    expect(loadConfig(REQUIRED_ENV).retentionDays).toBe(90);
+    for (const days of [1, 89, 90, 91, 365, 3650, 3651]) {
+      const viaProps = attempt(() => resolveCairnProps({ retention: Duration.days(days) }, "Prod"));
+      const viaConfig = attempt(() => loadConfig({ ...REQUIRED_ENV, CAIRN_RETENTION_DAYS: String(days) }));
+      expect(viaProps, String(days)).toBe(viaConfig);
+      expect(viaProps, String(days)).toBe(days >= 90 && days <= 3650 ? "accepted" : "refused");
+    }
+    expect(resolveCairnProps({ retention: Duration.days(400) }, "Prod").retentionDays).toBe(400);
+  });
 });
 
 describe("heartbeats live as long as the agent timeout, within what SQS and EventBridge accept", () => {
@@ -213,6 +237,8 @@ describe("non-default props reach the resources", () => {
         agentTimeout: Duration.seconds(12),
         logLevel: "warn",
         logExecutionData: true,
+        stateMachineLogLevel: sfn.LogLevel.ALL,
+        retention: Duration.days(400),
         eventDelivery: { retryAttempts: 3, maxEventAge: Duration.minutes(10) },
         maxReceiveCount: 7,
         metricsNamespace: "Cairn/trial",
@@ -243,6 +269,7 @@ describe("non-default props reach the resources", () => {
         CAIRN_SHARDS: "8",
         CAIRN_BATCH_LIMIT: "50",
         CAIRN_AGENT_TIMEOUT_MS: "12000",
+        CAIRN_RETENTION_DAYS: "400",
         CAIRN_LOG_LEVEL: "warn",
         CAIRN_AGENT_QUEUE_PREFIX: "trial-agents-",
         CAIRN_EVENT_BUS_NAME: expect.anything() as unknown,
@@ -308,7 +335,7 @@ describe("non-default props reach the resources", () => {
     );
   });
 
-  test("execution data in the logs when asked; alarm actions on every alarm, for ALARM and OK", () => {
+  test("every event and execution data in the state machines' logs when asked; alarm actions on every alarm, for ALARM and OK", () => {
     const machines = resourcesOf(json, "AWS::StepFunctions::StateMachine");
     expect(machines).toHaveLength(STATE_MACHINES.length);
     for (const [id, machine] of machines) {

@@ -174,6 +174,8 @@ describe("cdk-nag AwsSolutionsChecks", () => {
         ...STATE_MACHINES.map(
           (m) => `Cairn/Cairn/${stateMachineConstructId(m)}/Role AwsSolutions-IAM5[Resource::*]`,
         ),
+        // Errors only, by default: stateMachineLogLevel.
+        ...STATE_MACHINES.map((m) => `Cairn/Cairn/${stateMachineConstructId(m)}/${m.name} AwsSolutions-SF1`),
         "Cairn/Cairn/Routing/DeliveryDeadLetterQueue AwsSolutions-SQS3",
         "Cairn/Cairn/Routing/HeartbeatQueue AwsSolutions-SQS3",
       ].sort(),
@@ -450,14 +452,14 @@ describe("EventBridge rules and queues", () => {
 
 describe("the state machines", () => {
   test.each(STATE_MACHINES.map((m) => [m.name, m] as const))(
-    "%s: Standard, logging ALL to its own CloudWatch log group, X-Ray tracing on",
+    "%s: Standard, logging errors to its own CloudWatch log group, X-Ray tracing on",
     (_, decl) => {
       const id = stateMachineConstructId(decl);
       const machine = s.json.Resources[logicalIdOf(s.stack.cairn.stateMachines.get(decl.name)!)]!;
       expect(props(machine)).toMatchObject({
         StateMachineType: "STANDARD",
         LoggingConfiguration: {
-          Level: "ALL",
+          Level: "ERROR",
           Destinations: [
             {
               CloudWatchLogsLogGroup: {
@@ -544,6 +546,8 @@ describe("functions", () => {
       );
       const config = loadConfig(env);
       expect(config.shards).toBe(Number(s.json.Outputs?.[StackOutput.Shards]?.Value));
+      // Ended sessions, runs, jobs and lost agents are kept 90 days by default.
+      expect(vars["CAIRN_RETENTION_DAYS"]).toBe("90");
       expect(vars["POWERTOOLS_METRICS_NAMESPACE"]).toBe("Cairn/Cairn");
     }
   });

@@ -68,6 +68,7 @@ const config: CairnConfig = {
   retryCacheMs: 5_000,
   repairAfterMs: 60_000,
   agentQueuePrefix: "cairn-agent-",
+  retentionDays: 90,
 };
 
 describe("what each entry point records", () => {

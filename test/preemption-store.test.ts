@@ -43,6 +43,7 @@ const config: CairnConfig = {
   retryCacheMs: 0,
   repairAfterMs: 60_000,
   agentQueuePrefix: "cairn-agent-",
+  retentionDays: 90,
 };
 
 class RecordingExecutions implements LifecycleExecutionsPort {

@@ -460,7 +460,10 @@ describe("requeue write", () => {
       }),
     );
     expect(Item?.["type"]).toEqual({ S: "RUN" });
-    expect(Item?.["expiresAtEpochSec"]).toBeUndefined();
+    // Kept 90 days (and an hour) from the run's end, like the session once it ends.
+    expect(Item?.["expiresAtEpochSec"]).toEqual({
+      N: String(Math.ceil(write.run!.endedAtMs / 1000) + 90 * 86_400 + 3_600),
+    });
 
     // The next run's placement clears the avoided agents; a reset applies before the patch's fields.
     await store.applyWrite({

@@ -651,6 +651,7 @@ describe("sessions: create, read, write", () => {
       tableName: table.tableName,
       shards: 4,
       historyRetentionDays: 30,
+      retentionDays: 90,
     })!.items[0]!.Update!;
     expect(update.UpdateExpression!.length).toBeLessThan(3_000);
     expect(update.ConditionExpression!.length).toBeLessThan(1_000);

@@ -46,6 +46,7 @@ export function wireDeployments(
             client: dynamo,
             tableName: config.tableName,
             shards: config.shards,
+            retentionDays: config.retentionDays,
             metrics: storeMetrics,
           }),
           executions: new FamilyExecutions(captureClient(new SFNClient({})), config.familyStateMachines),

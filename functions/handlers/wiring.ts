@@ -84,6 +84,7 @@ export function wire(
     client: dynamo,
     tableName: config.tableName,
     shards: config.shards,
+    retentionDays: config.retentionDays,
     metrics: storeMetrics,
   });
   const events = eventBridgeEvents(

@@ -50,6 +50,7 @@ import {
   sessionPk,
 } from "./keys.ts";
 import { STATUS_INDEX } from "../../topology/table-schema.ts";
+import { EXPIRY_ATTRIBUTE, retainedUntil } from "./retention.ts";
 import { MAX_TRANSACTION_ITEMS, type PlannedTransaction, type StoreLayout } from "./transaction-plan.ts";
 import { requireId, requireResources, requireTime } from "./validation.ts";
 
@@ -178,7 +179,12 @@ export class AgentCapacity {
     const out = await this.requests.updateItem(
       "markAgentLost",
       { pk: { S: agentPk(agentId) }, sk: { S: AGENT_SK } },
-      (u) => u.set("lostAtMs", nowMs).increment("version", 1),
+      // Retained from now: registering again writes the item anew, without the expiry.
+      (u) =>
+        u
+          .set("lostAtMs", nowMs)
+          .set(EXPIRY_ATTRIBUTE, retainedUntil(nowMs, this.layout))
+          .increment("version", 1),
       all(
         itemExists,
         notLost,

@@ -95,6 +95,7 @@ import {
   planSessionWrite,
 } from "./session-write.ts";
 import { LISTING_INDEX, STATUS_INDEX, TARGET_INDEX } from "../../topology/table-schema.ts";
+import { EXECUTION_NAME_RESERVED_DAYS, isExpired } from "./retention.ts";
 import { MAX_TRANSACTION_ITEMS, type StoreLayout } from "./transaction-plan.ts";
 import { requireCount, requireId, requireKnown, requireLimit, requireNonEmpty } from "./validation.ts";
 
@@ -109,6 +110,12 @@ export interface DynamoSessionStoreOptions {
   readonly shards?: number;
   /** History records expire this long after they were last seen. Default 30. */
   readonly historyRetentionDays?: number;
+  /**
+   * Ended sessions (their kernels and runs), finished jobs and lost agents expire this long
+   * after their end (retention.ts). Default 90, the least that keeps a session's id taken for as
+   * long as Step Functions keeps its execution's name.
+   */
+  readonly retentionDays?: number;
   /**
    * Rounds of a read-and-write loop whose condition keeps failing on a changed item (a
    * creation, a heartbeat, a queue update), the first included. Default 6. Transport retries
@@ -156,19 +163,21 @@ export class DynamoSessionStore
   constructor(options: DynamoSessionStoreOptions) {
     const shards = options.shards ?? 4;
     const historyRetentionDays = options.historyRetentionDays ?? 30;
+    const retentionDays = options.retentionDays ?? EXECUTION_NAME_RESERVED_DAYS;
     const maxAttempts = options.maxAttempts ?? 6;
     requireId("tableName", options.tableName);
     requireLimit("shards", shards, 100);
     requireLimit("historyRetentionDays", historyRetentionDays, 3650);
+    requireLimit("retentionDays", retentionDays, 3650);
     requireLimit("maxAttempts", maxAttempts, 20);
     this.tableName = options.tableName;
     this.shards = shards;
     this.maxAttempts = maxAttempts;
-    this.layout = { tableName: options.tableName, shards, historyRetentionDays };
+    this.layout = { tableName: options.tableName, shards, historyRetentionDays, retentionDays };
     this.requests = new DynamoRequests(options.client, options.tableName, options.metrics);
     this.agents = new AgentCapacity(this.requests, this.layout, maxAttempts, this.kernelItems);
     this.resources = new RetryResources(this.requests, this.layout, maxAttempts);
-    this.jobs = new JobItems(this.requests);
+    this.jobs = new JobItems(this.requests, this.layout);
     this.drafts = new DraftItems(this.requests);
     this.clock = options.clock ?? Date.now;
     this.rejections = new RejectionItems(this.requests, this.clock);
@@ -397,7 +406,10 @@ export class DynamoSessionStore
       ExpressionAttributeValues: { ":pk": { S: sessionPk(sessionId) }, ":prefix": { S: RUN_SK_PREFIX } },
       ConsistentRead: true,
     });
-    return items.map(runFromItem);
+    // Past its expiry (TTL deletes lazily): a run of an earlier session of the same id, or one
+    // ended longer ago than the retention.
+    const nowMs = this.clock();
+    return items.filter((item) => !isExpired(item, nowMs)).map(runFromItem);
   }
 
   /**

@@ -288,13 +288,17 @@ function historyFrom(r: Fields): HistoryRecord {
 
 // ---- runs
 
-/** A finished run, in its session's partition. No TTL: retries bound how many there are. */
-export function runItem(run: RunRecord): Item {
+/**
+ * A finished run, in its session's partition, kept for the retention from its end (retention.ts;
+ * retries bound how many a session has).
+ */
+export function runItem(run: RunRecord, expiresAtEpochSec: number): Item {
   return toItem({
     pk: sessionPk(run.sessionId),
     sk: runSk(run.runIndex),
     type: ItemType.RUN,
     ...run,
+    expiresAtEpochSec,
   });
 }
 

@@ -16,7 +16,8 @@ import { itemAbsent, itemExists } from "./conditions.ts";
 import type { DynamoRequests } from "./dynamo-requests.ts";
 import { Fields, fromItem, ItemType, toItem, type Item } from "./item-codec.ts";
 import { JOB_SK, jobPk, LIMITED_JOBS_PK } from "./keys.ts";
-import { guarded, type PlannedTransaction } from "./transaction-plan.ts";
+import { EXPIRY_ATTRIBUTE, retainedUntil } from "./retention.ts";
+import { guarded, type PlannedTransaction, type StoreLayout } from "./transaction-plan.ts";
 import { requireId, requireTime } from "./validation.ts";
 
 export const jobKey = (id: string): Item => ({ pk: { S: jobPk(id) }, sk: { S: JOB_SK } });
@@ -72,9 +73,11 @@ function finalFrom(r: Fields): NonNullable<Job["final"]> {
 
 export class JobItems {
   readonly #requests: DynamoRequests;
+  readonly #layout: Pick<StoreLayout, "retentionDays">;
 
-  constructor(requests: DynamoRequests) {
+  constructor(requests: DynamoRequests, layout: Pick<StoreLayout, "retentionDays">) {
     this.#requests = requests;
+    this.#layout = layout;
   }
 
   /** Writes the job unless it exists; either way returns the stored job. */
@@ -138,8 +141,13 @@ export class JobItems {
     const out = await this.#requests.updateItem(
       "finishJob",
       jobKey(id),
-      // Ended: off the roster of jobs whose run-time limit the sweep checks.
-      (u) => u.set("final", final).remove("gsi3pk").remove("gsi3sk"),
+      // Ended: off the roster of jobs whose run-time limit the sweep checks, and retained from now.
+      (u) =>
+        u
+          .set("final", final)
+          .set(EXPIRY_ATTRIBUTE, retainedUntil(final.atMs, this.#layout))
+          .remove("gsi3pk")
+          .remove("gsi3sk"),
       (e) => `${itemExists(e)} AND attribute_not_exists(${e.path("final")})`,
     );
     return out.ok;

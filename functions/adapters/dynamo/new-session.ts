@@ -5,9 +5,10 @@
  */
 import type { SessionWithKernels } from "../../core/model.ts";
 import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
-import { KERNEL_STATUSES, SESSION_STATUSES } from "../../core/status.ts";
+import { KERNEL_STATUSES, SESSION_STATUSES, TERMINAL_SESSION_STATUSES } from "../../core/status.ts";
 import { itemAbsent } from "./conditions.ts";
 import { INLINE_KERNELS_MAX, kernelItem, sessionItem } from "./item-codec.ts";
+import { expiryAttribute, retainedUntil } from "./retention.ts";
 import { MAX_KERNELS_PER_SESSION } from "./session-write.ts";
 import {
   guarded,
@@ -20,6 +21,10 @@ import { requireCount, requireId, requireKnown, requireResources, requireTime } 
 export function planCreateSession(input: SessionWithKernels, layout: StoreLayout): PlannedTransaction {
   validateNewSession(input);
   const { session, kernels } = input;
+  // A session created ended (a task of a job that failed validation) is retained from then.
+  const expiry = TERMINAL_SESSION_STATUSES.has(session.status)
+    ? expiryAttribute(retainedUntil(session.updatedAtMs, layout))
+    : {};
   if (kernels.length <= INLINE_KERNELS_MAX) {
     // The session item holds its kernels and first history records (item-codec.ts, sessionItem).
     return {
@@ -27,7 +32,7 @@ export function planCreateSession(input: SessionWithKernels, layout: StoreLayout
         {
           Put: {
             TableName: layout.tableName,
-            Item: sessionItem(session, layout.shards, kernels),
+            Item: { ...sessionItem(session, layout.shards, kernels), ...expiry },
             ...guarded(itemAbsent),
           },
         },
@@ -40,14 +45,14 @@ export function planCreateSession(input: SessionWithKernels, layout: StoreLayout
       {
         Put: {
           TableName: layout.tableName,
-          Item: sessionItem(session, layout.shards),
+          Item: { ...sessionItem(session, layout.shards), ...expiry },
           ...guarded(itemAbsent),
         },
       },
       // Kernels need no guard: the session's guard decides, and a kernel item without its
       // session (never written by this store) would be an orphan worth overwriting.
       ...kernels.map((k) => ({
-        Put: { TableName: layout.tableName, Item: kernelItem(k) },
+        Put: { TableName: layout.tableName, Item: { ...kernelItem(k), ...expiry } },
       })),
     ],
     roles: [{ kind: "session" }, ...kernels.map((k) => ({ kind: "kernel" as const, index: k.index }))],

@@ -9,8 +9,13 @@ import { RUN_FIELDS, type KernelPatch, type SessionWrite } from "../../core/effe
 import type { HistoryRecord, RunRecord } from "../../core/model.ts";
 import { InvalidStoreRequestError, TransactionTooLargeError } from "../../core/ports/session-store.ts";
 import type { RetryState } from "../../core/retry/evaluate.ts";
-import { AttemptOutcome, KERNEL_STATUSES, SESSION_STATUSES } from "../../core/status.ts";
-import { exists, itemAbsent, itemExists, kernelAt, kernelUnplaced, sessionAt } from "./conditions.ts";
+import {
+  AttemptOutcome,
+  KERNEL_STATUSES,
+  SESSION_STATUSES,
+  TERMINAL_SESSION_STATUSES,
+} from "../../core/status.ts";
+import { exists, itemExists, kernelAt, kernelUnplaced, sessionAt } from "./conditions.ts";
 import { all, type Clause, type UpdateBuilder } from "./expressions.ts";
 import {
   historyItem,
@@ -32,6 +37,7 @@ import {
   type StoreLayout,
   type UpdateRequest,
 } from "./transaction-plan.ts";
+import { absentOrExpired, EXPIRY_ATTRIBUTE, retainedUntil } from "./retention.ts";
 import { requireCount, requireId, requireTime } from "./validation.ts";
 
 /**
@@ -82,6 +88,7 @@ export function planInlineSessionWrite(write: SessionWrite, layout: StoreLayout)
     roles,
     history.filter((r) => r.seq >= INLINE_HISTORY_MAX),
     write.run,
+    write.nowMs,
     layout,
   );
   return { items, roles, kernelChecks: checks, checksSession: true };
@@ -93,6 +100,7 @@ function addRecords(
   roles: ItemRole[],
   history: readonly HistoryRecord[],
   run: RunRecord | undefined,
+  nowMs: number,
   layout: StoreLayout,
 ): void {
   for (const record of history) {
@@ -102,8 +110,15 @@ function addRecords(
     roles.push({ kind: "history", seq: record.seq });
   }
   if (run !== undefined) {
-    // Written once: a run already recorded means this write is a replay of an applied one.
-    items.push({ Put: { TableName: layout.tableName, Item: runItem(run), ...guarded(itemAbsent) } });
+    // Written once: a run already recorded means this write is a replay of an applied one. A
+    // record past its expiry belongs to an earlier session of the same id, whose item is gone.
+    items.push({
+      Put: {
+        TableName: layout.tableName,
+        Item: runItem(run, retainedUntil(run.endedAtMs, layout)),
+        ...guarded(absentOrExpired(nowMs)),
+      },
+    });
     roles.push({ kind: "run", runIndex: run.runIndex });
   }
 }
@@ -142,8 +157,9 @@ export function planSessionWrite(write: SessionWrite, layout: StoreLayout): Plan
   }
   const items: TransactWriteItem[] = [{ Update: sessionUpdate(write, layout) }];
   const roles: ItemRole[] = [{ kind: "session" }];
+  const expiry = endsSession(write) ? retainedUntil(write.nowMs, layout) : undefined;
   for (const patch of kernels) {
-    items.push({ Update: kernelUpdate(write.sessionId, patch, write.nowMs, layout) });
+    items.push({ Update: kernelUpdate(write.sessionId, patch, write.nowMs, layout, expiry) });
     roles.push({ kind: "kernel", index: patch.index });
   }
   for (const guard of write.kernelGuards ?? []) {
@@ -156,8 +172,13 @@ export function planSessionWrite(write: SessionWrite, layout: StoreLayout): Plan
     });
     roles.push({ kind: "kernel", index: guard.index });
   }
-  addRecords(items, roles, history, write.run, layout);
+  addRecords(items, roles, history, write.run, write.nowMs, layout);
   return { items, roles };
+}
+
+/** The write enters TERMINATED or CANCELLED: the session's end, from which it is retained. */
+function endsSession(write: SessionWrite): boolean {
+  return write.status !== undefined && TERMINAL_SESSION_STATUSES.has(write.status);
 }
 
 /** The items of a write's transaction: the session, patched kernels, history and the run record. */
@@ -240,6 +261,7 @@ export function sessionUpdate(
       if (write.preemption === null) u.remove("preemption");
       else if (write.preemption !== undefined) u.set("preemption", write.preemption);
       if (latest !== undefined) u.set("lastHistory", latest);
+      if (endsSession(write)) u.set(EXPIRY_ATTRIBUTE, retainedUntil(write.nowMs, layout));
       more?.actions(u);
     },
     more === undefined
@@ -312,17 +334,20 @@ function validateKernelPatches(sessionId: string, patches: readonly KernelPatch[
   });
 }
 
+/** `expiresAtEpochSec`: set by the write that ends the session, which the kernel's item then shares. */
 export function kernelUpdate(
   sessionId: string,
   patch: KernelPatch,
   nowMs: number,
   layout: StoreLayout,
+  expiresAtEpochSec?: number,
 ): UpdateRequest {
   return updateRequest(
     layout.tableName,
     { pk: { S: sessionPk(sessionId) }, sk: { S: kernelSk(patch.index) } },
     (u) => {
       setKernelFields(u, "", patch, nowMs);
+      if (expiresAtEpochSec !== undefined) u.set(EXPIRY_ATTRIBUTE, expiresAtEpochSec);
       // Kernel items are no longer indexed by status (nothing asked it); an entry written
       // before goes with the kernel's next status.
       if (patch.status !== undefined) u.remove("gsi1pk");

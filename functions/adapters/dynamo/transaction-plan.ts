@@ -15,6 +15,8 @@ export interface StoreLayout {
   readonly tableName: string;
   readonly shards: number;
   readonly historyRetentionDays: number;
+  /** Ended sessions, their runs, finished jobs and lost agents expire this long after their end (retention.ts). */
+  readonly retentionDays: number;
 }
 
 export type ItemRole =
