@@ -288,9 +288,6 @@ const sessionSpecShape = {
     // No defaults: a budget the user wrote caps retries even under policies (core/retry).
     maxRetriesFailure: retryBudgetSchema.optional(),
     maxRetriesPreemption: retryBudgetSchema.optional(),
-    policies: z.array(nameSchema).max(16).readonly().optional(),
-  })
-    .readonly()
     /** Runs that could not start because of the cluster, retried automatically (default 3). */
     maxRetriesStart: z
       .number()
@@ -300,6 +297,9 @@ const sessionSpecShape = {
         error: `must be at most ${MAX_FREE_RETURNS}: ${HISTORY_LIMIT_REASON}`,
       })
       .optional(),
+    policies: z.array(nameSchema).max(16).readonly().optional(),
+  })
+    .readonly()
     .optional(),
   /** The job template the submission is validated against (core/templates.ts); absent: Default. */
   template: nameSchema.optional(),
