@@ -57,7 +57,7 @@ export class CairnStack extends Stack {
       "Session lifecycle; executions are named by session id",
     );
     output("StateMachineName", cairn.stateMachine.stateMachineName, "Session lifecycle state machine name");
-    output("DashboardName", cairn.dashboard.dashboardName, "CloudWatch dashboard");
+    if (cairn.dashboard) output("DashboardName", cairn.dashboard.dashboardName, "CloudWatch dashboard");
     output(
       "Shards",
       String(cairn.settings.shards),

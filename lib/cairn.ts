@@ -67,7 +67,8 @@ export class Cairn extends Construct {
   readonly sweep: events.Rule;
   /** Every scheduled sweep (SWEEPS), by name. */
   readonly sweeps: ReadonlyMap<string, events.Rule>;
-  readonly dashboard: cloudwatch.Dashboard;
+  /** Absent with the `dashboard` prop false. */
+  readonly dashboard: cloudwatch.Dashboard | undefined;
   readonly alarms: readonly cloudwatch.Alarm[];
   /** Kernel output, one stream per kernel run, written by the agents (KernelLogGroupName). */
   readonly kernelLogGroup: logs.LogGroup;

@@ -30,6 +30,7 @@ import type { ResolvedCairnProps } from "./props.ts";
 export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 export const LAMBDA_RUNTIME = lambda.Runtime.NODEJS_24_X;
+/** The functions' architecture unless the `lambdaArchitecture` prop says otherwise. */
 export const LAMBDA_ARCHITECTURE = lambda.Architecture.ARM_64;
 
 /** How each function is bundled; test/bundle-size.test.ts bundles the handlers the same way. */
@@ -133,7 +134,7 @@ export class CairnFunctions extends Construct {
       handler: "handler",
       description: decl.description,
       runtime: LAMBDA_RUNTIME,
-      architecture: LAMBDA_ARCHITECTURE,
+      architecture: settings.lambdaArchitecture,
       memorySize: decl.memoryMiB,
       timeout: Duration.seconds(decl.timeoutSeconds),
       tracing: lambda.Tracing.ACTIVE,

@@ -31,7 +31,8 @@ export interface CairnMonitoringProps {
 }
 
 export class CairnMonitoring extends Construct {
-  readonly dashboard: cloudwatch.Dashboard;
+  /** Absent with the `dashboard` prop false. */
+  readonly dashboard: cloudwatch.Dashboard | undefined;
   readonly alarms: readonly cloudwatch.Alarm[];
 
   constructor(scope: Construct, id: string, props: CairnMonitoringProps) {
@@ -114,6 +115,10 @@ export class CairnMonitoring extends Construct {
     this.alarms = alarms;
 
     // --- dashboard -----------------------------------------------------------------------------
+    if (!settings.dashboard) {
+      this.dashboard = undefined;
+      return;
+    }
     const graph = (title: string, left: cloudwatch.IMetric[], width = 12) =>
       new cloudwatch.GraphWidget({ title, left, width, height: 6 });
     const fnMetrics = [...props.functions];

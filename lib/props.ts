@@ -9,6 +9,7 @@ import * as ec2 from "aws-cdk-lib/aws-ec2";
 import type * as ecr from "aws-cdk-lib/aws-ecr";
 import * as ecs from "aws-cdk-lib/aws-ecs";
 import type * as iam from "aws-cdk-lib/aws-iam";
+import * as lambda from "aws-cdk-lib/aws-lambda";
 import { RetentionDays } from "aws-cdk-lib/aws-logs";
 import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import {
@@ -317,6 +318,20 @@ export interface CairnProps {
    */
   readonly eventSchemas?: boolean;
   /**
+   * The CloudWatch dashboard (the alarms are kept either way). Off where CloudWatch dashboards
+   * are not offered, as on LocalStack's free plan.
+   *
+   * @default true
+   */
+  readonly dashboard?: boolean;
+  /**
+   * The functions' instruction set. arm64 (Graviton) costs less per GB-second on AWS; x86_64 is
+   * for an emulator that runs Lambda on an x86_64 machine (LocalStack on a PC).
+   *
+   * @default lambda.Architecture.ARM_64
+   */
+  readonly lambdaArchitecture?: lambda.Architecture;
+  /**
    * Agent queues are named `<prefix><agentId>`: the control plane creates one per agent at run
    * time, and the functions' and the agents' grants name `<prefix>*`. 1–40 of letters, digits,
    * '-' and '_' (agent ids take up to 40 more, SQS names at most 80). Must not be a prefix of
@@ -413,6 +428,8 @@ export interface ResolvedCairnProps {
   readonly alarmActions: readonly cloudwatch.IAlarmAction[];
   readonly dashboardName: string | undefined;
   readonly eventSchemas: boolean;
+  readonly dashboard: boolean;
+  readonly lambdaArchitecture: lambda.Architecture;
   readonly agentQueuePrefix: string;
   /** Absent: no Fargate executor. */
   readonly fargate: ResolvedFargateProps | undefined;
@@ -436,6 +453,7 @@ export const CAIRN_DEFAULTS = {
   maxEventAgeSeconds: 86_400,
   maxReceiveCount: 5,
   eventSchemas: true,
+  dashboard: true,
 } as const;
 
 /**
@@ -515,6 +533,8 @@ export function resolveCairnProps(
       "1–255 of A-Z a-z 0-9 _ -",
     ),
     eventSchemas: props.eventSchemas ?? CAIRN_DEFAULTS.eventSchemas,
+    dashboard: props.dashboard ?? CAIRN_DEFAULTS.dashboard,
+    lambdaArchitecture: lambdaArchitecture(props.lambdaArchitecture),
     agentQueuePrefix:
       props.agentQueuePrefix === undefined
         ? defaultAgentQueuePrefix(stackName, constructPath)
@@ -802,4 +822,13 @@ export function defaultAgentQueuePrefix(stackName: string, constructPath: string
   }
   const hash = createHash("sha256").update(`${stackName}\n${constructPath}`).digest("hex").slice(0, 8);
   return `${stackName.slice(0, 24)}-${hash}-agent-`;
+}
+
+/** The functions' architecture: Lambda runs arm64 and x86_64 only. */
+function lambdaArchitecture(given: lambda.Architecture | undefined): lambda.Architecture {
+  if (given === undefined) return lambda.Architecture.ARM_64;
+  if (given.name !== lambda.Architecture.ARM_64.name && given.name !== lambda.Architecture.X86_64.name) {
+    throw new CairnPropsError("lambdaArchitecture", `must be ARM_64 or X86_64, got ${given.name}`);
+  }
+  return given;
 }
