@@ -1,12 +1,26 @@
 /**
  * A job: its state and the rule that decided it (final once recorded), parent and children, and
  * one row per task with Iris's state name and colour (seed 000), why a PENDING task waits, how
- * an ended one ended, its retries against each budget, and a link to the task's session.
+ * an ended one ended, its retries against each budget, and a link to the task's session. Then
+ * each task's attempt history, as Iris's job page draws it: "Each attempt has its own state
+ * badge, and worker failures are annotated with "(worker failure)" in the attempt rows" — one
+ * row per run of the task's session (its kernel's part in the run), and the attempt under way.
  */
-import { deriveJobState, jobSettings, jobTasks, countTaskStates } from "../functions/core/jobs.ts";
-import type { Job, SessionWithKernels } from "../functions/core/model.ts";
+import {
+  deriveJobState,
+  jobSettings,
+  jobTasks,
+  countTaskStates,
+  type TaskView,
+} from "../functions/core/jobs.ts";
+import type { Job, RunRecord, SessionWithKernels } from "../functions/core/model.ts";
 import { BUDGET_DEFAULTS } from "../functions/core/retry/budgets.ts";
-import { TaskState, TERMINAL_SESSION_STATUSES } from "../functions/core/status.ts";
+import {
+  AttemptOutcome,
+  TaskState,
+  TERMINAL_SESSION_STATUSES,
+  type TaskState as TaskStateName,
+} from "../functions/core/status.ts";
 import { budgetSummary } from "./budgets.ts";
 import { cancelControl } from "./cancel.ts";
 import type { DashboardDeps } from "./deps.ts";
@@ -14,7 +28,13 @@ import { html, isoTime, type Html } from "./html.ts";
 import { stateBadge, stateClass, stateName } from "./states.ts";
 
 export type JobLookup =
-  | { readonly found: true; readonly job: Job; readonly sessions: readonly SessionWithKernels[] }
+  | {
+      readonly found: true;
+      readonly job: Job;
+      readonly sessions: readonly SessionWithKernels[];
+      /** The recorded runs of each session that has any (an ended run, or an earlier one). */
+      readonly runs: ReadonlyMap<string, readonly RunRecord[]>;
+    }
   /** The id is a task's session: its job is elsewhere. */
   | { readonly found: false; readonly redirect: string }
   | { readonly found: false; readonly redirect?: undefined };
@@ -37,10 +57,25 @@ export async function readJob(store: DashboardDeps["store"], jobId: string): Pro
       createdAtMs: session.createdAtMs,
     };
   }
-  return { found: true, job, sessions: await store.getSessions(job.sessionIds) };
+  const sessions = await store.getSessions(job.sessionIds);
+  // Only a session that ended or was retried has run records: the others cost no read.
+  const withRuns = sessions.filter(
+    ({ session }) => session.runIndex > 0 || TERMINAL_SESSION_STATUSES.has(session.status),
+  );
+  const runs = new Map(
+    await Promise.all(
+      withRuns.map(async ({ session }) => [session.id, await store.listRuns(session.id)] as const),
+    ),
+  );
+  return { found: true, job, sessions, runs };
 }
 
-export function renderJobPage(job: Job, sessions: readonly SessionWithKernels[], notice?: string): Html {
+export function renderJobPage(
+  job: Job,
+  sessions: readonly SessionWithKernels[],
+  notice?: string,
+  runs: ReadonlyMap<string, readonly RunRecord[]> = new Map(),
+): Html {
   const tasks = jobTasks(job, sessions);
   const settings = jobSettings(job.spec);
   const verdict = job.final ?? deriveJobState(tasks, settings.maxTaskFailures);
@@ -138,5 +173,90 @@ export function renderJobPage(job: Job, sessions: readonly SessionWithKernels[],
       <tbody>
         ${rows}
       </tbody>
+    </table>
+    <h2>Attempts</h2>
+    <table class="attempts">
+      <thead>
+        <tr>
+          <th class="num">task</th>
+          <th class="num">attempt</th>
+          <th>state</th>
+          <th>agent</th>
+          <th class="num">exit</th>
+          <th>condition</th>
+          <th>then</th>
+          <th>started</th>
+          <th>finished</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${tasks.flatMap((t) => taskAttempts(t, runs.get(t.sessionId) ?? []).map(attemptRow))}
+      </tbody>
     </table>`;
+}
+
+/** One attempt of a task: a run of its session, seen from the task's kernel. */
+interface Attempt {
+  readonly task: number;
+  readonly runIndex: number;
+  readonly state: TaskStateName;
+  readonly agentId?: string;
+  readonly exitCode?: number;
+  readonly condition?: string;
+  readonly then: string;
+  readonly startedAtMs?: number;
+  readonly finishedAtMs?: number;
+}
+
+/** The task's attempts, oldest first: its session's recorded runs, then the one under way. */
+export function taskAttempts(t: TaskView, runs: readonly RunRecord[]): Attempt[] {
+  const recorded = [...runs]
+    .sort((a, b) => a.runIndex - b.runIndex)
+    .map((r): Attempt => {
+      const k = r.kernels.find((rk) => rk.index === t.kernelIndex);
+      return {
+        task: t.index,
+        runIndex: r.runIndex,
+        // A kernel the run ended without an outcome of its own (a sibling's end) reads as the run.
+        state: k?.outcome ?? r.outcome,
+        ...(k?.agentId !== undefined ? { agentId: k.agentId } : {}),
+        ...(k?.exitCode !== undefined ? { exitCode: k.exitCode } : {}),
+        ...(k?.condition !== undefined ? { condition: k.condition } : {}),
+        then: r.decision === "retry" ? "retried" : "finished",
+        ...(k?.startedAtMs !== undefined ? { startedAtMs: k.startedAtMs } : {}),
+        finishedAtMs: k?.finishedAtMs ?? r.endedAtMs,
+      };
+    });
+  const current = recorded.some((a) => a.runIndex === t.runIndex);
+  if (current || t.state === TaskState.PENDING) return recorded;
+  return [
+    ...recorded,
+    {
+      task: t.index,
+      runIndex: t.runIndex,
+      state: t.state,
+      ...(t.agentId !== undefined ? { agentId: t.agentId } : {}),
+      ...(t.exitCode !== undefined ? { exitCode: t.exitCode } : {}),
+      ...(t.condition !== undefined ? { condition: t.condition } : {}),
+      then: t.finished ? "finished" : "under way",
+      ...(t.startedAtMs !== undefined ? { startedAtMs: t.startedAtMs } : {}),
+      ...(t.finishedAtMs !== undefined ? { finishedAtMs: t.finishedAtMs } : {}),
+    },
+  ];
+}
+
+function attemptRow(a: Attempt): Html {
+  return html`<tr data-attempt="${a.task}/${a.runIndex}">
+    <td class="num">task ${a.task}</td>
+    <td class="num">${a.runIndex}</td>
+    <td>
+      ${stateBadge(a.state)}${a.state === AttemptOutcome.WORKER_FAILED ? html` <span class="muted">(worker failure)</span>` : ""}
+    </td>
+    <td>${a.agentId ?? ""}</td>
+    <td class="num">${a.exitCode ?? ""}</td>
+    <td>${a.condition ?? ""}</td>
+    <td>${a.then}</td>
+    <td>${isoTime(a.startedAtMs)}</td>
+    <td>${isoTime(a.finishedAtMs)}</td>
+  </tr>`;
 }

@@ -251,7 +251,7 @@ async function route(
     }
     const notice =
       url.searchParams.get("cancel") === "requested" ? `Cancel requested for job ${jobId}.` : undefined;
-    return respond(`Job ${jobId}`, renderJobPage(lookup.job, lookup.sessions, notice));
+    return respond(`Job ${jobId}`, renderJobPage(lookup.job, lookup.sessions, notice, lookup.runs));
   }
   match = /^\/sessions\/([^/]+)(\/execution|\/logs)?$/.exec(path);
   if (match !== null) {

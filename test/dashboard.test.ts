@@ -4,6 +4,8 @@
  * Host, Origin and form checks, and a Fargate kernel's log read from its run's task (fake ports;
  * no runtime).
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { BatchWriteItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { kernelItem, sessionItem } from "../functions/adapters/dynamo/item-codec.ts";
@@ -20,6 +22,10 @@ import { startDashboard, type DashboardServer } from "../dashboard/server.ts";
 import { StatusCounts } from "../dashboard/status-counts.ts";
 import { buildTimeline } from "../dashboard/timeline.ts";
 import { executionLink, renderLogs } from "../dashboard/session-page.ts";
+import { renderJobPage } from "../dashboard/job-page.ts";
+import { stateClass } from "../dashboard/states.ts";
+import { newJob } from "../functions/core/jobs.ts";
+import { TaskState } from "../functions/core/status.ts";
 import { parseCommandLine } from "../bin/cli/args.ts";
 import { freshTable, type TestTable } from "./store-fixtures.ts";
 
@@ -526,5 +532,84 @@ describe("a Fargate session's logs", () => {
     expect(sessionReads).toBe(reads + 1);
     const bad = await fetch(new URL("/sessions/fg-dash/logs?kernel=0&run=1&task=..%2Fother", server.url));
     expect(bad.status).toBe(400);
+  });
+});
+
+describe("Iris's job page (seed 000)", () => {
+  // Seed 000's dashboard table, copied: display name, CSS class, colour.
+  const SEED_COLOURS: readonly [string, string][] = [
+    [".status-pending", "#9a6700"],
+    [".status-assigned", "#bc4c00"],
+    [".status-building", "#8250df"],
+    [".status-running", "#0969da"],
+    [".status-succeeded", "#1a7f37"],
+    [".status-failed", "#cf222e"],
+    [".status-killed", "#57606a"],
+    [".status-worker_failed", "#8250df"],
+    [".status-unschedulable", "#cf222e"],
+    [".status-preempted", "#bc4c00"],
+  ];
+
+  test("all ten .status-* classes have the seed's colours in the stylesheet", () => {
+    const css = readFileSync(join(import.meta.dirname, "../dashboard/static/dashboard.css"), "utf8");
+    const rules = new Map(
+      [...css.matchAll(/^(\.status-[a-z_]+)\s*\{\s*color:\s*(#[0-9a-f]{6});\s*\}/gm)].map((m) => [
+        m[1],
+        m[2],
+      ]),
+    );
+    for (const [cls, colour] of SEED_COLOURS) expect(rules.get(cls), cls).toBe(colour);
+    // Every task state the dashboard can show has one of them (stateToName: the state, lower case).
+    for (const state of Object.values(TaskState))
+      expect(rules.has(`.${stateClass(state)}`), state).toBe(true);
+  });
+
+  test("every attempt row carries its own state badge; a worker failure is annotated on its attempt row", () => {
+    const spec = { ...SPEC_DEFAULTS, name: "j", command: ["/bin/true"], replicas: 1 };
+    const job = newJob("job-1", spec, T0);
+    const current = newSession("job-1", spec, T0);
+    const running = {
+      session: { ...current.session, status: "RUNNING" as const, runIndex: 2 },
+      kernels: current.kernels.map((k) => ({
+        ...k,
+        status: "RUNNING" as const,
+        agentId: "agent-c",
+        startedAtMs: T0 + 9_000,
+      })),
+    };
+    const run = (
+      runIndex: number,
+      outcome: RunRecord["outcome"],
+      agentId: string,
+      extra = {},
+    ): RunRecord => ({
+      sessionId: "job-1",
+      runIndex,
+      name: runIndex === 0 ? "job-1" : `job-1.${runIndex}`,
+      outcome,
+      endedAtMs: T0 + (runIndex + 1) * 3_000,
+      decision: "retry",
+      reason: "retried",
+      kernels: [{ index: 0, status: "TERMINATED", outcome, agentId, ...extra }],
+    });
+    const runs = new Map([
+      [
+        "job-1",
+        [
+          run(1, "FAILED", "agent-b", { exitCode: 3 }),
+          run(0, "WORKER_FAILED", "agent-a", { condition: "AgentLost" }),
+        ],
+      ],
+    ]);
+    const page = renderJobPage(job, [running], undefined, runs).text;
+    const rows = [...page.matchAll(/<tr data-attempt="0\/(\d)">([\s\S]*?)<\/tr>/g)].map((m) => [m[1], m[2]!]);
+    expect(rows.map(([i]) => i)).toEqual(["0", "1", "2"]);
+    const badge = (row: string) => /class="badge (status-[a-z_]+)"/.exec(row)?.[1];
+    expect(rows.map(([, row]) => badge(row!))).toEqual([
+      "status-worker_failed",
+      "status-failed",
+      "status-running",
+    ]);
+    expect(rows.map(([, row]) => row!.includes("(worker failure)"))).toEqual([true, false, false]);
   });
 });
