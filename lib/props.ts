@@ -285,8 +285,8 @@ export interface CairnProps {
    */
   readonly eventDelivery?: CairnEventDeliveryProps;
   /**
-   * Receives of one coordinator message (1–1000) before it moves to the coordinator's
-   * dead-letter queue.
+   * Receives of one message of a work queue (1–1000) before it moves to the queue's dead-letter
+   * queue. The placement and deployment queues take at most 3 (QueueDecl.maxReceiveCount).
    *
    * @default 5
    */

@@ -16,7 +16,7 @@ import { Construct } from "constructs";
 import {
   bindClusterArn,
   FARGATE,
-  FUNCTIONS,
+  maxReceiveCountOf,
   QUEUES,
   QueueName,
   RULES,
@@ -24,6 +24,7 @@ import {
   SWEEP,
   SWEEPS,
   type SweepDecl,
+  visibilityTimeoutSeconds,
 } from "../functions/topology/index.ts";
 import { TopologyError } from "./errors.ts";
 import { acknowledge, NAG_ACKNOWLEDGEMENTS } from "./nag-acknowledgements.ts";
@@ -51,11 +52,6 @@ const DISPOSABLE_QUEUES: ReadonlySet<QueueName> = new Set([QueueName.HeartbeatQu
 const MIN_LIFETIME_SECONDS = 60;
 /** EventBridge's longest maximum event age. */
 const MAX_LIFETIME_SECONDS = 86_400;
-/**
- * AWS's guidance for SQS event sources: a visibility timeout of six times the consumer's
- * timeout, so a message is not redelivered while a retried batch is still running.
- */
-const VISIBILITY_TIMEOUT_FACTOR = 6;
 
 export interface CairnRoutingProps {
   readonly settings: ResolvedCairnProps;
@@ -97,8 +93,8 @@ export class CairnRouting extends Construct {
     for (const decl of QUEUES) {
       if (queues.has(decl.name)) throw new TopologyError(`QUEUES ${decl.name}`, "declared twice");
       const consumer = functions.get(decl.consumer);
-      const consumerTimeoutSeconds = FUNCTIONS.find((f) => f.name === decl.consumer)!.timeoutSeconds;
-      const visibilityTimeout = Duration.seconds(consumerTimeoutSeconds * VISIBILITY_TIMEOUT_FACTOR);
+      // Close to the consumer's timeout, so a failed message is back soon (the topology says why).
+      const visibilityTimeout = Duration.seconds(visibilityTimeoutSeconds(decl));
       let queue: sqs.Queue;
       if (DISPOSABLE_QUEUES.has(decl.name)) {
         queue = secureQueue(this, decl.name, {
@@ -116,7 +112,10 @@ export class CairnRouting extends Construct {
         queue = secureQueue(this, decl.name, {
           visibilityTimeout,
           retentionPeriod: WORK_RETENTION,
-          deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
+          deadLetterQueue: {
+            queue: deadLetterQueue,
+            maxReceiveCount: maxReceiveCountOf(decl, settings.maxReceiveCount),
+          },
           ...(decl.fifoGroup !== undefined ? { fifo: true, contentBasedDeduplication: true } : {}),
         });
         queueDeadLetterQueues.set(decl.name, deadLetterQueue);
@@ -175,9 +174,8 @@ export class CairnRouting extends Construct {
     this.rules = rules;
 
     // Schedules live on the default bus. Each sweep goes onto its queue (the safety sweep onto
-    // the placement queue), in the queue's message group, so its pass takes its turn with the
-    // others; a sweep is stale once the next one is due, so EventBridge gives up delivering it
-    // after one period.
+    // the placement queue; a FIFO queue's in its message group); a sweep is stale once the next
+    // one is due, so EventBridge gives up delivering it after one period.
     const sweeps = new Map<string, events.Rule>();
     for (const decl of SWEEPS) {
       if (sweeps.has(decl.name) || rules.has(decl.name)) {

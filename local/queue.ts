@@ -1,8 +1,21 @@
 /**
- * An SQS-style queue feeding a Lambda in batches, as the coordinator is fed on AWS (EventBridge
- * rule → SQS queue → event source mapping). Messages that the consumer reports as failed
- * (`batchItemFailures`), or whose whole batch threw, are redelivered after a back-off; after
- * `maxReceives` they move to the dead-letter list. Nothing is dropped silently.
+ * An SQS queue feeding a Lambda in batches, as the functions are fed on AWS (EventBridge rule →
+ * SQS queue → event source mapping), with SQS's own rules:
+ *
+ * - A received message is in flight, invisible, for the queue's visibility timeout. The
+ *   consumer's success deletes it; a message it reports failed (`batchItemFailures`), or one of a
+ *   batch whose invocation failed, is not deleted and becomes visible again only when its
+ *   visibility timeout runs out (Lambda does not hand it back sooner). A message still in flight
+ *   when its timeout runs out is delivered again, even while the first delivery still runs.
+ * - A message received `maxReceives` times and failed once more goes to the dead-letter list
+ *   when it would next be delivered. Nothing is dropped silently.
+ * - FIFO: each message carries a message group. While a message of a group is in flight, no
+ *   other message of that group is delivered; messages of other groups are, in parallel, up to
+ *   the trigger's maximum concurrency. A body sent again within five minutes is dropped
+ *   (content-based deduplication).
+ *
+ * A fault switch (`faults`) fails chosen batches as a failed invocation would (the function
+ * threw or timed out), so what AWS does with them is exercised end to end.
  */
 import { randomUUID } from "node:crypto";
 
@@ -19,6 +32,17 @@ export type QueueConsumer = (event: {
   Records: SqsRecord[];
 }) => Promise<{ batchItemFailures: readonly { itemIdentifier: string }[] }>;
 
+/**
+ * Fails the next `times` batches that hold a message whose body contains `bodyContains` (any
+ * batch when absent), as an invocation that failed before it did anything: the whole batch
+ * stays in flight until its visibility timeout.
+ */
+export interface QueueFault {
+  readonly bodyContains?: string;
+  /** @default 1 */
+  readonly times?: number;
+}
+
 export interface LocalQueueOptions {
   readonly name: string;
   readonly consumer: QueueConsumer;
@@ -26,62 +50,97 @@ export interface LocalQueueOptions {
   /** How long a partial batch waits for more messages. */
   readonly batchingWindowMs: number;
   readonly maxConcurrency: number;
+  /** How long a received message stays invisible. */
+  readonly visibilityTimeoutMs: number;
   /** Receives before a message goes to the dead-letter list. @default 5 */
   readonly maxReceives?: number;
-  /** First redelivery delay, doubled per receive. @default 200 */
-  readonly redeliveryBaseMs?: number;
   /**
-   * A FIFO queue of one message group, as SQS runs it: one batch at a time, in order; a message
-   * being redelivered holds the group (nothing behind it is delivered first); a body sent again
-   * within five minutes is dropped (content-based deduplication).
+   * A FIFO queue: every message carries a message group (`send`'s `groupId`, else this one),
+   * and a group's messages are delivered one batch at a time, in order.
    */
   readonly fifoGroup?: string;
+  readonly faults?: readonly QueueFault[];
   readonly onError?: (error: unknown) => void;
 }
 
 interface Message {
   readonly id: string;
   readonly body: string;
+  readonly groupId: string | undefined;
   receives: number;
+  /** Deliverable from this time (its visibility timeout after each receive). */
+  visibleAtMs: number;
+  /** The current delivery; a batch of an older one neither deletes nor fails it. */
+  delivery: number;
 }
 
 export interface QueueStats {
   readonly sent: number;
   readonly batches: number;
+  /** Deliveries after the first (a message failed, or its visibility timeout ran out). */
   readonly redelivered: number;
   readonly deadLettered: number;
+  /** Batches failed by the fault switch. */
+  readonly faulted: number;
 }
 
 export class LocalQueue {
-  readonly #o: Required<Omit<LocalQueueOptions, "fifoGroup">> & Pick<LocalQueueOptions, "fifoGroup">;
-  readonly #ready: Message[] = [];
-  readonly #delayed = new Set<NodeJS.Timeout>();
+  readonly #o: Required<Omit<LocalQueueOptions, "fifoGroup" | "faults">> &
+    Pick<LocalQueueOptions, "fifoGroup">;
+  /** Every message not yet deleted or dead-lettered, in send order. */
+  readonly #messages: Message[] = [];
   readonly #dead: { body: string; receives: number }[] = [];
   readonly #idleWaiters: (() => void)[] = [];
+  readonly #faults: { bodyContains?: string; left: number }[];
   #inFlight = 0;
-  /** FIFO: messages waiting to be redelivered, which hold the group. */
-  #holding = 0;
+  #deliveries = 0;
   /** FIFO: when each body was last sent (content-based deduplication). */
   readonly #sentAt = new Map<string, number>();
   #window: NodeJS.Timeout | undefined;
+  /** Wakes the queue when the next in-flight message becomes visible. */
+  #visibilityTimer: { readonly atMs: number; readonly timer: NodeJS.Timeout } | undefined;
   #closed = false;
-  #stats = { sent: 0, batches: 0, redelivered: 0, deadLettered: 0 };
+  #stats = { sent: 0, batches: 0, redelivered: 0, deadLettered: 0, faulted: 0 };
 
   constructor(options: LocalQueueOptions) {
+    if (!(options.visibilityTimeoutMs >= 0)) {
+      throw new RangeError(
+        `queue ${options.name}: visibilityTimeoutMs must be 0 or more, got ${options.visibilityTimeoutMs}`,
+      );
+    }
+    const { faults = [], ...rest } = options;
     this.#o = {
       maxReceives: 5,
-      redeliveryBaseMs: 200,
       onError: () => {},
-      ...options,
+      ...rest,
       ...(options.fifoGroup !== undefined ? { batchingWindowMs: 0 } : {}),
     };
+    this.#faults = faults.map((f) => ({
+      ...(f.bodyContains !== undefined ? { bodyContains: f.bodyContains } : {}),
+      left: f.times ?? 1,
+    }));
   }
 
-  send(body: string): void {
+  get fifo(): boolean {
+    return this.#o.fifoGroup !== undefined;
+  }
+
+  /** `groupId`: the message group of a FIFO queue's message (default: the queue's `fifoGroup`). */
+  send(body: string, options: { readonly groupId?: string } = {}): void {
     if (this.#closed) throw new Error(`queue ${this.#o.name} is closed`);
-    if (this.#o.fifoGroup !== undefined && this.#duplicate(body)) return;
+    if (!this.fifo && options.groupId !== undefined) {
+      throw new Error(`queue ${this.#o.name}: MessageGroupId is for FIFO queues only`);
+    }
+    if (this.fifo && this.#duplicate(body)) return;
     this.#stats.sent++;
-    this.#ready.push({ id: randomUUID(), body, receives: 0 });
+    this.#messages.push({
+      id: randomUUID(),
+      body,
+      groupId: this.fifo ? (options.groupId ?? this.#o.fifoGroup) : undefined,
+      receives: 0,
+      visibleAtMs: 0,
+      delivery: 0,
+    });
     this.#schedule();
   }
 
@@ -93,7 +152,7 @@ export class LocalQueue {
     return [...this.#dead];
   }
 
-  /** Resolves when nothing is queued, delayed or being processed. */
+  /** Resolves when nothing is stored (visible or in flight) and no batch runs. */
   idle(): Promise<void> {
     if (this.#isIdle()) return Promise.resolve();
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
@@ -103,26 +162,20 @@ export class LocalQueue {
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#window) clearTimeout(this.#window);
-    for (const t of this.#delayed) clearTimeout(t);
-    this.#delayed.clear();
-    this.#ready.length = 0;
+    if (this.#visibilityTimer) clearTimeout(this.#visibilityTimer.timer);
+    this.#visibilityTimer = undefined;
+    this.#messages.length = 0;
     while (this.#inFlight > 0) await new Promise((r) => setTimeout(r, 10));
     this.#notifyIdle();
   }
 
   #isIdle(): boolean {
-    return this.#ready.length === 0 && this.#delayed.size === 0 && this.#inFlight === 0;
+    return this.#messages.length === 0 && this.#inFlight === 0;
   }
 
   #notifyIdle(): void {
     if (!this.#isIdle() && !this.#closed) return;
     for (const resolve of this.#idleWaiters.splice(0)) resolve();
-  }
-
-  /** Batches that may run at once: a FIFO queue's one group runs one at a time, and not while held. */
-  #capacity(): number {
-    if (this.#o.fifoGroup === undefined) return this.#o.maxConcurrency;
-    return this.#holding > 0 ? 0 : 1;
   }
 
   /** SQS drops a FIFO message whose body was sent in the last five minutes. */
@@ -137,35 +190,105 @@ export class LocalQueue {
     return false;
   }
 
-  #schedule(): void {
-    if (this.#closed) return;
-    while (this.#inFlight < this.#capacity() && this.#ready.length >= this.#o.batchSize) this.#dispatch();
-    if (this.#ready.length === 0 || this.#inFlight >= this.#capacity() || this.#window) return;
-    if (this.#o.batchingWindowMs <= 0) {
-      this.#dispatch();
-      return;
+  /**
+   * The messages a receive may take now, in order: visible ones; of a FIFO queue, only from
+   * groups with nothing in flight, each group's from its oldest on. Messages past their
+   * receives are dead-lettered on the way, as SQS moves them when they would be delivered.
+   */
+  #deliverable(nowMs: number): Message[] {
+    const out: Message[] = [];
+    const blocked = new Set<string | undefined>();
+    for (const m of [...this.#messages]) {
+      const visible = m.visibleAtMs <= nowMs;
+      if (visible && m.receives >= this.#o.maxReceives) {
+        this.#deadLetter(m);
+        continue;
+      }
+      if (!this.fifo) {
+        if (visible) out.push(m);
+        continue;
+      }
+      if (blocked.has(m.groupId)) continue;
+      if (!visible) {
+        blocked.add(m.groupId);
+        continue;
+      }
+      out.push(m);
     }
-    this.#window = setTimeout(() => {
-      this.#window = undefined;
-      if (this.#ready.length > 0 && this.#inFlight < this.#capacity()) this.#dispatch();
-      this.#schedule();
-    }, this.#o.batchingWindowMs);
+    return out;
   }
 
-  #dispatch(): void {
-    const batch = this.#ready.splice(0, this.#o.batchSize);
+  #schedule(): void {
+    if (this.#closed) return;
+    const nowMs = Date.now();
+    let ready = this.#deliverable(nowMs);
+    while (this.#inFlight < this.#o.maxConcurrency && ready.length >= this.#o.batchSize) {
+      this.#dispatch(ready.slice(0, this.#o.batchSize), nowMs);
+      ready = this.#deliverable(nowMs);
+    }
+    if (ready.length > 0 && this.#inFlight < this.#o.maxConcurrency && !this.#window) {
+      if (this.#o.batchingWindowMs <= 0) {
+        this.#dispatch(ready.slice(0, this.#o.batchSize), nowMs);
+        // Another group (FIFO) or more messages than one batch may still go.
+        this.#schedule();
+        return;
+      }
+      this.#window = setTimeout(() => {
+        this.#window = undefined;
+        const now = Date.now();
+        const due = this.#deliverable(now);
+        if (due.length > 0 && this.#inFlight < this.#o.maxConcurrency)
+          this.#dispatch(due.slice(0, this.#o.batchSize), now);
+        this.#schedule();
+      }, this.#o.batchingWindowMs);
+    }
+    this.#wakeAtNextVisibility(nowMs);
+    this.#notifyIdle();
+  }
+
+  /** A timer for the earliest in-flight message's return, so it is delivered when it is due. */
+  #wakeAtNextVisibility(nowMs: number): void {
+    let next = Number.POSITIVE_INFINITY;
+    for (const m of this.#messages) if (m.visibleAtMs > nowMs) next = Math.min(next, m.visibleAtMs);
+    if (this.#visibilityTimer && this.#visibilityTimer.atMs <= next) return;
+    if (this.#visibilityTimer) clearTimeout(this.#visibilityTimer.timer);
+    this.#visibilityTimer = undefined;
+    if (next === Number.POSITIVE_INFINITY) return;
+    const timer = setTimeout(
+      () => {
+        this.#visibilityTimer = undefined;
+        this.#schedule();
+      },
+      Math.max(1, next - nowMs),
+    );
+    this.#visibilityTimer = { atMs: next, timer };
+  }
+
+  #dispatch(batch: readonly Message[], nowMs: number): void {
     if (batch.length === 0) return;
-    for (const m of batch) m.receives++;
+    const deliveries = new Map<Message, number>();
+    for (const m of batch) {
+      if (m.receives > 0) this.#stats.redelivered++;
+      m.receives++;
+      m.visibleAtMs = nowMs + this.#o.visibilityTimeoutMs;
+      m.delivery = ++this.#deliveries;
+      deliveries.set(m, m.delivery);
+    }
     this.#inFlight++;
     this.#stats.batches++;
-    const group = this.#o.fifoGroup !== undefined ? { MessageGroupId: this.#o.fifoGroup } : {};
     const records: SqsRecord[] = batch.map((m) => ({
       messageId: m.id,
       body: m.body,
-      attributes: { ApproximateReceiveCount: String(m.receives), ...group },
+      attributes: {
+        ApproximateReceiveCount: String(m.receives),
+        ...(m.groupId !== undefined ? { MessageGroupId: m.groupId } : {}),
+      },
     }));
-    void this.#o
-      .consumer({ Records: records })
+    const fault = this.#faultFor(batch);
+    const invoked = fault
+      ? Promise.reject(new Error(`queue ${this.#o.name}: batch failed by the fault switch (${fault})`))
+      : this.#o.consumer({ Records: records });
+    void invoked
       .then(
         (out) => new Set(out.batchItemFailures.map((f) => f.itemIdentifier)),
         (error: unknown) => {
@@ -174,69 +297,39 @@ export class LocalQueue {
         },
       )
       .then((failed) => {
-        const again = batch.filter((m) => failed.has(m.id));
-        if (this.#o.fifoGroup !== undefined) this.#redeliverInOrder(again);
-        else for (const m of again) this.#redeliver(m);
+        // Done: deleted, unless it was delivered again meanwhile (its timeout ran out), in which
+        // case this batch's receipt is stale, as SQS's receipt handle would be. Failed: left in
+        // flight until its visibility timeout.
+        for (const m of batch) {
+          if (failed.has(m.id) || m.delivery !== deliveries.get(m)) continue;
+          const i = this.#messages.indexOf(m);
+          if (i >= 0) this.#messages.splice(i, 1);
+        }
       })
       .finally(() => {
         this.#inFlight--;
         this.#schedule();
-        this.#notifyIdle();
       });
   }
 
-  /**
-   * FIFO: the failed messages go back to the head of the group, in their order, after the
-   * back-off of the first; the group is held meanwhile. Those past their receives are
-   * dead-lettered.
-   */
-  #redeliverInOrder(messages: readonly Message[]): void {
-    if (this.#closed || messages.length === 0) return;
-    const alive = messages.filter((m) => {
-      if (m.receives < this.#o.maxReceives) return true;
-      this.#deadLetter(m);
-      return false;
-    });
-    if (alive.length === 0) return;
-    this.#stats.redelivered += alive.length;
-    this.#holding++;
-    const timer = setTimeout(
-      () => {
-        this.#delayed.delete(timer);
-        this.#holding--;
-        this.#ready.unshift(...alive);
-        this.#schedule();
-        this.#notifyIdle();
-      },
-      this.#o.redeliveryBaseMs * 2 ** (alive[0]!.receives - 1),
+  /** The fault that fails this batch, if one is armed for it (used up as it fires). */
+  #faultFor(batch: readonly Message[]): string | undefined {
+    const fault = this.#faults.find(
+      (f) => f.left > 0 && batch.some((m) => f.bodyContains === undefined || m.body.includes(f.bodyContains)),
     );
-    this.#delayed.add(timer);
+    if (!fault) return undefined;
+    fault.left--;
+    this.#stats.faulted++;
+    return fault.bodyContains !== undefined ? `a message contains ${fault.bodyContains}` : "any batch";
   }
 
   #deadLetter(m: Message): void {
+    const i = this.#messages.indexOf(m);
+    if (i >= 0) this.#messages.splice(i, 1);
     this.#stats.deadLettered++;
     this.#dead.push({ body: m.body, receives: m.receives });
     this.#o.onError(
       new Error(`queue ${this.#o.name}: message ${m.id} dead-lettered after ${m.receives} receives`),
     );
-  }
-
-  #redeliver(m: Message): void {
-    if (this.#closed) return;
-    if (m.receives >= this.#o.maxReceives) {
-      this.#deadLetter(m);
-      return;
-    }
-    this.#stats.redelivered++;
-    const timer = setTimeout(
-      () => {
-        this.#delayed.delete(timer);
-        this.#ready.push(m);
-        this.#schedule();
-        this.#notifyIdle();
-      },
-      this.#o.redeliveryBaseMs * 2 ** (m.receives - 1),
-    );
-    this.#delayed.add(timer);
   }
 }

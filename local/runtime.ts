@@ -16,8 +16,10 @@ import { DescribeTableCommand, DynamoDBClient, ResourceNotFoundException } from 
 import { createTable } from "../functions/adapters/dynamo/create-table.ts";
 import {
   bindClusterArn,
+  DEFAULT_MAX_RECEIVE_COUNT,
   FARGATE,
   FUNCTIONS,
+  maxReceiveCountOf,
   QUEUES,
   RULES,
   RuleBus,
@@ -25,6 +27,7 @@ import {
   SWEEP,
   SWEEPS,
   type FunctionName,
+  visibilityTimeoutSeconds,
 } from "../functions/topology/index.ts";
 import { runtimeAccess } from "./access.ts";
 import { AgentProcess } from "./agent-processes.ts";
@@ -44,6 +47,7 @@ import { startLogsServer, type LogsServer } from "./logs/index.ts";
 import { startDynamoDbLocal, type RunningDynamoDb } from "./dynamodb-local.ts";
 import { LocalEventBus, startEventBridgeServer, type EventBridgeServer } from "./eventbridge/index.ts";
 import { LocalQueue, type QueueConsumer } from "./queue.ts";
+import { queueFaultsFromEnv, type QueueFaults } from "./queue-faults.ts";
 import {
   faultOptionsFromEnv,
   LocalStepFunctions,
@@ -123,6 +127,17 @@ export interface RuntimeOptions {
    * @default `CAIRN_FAULTS` / `CAIRN_FAULT_SEED` from the environment, else none
    */
   readonly faults?: FaultOptions;
+  /**
+   * Every queue's visibility timeout, instead of the stack's (its consumer's timeout and a
+   * margin, functions/topology): how long a failed message waits before it is delivered again.
+   * Tests shorten it to seconds. @default the stack's
+   */
+  readonly queueVisibilityTimeoutMs?: number;
+  /**
+   * Batches the queues fail as a failed invocation would (local/queue-faults.ts).
+   * @default `CAIRN_QUEUE_FAULTS` from the environment, else none
+   */
+  readonly queueFaults?: QueueFaults;
 }
 
 export interface RuntimeInfo {
@@ -212,6 +227,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
   const heartbeatMs = options.heartbeatMs ?? 5_000;
   // Checked before anything starts: a bad switch names its field and nothing is left running.
   const faults = options.faults ?? faultOptionsFromEnv(process.env);
+  const queueFaults = options.queueFaults ?? queueFaultsFromEnv(process.env);
   const external = options.dynamoDb;
   if (external && options.persistent) {
     throw new Error(
@@ -403,6 +419,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     const invocations = new Map<FunctionName, number>(FUNCTIONS.map((f) => [f.name, 0]));
     const handlers = countInvocations(await loadHandlers(), invocations);
     if (faults) log(`cairn: fault injection on: ${JSON.stringify(faults)}`);
+    if (queueFaults) log(`cairn: queue fault injection on: ${JSON.stringify(queueFaults)}`);
     const sfn: LocalStepFunctions = new LocalStepFunctions(
       Object.fromEntries(
         FUNCTIONS.map((f) => [f.name, (payload: unknown) => handlers.get(f.name)!(payload)]),
@@ -465,7 +482,11 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         batchSize: q.batchSize,
         batchingWindowMs: q.maxBatchingWindowSeconds * 1000,
         maxConcurrency: q.maxConcurrency,
+        // The stack's settings for the queue (its default maxReceiveCount).
+        visibilityTimeoutMs: options.queueVisibilityTimeoutMs ?? visibilityTimeoutSeconds(q) * 1000,
+        maxReceives: maxReceiveCountOf(q, DEFAULT_MAX_RECEIVE_COUNT),
         ...(q.fifoGroup !== undefined ? { fifoGroup: q.fifoGroup } : {}),
+        ...(queueFaults?.[q.name] !== undefined ? { faults: queueFaults[q.name] } : {}),
         onError: (error) => log(`cairn: queue ${q.name}: ${String(error)}`),
       });
       queues.set(q.name, queue);
@@ -492,8 +513,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       });
     }
 
-    // The sweeps as EventBridge delivers them: a scheduled event on each sweep's queue (the
-    // placement sweep in the placement group, the deployments' in theirs).
+    // The sweeps as EventBridge delivers them: a scheduled event on each sweep's queue.
     for (const sweep of SWEEPS) {
       const sweepQueue = queues.get(sweep.target.queue)!;
       const sweepTimer = setInterval(

@@ -327,10 +327,11 @@ describe("non-default props reach the resources", () => {
     const redrives = resourcesOf(json, "AWS::SQS::Queue").flatMap(([, q]) =>
       q.Properties?.["RedrivePolicy"] ? [q.Properties["RedrivePolicy"]] : [],
     );
-    // Every work queue but the heartbeats' (disposable, no DLQ).
+    // Every work queue but the heartbeats' (disposable, no DLQ); placement and deployments take
+    // fewer receives (3) than the prop.
     expect(redrives).toEqual(
-      QUEUES.filter((q) => q.name !== "HeartbeatQueue").map((): unknown =>
-        expect.objectContaining({ maxReceiveCount: 7 }),
+      QUEUES.filter((q) => q.name !== "HeartbeatQueue").map((q): unknown =>
+        expect.objectContaining({ maxReceiveCount: Math.min(7, q.maxReceiveCount ?? 7) }),
       ),
     );
   });

@@ -436,10 +436,24 @@ describe("EventBridge rules and queues", () => {
         "CairnRoutingHeartbeatQueue",
       ].sort(),
     );
-    // Six times the consumer's timeout, so a batch is not redelivered while it still runs.
     expect(props(work)["VisibilityTimeout"]).toBe(
-      6 * FUNCTIONS.find((f) => f.name === "Coordinator")!.timeoutSeconds,
+      FUNCTIONS.find((f) => f.name === "Coordinator")!.timeoutSeconds + 30,
     );
+  });
+
+  test("a failed message is back soon: every queue's visibility timeout is its consumer's timeout and 30 s (not six times it); placement and deployments give up on a poison message after 3 receives", () => {
+    for (const q of QUEUES) {
+      const queue = props(s.json.Resources[logicalIdOf(s.stack.cairn.queues.get(q.name)!)]!);
+      const timeout = FUNCTIONS.find((f) => f.name === q.consumer)!.timeoutSeconds;
+      // SQS event sources need at least the function's timeout; more only delays a failed message.
+      expect(queue["VisibilityTimeout"], q.name).toBe(timeout + 30);
+      expect(queue["FifoQueue"], `${q.name} is a standard queue`).toBeUndefined();
+    }
+    const redrive = (name: string) =>
+      props(s.json.Resources[logicalIdOf(s.stack.cairn.queues.get(name)!)]!)["RedrivePolicy"];
+    expect(redrive("PlacementQueue")).toMatchObject({ maxReceiveCount: 3 });
+    expect(redrive("DeploymentQueue")).toMatchObject({ maxReceiveCount: 3 });
+    expect(redrive("ReportQueue")).toMatchObject({ maxReceiveCount: 5 });
   });
 
   test("the coordinator reads its queue in batches and reports partial failures", () => {

@@ -1,79 +1,223 @@
 /**
- * The embedded runtime's queue (local/queue.ts) behaves as SQS feeding a Lambda: a standard queue
- * runs up to `maxConcurrency` batches at once; a FIFO queue of one message group runs one batch
- * at a time, in order, holds the group while a failed message waits to be redelivered, and drops
- * a body sent again within five minutes (content-based deduplication). And the coordinator's
- * handler reports, from a FIFO queue, every record from the first failed one on.
+ * The embedded runtime's queue (local/queue.ts) behaves as SQS feeding a Lambda: a standard
+ * queue runs up to `maxConcurrency` batches at once; a failed message (reported failed, or its
+ * invocation failed) is delivered again only once its visibility timeout has passed; a message
+ * still running when its timeout passes is delivered again meanwhile; one failed too often is
+ * dead-lettered. A FIFO queue delivers nothing more of a group while one of its messages is in
+ * flight, other groups meanwhile, and drops a body sent again within five minutes. The fault
+ * switch fails a batch as a failed invocation would. And the coordinator's handler reports,
+ * from a FIFO queue, every record from the first failed one on.
  */
 import { describe, expect, test } from "vitest";
 import { batchItemFailures } from "../functions/handlers/coordinator.ts";
-import { LocalQueue, type SqsRecord } from "../local/queue.ts";
+import { LocalQueue, type LocalQueueOptions, type SqsRecord } from "../local/queue.ts";
+import { parseQueueFaults } from "../local/queue-faults.ts";
 
-/** A consumer that records each batch and how many ran at once, failing the bodies in `fail`. */
-function recorder(fail: (body: string, receive: number) => boolean = () => false) {
+interface Delivery {
+  readonly body: string;
+  readonly group: string | undefined;
+  readonly receive: number;
+  readonly atMs: number;
+}
+
+/** A consumer that records each delivery and how many batches ran at once, failing as `fail` says. */
+function recorder(fail: (body: string, receive: number) => boolean = () => false, workMs = 20) {
+  const deliveries: Delivery[] = [];
   const batches: string[][] = [];
-  const groups: (string | undefined)[] = [];
   let running = 0;
   let mostAtOnce = 0;
   const consumer = async (event: { Records: SqsRecord[] }) => {
     running++;
     mostAtOnce = Math.max(mostAtOnce, running);
+    const atMs = Date.now();
     batches.push(event.Records.map((r) => r.body));
-    groups.push(...event.Records.map((r) => r.attributes.MessageGroupId));
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    for (const r of event.Records) {
+      deliveries.push({
+        body: r.body,
+        group: r.attributes.MessageGroupId,
+        receive: Number(r.attributes.ApproximateReceiveCount),
+        atMs,
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, workMs));
     running--;
     // As the coordinator's handler answers (from a FIFO queue: the first failure and all after).
     const failed = event.Records.filter((r) => fail(r.body, Number(r.attributes.ApproximateReceiveCount)));
     return { batchItemFailures: batchItemFailures(event.Records, new Set(failed.map((r) => r.messageId))) };
   };
-  return { consumer, batches, groups, mostAtOnce: () => mostAtOnce };
+  const of = (body: string) => deliveries.filter((d) => d.body === body);
+  return { consumer, deliveries, batches, of, mostAtOnce: () => mostAtOnce };
 }
 
-const options = { batchSize: 2, batchingWindowMs: 0, maxConcurrency: 2, redeliveryBaseMs: 20 };
+const VISIBILITY_MS = 300;
+const options = { batchSize: 2, batchingWindowMs: 0, maxConcurrency: 2, visibilityTimeoutMs: VISIBILITY_MS };
+
+function queueOf(
+  r: ReturnType<typeof recorder>,
+  extra: Partial<LocalQueueOptions> & { name: string },
+): LocalQueue {
+  return new LocalQueue({ consumer: r.consumer, ...options, ...extra });
+}
 
 describe("the embedded runtime's queue", () => {
   test("a standard queue runs up to maxConcurrency batches at once", async () => {
     const r = recorder();
-    const queue = new LocalQueue({ name: "standard", consumer: r.consumer, ...options });
+    const queue = queueOf(r, { name: "standard" });
     for (const body of ["a", "b", "c", "d", "e", "f"]) queue.send(body);
     await queue.idle();
     expect(r.mostAtOnce()).toBe(2);
-    expect(r.groups.every((g) => g === undefined)).toBe(true);
+    expect(r.deliveries.every((d) => d.group === undefined)).toBe(true);
     await queue.close();
   });
 
-  test("a FIFO queue of one group runs one batch at a time, in order, its records naming the group", async () => {
-    const r = recorder();
-    const queue = new LocalQueue({ name: "fifo", consumer: r.consumer, ...options, fifoGroup: "g" });
-    for (const body of ["a", "b", "c", "d", "e", "f"]) queue.send(body);
-    await queue.idle();
-    expect(r.mostAtOnce()).toBe(1);
-    expect(r.batches.flat()).toEqual(["a", "b", "c", "d", "e", "f"]);
-    expect(new Set(r.groups)).toEqual(new Set(["g"]));
-    await queue.close();
-  });
-
-  test("a FIFO message that failed is delivered again before anything behind it; the group waits", async () => {
+  test("given a failed message, then it is delivered again only after its visibility timeout, the others meanwhile", async () => {
     const r = recorder((body, receive) => body === "b" && receive === 1);
-    const queue = new LocalQueue({ name: "fifo-retry", consumer: r.consumer, ...options, fifoGroup: "g" });
+    const queue = queueOf(r, { name: "standard-retry", batchSize: 1, maxConcurrency: 1 });
     for (const body of ["a", "b", "c", "d"]) queue.send(body);
     await queue.idle();
-    // "a" goes at once; "b" fails, and "c" after it in its batch goes back with it.
-    expect(r.batches).toEqual([["a"], ["b", "c"], ["b", "c"], ["d"]]);
-    expect(queue.stats()).toMatchObject({ sent: 4, redelivered: 2, deadLettered: 0 });
+    const [first, second] = r.of("b");
+    expect(second!.receive).toBe(2);
+    // Not a back-off of a few milliseconds: the visibility timeout, counted from the receive.
+    expect(second!.atMs - first!.atMs).toBeGreaterThanOrEqual(VISIBILITY_MS);
+    // "c" and "d" did not wait for it.
+    expect(r.of("d")[0]!.atMs).toBeLessThan(second!.atMs);
+    expect(queue.stats()).toMatchObject({ sent: 4, redelivered: 1, deadLettered: 0 });
+    await queue.close();
+  });
+
+  test("given a batch whose invocation failed, then its every message comes back after the visibility timeout", async () => {
+    const r = recorder();
+    const consumer = async (event: { Records: SqsRecord[] }) => {
+      if (event.Records.some((x) => x.attributes.ApproximateReceiveCount === "1")) throw new Error("crashed");
+      return r.consumer(event);
+    };
+    const errors: unknown[] = [];
+    const queue = new LocalQueue({ name: "crash", ...options, consumer, onError: (e) => errors.push(e) });
+    const sentAtMs = Date.now();
+    queue.send("a");
+    queue.send("b");
+    await queue.idle();
+    // Each was first delivered alone (sent one by one, no batching window), and failed.
+    expect(errors).toHaveLength(2);
+    expect(r.deliveries.map((d) => [d.body, d.receive])).toEqual([
+      ["a", 2],
+      ["b", 2],
+    ]);
+    for (const d of r.deliveries) expect(d.atMs - sentAtMs).toBeGreaterThanOrEqual(VISIBILITY_MS);
+    await queue.close();
+  });
+
+  test("given a message still running when its visibility timeout passes, then it is delivered again meanwhile", async () => {
+    const r = recorder(() => false, VISIBILITY_MS * 2);
+    const queue = queueOf(r, { name: "slow", batchSize: 1 });
+    queue.send("slow");
+    await queue.idle();
+    const [first, second] = r.of("slow");
+    expect(second?.receive).toBe(2);
+    expect(second!.atMs - first!.atMs).toBeLessThan(VISIBILITY_MS * 2);
+    expect(r.mostAtOnce()).toBe(2);
+    await queue.close();
+  });
+
+  test("given a message that always fails, then it is dead-lettered after maxReceives, not dropped", async () => {
+    const r = recorder((body) => body === "poison");
+    const errors: unknown[] = [];
+    const queue = queueOf(r, {
+      name: "poison",
+      visibilityTimeoutMs: 50,
+      maxReceives: 3,
+      onError: (e) => errors.push(e),
+    });
+    queue.send("poison");
+    queue.send("fine");
+    await queue.idle();
+    expect(r.of("poison").map((d) => d.receive)).toEqual([1, 2, 3]);
+    expect(queue.deadLetters()).toEqual([{ body: "poison", receives: 3 }]);
+    expect(queue.stats()).toMatchObject({ deadLettered: 1 });
+    expect(String(errors.at(-1))).toContain("dead-lettered after 3 receives");
+    await queue.close();
+  });
+
+  test("a FIFO queue delivers its groups side by side, each group one batch at a time and in order", async () => {
+    const r = recorder();
+    const queue = queueOf(r, { name: "fifo", fifoGroup: "default", maxConcurrency: 3 });
+    for (const n of [1, 2, 3, 4]) for (const g of ["x", "y", "z"]) queue.send(`${g}${n}`, { groupId: g });
+    queue.send("plain");
+    await queue.idle();
+    expect(r.mostAtOnce()).toBe(3);
+    for (const g of ["x", "y", "z"]) {
+      expect(r.deliveries.filter((d) => d.group === g).map((d) => d.body)).toEqual(
+        [1, 2, 3, 4].map((n) => `${g}${n}`),
+      );
+    }
+    // A message without a group of its own is in the queue's.
+    expect(r.of("plain")[0]!.group).toBe("default");
+    await queue.close();
+  });
+
+  test("given a FIFO message that failed, then its group waits for it until its visibility timeout, while other groups go on", async () => {
+    const r = recorder((body, receive) => body === "x2" && receive === 1);
+    const queue = queueOf(r, { name: "fifo-retry", fifoGroup: "default", batchSize: 1, maxConcurrency: 2 });
+    for (const n of [1, 2, 3]) for (const g of ["x", "y"]) queue.send(`${g}${n}`, { groupId: g });
+    await queue.idle();
+    const [failedAt, againAt] = r.of("x2").map((d) => d.atMs);
+    expect(againAt! - failedAt!).toBeGreaterThanOrEqual(VISIBILITY_MS);
+    // Nothing after x2 in its group went before x2 came back; the other group finished meanwhile.
+    expect(r.deliveries.filter((d) => d.group === "x").map((d) => d.body)).toEqual(["x1", "x2", "x2", "x3"]);
+    expect(r.of("x3")[0]!.atMs).toBeGreaterThanOrEqual(againAt!);
+    expect(r.of("y3")[0]!.atMs).toBeLessThan(againAt!);
     await queue.close();
   });
 
   test("a FIFO queue drops a body sent again within five minutes", async () => {
     const r = recorder();
-    const queue = new LocalQueue({ name: "fifo-dedup", consumer: r.consumer, ...options, fifoGroup: "g" });
+    const queue = queueOf(r, { name: "fifo-dedup", fifoGroup: "g" });
     queue.send("same");
     queue.send("other");
     queue.send("same");
     await queue.idle();
-    expect(r.batches.flat()).toEqual(["same", "other"]);
+    expect(r.deliveries.map((d) => d.body)).toEqual(["same", "other"]);
     expect(queue.stats().sent).toBe(2);
     await queue.close();
+  });
+
+  test("a standard queue refuses a message group", () => {
+    const queue = queueOf(recorder(), { name: "standard-group" });
+    expect(() => queue.send("a", { groupId: "g" })).toThrow("MessageGroupId is for FIFO queues only");
+  });
+
+  test("given the fault switch, then the batch holding the named message fails once and comes back after its visibility timeout", async () => {
+    const r = recorder();
+    const queue = queueOf(r, {
+      name: "faulty",
+      batchSize: 1,
+      faults: [{ bodyContains: "target", times: 1 }],
+    });
+    const sentAtMs = Date.now();
+    queue.send("other");
+    queue.send("the target");
+    await queue.idle();
+    expect(r.of("the target")).toHaveLength(1);
+    expect(r.of("the target")[0]!.receive).toBe(2);
+    expect(r.of("the target")[0]!.atMs - sentAtMs).toBeGreaterThanOrEqual(VISIBILITY_MS);
+    expect(r.of("other")[0]!.receive).toBe(1);
+    expect(queue.stats()).toMatchObject({ faulted: 1, deadLettered: 0 });
+    await queue.close();
+  });
+
+  test("a fault switch naming no queue, or with a bad field, is refused with the field and the reason", () => {
+    expect(() => parseQueueFaults({ Nope: [] }, "CAIRN_QUEUE_FAULTS")).toThrow(
+      "CAIRN_QUEUE_FAULTS.Nope: is not a queue",
+    );
+    expect(() => parseQueueFaults({ PlacementQueue: [{ times: 0 }] }, "CAIRN_QUEUE_FAULTS")).toThrow(
+      "CAIRN_QUEUE_FAULTS.PlacementQueue[0].times: must be an integer of 1 or more, got 0",
+    );
+    expect(() => parseQueueFaults({ PlacementQueue: [{ when: "x" }] }, "CAIRN_QUEUE_FAULTS")).toThrow(
+      "CAIRN_QUEUE_FAULTS.PlacementQueue[0].when: is not a fault field",
+    );
+    expect(parseQueueFaults({ PlacementQueue: [{ bodyContains: "s-1" }] }, "f")).toEqual({
+      PlacementQueue: [{ bodyContains: "s-1" }],
+    });
   });
 });
 

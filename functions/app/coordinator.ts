@@ -60,6 +60,8 @@ import { Repair } from "./repair.ts";
 import { RetryCatalog } from "./retry-catalog.ts";
 import { judgeExpiry, type ExpiryJudged, type ExpiryJudgement } from "./expiry-judge.ts";
 import { AgentCache, agentCacheTtlMs, RunSnapshot } from "./snapshot.ts";
+import type { LeaseRepository } from "../core/ports/lease-store.ts";
+import { serialized } from "./serialized.ts";
 
 export interface CoordinatorDeps {
   readonly store: SessionStore;
@@ -77,7 +79,15 @@ export interface CoordinatorDeps {
   readonly templates?: TemplateRepository;
   /** The administrator's submission filter (issue 16); absent, submissions are not filtered. */
   readonly submissionFilter?: AdmissionDeps["filter"];
+  /**
+   * Placement serialized per scheduling queue by a lease in the table (serialized.ts), held at
+   * most `leaseMs` (the function's timeout). Absent: a run places every queue's targets itself.
+   */
+  readonly placementLeases?: { readonly leases: LeaseRepository; readonly leaseMs: number };
 }
+
+/** The lease that serializes a scheduling queue's placement. */
+export const placementLeaseKey = (queue: string): string => `placement#${queue}`;
 
 export type { Rejection };
 
@@ -188,6 +198,10 @@ type PendingReport =
 
 /** Higher-priority waiting sessions a targeted scheduling pass also tries, first. */
 const WAITING_AHEAD_LIMIT = 10;
+
+function isPlacement(pass: Pass): boolean {
+  return pass.kind === "lifecycle" && pass.handler.spec.name === "ScheduleNewSessions";
+}
 
 export class Coordinator {
   readonly #d: CoordinatorDeps;
@@ -451,7 +465,10 @@ export class Coordinator {
       try {
         const targets = await this.#targets(passStatuses(pass), dirty, snapshot);
         if (targets.length === 0) continue;
-        outcome = await this.#runPass(pass, targets, ctx, dirty.held);
+        outcome =
+          isPlacement(pass) && this.#d.placementLeases
+            ? await this.#placeByQueue(pass, targets, snapshot, dirty.held, this.#d.placementLeases)
+            : await this.#runPass(pass, targets, ctx, dirty.held);
       } catch (error) {
         // One pass failing must not stall the others or the events already applied; what it
         // left undone is picked up by the next event or the sweep.
@@ -842,6 +859,56 @@ export class Coordinator {
       abovePriority: Math.min(...pending.map((t) => t.session.spec.priority)),
     });
     return ahead.filter((s) => !have.has(s.session.id));
+  }
+
+  /**
+   * Placement, one scheduling queue at a time under the queue's lease, the queue of the
+   * highest-priority target first: a queue another run is placing is left to that run, which
+   * places it once more, over its every waiting session, before it lets go. One queue failing
+   * holds back no other.
+   */
+  async #placeByQueue(
+    pass: Pass,
+    targets: readonly SessionWithKernels[],
+    snapshot: RunSnapshot,
+    held: HeldTokens,
+    placement: NonNullable<CoordinatorDeps["placementLeases"]>,
+  ): Promise<PassOutcome> {
+    const byQueue = new Map<string, SessionWithKernels[]>();
+    for (const t of targets)
+      byQueue.set(t.session.spec.queue, [...(byQueue.get(t.session.spec.queue) ?? []), t]);
+    const total = { targets: 0, decisions: 0, completed: 0 };
+    const deps = { ...placement, clock: this.#d.clock, log: this.#d.log };
+    let failure: Error | undefined;
+    for (const [queue, mine] of byQueue) {
+      try {
+        await serialized(deps, placementLeaseKey(queue), async (whole) => {
+          const round = whole ? await this.#waitingIn(queue, snapshot) : mine;
+          if (round.length === 0) return;
+          const outcome = await this.#runPass(pass, round, this.#context(snapshot, held), held);
+          total.targets += outcome.targets;
+          total.decisions += outcome.decisions;
+          total.completed += outcome.completed;
+        });
+      } catch (error) {
+        this.#d.log.error("placing a queue failed", { queue, error: errorMessage(error) });
+        failure ??= error instanceof Error ? error : new Error(String(error));
+      }
+    }
+    if (failure !== undefined && total.targets === 0) throw failure;
+    return total;
+  }
+
+  /** A queue's waiting sessions, as a full scheduling pass reads them (queue order). */
+  async #waitingIn(queue: string, snapshot: RunSnapshot): Promise<SessionWithKernels[]> {
+    const page = await this.#d.store.targetsByStatus({
+      statuses: [SessionStatus.PENDING],
+      limit: this.#d.config.batchLimit,
+      targetableOnly: true,
+    });
+    const mine = page.filter((s) => s.session.spec.queue === queue);
+    snapshot.remember(mine);
+    return mine;
   }
 
   async #runPass(

@@ -34,6 +34,8 @@ import type { Clock, DeploymentBusPort, FamilyExecutionsPort } from "./ports.ts"
 import { REJECTION_TTL_SECONDS } from "./jobs.ts";
 import { rereadOnConflict } from "./reread.ts";
 import { isTransient } from "./retryable.ts";
+import type { LeaseRepository } from "../core/ports/lease-store.ts";
+import { serialized } from "./serialized.ts";
 
 export interface DeploymentsDeps {
   readonly store: DeploymentRepository;
@@ -45,7 +47,15 @@ export interface DeploymentsDeps {
   readonly bus: DeploymentBusPort;
   readonly clock: Clock;
   readonly log: Logger;
+  /**
+   * A deployment's passes serialized by a lease in the table (serialized.ts), held at most
+   * `leaseMs` (the function's timeout). Absent: every run passes over what it woke itself.
+   */
+  readonly leases?: { readonly leases: LeaseRepository; readonly leaseMs: number };
 }
+
+/** The lease that serializes a deployment's handlers. */
+export const deploymentLeaseKey = (deploymentId: string): string => `deployment#${deploymentId}`;
 
 export interface DeploymentsReport {
   /** Indexes of the envelopes to redeliver (their work failed with a retryable error). */
@@ -144,7 +154,14 @@ export class Deployments {
     let passes = 0;
     for (const [id, indexes] of woken) {
       try {
-        await this.pass(id);
+        // A deployment another run is passing over is left to it: it passes once more before
+        // it lets go, so the wake is not lost.
+        const leases = this.#d.leases;
+        if (leases === undefined) await this.pass(id);
+        else {
+          const deps = { ...leases, clock: this.#d.clock, log: this.#d.log };
+          await serialized(deps, deploymentLeaseKey(id), () => this.pass(id));
+        }
         passes++;
       } catch (error) {
         if (isTransient(error)) {

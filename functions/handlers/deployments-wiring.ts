@@ -7,6 +7,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { withoutSdkLogging } from "../adapters/sdk-logging.ts";
+import { SERVICE_RETRY } from "../adapters/sdk-retry.ts";
 import { DeploymentItems } from "../adapters/dynamo/deployment-items.ts";
 import { DynamoRequests } from "../adapters/dynamo/dynamo-requests.ts";
 import { DynamoSessionStore } from "../adapters/dynamo/dynamo-session-store.ts";
@@ -18,7 +19,9 @@ import { Deployments } from "../app/deployments.ts";
 import type { EnterFamilyStageDeps } from "../app/enter-family-stage.ts";
 import { systemClock } from "../app/ports.ts";
 import type { CairnConfig } from "../config.ts";
-import { plain, storeMetrics, type Instrumentation } from "./wiring.ts";
+import { LeaseItems } from "../adapters/dynamo/lease-items.ts";
+import { FunctionName } from "../topology/index.ts";
+import { functionTimeoutMs, plain, storeMetrics, type Instrumentation } from "./wiring.ts";
 
 export interface DeploymentsWiring {
   /** Only where the family state machines are configured (the Deployments function's environment). */
@@ -35,7 +38,7 @@ export function wireDeployments(
     instrumentation.captureClient(withoutSdkLogging(client));
   const dynamo = captureClient(new DynamoDBClient({ ...storeRetryConfig() }));
   const store = new DeploymentItems(new DynamoRequests(dynamo, config.tableName, storeMetrics));
-  const publisher = new EventPublisher(captureClient(new EventBridgeClient({})));
+  const publisher = new EventPublisher(captureClient(new EventBridgeClient({ ...SERVICE_RETRY })));
   const deployments =
     config.familyStateMachines === undefined
       ? undefined
@@ -49,10 +52,17 @@ export function wireDeployments(
             retentionDays: config.retentionDays,
             metrics: storeMetrics,
           }),
-          executions: new FamilyExecutions(captureClient(new SFNClient({})), config.familyStateMachines),
+          executions: new FamilyExecutions(
+            captureClient(new SFNClient({ ...SERVICE_RETRY })),
+            config.familyStateMachines,
+          ),
           bus: eventBridgeDeploymentBus(publisher, config.eventBusName),
           clock: systemClock,
           log: instrumentation.logger("deployments"),
+          leases: {
+            leases: new LeaseItems(new DynamoRequests(dynamo, config.tableName, storeMetrics)),
+            leaseMs: functionTimeoutMs(FunctionName.Deployments),
+          },
         });
   return {
     ...(deployments !== undefined ? { deployments } : {}),

@@ -11,6 +11,7 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { FargateKernels } from "../app/fargate-kernels.ts";
 import { KernelCommands } from "../app/kernel-commands.ts";
 import { withoutSdkLogging } from "../adapters/sdk-logging.ts";
+import { SERVICE_RETRY } from "../adapters/sdk-retry.ts";
 import { EcsFargateTasks } from "../adapters/ecs/fargate-tasks.ts";
 import { SqsAgentChannel } from "../adapters/sqs/agent-channel.ts";
 import { Coordinator } from "../app/coordinator.ts";
@@ -28,6 +29,8 @@ import { LifecycleExecutions } from "../adapters/sfn/lifecycle-executions.ts";
 import { DynamoRequests } from "../adapters/dynamo/dynamo-requests.ts";
 import { TemplateItems } from "../adapters/dynamo/template-items.ts";
 import type { CoordinatorDeps } from "../app/coordinator.ts";
+import { LeaseItems } from "../adapters/dynamo/lease-items.ts";
+import { FUNCTIONS, FunctionName } from "../topology/index.ts";
 
 export interface Wiring {
   readonly coordinator: Coordinator;
@@ -88,11 +91,17 @@ export function wire(
     metrics: storeMetrics,
   });
   const events = eventBridgeEvents(
-    new EventPublisher(captureClient(new EventBridgeClient({}))),
+    new EventPublisher(captureClient(new EventBridgeClient({ ...SERVICE_RETRY }))),
     config.eventBusName,
   );
-  const executions = new LifecycleExecutions(captureClient(new SFNClient({})), config.stateMachineArn);
-  const channel = new SqsAgentChannel(captureClient(new SQSClient({})), config.agentQueuePrefix);
+  const executions = new LifecycleExecutions(
+    captureClient(new SFNClient({ ...SERVICE_RETRY })),
+    config.stateMachineArn,
+  );
+  const channel = new SqsAgentChannel(
+    captureClient(new SQSClient({ ...SERVICE_RETRY })),
+    config.agentQueuePrefix,
+  );
   const fargate = fargateKernels(config, captureClient);
   const coordinator = new Coordinator({
     store,
@@ -101,6 +110,10 @@ export function wire(
     channel,
     ...(fargate ? { fargate } : {}),
     templates: new TemplateItems(new DynamoRequests(dynamo, config.tableName, storeMetrics)),
+    placementLeases: {
+      leases: new LeaseItems(new DynamoRequests(dynamo, config.tableName, storeMetrics)),
+      leaseMs: functionTimeoutMs(FunctionName.Coordinator),
+    },
     ...optionalFilter(extras.submissionFilter?.(config, captureClient)),
     config,
     clock: systemClock,
@@ -125,6 +138,13 @@ export function wire(
   };
 }
 
+/** A lease is held at most as long as the function holding it may run. */
+export function functionTimeoutMs(name: FunctionName): number {
+  const fn = FUNCTIONS.find((f) => f.name === name);
+  if (!fn) throw new Error(`no function ${name} in the topology`);
+  return fn.timeoutSeconds * 1000;
+}
+
 /**
  * Kernels as ECS tasks, only when the stack has a Fargate executor. The region is the cluster's
  * (awslogs writes to the log group in the task's region, which is the cluster's).
@@ -135,7 +155,7 @@ function fargateKernels(
 ): FargateKernels | undefined {
   if (config.fargate === undefined) return undefined;
   const region = config.fargate.clusterArn.split(":")[3]!;
-  const tasks = new EcsFargateTasks(captureClient(new ECSClient({})), {
+  const tasks = new EcsFargateTasks(captureClient(new ECSClient({ ...SERVICE_RETRY })), {
     cluster: config.fargate.clusterArn,
     region,
   });

@@ -124,12 +124,46 @@ export interface QueueDecl {
   /** How many batches may run at once. */
   readonly maxConcurrency: number;
   /**
-   * A FIFO queue whose messages all carry this message group: SQS hands the consumer one batch
-   * of a group at a time, in order, so the queue's work runs serialized whatever the
-   * concurrency. FIFO queues have content-based deduplication (an EventBridge target requires
-   * it) and no batching window. Absent: a standard queue.
+   * A FIFO queue whose rule-delivered messages all carry this message group (an EventBridge
+   * rule's SQS target takes one fixed group): SQS hands the consumer one batch of a group at a
+   * time, in order, and while any message of the group is in flight (a failed one until its
+   * visibility timeout) the whole group waits. FIFO queues have content-based deduplication (an
+   * EventBridge target requires it) and no batching window. Absent: a standard queue. No queue
+   * is FIFO: work that must not run twice at once is serialized by a lease per key instead
+   * (functions/app/serialized.ts), so one failed message never holds back another.
    */
   readonly fifoGroup?: string;
+  /**
+   * Receives before a message goes to the dead-letter queue, when fewer than the stack's
+   * `maxReceiveCount`: work whose delay holds up sessions (placement) gives up on a poison
+   * message sooner. @default the stack's maxReceiveCount
+   */
+  readonly maxReceiveCount?: number;
+}
+
+/**
+ * How long a received message stays invisible beyond its consumer's timeout. A failed message
+ * (reported failed, or its invocation failed) is redelivered only once this has passed since
+ * its receive, so it is kept close to the timeout, not AWS's general advice of six times it:
+ * every consumer is idempotent and nothing relies on a message staying invisible for
+ * serialization (leases do that), so a batch that runs past it and is delivered again costs a
+ * repeated pass, while a long timeout costs every failed message minutes of delay.
+ */
+export const VISIBILITY_MARGIN_SECONDS = 30;
+
+/** The queue's visibility timeout: its consumer's timeout and a margin (SQS requires at least the timeout). */
+export function visibilityTimeoutSeconds(queue: QueueDecl): number {
+  const consumer = FUNCTIONS.find((f) => f.name === queue.consumer);
+  if (!consumer) throw new Error(`QUEUES ${queue.name}.consumer: no function ${queue.consumer}`);
+  return consumer.timeoutSeconds + VISIBILITY_MARGIN_SECONDS;
+}
+
+/** The stack's default `maxReceiveCount` (lib/props.ts), and the embedded runtime's. */
+export const DEFAULT_MAX_RECEIVE_COUNT = 5;
+
+/** Receives before a message of `queue` is dead-lettered, given the stack's maxReceiveCount. */
+export function maxReceiveCountOf(queue: QueueDecl, stackMaxReceiveCount: number): number {
+  return Math.min(stackMaxReceiveCount, queue.maxReceiveCount ?? stackMaxReceiveCount);
 }
 
 export const QUEUES: readonly QueueDecl[] = [
@@ -158,15 +192,17 @@ export const QUEUES: readonly QueueDecl[] = [
     maxConcurrency: 4,
   },
   {
-    // Placement: sessions entering PENDING, capacity coming free, and the sweep. Serialized, as
-    // Sokovan serializes scheduling per scaling group: one message group, so one pass at a time,
-    // and passes never compete for the same sessions or capacity.
+    // Placement: sessions entering PENDING, capacity coming free, and the sweep. Serialized per
+    // scheduling queue, as Sokovan serializes scheduling per scaling group, by a lease per queue
+    // (Coordinator, placementLeaseKey): two passes never place one queue at once, queues are
+    // placed side by side, and a failed message holds back only itself. A poison message is
+    // dead-lettered after three receives.
     name: QueueName.PlacementQueue,
     consumer: FunctionName.Coordinator,
     batchSize: 10,
     maxBatchingWindowSeconds: 0,
     maxConcurrency: 2,
-    fifoGroup: "placement",
+    maxReceiveCount: 3,
   },
   {
     // Heartbeats have their own queue so that a burst of work in the coordinator queue cannot
@@ -178,15 +214,16 @@ export const QUEUES: readonly QueueDecl[] = [
     maxConcurrency: 2,
   },
   {
-    // Deployments (issue 15): requests, replicas' health and status changes, and the family
-    // executions' own status changes (each one wakes the deployment's handlers). Serialized in
-    // one message group: a deployment's handlers never race each other over its routes.
+    // Deployments: requests, replicas' health and status changes, and the family executions'
+    // own status changes (each one wakes the deployment's handlers). Serialized per deployment
+    // by a lease (Deployments, deploymentLeaseKey): a deployment's handlers never race each
+    // other over its routes, and deployments go side by side.
     name: QueueName.DeploymentQueue,
     consumer: FunctionName.Deployments,
     batchSize: 10,
     maxBatchingWindowSeconds: 0,
     maxConcurrency: 2,
-    fifoGroup: "deployments",
+    maxReceiveCount: 3,
   },
 ];
 
@@ -395,9 +432,8 @@ export function stateMachinesOf(fn: FunctionDecl): readonly StateMachineName[] {
 
 /**
  * The safety sweep: runs every pass for anything an event missed. It is a scheduled event put on
- * the placement queue, not a direct invocation, so that its full scheduling pass takes its turn
- * in the one message group like every other placement instead of racing them for the same
- * sessions and capacity.
+ * the placement queue, not a direct invocation, so that it is retried and dead-lettered like
+ * other placement work; its scheduling pass takes each queue's lease like every other.
  */
 export const SWEEP = {
   name: "Sweep",

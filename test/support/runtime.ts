@@ -70,6 +70,9 @@ export async function startTestRuntime(
     // test that waits on the sweep (a job's run-time limit) asks for a faster one.
     heartbeatMs: 2_000,
     sweepMs: 5_000,
+    // A failed message comes back after its queue's visibility timeout, as on AWS: seconds here,
+    // not the stack's minute and a half.
+    queueVisibilityTimeoutMs: 3_000,
     terminationGraceMs: 1_000,
     log: () => {},
     handlerLogLevel: "error",
