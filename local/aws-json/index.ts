@@ -25,5 +25,11 @@ export {
   type AwsCredential,
   type SignatureCheck,
 } from "./sigv4.ts";
-export { compilePolicy, PolicyError, type PolicyCondition, type PolicyStatement } from "./policy.ts";
+export {
+  compilePolicy,
+  PolicyError,
+  type IamConditionBlock,
+  type PolicyCondition,
+  type PolicyStatement,
+} from "./policy.ts";
 export { isPlainObject, toWire } from "./http-body.ts";

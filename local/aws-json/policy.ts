@@ -27,7 +27,19 @@ export interface PolicyStatement {
   readonly resources: readonly string[];
   /** All must hold. @default none */
   readonly conditions?: readonly PolicyCondition[];
+  /**
+   * An IAM JSON condition block, evaluated as IAM does (operator → key → values; every operator
+   * and key must hold, any value of a list may match): StringEquals, StringLike, their
+   * `ForAllValues:` / `ForAnyValue:` set forms and `IfExists` variants, and Null. Holds with
+   * `conditions` when both are given. @default none
+   */
+  readonly condition?: IamConditionBlock;
 }
+
+/** operator → condition key → value or values, as in an IAM policy's `Condition`. */
+export type IamConditionBlock = Readonly<
+  Record<string, Readonly<Record<string, string | readonly string[]>>>
+>;
 
 export class PolicyError extends Error {
   readonly code = "InvalidPolicy";
@@ -45,6 +57,15 @@ interface CompiledStatement {
   readonly actions: readonly RegExp[];
   readonly resources: readonly RegExp[];
   readonly conditions: readonly PolicyCondition[];
+  readonly condition: readonly CompiledCondition[];
+}
+
+interface CompiledCondition {
+  /** As written, for denial reasons: `ForAllValues:StringLike`. */
+  readonly operator: string;
+  readonly key: string;
+  readonly values: readonly string[];
+  readonly test: (requestValues: readonly string[] | undefined) => boolean;
 }
 
 const ACTION = /^[a-z0-9-]+:[A-Za-z0-9*?]+$/;
@@ -77,7 +98,54 @@ function compileStatement(s: PolicyStatement, path: string, index: string): Comp
     actions: s.actions.map((a) => wildcard(a, "i")),
     resources: s.resources.map((r) => wildcard(r, "")),
     conditions: s.conditions ?? [],
+    condition: compileConditionBlock(s.condition ?? {}, `${path}.condition`),
   };
+}
+
+const OPERATOR = /^(?:(ForAllValues|ForAnyValue):)?(StringEquals|StringLike|Null)(IfExists)?$/;
+
+function compileConditionBlock(block: IamConditionBlock, path: string): CompiledCondition[] {
+  const compiled: CompiledCondition[] = [];
+  for (const [operator, entries] of Object.entries(block)) {
+    const m = OPERATOR.exec(operator);
+    if (!m || (m[2] === "Null" && (m[1] !== undefined || m[3] !== undefined))) {
+      throw new PolicyError(
+        `${path}.${operator}`,
+        "is not a supported condition operator (StringEquals, StringLike, with ForAllValues:/ForAnyValue: or IfExists; Null)",
+      );
+    }
+    const [, set, kind, ifExists] = m;
+    for (const [key, raw] of Object.entries(entries)) {
+      const values = typeof raw === "string" ? [raw] : [...raw];
+      if (values.length === 0)
+        throw new PolicyError(`${path}.${operator}.${key}`, "must list at least one value");
+      let test: CompiledCondition["test"];
+      if (kind === "Null") {
+        if (values.length !== 1 || (values[0] !== "true" && values[0] !== "false")) {
+          throw new PolicyError(`${path}.${operator}.${key}`, 'must be "true" or "false"');
+        }
+        // Null true: the key is absent from the request; false: it is there.
+        const absent = values[0] === "true";
+        test = (got) => (got === undefined || got.length === 0) === absent;
+      } else {
+        const patterns = kind === "StringLike" ? values.map((v) => wildcard(v, "")) : undefined;
+        const matches = (v: string) =>
+          patterns === undefined ? values.includes(v) : patterns.some((p) => p.test(v));
+        if (set === "ForAllValues") {
+          // Every value the request has must match; a request with none passes (IAM's rule).
+          test = (got) => (got ?? []).every(matches);
+        } else if (set === "ForAnyValue") {
+          test = (got) => (got ?? []).some(matches);
+        } else {
+          // A single-valued operator: the key must be there (or IfExists) and its value match.
+          test = (got) =>
+            got === undefined || got.length === 0 ? ifExists !== undefined : got.every(matches);
+        }
+      }
+      compiled.push({ operator, key, values, test });
+    }
+  }
+  return compiled;
 }
 
 function decide(
@@ -87,7 +155,8 @@ function decide(
 ): string | undefined {
   const resources = request.resources.length > 0 ? request.resources : ["*"];
   for (const resource of resources) {
-    let conditionFailure: string | undefined;
+    // Every statement whose condition failed, so the reason names the one the caller meant.
+    const conditionFailures: string[] = [];
     let allowed = false;
     for (const s of statements) {
       if (!s.principals.has(principal)) continue;
@@ -98,14 +167,16 @@ function decide(
         allowed = true;
         break;
       }
-      conditionFailure ??= failed;
+      conditionFailures.push(failed);
     }
     if (!allowed) {
       return accessDeniedMessage(
         principal,
         request.action,
         resource,
-        conditionFailure ?? `no identity-based policy allows the ${request.action} action`,
+        conditionFailures.length > 0
+          ? conditionFailures.join("; ")
+          : `no identity-based policy allows the ${request.action} action`,
       );
     }
   }
@@ -113,6 +184,13 @@ function decide(
 }
 
 function failedCondition(s: CompiledStatement, request: AuthorizationRequest): string | undefined {
+  for (const c of s.condition) {
+    const got = request.conditionValues[c.key];
+    if (!c.test(got)) {
+      const has = got === undefined || got.length === 0 ? "none" : `[${got.join(", ")}]`;
+      return `statement ${s.sid} allows ${request.action} only when ${c.operator} ${c.key} [${c.values.join(", ")}] holds, and the request has ${has}`;
+    }
+  }
   for (const c of s.conditions) {
     const values = request.conditionValues[c.key] ?? [];
     const outside = values.filter((v) => !c.anyOf.includes(v));

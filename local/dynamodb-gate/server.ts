@@ -1,0 +1,147 @@
+/**
+ * The embedded runtime's DynamoDB endpoint for everyone outside the control plane: DynamoDB
+ * Local has no authentication of its own, so this gate stands in front of it and does what
+ * DynamoDB's front door does — every request signed with SigV4 by a known credential, then every
+ * check IAM makes (requests.ts: the table or index, each item of a transaction, and the condition
+ * keys LeadingKeys, Attributes, Select and ReturnValues) decided by the runtime's policy — and
+ * passes an allowed request on unchanged. A refusal is DynamoDB's: HTTP 400 with
+ * `AccessDeniedException`, `UnrecognizedClientException` or `InvalidSignatureException`.
+ *
+ * The functions run in the runtime's own process and reach DynamoDB Local directly, as Lambda
+ * reaches DynamoDB from inside AWS; the CLI, the dashboard and anything else are given this
+ * endpoint (the runtime file's `endpoints.dynamoDb`, and the edge's `dynamodb` route).
+ */
+import { randomUUID } from "node:crypto";
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import {
+  authError,
+  isPlainObject,
+  verifySigV4,
+  type AwsAuthOptions,
+  type AwsCredential,
+  type AwsJsonError,
+} from "../aws-json/index.ts";
+import { readBody } from "../aws-json/http-body.ts";
+import { checksOf, type TableLayout } from "./requests.ts";
+
+export interface DynamoDbGateOptions {
+  /** DynamoDB Local's endpoint. */
+  readonly upstream: string;
+  readonly auth: AwsAuthOptions;
+  readonly layout: TableLayout;
+  /** @default a free port */
+  readonly port?: number;
+}
+
+export interface DynamoDbGate {
+  readonly endpoint: string;
+  close(): Promise<void>;
+}
+
+/** DynamoDB's own limit on a request (a BatchWriteItem of 25 items of 400 KB is 10 MB). */
+const MAX_BODY_BYTES = 16 * 1024 * 1024;
+const TARGET = /^DynamoDB_20120810\.([A-Za-z]+)$/;
+
+export async function startDynamoDbGate(options: DynamoDbGateOptions): Promise<DynamoDbGate> {
+  const upstream = new URL(options.upstream);
+  const credentials = new Map<string, AwsCredential>(options.auth.credentials.map((c) => [c.accessKeyId, c]));
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const body = await readBody(request, MAX_BODY_BYTES);
+    if (body === undefined) {
+      return refuse(response, 413, "RequestEntityTooLarge", `request body over ${MAX_BODY_BYTES} bytes`);
+    }
+    const check = await verifySigV4(
+      { method: request.method ?? "POST", url: request.url ?? "/", headers: request.headers, body },
+      {
+        credentials,
+        service: "dynamodb",
+        ...(options.auth.region !== undefined ? { region: options.auth.region } : {}),
+        nowMs: (options.auth.clock ?? Date.now)(),
+      },
+    );
+    if (!check.ok) return refuseWith(response, authError(check.failure, check.message, false));
+    const principal = check.credential.principal;
+    const operation = TARGET.exec(String(request.headers["x-amz-target"] ?? ""))?.[1];
+    let input: unknown;
+    try {
+      input = JSON.parse(body.toString("utf8") || "{}");
+    } catch {
+      input = undefined;
+    }
+    // What DynamoDB Local cannot parse it refuses itself; nothing it could act on passes unchecked.
+    if (operation !== undefined && isPlainObject(input) && options.auth.authorize) {
+      for (const c of checksOf(operation, input, options.layout)) {
+        const denial = options.auth.authorize(principal, {
+          operation,
+          action: c.action,
+          resources: [c.resource],
+          conditionValues: c.conditionValues,
+          input,
+        });
+        if (denial !== undefined) return refuseWith(response, authError("AccessDenied", denial, false));
+      }
+    }
+    forward(request, response, body);
+  }
+
+  function forward(request: IncomingMessage, response: ServerResponse, body: Buffer): void {
+    const out = httpRequest(
+      {
+        hostname: upstream.hostname,
+        port: upstream.port,
+        path: request.url ?? "/",
+        method: request.method ?? "POST",
+        headers: { ...request.headers, "content-length": String(body.length) },
+      },
+      (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      },
+    );
+    out.on("error", (error) => {
+      if (response.headersSent) return void response.destroy();
+      refuse(response, 500, "InternalServerError", `DynamoDB Local: ${error.message}`);
+    });
+    out.end(body);
+  }
+
+  const server = createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => {
+      if (response.headersSent) return void response.destroy();
+      refuse(response, 500, "InternalServerError", error instanceof Error ? error.message : String(error));
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function refuseWith(response: ServerResponse, error: AwsJsonError): void {
+  refuse(response, error.httpStatus, error.code, error.message);
+}
+
+function refuse(response: ServerResponse, status: number, code: string, message: string): void {
+  const text = JSON.stringify({ __type: `com.amazonaws.dynamodb.v20120810#${code}`, message });
+  response.writeHead(status, {
+    "content-type": "application/x-amz-json-1.0",
+    "content-length": Buffer.byteLength(text),
+    "x-amzn-requestid": randomUUID(),
+    "x-amzn-errortype": code,
+  });
+  response.end(text);
+}
