@@ -5,7 +5,7 @@
  * small quota lowers them; Lambda takes 2 to 1000.
  */
 import { readFileSync } from "node:fs";
-import { App } from "aws-cdk-lib";
+import { App, type CfnElement } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, test } from "vitest";
 import { QUEUES, QueueName } from "../functions/topology/index.ts";
@@ -89,9 +89,7 @@ describe("the props reach the event sources", () => {
       [QueueName.DeploymentQueue]: 2,
     };
     for (const q of QUEUES) {
-      const queueId = stack.resolve(
-        (stack.cairn.queues.get(q.name)!.node.defaultChild as { logicalId: string }).logicalId,
-      ) as string;
+      const queueId = stack.getLogicalId(stack.cairn.queues.get(q.name)!.node.defaultChild as CfnElement);
       const [found] = mappings.filter(
         ([, m]) =>
           JSON.stringify(m.Properties?.["EventSourceArn"]) ===

@@ -693,7 +693,7 @@ describe("fault injection (issue 11)", () => {
   test("bad switches are refused with the field and the reason", () => {
     const make = (faults: unknown) => () => new LocalStepFunctions({}, { faults: faults as FaultOptions });
     expect(make({ rules: [{ fault: "explode" }] })).toThrow(
-      "faults.rules[0].fault: must be one of lose-lambda-response, lambda-unknown, task-timeout, send-task-success-timed-out",
+      "faults.rules[0].fault: must be one of lose-lambda-response, lambda-unknown, task-timeout, send-task-success-timed-out, lambda-throttle",
     );
     expect(make({ rules: [{ fault: "task-timeout", probability: 2 }] })).toThrow(
       "faults.rules[0].probability: must be a number in (0, 1], got 2",
