@@ -1,8 +1,11 @@
 /**
- * What lives outside the stack may do to it: the kernel log group agents write to, and the two
+ * What lives outside the stack may do to it: the kernel log group agents write to, and the three
  * managed policies the stack outputs — AgentPolicy for the hosts that run `cairn agent`,
- * ClientPolicy for those who run the CLI. Each allows exactly what that program's code sends
- * (test/cdk-agents.test.ts reads the code and compares both ways).
+ * ClientPolicy for those who run the CLI, and OperatorPolicy, attached beside ClientPolicy, for
+ * those who also manage templates, retry policies, queues and the retry configuration. Each allows
+ * exactly what that program's code sends (test/cdk-agents.test.ts reads the code and compares
+ * both ways); the table statements are functions/topology/client-access.ts, which the embedded
+ * runtime enforces too. No client reads an agent's signing key or writes a session.
  *
  * The bus has no resource policy: only these identity policies decide who may put which source.
  * An agent may put only `cairn.agent` events, a client only `cairn.client` ones, so a client cannot
@@ -16,15 +19,20 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { EventSource } from "../functions/core/events.ts";
 import { acknowledgeWildcardResource, NAG_WILDCARD_RESOURCES } from "./nag-acknowledgements.ts";
+import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import {
   AGENT_LOG_ACTIONS,
   AGENT_QUEUE_ACTIONS,
   CLIENT_LOG_ACTIONS,
-  CLIENT_TABLE_ITEM_ACTIONS,
-  CLIENT_TABLE_QUERY_ACTIONS,
   STACK_READ_ACTIONS,
 } from "../functions/topology/access-actions.ts";
-import { BUS_PUT_ACTIONS, indexArns } from "./permissions.ts";
+import {
+  CLIENT_EXECUTION_ACTIONS,
+  CLIENT_TABLE_STATEMENTS,
+  OPERATOR_TABLE_STATEMENTS,
+  type TableStatement,
+} from "../functions/topology/client-access.ts";
+import { BUS_PUT_ACTIONS, executionsArn, indexArns } from "./permissions.ts";
 import type { ResolvedCairnProps } from "./props.ts";
 
 export interface CairnAgentAccessProps {
@@ -33,16 +41,19 @@ export interface CairnAgentAccessProps {
   readonly bus: events.IEventBus;
   /** Every agent queue (permissions.ts agentQueuesArn). */
   readonly agentQueuesArn: string;
+  /** The stack's state machines: clients may read their executions (docs/deploy.md). */
+  readonly stateMachines: readonly sfn.IStateMachine[];
 }
 
 export class CairnAgentAccess extends Construct {
   readonly kernelLogGroup: logs.LogGroup;
   readonly agentPolicy: iam.ManagedPolicy;
   readonly clientPolicy: iam.ManagedPolicy;
+  readonly operatorPolicy: iam.ManagedPolicy;
 
   constructor(scope: Construct, id: string, props: CairnAgentAccessProps) {
     super(scope, id);
-    const { settings, table, bus, agentQueuesArn } = props;
+    const { settings, table, bus, agentQueuesArn, stateMachines } = props;
     const stack = Stack.of(this);
 
     // No fixed name: a name CloudFormation generates never collides with a group a destroyed
@@ -78,21 +89,40 @@ export class CairnAgentAccess extends Construct {
     acknowledgeWildcardResource(this.agentPolicy, agentQueuesArn, NAG_WILDCARD_RESOURCES.agentQueues);
     acknowledgeWildcardResource(this.agentPolicy, kernelLogStreams, NAG_WILDCARD_RESOURCES.kernelLogStreams);
 
+    const executions = stateMachines.map(executionsArn);
     this.clientPolicy = new iam.ManagedPolicy(this, "ClientPolicy", {
-      description: `Cairn ${stack.stackName}: what the cairn CLI needs to submit, follow, cancel and manage retries`,
+      description: `Cairn ${stack.stackName}: what the cairn CLI needs to submit, follow and cancel sessions and read what it shows`,
       statements: [
-        new iam.PolicyStatement({ actions: [...CLIENT_TABLE_ITEM_ACTIONS], resources: [table.tableArn] }),
-        new iam.PolicyStatement({
-          actions: [...CLIENT_TABLE_QUERY_ACTIONS],
-          resources: [table.tableArn, ...indexArns(table)],
-        }),
+        ...CLIENT_TABLE_STATEMENTS.map((s) => tableStatement(s, table)),
         putEventsAs(bus, EventSource.Client),
         new iam.PolicyStatement({ actions: [...CLIENT_LOG_ACTIONS], resources: [kernelLogStreams] }),
+        new iam.PolicyStatement({ actions: [...CLIENT_EXECUTION_ACTIONS], resources: executions }),
         readOutputs,
       ],
     });
     acknowledgeWildcardResource(this.clientPolicy, kernelLogStreams, NAG_WILDCARD_RESOURCES.kernelLogReads);
+    for (const arn of executions)
+      acknowledgeWildcardResource(this.clientPolicy, arn, NAG_WILDCARD_RESOURCES.clientExecutionReads);
+
+    this.operatorPolicy = new iam.ManagedPolicy(this, "OperatorPolicy", {
+      description: `Cairn ${stack.stackName}: with ClientPolicy, what the cairn CLI needs to manage templates, retry policies, queues and the retry configuration`,
+      statements: OPERATOR_TABLE_STATEMENTS.map((s) => tableStatement(s, table)),
+    });
   }
+}
+
+/** A table statement of client-access.ts on this stack's table or its indexes (one ARN each). */
+function tableStatement(statement: TableStatement, table: dynamodb.ITable): iam.PolicyStatement {
+  return new iam.PolicyStatement({
+    sid: statement.sid,
+    actions: [...statement.actions],
+    resources: statement.resources.flatMap((kind) =>
+      kind === "table" ? [table.tableArn] : indexArns(table),
+    ),
+    ...(statement.condition === undefined
+      ? {}
+      : { conditions: JSON.parse(JSON.stringify(statement.condition)) as Record<string, unknown> }),
+  });
 }
 
 /**

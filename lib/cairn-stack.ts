@@ -33,6 +33,7 @@ export const StackOutput = {
   KernelLogGroupName: "KernelLogGroupName",
   AgentPolicyArn: "AgentPolicyArn",
   ClientPolicyArn: "ClientPolicyArn",
+  OperatorPolicyArn: "OperatorPolicyArn",
   FargateClusterArn: "FargateClusterArn",
 } as const;
 
@@ -82,6 +83,11 @@ export class CairnStack extends Stack {
       "ClientPolicyArn",
       cairn.clientPolicy.managedPolicyArn,
       "Managed policy for those who run the cairn CLI against this stack",
+    );
+    output(
+      "OperatorPolicyArn",
+      cairn.operatorPolicy.managedPolicyArn,
+      "Managed policy, beside ClientPolicy, for those who also manage templates, retry policies, queues and the retry configuration",
     );
     if (cairn.fargate !== undefined) {
       output("FargateClusterArn", cairn.fargate.clusterArn, "ECS cluster Fargate kernels run in");

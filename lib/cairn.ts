@@ -76,6 +76,8 @@ export class Cairn extends Construct {
   readonly agentPolicy: iam.ManagedPolicy;
   /** For those who run the CLI against this Cairn (ClientPolicyArn). */
   readonly clientPolicy: iam.ManagedPolicy;
+  /** With ClientPolicy, for those who also manage templates, retry policies and queues (OperatorPolicyArn). */
+  readonly operatorPolicy: iam.ManagedPolicy;
   /** The Fargate executor's cluster, roles and networking; absent without the `fargate` prop. */
   readonly fargate: CairnFargate | undefined;
 
@@ -168,10 +170,12 @@ export class Cairn extends Construct {
       table: this.table,
       bus: this.bus,
       agentQueuesArn: agentQueues,
+      stateMachines: [...stateMachines.values()],
     });
     this.kernelLogGroup = access.kernelLogGroup;
     this.agentPolicy = access.agentPolicy;
     this.clientPolicy = access.clientPolicy;
+    this.operatorPolicy = access.operatorPolicy;
 
     if (settings.fargate !== undefined) {
       const fargate = new CairnFargate(this, "Fargate", {

@@ -95,6 +95,10 @@ export const NAG_WILDCARD_RESOURCES = {
     reason:
       "The CLI reads kernel output from streams created at run time, one per kernel run, so it can name them only by their log group: the resource is the kernel log group's streams (`log-group:<name>:*`), never another log group, with only reads (logs:DescribeLogStreams, logs:GetLogEvents, logs:FilterLogEvents).",
   },
+  clientExecutionReads: {
+    reason:
+      "Executions are started at run time, one per session, deployment or route and named by its id, so a client can name them only by their state machine: the resource is `execution:<state machine name>:*` of this stack's state machines and no other, with only reads (states:DescribeExecution, states:GetExecutionHistory), which docs/deploy.md tells CLI users to run on a session's execution.",
+  },
   fargateTaskDefinitions: {
     reason:
       "Cairn registers one task definition per kernel image at run time, family `cairn-<hash of the image>`, so the functions that start kernels can name them only by that prefix: the resource is `task-definition/cairn-*` (every revision of Cairn's families, no other family), with only ecs:RunTask, and only with the condition ecs:cluster equal to Cairn's cluster, and ecs:TagResource only as RegisterTaskDefinition's tags on create (ecs:CreateAction RegisterTaskDefinition: the definition's content-hash tag).",

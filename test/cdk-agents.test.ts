@@ -10,6 +10,8 @@ import { readFileSync } from "node:fs";
 import type { CfnElement } from "aws-cdk-lib";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { TABLE_SCHEMA } from "../functions/topology/table-schema.ts";
+import { AGENT_READABLE_ATTRIBUTES } from "../functions/topology/client-access.ts";
+import { executionsArn } from "../lib/permissions.ts";
 import { loadConfig } from "../functions/config.ts";
 import { RETRY_CONFIG_DEFAULTS } from "../functions/core/retry/config.ts";
 import { parseRetryPolicy, type RetryPolicy } from "../functions/core/retry/policy.ts";
@@ -18,6 +20,15 @@ import { openCairnApi } from "../bin/cli/cairn-api.ts";
 import { KERNEL_LOG_GROUP_OUTPUT } from "../bin/cli/log-access.ts";
 import { AGENT_OUTPUT_KEYS, STACK_OUTPUT_KEYS } from "../bin/cli/target.ts";
 import { resourceNamed, resourcesOf, synthesize, type Synthesized } from "./cdk-synth.ts";
+import { CLIENT_EXECUTION_ACTIONS } from "../functions/topology/client-access.ts";
+import { parseJobTemplate } from "../functions/core/templates.ts";
+import {
+  compilePolicy,
+  type AuthorizeHook,
+  type IamConditionBlock,
+  type PolicyStatement,
+} from "../local/aws-json/index.ts";
+import { checksOf, type TableLayout } from "../local/dynamodb-gate/requests.ts";
 import { actionsFor, commandsSentBy, reachableFiles, taggedOnCreate, tsFiles } from "./sdk-commands.ts";
 import { freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
 
@@ -28,6 +39,7 @@ beforeAll(() => {
 afterAll(() => s.cleanup());
 
 interface Statement {
+  readonly Sid?: string;
   readonly Effect: string;
   readonly Action: string | string[];
   readonly Resource: unknown;
@@ -55,7 +67,17 @@ const ids = () => ({
   kernelLogs: resourceNamed(s.json, "AWS::Logs::LogGroup", "CairnAgentsKernelLogs")[0],
   agentPolicy: resourceNamed(s.json, "AWS::IAM::ManagedPolicy", "CairnAgentsAgentPolicy")[0],
   clientPolicy: resourceNamed(s.json, "AWS::IAM::ManagedPolicy", "CairnAgentsClientPolicy")[0],
+  operatorPolicy: resourceNamed(s.json, "AWS::IAM::ManagedPolicy", "CairnAgentsOperatorPolicy")[0],
 });
+
+/** Resources compared as a set: their order in the template is CDK's. */
+const inAnyOrder = (resources: readonly unknown[]): string[] =>
+  resources.map((r) => JSON.stringify(r)).sort();
+
+/** `execution:<name>:*` of each of the stack's state machines, as the template writes it. */
+function executionArns(): unknown[] {
+  return [...s.stack.cairn.stateMachines.values()].map((m): unknown => s.stack.resolve(executionsArn(m)));
+}
 
 describe("the managed policies, statement by statement", () => {
   test("AgentPolicy: consume its queue, put cairn.agent events, write kernel log streams, read the stack's outputs", () => {
@@ -87,30 +109,56 @@ describe("the managed policies, statement by statement", () => {
     ]);
   });
 
-  test("ClientPolicy: the table and its indexes, put cairn.client events, read kernel logs and the stack's outputs", () => {
+  test("ClientPolicy: reads of what the CLI shows (agents without their keys), cairn.client events, kernel logs, the executions and the stack's outputs", () => {
     const { table, bus, kernelLogs } = ids();
     const tableArn = { "Fn::GetAtt": [table, "Arn"] };
-    expect(policyStatements("CairnAgentsClientPolicy")).toEqual([
+    const statements = policyStatements("CairnAgentsClientPolicy").map((st) =>
+      list(st.Action).includes("states:GetExecutionHistory")
+        ? { ...st, Resource: inAnyOrder(st.Resource as unknown[]) }
+        : st,
+    );
+    expect(statements).toEqual([
       {
+        Sid: "ReadWhatTheCliShows",
         Effect: "Allow",
-        Action: [
-          "dynamodb:BatchGetItem",
-          "dynamodb:DeleteItem",
-          "dynamodb:GetItem",
-          "dynamodb:PutItem",
-          "dynamodb:UpdateItem",
-        ],
+        Action: ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query"],
         Resource: tableArn,
+        Condition: {
+          "ForAllValues:StringLike": {
+            "dynamodb:LeadingKeys": [
+              "SESSION#*",
+              "JOB#*",
+              "REJECTION#*",
+              "QUEUE#*",
+              "RETRY_POLICY#*",
+              "CONFIG#*",
+              "TEMPLATE#*",
+              "DEPLOYMENT#*",
+              "DEPLOYMENT_HISTORY#*",
+            ],
+          },
+          Null: { "dynamodb:LeadingKeys": "false" },
+        },
       },
       {
+        Sid: "ReadAgentsWithoutTheirKeys",
+        Effect: "Allow",
+        Action: ["dynamodb:BatchGetItem", "dynamodb:GetItem"],
+        Resource: tableArn,
+        Condition: {
+          "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["AGENT#*"] },
+          "ForAllValues:StringEquals": { "dynamodb:Attributes": [...AGENT_READABLE_ATTRIBUTES] },
+          StringEqualsIfExists: { "dynamodb:Select": "SPECIFIC_ATTRIBUTES" },
+          Null: { "dynamodb:LeadingKeys": "false", "dynamodb:Attributes": "false" },
+        },
+      },
+      {
+        Sid: "QueryTheKeysOnlyIndexes",
         Effect: "Allow",
         Action: ["dynamodb:Query"],
-        Resource: [
-          tableArn,
-          ...TABLE_SCHEMA.globalSecondaryIndexes.map((g) => ({
-            "Fn::Join": ["", [tableArn, `/index/${g.indexName}`]],
-          })),
-        ],
+        Resource: TABLE_SCHEMA.globalSecondaryIndexes.map((g) => ({
+          "Fn::Join": ["", [tableArn, `/index/${g.indexName}`]],
+        })),
       },
       {
         Effect: "Allow",
@@ -128,8 +176,56 @@ describe("the managed policies, statement by statement", () => {
           "Fn::Join": ["", ["arn:aws:logs:eu-west-1:123456789012:log-group:", { Ref: kernelLogs }, ":*"]],
         },
       },
+      {
+        Effect: "Allow",
+        Action: ["states:DescribeExecution", "states:GetExecutionHistory"],
+        Resource: inAnyOrder(executionArns()),
+      },
       { Effect: "Allow", Action: ["cloudformation:DescribeStacks"], Resource: { Ref: "AWS::StackId" } },
     ]);
+    // The signing key is the one attribute of an agent item a client may not name.
+    expect(AGENT_READABLE_ATTRIBUTES).not.toContain("signingKey");
+    // Every index projects keys only, which is why querying them needs no condition.
+    for (const g of TABLE_SCHEMA.globalSecondaryIndexes) expect(g.projection, g.indexName).toBe("KEYS_ONLY");
+  });
+
+  test("OperatorPolicy: writes to templates, retry policies, queues and the retry configuration only", () => {
+    const { table } = ids();
+    expect(policyStatements("CairnAgentsOperatorPolicy")).toEqual([
+      {
+        Sid: "WriteWhatOperatorsOwn",
+        Effect: "Allow",
+        Action: ["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+        Resource: { "Fn::GetAtt": [table, "Arn"] },
+        Condition: {
+          "ForAllValues:StringLike": {
+            "dynamodb:LeadingKeys": ["TEMPLATE#*", "RETRY_POLICY#*", "QUEUE#*", "CONFIG#*"],
+          },
+          Null: { "dynamodb:LeadingKeys": "false" },
+        },
+      },
+    ]);
+  });
+
+  test("the executions clients may read are those of the stack's three state machines, each under its own name", () => {
+    const resources = executionArns().map((arn) => JSON.stringify(arn));
+    expect(resources).toHaveLength(3);
+    for (const m of s.stack.cairn.stateMachines.values()) {
+      const { Ref } = s.stack.resolve(m.stateMachineArn) as { Ref: string };
+      expect(
+        resources.filter((r) => r.includes(`"${Ref}"`)),
+        Ref,
+      ).toHaveLength(1);
+    }
+    for (const r of resources) expect(r).toMatch(/:execution:.*:\*"\]\]\}$/);
+    const [statement] = policyStatements("CairnAgentsClientPolicy").filter((st) =>
+      list(st.Action).includes("states:GetExecutionHistory"),
+    );
+    expect(
+      list(statement!.Resource as unknown[])
+        .map((r) => JSON.stringify(r))
+        .sort(),
+    ).toEqual([...resources].sort());
   });
 
   test("neither may put the other's events, nor any events without a source condition", () => {
@@ -178,6 +274,9 @@ describe("the client policy follows the CLI's code", () => {
   const STORE_DIR = "functions/adapters/dynamo/";
   let t: TestTable;
   let proxy: RecordingProxy;
+  let recorded: Promise<StoreCalls> | undefined;
+  /** The CLI's store calls, recorded once for the tests below. */
+  const cliStoreCalls = (): Promise<StoreCalls> => (recorded ??= storeCallsOfTheCli(t, proxy));
   beforeAll(async () => {
     t = await freshTable("cdk-agents");
     proxy = await recordingProxy(inject("dynamoEndpoint"));
@@ -214,8 +313,47 @@ describe("the client policy follows the CLI's code", () => {
     const sent = commandsSentBy([...files].filter((f) => !f.startsWith(STORE_DIR)));
     const { actions: needed, unknown } = actionsFor(sent.keys());
     expect(unknown, "commands with no known IAM action: add them to test/sdk-commands.ts").toEqual([]);
-    for (const action of await storeActionsOfTheCli(t, proxy)) needed.add(action);
-    expect([...granted("CairnAgentsClientPolicy")].sort()).toEqual([...needed].sort());
+    for (const action of (await cliStoreCalls()).actions) needed.add(action);
+    // The execution reads are for the docs' own `aws stepfunctions` commands, not the CLI's code.
+    const grantedToCli = new Set([
+      ...granted("CairnAgentsClientPolicy"),
+      ...granted("CairnAgentsOperatorPolicy"),
+    ]);
+    for (const action of CLIENT_EXECUTION_ACTIONS) expect(grantedToCli.delete(action), action).toBe(true);
+    expect([...grantedToCli].sort()).toEqual([...needed].sort());
+  });
+
+  test("each table request the CLI sends is allowed by the policies, checked as IAM checks it: reads by ClientPolicy, writes by OperatorPolicy only", async () => {
+    const { byMethod } = await cliStoreCalls();
+    const client = templatePolicy(["CairnAgentsClientPolicy"]);
+    const operator = templatePolicy(["CairnAgentsClientPolicy", "CairnAgentsOperatorPolicy"]);
+    const WRITES = /^(create|update|delete|put)/;
+    let checks = 0;
+    for (const { method, calls } of byMethod) {
+      for (const { operation, input } of calls) {
+        for (const c of checksOf(operation, input, GATE_LAYOUT)) {
+          checks++;
+          const request = {
+            operation,
+            action: c.action,
+            resources: [c.resource],
+            conditionValues: c.conditionValues,
+            input,
+          };
+          expect(operator("p", request), `${method}: ${operation}`).toBeUndefined();
+          const asClient = client("p", request);
+          if (WRITES.test(method) && /Put|Update|Delete/.test(c.action)) {
+            expect(asClient, `${method}: ${c.action} needs OperatorPolicy`).toBeDefined();
+          } else {
+            expect(asClient, `${method}: ${operation}`).toBeUndefined();
+          }
+        }
+      }
+    }
+    expect(checks).toBeGreaterThan(40);
+    // Listing agents reads them through a projection without the signing key.
+    const listed = byMethod.find((m) => m.method === "listAgents")!.calls;
+    expect(listed.map((c) => c.operation)).toEqual(["Query", "BatchGetItem"]);
   });
 });
 
@@ -396,10 +534,25 @@ function retryPolicy(name: string, retryLimit: number): RetryPolicy {
  * Local behind the recording proxy, with data to find (so reads go past their index queries), and
  * returns the IAM actions of what was sent. Transactions are authorised item by item.
  */
-async function storeActionsOfTheCli(t: TestTable, proxy: RecordingProxy): Promise<Set<string>> {
+interface StoreCalls {
+  /** The IAM actions of every request (a transaction's items each as its own action). */
+  readonly actions: Set<string>;
+  /** The requests of each store method the CLI calls, in the order called. */
+  readonly byMethod: { method: string; calls: RecordingProxy["calls"] }[];
+}
+
+async function storeCallsOfTheCli(t: TestTable, proxy: RecordingProxy): Promise<StoreCalls> {
   const seed = t.store();
   const { session } = newSession("cli-session");
   await seed.createSession(newSession("cli-session"));
+  await seed.registerAgent({
+    agentId: "agent-1",
+    incarnation: "i-1",
+    capacity: { cpu: 2, memoryMiB: 2048 },
+    labels: {},
+    signingKey: "k".repeat(43),
+    nowMs: T0,
+  });
   proxy.calls.length = 0;
 
   const api = openCairnApi({
@@ -413,13 +566,21 @@ async function storeActionsOfTheCli(t: TestTable, proxy: RecordingProxy): Promis
     logs: { readable: false, why: "not read here" },
   });
   const called = new Set<string>();
-  const spy = <T extends object>(target: T): T =>
+  const byMethod: StoreCalls["byMethod"] = [];
+  const spy = <T extends object>(target: T, record = true): T =>
     new Proxy(target, {
       get(o, key, receiver) {
         const value: unknown = Reflect.get(o, key, receiver);
         if (typeof value !== "function") return value;
-        called.add(String(key));
-        return (value as (...args: unknown[]) => unknown).bind(o);
+        if (record) called.add(String(key));
+        return async (...args: unknown[]) => {
+          const from = proxy.calls.length;
+          try {
+            return await (value as (...args: unknown[]) => Promise<unknown>).apply(o, args);
+          } finally {
+            byMethod.push({ method: String(key), calls: proxy.calls.slice(from) });
+          }
+        };
       },
     });
   const store = spy(api.store);
@@ -448,9 +609,29 @@ async function storeActionsOfTheCli(t: TestTable, proxy: RecordingProxy): Promis
     await admin.putRetryConfig(RETRY_CONFIG_DEFAULTS, T0);
     expect(await admin.getRetryConfig()).toBeDefined();
     // `cairn dashboard`'s reads: agents and their allocations, and the status census.
-    expect(await agents.listAgents()).toEqual([]);
+    const [listed, ...more] = await agents.listAgents();
+    expect(more).toEqual([]);
+    expect(listed).toMatchObject({ id: "agent-1", incarnation: "i-1" });
+    expect(listed).not.toHaveProperty("signingKey");
     expect(await agents.allocationsOnAgent("agent-1")).toEqual([]);
     expect(await api.census.countSessions(session.status)).toEqual({ count: 1, exact: true });
+    // Templates, drafts, rejections and deployments, which the CLI reads (and an operator writes).
+    const templates = spy(api.templates!, false);
+    const parsed = parseJobTemplate({ name: "gpu", defaults: {}, constraints: {} });
+    if (!parsed.success) throw new Error(JSON.stringify(parsed.issues));
+    const template = parsed.data;
+    await templates.createTemplate(template, T0);
+    await templates.updateTemplate(template, T0 + 1);
+    expect(await templates.getTemplate("gpu")).toBeDefined();
+    expect((await templates.listTemplates()).length).toBeGreaterThan(0);
+    await templates.deleteTemplate("gpu");
+    const reads = spy(api.store, false);
+    await reads.getDraft!("cli-job");
+    await reads.listRejections!("cli-job");
+    const deployments = spy(api.deployments!, false);
+    await deployments.getDeployment("web");
+    await deployments.listDeployments();
+    await deployments.deploymentHistory("web");
   } finally {
     api.close();
   }
@@ -473,5 +654,43 @@ async function storeActionsOfTheCli(t: TestTable, proxy: RecordingProxy): Promis
         actions.add(itemActions[kind] ?? `unknown transaction item ${kind}`);
     }
   }
-  return actions;
+  return { actions, byMethod };
+}
+
+/** The table as the gate sees it, under the ARNs templatePolicy gives the template's table. */
+const LOCAL_TABLE_ARN = "arn:aws:dynamodb:local:000000000000:table/cli-table";
+const GATE_LAYOUT: TableLayout = {
+  tableArn: () => LOCAL_TABLE_ARN,
+  partitionKeyOf: (_table, index) =>
+    index === undefined
+      ? TABLE_SCHEMA.partitionKey.name
+      : TABLE_SCHEMA.globalSecondaryIndexes.find((g) => g.indexName === index)?.partitionKey.name,
+};
+
+/**
+ * The DynamoDB statements of the synthesized managed policies, as the embedded runtime's policy
+ * engine evaluates them (principal "p"): the template's conditions as they are, its table and
+ * index ARNs as LOCAL_TABLE_ARN's.
+ */
+function templatePolicy(policies: readonly string[]): AuthorizeHook {
+  const { table } = ids();
+  const tableArn = JSON.stringify({ "Fn::GetAtt": [table, "Arn"] });
+  const arnOf = (resource: unknown): string => {
+    const text = JSON.stringify(resource);
+    if (text === tableArn) return LOCAL_TABLE_ARN;
+    const index = /^\{"Fn::Join":\["",\[(.*),"\/index\/(\w+)"\]\]\}$/.exec(text);
+    if (index?.[1] === tableArn) return `${LOCAL_TABLE_ARN}/index/${index[2]}`;
+    return "arn:aws:other";
+  };
+  const statements: PolicyStatement[] = policies.flatMap((policy) =>
+    policyStatements(policy)
+      .filter((st) => list(st.Action).some((a) => a.startsWith("dynamodb:")))
+      .map((st) => ({
+        principals: ["p"],
+        actions: list(st.Action),
+        resources: list(st.Resource).map(arnOf),
+        ...(st.Condition === undefined ? {} : { condition: st.Condition as IamConditionBlock }),
+      })),
+  );
+  return compilePolicy(statements);
 }

@@ -146,6 +146,10 @@ describe("cdk-nag AwsSolutionsChecks", () => {
     const [logGroupId] = resourceNamed(s.json, "AWS::Logs::LogGroup", "CairnAgentsKernelLogs");
     const streams = `AwsSolutions-IAM5[Resource::arn:aws:logs:eu-west-1:123456789012:log-group:<${logGroupId}>:*]`;
     const executions = wildcardFindingId(s.stack, executionsArn(s.stack.cairn.stateMachine));
+    // Clients read the executions of all three state machines (docs/deploy.md's commands).
+    const clientExecutions = [...s.stack.cairn.stateMachines.values()].map((m) =>
+      wildcardFindingId(s.stack, executionsArn(m)),
+    );
     const allowed = [
       ...Object.values(NAG_ACKNOWLEDGEMENTS),
       { id: queues, reason: NAG_WILDCARD_RESOURCES.functionAgentQueues.reason },
@@ -153,6 +157,7 @@ describe("cdk-nag AwsSolutionsChecks", () => {
       { id: streams, reason: NAG_WILDCARD_RESOURCES.kernelLogStreams.reason },
       { id: streams, reason: NAG_WILDCARD_RESOURCES.kernelLogReads.reason },
       { id: executions, reason: EXECUTIONS_WILDCARD.reason },
+      ...clientExecutions.map((id) => ({ id, reason: NAG_WILDCARD_RESOURCES.clientExecutionReads.reason })),
     ];
     for (const a of acknowledged) {
       expect(
@@ -170,6 +175,7 @@ describe("cdk-nag AwsSolutionsChecks", () => {
         `Cairn/Cairn/Agents/AgentPolicy ${queues}`,
         `Cairn/Cairn/Agents/AgentPolicy ${streams}`,
         `Cairn/Cairn/Agents/ClientPolicy ${streams}`,
+        ...clientExecutions.map((id) => `Cairn/Cairn/Agents/ClientPolicy ${id}`),
         `Cairn/Cairn/Functions/CoordinatorRole ${executions}`,
         ...STATE_MACHINES.map(
           (m) => `Cairn/Cairn/${stateMachineConstructId(m)}/Role AwsSolutions-IAM5[Resource::*]`,
@@ -223,6 +229,10 @@ describe("cdk-nag AwsSolutionsChecks", () => {
       [
         "CairnAgentsAgentPolicy",
         "CairnAgentsAgentPolicy",
+        "CairnAgentsClientPolicy",
+        // The executions of the three state machines, which clients may read.
+        "CairnAgentsClientPolicy",
+        "CairnAgentsClientPolicy",
         "CairnAgentsClientPolicy",
         "CairnFunctionsCoordinatorRoleDefaultPolicy",
         // The executions the sweep's repair reads.

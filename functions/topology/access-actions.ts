@@ -10,20 +10,10 @@ export const AGENT_QUEUE_ACTIONS = ["sqs:GetQueueUrl", "sqs:ReceiveMessage", "sq
 export const AGENT_LOG_ACTIONS = ["logs:CreateLogStream", "logs:PutLogEvents"] as const;
 /** `cairn --stack NAME` (any command, `cairn agent` too) reads the stack's outputs first. */
 export const STACK_READ_ACTIONS = ["cloudformation:DescribeStacks"] as const;
-/**
- * The CLI reads sessions, jobs, history and runs, and manages retry policies, queues and the retry
- * configuration (bin/cli/cairn-api.ts). Its transactions hold Put, Update and Delete items only,
- * authorised as PutItem, UpdateItem and DeleteItem.
+/*
+ * The CLI's table rights (ClientPolicy's reads, OperatorPolicy's writes) are statements with
+ * conditions on key prefixes and attributes: functions/topology/client-access.ts.
  */
-export const CLIENT_TABLE_ITEM_ACTIONS = [
-  "dynamodb:GetItem",
-  "dynamodb:BatchGetItem",
-  "dynamodb:PutItem",
-  "dynamodb:UpdateItem",
-  "dynamodb:DeleteItem",
-] as const;
-/** Histories and runs on the table; status, listing and recent-session rosters on the indexes. */
-export const CLIENT_TABLE_QUERY_ACTIONS = ["dynamodb:Query"] as const;
 /**
  * `cairn logs` and `submit --stream-logs` read kernel output (bin/cli/kernel-log-reader.ts): which
  * runs' streams exist, one stream forward, or several at once.

@@ -50,6 +50,7 @@ import {
   sessionPk,
 } from "./keys.ts";
 import { STATUS_INDEX } from "../../topology/table-schema.ts";
+import { AGENT_READABLE_ATTRIBUTES } from "../../topology/client-access.ts";
 import { EXPIRY_ATTRIBUTE, retainedUntil } from "./retention.ts";
 import { MAX_TRANSACTION_ITEMS, type PlannedTransaction, type StoreLayout } from "./transaction-plan.ts";
 import { requireId, requireResources, requireTime } from "./validation.ts";
@@ -207,10 +208,13 @@ export class AgentCapacity {
   /**
    * The roster partition of the listings index holds one key-only entry per agent, written at
    * registration; heartbeats and reservations never touch it. The agents themselves are then
-   * read consistently, so free capacity is current.
+   * read consistently, so free capacity is current. Read without their signing keys (no lister
+   * needs one; only getAgent's callers check signatures), so the CLI's policy can deny those.
    */
   async listAgents(): Promise<Agent[]> {
-    return (await this.requests.readRoster("listAgents", AGENTS_PK)).map(agentFromItem);
+    return (await this.requests.readRoster("listAgents", AGENTS_PK, AGENT_READABLE_ATTRIBUTES)).map(
+      agentFromItem,
+    );
   }
 
   async reserve(request: ReservationRequest): Promise<Allocation[]> {
