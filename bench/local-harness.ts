@@ -13,6 +13,9 @@ import { DetailType, toPutEventsEntry } from "../functions/core/events.ts";
 import type { SessionSpecInput } from "../functions/core/spec.ts";
 import { SESSION_STATUSES } from "../functions/core/status.ts";
 import { startRuntime, type Runtime } from "../local/runtime.ts";
+import { FUNCTIONS, QUEUES, STATE_MACHINES } from "../functions/topology/index.ts";
+import { modeledInvocations, type MeasuredCounts } from "./aws-cost.ts";
+import { FunctionLogCapture, StepFunctionsCalls } from "./aws-usage.ts";
 import { JIT_THREADS, processCpuSeconds, threadCpuSeconds } from "./process-cpu.ts";
 
 /** The session statuses that end a session. */
@@ -62,6 +65,9 @@ export class BenchUsageError extends Error {
 export interface BenchRuntime {
   readonly runtime: Runtime;
   readonly client: EventBridgeClient;
+  /** The functions' log lines, counted (and shown only with --verbose). */
+  readonly logs: FunctionLogCapture;
+  readonly stepFunctionsCalls: StepFunctionsCalls;
   stop(): Promise<void>;
 }
 
@@ -76,6 +82,11 @@ export async function startBenchRuntime(options: {
 }): Promise<BenchRuntime> {
   const dataDir = mkdtempSync(join(tmpdir(), "cairn-bench-"));
   console.log(`bench: starting the embedded runtime (${options.agents} agents × ${options.agentCpu} cpu) …`);
+  // For the AWS price: the units DynamoDB reports for each request, and the functions' logs at
+  // the stack's default level with their metrics documents, as Lambda would ship them.
+  storeMetrics.capacity = true;
+  process.env["POWERTOOLS_METRICS_DISABLED"] = "false";
+  const logs = new FunctionLogCapture(options.verbose);
   const runtime = await startRuntime({
     dataDir,
     agents: options.agents,
@@ -83,8 +94,9 @@ export async function startBenchRuntime(options: {
     heartbeatMs: options.heartbeatMs ?? 2_000,
     sweepMs: options.sweepMs ?? 5_000,
     log: (line) => process.stderr.write(line + "\n"),
-    handlerLogLevel: options.verbose ? "info" : "warn",
+    handlerLogLevel: "info",
   });
+  const stepFunctionsCalls = new StepFunctionsCalls(runtime.stepFunctions);
   const client = new EventBridgeClient({
     endpoint: runtime.info.endpoints.eventBridge,
     region: runtime.info.region,
@@ -93,9 +105,12 @@ export async function startBenchRuntime(options: {
   return {
     runtime,
     client,
+    logs,
+    stepFunctionsCalls,
     async stop() {
       client.destroy();
       await runtime.stop();
+      logs.stop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
@@ -289,6 +304,15 @@ export interface Costs {
   readonly queues: ReadonlyMap<string, { readonly batches: number; readonly sent: number }>;
   /** Messages sent to agents' queues (commands, registration answers). */
   readonly agentMessages: number;
+  /** Capacity units DynamoDB reported: reads, and successful writes. */
+  readonly readUnits: number;
+  readonly writeUnits: number;
+  /** Bytes of the functions' log lines, as CloudWatch Logs bills them. */
+  readonly functionLogBytes: number;
+  /** Distinct custom metrics the functions' metrics documents named. */
+  readonly customMetrics: number;
+  readonly executionsStarted: number;
+  readonly taskCallbacks: number;
 }
 
 /** What the counters read before the run, so the costs cover the run only. */
@@ -300,8 +324,11 @@ export interface CostBaseline {
 }
 
 /** Clears the process-wide DynamoDB request counter and notes the counters that cannot be cleared. */
-export function resetCosts(runtime: Runtime): CostBaseline {
+export function resetCosts(bench: BenchRuntime): CostBaseline {
+  const { runtime } = bench;
   storeMetrics.reset();
+  bench.logs.reset();
+  bench.stepFunctionsCalls.reset();
   return {
     invocations: new Map(runtime.invocations),
     cpu: cpuNow(runtime),
@@ -331,11 +358,12 @@ function cpuNow(runtime: Runtime): Costs["cpu"] {
 }
 
 export async function collectCosts(
-  runtime: Runtime,
+  bench: BenchRuntime,
   watch: SessionWatch,
   ids: readonly string[],
   baseline: CostBaseline,
 ): Promise<Costs> {
+  const { runtime } = bench;
   const cpu = cpuNow(runtime);
   let transitions = 0;
   let executionsMissing = 0;
@@ -380,6 +408,49 @@ export async function collectCosts(
       }),
     ),
     agentMessages: agentMessages(runtime) - baseline.agentMessages,
+    readUnits: w.readCapacityUnits,
+    writeUnits: w.capacityUnits,
+    functionLogBytes: bench.logs.bytes,
+    customMetrics: bench.logs.metrics.size,
+    executionsStarted: bench.stepFunctionsCalls.executionsStarted,
+    taskCallbacks: bench.stepFunctionsCalls.taskCallbacks,
+  };
+}
+
+/** The counts the AWS price and the quota ceiling are computed from (aws-cost.ts). */
+export function measuredCounts(costs: Costs, sessions: number): MeasuredCounts {
+  const fromStateMachines = new Set<string>(STATE_MACHINES.flatMap((m) => Object.values(m.substitutions)));
+  const heartbeats = costs.eventsByType.get(DetailType.AgentHeartbeat) ?? 0;
+  const events = [...costs.eventsByType.values()].reduce((a, b) => a + b, 0) - heartbeats;
+  return {
+    sessions,
+    transitions: costs.transitions,
+    executionsStarted: costs.executionsStarted,
+    taskCallbacks: costs.taskCallbacks,
+    lambda: modeledInvocations({
+      functions: FUNCTIONS.map((f) => ({
+        name: f.name,
+        invocations: costs.invocations.get(f.name) ?? 0,
+        memoryMiB: f.memoryMiB,
+        underStateMachine: fromStateMachines.has(f.name),
+      })),
+      cpuSeconds: costs.cpu.node,
+      dynamoDbRequests: costs.readRequests + costs.writeOperations,
+      stepFunctionsCalls: costs.executionsStarted + costs.taskCallbacks,
+      events,
+      sqsSends: costs.agentMessages,
+    }),
+    events,
+    // The heartbeats' queue is the idle agents' cost, apart like their events.
+    queues: QUEUES.filter((q) => q.name !== "HeartbeatQueue").map((q) => ({
+      name: q.name,
+      fifo: q.fifoGroup !== undefined,
+      messages: costs.queues.get(q.name)?.sent ?? 0,
+      batches: costs.queues.get(q.name)?.batches ?? 0,
+    })),
+    agentQueueMessages: costs.agentMessages,
+    dynamoDb: { readUnits: costs.readUnits, writeUnits: costs.writeUnits, failedWrites: costs.failedWrites },
+    functionLogBytes: costs.functionLogBytes,
   };
 }
 

@@ -29,6 +29,7 @@ import {
   collectCosts,
   fmtSeconds,
   intFlag,
+  measuredCounts,
   printCosts,
   printLatency,
   resetCosts,
@@ -41,6 +42,7 @@ import {
   type PerUnit,
   type Submission,
 } from "./local-harness.ts";
+import { printAwsPrice } from "./aws-report.ts";
 
 /** Kernels that exit at once: the bench measures the control plane, not the work. */
 const QUICK_KERNEL = { command: ["true"], resources: { cpu: 0.25, memoryMiB: 32 } } as const;
@@ -181,7 +183,7 @@ const bench = await startBenchRuntime({
 });
 if (warmUp > 0) await runWarmUp(warmUp);
 const watch = new SessionWatch(bench.runtime);
-const baseline = resetCosts(bench.runtime);
+const baseline = resetCosts(bench);
 
 console.log(
   `bench: submitting ${scenario.description} (PutEvents, 10 per call, ${putConcurrency} calls in flight) …`,
@@ -199,7 +201,7 @@ const ended = [...watch.ended.values()];
 const wallMs = (ended.length === n ? Math.max(...ended.map((e) => e.atMs)) : Date.now()) - t0;
 // The last sessions' own status changes (capacity released, jobs settled) are part of the cost.
 await settle(bench.runtime, 30_000);
-const costs = await collectCosts(bench.runtime, watch, ids, baseline);
+const costs = await collectCosts(bench, watch, ids, baseline);
 const firstRunningMs = Math.min(...ids.map((id) => watch.runningAtMs.get(id) ?? Infinity));
 
 console.log("");
@@ -243,6 +245,7 @@ printLatency(
 for (const [status, dwell] of watch.dwellByStatus()) printLatency(`  in ${status}`, dwell);
 scenario.extraReport?.(watch, ids);
 printCosts(costs, scenario.per);
+printAwsPrice(measuredCounts(costs, n), costs.customMetrics, heartbeatMs / 1000, sweepMs / 1000);
 
 watch.stop();
 await bench.stop();

@@ -678,6 +678,10 @@ describe("sessions: create, read, write", () => {
       items: INLINE_KERNELS_MAX + 2,
     });
     expect(metrics.capacityUnits).toBeGreaterThan(0);
+    // Reads report theirs too: a consistent read of an item under 4 KB is one unit.
+    const before = metrics.readCapacityUnits;
+    await store.getSession("metrics-1");
+    expect(metrics.readCapacityUnits - before).toBe(1);
   });
 
   test("consumed capacity is asked for only by a counter that sums it", async () => {
@@ -686,6 +690,8 @@ describe("sessions: create, read, write", () => {
     await createAndSkip(table.store({ metrics }), "metrics-nocap");
     expect(metrics.operations).toBe(2);
     expect(metrics.capacityUnits).toBe(0);
+    await table.store({ metrics }).getSession("metrics-nocap");
+    expect(metrics.readCapacityUnits).toBe(0);
   });
 });
 

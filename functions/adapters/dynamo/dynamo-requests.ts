@@ -44,14 +44,20 @@ export class DynamoRequests {
   readonly tableName: string;
   private readonly client: DynamoDBClient;
   private readonly metrics: StoreMetricsSink | undefined;
-  /** Spread into each write: consumed capacity is asked for only when the sink sums it. */
-  private readonly capacity: { ReturnConsumedCapacity?: "INDEXES" };
-
   constructor(client: DynamoDBClient, tableName: string, metrics: StoreMetricsSink | undefined) {
     this.client = client;
     this.tableName = tableName;
     this.metrics = metrics;
-    this.capacity = metrics?.capacity === true ? { ReturnConsumedCapacity: "INDEXES" } : {};
+  }
+
+  /** Spread into each write: consumed capacity is asked for only while the sink sums it. */
+  private get capacity(): { ReturnConsumedCapacity?: "INDEXES" } {
+    return this.metrics?.capacity === true ? { ReturnConsumedCapacity: "INDEXES" } : {};
+  }
+
+  /** Spread into each read, likewise (a read's units: the table's and any index's together). */
+  private get readCapacity(): { ReturnConsumedCapacity?: "TOTAL" } {
+    return this.metrics?.capacity === true ? { ReturnConsumedCapacity: "TOTAL" } : {};
   }
 
   /** One request, retried only by the client's strategy; a retryable failure left over is StoreUnavailableError. */
@@ -245,17 +251,12 @@ export class DynamoRequests {
         const out = await send();
         // Every try is a request sent (and billed): the ones the SDK retried failed.
         failed(attemptsOf(out) - 1);
-        const consumed = out.ConsumedCapacity;
-        const units = (Array.isArray(consumed) ? consumed : consumed ? [consumed] : []).reduce(
-          (sum, c) => sum + (c.CapacityUnits ?? 0),
-          0,
-        );
         this.metrics?.recordWrite({
           operation: kind,
           purpose: operation,
           items,
           succeeded: true,
-          capacityUnits: units,
+          capacityUnits: unitsOf(out.ConsumedCapacity),
         });
         return out;
       } catch (error) {
@@ -267,9 +268,21 @@ export class DynamoRequests {
 
   async getItem(operation: string, key: Item): Promise<Item | undefined> {
     const out = await this.request(operation, () =>
-      this.client.send(new GetItemCommand({ TableName: this.tableName, Key: key, ConsistentRead: true })),
+      this.client.send(
+        new GetItemCommand({
+          TableName: this.tableName,
+          Key: key,
+          ConsistentRead: true,
+          ...this.readCapacity,
+        }),
+      ),
     );
-    this.metrics?.recordRead({ operation: "GetItem", purpose: operation, items: out.Item ? 1 : 0 });
+    this.metrics?.recordRead({
+      operation: "GetItem",
+      purpose: operation,
+      items: out.Item ? 1 : 0,
+      capacityUnits: unitsOf(out.ConsumedCapacity),
+    });
     return out.Item;
   }
 
@@ -277,17 +290,24 @@ export class DynamoRequests {
     operation: string,
     input: QueryCommandInput,
   ): Promise<{ items: Item[]; lastKey: Item | undefined }> {
-    const out = await this.request(operation, () => this.client.send(new QueryCommand(input)));
-    this.metrics?.recordRead({ operation: "Query", purpose: operation, items: out.Items?.length ?? 0 });
+    const out = await this.request(operation, () =>
+      this.client.send(new QueryCommand({ ...input, ...this.readCapacity })),
+    );
+    this.metrics?.recordRead({
+      operation: "Query",
+      purpose: operation,
+      items: out.Items?.length ?? 0,
+      capacityUnits: unitsOf(out.ConsumedCapacity),
+    });
     return { items: out.Items ?? [], lastKey: out.LastEvaluatedKey };
   }
 
   /**
    * A roster of the listings index (its keys), then its items read consistently, in the roster's
    * order. An entry may outlive its item for a moment (the index is eventually consistent): such
-   * an entry is left out. `attributes`: read only these of each item (see batchGet).
+   * an entry is left out.
    */
-  async readRoster(operation: string, rosterPk: string, attributes?: readonly string[]): Promise<Item[]> {
+  async readRoster(operation: string, rosterPk: string): Promise<Item[]> {
     const keys = await this.queryAll(operation, {
       TableName: this.tableName,
       IndexName: LISTING_INDEX,
@@ -298,7 +318,6 @@ export class DynamoRequests {
     const items = await this.batchGet(
       operation,
       keys.map((k) => tableKey(k)),
-      attributes,
     );
     return items.filter((item): item is Item => item !== undefined);
   }
@@ -321,28 +340,23 @@ export class DynamoRequests {
    * Consistent BatchGetItem, in the order of `keys` (undefined where absent). Unprocessed keys
    * are DynamoDB shedding load in a successful response, which the SDK does not retry: they are
    * asked again under the client's retry strategy, as a throttle (same limit, same backoff).
-   * `attributes`: top-level attributes to read (a projection, which must name `pk` and `sk`), for
-   * readers allowed only those (functions/topology/client-access.ts); @default the whole items.
    */
-  async batchGet(
-    operation: string,
-    keys: readonly Item[],
-    attributes?: readonly string[],
-  ): Promise<(Item | undefined)[]> {
+  async batchGet(operation: string, keys: readonly Item[]): Promise<(Item | undefined)[]> {
     const byKey = new Map<string, Item>();
-    const projection = attributes === undefined ? {} : projectionOf(attributes);
     for (let start = 0; start < keys.length; start += BATCH_GET_MAX) {
       let pending: Item[] = keys.slice(start, start + BATCH_GET_MAX);
       let retry: { strategy: RetryStrategyV2; token: RetryToken } | undefined;
       while (pending.length > 0) {
         const input: BatchGetItemCommandInput = {
-          RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true, ...projection } },
+          RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } },
+          ...this.readCapacity,
         };
         const out = await this.request(operation, () => this.client.send(new BatchGetItemCommand(input)));
         this.metrics?.recordRead({
           operation: "BatchGetItem",
           purpose: operation,
           items: out.Responses?.[this.tableName]?.length ?? 0,
+          capacityUnits: unitsOf(out.ConsumedCapacity),
         });
         for (const item of out.Responses?.[this.tableName] ?? []) byKey.set(keyString(item), item);
         pending = out.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
@@ -382,6 +396,14 @@ export class DynamoRequests {
   }
 }
 
+/** Capacity units a response reports (0 when it reports none). */
+function unitsOf(consumed: ConsumedCapacity | ConsumedCapacity[] | undefined): number {
+  return (Array.isArray(consumed) ? consumed : consumed ? [consumed] : []).reduce(
+    (sum, c) => sum + (c.CapacityUnits ?? 0),
+    0,
+  );
+}
+
 function isRetryStrategyV2(strategy: RetryStrategy | RetryStrategyV2): strategy is RetryStrategyV2 {
   return "acquireInitialRetryToken" in strategy && "refreshRetryTokenForRetry" in strategy;
 }
@@ -391,21 +413,6 @@ export function tableKey(item: Item): Item {
   const sk = item["sk"];
   if (pk === undefined || sk === undefined) throw new Error("index entry without table keys");
   return { pk, sk };
-}
-
-/** `#a0, #a1, …` for the attributes, named apart (a name may be a reserved word). */
-function projectionOf(attributes: readonly string[]): {
-  ProjectionExpression: string;
-  ExpressionAttributeNames: Record<string, string>;
-} {
-  if (!attributes.includes("pk") || !attributes.includes("sk")) {
-    throw new Error(`a projection must read the keys pk and sk, got [${attributes.join(", ")}]`);
-  }
-  const names = attributes.map((_, i) => `#a${i}`);
-  return {
-    ProjectionExpression: names.join(", "),
-    ExpressionAttributeNames: Object.fromEntries(names.map((n, i) => [n, attributes[i]!])),
-  };
 }
 
 function keyString(item: Item): string {

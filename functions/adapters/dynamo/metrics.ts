@@ -1,8 +1,8 @@
 /**
  * Counts what the store sends, so a benchmark can print "DynamoDB requests per session" and
  * where they come from. Every request sent is counted (a cancelled transaction is billed too);
- * write capacity units are summed from `ConsumedCapacity` when the counter asks for it
- * (`new RequestCounter({ capacity: true })`; DynamoDB returns it for successful writes). Each
+ * write and read capacity units are summed from `ConsumedCapacity` when the counter asks for it
+ * (`new RequestCounter({ capacity: true })`; DynamoDB returns it for successful requests). Each
  * request is also counted under its purpose: the store method that sent it ("getSession",
  * "applyWrite", …), which is what docs/performance.md accounts by.
  */
@@ -28,12 +28,14 @@ export interface ReadEvent {
   readonly purpose?: string;
   /** Items returned. */
   readonly items: number;
+  /** Read capacity units consumed, when reported. */
+  readonly capacityUnits?: number;
 }
 
 export interface StoreMetricsSink {
   /**
-   * Ask DynamoDB for each write's consumed capacity (`ReturnConsumedCapacity: INDEXES`), so
-   * `WriteEvent.capacityUnits` is set. Off unless a sink wants it: working it out costs DynamoDB
+   * Ask DynamoDB for each request's consumed capacity (`ReturnConsumedCapacity`), so
+   * `WriteEvent.capacityUnits` and `ReadEvent.capacityUnits` are set. Off unless a sink wants it: working it out costs DynamoDB
    * Local about a sixth of a write's CPU (docs/performance.md, twelfth session).
    */
   readonly capacity?: boolean;
@@ -47,7 +49,8 @@ export interface RequestTally {
 }
 
 export class RequestCounter implements StoreMetricsSink {
-  readonly capacity: boolean;
+  /** Ask for consumed capacity; may be switched on before requests are sent (a benchmark does). */
+  capacity: boolean;
   /** Write requests. */
   operations = 0;
   /** Items written. */
@@ -56,6 +59,8 @@ export class RequestCounter implements StoreMetricsSink {
   /** Failed write requests (conditions, conflicts, throttling) by the store method that sent them. */
   readonly failedByPurpose = new Map<string, number>();
   capacityUnits = 0;
+  /** Read capacity units, summed like `capacityUnits`. */
+  readCapacityUnits = 0;
   readonly byOperation = new Map<WriteOperation, { operations: number; items: number }>();
   readonly reads: RequestTally = { requests: 0, items: 0 };
   readonly readsByOperation = new Map<ReadOperation, RequestTally>();
@@ -86,6 +91,7 @@ export class RequestCounter implements StoreMetricsSink {
   recordRead(event: ReadEvent): void {
     this.reads.requests += 1;
     this.reads.items += event.items;
+    this.readCapacityUnits += event.capacityUnits ?? 0;
     tally(this.readsByOperation, event.operation, event.items);
     tally(this.byPurpose, `read:${event.purpose ?? event.operation}`, event.items);
   }
@@ -96,6 +102,7 @@ export class RequestCounter implements StoreMetricsSink {
     this.failedOperations = 0;
     this.failedByPurpose.clear();
     this.capacityUnits = 0;
+    this.readCapacityUnits = 0;
     this.byOperation.clear();
     this.reads.requests = 0;
     this.reads.items = 0;
