@@ -240,12 +240,13 @@ export function stageEntryWrite({
               return { index: k.index, status: kernelStatus, ...unplacedEnd(transition, nowMs) };
             }
             // The run could never start: each kernel ends FAILED with its own error, if it had one
-            // (or as the run ended: PREEMPTED, WORKER_FAILED when a loss spent the budget).
+            // (or as the loss that spent its budget while BUILDING: PREEMPTED, WORKER_FAILED; the
+            // callback carries the run's index, not its record, so the session's mark says so).
             if (transition.result === "FAILED") {
               return {
                 index: k.index,
                 status: kernelStatus,
-                outcome: transition.run?.outcome ?? AttemptOutcome.FAILED,
+                outcome: transition.run?.outcome ?? session.retry?.budgetSpentBy ?? AttemptOutcome.FAILED,
                 message: k.error ?? transition.message ?? "the run could not start",
                 finishedAtMs: nowMs,
               };

@@ -82,6 +82,11 @@ export class ScriptedAgent {
    * RUNNING, as the real agent's outbox merges a `true` kernel's two reports.
    */
   exitsOnStart: number | undefined = undefined;
+  /**
+   * A start fails before the command runs (spawn failed, no capacity left): an ERROR report
+   * with this message and the agent's `start_failed` category, as the real agent's failRun sends.
+   */
+  startError: string | undefined = undefined;
   readonly held: { readonly command: KernelCommandInput; readonly detail: Record<string, unknown> }[] = [];
   readonly slots = new Map<string, KernelSlot>();
   readonly received: AgentMessage[] = [];
@@ -123,6 +128,11 @@ export class ScriptedAgent {
       }
       case "start":
         if (this.exitsOnStart !== undefined) {
+        if (this.startError !== undefined) {
+          this.slots.set(key, { phase: "ended", command: c });
+          this.report(c, "ERROR", { message: this.startError, failureCategory: "start_failed" });
+          return;
+        }
           this.slots.set(key, { phase: "ended", command: c });
           this.report(c, "TERMINATED", {
             exitCode: this.exitsOnStart,
