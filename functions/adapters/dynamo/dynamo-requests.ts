@@ -305,9 +305,9 @@ export class DynamoRequests {
   /**
    * A roster of the listings index (its keys), then its items read consistently, in the roster's
    * order. An entry may outlive its item for a moment (the index is eventually consistent): such
-   * an entry is left out.
+   * an entry is left out. `attributes`: read only these of each item (see batchGet).
    */
-  async readRoster(operation: string, rosterPk: string): Promise<Item[]> {
+  async readRoster(operation: string, rosterPk: string, attributes?: readonly string[]): Promise<Item[]> {
     const keys = await this.queryAll(operation, {
       TableName: this.tableName,
       IndexName: LISTING_INDEX,
@@ -318,6 +318,7 @@ export class DynamoRequests {
     const items = await this.batchGet(
       operation,
       keys.map((k) => tableKey(k)),
+      attributes,
     );
     return items.filter((item): item is Item => item !== undefined);
   }
@@ -340,15 +341,22 @@ export class DynamoRequests {
    * Consistent BatchGetItem, in the order of `keys` (undefined where absent). Unprocessed keys
    * are DynamoDB shedding load in a successful response, which the SDK does not retry: they are
    * asked again under the client's retry strategy, as a throttle (same limit, same backoff).
+   * `attributes`: top-level attributes to read (a projection, which must name `pk` and `sk`), for
+   * readers allowed only those (functions/topology/client-access.ts); @default the whole items.
    */
-  async batchGet(operation: string, keys: readonly Item[]): Promise<(Item | undefined)[]> {
+  async batchGet(
+    operation: string,
+    keys: readonly Item[],
+    attributes?: readonly string[],
+  ): Promise<(Item | undefined)[]> {
     const byKey = new Map<string, Item>();
+    const projection = attributes === undefined ? {} : projectionOf(attributes);
     for (let start = 0; start < keys.length; start += BATCH_GET_MAX) {
       let pending: Item[] = keys.slice(start, start + BATCH_GET_MAX);
       let retry: { strategy: RetryStrategyV2; token: RetryToken } | undefined;
       while (pending.length > 0) {
         const input: BatchGetItemCommandInput = {
-          RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } },
+          RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true, ...projection } },
           ...this.readCapacity,
         };
         const out = await this.request(operation, () => this.client.send(new BatchGetItemCommand(input)));
@@ -413,6 +421,21 @@ export function tableKey(item: Item): Item {
   const sk = item["sk"];
   if (pk === undefined || sk === undefined) throw new Error("index entry without table keys");
   return { pk, sk };
+}
+
+/** `#a0, #a1, …` for the attributes, named apart (a name may be a reserved word). */
+function projectionOf(attributes: readonly string[]): {
+  ProjectionExpression: string;
+  ExpressionAttributeNames: Record<string, string>;
+} {
+  if (!attributes.includes("pk") || !attributes.includes("sk")) {
+    throw new Error(`a projection must read the keys pk and sk, got [${attributes.join(", ")}]`);
+  }
+  const names = attributes.map((_, i) => `#a${i}`);
+  return {
+    ProjectionExpression: names.join(", "),
+    ExpressionAttributeNames: Object.fromEntries(names.map((n, i) => [n, attributes[i]!])),
+  };
 }
 
 function keyString(item: Item): string {
