@@ -1,14 +1,20 @@
 /**
  * Who may do what on the embedded runtime's endpoints (docs/agents.md, "Identity"): the same
- * split the stack's IAM policies make. Each run makes fresh credentials for three principals:
+ * split the stack's IAM policies make. Each run makes fresh credentials for four principals:
  *
  * - `control-plane`: the functions (in this process): everything.
- * - `client`: the CLI. Puts only client events (EventSource.Client); reads kernel logs.
+ * - `client`: the stack's ClientPolicy. Reads what the CLI shows on the table (agents without
+ *   their signing keys), puts only client events (EventSource.Client), reads kernel logs and the
+ *   executions of the state machines.
+ * - `operator`: ClientPolicy and OperatorPolicy: also writes templates, retry policies, queues
+ *   and the retry configuration. The CLI of the runtime's own user runs as it.
  * - `agent`: `cairn agent` processes. Puts only agent events (EventSource.Agent); receives and deletes on
  *   agent queues; writes kernel log streams.
  *
- * Kernels get none of them: their environment is built from an allow-list (agent/environment.ts).
- * DynamoDB Local has no authentication of its own (issue 11 takes that on).
+ * The table statements are the stack's own (functions/topology/client-access.ts), evaluated by
+ * the DynamoDB gate in front of DynamoDB Local (local/dynamodb-gate), which has no
+ * authentication of its own. Kernels get none of the credentials: their environment is built
+ * from an allow-list (agent/environment.ts).
  */
 import { randomBytes } from "node:crypto";
 import { EventSource } from "../functions/core/events.ts";
@@ -17,6 +23,13 @@ import {
   AGENT_QUEUE_ACTIONS,
   CLIENT_LOG_ACTIONS,
 } from "../functions/topology/access-actions.ts";
+import {
+  CLIENT_EXECUTION_ACTIONS,
+  CLIENT_TABLE_STATEMENTS,
+  OPERATOR_TABLE_STATEMENTS,
+  type TableStatement,
+} from "../functions/topology/client-access.ts";
+import { TABLE_SCHEMA } from "../functions/topology/table-schema.ts";
 import type { AwsAuthOptions, AwsCredential } from "./aws-json/index.ts";
 import { compilePolicy, type PolicyStatement } from "./aws-json/index.ts";
 
@@ -26,11 +39,15 @@ export interface AccessSettings {
   readonly busArn: string;
   readonly agentQueuePrefix: string;
   readonly kernelLogGroup: string;
+  readonly tableName: string;
+  /** The state machines whose executions clients may read. */
+  readonly stateMachineNames: readonly string[];
 }
 
 export interface RuntimeAccess {
   readonly controlPlane: AwsCredential;
   readonly client: AwsCredential;
+  readonly operator: AwsCredential;
   readonly agent: AwsCredential;
   /** For every endpoint's `auth` option. */
   readonly auth: AwsAuthOptions;
@@ -39,25 +56,50 @@ export interface RuntimeAccess {
 export function runtimeAccess(s: AccessSettings): RuntimeAccess {
   const controlPlane = credential("control-plane");
   const client = credential("client");
+  const operator = credential("operator");
   const agent = credential("agent");
   const logGroupArn = `arn:aws:logs:${s.region}:${s.account}:log-group:${s.kernelLogGroup}`;
+  const tableArn = `arn:aws:dynamodb:${s.region}:${s.account}:table/${s.tableName}`;
+  const table = (principals: string[], statement: TableStatement): PolicyStatement => ({
+    sid: statement.sid,
+    principals,
+    actions: [...statement.actions],
+    resources: statement.resources.flatMap((kind) =>
+      kind === "table"
+        ? [tableArn]
+        : TABLE_SCHEMA.globalSecondaryIndexes.map((g) => `${tableArn}/index/${g.indexName}`),
+    ),
+    ...(statement.condition === undefined ? {} : { condition: statement.condition }),
+  });
+  // An operator is a client with more rights: ClientPolicy and OperatorPolicy attached together.
+  const clients = ["client", "operator"];
   const statements: PolicyStatement[] = [
     {
       sid: "ControlPlane",
       principals: ["control-plane"],
-      actions: ["events:*", "sqs:*", "logs:*"],
+      actions: ["events:*", "sqs:*", "logs:*", "dynamodb:*", "states:*"],
       resources: ["*"],
+    },
+    ...CLIENT_TABLE_STATEMENTS.map((st) => table(clients, st)),
+    ...OPERATOR_TABLE_STATEMENTS.map((st) => table(["operator"], st)),
+    {
+      sid: "ClientExecutions",
+      principals: clients,
+      actions: [...CLIENT_EXECUTION_ACTIONS],
+      resources: s.stateMachineNames.map(
+        (name) => `arn:aws:states:${s.region}:${s.account}:execution:${name}:*`,
+      ),
     },
     {
       sid: "ClientEvents",
-      principals: ["client"],
+      principals: clients,
       actions: ["events:PutEvents"],
       resources: [s.busArn],
       conditions: [{ key: "events:source", anyOf: [EventSource.Client] }],
     },
     {
       sid: "ClientLogs",
-      principals: ["client"],
+      principals: clients,
       actions: [...CLIENT_LOG_ACTIONS],
       resources: [logGroupArn, `${logGroupArn}:*`],
     },
@@ -84,9 +126,10 @@ export function runtimeAccess(s: AccessSettings): RuntimeAccess {
   return {
     controlPlane,
     client,
+    operator,
     agent,
     auth: {
-      credentials: [controlPlane, client, agent],
+      credentials: [controlPlane, client, operator, agent],
       authorize: compilePolicy(statements),
       region: s.region,
     },

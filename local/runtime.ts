@@ -41,6 +41,8 @@ import {
   type RecordedProcess,
 } from "./pid-file.ts";
 import { startEdgeServer } from "./edge.ts";
+import { startDynamoDbGate } from "./dynamodb-gate/server.ts";
+import { TABLE_SCHEMA } from "../functions/topology/table-schema.ts";
 import { startSqsServer, type SqsServer } from "./sqs/index.ts";
 import { ecsAuth, logsStoreSink, reapStaleEcsTasks, startEcsServer, type EcsServer } from "./ecs/index.ts";
 import { startLogsServer, type LogsServer } from "./logs/index.ts";
@@ -174,6 +176,8 @@ export interface RuntimeInfo {
   readonly agents: readonly { readonly id: string; readonly workRoot: string; readonly pid: number }[];
   readonly pid: number;
 }
+    /** The client's rights and an operator's (OperatorPolicy): the CLI of the runtime's user. */
+    readonly operator: { readonly accessKeyId: string; readonly secretAccessKey: string };
 
 export interface Runtime {
   readonly info: RuntimeInfo;
@@ -185,6 +189,12 @@ export interface Runtime {
   readonly sqs: SqsServer;
   readonly logs: LogsServer;
   /** The embedded ECS; `ecs.service.interruptSpot(taskArn)` simulates a Fargate Spot interruption. */
+  /**
+   * DynamoDB Local itself, which checks no credentials: the functions' way to the table (and a
+   * test's, to set up or inspect it). Clients are given the gate in front of it,
+   * `info.endpoints.dynamoDb`, which enforces their policies.
+   */
+  readonly tableEndpoint: string;
   readonly ecs: EcsServer;
   /**
    * The account's default bus, where the embedded ECS puts its `ECS Task State Change` events
@@ -336,7 +346,22 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     });
     stops.push(() => eventBridge.close());
     const sqs = await startSqsServer({ region: REGION, account: ACCOUNT, auth: access.auth });
+      tableName,
+      stateMachineNames: STATE_MACHINES.map((m) => m.name),
     stops.push(() => sqs.close());
+    const dynamoGate = await startDynamoDbGate({
+      upstream: dynamo.endpoint,
+      auth: access.auth,
+      layout: {
+        tableArn: (name) => `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/${name}`,
+        partitionKeyOf: (name, index) => {
+          if (name !== tableName) return undefined;
+          if (index === undefined) return TABLE_SCHEMA.partitionKey.name;
+          return TABLE_SCHEMA.globalSecondaryIndexes.find((g) => g.indexName === index)?.partitionKey.name;
+        },
+      },
+    });
+    stops.push(() => dynamoGate.close());
     const logs = await startLogsServer({
       logGroups: [KERNEL_LOG_GROUP],
       region: REGION,
@@ -452,8 +477,9 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     env["AWS_ENDPOINT_URL_SFN"] = sfnServer.endpoint;
     // One port for all of them, as LocalStack's: `cairn --endpoint URL` works against the runtime.
     const edge = await startEdgeServer({
-      dynamodb: dynamo.endpoint,
+      dynamodb: dynamoGate.endpoint,
       events: eventBridge.endpoint,
+      auth: access.auth,
       sqs: sqs.endpoint,
       logs: logs.endpoint,
       states: sfnServer.endpoint,
@@ -542,7 +568,11 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       accessKeyId,
       secretAccessKey,
     });
-    const credentials = { client: keys(access.client), agent: keys(access.agent) };
+    const credentials = {
+      client: keys(access.client),
+      operator: keys(access.operator),
+      agent: keys(access.agent),
+    };
     const workRoot = join(dataDir, "work");
     const runtimeFile = join(dataDir, "runtime.json");
     const agents: AgentProcess[] = [];
@@ -554,7 +584,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         eventBusName: BUS_NAME,
         stateMachineArn: sfnArn,
         endpoints: {
-          dynamoDb: dynamo.endpoint,
+          dynamoDb: dynamoGate.endpoint,
           stepFunctions: sfnServer.endpoint,
           eventBridge: eventBridge.endpoint,
           sqs: sqs.endpoint,
@@ -609,7 +639,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         AWS_REGION: REGION,
         AWS_ACCESS_KEY_ID: access.client.accessKeyId,
         AWS_SECRET_ACCESS_KEY: access.client.secretAccessKey,
-        AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
+        AWS_ENDPOINT_URL_DYNAMODB: dynamoGate.endpoint,
         AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
         AWS_ENDPOINT_URL_SFN: sfnServer.endpoint,
         AWS_ENDPOINT_URL_SQS: sqs.endpoint,
@@ -629,6 +659,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       startAgent,
       stop,
     };
+      tableEndpoint: dynamo.endpoint,
   } catch (error) {
     await stop();
     throw error;

@@ -31,7 +31,7 @@ beforeAll(async () => {
   deployments = new DeploymentItems(
     new DynamoRequests(
       new DynamoDBClient({
-        endpoint: info.endpoints.dynamoDb,
+        endpoint: rt.runtime.tableEndpoint,
         region: info.region,
         credentials: { accessKeyId: "local", secretAccessKey: "local" },
         ...storeRetryConfig(),

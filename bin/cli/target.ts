@@ -76,6 +76,7 @@ const RuntimeFileSchema = z.object({
   credentials: z
     .object({
       client: z.object({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }),
+      operator: z.object({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }).optional(),
       agent: z.object({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }),
     })
     .optional(),
@@ -189,7 +190,9 @@ function localConnection(runtimeFile: string, shards: number | undefined, deps: 
     where: `the local runtime (${runtimeFile})`,
     hint: `is \`npm start\` still running? Otherwise ${hint}`,
     region: info.region,
-    credentials: info.credentials?.client ?? LOCAL_CREDENTIALS,
+    // The runtime's own user operates it: the operator's rights (the stack's ClientPolicy and
+    // OperatorPolicy), or a client's when the file names no operator.
+    credentials: info.credentials?.operator ?? info.credentials?.client ?? LOCAL_CREDENTIALS,
     ...(info.credentials ? { agentCredentials: info.credentials.agent } : {}),
     endpoints: {
       dynamoDb: info.endpoints.dynamoDb,

@@ -13,7 +13,7 @@ export const FILTER_MODULE = "test/fixtures/admission/submission-filter.ts";
 export function templatesOf(rt: TestRuntime): TemplateItems {
   const { info } = rt.runtime;
   const client = new DynamoDBClient({
-    endpoint: info.endpoints.dynamoDb,
+    endpoint: rt.runtime.tableEndpoint,
     region: info.region,
     credentials: { accessKeyId: "local", secretAccessKey: "local" },
   });

@@ -80,7 +80,7 @@ export async function startTestRuntime(
   });
   const { info } = runtime;
   const ddb = new DynamoDBClient({
-    endpoint: info.endpoints.dynamoDb,
+    endpoint: runtime.tableEndpoint,
     region: info.region,
     credentials: CREDENTIALS,
     ...storeRetryConfig(),
