@@ -409,7 +409,8 @@ export async function collectCosts(
     ),
     agentMessages: agentMessages(runtime) - baseline.agentMessages,
     readUnits: w.readCapacityUnits,
-    writeUnits: w.capacityUnits,
+    // AWS bills a transaction's items twice what DynamoDB Local reports for them.
+    writeUnits: w.capacityUnits + w.transactionCapacityUnits,
     functionLogBytes: bench.logs.bytes,
     customMetrics: bench.logs.metrics.size,
     executionsStarted: bench.stepFunctionsCalls.executionsStarted,

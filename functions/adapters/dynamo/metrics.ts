@@ -59,6 +59,12 @@ export class RequestCounter implements StoreMetricsSink {
   /** Failed write requests (conditions, conflicts, throttling) by the store method that sent them. */
   readonly failedByPurpose = new Map<string, number>();
   capacityUnits = 0;
+  /**
+   * The part of `capacityUnits` that transactions reported. DynamoDB Local reports a
+   * transaction's items at one unit per KB, where AWS bills two (docs/data-model.md), so a
+   * benchmark adds this once more to price writes as AWS would.
+   */
+  transactionCapacityUnits = 0;
   /** Read capacity units, summed like `capacityUnits`. */
   readCapacityUnits = 0;
   readonly byOperation = new Map<WriteOperation, { operations: number; items: number }>();
@@ -81,6 +87,7 @@ export class RequestCounter implements StoreMetricsSink {
       this.failedByPurpose.set(purpose, (this.failedByPurpose.get(purpose) ?? 0) + 1);
     }
     this.capacityUnits += event.capacityUnits ?? 0;
+    if (event.operation === "TransactWriteItems") this.transactionCapacityUnits += event.capacityUnits ?? 0;
     const entry = this.byOperation.get(event.operation) ?? { operations: 0, items: 0 };
     entry.operations += 1;
     entry.items += event.items;
@@ -102,6 +109,7 @@ export class RequestCounter implements StoreMetricsSink {
     this.failedOperations = 0;
     this.failedByPurpose.clear();
     this.capacityUnits = 0;
+    this.transactionCapacityUnits = 0;
     this.readCapacityUnits = 0;
     this.byOperation.clear();
     this.reads.requests = 0;
