@@ -55,7 +55,12 @@ export interface AgentHostOptions {
   readonly queueName: string;
   readonly events: EventBridgeClient;
   readonly sqs: SQSClient;
-  /** @default 5000 */
+  /**
+   * How often the agent says it is alive. Each heartbeat is a PutEvents, an SQS message, a
+   * coordinator invocation (and its trace) and table requests: every 30 s an idle agent costs
+   * under a dollar a month, every 5 s six times that (docs/cost.md); three heartbeats fit the
+   * default 90 s liveness window. @default 30000
+   */
   readonly heartbeatMs?: number;
   /** Long-poll wait of each ReceiveMessage, in seconds (0–20). @default 20 */
   readonly waitSeconds?: number;
@@ -78,6 +83,7 @@ export interface AgentHostOptions {
 type State = "registering" | "ready" | "draining" | "stopped";
 
 const REGISTRATION_RESEND_MS = 5_000;
+export const DEFAULT_HEARTBEAT_MS = 30_000;
 
 export class AgentHost {
   readonly agent: LocalAgent;
@@ -238,7 +244,10 @@ export class AgentHost {
     this.#registered.resolve();
     this.#track(this.#sendHeartbeat());
     if (!this.#heartbeat) {
-      this.#heartbeat = setInterval(() => this.#track(this.#sendHeartbeat()), this.#o.heartbeatMs ?? 5_000);
+      this.#heartbeat = setInterval(
+        () => this.#track(this.#sendHeartbeat()),
+        this.#o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+      );
     }
   }
 

@@ -658,7 +658,10 @@ waits until it is READY with that many replicas; exit 1 if it is destroyed first
       ["--memory-mib <N>", "memory it offers, in MiB (default: 90% of this host's memory)"],
       ["--labels <K=V,...>", "labels a spec's nodeSelector can ask for (e.g. gpu=a100,zone=b)"],
       ["--work-root <DIR>", "where kernels' work directories go (default: ./cairn-work)"],
-      ["--heartbeat-seconds <N>", "how often it tells Cairn it is alive (default 5)"],
+      [
+        "--heartbeat-seconds <N>",
+        "how often it tells Cairn it is alive (default 30; the liveness window is 90 on AWS)",
+      ],
       [
         "--drain-grace-seconds <N>",
         "on SIGTERM/SIGINT, how long each kernel gets between SIGTERM and SIGKILL (default 10)",
