@@ -170,31 +170,31 @@ export interface RuntimeInfo {
    */
   readonly credentials: {
     readonly client: { readonly accessKeyId: string; readonly secretAccessKey: string };
+    /** The client's rights and an operator's (OperatorPolicy): the CLI of the runtime's user. */
+    readonly operator: { readonly accessKeyId: string; readonly secretAccessKey: string };
     readonly agent: { readonly accessKeyId: string; readonly secretAccessKey: string };
   };
   /** The agents `npm start` runs (each a `cairn agent` process) and where their kernels' files are. */
   readonly agents: readonly { readonly id: string; readonly workRoot: string; readonly pid: number }[];
   readonly pid: number;
 }
-    /** The client's rights and an operator's (OperatorPolicy): the CLI of the runtime's user. */
-    readonly operator: { readonly accessKeyId: string; readonly secretAccessKey: string };
 
 export interface Runtime {
   readonly info: RuntimeInfo;
   /** Environment for an SDK client (or the CLI) to talk to this runtime. */
   readonly clientEnv: Readonly<Record<string, string>>;
-  readonly stepFunctions: LocalStepFunctions;
-  readonly bus: LocalEventBus;
-  readonly queues: ReadonlyMap<string, LocalQueue>;
-  readonly sqs: SqsServer;
-  readonly logs: LogsServer;
-  /** The embedded ECS; `ecs.service.interruptSpot(taskArn)` simulates a Fargate Spot interruption. */
   /**
    * DynamoDB Local itself, which checks no credentials: the functions' way to the table (and a
    * test's, to set up or inspect it). Clients are given the gate in front of it,
    * `info.endpoints.dynamoDb`, which enforces their policies.
    */
   readonly tableEndpoint: string;
+  readonly stepFunctions: LocalStepFunctions;
+  readonly bus: LocalEventBus;
+  readonly queues: ReadonlyMap<string, LocalQueue>;
+  readonly sqs: SqsServer;
+  readonly logs: LogsServer;
+  /** The embedded ECS; `ecs.service.interruptSpot(taskArn)` simulates a Fargate Spot interruption. */
   readonly ecs: EcsServer;
   /**
    * The account's default bus, where the embedded ECS puts its `ECS Task State Change` events
@@ -339,16 +339,9 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       busArn: bus.arn,
       agentQueuePrefix: AGENT_QUEUE_PREFIX,
       kernelLogGroup: KERNEL_LOG_GROUP,
-    });
-    const eventBridge: EventBridgeServer = await startEventBridgeServer(bus, {
-      port: options.ports?.eventBridge ?? 0,
-      auth: access.auth,
-    });
-    stops.push(() => eventBridge.close());
-    const sqs = await startSqsServer({ region: REGION, account: ACCOUNT, auth: access.auth });
       tableName,
       stateMachineNames: STATE_MACHINES.map((m) => m.name),
-    stops.push(() => sqs.close());
+    });
     const dynamoGate = await startDynamoDbGate({
       upstream: dynamo.endpoint,
       auth: access.auth,
@@ -362,6 +355,13 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       },
     });
     stops.push(() => dynamoGate.close());
+    const eventBridge: EventBridgeServer = await startEventBridgeServer(bus, {
+      port: options.ports?.eventBridge ?? 0,
+      auth: access.auth,
+    });
+    stops.push(() => eventBridge.close());
+    const sqs = await startSqsServer({ region: REGION, account: ACCOUNT, auth: access.auth });
+    stops.push(() => sqs.close());
     const logs = await startLogsServer({
       logGroups: [KERNEL_LOG_GROUP],
       region: REGION,
@@ -472,6 +472,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     stops.push(() => sfn.close());
     const sfnServer: RunningStepFunctionsServer = await startStepFunctionsServer(sfn, {
       port: options.ports?.stepFunctions ?? 0,
+      auth: access.auth,
     });
     stops.push(() => sfnServer.close());
     env["AWS_ENDPOINT_URL_SFN"] = sfnServer.endpoint;
@@ -479,7 +480,6 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     const edge = await startEdgeServer({
       dynamodb: dynamoGate.endpoint,
       events: eventBridge.endpoint,
-      auth: access.auth,
       sqs: sqs.endpoint,
       logs: logs.endpoint,
       states: sfnServer.endpoint,
@@ -646,6 +646,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         AWS_ENDPOINT_URL_CLOUDWATCH_LOGS: logs.endpoint,
         AWS_ENDPOINT_URL_ECS: ecs.endpoint,
       },
+      tableEndpoint: dynamo.endpoint,
       stepFunctions: sfn,
       bus,
       queues,
@@ -659,7 +660,6 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       startAgent,
       stop,
     };
-      tableEndpoint: dynamo.endpoint,
   } catch (error) {
     await stop();
     throw error;
