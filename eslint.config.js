@@ -2,7 +2,9 @@
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", "cdk.out/**", "coverage/**", ".ci/**", ".dependency-cruiser.cjs"] },
+  {
+    ignores: ["node_modules/**", "cdk.out/**", "coverage/**", "dist/**", ".ci/**", ".dependency-cruiser.cjs"],
+  },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
