@@ -2,6 +2,7 @@
 import { describe, expect, test } from "vitest";
 import { parseCommandLine } from "../bin/cli/args.ts";
 import { defaultAgentId } from "../bin/cli/commands/agent.ts";
+import { DEFAULT_HEARTBEAT_MS } from "../agent/host.ts";
 
 function agentOptions(argv: string[]) {
   const invocation = parseCommandLine(["agent", ...argv]);
@@ -10,6 +11,17 @@ function agentOptions(argv: string[]) {
 }
 
 describe("cairn agent options", () => {
+  test("--help gives the heartbeat's default, 30 s, the one the agent uses when none is given", () => {
+    const invocation = parseCommandLine(["agent", "--help"]);
+    if (invocation.kind !== "help") throw new Error(`parsed as ${invocation.kind}`);
+    const line = invocation.text.split("\n").find((l) => l.includes("--heartbeat-seconds"));
+    expect(invocation.text.replace(/\s+/g, " ")).toContain(
+      "how often it tells Cairn it is alive (default 30; the liveness window is 90 on AWS)",
+    );
+    expect(line).toBeDefined();
+    expect(DEFAULT_HEARTBEAT_MS).toBe(30_000);
+  });
+
   test("every option, with units converted", () => {
     expect(
       agentOptions([
