@@ -110,6 +110,7 @@ export function jobView(snapshot: JobSnapshot): JobView {
       tasks: snapshot.tasks.map((t) => t.hpcState),
       ...(job.final ? { final: job.final.state } : {}),
       cancelRequested: false,
+      taskTimedOut: snapshot.tasks.some((t) => t.state === "KILLED" && t.condition === "DeadlineExceeded"),
     }),
     final: snapshot.final,
     replicas: job.spec.replicas,

@@ -134,6 +134,8 @@ export interface JobFacts {
   readonly tasks: readonly HpcState[];
   readonly final?: JobState;
   readonly cancelRequested: boolean;
+  /** A task's own run-time limit (`timeouts.running`) killed it (KILLED, DeadlineExceeded). */
+  readonly taskTimedOut?: boolean;
 }
 
 export const HPC_JOB_TABLE: readonly HpcRow<JobFacts>[] = [
@@ -146,6 +148,11 @@ export const HPC_JOB_TABLE: readonly HpcRow<JobFacts>[] = [
     state: HpcState.Finished,
     when: "the job ended SUCCEEDED",
     matches: ({ final }) => final === JobState.SUCCEEDED,
+  },
+  {
+    state: HpcState.Failed,
+    when: "the job ended KILLED by a task's own run-time limit: that task is Failed, and so is the job",
+    matches: ({ final, taskTimedOut }) => final === JobState.KILLED && taskTimedOut === true,
   },
   {
     state: HpcState.Canceled,

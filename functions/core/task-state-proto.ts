@@ -49,7 +49,11 @@ export const TASK_STATE_PROTO: Readonly<Record<ProtoTaskState, TaskStateProtoRow
   RUNNING: row(TaskState.RUNNING, 3, "the kernel is RUNNING or TERMINATING"),
   SUCCEEDED: row(TaskState.SUCCEEDED, 4, "the kernel's run ended with exit code 0"),
   FAILED: row(TaskState.FAILED, 5, "the kernel's run failed: a non-zero exit code, or it could not start"),
-  KILLED: row(TaskState.KILLED, 6, "the session was cancelled (a user, the job's failure, a parent's end)"),
+  KILLED: row(
+    TaskState.KILLED,
+    6,
+    "the session was cancelled (a user, the job's failure, a parent's end), or its run-time limit hit",
+  ),
   WORKER_FAILED: row(
     TaskState.WORKER_FAILED,
     7,

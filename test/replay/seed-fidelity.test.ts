@@ -12,6 +12,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { readJob } from "../../bin/cli/job-read.ts";
+import { jobView } from "../../bin/cli/job-views.ts";
 import { hpcSessionState } from "../../functions/core/hpc-view.ts";
 import { parseRetryPolicy } from "../../functions/core/retry/policy.ts";
 import { AGENT_TIMEOUT_MS, CAP, replaysClosedAfterEach } from "./harness.ts";
@@ -115,10 +116,13 @@ describe("the run-time limit KILLs (Iris), Failed in HPC Pack's view", () => {
       message: "run-time limit of 30 s (timeouts.running) exceeded",
     });
     expect(hpcSessionState(done.session, done.kernels)).toBe("Failed");
-    expect(await readJob(h.store, "d-001")).toMatchObject({
+    const job = await readJob(h.store, "d-001");
+    expect(job).toMatchObject({
       state: "KILLED",
       reason: "1 task killed: run-time limit of 30 s (timeouts.running) exceeded",
     });
+    // What `cairn job get` shows: Iris's KILLED, HPC Pack's Failed (the task's own limit).
+    expect(jobView(job)).toMatchObject({ state: "KILLED", hpcState: "Failed" });
     const [run] = await h.store.listRuns("d-001");
     expect(run).toMatchObject({ outcome: "KILLED", decision: "finished" });
     expect(run?.reason).toMatch(/KILLED by its run-time limit: not retried/);

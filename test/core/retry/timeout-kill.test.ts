@@ -7,7 +7,7 @@
  * writes an Armada rule (seed 002) on the condition `DeadlineExceeded`.
  */
 import { describe, expect, test } from "vitest";
-import { hpcTaskState } from "../../../functions/core/hpc-view.ts";
+import { hpcJobState, hpcTaskState } from "../../../functions/core/hpc-view.ts";
 import { deriveJobState, jobTasks, newJob } from "../../../functions/core/jobs.ts";
 import { kernelReportPatch } from "../../../functions/core/kernel-reports.ts";
 import {
@@ -123,5 +123,11 @@ describe("how a timed-out task reads", () => {
   test("HPC Pack: the task is Failed (cancelled for exceeding its run time), even when it exited 0", () => {
     expect(hpcTaskState(ended.session, ended.kernels[0]!)).toBe("Failed");
     expect(sessionResult(ended)).toBe("failed");
+  });
+
+  test("HPC Pack: the job of a task its own limit killed is Failed; one cancelled (or past its job limit) Canceled", () => {
+    const facts = { tasks: ["Failed" as const], final: "KILLED" as const, cancelRequested: false };
+    expect(hpcJobState({ ...facts, taskTimedOut: true })).toBe("Failed");
+    expect(hpcJobState(facts)).toBe("Canceled");
   });
 });
