@@ -15,6 +15,7 @@ import type {
   SessionStatusChangedDetailInput,
 } from "./event-types.ts";
 import type { SessionWithKernels, StageTransition } from "../core/model.ts";
+import type { ObservedExecution } from "../core/repair.ts";
 import type { SubmissionFilterRequest } from "../core/submission-filter.ts";
 
 export interface Clock {
@@ -24,11 +25,7 @@ export interface Clock {
 export const systemClock: Clock = { nowMs: () => Date.now() };
 
 /** A lifecycle execution as DescribeExecution reports it (AWS's statuses). */
-export interface ExecutionState {
-  readonly status: "RUNNING" | "SUCCEEDED" | "FAILED" | "TIMED_OUT" | "ABORTED" | "PENDING_REDRIVE";
-  readonly error?: string;
-  readonly cause?: string;
-}
+export type ExecutionState = ObservedExecution;
 
 /** A lifecycle execution's input (statemachines/session-lifecycle.asl.json). */
 export interface ExecutionInput {

@@ -6,8 +6,8 @@
  *
  * The sweep looks at sessions whose stage was entered more than a minute ago (a page per status
  * at most every 10 s, continuing where the previous page left off) and asks Step Functions about each
- * one's execution:
- * - RUNNING: nothing to do;
+ * one's execution; what to do is core/repair.ts's decision:
+ * - RUNNING or PENDING_REDRIVE (a redrive under way): nothing to do;
  * - no execution, and the session never entered a stage: the start never happened; it is sent now;
  * - otherwise: the session is ended with the reason — CANCELLED before it started, TERMINATED
  *   after — through the same stage entry the execution uses (its kernels are stopped, its
@@ -18,13 +18,13 @@
  */
 import type { Session } from "../core/model.ts";
 import type { AgentRepository, SessionRepository } from "../core/ports/session-store.ts";
-import { STAGES } from "../core/handlers.ts";
-import { isWaitingStatus, SessionStatus, WAITING_SESSION_STATUSES } from "../core/status.ts";
+import { repairDecision, type RepairDecision } from "../core/repair.ts";
+import { WAITING_SESSION_STATUSES, type SessionStatus } from "../core/status.ts";
 import { errorMessage } from "./lifecycle/handler.ts";
 import { enterStage, StageEntryError } from "./enter-stage.ts";
 import type { KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
-import type { Clock, EventsPort, ExecutionState, LifecycleExecutionsPort } from "./ports.ts";
+import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
 
 export interface RepairDeps {
   /** Agents: the stage entry it ends a session with releases the session's capacity. */
@@ -104,26 +104,28 @@ export class Repair {
 
   async #check(session: Session): Promise<RepairAction | undefined> {
     const execution = await this.#d.executions.describe!(session.executionName);
-    if (execution?.status === "RUNNING") return undefined;
-    if (execution === undefined && neverEntered(session)) {
-      await this.#d.executions.start(session.id, {
-        sessionId: session.id,
-        timeouts: { ...session.spec.timeouts },
-        known: null,
-      });
-      this.#d.log.warn("started a session's missing execution", { sessionId: session.id });
-      return { kind: "started" };
+    const decision = repairDecision(session, execution);
+    switch (decision.kind) {
+      case "leave":
+        return undefined;
+      case "start":
+        await this.#d.executions.start(session.id, {
+          sessionId: session.id,
+          timeouts: { ...session.spec.timeouts },
+          known: null,
+        });
+        this.#d.log.warn("started a session's missing execution", { sessionId: session.id });
+        return { kind: "started" };
+      case "end":
+        return this.#end(session, decision);
     }
-    return this.#end(session, strandedReason(session, execution));
   }
 
   /** Ends the session the way its execution would have, recording why. */
-  async #end(session: Session, reason: string): Promise<RepairAction | undefined> {
-    const from = session.status;
-    if (!isWaitingStatus(from)) return undefined;
-    // As a cancel would: nothing ran yet → CANCELLED; a run was under way → TERMINATED.
-    const to =
-      STAGES[from].onCancel === SessionStatus.CANCELLED ? SessionStatus.CANCELLED : SessionStatus.TERMINATED;
+  async #end(
+    session: Session,
+    { from, to, reason }: Extract<RepairDecision, { kind: "end" }>,
+  ): Promise<RepairAction | undefined> {
     const { store, events, commands, clock, log, terminationGraceMs } = this.#d;
     try {
       await enterStage(
@@ -143,25 +145,4 @@ export class Repair {
     log.warn("ended a session without a live execution", { sessionId: session.id, to, reason });
     return { kind: "ended", status: to, reason };
   }
-}
-
-/** A session its execution never touched: created, its first PENDING entry (SUBMITTED) never recorded. */
-function neverEntered(session: Session): boolean {
-  return (
-    session.status === SessionStatus.PENDING &&
-    session.stage.taskToken === undefined &&
-    session.lastHistory === undefined
-  );
-}
-
-function strandedReason(session: Session, execution: ExecutionState | undefined): string {
-  const name = session.executionName;
-  if (execution === undefined) {
-    return `its lifecycle execution ${name} does not exist: ended by the sweep's repair`;
-  }
-  const why = [execution.error, execution.cause].filter((s) => s !== undefined && s !== "").join(": ");
-  return (
-    `its lifecycle execution ${name} is ${execution.status}${why === "" ? "" : ` (${why.slice(0, 512)})`} ` +
-    `while the session was ${session.status}: ended by the sweep's repair`
-  );
 }
