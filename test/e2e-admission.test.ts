@@ -246,3 +246,59 @@ describe("through the CLI", () => {
     expect(job?.spec.timeouts.running).toBe(600);
   }, 120_000);
 });
+
+describe("a Session Submitted carrying a service binding, sent by a client", () => {
+  // What a deployment's replica carries; any client can put it on the bus with its own event.
+  const binding = (routeId: string, deploymentId = routeId.replace(/-r\d+$/, "")) => ({
+    deploymentId,
+    routeId,
+    probe: { path: "/", intervalSeconds: 5, timeoutSeconds: 2 },
+  });
+
+  test("is validated against its template like any submission: cpu 4 under small (max 2) ends Failed", async () => {
+    const id = `${newId("svc-cpu")}-r0`;
+    await rt.submit({
+      sessionId: id,
+      spec: { name: "svc-cpu", template: "small", resources: { cpu: 4 }, command: ["/bin/true"] },
+      service: binding(id),
+    });
+    const ended = await waitForJobEnd(rt, id);
+    const reason =
+      "failed validation against job template small: resources.cpu: must be at most 2 (template small), got 4";
+    expect(ended.job.final).toMatchObject({ state: "FAILED", reason });
+    const [only] = ended.sessions;
+    expect(only?.kernels.map((k) => [k.status, k.startedAtMs])).toEqual([["TERMINATED", undefined]]);
+    // Still bound to its route, so a deployment reads why its replica never started.
+    expect(only?.session.service?.routeId).toBe(id);
+  }, 60_000);
+
+  test("goes through the submission filter: a name the filter rejects never runs", async () => {
+    const id = `${newId("svc-filtered")}-r0`;
+    await rt.submit({
+      sessionId: id,
+      spec: { name: "reject-me", command: ["/bin/true"] },
+      service: binding(id),
+    });
+    const ended = await waitForJobEnd(rt, id);
+    expect(ended.job.final).toMatchObject({
+      state: "FAILED",
+      reason: `rejected by the submission filter: no jobs named reject-me on this cluster (job ${id})`,
+    });
+    expect(ended.sessions[0]?.kernels[0]?.startedAtMs).toBeUndefined();
+  }, 60_000);
+
+  test("naming a route the session is not named after is refused with the reason", async () => {
+    const id = newId("svc-other");
+    await rt.submit({
+      sessionId: id,
+      spec: { name: "svc-other", command: ["/bin/true"] },
+      service: binding("victim-r0"),
+    });
+    await expect
+      .poll(async () => (await rt.store.listRejections(id)).map((r) => r.reason), { timeout: 30_000 })
+      .toEqual([
+        `detail.service.routeId: a replica is one session named like its route (victim-r0); this submission makes session ${id}`,
+      ]);
+    expect(await rt.store.getSession(id)).toBeUndefined();
+  }, 60_000);
+});

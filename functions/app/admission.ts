@@ -8,13 +8,16 @@
  * already ended and its final state FAILED, the reason listing every violated field, so `cairn
  * get`, `cairn job get` and `submit --wait` show why.
  *
+ * Every submission comes through here, a deployment's replicas too: whoever sent it, a spec that
+ * breaks its template or that the filter refuses never runs.
+ *
  * Templates are read through a short cache, as the retry catalog is (retry-catalog.ts). A
  * submission whose job is stored already (a redelivered event) is validated again but not
  * filtered: the filter is asked once per job.
  */
 import { MAX_MESSAGE_LENGTH } from "../core/events.ts";
 import { DEFAULT_QUEUE } from "../core/coordinator/inbound.ts";
-import type { Job, Queue, SessionSpec, SessionWithKernels } from "../core/model.ts";
+import type { Job, Queue, ServiceBinding, SessionSpec, SessionWithKernels } from "../core/model.ts";
 import { newJob } from "../core/jobs.ts";
 import type { JobRepository, SessionRepository } from "../core/ports/session-store.ts";
 import type { TemplateRepository } from "../core/ports/template-store.ts";
@@ -68,11 +71,9 @@ export type AdmissionPlan =
       readonly reason: string;
       /** The job as stored when the plan was made (a redelivered submission's). */
       readonly stored: Job | undefined;
+      /** A replica's route: its ended session still backs it, so the deployment reads why. */
+      readonly service?: ServiceBinding;
     };
-
-function failing(jobId: string, spec: SessionSpec, reason: string, stored: Job | undefined): AdmissionPlan {
-  return { kind: "fail", jobId, spec, reason, stored };
-}
 
 export class Admission {
   readonly #d: AdmissionDeps;
@@ -86,16 +87,35 @@ export class Admission {
    * Admits a submission: `written` is its spec as the submitter wrote it (before any default),
    * `queued` the spec as the inbound rules queued it (their defaults and the queue's priority).
    */
-  async admit(jobId: string, written: unknown, queued: SessionSpec): Promise<Admitted> {
-    return this.settle(await this.plan(jobId, written, queued));
+  async admit(
+    jobId: string,
+    written: unknown,
+    queued: SessionSpec,
+    service?: ServiceBinding,
+  ): Promise<Admitted> {
+    return this.settle(await this.plan(jobId, written, queued, service));
   }
 
   /**
    * What admission decides, before anything is written: reads, validation and the filter's
    * answer. Plans of different jobs may be made at once (the filter's call is the slow part);
    * `settle` then writes what each decided (different new jobs at once, Coordinator#submitAhead).
+   * `service`: the route a deployment's replica backs.
    */
-  async plan(jobId: string, written: unknown, queued: SessionSpec): Promise<AdmissionPlan> {
+  async plan(
+    jobId: string,
+    written: unknown,
+    queued: SessionSpec,
+    service?: ServiceBinding,
+  ): Promise<AdmissionPlan> {
+    const failing = (spec: SessionSpec, reason: string, stored: Job | undefined): AdmissionPlan => ({
+      kind: "fail",
+      jobId,
+      spec,
+      reason,
+      stored,
+      ...(service !== undefined ? { service } : {}),
+    });
     // The job as stored (a redelivered submission's), read only where it decides something: the
     // filter is asked once per job, and a failure of an admitted job is not recorded. A new job
     // that passes with no filter costs no read here.
@@ -107,7 +127,7 @@ export class Admission {
     let spec = checked.ok ? checked.spec : undefined;
     if (spec !== undefined && this.#d.filter !== undefined && (await storedJob()) === undefined) {
       const verdict = await this.#ask(jobId, spec, templateName);
-      if (verdict.kind === "reject") return failing(jobId, spec, verdict.reason, await storedJob());
+      if (verdict.kind === "reject") return failing(spec, verdict.reason, await storedJob());
       if (verdict.kind === "modify") {
         // The modified spec is validated again, against the template it names.
         const again = await this.#template(templateNameOf(verdict.spec));
@@ -118,14 +138,13 @@ export class Admission {
             templateNameOf(verdict.spec),
             checked.issues,
           )}`;
-          return failing(jobId, checked.spec ?? queued, reason, await storedJob());
+          return failing(checked.spec ?? queued, reason, await storedJob());
         }
       }
     }
     if (!checked.ok || spec === undefined) {
       const issues = checked.ok ? [] : checked.issues;
       return failing(
-        jobId,
         (!checked.ok && checked.spec) || queued,
         validationFailureReason(templateName, issues),
         await storedJob(),
@@ -138,7 +157,7 @@ export class Admission {
         path: "queue",
         message: `no queue named "${spec.queue}" (create it with \`cairn queue create\`)`,
       };
-      return failing(jobId, spec, validationFailureReason(templateName, [issue]), undefined);
+      return failing(spec, validationFailureReason(templateName, [issue]), undefined);
     }
     const priority = queue && queue.priority !== 0 ? spec.priority + queue.priority : spec.priority;
     return { kind: "admitted", spec: priority === spec.priority ? spec : { ...spec, priority } };
@@ -147,7 +166,7 @@ export class Admission {
   /** Carries a plan out: a failure is stored (the job ended FAILED); an admission is as planned. */
   settle(plan: AdmissionPlan): Promise<Admitted> {
     if (plan.kind !== "fail") return Promise.resolve(plan);
-    return this.#fail(plan.jobId, plan.spec, plan.reason, plan.stored);
+    return this.#fail(plan);
   }
 
   async #ask(jobId: string, spec: SessionSpec, template: string) {
@@ -209,7 +228,13 @@ export class Admission {
    * Stores the job with its sessions already ended (TERMINATED, never started: HPC Failed) and
    * its final state FAILED with `reason`. Idempotent: a repeat finds them stored and writes nothing.
    */
-  async #fail(jobId: string, spec: SessionSpec, reason: string, stored: Job | undefined): Promise<Admitted> {
+  async #fail({
+    jobId,
+    spec,
+    reason,
+    stored,
+    service,
+  }: Extract<AdmissionPlan, { kind: "fail" }>): Promise<Admitted> {
     const { store, clock, log } = this.#d;
     if (stored?.final) return { kind: "failed", reason: stored.final.reason };
     if (stored && (await this.#admittedBefore(stored))) {
@@ -220,7 +245,7 @@ export class Admission {
     // Without its parent: a job that never ran is no one's child (and its parent may not exist).
     const { parent: _parent, ...own } = spec;
     const job = stored ?? newJob(jobId, own, nowMs);
-    const sessions = job.sessionIds.map((id, index) => endedSession(job, id, index, reason, nowMs));
+    const sessions = job.sessionIds.map((id, index) => endedSession(job, id, index, reason, nowMs, service));
     // A repeat finishes what an interrupted first attempt left (each write is idempotent).
     if (stored || !(await store.createJobWithSessions(job, sessions)).created) {
       await store.createJob(job);
@@ -249,6 +274,7 @@ function endedSession(
   index: number,
   reason: string,
   nowMs: number,
+  service: ServiceBinding | undefined,
 ): SessionWithKernels {
   const fresh = newSession(id, taskSpec(job.spec), nowMs);
   return {
@@ -260,6 +286,7 @@ function endedSession(
       ...(jobSettings(job.spec).coscheduled
         ? {}
         : { task: { jobId: job.id, index, count: job.spec.replicas } }),
+      ...(service !== undefined ? { service } : {}),
     },
     kernels: fresh.kernels.map((k) => ({
       ...k,

@@ -1014,22 +1014,25 @@ export class Coordinator {
   }
 
   /**
-   * One submission: validated against its job template and filtered (issue 16) in one place,
-   * whatever made it (a deployment's replica is the control plane's own and is not), then its
-   * job and sessions stored and their executions started.
+   * One submission: validated against its job template and filtered in one place, whatever made
+   * it. A deployment's replica is no exception: a `service` binding is a field of the event any
+   * client may send, so it can vouch for nothing, and a replica's spec obeys the templates and
+   * the filter like every other. Then its job and sessions are stored and their executions started.
    */
   async #submit(
     action: Extract<EventAction, { kind: "submit" }>,
     admissions: ReadonlyMap<number, Promise<AdmissionPlan>>,
     written: ReadonlyMap<string, unknown>,
   ): Promise<SubmitOutcome> {
-    const admitted =
-      action.service !== undefined
-        ? { kind: "admitted" as const, spec: action.spec }
-        : await this.#admission.settle(
-            await (admissions.get(action.index) ??
-              this.#admission.plan(action.jobId, written.get(action.eventId) ?? action.spec, action.spec)),
-          );
+    const admitted = await this.#admission.settle(
+      await (admissions.get(action.index) ??
+        this.#admission.plan(
+          action.jobId,
+          written.get(action.eventId) ?? action.spec,
+          action.spec,
+          action.service,
+        )),
+    );
     return admitted.kind === "admitted"
       ? this.#jobs.submit(action.jobId, admitted.spec, action.service)
       : // Stored, ended FAILED: applied, and nothing to look at.
@@ -1040,8 +1043,8 @@ export class Coordinator {
    * The batch's new jobs, stored and started at once rather than one after another, which would
    * pace intake at one job per round trip: each writes only its own job and sessions. Those whose
    * admission was planned ahead (a job's first submission in the batch) and that name no parent
-   * go ahead; a repeat, a child (its parent may be another submission of the batch) and a
-   * replica are submitted in their turn, after every submission before them.
+   * go ahead; a repeat and a child (its parent may be another submission of the batch) are
+   * submitted in their turn, after every submission before them.
    */
   #submitAhead(
     actions: readonly EventAction[],
@@ -1075,10 +1078,10 @@ export class Coordinator {
     const jobs = new Set<string>();
     const limit = pLimit(ADMISSION_CONCURRENCY);
     for (const action of actions) {
-      if (action.kind !== "submit" || action.service !== undefined || jobs.has(action.jobId)) continue;
+      if (action.kind !== "submit" || jobs.has(action.jobId)) continue;
       jobs.add(action.jobId);
       const spec = written.get(action.eventId) ?? action.spec;
-      const plan = limit(() => this.#admission.plan(action.jobId, spec, action.spec));
+      const plan = limit(() => this.#admission.plan(action.jobId, spec, action.spec, action.service));
       // Awaited in its action's turn; a failure is that action's (redelivered), never unhandled.
       plan.catch(() => undefined);
       plans.set(action.index, plan);

@@ -7,7 +7,8 @@
 import { DetailType, type InboundEvent, type KernelStatusChangedDetail } from "../events.ts";
 import { poolIdRefusal } from "../fargate-pool.ts";
 import type { Queue, SessionSpec, SessionWithKernels } from "../model.ts";
-import type { ServiceBinding } from "../service-binding.ts";
+import { jobSessionIds } from "../jobs.ts";
+import { parseRouteId, type ServiceBinding } from "../service-binding.ts";
 import { sessionPlacement } from "../sessions.ts";
 import { SESSION_STATUSES, SessionStatus, TERMINAL_SESSION_STATUSES } from "../status.ts";
 import { submissionSizeIssue } from "../submission-size.ts";
@@ -167,6 +168,32 @@ export interface EventsEffects {
 }
 
 /** The id a submission's job gets: its own, or one made from the event's. */
+/**
+ * Why a submission's `service` binding cannot be a deployment's, or undefined when it can. A
+ * deployment submits each replica as one session named like its route (`<deployment>-r<index>`),
+ * and agents' health reports are taken for the route the session's binding names: a binding on
+ * another id, or on a job of several sessions, would let a session speak for a route it does not
+ * back.
+ */
+export function serviceBindingRefusal(
+  jobId: string,
+  spec: SessionSpec,
+  service: ServiceBinding,
+): string | undefined {
+  const route = parseRouteId(service.routeId);
+  if (route === undefined || route.deploymentId !== service.deploymentId) {
+    return `detail.service.deploymentId: route ${service.routeId} is not a route of deployment ${service.deploymentId}`;
+  }
+  const sessions = jobSessionIds(jobId, spec);
+  if (sessions.length !== 1 || sessions[0] !== service.routeId) {
+    return (
+      `detail.service.routeId: a replica is one session named like its route (${service.routeId}); ` +
+      `this submission makes ${sessions.length === 1 ? `session ${sessions[0]}` : `${sessions.length} sessions`}`
+    );
+  }
+  return undefined;
+}
+
 export function submissionId(
   event: Extract<InboundEvent, { detailType: typeof DetailType.SessionSubmitted }>,
 ): string {
@@ -253,6 +280,8 @@ function inboundAction(index: number, event: InboundEvent, input: EventsInput): 
       // A spec whose kernel commands could never be sent is refused now, not stranded later.
       const tooLarge = submissionSizeIssue(event.detail.sessionId, spec);
       if (tooLarge) return refuse(`detail.${tooLarge.path}: ${tooLarge.message}`);
+      const binding = event.detail.service && serviceBindingRefusal(id, spec, event.detail.service);
+      if (binding) return refuse(binding);
       const queue = input.queues.get(spec.queue);
       if (!queue && spec.queue !== DEFAULT_QUEUE && !input.existingJobs.has(id)) {
         return refuse(
