@@ -25,6 +25,10 @@ export const AWS_PRICES = {
   dynamoDbPerWriteUnit: 0.625 / 1_000_000,
   /** aws.amazon.com/dynamodb/pricing/on-demand: $0.125 per million read request units (4 KB strongly consistent). */
   dynamoDbPerReadUnit: 0.125 / 1_000_000,
+  /** aws.amazon.com/dynamodb/pricing/on-demand: table storage, $0.25 per GB-month (beyond the first 25 GB). */
+  dynamoDbStoragePerGbMonth: 0.25,
+  /** aws.amazon.com/dynamodb/pricing/on-demand: continuous backups (point-in-time recovery), $0.20 per GB-month. */
+  dynamoDbPitrPerGbMonth: 0.2,
   /** aws.amazon.com/cloudwatch/pricing: logs ingested (standard class, and vended logs' first tier), $0.50 per GB. */
   logsPerGbIngested: 0.5,
   /** aws.amazon.com/xray/pricing: $5.00 per million traces recorded. */

@@ -13,8 +13,9 @@
  *   common: [--agent-cpu 512] [--concurrency 8] [--timeout-seconds 1200] [--verbose]
  *           [--heartbeat-seconds 2] [--sweep-seconds 5]
  *     The bench's agents heartbeat every 2 s and its sweep runs every 5 s, more often than a
- *     user's (`cairn agent` 5 s, the sweep 60 s): the figures since issue 12 began are measured
- *     so. `--heartbeat-seconds 5 --sweep-seconds 60` measures with the defaults instead.
+ *     user's (`cairn agent` 30 s, the sweep 60 s): the figures since issue 12 began are measured
+ *     so. `--heartbeat-seconds 30 --sweep-seconds 60` measures with the defaults instead, as the
+ *     AWS price at the end of the output should be read.
  *   [--warm-up 0]
  *     Runs that many of the scenario's units (sessions, gangs) to their end first, unmeasured,
  *     so the measured burst meets a runtime whose DynamoDB Local has already compiled its hot
