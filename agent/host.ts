@@ -16,6 +16,9 @@
  * - Draining (SIGTERM/SIGINT): stop taking commands, say so in a heartbeat (no new placements),
  *   stop every kernel with its grace period (each ends WORKER_FAILED: retried elsewhere under
  *   the preemption budget), report every end, then exit.
+ * - Reconciliation: each heartbeat lists the kernel processes the agent runs; the control plane
+ *   answers `ended` with those it considers ended, and the agent stops each one still running at
+ *   that run and placement (a kernel cannot outlive its session by more than a heartbeat).
  * - At start, kernels an earlier process of this agent left running (it was killed with
  *   SIGKILL; kernels run in their own process groups) are found by their environment and
  *   stopped: the control plane has already given them up.
@@ -34,12 +37,19 @@ import {
   AgentMessageType,
   parseAgentMessage,
   type CommandMessage,
+  type EndedMessage,
   type KernelCommand,
 } from "../functions/core/agent-protocol.ts";
-import { DetailType, toPutEventsEntry, withPassed, type EventDetailInput } from "../functions/core/events.ts";
+import {
+  DetailType,
+  MAX_HEARTBEAT_RUNS,
+  toPutEventsEntry,
+  withPassed,
+  type EventDetailInput,
+} from "../functions/core/events.ts";
 import { signDetail } from "../functions/topology/agent-signature.ts";
 import { EventOutbox } from "./event-outbox.ts";
-import { LocalAgent } from "./local-agent.ts";
+import { LocalAgent, type LocalAgentOptions } from "./local-agent.ts";
 import { LogShipper } from "./log-shipper.ts";
 import { ReportHold } from "./report-hold.ts";
 import type { RouteHealthReport } from "./replica-health.ts";
@@ -76,6 +86,8 @@ export interface AgentHostOptions {
   readonly log: (line: string) => void;
   /** Where kernel output goes (CloudWatch Logs, one stream per run); absent: work files only. */
   readonly kernelLogs?: { readonly client: CloudWatchLogsClient; readonly logGroupName: string };
+  /** Run kernels as this unprivileged user (LocalAgentOptions.kernelUser). */
+  readonly kernelUser?: LocalAgentOptions["kernelUser"];
   /** The kernel runner; built from the options above when absent. */
   readonly agent?: LocalAgent;
 }
@@ -123,6 +135,7 @@ export class AgentHost {
         onReport: (report) => this.#track(this.#report(report)),
         onRouteHealth: (report) => this.#reportRouteHealth(report),
         warn: (message, error) => options.log(`agent ${options.id}: ${message}${describeError(error)}`),
+        ...(options.kernelUser === undefined ? {} : { kernelUser: options.kernelUser }),
         info: (message) => options.log(`agent ${options.id}: ${message}`),
       });
     this.shipper =
@@ -338,6 +351,31 @@ export class AgentHost {
       this.#o.log(
         `agent ${this.#o.id}: refused ${what}: it was meant for incarnation ${message.incarnation}, not ${this.#incarnation}`,
       );
+      case AgentMessageType.ended:
+        return this.#onEnded(message);
+    }
+  }
+
+  /**
+   * Reconciliation: Cairn considers these runs ended (their session ended, the run was replaced,
+   * the kernel was reported ended) while this agent still runs them. Each one still running at
+   * that run and placement is stopped, and its end reported as every end is.
+   */
+  #onEnded(message: EndedMessage): void {
+    if (message.incarnation !== this.#incarnation || this.#state !== "ready") return;
+    for (const run of message.runs) {
+      const what = `${run.sessionId}/${run.kernelIndex} run ${run.runIndex} placement ${run.placement}`;
+      this.#track(
+        this.agent
+          .stopRun(run, {
+            graceMs: this.#o.drainGraceMs ?? 10_000,
+            reason: `stopped by agent ${this.#o.id}: Cairn considers it ended: ${run.reason}`,
+          })
+          .then((stopped) => {
+            if (stopped)
+              this.#o.log(`agent ${this.#o.id}: stopped ${what}: Cairn considers it ended: ${run.reason}`);
+          }),
+      );
       return;
     }
     if (this.#state !== "ready") {
@@ -468,11 +506,23 @@ export class AgentHost {
       incarnation: this.#incarnation,
       capacity: { cpu: this.#o.capacity.cpu, memoryMiB: this.#o.capacity.memoryMiB },
       ...(this.#state === "draining" ? { draining: true } : {}),
-      running: this.agent.running().length,
+      running: running.length,
+      // Its processes, so the control plane can name the ones it considers ended (reconciliation).
+      ...(runs.length > 0 ? { runs } : {}),
       atMs: Date.now(),
       signature: "",
     };
     await this.#put(
+    const running = this.agent.running();
+    const runs = running
+      .filter((k) => !k.stopping)
+      .slice(0, MAX_HEARTBEAT_RUNS)
+      .map(({ sessionId, kernelIndex, runIndex, placement }) => ({
+        sessionId,
+        kernelIndex,
+        runIndex,
+        placement,
+      }));
       toPutEventsEntry(this.#o.busName, DetailType.AgentHeartbeat, {
         ...detail,
         signature: signDetail(key, DetailType.AgentHeartbeat, detail),

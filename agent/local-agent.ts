@@ -47,6 +47,7 @@ import { ReplicaProbes, replicaPort, type RouteHealthSink } from "./replica-heal
 import { DEFAULT_LOG_CAP_BYTES, MIN_LOG_CAP_BYTES, RunLogWriter, type CapturedLine } from "./log-capture.ts";
 import { followCombinedLog, readCombinedLog, streamCombinedLog } from "./log-reader.ts";
 import { capUtf8, readTerminationMessage, TERMINATION_MESSAGE_MAX_BYTES } from "./termination-log.ts";
+import { asKernelUser, prepareKernelUserDirs, type KernelUser } from "./kernel-user.ts";
 import type {
   AgentCapacity,
   AgentCondition,
@@ -108,6 +109,11 @@ export interface LocalAgentOptions {
   readonly workDirRetentionMs?: number;
   /** How often the retention sweep looks at (a bounded number of) run directories. @default 60000 */
   readonly workDirSweepMs?: number;
+  /**
+   * Run every kernel as this unprivileged user, switched to by `setpriv` at the kernel's exec
+   * (kernel-user.ts); the agent must run as root. Absent: kernels run as the agent's user.
+   */
+  readonly kernelUser?: { readonly user: KernelUser; readonly setpriv: string };
   /** Start-up facts, such as the containment mode. @default console.info */
   readonly info?: (message: string) => void;
 }
@@ -177,6 +183,7 @@ export class LocalAgent {
   private readonly pipeDrainMs: number;
   private readonly logCapBytes: number;
   private readonly containment: Containment;
+  private readonly kernelUser: LocalAgentOptions["kernelUser"];
   private readonly sweeper: WorkDirSweeper | undefined;
   /** Probers of the running deployment replicas; absent without `onRouteHealth`. */
   private readonly replicas: ReplicaProbes | undefined;
@@ -223,6 +230,7 @@ export class LocalAgent {
     this.memoryPollMs = checkPositive("memoryPollMs", options.memoryPollMs ?? 100);
     this.clock = options.clock ?? Date.now;
     this.baseEnv = options.baseEnv ?? process.env;
+    this.kernelUser = options.kernelUser;
     this.warn =
       options.warn ?? ((message, error) => console.warn(`[agent ${this.id}] ${message}`, error ?? ""));
     this.followPollMs = checkPositive("followPollMs", options.followPollMs ?? 250);
@@ -331,6 +339,33 @@ export class LocalAgent {
     await this.stopSlot(key, graceMs, options);
   }
 
+  /**
+   * Stops the kernel like `stop`, only if its live process is exactly this run and placement:
+   * what the control plane says has ended must not stop a later run of the same kernel. Resolves
+   * false (at once) when no such process runs.
+   */
+  async stopRun(
+    run: {
+      readonly sessionId: string;
+      readonly kernelIndex: number;
+      readonly runIndex: number;
+      readonly placement: number;
+    },
+    options: StopOptions = {},
+  ): Promise<boolean> {
+    const slot = this.slots.get(kernelKey(run.sessionId, run.kernelIndex));
+    if (
+      slot?.phase !== "running" ||
+      slot.exitSeen ||
+      slot.launch.runIndex !== run.runIndex ||
+      (slot.launch.placement ?? 0) !== run.placement
+    ) {
+      return false;
+    }
+    await this.stop(run.sessionId, run.kernelIndex, options);
+    return true;
+  }
+
   /** Stops every kernel; resolves when all have exited. */
   async stopAll(options: StopOptions = {}): Promise<void> {
     await Promise.all(
@@ -382,6 +417,7 @@ export class LocalAgent {
         sessionId: launch.sessionId,
         kernelIndex: launch.kernelIndex,
         runIndex: launch.runIndex,
+        placement: launch.placement ?? 0,
         pid: slot.pid,
         cpu: launch.cpu,
         memoryMiB: launch.memoryMiB,
@@ -510,10 +546,13 @@ export class LocalAgent {
     const paths = runLogPaths(this.workRoot, launch.sessionId, launch.kernelIndex, launch.runIndex);
     let executable: string;
     let port: number | undefined;
+    let cwd = paths.workDir;
     try {
       await this.makeWorkDir(paths.workDir);
       executable = await this.resolveCommand(launch);
       if (launch.service !== undefined) port = await replicaPort(launch.service);
+      if (this.kernelUser)
+        cwd = prepareKernelUserDirs(paths.workDir, paths.terminationLog, this.kernelUser.user);
     } catch (error) {
       return this.failRun(launch, errorText(error), permanentCategory(error));
     }
@@ -551,16 +590,16 @@ export class LocalAgent {
       ...buildKernelEnv(
         launch,
         { agentId: this.id, terminationLogPath: paths.terminationLog, port },
-        this.baseEnv,
+        // The kernel user's own HOME, USER and LOGNAME, under what the spec sets.
+        this.kernelUser ? { ...this.baseEnv, ...kernelUserEnv(this.kernelUser.user) } : this.baseEnv,
       ),
       ...cell.env,
     };
-    const plan = this.containment.spawnPlan(
-      cell,
-      executable,
-      launch.command.slice(1),
-      launch.command[0] as string,
-    );
+    // As the kernel user: the container is joined first (as root), then setpriv switches and execs.
+    const target = this.kernelUser
+      ? asKernelUser(this.kernelUser.user, this.kernelUser.setpriv, executable, launch.command.slice(1))
+      : { file: executable, args: launch.command.slice(1) };
+    const plan = this.containment.spawnPlan(cell, target.file, target.args, launch.command[0] as string);
     const abandon = (error: unknown): void => {
       writer.close();
       this.cells.delete(cell);
@@ -575,7 +614,7 @@ export class LocalAgent {
     try {
       child = spawn(plan.file, plan.args, {
         argv0: plan.argv0,
-        cwd: paths.workDir,
+        cwd,
         env,
         // Its own process group: signals reach the kernel's whole tree, and a Ctrl-C meant
         // for the runtime does not reach kernels before the agent stops them in order.
@@ -1070,4 +1109,9 @@ function permanentCategory(error: unknown): PermanentFailureCategory | undefined
   if (code === "ExecutableNotFound") return PermanentFailureCategory.ExecutableNotFound;
   if (code === "E2BIG") return PermanentFailureCategory.ArgumentsTooLarge;
   return undefined;
+}
+
+/** Who the kernel is, in its environment, when it runs as the kernel user. */
+function kernelUserEnv(user: KernelUser): Record<string, string> {
+  return { HOME: user.home, USER: user.name, LOGNAME: user.name };
 }

@@ -107,6 +107,8 @@ export interface RunningKernel {
   readonly sessionId: string;
   readonly kernelIndex: number;
   readonly runIndex: number;
+  /** Which placement of the run (0 for the first). */
+  readonly placement: number;
   readonly pid: number;
   readonly cpu: number;
   readonly memoryMiB: number;

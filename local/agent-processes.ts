@@ -6,6 +6,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
+import type { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
 const CLI = fileURLToPath(new URL("../bin/cairn.js", import.meta.url));
@@ -19,6 +20,13 @@ export interface AgentProcessOptions {
   readonly workRoot: string;
   readonly heartbeatMs: number;
   readonly drainGraceMs: number;
+  /**
+   * The agent's credentials, handed over on a pipe (`--credentials-fd 3`) that the agent reads
+   * and closes: not in the runtime file, the environment or argv, where a kernel could read them.
+   */
+  readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string };
+  /** Run its kernels as this user (`--kernel-user`); the runtime must run as root. */
+  readonly kernelUser?: string;
   /** Each line the agent writes on stderr. */
   readonly log: (line: string) => void;
   /** How long to wait for the agent to register. @default 30000 */
@@ -66,6 +74,9 @@ export class AgentProcess {
       String(options.heartbeatMs / 1000),
       "--drain-grace-seconds",
       String(options.drainGraceMs / 1000),
+      "--credentials-fd",
+      "3",
+      ...(options.kernelUser === undefined ? [] : ["--kernel-user", options.kernelUser]),
       ...(options.labels && Object.keys(options.labels).length > 0
         ? [
             "--labels",
@@ -82,8 +93,16 @@ export class AgentProcess {
           ([name]) => !name.startsWith("AWS_") && !name.startsWith("CAIRN_"),
         ),
       ),
-      stdio: ["ignore", "ignore", "pipe"],
+      stdio: ["ignore", "ignore", "pipe", "pipe"],
     });
+    const handOver = child.stdio[3] as Writable | null;
+    handOver?.on("error", () => {}); // an agent that exits at once says why on stderr
+    handOver?.end(
+      JSON.stringify({
+        accessKeyId: options.credentials.accessKeyId,
+        secretAccessKey: options.credentials.secretAccessKey,
+      }),
+    );
     const agent = new AgentProcess(options, child);
     const ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
@@ -93,7 +112,7 @@ export class AgentProcess {
           ),
         options.readyTimeoutMs ?? 30_000,
       );
-      createInterface({ input: child.stderr }).on("line", (line) => {
+      createInterface({ input: child.stderr! }).on("line", (line) => {
         agent.lines.push(line);
         if (agent.lines.length > 1000) agent.lines.shift();
         options.log(line);

@@ -96,6 +96,12 @@ export interface RuntimeOptions {
   readonly heartbeatMs?: number;
   /** Labels of each agent, by agent number (1-based); e.g. `{ 2: { gpu: "a100" } }`. */
   readonly agentLabels?: Readonly<Record<number, Readonly<Record<string, string>>>>;
+  /**
+   * Run the agents' kernels as this unprivileged user (`cairn agent --kernel-user`); the runtime
+   * must run as root. Kernels then cannot read the runtime file nor any process of the runtime's
+   * user. @default none: kernels run as the runtime's user
+   */
+  readonly kernelUser?: string;
   /** An agent silent this long is lost. @default max(30 s, 3 × heartbeatMs) */
   readonly agentTimeoutMs?: number;
   /** Sweep period. @default the topology's rate */
@@ -283,7 +289,8 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       dynamo = { endpoint: external.endpoint };
     } else {
       log("cairn: starting DynamoDB Local …");
-      if (dbPath) mkdirSync(dbPath, { recursive: true });
+      // The table holds every agent's signing key: its files are the runtime user's alone.
+      if (dbPath) mkdirSync(dbPath, { recursive: true, mode: 0o700 });
       const own: RunningDynamoDb = await startDynamoDbLocal({
         ...(options.ports?.dynamoDb ? { port: options.ports.dynamoDb } : {}),
         ...(dbPath ? { path: dbPath } : {}),
@@ -599,7 +606,11 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         agents: agents.map((a) => ({ id: a.id, workRoot: a.options.workRoot, pid: a.pid })),
         pid: process.pid,
       };
-      writeFileSync(runtimeFile, JSON.stringify(info, null, 2) + "\n", { mode: 0o600 });
+      // The agents' credentials are handed to each agent process only (AgentProcess), never written.
+      const { agent: _agent, ...forClients } = info.credentials;
+      writeFileSync(runtimeFile, JSON.stringify({ ...info, credentials: forClients }, null, 2) + "\n", {
+        mode: 0o600,
+      });
       pids.agents = agents.map((a) => ({ ...recordProcess(a.pid), id: a.id, workRoot: a.options.workRoot }));
       writePids();
       return info;
@@ -618,6 +629,8 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         workRoot,
         heartbeatMs,
         drainGraceMs: options.terminationGraceMs ?? 5_000,
+        credentials: credentials.agent,
+        ...(options.kernelUser === undefined ? {} : { kernelUser: options.kernelUser }),
         log: (line) => log(`cairn: ${line}`),
       });
       agents.push(agent);

@@ -10,7 +10,7 @@ export const START_USAGE = `usage: npm start -- [--agents N] [--agent-cpu N] [--
                       [--sfn-port N] [--events-port N] [--dashboard-port N] [--sweep-seconds N]
                       [--submission-filter PATH] [--submission-filter-timeout-ms N]
                       [--submission-filter-on-failure accept|reject]
-                      [--dynamodb-endpoint URL [--table-name NAME]] [--verbose]
+                      [--dynamodb-endpoint URL [--table-name NAME]] [--kernel-user NAME] [--verbose]
 
   --agents N            cairn agent processes to run, 0 to 64 (default 4)
   --agent-cpu N         CPUs each agent offers, 1 to 1024 (default 4)
@@ -34,6 +34,8 @@ export const START_USAGE = `usage: npm start -- [--agents N] [--agent-cpu N] [--
                         start, and the table stays as long as that DynamoDB Local runs; --data-dir
                         then holds only the kernels' files and the runtime file
   --table-name NAME     the table's name there, 3 to 255 of a-z A-Z 0-9 _ . - (default cairn)
+  --kernel-user NAME    run kernels as this unprivileged user (npm start must run as root), so
+                        they cannot read the runtime file nor the agents' credentials
   --verbose             the functions' info logs too`;
 
 export class StartUsageError extends Error {
@@ -80,6 +82,7 @@ export function parseStartArgs(argv: readonly string[]): StartCommand {
         "submission-filter-on-failure": { type: "string" },
         "dynamodb-endpoint": { type: "string" },
         "table-name": { type: "string" },
+        "kernel-user": { type: "string" },
         verbose: { type: "boolean", default: false },
         help: { type: "boolean", default: false },
       },
@@ -119,6 +122,10 @@ export function parseStartArgs(argv: readonly string[]): StartCommand {
     );
   }
   const dynamoDb = externalDynamoDb(values["dynamodb-endpoint"], values["table-name"]);
+  const kernelUser = values["kernel-user"];
+  if (kernelUser !== undefined && kernelUser.trim() === "") {
+    throw new StartUsageError(`--kernel-user must name a user, got ""`);
+  }
   if (sfnPort !== undefined && sfnPort === eventsPort) {
     throw new StartUsageError(`--sfn-port and --events-port must differ, both are ${sfnPort}`);
   }
@@ -140,6 +147,7 @@ export function parseStartArgs(argv: readonly string[]): StartCommand {
       ports: { stepFunctions: sfnPort ?? 0, eventBridge: eventsPort ?? 0 },
       ...(sweepSeconds !== undefined ? { sweepMs: sweepSeconds * 1000 } : {}),
       handlerLogLevel: values.verbose ? "info" : "warn",
+      ...(kernelUser !== undefined ? { kernelUser } : {}),
       ...(filterPath !== undefined
         ? {
             submissionFilter: {

@@ -666,6 +666,14 @@ waits until it is READY with that many replicas; exit 1 if it is destroyed first
         "--drain-grace-seconds <N>",
         "on SIGTERM/SIGINT, how long each kernel gets between SIGTERM and SIGKILL (default 10)",
       ],
+      [
+        "--kernel-user <NAME>",
+        "run every kernel as this unprivileged user (the agent itself runs as root), so kernels cannot read the agent's credentials",
+      ],
+      [
+        "--credentials-fd <N>",
+        'read the agent\'s AWS credentials from this open file descriptor, as JSON {"accessKeyId","secretAccessKey"[,"sessionToken"]}, then close it (how npm start hands its agents theirs)',
+      ],
     ],
     outputs: ["text"],
     details: `Runs until SIGTERM or SIGINT, then drains: takes no more work, stops its kernels (each is retried
@@ -1141,7 +1149,19 @@ function agentOptions(values: Values): AgentOptions {
     ...optional("workRoot", text(values["workRoot"])),
     ...optional("heartbeatMs", number("--heartbeat-seconds", "heartbeatSeconds", false, 1000)),
     ...optional("drainGraceMs", number("--drain-grace-seconds", "drainGraceSeconds", false, 1000)),
+    ...optional("kernelUser", text(values["kernelUser"])),
+    ...optional("credentialsFd", fileDescriptor(text(values["credentialsFd"]))),
   };
+}
+
+/** A descriptor the agent was started with, past stdin, stdout and stderr. */
+function fileDescriptor(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const fd = Number(raw);
+  if (raw.trim() === "" || !Number.isInteger(fd) || fd < 3 || fd > 1_000_000) {
+    throw new UsageError(`--credentials-fd must be a file descriptor number of 3 or more, got "${raw}"`);
+  }
+  return fd;
 }
 
 /** `k=v,k2=v2` → a label map; every pair checked as the agent registration checks it. */

@@ -37,6 +37,10 @@ export interface AgentOptions {
   readonly workRoot?: string;
   readonly heartbeatMs?: number;
   readonly drainGraceMs?: number;
+  /** Run kernels as this user (name or uid); the agent must be root. */
+  readonly kernelUser?: string;
+  /** Read the agent's credentials (JSON) from this descriptor, then close it. */
+  readonly credentialsFd?: number;
 }
 
 export type Invocation =

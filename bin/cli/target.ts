@@ -77,7 +77,8 @@ const RuntimeFileSchema = z.object({
     .object({
       client: z.object({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }),
       operator: z.object({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }).optional(),
-      agent: z.object({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }),
+      // Written by runtimes before agents' credentials were handed to each agent process only.
+      agent: z.object({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }).optional(),
     })
     .optional(),
 });
@@ -193,7 +194,7 @@ function localConnection(runtimeFile: string, shards: number | undefined, deps: 
     // The runtime's own user operates it: the operator's rights (the stack's ClientPolicy and
     // OperatorPolicy), or a client's when the file names no operator.
     credentials: info.credentials?.operator ?? info.credentials?.client ?? LOCAL_CREDENTIALS,
-    ...(info.credentials ? { agentCredentials: info.credentials.agent } : {}),
+    ...(info.credentials?.agent ? { agentCredentials: info.credentials.agent } : {}),
     endpoints: {
       dynamoDb: info.endpoints.dynamoDb,
       eventBridge: info.endpoints.eventBridge,

@@ -12,8 +12,14 @@
  *   refused, and told on its queue to stop everything and register anew.
  */
 import type { CairnConfig } from "../config.ts";
-import { AgentMessageType, type FencedMessage, type RegisteredMessage } from "../core/agent-protocol.ts";
+import {
+  AgentMessageType,
+  type EndedMessage,
+  type FencedMessage,
+  type RegisteredMessage,
+} from "../core/agent-protocol.ts";
 import { agentLossPlan } from "../core/agent-loss.ts";
+import { endedRuns } from "../core/agent-reconcile.ts";
 import { isFargatePool } from "../core/fargate-pool.ts";
 import {
   DetailType,
@@ -131,9 +137,39 @@ export class Agents {
       if (error instanceof AgentFencedError) return this.#fence(agentId, incarnation, errorMessage(error));
       throw error;
     }
+    if (detail.runs !== undefined && detail.runs.length > 0) await this.#reconcile(detail);
     const returning = agent!.lastHeartbeatAtMs < nowMs - this.#d.config.agentTimeoutMs;
     const drainingChanged = (agent!.draining === true) !== (detail.draining === true);
     return { wake: returning || drainingChanged };
+  }
+
+  /**
+   * Names back to the agent every run its heartbeat lists that Cairn considers ended
+   * (core/agent-reconcile.ts), on its queue: it stops them and reports their ends.
+   */
+  async #reconcile(detail: AgentHeartbeatDetail): Promise<void> {
+    const runs = detail.runs ?? [];
+    const sessions = await this.#d.store.getSessions([...new Set(runs.map((r) => r.sessionId))]);
+    const ended = endedRuns(
+      detail.agentId,
+      detail.incarnation,
+      runs,
+      new Map(sessions.map((s) => [s.session.id, s])),
+    );
+    if (ended.length === 0) return;
+    this.#d.log.warn("agent runs kernels Cairn considers ended; telling it to stop them", {
+      agentId: detail.agentId,
+      incarnation: detail.incarnation,
+      runs: ended.map((r) => `${r.sessionId}/${r.kernelIndex} run ${r.runIndex}: ${r.reason}`),
+    });
+    const message: EndedMessage = {
+      type: AgentMessageType.ended,
+      agentId: detail.agentId,
+      incarnation: detail.incarnation,
+      runs: ended,
+      atMs: this.#d.clock.nowMs(),
+    };
+    await this.#d.channel.send([{ agentId: detail.agentId, message }]);
   }
 
   /**

@@ -39,6 +39,7 @@ import {
   type ValidationIssue,
 } from "./spec.ts";
 import { ServiceBindingSchema } from "./service-binding.ts";
+import { MAX_HEARTBEAT_RUNS } from "./events.ts";
 
 /** SQS's classic message limit; commands stay far below it (no spec may make one larger). */
 export const MAX_AGENT_MESSAGE_BYTES = 256 * 1024;
@@ -95,7 +96,12 @@ export const KernelCommandDetailSchema = strictObject({
   })
   .readonly();
 
-export const AgentMessageType = { command: "command", registered: "registered", fenced: "fenced" } as const;
+export const AgentMessageType = {
+  command: "command",
+  registered: "registered",
+  fenced: "fenced",
+  ended: "ended",
+} as const;
 export type AgentMessageType = (typeof AgentMessageType)[keyof typeof AgentMessageType];
 
 export const RegisteredMessageSchema = strictObject({
@@ -116,7 +122,33 @@ export const FencedMessageSchema = strictObject({
   atMs: epochMsSchema,
 });
 
+/**
+ * The answer to a heartbeat that listed runs Cairn considers ended (their session ended, the run
+ * or placement was replaced, the kernel ended or was placed elsewhere): the agent stops each one
+ * it still runs at exactly that run and placement, and reports its end.
+ */
+export const EndedMessageSchema = strictObject({
+  type: z.literal(AgentMessageType.ended),
+  agentId: agentIdSchema,
+  incarnation: incarnationSchema,
+  runs: z
+    .array(
+      strictObject({
+        sessionId: sessionIdSchema,
+        kernelIndex: kernelIndexSchema,
+        runIndex: runIndexSchema,
+        placement: placementSchema,
+        /** Why Cairn considers it ended, for the agent's log and the kernel's end report. */
+        reason: messageSchema,
+      }),
+    )
+    .min(1)
+    .max(MAX_HEARTBEAT_RUNS),
+  atMs: epochMsSchema,
+});
+
 export type RegisteredMessage = z.output<typeof RegisteredMessageSchema>;
+export type EndedMessage = z.output<typeof EndedMessageSchema>;
 export type FencedMessage = z.output<typeof FencedMessageSchema>;
 export type KernelCommand = z.output<typeof KernelCommandDetailSchema>;
 /** A command as the control plane builds it (before defaults). */
@@ -127,7 +159,7 @@ export interface CommandMessage {
   readonly incarnation: string;
   readonly command: KernelCommandInput;
 }
-export type AgentMessage = CommandMessage | RegisteredMessage | FencedMessage;
+export type AgentMessage = CommandMessage | RegisteredMessage | FencedMessage | EndedMessage;
 
 const CommandMessageSchema = strictObject({
   type: z.literal(AgentMessageType.command),
@@ -155,7 +187,9 @@ export function parseAgentMessage(body: string): ParsedAgentMessage {
         ? RegisteredMessageSchema
         : type === AgentMessageType.fenced
           ? FencedMessageSchema
-          : undefined;
+          : type === AgentMessageType.ended
+            ? EndedMessageSchema
+            : undefined;
   if (!schema) {
     return {
       ok: false,

@@ -269,6 +269,18 @@ export const KernelStatusChangedDetailSchema = strictObject({
   })
   .readonly();
 
+/** Most runs one heartbeat lists (a PutEvents entry stays far below 256 KiB). */
+export const MAX_HEARTBEAT_RUNS = 1000;
+
+/** One kernel process an agent runs, as its heartbeat names it. */
+export const heartbeatRunSchema = strictObject({
+  sessionId: sessionIdSchema,
+  kernelIndex: kernelIndexSchema,
+  runIndex: runIndexSchema,
+  placement: placementSchema,
+}).readonly();
+export type HeartbeatRun = z.output<typeof heartbeatRunSchema>;
+
 /** An agent is alive and offers this capacity; an agent silent past the agent timeout is lost. */
 export const AgentHeartbeatDetailSchema = strictObject({
   agentId: agentIdSchema,
@@ -279,6 +291,12 @@ export const AgentHeartbeatDetailSchema = strictObject({
   draining: z.boolean().optional(),
   /** Kernel runs the agent holds, so the control plane can tell what it lost. */
   running: z.number().int().min(0).optional(),
+  /**
+   * The processes the agent runs, each by run and placement: the control plane answers with the
+   * ones it considers ended (`ended` on the agent's queue), which the agent then stops, so a
+   * process can outlive its session in Cairn's view only until the next heartbeat.
+   */
+  runs: z.array(heartbeatRunSchema).max(MAX_HEARTBEAT_RUNS).optional(),
   atMs: epochMsSchema,
   signature: signatureSchema,
 }).readonly();

@@ -58,7 +58,7 @@ describe("agent channel messages", () => {
 
   test.each([
     ["not JSON", "{", ["(root): not JSON"]],
-    ["no type", "{}", ["type: must be one of command, registered, fenced"]],
+    ["no type", "{}", ["type: must be one of command, registered, fenced, ended"]],
     [
       "a registration answer without its key",
       JSON.stringify({
@@ -70,6 +70,11 @@ describe("agent channel messages", () => {
         atMs: 1,
       }),
       ["signingKey: required"],
+    ],
+    [
+      "an ended answer naming no run",
+      JSON.stringify({ type: "ended", agentId: "a", incarnation: INCARNATION, runs: [], atMs: 1 }),
+      ["runs: must not be empty"],
     ],
     [
       "a fence for a malformed incarnation",

@@ -309,7 +309,7 @@ describe("a batch of mixed envelopes", () => {
       "rejected event bad-1 (Session Submitted): detail.spec.command: required",
       'rejected event bad-2 (Kernel Status Changed): source: must be "cairn.agent" for detail-type "Kernel Status Changed", got "cairn.client"',
       "rejected event <no id> (<no detail-type>): (root): expected an object, got a string",
-      "rejected event bad-3 (Agent Heartbeat): detail.extra: unknown field (expected one of agentId, incarnation, capacity, draining, running, atMs, signature)",
+      "rejected event bad-3 (Agent Heartbeat): detail.extra: unknown field (expected one of agentId, incarnation, capacity, draining, running, runs, atMs, signature)",
     ]);
   });
 });

@@ -108,7 +108,8 @@ export class ScriptedAgent {
       if (message.incarnation === this.incarnation) this.signingKey = message.signingKey;
       return;
     }
-    if (message.type === "fenced") return;
+    // This harness's heartbeats list no runs, so no `ended` answer is for it.
+    if (message.type === "fenced" || message.type === "ended") return;
     if (message.incarnation !== this.incarnation) return;
     const c = message.command;
     const key = `${c.sessionId}/${c.kernelIndex}/${c.runIndex}`;
@@ -127,12 +128,12 @@ export class ScriptedAgent {
         return;
       }
       case "start":
-        if (this.exitsOnStart !== undefined) {
         if (this.startError !== undefined) {
           this.slots.set(key, { phase: "ended", command: c });
           this.report(c, "ERROR", { message: this.startError, failureCategory: "start_failed" });
           return;
         }
+        if (this.exitsOnStart !== undefined) {
           this.slots.set(key, { phase: "ended", command: c });
           this.report(c, "TERMINATED", {
             exitCode: this.exitsOnStart,
