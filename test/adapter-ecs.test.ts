@@ -396,6 +396,32 @@ describe("RunTask's client token: one task per request, however often it is sent
     }
   });
 
+  test("an answer still lost after the SDK's last attempt: asked once more with the token, the task is found, not started twice", async () => {
+    const arn = await port.ensureTaskDefinition(SPEC);
+    // `port`'s client makes one attempt: the SDK gives up at once.
+    server.service.faults.lostRunTaskAnswers = 2;
+    try {
+      const gang = await port.runGang(
+        [0, 1].map((k) =>
+          request(k, arn, {
+            startedBy: "cairn/s-token-unanswered",
+            clientToken: `cairn/s-token-unanswered/r0/p0/t0/k${k}`,
+          }),
+        ),
+        "rollback",
+      );
+      expect(server.service.faults.lostRunTaskAnswers).toBe(0);
+      expect(gang.failures).toEqual([]);
+      expect(gang.rolledBack).toEqual([]);
+      expect((await tasksStartedBy("cairn/s-token-unanswered")).sort()).toEqual(
+        gang.started.map((s) => s.taskArn).sort(),
+      );
+      await port.stopTasks(gang.started.map((s) => ({ taskArn: s.taskArn, reason: "done" })));
+    } finally {
+      server.service.faults.lostRunTaskAnswers = 0;
+    }
+  });
+
   test("the same token with other parameters is a ConflictException naming the token's task, not retryable", async () => {
     const arn = await port.ensureTaskDefinition(SPEC);
     const first = await port.runTasks([

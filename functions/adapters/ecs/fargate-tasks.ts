@@ -38,6 +38,16 @@ const NOT_REGISTERED = /Unable to describe task definition/;
 /** What StopTask answers for a task ECS no longer knows: nothing is left to stop. */
 const TASK_GONE = /The referenced task was not found/;
 
+/**
+ * Whether a RunTask that failed may have started its task: it got no answer from ECS (no HTTP
+ * status), or ECS failed while handling it (5xx). A 4xx answer, throttling included, started nothing.
+ */
+function isUnanswered(error: unknown): boolean {
+  const status = (error as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata
+    ?.httpStatusCode;
+  return status === undefined ? classify(error).awsCode === "NetworkError" : status >= 500;
+}
+
 export class EcsFargateTasks implements FargateTasksPort {
   readonly #client: ECSClient;
   readonly #cluster: string;
@@ -93,16 +103,27 @@ export class EcsFargateTasks implements FargateTasksPort {
   }
 
   async runTasks(requests: readonly FargateRunRequest[]): Promise<FargateRunResult> {
-    const outcomes = await Promise.all(requests.map((r) => this.#runOne(r)));
+    const first = await Promise.all(requests.map((r) => this.#runOne(r)));
+    // A RunTask that got no answer (the connection failed, or ECS failed after the SDK's last
+    // attempt) may have started its task all the same. Asked once more with the same client
+    // token, ECS answers with that task, or starts it now: either way no task is left running
+    // that Cairn does not know of, and a gang's rollback can stop it.
+    const outcomes = await Promise.all(
+      first.map((o, i) =>
+        "unanswered" in o && o.unanswered ? this.#runOne(requests[i]!) : Promise.resolve(o),
+      ),
+    );
     return {
       started: outcomes.flatMap((o) => ("taskArn" in o ? [o] : [])),
-      failures: outcomes.flatMap((o) => ("reason" in o ? [o] : [])),
+      failures: outcomes.flatMap((o) =>
+        "reason" in o ? [{ kernelIndex: o.kernelIndex, reason: o.reason, retryable: o.retryable }] : [],
+      ),
     };
   }
 
   async #runOne(
     request: FargateRunRequest,
-  ): Promise<{ kernelIndex: number; taskArn: string } | FargateRunFailure> {
+  ): Promise<{ kernelIndex: number; taskArn: string } | (FargateRunFailure & { unanswered: boolean })> {
     const { kernelIndex } = request;
     try {
       const out = await this.#client.send(new RunTaskCommand(this.#runTaskInput(request)));
@@ -112,10 +133,15 @@ export class EcsFargateTasks implements FargateTasksPort {
       const reason = failure
         ? [failure.reason, failure.detail].filter((s) => s !== undefined && s !== "").join(": ")
         : "RunTask started no task and reported no failure";
-      return { kernelIndex, reason, retryable: isRetryableRunFailure(reason) };
+      return { kernelIndex, reason, retryable: isRetryableRunFailure(reason), unanswered: false };
     } catch (error) {
       const c = classify(error);
-      return { kernelIndex, reason: `${c.awsCode}: ${c.message}`, retryable: c.retryable };
+      return {
+        kernelIndex,
+        reason: `${c.awsCode}: ${c.message}`,
+        retryable: c.retryable,
+        unanswered: isUnanswered(error),
+      };
     }
   }
 
