@@ -194,11 +194,14 @@ export class LocalQueue {
    * The messages a receive may take now, in order: visible ones; of a FIFO queue, only from
    * groups with nothing in flight, each group's from its oldest on. Messages past their
    * receives are dead-lettered on the way, as SQS moves them when they would be delivered.
+   * At most what the free batch slots take.
    */
   #deliverable(nowMs: number): Message[] {
+    const limit = this.#o.batchSize * Math.max(1, this.#o.maxConcurrency - this.#inFlight);
     const out: Message[] = [];
     const blocked = new Set<string | undefined>();
     for (const m of [...this.#messages]) {
+      if (out.length >= limit) break;
       const visible = m.visibleAtMs <= nowMs;
       if (visible && m.receives >= this.#o.maxReceives) {
         this.#deadLetter(m);
