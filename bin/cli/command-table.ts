@@ -679,11 +679,12 @@ waits until it is READY with that many replicas; exit 1 if it is destroyed first
     details: `Runs until SIGTERM or SIGINT, then drains: takes no more work, stops its kernels (each is retried
 elsewhere under the preemption budget), reports how each ended, and exits. Talks to Cairn only
 through AWS APIs: commands from its own SQS queue, reports and heartbeats on the event bus (needs
-the stack's AgentPolicy; see docs/agents.md).
+the stack's AgentPolicy; see docs/agents.md). The local runtime's agents are the ones \`npm start\`
+runs (--agents N): it hands each its credentials on a descriptor, and writes them nowhere.
 
 examples:
   cairn agent --stack Cairn --labels gpu=a100
-  cairn agent --id agent-9 --cpu 2 --memory-mib 2048   # against the local runtime (npm start)`,
+  sudo cairn agent --stack Cairn --kernel-user cairn-kernel --work-root /var/lib/cairn/work`,
     exitCodes: [SessionDidNotSucceed, Usage, Unreachable],
     build: ({ values, common }) => ({ ...common, kind: "agent", agent: agentOptions(values) }),
   },
