@@ -37,6 +37,7 @@ import { safeParseWithIssues } from "./spec.ts";
 import { TerminationCondition } from "./status.ts";
 import type { ValidationIssue } from "./validation-issue.ts";
 import { fnv1a32 } from "./hash.ts";
+import { PermanentFailureCategory } from "./retry/permanent-failures.ts";
 import { taskIdentityEnv } from "./task-env.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -302,15 +303,25 @@ function stoppedReport(detail: EcsTaskStateChangeDetail, eventTimeMs: number): E
     timeMs(detail.stoppingAt) ??
     timeMs(detail.updatedAt) ??
     eventTimeMs;
+  // A start the image can never make (its command is not in it) is no cluster failure: no
+  // automatic retry could clear it (retry/start-failures.ts), as an agent reports it.
+  const permanent =
+    row.status === "ERROR" && text !== undefined && EXECUTABLE_NOT_FOUND.test(text)
+      ? PermanentFailureCategory.ExecutableNotFound
+      : undefined;
   const report: KernelReport = {
     status: row.status,
     ...(exitCode !== undefined ? { exitCode } : {}),
     ...(condition !== undefined ? { condition } : {}),
     ...(text !== undefined && text !== "" ? { message: text.slice(0, MAX_MESSAGE_LENGTH) } : {}),
+    ...(permanent !== undefined ? { failureCategory: permanent } : {}),
     atMs,
   };
   return { kind: "report", report, row: `${EcsLastStatus.STOPPED} ${code}` };
 }
+
+/** How a container runtime says the command's executable is not in the image (runc, ECS). */
+const EXECUTABLE_NOT_FOUND = /executable file not found|exec: "[^"]*": no such file or directory/;
 
 /** The container named for the kernel, or the task's only container. */
 function kernelContainer(detail: EcsTaskStateChangeDetail): z.output<typeof containerSchema> | undefined {

@@ -456,6 +456,26 @@ describe("the details the stop-code rows read", () => {
     expect(mapped.kind === "report" && mapped.report.exitCode).toBeUndefined();
   });
 
+  test("a task that could not start because the cluster failed is retried; one whose command is not in the image is not", () => {
+    // HPC Pack retries a task that "fails to start because of a cluster failure"; a command the
+    // image lacks fails every start the same way (retry/start-failures.ts, permanent-failures.ts).
+    const pull = stopped(
+      "TaskFailedToStart",
+      "CannotPullContainerError: pull image manifest has been retried 5 time(s)",
+      {},
+    );
+    expect(pull.kind === "report" && pull.report.failureCategory).toBeUndefined();
+    const missing = stopped(
+      "TaskFailedToStart",
+      'CannotStartContainerError: ResourceInitializationError: failed to create new container runtime task: exec: "train": executable file not found in $PATH: unknown',
+      {},
+    );
+    expect(missing.kind === "report" && missing.report).toMatchObject({
+      status: "ERROR",
+      failureCategory: "executable_not_found",
+    });
+  });
+
   test("the container named kernel is the kernel's, among several", () => {
     const detail = sample({
       ...STOPPED,
