@@ -132,10 +132,10 @@ export class AgentHost {
         id: options.id,
         capacity: options.capacity,
         workRoot: options.workRoot,
+        ...(options.kernelUser === undefined ? {} : { kernelUser: options.kernelUser }),
         onReport: (report) => this.#track(this.#report(report)),
         onRouteHealth: (report) => this.#reportRouteHealth(report),
         warn: (message, error) => options.log(`agent ${options.id}: ${message}${describeError(error)}`),
-        ...(options.kernelUser === undefined ? {} : { kernelUser: options.kernelUser }),
         info: (message) => options.log(`agent ${options.id}: ${message}`),
       });
     this.shipper =
@@ -341,16 +341,6 @@ export class AgentHost {
         return;
       case AgentMessageType.command:
         return this.#command(message);
-    }
-  }
-
-  async #command(message: CommandMessage): Promise<void> {
-    const c = message.command as KernelCommand;
-    const what = `${c.action} ${c.sessionId}/${c.kernelIndex} run ${c.runIndex}`;
-    if (message.incarnation !== this.#incarnation) {
-      this.#o.log(
-        `agent ${this.#o.id}: refused ${what}: it was meant for incarnation ${message.incarnation}, not ${this.#incarnation}`,
-      );
       case AgentMessageType.ended:
         return this.#onEnded(message);
     }
@@ -375,6 +365,16 @@ export class AgentHost {
             if (stopped)
               this.#o.log(`agent ${this.#o.id}: stopped ${what}: Cairn considers it ended: ${run.reason}`);
           }),
+      );
+    }
+  }
+
+  async #command(message: CommandMessage): Promise<void> {
+    const c = message.command as KernelCommand;
+    const what = `${c.action} ${c.sessionId}/${c.kernelIndex} run ${c.runIndex}`;
+    if (message.incarnation !== this.#incarnation) {
+      this.#o.log(
+        `agent ${this.#o.id}: refused ${what}: it was meant for incarnation ${message.incarnation}, not ${this.#incarnation}`,
       );
       return;
     }
@@ -501,6 +501,16 @@ export class AgentHost {
   async #sendHeartbeat(): Promise<void> {
     const key = this.#signingKey;
     if (key === undefined) return;
+    const running = this.agent.running();
+    const runs = running
+      .filter((k) => !k.stopping)
+      .slice(0, MAX_HEARTBEAT_RUNS)
+      .map(({ sessionId, kernelIndex, runIndex, placement }) => ({
+        sessionId,
+        kernelIndex,
+        runIndex,
+        placement,
+      }));
     const detail: EventDetailInput<"Agent Heartbeat"> = {
       agentId: this.#o.id,
       incarnation: this.#incarnation,
@@ -513,16 +523,6 @@ export class AgentHost {
       signature: "",
     };
     await this.#put(
-    const running = this.agent.running();
-    const runs = running
-      .filter((k) => !k.stopping)
-      .slice(0, MAX_HEARTBEAT_RUNS)
-      .map(({ sessionId, kernelIndex, runIndex, placement }) => ({
-        sessionId,
-        kernelIndex,
-        runIndex,
-        placement,
-      }));
       toPutEventsEntry(this.#o.busName, DetailType.AgentHeartbeat, {
         ...detail,
         signature: signDetail(key, DetailType.AgentHeartbeat, detail),
