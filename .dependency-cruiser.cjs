@@ -1,7 +1,7 @@
 /**
  * Cairn's layers, checked by `npm run lint` (dependency-cruiser) with no exceptions:
  *
- *   functions/core       pure decisions: imports only itself, zod and yaml (the clock and
+ *   functions/core       pure decisions: imports only itself, zod, yaml and re2js (the clock and
  *                        randomness are kept out by eslint.config.js)
  *   functions/topology   contracts every side reads (resources, table schema, metric names,
  *                        IAM action lists, the agent signature): core and itself
@@ -37,10 +37,11 @@ module.exports = {
     },
     {
       name: "core-is-pure",
-      comment: "functions/core imports only itself, zod and yaml: no AWS, no node:, no other layer.",
+      comment:
+        "functions/core imports only itself, zod, yaml and re2js (RE2 patterns): no AWS, no node:, no other layer.",
       severity: "error",
       from: { path: "^functions/core/" },
-      to: { pathNot: "^(functions/core/|node_modules/(zod|yaml)/)" },
+      to: { pathNot: "^(functions/core/|node_modules/(zod|yaml|re2js)/)" },
     },
     {
       name: "topology-is-contract",

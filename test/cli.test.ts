@@ -1596,6 +1596,29 @@ describe("retry views and rendering", () => {
   });
 });
 
+test("a rule combining matchers shows them all, joined by and (Armada ANDs a rule's conditions)", () => {
+  const policy = parseRetryPolicy({
+    apiVersion: "armadaproject.io/v1",
+    kind: "RetryPolicy",
+    metadata: { name: "oom-in-1" },
+    spec: {
+      rules: [
+        {
+          action: "Retry",
+          containerName: 1,
+          onConditions: ["OOMKilled"],
+          onExitCodes: { operator: "In", values: [137] },
+          onTerminationMessage: { pattern: "(?i)cuda" },
+        },
+      ],
+    },
+  });
+  expect(renderPolicy(policy).split("\n").slice(-1)).toEqual([
+    "  0     Retry   1       exit code in 137 and condition OOMKilled and message /(?i)cuda/  -      -        -",
+  ]);
+  expect(parseRetryPolicy(policyView(policy))).toEqual(policy);
+});
+
 test("a policy's includeInitContainers is shown in its document and noted under its rules", () => {
   const policy = parseRetryPolicyText(
     [
@@ -1661,7 +1684,7 @@ describe("runCli: retry policies, queues and the retry config", () => {
         "cairn: invalid retry policy bad.yaml (3 problems):",
         "  spec.retryLimit: must be at least 0",
         "  spec.rules[0].onExitCodes.values[0]: exit code 0 never matches (it means success)",
-        "  spec.rules[1]: must have a matcher: one of onExitCodes, onConditions, onTerminationMessage, onFailureCategory",
+        "  spec.rules[1]: must have a matcher: one or more of onExitCodes, onConditions, onTerminationMessage, onFailureCategory",
       ].join("\n"),
     ]);
     expect(world.opened).toEqual([]);

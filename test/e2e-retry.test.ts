@@ -201,6 +201,69 @@ describe("retries, end to end", () => {
     });
   });
 
+  test("an Armada pattern with (?i) matches any case; an empty termination message matches not even .*", async () => {
+    const name = await policy({
+      rules: [
+        { action: "Retry", onTerminationMessage: { pattern: "(?i)transient" } },
+        { action: "Retry", onTerminationMessage: { pattern: ".*" } },
+      ],
+    });
+    const anyCase = newId("re2-case");
+    const empty = newId("re2-empty");
+    for (const [sessionId, firstRun] of [
+      [anyCase, 'echo "upstream Transient error" > "$CAIRN_TERMINATION_LOG"; exit 1'],
+      [empty, ': > "$CAIRN_TERMINATION_LOG"; exit 1'],
+    ] as const) {
+      await rt.submit({
+        sessionId,
+        spec: { name: "re2", command: failFirstRun(firstRun), retry: { policies: [name] } },
+      });
+    }
+    const retried = await finished(anyCase);
+    expect(sessionResult(retried.s)).toBe("succeeded");
+    expect(retried.runs[0]).toMatchObject({
+      decision: "retry",
+      kernels: [{ exitCode: 1, message: "upstream Transient error" }],
+    });
+    const failed = await finished(empty);
+    expect(sessionResult(failed.s)).toBe("failed");
+    expect(failed.runs).toHaveLength(1);
+    expect(failed.runs[0]?.decision).toBe("finished");
+    expect(failed.runs[0]?.kernels[0]?.message ?? "").toBe("");
+  });
+
+  test("a rule combining an exit code and a message retries only a run that shows both", async () => {
+    const name = await policy({
+      rules: [
+        {
+          action: "Retry",
+          containerName: 0,
+          onExitCodes: { operator: "In", values: [3] },
+          onTerminationMessage: { pattern: "TRANSIENT" },
+        },
+      ],
+    });
+    const both = newId("and-both");
+    const codeOnly = newId("and-code");
+    for (const [sessionId, firstRun] of [
+      [both, 'echo "upstream TRANSIENT error" > "$CAIRN_TERMINATION_LOG"; exit 3'],
+      [codeOnly, 'echo "bad input" > "$CAIRN_TERMINATION_LOG"; exit 3'],
+    ] as const) {
+      await rt.submit({
+        sessionId,
+        spec: { name: "and", command: failFirstRun(firstRun), retry: { policies: [name] } },
+      });
+    }
+    const retried = await finished(both);
+    expect(sessionResult(retried.s)).toBe("succeeded");
+    expect(retried.runs[0]?.reason).toContain(
+      `${name} rule 0 (Retry) matched kernel 0 (exit code 3 and termination message matches /TRANSIENT/)`,
+    );
+    const failed = await finished(codeOnly);
+    expect(sessionResult(failed.s)).toBe("failed");
+    expect(failed.runs.map((r) => r.decision)).toEqual(["finished"]);
+  });
+
   test("a queue's policies apply to its sessions, its priority is added, and an unknown queue is rejected", async () => {
     const name = await policy({
       rules: [{ action: "Retry", onExitCodes: { operator: "In", values: [137] } }],

@@ -123,7 +123,7 @@ describe("retry policies", () => {
     const store = table.store({ metrics });
     const bad: RetryPolicy = {
       ...simplePolicy("bad"),
-      rules: [{ action: "Retry", match: { kind: "exitCodes", operator: "In", values: [0] } }],
+      rules: [{ action: "Retry", matchers: [{ kind: "exitCodes", operator: "In", values: [0] }] }],
     };
     expect(await caught(() => store.createRetryPolicy(bad, T0))).toMatchObject({
       code: "INVALID_STORE_REQUEST",

@@ -77,7 +77,7 @@ function ruleRow(index: number, rule: RetryRule): string[] {
     String(index),
     rule.action,
     rule.kernel === undefined ? "first failed" : String(rule.kernel),
-    matcherText(rule.match),
+    rule.matchers.map(matcherText).join(" and "),
     rule.retryLimit === undefined ? NONE : String(rule.retryLimit),
     rule.backoff === undefined ? NONE : backoffText(rule.backoff),
     rule.antiAffinity ?? NONE,

@@ -384,7 +384,7 @@ function decidingRule(
       kernel,
       action: rule.action,
       basis: "rule",
-      subject: `${policy.name} rule ${index} (${rule.action}) matched kernel ${kernel.index} (${describeEvidence(rule.match, kernel)})`,
+      subject: `${policy.name} rule ${index} (${rule.action}) matched kernel ${kernel.index} (${describeEvidence(rule.matchers, kernel)})`,
       ...effectiveLimit(rule.retryLimit, policy.retryLimit, cap),
       backoffLevels: [rule.backoff, policy.backoff],
       antiAffinity: rule.antiAffinity ?? policy.antiAffinity,

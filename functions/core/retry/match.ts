@@ -7,12 +7,15 @@
  * - `"*"`: every failed kernel (the rule matches if any does);
  * - omitted: the first failed kernel — the one that ended first (earliest `finishedAtMs`, then
  *   lowest index), because in a gang the first failure is the cause and the siblings' ends are
- *   its consequence. Termination-message rules check every failed kernel (seed: "all … messages
- *   are checked").
+ *   its consequence. Rules on the termination message alone check every failed kernel (seed:
+ *   "all … messages are checked").
+ * A rule's matchers are ANDed, as Armada ANDs a rule's conditions: all of them must match one and
+ * the same kernel.
  * - `includeInitContainers` changes none of this: a Cairn kernel has no init containers, so
  *   there is no init-container failure to add (policy.ts).
  */
 import type { AttemptOutcome, KernelStatus, TerminationCondition } from "../status.ts";
+import { patternMatches } from "./pattern.ts";
 import type { RetryPolicy, RetryRule, RuleMatcher } from "./policy.ts";
 
 /**
@@ -61,7 +64,7 @@ export function findMatchingRule(
 ): RuleMatch | undefined {
   for (const policy of policies) {
     for (const [index, rule] of policy.rules.entries()) {
-      const kernel = candidates(rule, failed).find((k) => matches(rule.match, k));
+      const kernel = candidates(rule, failed).find((k) => rule.matchers.every((m) => matches(m, k)));
       if (kernel) return { policy, index, rule, kernel };
     }
   }
@@ -71,7 +74,7 @@ export function findMatchingRule(
 function candidates(rule: RetryRule, failed: readonly RunKernel[]): readonly RunKernel[] {
   if (rule.kernel === "*") return failed;
   if (rule.kernel !== undefined) return failed.filter((k) => k.index === rule.kernel);
-  return rule.match.kind === "terminationMessage" ? failed : failed.slice(0, 1);
+  return rule.matchers.every((m) => m.kind === "terminationMessage") ? failed : failed.slice(0, 1);
 }
 
 export function matches(matcher: RuleMatcher, kernel: RunKernel): boolean {
@@ -85,14 +88,24 @@ export function matches(matcher: RuleMatcher, kernel: RunKernel): boolean {
     case "conditions":
       return kernel.condition !== undefined && matcher.conditions.includes(kernel.condition);
     case "terminationMessage":
-      return kernel.message !== undefined && new RegExp(matcher.pattern).test(kernel.message);
+      return patternMatches(matcher.pattern, kernel.message);
     case "failureCategory":
       return kernel.failureCategory !== undefined && matcher.categories.includes(kernel.failureCategory);
   }
 }
 
-/** What about a kernel a matcher looked at, in words: "exit code 137", "condition OOMKilled". */
-export function describeEvidence(matcher: RuleMatcher | undefined, kernel: RunKernel): string {
+/**
+ * What about a kernel a rule's matchers looked at, in words: "exit code 137", "condition OOMKilled
+ * and exit code 137"; no matchers: the kernel's outcome and what it reported.
+ */
+export function describeEvidence(matchers: readonly RuleMatcher[] | undefined, kernel: RunKernel): string {
+  if (matchers !== undefined && matchers.length > 0) {
+    return matchers.map((m) => describeOne(m, kernel)).join(" and ");
+  }
+  return describeOne(undefined, kernel);
+}
+
+function describeOne(matcher: RuleMatcher | undefined, kernel: RunKernel): string {
   const outcome = kernel.outcome ?? "unknown outcome";
   switch (matcher?.kind) {
     case "exitCodes":

@@ -1,7 +1,7 @@
 /**
  * The RetryPolicy resource operators write (seed 002's YAML shape), validated once when written:
  * every problem is reported at once as `<path>: <reason>` naming the field, and the document is
- * normalised to the `RetryPolicy` the evaluator reads (durations in ms, one matcher per rule).
+ * normalised to the `RetryPolicy` the evaluator reads (durations in ms, a rule's matchers as a list).
  *
  * Decisions where the seed is open:
  * - `apiVersion` is `cairn.dev/v1`; the seed's `armadaproject.io/v1` is accepted too, so a policy
@@ -14,15 +14,19 @@
  *   preparation — image pull, work directory — is the agent's, and a preparation failure is not
  *   a kernel failure a rule sees), so there is never an init-container failure to add and the
  *   flag matches nothing extra: true or false, a rule considers the same kernels.
- * - A rule has exactly one matcher (onExitCodes, onConditions, onTerminationMessage or
- *   onFailureCategory), as in every example of the seed and Kubernetes' podFailurePolicy; write
- *   two rules, in order, to combine them.
+ * - A rule has one or more matchers (onExitCodes, onConditions, onTerminationMessage,
+ *   onFailureCategory), and all of them must match, as Armada ANDs a rule's conditions: "OOMKilled
+ *   with exit code 137 in kernel 1" is one rule. They all look at the same kernel: the one
+ *   `containerName` names, else the first failed kernel; a rule whose only matcher is
+ *   onTerminationMessage checks every failed kernel (seed: "all … messages are checked"). Two
+ *   rules are an OR: the first that matches wins.
  * - Exit code 0 never matches (seed), so a rule listing it is rejected rather than silently inert.
  * - retryLimit, backoff and antiAffinity on a Fail rule would never apply: rejected.
  * - Backoff fields are inherited one by one (rule → policy → global default), so `initialDelay: 0s`
  *   alone is a complete policy-level backoff.
- * - Termination-message patterns are JavaScript regular expressions, matched anywhere in the
- *   message (Go's `MatchString` semantics).
+ * - Termination-message patterns are RE2 regular expressions, Go's syntax as Armada compiles
+ *   them, matched anywhere in the message (`MatchString`); an empty message matches none
+ *   (pattern.ts).
  */
 import * as z from "zod";
 import { nameSchema, safeParseWithIssues, SPEC_LIMITS, strictObject } from "../spec.ts";
@@ -31,6 +35,7 @@ import type { BackoffOverride } from "./backoff.ts";
 import { DURATION_HINT, formatDuration, parseDurationMs } from "./duration.ts";
 import { RetryPolicyValidationError } from "./errors.ts";
 import { HISTORY_LIMIT_REASON, MAX_COUNTED_RETRIES } from "./history-budget.ts";
+import { patternProblem } from "./pattern.ts";
 
 export const RETRY_POLICY_API_VERSION = "cairn.dev/v1";
 /** Seed 002's apiVersion, accepted so Armada policies parse as written. */
@@ -75,7 +80,8 @@ export interface RetryRule {
    * no match (see the decisions above).
    */
   readonly includeInitContainers?: boolean;
-  readonly match: RuleMatcher;
+  /** Every one must match the same kernel (at most one of each kind, in the document's order). */
+  readonly matchers: readonly [RuleMatcher, ...RuleMatcher[]];
   readonly retryLimit?: number;
   readonly backoff?: BackoffOverride;
   readonly antiAffinity?: AntiAffinityMode;
@@ -165,20 +171,10 @@ const patternSchema = z
   .min(1)
   .max(RETRY_POLICY_LIMITS.patternMaxLength)
   .superRefine((pattern, ctx) => {
-    const problem = regexProblem(pattern);
-    if (problem) ctx.addIssue({ code: "custom", message: `is not a valid regular expression: ${problem}` });
+    const problem = patternProblem(pattern);
+    if (problem)
+      ctx.addIssue({ code: "custom", message: `is not a valid RE2 regular expression: ${problem}` });
   });
-
-function regexProblem(pattern: string): string | undefined {
-  try {
-    new RegExp(pattern);
-    return undefined;
-  } catch (error) {
-    // V8: "Invalid regular expression: /(/: Unterminated group" — keep the part after the pattern.
-    const message = (error as Error).message;
-    return message.slice(message.lastIndexOf(": ") + 2) || message;
-  }
-}
 
 const MATCHER_FIELDS = ["onExitCodes", "onConditions", "onTerminationMessage", "onFailureCategory"] as const;
 const RETRY_ONLY_FIELDS = ["retryLimit", "backoff", "antiAffinity"] as const;
@@ -206,12 +202,7 @@ const ruleSchema = strictObject({
     if (matchers.length === 0) {
       ctx.addIssue({
         code: "custom",
-        message: `must have a matcher: one of ${MATCHER_FIELDS.join(", ")}`,
-      });
-    } else if (matchers.length > 1) {
-      ctx.addIssue({
-        code: "custom",
-        message: `must have exactly one matcher, found ${matchers.join(" and ")} (write one rule for each)`,
+        message: `must have a matcher: one or more of ${MATCHER_FIELDS.join(", ")}`,
       });
     }
     if ((rule as { action?: unknown }).action === RetryAction.Fail) {
@@ -273,20 +264,24 @@ function normaliseRule(rule: ParsedRule): RetryRule {
     ...(rule.includeInitContainers !== undefined
       ? { includeInitContainers: rule.includeInitContainers }
       : {}),
-    match: normaliseMatcher(rule),
+    matchers: normaliseMatchers(rule),
     ...(rule.retryLimit !== undefined ? { retryLimit: rule.retryLimit } : {}),
     ...(rule.backoff ? { backoff: normaliseBackoff(rule.backoff) } : {}),
     ...(rule.antiAffinity ? { antiAffinity: rule.antiAffinity.mode } : {}),
   };
 }
 
-function normaliseMatcher(rule: ParsedRule): RuleMatcher {
-  if (rule.onExitCodes) return { kind: "exitCodes", ...rule.onExitCodes };
-  if (rule.onConditions) return { kind: "conditions", conditions: rule.onConditions };
-  if (rule.onTerminationMessage) return { kind: "terminationMessage", ...rule.onTerminationMessage };
-  if (rule.onFailureCategory) return { kind: "failureCategory", categories: rule.onFailureCategory };
-  // The schema's exactly-one-matcher check makes this unreachable.
-  throw new RetryPolicyValidationError([{ path: "spec.rules", message: "rule without a matcher" }]);
+function normaliseMatchers(rule: ParsedRule): [RuleMatcher, ...RuleMatcher[]] {
+  const matchers: RuleMatcher[] = [];
+  if (rule.onExitCodes) matchers.push({ kind: "exitCodes", ...rule.onExitCodes });
+  if (rule.onConditions) matchers.push({ kind: "conditions", conditions: rule.onConditions });
+  if (rule.onTerminationMessage) matchers.push({ kind: "terminationMessage", ...rule.onTerminationMessage });
+  if (rule.onFailureCategory) matchers.push({ kind: "failureCategory", categories: rule.onFailureCategory });
+  const [first, ...rest] = matchers;
+  // The schema's must-have-a-matcher check makes this unreachable.
+  if (!first)
+    throw new RetryPolicyValidationError([{ path: "spec.rules", message: "rule without a matcher" }]);
+  return [first, ...rest];
 }
 
 function normaliseBackoff(backoff: ParsedBackoff): BackoffOverride {
@@ -316,7 +311,7 @@ export function retryPolicyToDocument(policy: RetryPolicy): RetryPolicyDocument 
         ...(rule.includeInitContainers !== undefined
           ? { includeInitContainers: rule.includeInitContainers }
           : {}),
-        ...matcherToDocument(rule.match),
+        ...rule.matchers.reduce<Partial<DocumentRule>>((d, m) => ({ ...d, ...matcherToDocument(m) }), {}),
         ...(rule.retryLimit !== undefined ? { retryLimit: rule.retryLimit } : {}),
         ...(rule.backoff ? { backoff: backoffToDocument(rule.backoff) } : {}),
         ...(rule.antiAffinity ? { antiAffinity: { mode: rule.antiAffinity } } : {}),

@@ -85,14 +85,14 @@ describe("examples and the seed", () => {
       rules: [
         {
           action: "Retry",
-          match: { kind: "conditions", conditions: ["Preempted", "Evicted"] },
+          matchers: [{ kind: "conditions", conditions: ["Preempted", "Evicted"] }],
           antiAffinity: "node",
         },
-        { action: "Retry", match: { kind: "conditions", conditions: ["OOMKilled"] }, retryLimit: 3 },
-        { action: "Retry", match: { kind: "exitCodes", operator: "In", values: [137] } },
+        { action: "Retry", matchers: [{ kind: "conditions", conditions: ["OOMKilled"] }], retryLimit: 3 },
+        { action: "Retry", matchers: [{ kind: "exitCodes", operator: "In", values: [137] }] },
         {
           action: "Retry",
-          match: { kind: "failureCategory", categories: ["cuda_error", "infiniband_error"] },
+          matchers: [{ kind: "failureCategory", categories: ["cuda_error", "infiniband_error"] }],
         },
       ],
     };
@@ -108,8 +108,8 @@ describe("examples and the seed", () => {
       backoff: { initialDelayMs: 10_000, maxDelayMs: 300_000, multiplier: 2 },
       antiAffinity: "node",
       rules: [
-        { action: "Retry", match: { kind: "conditions", conditions: ["Preempted"] } },
-        { action: "Retry", match: { kind: "conditions", conditions: ["Evicted"] } },
+        { action: "Retry", matchers: [{ kind: "conditions", conditions: ["Preempted"] }] },
+        { action: "Retry", matchers: [{ kind: "conditions", conditions: ["Evicted"] }] },
       ],
     });
   });
@@ -164,7 +164,7 @@ describe("includeInitContainers: accepted on a rule, a boolean, kept as written"
     expect(policy.rules[0]).toEqual({
       action: "Retry",
       ...kept,
-      match: { kind: "exitCodes", operator: "In", values: [137] },
+      matchers: [{ kind: "exitCodes", operator: "In", values: [137] }],
     });
     expect(parseRetryPolicy(retryPolicyToDocument(policy))).toEqual(policy);
     expect(retryPolicyToDocument(policy).spec.rules?.[0]).toEqual({
@@ -189,7 +189,7 @@ describe("includeInitContainers: accepted on a rule, a boolean, kept as written"
     expect(parseRetryPolicyText(yaml).rules[1]).toEqual({
       action: "Retry",
       includeInitContainers: true,
-      match: { kind: "conditions", conditions: ["OOMKilled"] },
+      matchers: [{ kind: "conditions", conditions: ["OOMKilled"] }],
       retryLimit: 3,
     });
   });
@@ -282,12 +282,11 @@ describe("invalid documents are rejected with every problem named", () => {
       ),
     ).toBe(
       [
-        "invalid retry policy (13 problems):",
-        "  spec.rules[0]: must have a matcher: one of onExitCodes, onConditions, onTerminationMessage, onFailureCategory",
+        "invalid retry policy (12 problems):",
+        "  spec.rules[0]: must have a matcher: one or more of onExitCodes, onConditions, onTerminationMessage, onFailureCategory",
         "  spec.rules[1].onExitCodes.values[0]: exit code 0 never matches (it means success)",
         "  spec.rules[1].onExitCodes.values[1]: must be an integer",
-        "  spec.rules[1]: must have exactly one matcher, found onExitCodes and onConditions (write one rule for each)",
-        "  spec.rules[2].onTerminationMessage.pattern: is not a valid regular expression: Unterminated group",
+        "  spec.rules[2].onTerminationMessage.pattern: is not a valid RE2 regular expression: missing closing ): `(TRANSIENT`",
         "  spec.rules[2].retryLimit: applies only to rules with action Retry",
         '  spec.rules[3].containerName: must be a kernel index (0 to 63) or "*"',
         "  spec.rules[3].onConditions[0]: must be one of OOMKilled, Evicted, Preempted, DeadlineExceeded, Unschedulable, AgentLost",
