@@ -94,7 +94,10 @@ export interface AgentHostOptions {
 
 type State = "registering" | "ready" | "draining" | "stopped";
 
+/** The first wait for the answer to a registration; each one unanswered doubles it, up to the max. */
 const REGISTRATION_RESEND_MS = 5_000;
+/** SQS holds a deleted queue's name 60 s: a registration may wait that long for its queue. */
+const REGISTRATION_RESEND_MAX_MS = 60_000;
 export const DEFAULT_HEARTBEAT_MS = 30_000;
 
 export class AgentHost {
@@ -228,15 +231,22 @@ export class AgentHost {
         }),
       );
     await request();
-    // The answer comes on the queue; a lost request (or a queue not created yet) is asked again.
+    // The answer comes on the queue. A lost request, or a queue the control plane cannot create
+    // yet, is asked again, each time after waiting twice as long, up to a minute.
+    let waitMs = REGISTRATION_RESEND_MS;
     for (;;) {
       const answered = await Promise.race([
         this.#registered.promise.then(() => true),
-        sleep(REGISTRATION_RESEND_MS, this.#abort.signal).then(() => false),
+        sleep(waitMs, this.#abort.signal).then(() => false),
       ]);
       if (answered || this.#abort.signal.aborted) return;
-      this.#o.log(`agent ${id}: no answer to the registration yet; asking again`);
+      const nextMs = Math.min(waitMs * 2, REGISTRATION_RESEND_MAX_MS);
+      this.#o.log(
+        `agent ${id}: no answer to the registration within ${waitMs / 1000} s; asking again (next wait ${nextMs / 1000} s). ` +
+          `The answer comes on queue ${this.#o.queueName}; if it was deleted less than a minute ago, SQS lets no one create it again until then`,
+      );
       await request();
+      waitMs = nextMs;
     }
   }
 

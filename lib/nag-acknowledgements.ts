@@ -81,7 +81,7 @@ export const NAG_ACKNOWLEDGEMENTS = {
 export const NAG_WILDCARD_RESOURCES = {
   functionAgentQueues: {
     reason:
-      "Agent queues are created at run time, one per agent, when the agent registers, so their ARNs are known only by the stack's agent queue prefix: the resource is `<prefix>*` and names no other queue. The Coordinator creates them (sqs:CreateQueue, sqs:TagQueue for the cairn:agent-id tag, sqs:GetQueueUrl); the Coordinator and EnterStage send kernel commands (sqs:GetQueueUrl, sqs:SendMessage, which also authorises SendMessageBatch).",
+      "Agent queues are created at run time, one per agent, when the agent registers, so their ARNs are known only by the stack's agent queue prefix: the resource is `<prefix>*` and names no other queue. The Coordinator creates them (sqs:CreateQueue, sqs:TagQueue for the cairn:agent-id tag, sqs:GetQueueUrl, and sqs:SetQueueAttributes to bring a queue an earlier version made with other attributes to this version's); the Coordinator and EnterStage send kernel commands (sqs:GetQueueUrl, sqs:SendMessage, which also authorises SendMessageBatch).",
   },
   agentQueues: {
     reason:

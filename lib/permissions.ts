@@ -56,9 +56,15 @@ export const EXECUTIONS_WILDCARD = {
 
 /**
  * Opening an agent's queue when it registers. CreateQueue with tags is authorised as CreateQueue
- * plus TagQueue; GetQueueUrl reads back the URL of a queue that already exists.
+ * plus TagQueue; a queue an earlier version made with other attributes (QueueNameExists) is read
+ * back with GetQueueUrl and given this version's with SetQueueAttributes.
  */
-export const AGENT_QUEUE_OPEN_ACTIONS = ["sqs:CreateQueue", "sqs:TagQueue", "sqs:GetQueueUrl"] as const;
+export const AGENT_QUEUE_OPEN_ACTIONS = [
+  "sqs:CreateQueue",
+  "sqs:TagQueue",
+  "sqs:GetQueueUrl",
+  "sqs:SetQueueAttributes",
+] as const;
 /** Sending kernel commands: SendMessageBatch is authorised as SendMessage. */
 export const AGENT_QUEUE_SEND_ACTIONS = ["sqs:GetQueueUrl", "sqs:SendMessage"] as const;
 

@@ -83,6 +83,51 @@ describe("queues", () => {
     expect((await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl).toBe(url);
   });
 
+  test("given CreateQueue of an existing queue, then only the attributes the request names are compared, as SQS does", async () => {
+    const name = freshName("agent");
+    const url = await newQueue({ VisibilityTimeout: "60", MessageRetentionPeriod: "3600" }, name);
+    // Attributes left out are not compared with the queue's, though the queue's are not the defaults.
+    expect(await newQueue({}, name)).toBe(url);
+    expect(await newQueue({ VisibilityTimeout: "60" }, name)).toBe(url);
+    // One it names and the queue holds otherwise (a queue an earlier version made) is refused,
+    // with the code SQS answers in the JSON protocol and the awsQuery code its clients map.
+    const response = await fetch(server.endpoint, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-amz-json-1.0",
+        "x-amz-target": "AmazonSQS.CreateQueue",
+      },
+      body: JSON.stringify({ QueueName: name, Attributes: { MessageRetentionPeriod: "7200" } }),
+    });
+    expect(response.status).toBe(400);
+    expect(response.headers.get("x-amzn-query-error")).toBe("QueueAlreadyExists;Sender");
+    expect(await response.json()).toMatchObject({ __type: "com.amazonaws.sqs#QueueNameExists" });
+    // SetQueueAttributes gives it the new value; CreateQueue with it then returns the queue.
+    await sqs.send(
+      new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { MessageRetentionPeriod: "7200" } }),
+    );
+    expect(await newQueue({ MessageRetentionPeriod: "7200", VisibilityTimeout: "60" }, name)).toBe(url);
+  });
+
+  test("given DeleteQueue, then CreateQueue of the name within 60 s is QueueDeletedRecently on the wire, and the name is free after", async () => {
+    const name = freshName();
+    const url = await newQueue({}, name);
+    await sqs.send(new DeleteQueueCommand({ QueueUrl: url }));
+    const create = () =>
+      fetch(server.endpoint, {
+        method: "POST",
+        headers: { "content-type": "application/x-amz-json-1.0", "x-amz-target": "AmazonSQS.CreateQueue" },
+        body: JSON.stringify({ QueueName: name }),
+      });
+    advance(59);
+    const held = await create();
+    expect(held.status).toBe(400);
+    expect(held.headers.get("x-amzn-query-error")).toBe("AWS.SimpleQueueService.QueueDeletedRecently;Sender");
+    expect(await held.json()).toMatchObject({ __type: "com.amazonaws.sqs#QueueDeletedRecently" });
+    advance(2);
+    expect((await create()).status).toBe(200);
+  });
+
   test("given bad names or attributes, then the error names the field and the rule", async () => {
     const badName = await failure(newQueue({}, "has space"));
     expect(badName.name).toBe("InvalidParameterValue");

@@ -23,6 +23,7 @@ export const ACTIONS_OF_COMMAND: Readonly<Record<string, readonly string[]>> = {
   // Tags given to CreateQueue also need sqs:TagQueue: see taggedOnCreate.
   CreateQueueCommand: ["sqs:CreateQueue"],
   GetQueueUrlCommand: ["sqs:GetQueueUrl"],
+  SetQueueAttributesCommand: ["sqs:SetQueueAttributes"],
   SendMessageCommand: ["sqs:SendMessage"],
   // Batch actions are authorised as their single-message action.
   SendMessageBatchCommand: ["sqs:SendMessage"],

@@ -1,16 +1,12 @@
 /**
- * The embedded SQS's queues by name: creation (idempotent for equal attributes), deletion
+ * The embedded SQS's queues by name: creation (an existing queue is returned when the attributes
+ * the request names are its own, else QueueNameExists), deletion
  * (a name is reusable 60 s later, as AWS), listing, and lookup by queue URL. The runtime may
  * inspect it directly; the HTTP operations go through it too.
  */
 import { SqsError, SqsErrorCode, invalidParameter, queueDoesNotExist } from "./errors.ts";
 import { LocalSqsQueue, type Clock } from "./queue.ts";
-import {
-  DEFAULT_SETTINGS,
-  SETTABLE_ATTRIBUTES,
-  type QueueSettings,
-  type SettableAttribute,
-} from "./queue-attributes.ts";
+import type { QueueSettings, SettableAttribute } from "./queue-attributes.ts";
 
 export interface SqsQueuesOptions {
   /** `http://host:port` the queue URLs start with; read when a queue is created. */
@@ -52,9 +48,11 @@ export class SqsQueues {
       throw invalidParameter("tags", `${tags.size} tags`, `A queue can have at most ${MAX_TAGS} tags.`);
     const existing = this.#queues.get(name);
     if (existing) {
-      const wanted = { ...DEFAULT_SETTINGS, ...settings };
-      const differing = (Object.keys(SETTABLE_ATTRIBUTES) as SettableAttribute[]).find(
-        (attribute) => existing.settings[attribute] !== wanted[attribute],
+      // As SQS: "returns this error only if the request includes attributes whose values differ
+      // from those of the existing queue". An attribute the request leaves out is not compared,
+      // whatever the queue's value (a default or one set since).
+      const differing = (Object.keys(settings) as SettableAttribute[]).find(
+        (attribute) => existing.settings[attribute] !== settings[attribute],
       );
       if (differing) {
         throw new SqsError(

@@ -3,11 +3,19 @@
  * `<prefix><agentId>`, created by the control plane when the agent registers. Messages are
  * sent in batches of 10 (SendMessageBatch's limit), resending entries that failed one by one;
  * whatever still fails raises, so a command is never dropped silently.
+ *
+ * Opening a queue that exists is the common case: every restart of an agent registers again.
+ * CreateQueue returns the existing queue only when the attributes it names are the queue's own;
+ * a queue made by an earlier version of Cairn with other attributes answers `QueueNameExists`,
+ * and it is brought to this version's (GetQueueUrl, SetQueueAttributes). A queue deleted less
+ * than 60 s ago cannot be created again yet (`QueueDeletedRecently`): that is a retryable
+ * failure, saying so, and the registration is retried.
  */
 import {
   CreateQueueCommand,
   GetQueueUrlCommand,
   SendMessageBatchCommand,
+  SetQueueAttributesCommand,
   type SendMessageBatchRequestEntry,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
@@ -30,11 +38,17 @@ export class AgentChannelError extends Error {
   readonly code = "AGENT_CHANNEL";
   /** Whether sending again may succeed (throttling, a service fault) rather than never (too large). */
   readonly retryable: boolean;
-  constructor(message: string, retryable: boolean) {
+  /** When known, how long until trying again can succeed. */
+  readonly retryAfterMs?: number;
+  constructor(message: string, retryable: boolean, retryAfterMs?: number) {
     super(message);
     this.retryable = retryable;
+    if (retryAfterMs !== undefined) this.retryAfterMs = retryAfterMs;
   }
 }
+
+/** SQS keeps a deleted queue's name this long: CreateQueue of it fails meanwhile. */
+export const QUEUE_NAME_HOLD_MS = 60_000;
 
 const MAX_BATCH = 10;
 /** SendMessageBatch's total payload: SQS's classic limit, which every region accepts. */
@@ -59,6 +73,11 @@ export function packBatches(bodies: readonly string[]): string[][] {
   return batches;
 }
 
+/** The SDK's name for a service error: its exception's name (`QueueNameExists`, …). */
+function errorName(error: unknown): string {
+  return typeof error === "object" && error !== null && "name" in error ? String(error.name) : "";
+}
+
 export function agentQueueName(prefix: string, agentId: string): string {
   return `${prefix}${agentId}`;
 }
@@ -79,14 +98,40 @@ export class SqsAgentChannel implements AgentChannelPort {
   }
 
   async open(agentId: string): Promise<void> {
-    const out = await this.#client.send(
-      new CreateQueueCommand({
-        QueueName: agentQueueName(this.#prefix, agentId),
-        Attributes: { ...AGENT_QUEUE_ATTRIBUTES },
-        tags: { "cairn:agent-id": agentId },
-      }),
-    );
-    if (out.QueueUrl) this.#urls.set(agentId, out.QueueUrl);
+    const QueueName = agentQueueName(this.#prefix, agentId);
+    let url: string | undefined;
+    try {
+      url = (
+        await this.#client.send(
+          new CreateQueueCommand({
+            QueueName,
+            Attributes: { ...AGENT_QUEUE_ATTRIBUTES },
+            tags: { "cairn:agent-id": agentId },
+          }),
+        )
+      ).QueueUrl;
+    } catch (error) {
+      switch (errorName(error)) {
+        case "QueueNameExists":
+          // Made with other attributes (an earlier version's): this version's replace them.
+          url = (await this.#client.send(new GetQueueUrlCommand({ QueueName }))).QueueUrl;
+          if (!url) throw new AgentChannelError(`no queue URL for agent ${agentId}`, true);
+          await this.#client.send(
+            new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { ...AGENT_QUEUE_ATTRIBUTES } }),
+          );
+          break;
+        case "QueueDeletedRecently":
+          throw new AgentChannelError(
+            `agent ${agentId}'s queue ${QueueName} was deleted less than ${QUEUE_NAME_HOLD_MS / 1000} s ago, ` +
+              "and SQS creates no queue of that name until then (QueueDeletedRecently): the registration is retried",
+            true,
+            QUEUE_NAME_HOLD_MS,
+          );
+        default:
+          throw error;
+      }
+    }
+    if (url) this.#urls.set(agentId, url);
   }
 
   async send(deliveries: readonly AgentDelivery[]): Promise<void> {
