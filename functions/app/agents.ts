@@ -137,7 +137,15 @@ export class Agents {
       if (error instanceof AgentFencedError) return this.#fence(agentId, incarnation, errorMessage(error));
       throw error;
     }
-    if (detail.runs !== undefined && detail.runs.length > 0) await this.#reconcile(detail);
+    if (detail.runs !== undefined && detail.runs.length > 0) {
+      // The heartbeat counts whatever happens here: the next one reconciles again.
+      await this.#reconcile(detail).catch((error: unknown) =>
+        this.#d.log.error("reconciling an agent's runs failed; its next heartbeat tries again", {
+          agentId,
+          error: errorMessage(error),
+        }),
+      );
+    }
     const returning = agent!.lastHeartbeatAtMs < nowMs - this.#d.config.agentTimeoutMs;
     const drainingChanged = (agent!.draining === true) !== (detail.draining === true);
     return { wake: returning || drainingChanged };
