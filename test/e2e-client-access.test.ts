@@ -12,6 +12,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 import { runCairn } from "./support/cli.ts";
+import { awsDashboardDeps } from "../dashboard/aws.ts";
 
 const run = promisify(execFile);
 
@@ -298,5 +299,43 @@ describe("the cairn CLI with a submitter's credentials only", () => {
     // The runtime's own user has the operator's rights as well.
     const asOperator = await runCairn(rt.dataDir, ["queue", "create", "gpu", "--priority", "5"]);
     expect(asOperator.code, asOperator.stderr).toBe(0);
+  }, 180_000);
+});
+
+describe("npm start's dashboard, which reads with the client's credentials", () => {
+  test("given ClientPolicy's rights, then its agents, queues, policies, counts and an execution's history all read", async () => {
+    const { info } = rt.runtime;
+    const dashboard = awsDashboardDeps({
+      where: "the test's runtime",
+      region: info.region,
+      credentials: info.credentials.client,
+      endpoints: {
+        dynamoDb: info.endpoints.dynamoDb,
+        eventBridge: info.endpoints.eventBridge,
+        logs: info.endpoints.logs,
+        stepFunctions: info.endpoints.stepFunctions,
+      },
+      tableName: info.tableName,
+      eventBusName: info.eventBusName,
+      stateMachineArn: info.stateMachineArn,
+      kernelLogGroupName: info.kernelLogGroupName,
+      executions: "local",
+    });
+    const { deps } = dashboard;
+    try {
+      const [agent] = await deps.store.listAgents();
+      expect(agent).toMatchObject({ id: "agent-1" });
+      expect(agent).not.toHaveProperty("signingKey");
+      await deps.store.listQueues();
+      await deps.store.listRetryPolicies();
+      await deps.store.getRetryConfig();
+      expect((await deps.census.countSessions("RUNNING")).count).toBeGreaterThanOrEqual(1);
+      expect(await deps.store.getSession(SESSION)).toBeDefined();
+      if (deps.executions.kind !== "local") throw new Error("expected the local executions");
+      const executionArn = `${info.stateMachineArn.replace(":stateMachine:", ":execution:")}:${SESSION}`;
+      expect((await deps.executions.history(executionArn))?.length).toBeGreaterThan(0);
+    } finally {
+      dashboard.close();
+    }
   }, 180_000);
 });
