@@ -20,7 +20,6 @@ import type { EnterFamilyStageDeps } from "../app/enter-family-stage.ts";
 import { systemClock } from "../app/ports.ts";
 import type { CairnConfig } from "../config.ts";
 import { LeaseItems } from "../adapters/dynamo/lease-items.ts";
-import { FunctionName } from "../topology/index.ts";
 import { functionTimeoutMs, plain, storeMetrics, type Instrumentation } from "./wiring.ts";
 
 export interface DeploymentsWiring {
@@ -61,7 +60,7 @@ export function wireDeployments(
           log: instrumentation.logger("deployments"),
           leases: {
             leases: new LeaseItems(new DynamoRequests(dynamo, config.tableName, storeMetrics)),
-            leaseMs: functionTimeoutMs(FunctionName.Deployments),
+            leaseMs: functionTimeoutMs("Deployments"),
           },
         });
   return {

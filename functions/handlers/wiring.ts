@@ -30,7 +30,7 @@ import { DynamoRequests } from "../adapters/dynamo/dynamo-requests.ts";
 import { TemplateItems } from "../adapters/dynamo/template-items.ts";
 import type { CoordinatorDeps } from "../app/coordinator.ts";
 import { LeaseItems } from "../adapters/dynamo/lease-items.ts";
-import { FUNCTIONS, FunctionName } from "../topology/index.ts";
+import { FUNCTION_TIMEOUT_SECONDS } from "../topology/function-timeouts.ts";
 
 export interface Wiring {
   readonly coordinator: Coordinator;
@@ -112,7 +112,7 @@ export function wire(
     templates: new TemplateItems(new DynamoRequests(dynamo, config.tableName, storeMetrics)),
     placementLeases: {
       leases: new LeaseItems(new DynamoRequests(dynamo, config.tableName, storeMetrics)),
-      leaseMs: functionTimeoutMs(FunctionName.Coordinator),
+      leaseMs: functionTimeoutMs("Coordinator"),
     },
     ...optionalFilter(extras.submissionFilter?.(config, captureClient)),
     config,
@@ -139,10 +139,8 @@ export function wire(
 }
 
 /** A lease is held at most as long as the function holding it may run. */
-export function functionTimeoutMs(name: FunctionName): number {
-  const fn = FUNCTIONS.find((f) => f.name === name);
-  if (!fn) throw new Error(`no function ${name} in the topology`);
-  return fn.timeoutSeconds * 1000;
+export function functionTimeoutMs(name: keyof typeof FUNCTION_TIMEOUT_SECONDS): number {
+  return FUNCTION_TIMEOUT_SECONDS[name] * 1000;
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import { EventSource, DetailType } from "../core/events.ts";
 import { PLACEMENT_STATUSES } from "../core/status.ts";
+import { FUNCTION_TIMEOUT_SECONDS } from "./function-timeouts.ts";
 export const FunctionName = {
   /** Applies inbound events, then runs the handler passes they make possible. */
   Coordinator: "Coordinator",
@@ -53,7 +54,7 @@ export const FUNCTIONS: readonly FunctionDecl[] = [
     name: FunctionName.Coordinator,
     entry: "functions/handlers/coordinator.ts",
     description: "Applies inbound events and runs the lifecycle handlers and promotions in batches",
-    timeoutSeconds: 60,
+    timeoutSeconds: FUNCTION_TIMEOUT_SECONDS.Coordinator,
     memoryMiB: 512,
     uses: [
       "table",
@@ -70,7 +71,7 @@ export const FUNCTIONS: readonly FunctionDecl[] = [
     entry: "functions/handlers/enter-stage.ts",
     description:
       "Records a session's status, task token and entry time as its execution enters a state, then takes the session's next step; judges an expired PENDING stage",
-    timeoutSeconds: 30,
+    timeoutSeconds: FUNCTION_TIMEOUT_SECONDS.EnterStage,
     memoryMiB: 256,
     // Stops what a session leaves running when it leaves its agents; takes the session's next
     // step itself (Coordinator.advance): commands to its agents, the stage's callback.
@@ -81,7 +82,7 @@ export const FUNCTIONS: readonly FunctionDecl[] = [
     entry: "functions/handlers/deployments.ts",
     description:
       "Applies deployment requests and replicas' health reports, and runs the deployment and route handlers",
-    timeoutSeconds: 60,
+    timeoutSeconds: FUNCTION_TIMEOUT_SECONDS.Deployments,
     memoryMiB: 256,
     // Starts deployments' and routes' executions and completes their callbacks; submits and
     // cancels replicas' sessions as a client would (events on the bus), reads them in the table.
@@ -93,7 +94,7 @@ export const FUNCTIONS: readonly FunctionDecl[] = [
     entry: "functions/handlers/enter-family-stage.ts",
     description:
       "Records a deployment's or a route's status and task token as its execution enters a state, and publishes the change",
-    timeoutSeconds: 30,
+    timeoutSeconds: FUNCTION_TIMEOUT_SECONDS.EnterFamilyStage,
     memoryMiB: 256,
     uses: ["table", "bus:put"],
   },
