@@ -3,7 +3,7 @@
  * local agents. Each replica is a session whose kernel is a real HTTP server on $CAIRN_PORT,
  * probed by the agent that hosts it.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -270,10 +270,55 @@ test("a replica whose health endpoint answers 500 becomes UNHEALTHY and is evict
     "TerminatingRoute SUCCESS TERMINATING→TERMINATED",
   ]);
   const evicted = (await deployments.deploymentHistory(id)).find((h) => h.handler === "RouteEviction");
-  expect(evicted?.message).toBe("evicted: HTTP 500");
+  // FAST_CHECK's unhealthyThreshold 2: UNHEALTHY after 2 failures, evicted after 2 more.
+  expect(evicted?.message).toBe("evicted: failed 4 health checks in a row without recovering (HTTP 500)");
   await send(DetailType.DeploymentDestroyRequested, { deploymentId: id });
   await waitDeployment(id, (d) => d.deployment.status === "DESTROYED", "DESTROYED");
 }, 90_000);
+
+test("seed 001: an UNHEALTHY replica whose health recovers goes back to HEALTHY instead of being evicted", async () => {
+  // HealthCheckRoute | HEALTHY, UNHEALTHY, DEGRADED | HEALTHY; "UNHEALTHY → HEALTHY: On health recovery".
+  const id = "recovers";
+  const statusFile = join(pidDir(), `${id}-status`);
+  writeFileSync(statusFile, "200");
+  const server = [
+    'const fs = require("node:fs");',
+    'require("node:http").createServer((req, res) => {',
+    '  res.statusCode = Number(fs.readFileSync(process.env.STATUS_FILE, "utf8"));',
+    '  res.end("ok");',
+    '}).listen(Number(process.env.CAIRN_PORT), "127.0.0.1");',
+  ].join("\n");
+  await send(DetailType.DeploymentCreated, {
+    deploymentId: id,
+    spec: {
+      name: id,
+      replicas: 1,
+      service: {
+        command: ["/bin/sh", "-c", 'node -e "$SERVER"; sleep 3600'],
+        env: { SERVER: server, STATUS_FILE: statusFile },
+        resources: { cpu: 0.25, memoryMiB: 64 },
+      },
+      // Four failures make it UNHEALTHY and four more evict it: eight seconds to see it recover.
+      healthCheck: { ...FAST_CHECK, unhealthyThreshold: 4 },
+    },
+  });
+  const r0 = `${id}-r0`;
+  const status = (d: DeploymentWithRoutes) => d.routes.find((r) => r.id === r0)?.status;
+  await waitDeployment(id, (d) => status(d) === "HEALTHY", "r0 HEALTHY");
+  writeFileSync(statusFile, "500");
+  await waitDeployment(id, (d) => status(d) === "UNHEALTHY", "r0 UNHEALTHY");
+  writeFileSync(statusFile, "200");
+  const recovered = await waitDeployment(id, (d) => status(d) === "HEALTHY", "r0 HEALTHY again");
+  expect(statuses(recovered)).toEqual([`${r0}:HEALTHY`]);
+  expect(await transitions(id, r0)).toEqual([
+    "ProvisioningRoute SUCCESS PROVISIONING→DEGRADED",
+    "HealthCheckRoute SUCCESS DEGRADED→HEALTHY",
+    "HealthCheckRoute FAILURE HEALTHY→UNHEALTHY",
+    "HealthCheckRoute SUCCESS UNHEALTHY→HEALTHY",
+  ]);
+  await send(DetailType.DeploymentDestroyRequested, { deploymentId: id });
+  await waitDeployment(id, (d) => d.deployment.status === "DESTROYED", "DESTROYED");
+}, 120_000);
 
 test("a replica whose command exits at once is FAILED_TO_START → TERMINATING, and replaced after a hold-back", async () => {
   const id = "crash";

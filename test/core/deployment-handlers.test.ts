@@ -10,6 +10,7 @@ import {
   healthCheckRoute,
   provisioningRoute,
   reconcileDeployment,
+  evictionFailures,
   routeEviction,
   runningRoute,
   replacementDelayMs,
@@ -120,13 +121,21 @@ describe("route handlers", () => {
     ]);
   });
 
-  test("RouteEviction: every UNHEALTHY route → TERMINATING, saying why", () => {
-    const sick = route(1, "UNHEALTHY", { health: { ...initialHealth(T0), lastMessage: "HTTP 500" } });
-    const result = routeEviction([on(sick, "RUNNING")]);
-    expect(result.messages).toEqual({ "web-r1": "evicted: HTTP 500" });
-    expect(judgeRoute("RouteEviction", result, [on(sick, "RUNNING")])).toEqual([
+  test("RouteEviction: an UNHEALTHY route failing twice the threshold in a row → TERMINATING, saying why; one within the grace is left", () => {
+    const sick = (consecutiveFailures: number) =>
+      route(1, "UNHEALTHY", {
+        health: { ...initialHealth(T0), consecutiveFailures, lastMessage: "HTTP 500" },
+      });
+    const d = webDeployment(2);
+    expect(evictionFailures(d.spec.healthCheck)).toBe(6);
+    const result = routeEviction(d, [on(sick(6), "RUNNING")]);
+    expect(result.messages).toEqual({
+      "web-r1": "evicted: failed 6 health checks in a row without recovering (HTTP 500)",
+    });
+    expect(judgeRoute("RouteEviction", result, [on(sick(6), "RUNNING")])).toEqual([
       "web-r1 SUCCESS UNHEALTHY->TERMINATING",
     ]);
+    expect(routeEviction(d, [on(sick(5), "RUNNING")])).toMatchObject({ successes: [], failures: [] });
   });
 
   test("TerminatingRoute: ended → TERMINATED; a session still running is cancelled first", () => {

@@ -102,7 +102,7 @@ describe("the deployment's handlers", () => {
     const all = sessions([0, "RUNNING"], [1, "RUNNING"], [2, "RUNNING"], [3, "RUNNING"]);
     const plan = pass(deployment("SCALING", 2), routes, all);
     expect(callbacks(plan)).toEqual([
-      // web-r3 was UNHEALTHY: RouteEviction took it in the same pass (its first edge).
+      // web-r3 was UNHEALTHY, within its eviction grace: the scale-down takes it (TERMINATING is its first edge).
       "web-r1: DEGRADED→TERMINATING (Cairn.To.TERMINATING)",
       "web-r3: UNHEALTHY→TERMINATING (success)",
     ]);
@@ -287,20 +287,45 @@ describe("the routes' handlers", () => {
     ]);
   });
 
-  test("RouteEviction: UNHEALTHY → TERMINATING", () => {
-    const plan = one(
-      route(0, "UNHEALTHY", {
-        health: {
-          ...initialHealth(T0),
-          consecutiveFailures: 3,
-          lastProbeAtMs: NOW - 500,
-          lastMessage: "HTTP 500",
-        },
-      }),
+  /** An UNHEALTHY route whose probes say `over` (default health check: thresholds 1 and 3). */
+  const unhealthy = (over: Partial<Route["health"]>): Route =>
+    route(0, "UNHEALTHY", {
+      health: { ...initialHealth(T0), lastProbeAtMs: NOW - 500, lastMessage: "HTTP 500", ...over },
+    });
+
+  test("RouteEviction: UNHEALTHY → TERMINATING once it kept failing past the grace (twice the threshold)", () => {
+    const plan = one(unhealthy({ consecutiveFailures: 6 }), sessions([0, "RUNNING"]));
+    expect(callbacks(plan)).toEqual(["web-r0: UNHEALTHY→TERMINATING (success)"]);
+    expect(plan.change?.history?.[0]?.message).toBe(
+      "evicted: failed 6 health checks in a row without recovering (HTTP 500)",
+    );
+  });
+
+  test('seed 001: UNHEALTHY → HEALTHY "on health recovery": the health check acts before eviction', () => {
+    // HealthCheckRoute | HEALTHY, UNHEALTHY, DEGRADED | HEALTHY | UNHEALTHY | DEGRADED
+    const within = one(unhealthy({ consecutiveFailures: 5 }), sessions([0, "RUNNING"]));
+    expect(within.callbacks).toEqual([]);
+    expect(history(within)).toEqual(["web-r0 HealthCheckRoute FAILURE UNHEALTHY→="]);
+    const recovered = one(
+      unhealthy({ consecutiveFailures: 0, consecutiveSuccesses: 1, lastMessage: "HTTP 500" }),
       sessions([0, "RUNNING"]),
     );
-    expect(callbacks(plan)).toEqual(["web-r0: UNHEALTHY→TERMINATING (success)"]);
-    expect(plan.change?.history?.[0]?.message).toBe("evicted: HTTP 500");
+    expect(callbacks(recovered)).toEqual(["web-r0: UNHEALTHY→HEALTHY (Cairn.To.HEALTHY)"]);
+    expect(history(recovered)).toEqual(["web-r0 HealthCheckRoute SUCCESS UNHEALTHY→HEALTHY"]);
+    const stale = one(
+      unhealthy({ consecutiveFailures: 6, lastProbeAtMs: NOW - 13_000 }),
+      sessions([0, "RUNNING"]),
+    );
+    expect(callbacks(stale)).toEqual(["web-r0: UNHEALTHY→DEGRADED (Cairn.To.DEGRADED)"]);
+    // A replica whose session ended is terminated first, whatever its probes say.
+    expect(
+      callbacks(
+        one(
+          unhealthy({ consecutiveSuccesses: 1, consecutiveFailures: 0 }),
+          sessions([0, "TERMINATED", "failed"]),
+        ),
+      ),
+    ).toEqual(["web-r0: UNHEALTHY→TERMINATING (success)"]);
   });
 
   test("TerminatingRoute: cancels a running session; TERMINATED once it has ended", () => {

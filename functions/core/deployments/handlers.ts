@@ -11,6 +11,7 @@ import { healthVerdict } from "./health.ts";
 import type { FamilyHandlerResult } from "./judge.ts";
 import type { Deployment, Route } from "./model.ts";
 import { RouteResult, RouteStatus } from "./tables.ts";
+import type { HealthCheck } from "./spec.ts";
 
 /** The session behind a route, as far as the route's handlers read it. */
 export interface BackingSession {
@@ -108,11 +109,34 @@ export function runningRoute(targets: readonly RouteTarget[]): FamilyHandlerResu
   return r.build();
 }
 
-/** RouteEviction: every UNHEALTHY route is removed; the deployment replaces it (ReconcileDeployment). */
-export function routeEviction(targets: readonly RouteTarget[]): FamilyHandlerResult {
+/**
+ * How many failing probes in a row evict an UNHEALTHY route: the threshold that made it UNHEALTHY,
+ * then as many again without a recovery. Seed 001 lets both HealthCheckRoute (UNHEALTHY → HEALTHY
+ * "on health recovery") and RouteEviction (UNHEALTHY → TERMINATING) act on an UNHEALTHY route;
+ * the health check goes first, and eviction waits this long, so a replica that was briefly sick
+ * (a slow garbage collection, a restart of a dependency) can recover instead of being replaced.
+ */
+export function evictionFailures(check: HealthCheck): number {
+  return 2 * check.unhealthyThreshold;
+}
+
+/**
+ * RouteEviction: an UNHEALTHY route that kept failing its probes past the grace (evictionFailures)
+ * is removed; the deployment replaces it (ReconcileDeployment). One still within the grace is left
+ * (not attempted: no history), for the next probes to recover or evict.
+ */
+export function routeEviction(deployment: Deployment, targets: readonly RouteTarget[]): FamilyHandlerResult {
   const r = new Results();
+  const needed = evictionFailures(deployment.spec.healthCheck);
   for (const { route } of targets) {
-    r.add("successes", route.id, `evicted: ${route.health.lastMessage ?? "unhealthy"}`);
+    const failures = route.health.consecutiveFailures;
+    if (failures < needed) continue;
+    r.add(
+      "successes",
+      route.id,
+      `evicted: failed ${failures} health checks in a row without recovering` +
+        (route.health.lastMessage !== undefined ? ` (${route.health.lastMessage})` : ""),
+    );
   }
   return r.build();
 }

@@ -374,9 +374,14 @@ function judgeRoute(deployment: Deployment, target: RouteTarget, nowMs: number):
       // A replica whose session has ended is terminated whatever its probes said last.
       const running = run(ROUTE_HANDLERS.RunningRoute, runningRoute([target]));
       if (running?.to !== undefined) return running;
-      if (route.status === R.UNHEALTHY) return run(ROUTE_HANDLERS.RouteEviction, routeEviction([target]));
+      // HealthCheckRoute first: an UNHEALTHY route whose probes pass again recovers (→ HEALTHY), one
+      // not reported on goes DEGRADED; RouteEviction then removes one still failing past its grace.
       const health = run(ROUTE_HANDLERS.HealthCheckRoute, healthCheckRoute(deployment, [target], nowMs));
       if (health?.to !== undefined) return health;
+      if (route.status === R.UNHEALTHY) {
+        const eviction = run(ROUTE_HANDLERS.RouteEviction, routeEviction(deployment, [target]));
+        if (eviction !== undefined) return eviction;
+      }
       if (route.status === R.HEALTHY && route.agentId !== undefined && route.port !== undefined) {
         // ServiceDiscoverySync: the replica's endpoint, as Route Status Changed published it.
         const sync = run(ROUTE_HANDLERS.ServiceDiscoverySync, {
