@@ -102,13 +102,13 @@ export interface SessionSpec {
 export interface RetrySpec {
   readonly maxRetriesFailure?: number;
   readonly maxRetriesPreemption?: number;
-  /** Policies added after the queue's (first match wins over the concatenated rules). */
-  readonly policies?: readonly string[];
   /**
    * Runs that could not start because of the cluster, retried automatically before the session
    * ends Failed (HPC Pack's automatic retry on cluster failure; retry/start-failures.ts). @default 3
    */
   readonly maxRetriesStart?: number;
+  /** Policies added after the queue's (first match wins over the concatenated rules). */
+  readonly policies?: readonly string[];
 }
 
 /** The waiting stage the lifecycle execution is in, recorded when the stage is entered. */
@@ -377,13 +377,13 @@ export interface StageTransition {
    * status the session is stored in; `atMs` when the stage was entered.
    */
   readonly deferred?: DeferredEntry;
-  /** Present when the run is retried (result REQUEUED, TERMINATING → PENDING). */
-  readonly requeue?: {
   /**
    * A return to PENDING that a budget counted (a preemption or an agent loss while BUILDING,
    * building-loss.ts): the retry state to store, that budget charged. Absent: a free return.
    */
   readonly charged?: RetryState;
+  /** Present when the run is retried (result REQUEUED, TERMINATING → PENDING). */
+  readonly requeue?: {
     readonly retry: RetryState;
     readonly avoidAgentIds: readonly string[];
     /** The durable wait before the next run, in the state machine's Wait state. */
