@@ -6,8 +6,6 @@
 import type { LocalStepFunctions } from "../local/stepfunctions/index.ts";
 import { LOG_EVENT_OVERHEAD_BYTES } from "./aws-prices.ts";
 
-type Write = typeof process.stdout.write;
-
 /**
  * Takes the functions' log lines (one JSON object each) off stdout and stderr and counts them;
  * everything else passes. `echo` prints them as well (the bench's --verbose).
@@ -22,24 +20,25 @@ export class FunctionLogCapture {
 
   constructor(echo: boolean) {
     for (const stream of [process.stdout, process.stderr]) {
-      const original = stream.write.bind(stream) as Write;
-      const write = ((chunk: unknown, ...rest: unknown[]) => {
+      const previous = stream.write.bind(stream);
+      const pass = (...args: unknown[]): boolean => Reflect.apply(previous, stream, args) as boolean;
+      const write = (chunk: unknown, ...rest: unknown[]): boolean => {
         const text = typeof chunk === "string" ? chunk : Buffer.isBuffer(chunk) ? chunk.toString("utf8") : "";
-        if (!text.startsWith("{")) return (original as (...a: unknown[]) => boolean)(chunk, ...rest);
+        if (!text.startsWith("{")) return pass(chunk, ...rest);
         for (const line of text.split("\n")) {
           if (line === "") continue;
           this.lines++;
           this.bytes += Buffer.byteLength(line) + LOG_EVENT_OVERHEAD_BYTES;
           this.#noteMetrics(line);
         }
-        if (echo) return (original as (...a: unknown[]) => boolean)(chunk, ...rest);
+        if (echo) return pass(chunk, ...rest);
         const callback = rest.find((r) => typeof r === "function") as (() => void) | undefined;
         callback?.();
         return true;
-      }) as Write;
+      };
       stream.write = write;
       this.#restore.push(() => {
-        stream.write = original;
+        stream.write = previous;
       });
     }
   }

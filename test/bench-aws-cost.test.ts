@@ -20,6 +20,7 @@ import {
   SECONDS_PER_MONTH,
 } from "../bench/aws-prices.ts";
 import { fixedResources } from "../bench/aws-report.ts";
+import { FunctionLogCapture } from "../bench/aws-usage.ts";
 import { FUNCTIONS, QUEUES, STATE_MACHINES } from "../functions/topology/index.ts";
 
 /** 200 sessions, in round figures. */
@@ -183,5 +184,41 @@ describe("monthly costs that do not depend on sessions", () => {
     expect(AWS_PRICES.region).toBe("us-east-1");
     expect(AWS_PRICES.stepFunctionsPerTransition * 1_000).toBeCloseTo(0.025, 12);
     expect(DEFAULT_QUOTAS.stepFunctionsStartExecution).toBe(300);
+  });
+});
+
+describe("what the bench counts of the functions' logs", () => {
+  test("JSON lines are counted and kept off the output, with the custom metrics their documents name; other lines pass", () => {
+    const written: string[] = [];
+    const original = process.stdout.write.bind(process.stdout);
+    process.stdout.write = (chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    };
+    try {
+      const capture = new FunctionLogCapture(false);
+      process.stdout.write("bench: a progress line\n");
+      const log = JSON.stringify({ level: "INFO", message: "job finished" });
+      const emf = JSON.stringify({
+        _aws: {
+          CloudWatchMetrics: [
+            { Namespace: "Cairn/x", Dimensions: [["service", "status"]], Metrics: [{ Name: "Transitions" }] },
+          ],
+        },
+        service: "cairn",
+        status: "RUNNING",
+        Transitions: 2,
+      });
+      process.stdout.write(`${log}\n`);
+      process.stdout.write(`${emf}\n`);
+      process.stdout.write(`${emf}\n`);
+      capture.stop();
+      expect(written).toEqual(["bench: a progress line\n"]);
+      expect(capture.lines).toBe(3);
+      expect(capture.bytes).toBe(log.length + 2 * emf.length + 3 * 26);
+      expect([...capture.metrics]).toEqual(["Cairn/x|Transitions|service=cairn,status=RUNNING"]);
+    } finally {
+      process.stdout.write = original;
+    }
   });
 });
