@@ -243,9 +243,11 @@ describe("agents are processes of their own", () => {
     const running: SessionWithKernels = await rt.waitForStatus(id, "RUNNING");
     const owner = (await rt.store.getAgent(running.kernels[0]!.agentId!))!;
     // Another registered agent (a real process) whose key the forger happens to hold: its own.
-    const other = (await rt.store.listAgents()).find(
-      (a) => a.id !== owner.id && a.lostAtMs === undefined && a.signingKey !== undefined,
+    const listed = (await rt.store.listAgents()).find(
+      (a) => a.id !== owner.id && a.lostAtMs === undefined && a.incarnation !== undefined,
     )!;
+    // Its key as the functions read it: listings leave keys out.
+    const other = (await rt.store.getAgent(listed.id))!;
     const events = new EventBridgeClient({
       endpoint: rt.runtime.info.endpoints.eventBridge,
       region: rt.runtime.info.region,

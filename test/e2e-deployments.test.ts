@@ -484,9 +484,11 @@ test("a health report signed by an agent that does not run the route's session i
   });
   const ready = await waitDeployment(id, (d) => healthy(d).length === 1, "1 HEALTHY route");
   const route = ready.routes[0]!;
-  const other = (await rt.store.listAgents()).find(
-    (a) => a.id !== route.agentId && a.signingKey !== undefined,
+  const listed = (await rt.store.listAgents()).find(
+    (a) => a.id !== route.agentId && a.incarnation !== undefined,
   )!;
+  // Its key as the functions read it: listings leave keys out.
+  const other = (await rt.store.getAgent(listed.id))!;
   const detail = {
     agentId: other.id,
     incarnation: other.incarnation!,
