@@ -27,8 +27,7 @@ const architectures = (json: CfnTemplate) =>
 const functionEnvironments = (json: CfnTemplate) =>
   resourcesOf(json, "AWS::Lambda::Function").map(
     ([, r]) =>
-      ((r.Properties?.["Environment"] as { Variables?: Record<string, unknown> } | undefined)?.Variables ??
-        {}),
+      (r.Properties?.["Environment"] as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {},
   );
 
 describe("the default app", () => {
