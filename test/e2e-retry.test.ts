@@ -348,6 +348,48 @@ describe("retries, end to end", () => {
     ]);
   });
 
+  test("seed 002: a requeued session waits ahead of an older new one of the same priority", async () => {
+    // Neither fits an agent (4 cpu each). The older one waits as new; the younger one's PENDING
+    // expires after 3 s and a rule on Unschedulable requeues it.
+    const name = await policy({
+      rules: [{ action: "Retry", onConditions: ["Unschedulable"], retryLimit: 1 }],
+    });
+    const older = newId("queue-old");
+    const requeued = newId("queue-requeued");
+    const big = { cpu: 16, memoryMiB: 64 };
+    await rt.submit({
+      sessionId: older,
+      spec: { name: "old", resources: big, command: sh("true"), timeouts: { pending: 120 } },
+    });
+    await rt.submit({
+      sessionId: requeued,
+      spec: {
+        name: "requeued",
+        resources: big,
+        command: sh("true"),
+        timeouts: { pending: 3 },
+        retry: { policies: [name] },
+      },
+    });
+    const deadline = Date.now() + 30_000;
+    let order: string[] = [];
+    while (Date.now() < deadline) {
+      const again = await rt.store.getSession(requeued);
+      if (again?.session.runIndex === 1 && again.session.status === "PENDING") {
+        const page = await rt.store.listSessionsByStatus("PENDING", { limit: 100 });
+        order = page.items.map((s) => s.id).filter((id) => id === older || id === requeued);
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(order).toEqual([requeued, older]);
+    expect((await rt.store.getSession(requeued))?.session.requeuedAtMs).toBeGreaterThan(0);
+    await rt.cancel(older, "done");
+    await rt.cancel(requeued, "done");
+    await rt.waitForEnd(older, 30_000);
+    await rt.waitForEnd(requeued, 30_000);
+  });
+
   test("without a policy the failure budget decides: maxRetriesFailure 1 allows one retry", async () => {
     const id = newId("budget");
     await rt.submit({

@@ -247,6 +247,13 @@ describe("sessions: create, read, write", () => {
       kernels: [{ index: 1, expectedVersion: copy.kernels[1]!.version ?? 0, taskArn: null }],
     });
     expect(copy.kernels[1]?.taskArn).toBeUndefined();
+    // Back in PENDING: the session is requeued (its queue key moves ahead of new sessions); the
+    // first requeue's time is kept.
+    const requeue = { priority: copy.session.spec.priority, createdAtMs: copy.session.createdAtMs };
+    await check({ nowMs: T0 + 7, requeue: { atMs: T0 + 7, ...requeue } });
+    expect(copy.session.requeuedAtMs).toBe(T0 + 7);
+    await check({ nowMs: T0 + 8, requeue: { atMs: T0 + 8, ...requeue } });
+    expect(copy.session.requeuedAtMs).toBe(T0 + 7);
   });
 
   test("a write whose kernel part fails changes nothing at all", async () => {
@@ -805,6 +812,62 @@ describe("targets and listings", () => {
   });
 });
 
+describe("queue order: requeued before new at the same priority (seed 002)", () => {
+  let table: TestTable;
+  beforeAll(async () => {
+    table = await freshTable("cairn-store-requeued");
+  });
+  afterAll(() => table.drop());
+
+  test("a session back in PENDING is listed and targeted before older new sessions of its priority, never before a higher one", async () => {
+    const store = table.store();
+    await store.createSession(newSession("new-old", { createdAtMs: T0, taskToken: "t-old" }));
+    await store.createSession(newSession("new-young", { createdAtMs: T0 + 1, taskToken: "t-young" }));
+    await store.createSession(
+      newSession("urgent", { createdAtMs: T0 + 9, priority: 50, taskToken: "t-urgent" }),
+    );
+    await store.createSession(newSession("again", { createdAtMs: T0 + 5, taskToken: "t-again" }));
+    const enter = async (
+      id: string,
+      from: "PENDING" | "SCHEDULED",
+      to: "PENDING" | "SCHEDULED",
+      nowMs: number,
+    ) => {
+      const read = (await store.getSession(id))!;
+      await store.applyWrite(
+        stageEntryWrite({
+          session: read.session,
+          kernels: read.kernels,
+          transition: {
+            from,
+            to,
+            result: to === "SCHEDULED" ? "SUCCESS" : "GIVE_UP",
+            handler: "PrepareSessions",
+          },
+          taskToken: `t-${id}-${nowMs}`,
+          nowMs,
+        }),
+      );
+    };
+    // "again" was scheduled, then gave up and went back to PENDING: requeued.
+    await enter("again", "PENDING", "SCHEDULED", T0 + 10);
+    await enter("again", "SCHEDULED", "PENDING", T0 + 11);
+    expect((await store.getSession("again"))?.session.requeuedAtMs).toBe(T0 + 11);
+    const order = ["urgent", "again", "new-old", "new-young"];
+    const listed = await store.listSessionsByStatus("PENDING", { limit: 10 });
+    expect(listed.items.map((s) => s.id)).toEqual(order);
+    const targets = await store.targetsByStatus({ statuses: ["PENDING"], limit: 10, targetableOnly: true });
+    expect(targets.map((t) => t.session.id)).toEqual(order);
+    // Requeued again later: its place does not change (the first requeue's time is kept).
+    await enter("again", "PENDING", "SCHEDULED", T0 + 12);
+    await enter("again", "SCHEDULED", "PENDING", T0 + 13);
+    expect((await store.getSession("again"))?.session.requeuedAtMs).toBe(T0 + 11);
+    expect((await store.listSessionsByStatus("PENDING", { limit: 10 })).items.map((s) => s.id)).toEqual(
+      order,
+    );
+  });
+});
+
 describe("recordOnce", () => {
   let table: TestTable;
   beforeAll(async () => {
@@ -833,16 +896,19 @@ describe("keys", () => {
     }
   });
 
-  test("queue keys sort by priority (highest first), then age, then id; out-of-range priorities are refused", () => {
+  test("queue keys sort by priority (highest first), then requeued before new, then age, then id; out-of-range priorities are refused", () => {
     const keys = [
-      queueSk(-5, T0, "a"),
-      queueSk(10, T0 + 1, "b"),
-      queueSk(10, T0, "c"),
-      queueSk(1_000_000_000, T0 + 9, "d"),
-      queueSk(10, T0, "b"),
+      queueSk(-5, false, T0, "a"),
+      queueSk(10, false, T0 + 1, "b"),
+      queueSk(10, false, T0, "c"),
+      queueSk(1_000_000_000, false, T0 + 9, "d"),
+      queueSk(10, false, T0, "b"),
+      // Seed 002: "Requeued jobs are scheduled before new jobs at the same priority".
+      queueSk(10, true, T0 + 5, "e"),
+      queueSk(-5, true, T0 + 5, "f"),
     ];
-    expect([...keys].sort()).toEqual([keys[3], keys[4], keys[2], keys[1], keys[0]]);
-    expect(() => queueSk(1.5, T0, "x")).toThrow(
+    expect([...keys].sort()).toEqual([keys[3], keys[5], keys[4], keys[2], keys[1], keys[6], keys[0]]);
+    expect(() => queueSk(1.5, false, T0, "x")).toThrow(
       "spec.priority: must be an integer from -1000000000 to 1000000000, got 1.5",
     );
   });

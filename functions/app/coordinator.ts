@@ -62,6 +62,7 @@ import { judgeExpiry, type ExpiryJudged, type ExpiryJudgement } from "./expiry-j
 import { AgentCache, agentCacheTtlMs, RunSnapshot } from "./snapshot.ts";
 import type { LeaseRepository } from "../core/ports/lease-store.ts";
 import { serialized } from "./serialized.ts";
+import { compareQueueOrder } from "../core/queue-order.ts";
 
 export interface CoordinatorDeps {
   readonly store: SessionStore;
@@ -1180,13 +1181,9 @@ export class Coordinator {
 const ADMISSION_CONCURRENCY = 8;
 /** A stage's token replaced more often than this while completing it is left to the next pass. */
 const MAX_TOKEN_HOPS = 3;
-/** The status queues' order: highest priority first, then oldest, then id. */
+/** The status queues' order (core/queue-order.ts): priority, requeued before new, oldest, id. */
 function queueOrder(a: SessionWithKernels, b: SessionWithKernels): number {
-  return (
-    b.session.spec.priority - a.session.spec.priority ||
-    a.session.createdAtMs - b.session.createdAtMs ||
-    a.session.id.localeCompare(b.session.id)
-  );
+  return compareQueueOrder(a.session, b.session);
 }
 
 /**

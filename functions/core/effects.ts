@@ -159,6 +159,11 @@ export interface SessionWrite {
   readonly run?: RunRecord;
   /** A higher-priority session preempted this one (written with the claim); `null` clears it. */
   readonly preemption?: PreemptionMark | null;
+  /**
+   * The session is back in PENDING for the first time since it left it: it takes a requeued
+   * session's place in its queue (queue-order.ts), rebuilt from its priority and submission time.
+   */
+  readonly requeue?: { readonly atMs: number; readonly priority: number; readonly createdAtMs: number };
 }
 
 /** The coordinator's write for one decision. A status change is left to the stage entry. */
@@ -282,7 +287,16 @@ export function stageEntryWrite({
         }
       : {}),
     ...(returnCounters ? { retry: returnCounters } : {}),
+    ...((to === SessionStatus.PENDING && transition.from !== SessionStatus.PENDING) || transition.requeue
+      ? requeueMark(session, nowMs)
+      : {}),
   };
+}
+
+/** The first return to PENDING marks the session requeued (queue-order.ts); later ones keep the mark. */
+function requeueMark(session: Session, nowMs: number): Pick<SessionWrite, "requeue"> {
+  if (session.requeuedAtMs !== undefined) return {};
+  return { requeue: { atMs: nowMs, priority: session.spec.priority, createdAtMs: session.createdAtMs } };
 }
 
 /**

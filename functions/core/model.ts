@@ -142,6 +142,11 @@ export interface Session {
   readonly tries: number;
   /** The run (attempt) index; 0 for the first run. */
   readonly runIndex: number;
+  /**
+   * When the session first went back to PENDING after leaving it (queue-order.ts): from then on it
+   * is served before new sessions of its priority. Absent: never requeued.
+   */
+  readonly requeuedAtMs?: number;
   /** Why the session is still waiting (the latest skip reason), for `cairn get`. */
   readonly pendingReason?: string;
   readonly cancelRequestedAtMs?: number;

@@ -68,7 +68,7 @@ export type PreemptionPlan =
   | { readonly kind: "none"; readonly lowerPriority: number };
 
 export interface PreemptionInput {
-  /** In the order to serve them: highest priority first, then oldest (queue order). */
+  /** In the order to serve them (queue order, queue-order.ts): highest priority first, requeued before new, then oldest. */
   readonly preemptors: readonly Preemptor[];
   /** Live agents and their free capacity now. */
   readonly agents: readonly AgentFree[];

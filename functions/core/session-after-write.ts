@@ -86,6 +86,7 @@ function sessionItemAfter(s: Session, w: SessionWrite): Session {
   if (w.retry !== undefined) next.retry = w.retry;
   if (w.avoidAgentIds === null) delete next.avoidAgentIds;
   else if (w.avoidAgentIds !== undefined) next.avoidAgentIds = [...w.avoidAgentIds];
+  if (w.requeue !== undefined) next.requeuedAtMs = s.requeuedAtMs ?? w.requeue.atMs;
   if (w.preemption === null) delete next.preemption;
   else if (w.preemption !== undefined) next.preemption = w.preemption;
   const latest = (w.history ?? []).reduce<HistoryRecord | undefined>(

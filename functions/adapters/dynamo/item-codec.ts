@@ -22,6 +22,7 @@ import type { ServiceBinding } from "../../core/service-binding.ts";
 import type { Allocation } from "../../core/ports/session-store.ts";
 import type { RetryState } from "../../core/retry/evaluate.ts";
 import type { KernelStatus } from "../../core/status.ts";
+import { isRequeued } from "../../core/queue-order.ts";
 import {
   AGENT_SK,
   AGENTS_PK,
@@ -80,7 +81,7 @@ export function fromItem(item: Item): Record<string, unknown> {
  */
 export function sessionItem(session: Session, shards: number, kernels?: readonly Kernel[]): Item {
   const shard = shardOf(session.id, shards);
-  const sk = queueSk(session.spec.priority, session.createdAtMs, session.id);
+  const sk = queueSk(session.spec.priority, isRequeued(session), session.createdAtMs, session.id);
   return toItem({
     pk: sessionPk(session.id),
     sk: SESSION_SK,
@@ -109,6 +110,7 @@ export function sessionFromItem(item: Item): Session {
   const avoidAgentIds = r.optStrings("avoidAgentIds");
   const cancelReason = r.optString("cancelReason");
   const cancelForcedAtMs = r.optNumber("cancelForcedAtMs");
+  const requeuedAtMs = r.optNumber("requeuedAtMs");
   const task = r.optObject("task");
   const preemption = r.optObject("preemption");
   const service = r.optObject("service");
@@ -123,6 +125,7 @@ export function sessionFromItem(item: Item): Session {
     stage: stageFrom(new Fields(r.object("stage"), "session.stage")),
     tries: r.number("tries"),
     runIndex: r.number("runIndex"),
+    ...(requeuedAtMs !== undefined ? { requeuedAtMs } : {}),
     ...(pendingReason !== undefined ? { pendingReason } : {}),
     ...(cancelRequestedAtMs !== undefined ? { cancelRequestedAtMs } : {}),
     ...(retry !== undefined ? { retry: retryStateFrom(new Fields(retry, "session.retry")) } : {}),

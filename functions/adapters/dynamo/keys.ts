@@ -136,15 +136,18 @@ export const MIN_PRIORITY = -1_000_000_000;
 export const MAX_PRIORITY = 1_000_000_000;
 const PRIORITY_CEILING = MAX_PRIORITY;
 
-/** Queue order: highest priority, then oldest, then id (unique, so pages never skip ties). */
-export function queueSk(priority: number, createdAtMs: number, sessionId: string): string {
+/**
+ * Queue order (core/queue-order.ts): highest priority, then requeued before new (`0` before `1`),
+ * then oldest, then id (unique, so pages never skip ties).
+ */
+export function queueSk(priority: number, requeued: boolean, createdAtMs: number, sessionId: string): string {
   if (!Number.isInteger(priority) || priority < MIN_PRIORITY || priority > MAX_PRIORITY) {
     throw new InvalidStoreRequestError(
       "spec.priority",
       `must be an integer from ${MIN_PRIORITY} to ${MAX_PRIORITY}, got ${priority}`,
     );
   }
-  return `${pad(PRIORITY_CEILING - priority, 10)}#${pad(createdAtMs, 15)}#${sessionId}`;
+  return `${pad(PRIORITY_CEILING - priority, 10)}#${requeued ? 0 : 1}#${pad(createdAtMs, 15)}#${sessionId}`;
 }
 
 /**

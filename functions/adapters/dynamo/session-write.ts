@@ -25,7 +25,7 @@ import {
   INLINE_KERNELS_MAX,
   runItem,
 } from "./item-codec.ts";
-import { kernelSk, SESSION_SK, sessionPk, sessionStatusPk, shardOf, targetPk } from "./keys.ts";
+import { kernelSk, queueSk, SESSION_SK, sessionPk, sessionStatusPk, shardOf, targetPk } from "./keys.ts";
 import {
   guarded,
   MAX_TRANSACTION_ITEMS,
@@ -255,6 +255,12 @@ export function sessionUpdate(
         );
       }
       if (write.runIndex === "increment") u.increment("runIndex", 1);
+      if (write.requeue !== undefined) {
+        // Its place among requeued sessions (keys.ts queueSk); the first requeue's time is kept.
+        const { atMs, priority, createdAtMs } = write.requeue;
+        u.set("gsi1sk", queueSk(priority, true, createdAtMs, write.sessionId));
+        u.setTo("requeuedAtMs", (e) => `if_not_exists(${e.path("requeuedAtMs")}, ${e.value(atMs)})`);
+      }
       if (write.retry !== undefined) u.set("retry", write.retry);
       if (write.avoidAgentIds === null) u.remove("avoidAgentIds");
       else if (write.avoidAgentIds !== undefined) u.set("avoidAgentIds", [...write.avoidAgentIds]);
