@@ -13,16 +13,26 @@
  *   run escapes, whatever it does (short of privileges to move itself between cgroups).
  * - "cgroup-tracking": cgroup v2 without the memory controller (hybrid hosts, where memory is
  *   bound to a v1 hierarchy, or an own cgroup that holds other processes). Tracking and
- *   stopping as above; memory is the summed resident memory of the cgroup's processes from
- *   /proc, enforced by the agent's poll (SIGKILL of the cgroup above the request).
+ *   stopping as above; memory is measured from /proc (see "Measuring memory without a
+ *   cgroup" below), enforced by the agent's poll (SIGKILL of the cgroup above the request).
  * - "proc": no usable cgroup v2 (not mounted, not writable, or disabled by option). Each run is
  *   marked with an inherited environment variable `CAIRN_KERNEL_RUN=<token>` (unique per run);
  *   its processes are its process group, its tree by parent links, and every process whose
  *   `/proc/<pid>/environ` carries its token (readable for this user's processes). Memory is
- *   their summed resident memory, enforced by the poll. Limits: a process that clears or
- *   replaces its environment (exec with a new env) and escapes the tree and the group is not
- *   found; a process forked and escaped between two polls is found at the next poll; a pid
- *   recycled from an outsider is found at the next full scan (see proc-table.ts).
+ *   measured from /proc as in "cgroup-tracking", enforced by the poll. Limits: a process that
+ *   clears or replaces its environment (exec with a new env) and escapes the tree and the group
+ *   is not found; a process forked and escaped between two polls is found at the next poll; a
+ *   pid recycled from an outsider is found at the next full scan (see proc-table.ts).
+ *
+ * Measuring memory without a cgroup: resident sets double-count pages shared between a run's
+ * processes (a 100 MiB parent with four copy-on-write forks sums to about 550 MiB while they
+ * hold about 110), so a run is judged by its processes' proportional set size (PSS,
+ * smaps_rollup), which divides each shared page among its sharers. PSS costs the kernel a page-table walk (about a
+ * millisecond per 100 MiB), and a process's PSS never exceeds its resident set, so each poll sums
+ * the cheap resident sets first and reads PSS only when that sum is above the run's request:
+ * a run under its request by resident memory is under it by PSS too. A process whose
+ * smaps_rollup cannot be read (kernels before 4.14) counts its resident set, and the run's figure
+ * is then named resident memory.
  *
  * At start-up the cgroup modes also kill and remove what agent processes that died without
  * cleaning up left behind (`cairn-<id>-<pid>` cgroups whose pid is gone).
@@ -45,18 +55,27 @@ import {
   RunCgroup,
   type CgroupBase,
 } from "./cgroup.ts";
-import { ProcessTreeSampler, readStat, type ProcSample } from "./proc-table.ts";
+import { ProcessTreeSampler, readPssBytes, readStat, type ProcSample } from "./proc-table.ts";
 
 /** Inherited by every process of a kernel run; not one of the documented CAIRN_* identity variables. */
 export const KERNEL_RUN_TOKEN_ENV = "CAIRN_KERNEL_RUN";
 
 export type ContainmentMode = "cgroup" | "cgroup-tracking" | "proc";
 
+/**
+ * What a run's memory figure is: the cgroup's `memory.current` ("cgroup" mode), the summed
+ * proportional set size of its processes, or their summed resident sets (an upper bound of the
+ * PSS, which is read only when this bound is above the request).
+ */
+export type MemoryMeasure = "cgroup memory" | "proportional set size" | "resident memory";
+
 /** What a poll found for a run. */
 export interface RunMembers {
   /** Its live processes (never zombies). */
   readonly pids: readonly number[];
   readonly memoryBytes: number;
+  /** What `memoryBytes` measured; named in OOMKilled messages. */
+  readonly measure: MemoryMeasure;
   /** The kernel's OOM killer acted in the run ("cgroup" mode only). */
   readonly oomKilled: boolean;
 }
@@ -64,6 +83,8 @@ export interface RunMembers {
 /** One kernel run's container. */
 export interface RunCell {
   readonly token: string;
+  /** The run's memory request, above which it is OOMKilled. */
+  readonly memoryLimitBytes: number;
   /** Added to the kernel's environment. */
   readonly env: Readonly<Record<string, string>>;
   /** The main process, once spawned; cleared when it has exited (its pid may be reused). */
@@ -114,6 +135,28 @@ export function createContainment(options: ContainmentOptions): Containment {
   return new CgroupContainment(found.base, join(found.base.ownDir, name), options.signal);
 }
 
+/**
+ * A run's memory without a cgroup's counter: its summed resident sets while they stay within
+ * the request (PSS can only be lower), else its summed proportional set size.
+ */
+export function measureMemory(
+  pids: readonly number[],
+  rssBytes: number,
+  limitBytes: number,
+): { readonly memoryBytes: number; readonly measure: MemoryMeasure } {
+  if (rssBytes <= limitBytes) return { memoryBytes: rssBytes, measure: "resident memory" };
+  let pssBytes = 0;
+  let allProportional = true;
+  for (const pid of pids) {
+    const pss = readPssBytes(pid);
+    if (pss === "unreadable") {
+      allProportional = false;
+      pssBytes += readStat(pid)?.rssBytes ?? 0;
+    } else pssBytes += pss;
+  }
+  return { memoryBytes: pssBytes, measure: allProportional ? "proportional set size" : "resident memory" };
+}
+
 function newToken(): string {
   return randomBytes(12).toString("hex");
 }
@@ -131,9 +174,9 @@ class ProcContainment implements Containment {
     this.description = `process groups, trees and the ${KERNEL_RUN_TOKEN_ENV} environment mark from /proc (${why})`;
   }
 
-  open(): RunCell {
+  open(memoryLimitBytes: number): RunCell {
     const token = newToken();
-    return { token, env: { [KERNEL_RUN_TOKEN_ENV]: token }, mainPid: undefined };
+    return { token, memoryLimitBytes, env: { [KERNEL_RUN_TOKEN_ENV]: token }, mainPid: undefined };
   }
 
   spawnPlan(_cell: RunCell, executable: string, args: readonly string[], argv0: string): SpawnPlan {
@@ -150,7 +193,12 @@ class ProcContainment implements Containment {
     const members = new Map<RunCell, RunMembers>();
     for (const cell of cells) {
       const tree = sample.trees.get(cell.token);
-      members.set(cell, { pids: tree?.pids ?? [], memoryBytes: tree?.rssBytes ?? 0, oomKilled: false });
+      const pids = tree?.pids ?? [];
+      members.set(cell, {
+        pids,
+        ...measureMemory(pids, tree?.rssBytes ?? 0, cell.memoryLimitBytes),
+        oomKilled: false,
+      });
     }
     return members;
   }
@@ -191,14 +239,20 @@ class CgroupContainment implements Containment {
     this.description = base.memory
       ? `cgroup v2 in ${agentDir}: memory.max per run, cgroup.kill`
       : `cgroup v2 in ${agentDir} without the memory controller: processes tracked and killed by cgroup, ` +
-        `memory summed from /proc`;
+        `memory measured from /proc (proportional set size)`;
   }
 
   open(memoryLimitBytes: number): RunCell {
     ensureDir(this.agentDir, this.base.memory);
     const token = newToken();
     const cgroup = new RunCgroup(this.agentDir, `run-${token}`, this.base, memoryLimitBytes);
-    const cell: CgroupCell = { token, env: { [KERNEL_RUN_TOKEN_ENV]: token }, mainPid: undefined, cgroup };
+    const cell: CgroupCell = {
+      token,
+      memoryLimitBytes,
+      env: { [KERNEL_RUN_TOKEN_ENV]: token },
+      mainPid: undefined,
+      cgroup,
+    };
     this.cells.add(cell);
     return cell;
   }
@@ -223,8 +277,12 @@ class CgroupContainment implements Containment {
         pids.push(pid);
         rssBytes += stat.rssBytes;
       }
-      const memoryBytes = this.base.memory ? (cgroup.memoryBytes() ?? rssBytes) : rssBytes;
-      members.set(cell, { pids, memoryBytes, oomKilled: this.base.memory && cgroup.oomKilled() });
+      const current = this.base.memory ? cgroup.memoryBytes() : undefined;
+      const memory =
+        current !== undefined
+          ? { memoryBytes: current, measure: "cgroup memory" as const }
+          : measureMemory(pids, rssBytes, cell.memoryLimitBytes);
+      members.set(cell, { pids, ...memory, oomKilled: this.base.memory && cgroup.oomKilled() });
     }
     return members;
   }

@@ -881,7 +881,7 @@ export class LocalAgent {
       return {
         condition: "OOMKilled",
         // Rounded up: a tree 0.3 MiB over a 96 MiB request must not read "96 MiB exceeded 96 MiB".
-        message: `resident memory ${Math.ceil(members.memoryBytes / MiB)} MiB exceeded the ${request}`,
+        message: `${members.measure} ${Math.ceil(members.memoryBytes / MiB)} MiB exceeded the ${request}`,
       };
     }
     const peak = this.containment.peakBytes(run.cell);

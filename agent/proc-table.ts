@@ -185,6 +185,42 @@ export function readRssBytes(pid: number, procRoot = "/proc"): number {
   return Number.isFinite(kiB) ? kiB * 1024 : 0;
 }
 
+/**
+ * Proportional set size of one process in bytes, from /proc/<pid>/smaps_rollup (Linux 4.14+):
+ * each resident page counted divided by the number of processes mapping it. Summed over a run's
+ * processes it is what the run really holds: a parent's 100 MiB shared copy-on-write with four
+ * forked children that never write it counts 100 MiB, where the summed resident sets count
+ * 500 MiB. Pages shared with processes outside the run (libraries) count only their share.
+ *
+ * Returns 0 for a process that is gone or exiting (its file reads empty), and "unreadable"
+ * when the file cannot be read (a kernel before 4.14, or no ptrace access to the process).
+ * The kernel walks the process's page tables for this read: about a millisecond per 100 MiB
+ * resident on a 2-core VM (3.6 ms for 400 MiB), against microseconds for /proc/<pid>/stat.
+ */
+export function readPssBytes(pid: number, procRoot = "/proc"): number | "unreadable" {
+  let fd: number;
+  try {
+    fd = openSync(`${procRoot}/${pid}/smaps_rollup`, "r");
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ENOENT" ? 0 : "unreadable";
+  }
+  let text: string;
+  try {
+    const bytesRead = readSync(fd, readBuffer, 0, readBuffer.length, 0);
+    text = readBuffer.toString("latin1", 0, bytesRead);
+  } catch (error) {
+    // ESRCH: the process exited between open and read.
+    return (error as NodeJS.ErrnoException).code === "ESRCH" ? 0 : "unreadable";
+  } finally {
+    closeSync(fd);
+  }
+  if (text === "") return 0; // a zombie or an exiting process: no memory left
+  const at = text.indexOf("\nPss:");
+  if (at < 0) return "unreadable";
+  const kiB = parseInt(text.slice(at + 5), 10);
+  return Number.isFinite(kiB) ? kiB * 1024 : "unreadable";
+}
+
 export function listPids(procRoot = "/proc"): number[] {
   const pids: number[] = [];
   for (const name of readdirSync(procRoot)) {

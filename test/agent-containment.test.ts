@@ -26,6 +26,7 @@ import {
   type LogLine,
 } from "../agent/index.ts";
 import { ENDED_MARKER, OWNER_MARKER, runLogPaths } from "../agent/work-dir.ts";
+import { readRssBytes } from "../agent/proc-table.ts";
 import { WorkDirSweeper } from "../agent/work-dir-retention.ts";
 import { streamCombinedLog } from "../agent/log-reader.ts";
 
@@ -130,6 +131,30 @@ function doubleFork(program: string): string {
   return `(setsid sh -c 'echo escaped $$; exec ${program}' &)`;
 }
 
+const MiB = 1024 * 1024;
+
+/**
+ * Allocates and touches argv[1] MiB, then forks argv[2] children that sleep without writing a
+ * byte (so every page stays shared copy-on-write), prints their pids and waits for them.
+ */
+const COW_FORKS = `
+import os, sys, time
+held = bytearray(int(sys.argv[1]) << 20)
+for i in range(0, len(held), 4096):
+    held[i] = 1
+children = []
+for _ in range(int(sys.argv[2])):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(4)
+        os._exit(0)
+    children.append(pid)
+print("forked", *children, flush=True)
+for pid in children:
+    os.waitpid(pid, 0)
+print("done", len(held) >> 20, flush=True)
+`;
+
 const modes = [
   { name: "the host's mode", cgroups: true },
   { name: "the /proc fallback", cgroups: false },
@@ -195,6 +220,43 @@ describe.each(modes)("containment in $name", ({ cgroups }) => {
     expect(end).toMatchObject({ exitCode: 137, signal: "SIGKILL", condition: "OOMKilled" });
     expect(end.message).toMatch(/96 MiB request/);
     expect(isAlive(pid)).toBe(false);
+  });
+
+  test("copy-on-write forks share their parent's pages: 100 MiB and four idle children stay under a 256 MiB request", async () => {
+    const { agent, waitForEnd } = newAgent({ cgroups });
+    const l = launch(["python3", "-c", COW_FORKS, "100", "4"], { memoryMiB: 256 });
+    const forked = lineMatching(agent, l, /^forked( \d+){4}$/);
+    await agent.start(l);
+    const pids = [agent.running()[0]?.pid as number, ...(await forked).split(" ").slice(1).map(Number)];
+    strays.push(...pids);
+    // Their resident sets sum past the request: each child's maps the parent's 100 MiB.
+    const summedRss = pids.reduce((sum, pid) => sum + readRssBytes(pid), 0);
+    expect(summedRss).toBeGreaterThan(256 * MiB);
+    // The agent measures what the run holds, the shared pages once: about 110 MiB. (A poll that
+    // ran while the forks were still starting may show resident sets summed under the request.)
+    const measured = () => agent.running().find((k) => k.sessionId === l.sessionId)?.rssMiB ?? 0;
+    await expect.poll(() => measured() > 90 && measured() < 200, { timeout: 3000 }).toBe(true);
+
+    const end = await waitForEnd(l);
+    expect(end).toMatchObject({ status: "TERMINATED", exitCode: 0 });
+    expect(end.condition).toBeUndefined();
+  });
+
+  test("a run that really holds more than its request is OOMKilled, naming the figure measured", async () => {
+    const { agent, waitForEnd } = newAgent({ cgroups });
+    const l = launch(["python3", "-c", COW_FORKS, "400", "4"], { memoryMiB: 256 });
+    await agent.start(l);
+    strays.push(agent.running()[0]?.pid as number);
+    const end = await waitForEnd(l);
+    expect(end).toMatchObject({ exitCode: 137, signal: "SIGKILL", condition: "OOMKilled" });
+    if (agent.containmentMode === "cgroup") {
+      expect(end.message).toMatch(/^memory reached the 256 MiB request/);
+    } else {
+      const figure = /^proportional set size (\d+) MiB exceeded the 256 MiB request$/.exec(end.message ?? "");
+      expect(figure).not.toBeNull();
+      expect(Number(figure?.[1])).toBeGreaterThan(256);
+      expect(Number(figure?.[1])).toBeLessThanOrEqual(420);
+    }
   });
 
   test("a process that clears its environment and escapes: stopped by cgroups; the documented limit of the fallback", async () => {

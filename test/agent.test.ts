@@ -13,7 +13,7 @@ import {
   type LocalAgentOptions,
   type LogLine,
 } from "../agent/index.ts";
-import { processTrees, ProcessTreeSampler, readRssBytes } from "../agent/proc-table.ts";
+import { processTrees, ProcessTreeSampler, readPssBytes, readRssBytes } from "../agent/proc-table.ts";
 
 const workRoot = mkdtempSync(join(tmpdir(), "cairn-agent-test-"));
 const NODE = process.execPath;
@@ -357,7 +357,7 @@ describe("failure categories (core/retry/failure-categories.ts)", () => {
 describe("memory enforcement", () => {
   test("a tree above its memory request is SIGKILLed and reported OOMKilled/137; a modest one is not", async () => {
     const { agent, waitForReport } = newAgent();
-    // The allocating node runs as a child of sh: the whole tree's resident memory counts.
+    // The allocating node runs as a child of sh: the whole tree's memory counts.
     const hog = `const held = []; for (let i = 0; i < 20; i++) held.push(Buffer.alloc(10 << 20, 1)); setTimeout(() => {}, 20000);`;
     const big = launch(["/bin/sh", "-c", `"${NODE}" -e '${hog}'; echo unreachable`], { memoryMiB: 96 });
     const modest = launch(
@@ -376,8 +376,9 @@ describe("memory enforcement", () => {
       condition: "OOMKilled",
       failureCategory: "oom",
     });
-    expect(bigEnd.message).toMatch(/^resident memory \d+ MiB exceeded the 96 MiB request$/);
-    expect(Number(/memory (\d+) MiB/.exec(bigEnd.message ?? "")?.[1])).toBeGreaterThan(96);
+    // Resident sets above the request: judged by their proportional set size.
+    expect(bigEnd.message).toMatch(/^proportional set size \d+ MiB exceeded the 96 MiB request$/);
+    expect(Number(/ (\d+) MiB exceeded/.exec(bigEnd.message ?? "")?.[1])).toBeGreaterThan(96);
 
     const modestEnd = await waitForReport(terminated(modest));
     expect(modestEnd).toMatchObject({ status: "TERMINATED", exitCode: 0 });
@@ -618,5 +619,14 @@ describe("process trees from /proc", () => {
     const vmRssBytes = readRssBytes(process.pid);
     expect(rssBytes).toBeGreaterThan(vmRssBytes * 0.8);
     expect(rssBytes).toBeLessThan(vmRssBytes * 1.25);
+  });
+
+  test("a process's proportional set size comes from smaps_rollup: at most its resident set; a gone process holds 0", () => {
+    const pss = readPssBytes(process.pid);
+    expect(typeof pss).toBe("number");
+    expect(pss).toBeGreaterThan(0);
+    // Shared library pages count only in part: never more than the resident set.
+    expect(pss).toBeLessThanOrEqual(readRssBytes(process.pid) * 1.05);
+    expect(readPssBytes(2 ** 22 + 7)).toBe(0);
   });
 });
