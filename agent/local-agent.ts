@@ -77,7 +77,7 @@ export interface LocalAgentOptions {
    * still get their CAIRN_PORT, and nobody probes them.
    */
   readonly onRouteHealth?: RouteHealthSink;
-  /** How often kernels' resident memory is checked. @default 100 */
+  /** How often kernels' memory is checked. @default 100 */
   readonly memoryPollMs?: number;
   /** Time stamps on reports and log lines. @default Date.now */
   readonly clock?: () => number;

@@ -115,7 +115,11 @@ export interface RunningKernel {
   readonly startedAtMs: number;
   /** A deployment replica's port (CAIRN_PORT). */
   readonly port?: number;
-  /** Resident memory of the whole process tree at the last poll; absent before the first. */
+  /**
+   * The run's memory at the last poll, as containment.ts measures it (the cgroup's memory, or
+   * its processes' summed resident sets, or their proportional set size once those sum above
+   * the request); absent before the first poll.
+   */
   readonly rssMiB?: number;
   /** A stop (or memory kill) is under way. */
   readonly stopping: boolean;
