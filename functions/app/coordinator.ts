@@ -1197,6 +1197,8 @@ function mayAdvance(status: SessionStatus, written: SessionWithKernels): boolean
   if (written.session.cancelRequestedAtMs !== undefined) return true;
   const passes = PASSES.filter((p) => passStatuses(p).includes(status));
   if (passes.some((p) => p.kind === "lifecycle")) return true;
+  // Written without its kernels: only a read tells (a promotion never acts on an empty set).
+  if (written.kernels.length === 0) return true;
   return promotionDue({ session: { ...written.session, status }, kernels: written.kernels });
 }
 

@@ -1,8 +1,16 @@
 /**
  * Promotion matching (seed 001): does a session's kernel set satisfy ALL / ANY / NOT_ANY of the
- * checked statuses? A session with no kernels satisfies ALL and NOT_ANY (vacuously: no kernel
- * fails the condition / no kernel is in the statuses) and never ANY, exactly as the seed's SQL
- * formulation behaves (a session id absent from the kernel query result).
+ * checked statuses?
+ *
+ * The empty kernel set. `kernelsMatch` is the seed's SQL: a session with no kernels satisfies ALL
+ * and NOT_ANY (its id is absent from the query of kernels that break the condition) and never ANY.
+ * But that SQL "selects sessions through their kernels", and a Cairn session always has kernels
+ * (replicas ≥ 1, written with the session in one transaction, never deleted before it), so a
+ * session seen without any is a read that missed them, not a session whose kernels have all moved
+ * on. Promoting on it would move a session none of whose kernels was seen: PromoteToRunning with
+ * nothing running, PromoteToTerminated with kernels still holding capacity. So the promotion
+ * handlers (`sessionsToPromote`, `promotionDue`) promote only a session with at least one kernel,
+ * for ALL, ANY and NOT_ANY alike; the next read that has its kernels decides.
  */
 import { PROMOTION_HANDLERS, type PromotionHandlerSpec } from "./handlers.ts";
 import type { Kernel, SessionWithKernels } from "./model.ts";
@@ -33,6 +41,7 @@ export function sessionsToPromote(
     .filter(
       ({ session, kernels }) =>
         spec.targetSessionStatuses.includes(session.status) &&
+        kernels.length > 0 &&
         kernelsMatch(
           matchedKernels(spec, kernels).map((k) => k.status),
           spec.checkKernelStatuses,
