@@ -415,7 +415,7 @@ describe("get, list and routes, from the items", () => {
         "  resources  0.5 cpu, 256 MiB",
         "  queue      default, priority 0",
         "  port       picked by each replica's agent (CAIRN_PORT)",
-        "  health     GET / every 5 s (timeout 2 s); healthy after 1 passed, unhealthy after 3 failed in a row",
+        "  health     GET / every 5 s (timeout 2 s); healthy after 1 passed, unhealthy after 3 failed in a row, evicted after 6",
         "  created    2027-01-15T08:00:00.000Z (5m00s ago)",
         "  updated    2027-01-15T08:00:20.000Z (4m40s ago)",
         "  execution  web",

@@ -4,6 +4,7 @@
  * wrote (commands, reasons, probe and history messages) is printed on one line with control
  * characters escaped, so it cannot move the cursor or recolour the terminal.
  */
+import { evictionFailures } from "../../functions/core/deployments/handlers.ts";
 import type { DeploymentSpec } from "../../functions/core/deployments/spec.ts";
 import { ago, cell, oneLine } from "./render.ts";
 import { renderTable } from "./table.ts";
@@ -36,7 +37,8 @@ export function renderDeployment(view: DeploymentView, nowMs: number): string {
     [
       "health",
       `GET ${printable(check.path)} every ${check.intervalSeconds} s (timeout ${check.timeoutSeconds} s); ` +
-        `healthy after ${check.healthyThreshold} passed, unhealthy after ${check.unhealthyThreshold} failed in a row`,
+        `healthy after ${check.healthyThreshold} passed, unhealthy after ${check.unhealthyThreshold} failed in a row, ` +
+        `evicted after ${evictionFailures(check)}`,
     ],
   ];
   if (spec.service.nodeSelector !== undefined) {
