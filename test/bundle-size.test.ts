@@ -32,9 +32,11 @@ const BUDGET_BYTES = 1_300_000;
 /**
  * Both judge finished runs against retry policies, whose termination-message patterns RE2JS
  * compiles and matches as Armada's Go regexp does (core/retry/pattern.ts): 0.151 MB more each,
- * most of it RE2's Unicode tables.
+ * most of it RE2's Unicode tables. Placement and deployment leases, the agents' reconciliation,
+ * RunTask's client token and the start-failure retry added about 6 KB more to each (1.62 MB and
+ * 1.50 MB); the budgets leave about 20 KB for our own code to grow.
  */
-const BUDGETS: Readonly<Record<string, number>> = { Coordinator: 1_616_000, EnterStage: 1_496_000 };
+const BUDGETS: Readonly<Record<string, number>> = { Coordinator: 1_640_000, EnterStage: 1_520_000 };
 
 /** Inputs that must never be bundled into a function, with why. */
 const FORBIDDEN: readonly { readonly pattern: RegExp; readonly what: string }[] = [

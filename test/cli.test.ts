@@ -516,7 +516,7 @@ describe("spec files", () => {
         "invalid session spec bad.yaml (3 problems):",
         "  resources.cpu: must be greater than 0",
         "  resources.gpu: unknown field (expected one of cpu, memoryMiB)",
-        "  foo: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, executor, image, resources, command, env, timeouts, maxTries, maxPendingReturns, rerunnable, retry, template)",
+        "  foo: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, executor, image, architecture, resources, command, env, timeouts, maxTries, maxPendingReturns, rerunnable, retry, template)",
       ].join("\n"),
     );
   });
@@ -1199,7 +1199,7 @@ describe("runCli", () => {
     const world = fakeWorld({}, { "/work/bad.yaml": "name: bad\ncommand: [x]\ncolour: blue\n" });
     expect(await runCli(["submit", "-f", "bad.yaml", "--runtime-file", "/nowhere.json"], world.io)).toBe(2);
     expect(world.err).toEqual([
-      "cairn: invalid session spec bad.yaml (1 problem):\n  colour: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, executor, image, resources, command, env, timeouts, maxTries, maxPendingReturns, rerunnable, retry, template)",
+      "cairn: invalid session spec bad.yaml (1 problem):\n  colour: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, executor, image, architecture, resources, command, env, timeouts, maxTries, maxPendingReturns, rerunnable, retry, template)",
     ]);
     expect(world.opened).toEqual([]);
     expect(world.puts).toEqual([]);

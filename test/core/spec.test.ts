@@ -264,7 +264,7 @@ describe("unknown fields are rejected at every level, naming the path", () => {
   test("top level", () => {
     expect(specError({ ...MINIMAL, replica: 2 }).message).toBe(
       "invalid session spec (1 problem):\n" +
-        "  replica: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, executor, image, resources, command, env, timeouts, maxTries, maxPendingReturns, rerunnable, retry, template)",
+        "  replica: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, executor, image, architecture, resources, command, env, timeouts, maxTries, maxPendingReturns, rerunnable, retry, template)",
     );
   });
 
@@ -330,7 +330,7 @@ describe("every problem is reported at once", () => {
         "  command: required",
         "  env.CAIRN_X: names starting with CAIRN_ are reserved for Cairn",
         "  timeouts.pendng: unknown field (expected one of pending, scheduled, preparing, prepared, creating, running, terminating, job)",
-        "  extra: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, executor, image, resources, command, env, timeouts, maxTries, maxPendingReturns, rerunnable, retry, template)",
+        "  extra: unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, executor, image, architecture, resources, command, env, timeouts, maxTries, maxPendingReturns, rerunnable, retry, template)",
       ].join("\n"),
     );
     expect(error.issues).toHaveLength(7);

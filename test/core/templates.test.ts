@@ -248,7 +248,7 @@ describe("given a template document", () => {
         {
           path: "defaults.colour",
           message:
-            "unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, executor, image, resources, command, env, timeouts, maxTries, maxPendingReturns, rerunnable, retry, template)",
+            "unknown field (expected one of name, queue, priority, replicas, coscheduled, perAgent, maxTaskFailures, schedulingTimeout, parent, nodeSelector, executor, image, architecture, resources, command, env, timeouts, maxTries, maxPendingReturns, rerunnable, retry, template)",
         },
       ],
     },
