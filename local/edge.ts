@@ -6,29 +6,13 @@
  * the Host header is passed on as the client signed it.
  */
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { listenOnLoopback, type LoopbackServer } from "./loopback-server.ts";
 
-export interface EdgeServer {
-  readonly endpoint: string;
-  close(): Promise<void>;
-}
+export type EdgeServer = LoopbackServer;
 
 /** `upstreams`: SigV4 signing name (dynamodb, events, sqs, logs, states, ecs) → endpoint URL. */
 export async function startEdgeServer(upstreams: Readonly<Record<string, string>>): Promise<EdgeServer> {
-  const server = createServer((req, res) => forward(req, res, upstreams));
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenOnLoopback(createServer((req, res) => forward(req, res, upstreams)));
 }
 
 function forward(

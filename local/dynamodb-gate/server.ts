@@ -13,7 +13,6 @@
  */
 import { randomUUID } from "node:crypto";
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import {
   authError,
   isPlainObject,
@@ -23,6 +22,7 @@ import {
   type AwsJsonError,
 } from "../aws-json/index.ts";
 import { readBody } from "../aws-json/http-body.ts";
+import { listenOnLoopback } from "../loopback-server.ts";
 import { checksOf, type TableLayout } from "./requests.ts";
 
 export interface DynamoDbGateOptions {
@@ -113,22 +113,7 @@ export async function startDynamoDbGate(options: DynamoDbGateOptions): Promise<D
       refuse(response, 500, "InternalServerError", error instanceof Error ? error.message : String(error));
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, "127.0.0.1", () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenOnLoopback(server, options.port);
 }
 
 function refuseWith(response: ServerResponse, error: AwsJsonError): void {
