@@ -90,6 +90,14 @@ describe("given the job template small", () => {
     ]);
     expect(ended.hpc).toBe("Failed");
     expect(ended.sessionHpc).toEqual(["Failed"]);
+    // Its history says it went from Submitted through Validating to Failed, and why.
+    expect(
+      (await rt.store.listHistory(only!.session.id)).map((r) => [
+        r.seq,
+        `${r.handler} ${r.result} ${r.fromStatus}->${r.toStatus}`,
+        r.message,
+      ]),
+    ).toEqual([[0, "Submit FAILED PENDING->TERMINATED", reason]]);
     // Not an Event Rejected: no refusal is recorded for it.
     expect(await rt.store.listRejections(id)).toEqual([]);
   }, 60_000);
@@ -124,6 +132,31 @@ describe("given the job template small", () => {
     expect(ended.job.final?.state).toBe("FAILED");
     expect(ended.sessions.map((s) => s.session.status)).toEqual(["TERMINATED", "TERMINATED", "TERMINATED"]);
     expect(ended.sessionHpc).toEqual(["Failed", "Failed", "Failed"]);
+    for (const { session } of ended.sessions) {
+      const history = await rt.store.listHistory(session.id);
+      expect(history.map((r) => [r.seq, r.result, r.message])).toEqual([
+        [0, "FAILED", ended.job.final?.reason],
+      ]);
+    }
+  }, 60_000);
+
+  test("a gang too large for its session item to hold its kernels keeps the failure's record too", async () => {
+    const id = newId("wide");
+    await rt.submit({
+      sessionId: id,
+      spec: { name: "wide", template: "small", replicas: 9, resources: { cpu: 3 }, command: ["/bin/true"] },
+    });
+    const ended = await waitForJobEnd(rt, id);
+    const reason =
+      "failed validation against job template small: resources.cpu: must be at most 2 (template small), got 3";
+    expect(ended.job.final).toMatchObject({ state: "FAILED", reason });
+    const [only] = ended.sessions;
+    expect(only?.kernels).toHaveLength(9);
+    expect(ended.sessionHpc).toEqual(["Failed"]);
+    const history = await rt.store.listHistory(only!.session.id);
+    expect(history.map((r) => [r.seq, r.handler, r.result, r.toStatus, r.message])).toEqual([
+      [0, "Submit", "FAILED", "TERMINATED", reason],
+    ]);
   }, 60_000);
 });
 
@@ -146,6 +179,16 @@ describe("given a submission filter that fails closed", () => {
       reason: `rejected by the submission filter: no jobs named reject-me on this cluster (job ${id})`,
     });
     expect(ended.hpc).toBe("Failed");
+    // The filter's refusal is the session's one history record.
+    const history = await rt.store.listHistory(ended.sessions[0]!.session.id);
+    expect(history.map((r) => [r.handler, r.result, r.toStatus, r.message])).toEqual([
+      [
+        "Submit",
+        "FAILED",
+        "TERMINATED",
+        `rejected by the submission filter: no jobs named reject-me on this cluster (job ${id})`,
+      ],
+    ]);
   }, 60_000);
 
   test("the filter modifying: the modified spec is what runs", async () => {

@@ -5,6 +5,7 @@
  */
 import { INLINE_KERNELS_MAX } from "../functions/adapters/dynamo/item-codec.ts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { validationFailedRecord } from "../functions/core/history.ts";
 import { newJob } from "../functions/core/jobs.ts";
 import { parseSessionSpec } from "../functions/core/spec.ts";
 import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
@@ -59,6 +60,37 @@ describe("job items", () => {
     const many = big.sessionIds.map((id) => newSession(id, { replicas: INLINE_KERNELS_MAX + 1 }));
     expect(await store.createJobWithSessions(big, many)).toEqual({ created: false });
     expect(await store.getJob("one-write-big")).toBeUndefined();
+  });
+
+  test("a session created ended with its one history record: the record reads back, only as seq 0", async () => {
+    const store = table.store();
+    const failed = (id: string, replicas: number) => {
+      const created = newSession(id, { replicas });
+      const record = validationFailedRecord(id, "failed validation against job template small", T0);
+      return { ...created, session: { ...created.session, lastHistory: record } };
+    };
+    // One kept in the session item, one whose kernels (and so its history) are items of their own.
+    for (const [id, replicas] of [
+      ["born-failed", 1],
+      ["born-failed-wide", INLINE_KERNELS_MAX + 1],
+    ] as const) {
+      const job = newJob(id, parseSessionSpec({ name: "f", command: ["true"], replicas }), T0);
+      expect(await store.createJobWithSessions(job, [failed(id, replicas)])).toEqual({ created: true });
+      expect(await store.listHistory(id)).toEqual([failed(id, replicas).session.lastHistory]);
+      const [read] = await store.getSessions([id]);
+      expect(read?.session.lastHistory).toEqual(failed(id, replicas).session.lastHistory);
+    }
+    const wrong = failed("born-wrong", 1);
+    const bad = {
+      ...wrong,
+      session: { ...wrong.session, lastHistory: { ...wrong.session.lastHistory, seq: 3 } },
+    };
+    const error = await caught(() => store.createSession(bad));
+    expect(error.field).toBe("session.lastHistory");
+    expect(error.message).toBe(
+      "session.lastHistory: a new session's only record must be its seq 0 (session born-wrong), got seq 3 of born-wrong",
+    );
+    expect(await store.getSessions(["born-wrong"])).toEqual([]);
   });
 
   test("children are a set; a missing parent is reported as undefined", async () => {

@@ -6,7 +6,8 @@
  * modified spec is validated again. "If the job does not pass validation, the job displays an
  * error message and the job moves to the Failed state": such a job is stored with its sessions
  * already ended and its final state FAILED, the reason listing every violated field, so `cairn
- * get`, `cairn job get` and `submit --wait` show why.
+ * get`, `cairn job get` and `submit --wait` show why; each session's history is the one record
+ * `Submit FAILED` with that reason (core/history.ts validationFailedRecord), written with it.
  *
  * Every submission comes through here, a deployment's replicas too: whoever sent it, a spec that
  * breaks its template or that the filter refuses never runs.
@@ -18,6 +19,7 @@
 import { MAX_MESSAGE_LENGTH } from "../core/events.ts";
 import { DEFAULT_QUEUE } from "../core/coordinator/inbound.ts";
 import type { Job, Queue, ServiceBinding, SessionSpec, SessionWithKernels } from "../core/model.ts";
+import { validationFailedRecord } from "../core/history.ts";
 import { newJob } from "../core/jobs.ts";
 import type { JobRepository, SessionRepository } from "../core/ports/session-store.ts";
 import type { TemplateRepository } from "../core/ports/template-store.ts";
@@ -283,6 +285,7 @@ function endedSession(
       status: SessionStatus.TERMINATED,
       stage: { enteredAtMs: nowMs, expiresAtMs: nowMs },
       pendingReason: reason.slice(0, MAX_MESSAGE_LENGTH),
+      lastHistory: validationFailedRecord(id, reason, nowMs),
       ...(jobSettings(job.spec).coscheduled
         ? {}
         : { task: { jobId: job.id, index, count: job.spec.replicas } }),

@@ -3,7 +3,9 @@
  * result, from/to status and message) bumps that record's count and last-seen time instead of
  * appending, so a session skipped every sweep for an hour keeps one record, not hundreds.
  */
+import { MAX_MESSAGE_LENGTH } from "./event-fields.ts";
 import type { HistoryDraft, HistoryRecord } from "./model.ts";
+import { SessionStatus } from "./status.ts";
 
 export function sameOutcome(a: HistoryRecord | HistoryDraft, b: HistoryRecord | HistoryDraft): boolean {
   return (
@@ -53,4 +55,27 @@ export function isRecentRepeat(
   intervalMs: number,
 ): boolean {
   return last !== undefined && sameOutcome(last, draft) && draft.atMs - last.lastAtMs < intervalMs;
+}
+
+/**
+ * The one history record of a task whose job failed validation (its template, the submission
+ * filter, its queue: app/admission.ts). HPC Pack: "If the job does not pass validation, the job
+ * displays an error message and the job moves to the Failed state." The session is stored ended
+ * with this record as its first and only one (Submit FAILED, PENDING → TERMINATED, the reason as
+ * its message), so its history says it went from Submitted through Validating to Failed, and why;
+ * its lifecycle execution never starts, so nothing follows it.
+ */
+export function validationFailedRecord(sessionId: string, reason: string, atMs: number): HistoryRecord {
+  return {
+    sessionId,
+    seq: 0,
+    handler: "Submit",
+    result: "FAILED",
+    fromStatus: SessionStatus.PENDING,
+    toStatus: SessionStatus.TERMINATED,
+    message: reason.slice(0, MAX_MESSAGE_LENGTH),
+    count: 1,
+    firstAtMs: atMs,
+    lastAtMs: atMs,
+  };
 }

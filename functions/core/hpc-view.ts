@@ -6,7 +6,8 @@
  * Cairn validates a submission (its job template and the submission filter, app/admission.ts)
  * before it stores its sessions, so a stored session is never Validating: one that passed is
  * queued, and one that failed ("the job moves to the Failed state") is stored TERMINATED with no
- * kernel started, which the rows below read as Failed. A job's task whose session is not stored
+ * kernel started, which the rows below read as Failed, its history the one record Submit FAILED
+ * with the reason (history.ts validationFailedRecord). A job's task whose session is not stored
  * yet is Submitted (core/jobs.ts), and a draft (issue 16 item 3, core/drafts.ts) is Configuring.
  *
  * Cancellation (seed 004, item 6): "The task was canceled by the job owner or a cluster

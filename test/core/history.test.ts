@@ -3,7 +3,7 @@
  * different appends the next seq.
  */
 import { describe, expect, test } from "vitest";
-import { placeHistory } from "../../functions/core/history.ts";
+import { placeHistory, validationFailedRecord } from "../../functions/core/history.ts";
 import type { HistoryDraft } from "../../functions/core/model.ts";
 import { historyRecord, NOW_MS } from "./fixtures.ts";
 
@@ -99,5 +99,31 @@ describe("placeHistory", () => {
   test("records of another session never merge", () => {
     const [placed] = placeHistory(historyRecord({ sessionId: "s2", seq: 0 }), [skip]);
     expect(placed).toMatchObject({ sessionId: "s1", count: 1, firstAtMs: NOW_MS });
+  });
+});
+
+describe("validationFailedRecord", () => {
+  // HPC Pack: "If the job passes validation, it moves to the Queued state. If the job does not
+  // pass validation, the job displays an error message and the job moves to the Failed state."
+  test("a task that failed validation has one record: Submit FAILED, PENDING to TERMINATED, the reason", () => {
+    const reason =
+      "failed validation against job template small: resources.cpu: must be at most 2 (template small), got 4";
+    expect(validationFailedRecord("j-t0", reason, NOW_MS)).toEqual({
+      sessionId: "j-t0",
+      seq: 0,
+      handler: "Submit",
+      result: "FAILED",
+      fromStatus: "PENDING",
+      toStatus: "TERMINATED",
+      message: reason,
+      count: 1,
+      firstAtMs: NOW_MS,
+      lastAtMs: NOW_MS,
+    });
+  });
+
+  test("the reason is cut to an event message's length", () => {
+    const record = validationFailedRecord("s1", "x".repeat(10_000), NOW_MS);
+    expect(record.message).toHaveLength(4096);
   });
 });

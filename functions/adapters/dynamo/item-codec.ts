@@ -90,7 +90,10 @@ export function sessionItem(session: Session, shards: number, kernels?: readonly
     ...(kernels !== undefined
       ? {
           [INLINE_KERNELS]: Object.fromEntries(kernels.map((k) => [String(k.index), k])),
-          [INLINE_HISTORY]: {},
+          // A session is created with at most one record, its lastHistory (new-session.ts).
+          [INLINE_HISTORY]: Object.fromEntries(
+            session.lastHistory !== undefined ? [[String(session.lastHistory.seq), session.lastHistory]] : [],
+          ),
         }
       : {}),
     gsi1pk: sessionStatusPk(session.status, shard),

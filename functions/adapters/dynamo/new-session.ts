@@ -7,9 +7,9 @@ import type { SessionWithKernels } from "../../core/model.ts";
 import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
 import { KERNEL_STATUSES, SESSION_STATUSES, TERMINAL_SESSION_STATUSES } from "../../core/status.ts";
 import { itemAbsent } from "./conditions.ts";
-import { INLINE_KERNELS_MAX, kernelItem, sessionItem } from "./item-codec.ts";
+import { historyItem, INLINE_KERNELS_MAX, kernelItem, sessionItem } from "./item-codec.ts";
 import { expiryAttribute, retainedUntil } from "./retention.ts";
-import { MAX_KERNELS_PER_SESSION } from "./session-write.ts";
+import { historyExpiry, MAX_KERNELS_PER_SESSION } from "./session-write.ts";
 import {
   guarded,
   MAX_TRANSACTION_ITEMS,
@@ -25,6 +25,9 @@ export function planCreateSession(input: SessionWithKernels, layout: StoreLayout
   const expiry = TERMINAL_SESSION_STATUSES.has(session.status)
     ? expiryAttribute(retainedUntil(session.updatedAtMs, layout))
     : {};
+  // A session created with a history record (a task of a job that failed validation: why it
+  // failed, core/history.ts) holds it as its lastHistory, and the record is written with it.
+  const first = session.lastHistory;
   if (kernels.length <= INLINE_KERNELS_MAX) {
     // The session item holds its kernels and first history records (item-codec.ts, sessionItem).
     return {
@@ -54,8 +57,15 @@ export function planCreateSession(input: SessionWithKernels, layout: StoreLayout
       ...kernels.map((k) => ({
         Put: { TableName: layout.tableName, Item: { ...kernelItem(k), ...expiry } },
       })),
+      ...(first !== undefined
+        ? [{ Put: { TableName: layout.tableName, Item: historyItem(first, historyExpiry(first, layout)) } }]
+        : []),
     ],
-    roles: [{ kind: "session" }, ...kernels.map((k) => ({ kind: "kernel" as const, index: k.index }))],
+    roles: [
+      { kind: "session" },
+      ...kernels.map((k) => ({ kind: "kernel" as const, index: k.index })),
+      ...(first !== undefined ? [{ kind: "history" as const, seq: first.seq }] : []),
+    ],
   };
 }
 
@@ -64,6 +74,13 @@ function validateNewSession({ session, kernels }: SessionWithKernels): void {
   requireKnown("session.status", session.status, SESSION_STATUSES);
   requireCount("session.version", session.version);
   requireTime("session.createdAtMs", session.createdAtMs);
+  const first = session.lastHistory;
+  if (first !== undefined && (first.seq !== 0 || first.sessionId !== session.id)) {
+    throw new InvalidStoreRequestError(
+      "session.lastHistory",
+      `a new session's only record must be its seq 0 (session ${session.id}), got seq ${first.seq} of ${first.sessionId}`,
+    );
+  }
   if (kernels.length !== session.spec.replicas) {
     throw new InvalidStoreRequestError(
       "kernels",
