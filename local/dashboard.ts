@@ -16,12 +16,14 @@ export interface LocalDashboardOptions {
   readonly counts?: DashboardOptions["counts"];
 }
 
-export async function startLocalDashboard(
+/** What the dashboard reads the runtime with: its endpoints and the client's credentials only. */
+export function runtimeDashboardDeps(
   info: RuntimeInfo,
-  options: LocalDashboardOptions = {},
-): Promise<DashboardServer> {
-  const aws = awsDashboardDeps({
-    where: `the local runtime (pid ${info.pid})`,
+  where: string,
+  agentTimeoutMs?: number,
+): ReturnType<typeof awsDashboardDeps> {
+  return awsDashboardDeps({
+    where,
     region: info.region,
     credentials: info.credentials.client,
     endpoints: {
@@ -35,8 +37,15 @@ export async function startLocalDashboard(
     stateMachineArn: info.stateMachineArn,
     kernelLogGroupName: info.kernelLogGroupName,
     executions: "local",
-    ...(options.agentTimeoutMs === undefined ? {} : { agentTimeoutMs: options.agentTimeoutMs }),
+    ...(agentTimeoutMs === undefined ? {} : { agentTimeoutMs }),
   });
+}
+
+export async function startLocalDashboard(
+  info: RuntimeInfo,
+  options: LocalDashboardOptions = {},
+): Promise<DashboardServer> {
+  const aws = runtimeDashboardDeps(info, `the local runtime (pid ${info.pid})`, options.agentTimeoutMs);
   try {
     const server = await startDashboard(aws.deps, {
       port: options.port ?? 0,

@@ -12,7 +12,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 import { runCairn } from "./support/cli.ts";
-import { awsDashboardDeps } from "../dashboard/aws.ts";
+import { runtimeDashboardDeps } from "../local/dashboard.ts";
 
 const run = promisify(execFile);
 
@@ -305,22 +305,7 @@ describe("the cairn CLI with a submitter's credentials only", () => {
 describe("npm start's dashboard, which reads with the client's credentials", () => {
   test("given ClientPolicy's rights, then its agents, queues, policies, counts and an execution's history all read", async () => {
     const { info } = rt.runtime;
-    const dashboard = awsDashboardDeps({
-      where: "the test's runtime",
-      region: info.region,
-      credentials: info.credentials.client,
-      endpoints: {
-        dynamoDb: info.endpoints.dynamoDb,
-        eventBridge: info.endpoints.eventBridge,
-        logs: info.endpoints.logs,
-        stepFunctions: info.endpoints.stepFunctions,
-      },
-      tableName: info.tableName,
-      eventBusName: info.eventBusName,
-      stateMachineArn: info.stateMachineArn,
-      kernelLogGroupName: info.kernelLogGroupName,
-      executions: "local",
-    });
+    const dashboard = runtimeDashboardDeps(info, "the test's runtime");
     const { deps } = dashboard;
     try {
       const [agent] = await deps.store.listAgents();
