@@ -875,9 +875,7 @@ export class Coordinator {
     held: HeldTokens,
     placement: NonNullable<CoordinatorDeps["placementLeases"]>,
   ): Promise<PassOutcome> {
-    const byQueue = new Map<string, SessionWithKernels[]>();
-    for (const t of targets)
-      byQueue.set(t.session.spec.queue, [...(byQueue.get(t.session.spec.queue) ?? []), t]);
+    const byQueue = Map.groupBy(targets, (t) => t.session.spec.queue);
     const total = { targets: 0, decisions: 0, completed: 0 };
     const deps = { ...placement, clock: this.#d.clock, log: this.#d.log };
     let failure: Error | undefined;
