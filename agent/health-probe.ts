@@ -1,5 +1,5 @@
 /**
- * Health checks of the replicas an agent hosts (issue 15): an HTTP GET of the deployment's
+ * Health checks of the replicas an agent hosts (Backend.AI's BEP-1030 routes): an HTTP GET of the deployment's
  * health path on the replica's port, every interval, by the agent that runs it (so the check
  * needs no network path from the control plane to the hosts). The results go back as reports;
  * the control plane judges them (core/deployments/health.ts).

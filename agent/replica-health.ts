@@ -1,5 +1,5 @@
 /**
- * The deployment replicas an agent runs (issue 15): each gets a port (CAIRN_PORT) and, while
+ * The deployment replicas an agent runs: each gets a port (CAIRN_PORT) and, while
  * its kernel runs, a HealthProber whose probes go out as route health reports. A report that
  * could not be sent is not lost: its probes go with the next one, up to the 20 a report holds
  * (the oldest dropped first). Transport-free, like the rest of the agent: the caller signs and

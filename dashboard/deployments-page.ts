@@ -1,5 +1,5 @@
 /**
- * Deployments (issue 15): the list (status, replicas live of those asked for, healthy routes,
+ * Deployments (Backend.AI's BEP-1030): the list (status, replicas live of those asked for, healthy routes,
  * age) and a deployment's page (its spec, its routes with their sessions, endpoints and health,
  * its and its routes' history, and where their lifecycle executions can be looked at). What users
  * and replicas wrote (names, commands, probe and history messages) reaches the page only through

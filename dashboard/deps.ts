@@ -23,7 +23,7 @@ export type DashboardStore = Pick<
   Pick<AgentRepository, "listAgents" | "allocationsOnAgent"> &
   Pick<RetryCatalogRepository, "listQueues" | "listRetryPolicies" | "getRetryConfig">;
 
-/** Deployments, their routes and history (issue 15); read only. */
+/** Deployments, their routes and history; read only. */
 export type DashboardDeployments = Pick<
   DeploymentRepository,
   "getDeployment" | "listDeployments" | "deploymentHistory"

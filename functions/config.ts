@@ -35,11 +35,11 @@ export interface CairnConfig {
   /** Where kernels run as ECS tasks on Fargate; absent when the stack has no Fargate executor. */
   readonly fargate?: FargateConfig;
   /**
-   * The deployment and route lifecycles' state machines (issue 15): set for the function that
+   * The deployment and route lifecycles' state machines (Backend.AI's BEP-1030): set for the function that
    * starts their executions, absent elsewhere.
    */
   readonly familyStateMachines?: FamilyStateMachines;
-  /** The administrator's submission filter (issue 16): absent, submissions are not filtered. */
+  /** The administrator's submission filter (HPC Pack's Validating): absent, submissions are not filtered. */
   readonly submissionFilter?: SubmissionFilterConfig;
 }
 

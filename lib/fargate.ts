@@ -1,5 +1,5 @@
 /**
- * The Fargate executor's side of the stack (issue 14), present only with the `fargate` prop: the
+ * The Fargate executor's side of the stack (kernels as ECS tasks), present only with the `fargate` prop: the
  * ECS cluster (created, or given), the task execution role ECS pulls images and ships kernel
  * output with, the role kernels' code runs as, the tasks' security group when the stack makes
  * one, and the grants of the functions that send kernel commands. What the functions need to run

@@ -34,7 +34,7 @@ export const TABLE_ITEM_ACTIONS = [
 /** Queries run on the table (history) and on every GSI (status, target and listing indexes). */
 export const TABLE_QUERY_ACTIONS = ["dynamodb:Query"] as const;
 export const BUS_PUT_ACTIONS = ["events:PutEvents"] as const;
-/** The submission filter (issue 16): granted to the coordinator on the filter's ARN only (lib/cairn.ts). */
+/** The submission filter: granted to the coordinator on the filter's ARN only (lib/cairn.ts). */
 export const FILTER_INVOKE_ACTIONS = ["lambda:InvokeFunction"] as const;
 export const START_ACTIONS = ["states:StartExecution"] as const;
 /**
@@ -43,7 +43,7 @@ export const START_ACTIONS = ["states:StartExecution"] as const;
  * heartbeats). Task-token actions are authorised against the state machine that issued the token.
  */
 export const CALLBACK_ACTIONS = ["states:SendTaskSuccess", "states:SendTaskFailure"] as const;
-/** The sweep's repair asks whether a session's execution is still running (issue 11). */
+/** The sweep's repair asks whether a session's execution is still running, so it never restarts a live one. */
 export const DESCRIBE_ACTIONS = ["states:DescribeExecution"] as const;
 /**
  * Executions are named at run time (by session id), so the grant can name them only under their

@@ -40,7 +40,7 @@ export interface CairnEventDeliveryProps {
 }
 
 /**
- * Kernels as ECS tasks on Fargate (issue 14). Tasks run in awsvpc mode, so they need subnets and
+ * Kernels as ECS tasks on Fargate, for work that needs no agent host. Tasks run in awsvpc mode, so they need subnets and
  * security groups, as AWS Batch's Fargate compute environments do: either `subnets` and
  * `securityGroups`, or a `vpc` (its private subnets with egress, and a security group the stack
  * creates that allows no inbound traffic).
@@ -350,7 +350,7 @@ export interface CairnProps {
    */
   readonly fargate?: CairnFargateProps;
   /**
-   * The administrator's submission filter (issue 16; docs/deploy.md, "Submission filter"): a
+   * The administrator's submission filter (HPC Pack's Validating; docs/deploy.md, "Submission filter"): a
    * Lambda function the coordinator invokes synchronously with each submission that passed its
    * job template, answering accept, reject with a reason, or modify. Only the coordinator may
    * invoke it, and only it.

@@ -1,6 +1,6 @@
 /**
  * The lifecycle state machines, one per STATE_MACHINES entry (sessions; deployments and routes,
- * issue 15), each loaded from the ASL file the topology names (the same file the embedded runtime
+ * Backend.AI's BEP-1030), each loaded from the ASL file the topology names (the same file the embedded runtime
  * runs) with its `${…}` placeholders bound to function ARNs as definition substitutions. Standard
  * workflow, logging to CloudWatch Logs (errors only by default), X-Ray tracing on, and a role that may invoke exactly
  * the substituted functions and, where the definition renews its execution (a family's `Renew`),

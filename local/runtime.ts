@@ -115,7 +115,7 @@ export interface RuntimeOptions {
   /** How long the functions cache retry policies, queues and the retry config. @default 5000 */
   readonly retryCacheMs?: number;
   /**
-   * The administrator's submission filter (issue 16): a local module whose default export is the
+   * The administrator's submission filter: a local module whose default export is the
    * filter, the coordinator's timeout for its answer, and what a failure means.
    * @default none (submissions are not filtered)
    */
@@ -435,7 +435,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       ...(options.repairAfterMs !== undefined
         ? { CAIRN_REPAIR_AFTER_MS: String(options.repairAfterMs) }
         : {}),
-      // The Fargate executor on the embedded ECS (issue 14), as lib/fargate.ts configures a
+      // The Fargate executor on the embedded ECS, as lib/fargate.ts configures a
       // stack's: tasks are local processes, so the network and roles are placeholders ECS's
       // checks accept; awslogs writes into the kernel log group `cairn logs` reads.
       CAIRN_FARGATE_CLUSTER_ARN: ecs.service.clusterArn(ECS_CLUSTER),

@@ -43,9 +43,9 @@ export type SessionReader = Pick<
   | "listSessionsByStatus"
   | "listRecentSessions"
 > & {
-  /** Rejected submissions (issue 11); a reader without it (a test's fake) knows of none. */
+  /** Rejected submissions (refused by the control plane); a reader without it (a test's fake) knows of none. */
   readonly listRejections?: JobRepository["listRejections"];
-  /** Drafts (issue 16 item 3); a reader without it (a test's fake) knows of none. */
+  /** Drafts (HPC Pack's Configuring); a reader without it (a test's fake) knows of none. */
   readonly getDraft?: DraftRepository["getDraft"];
 };
 
@@ -66,13 +66,13 @@ export type RetryAdmin = Pick<
   | "putRetryConfig"
 >;
 
-/** Job templates (issue 16), written directly to the store like retry policies. */
+/** Job templates (HPC Pack's Validating), written directly to the store like retry policies. */
 export type TemplateAdmin = TemplateRepository;
 
 /** Agents and the capacity sessions hold on them, read by `cairn dashboard`. */
 export type AgentReader = Pick<AgentRepository, "listAgents" | "allocationsOnAgent">;
 
-/** Deployments, their routes and history (issue 15), read by `cairn deployment`; never written. */
+/** Deployments, their routes and history, read by `cairn deployment`; never written. */
 export type DeploymentReader = Pick<
   DeploymentRepository,
   "getDeployment" | "listDeployments" | "deploymentHistory"
@@ -98,7 +98,7 @@ export interface CairnApi {
   readonly logs: KernelLogsApi;
   /**
    * Puts one inbound event (built by toPutEventsEntry); throws if the bus does not accept it.
-   * Returns the event's id, which the control plane's verdict on it names (issue 11).
+   * Returns the event's id, which the control plane's verdict on it names (a rejection is found by it).
    */
   put(entry: PutEventsEntry): Promise<string | undefined | void>;
   /** Releases the clients' sockets so the process can exit. */

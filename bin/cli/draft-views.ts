@@ -1,4 +1,4 @@
-/** A draft (issue 16 item 3) as `cairn job get` shows it: HPC Pack's Configuring. */
+/** A draft as `cairn job get` shows it: HPC Pack's Configuring. */
 import type { JobDraft } from "../../functions/core/drafts.ts";
 import { HpcState } from "../../functions/core/hpc-view.ts";
 import type { SessionSpec } from "../../functions/core/model.ts";

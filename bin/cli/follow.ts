@@ -89,7 +89,7 @@ export async function awaitVerdict(
     if (reason !== undefined) return { kind: "rejected", reason };
     const job = await store.getJob(id);
     // The queue's priority is added to the spec's when the job is recorded.
-    // A job template's defaults and the submission filter may change the spec (issue 16): the
+    // A job template's defaults and the submission filter may change the spec: the
     // name is what they leave (a different submission under a taken id is refused, above).
     if (
       job !== undefined &&

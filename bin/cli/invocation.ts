@@ -66,7 +66,7 @@ export type Invocation =
       readonly force: boolean;
     })
   | (Common & { readonly kind: "job get" | "tasks"; readonly jobId: string })
-  /** Drafts (issue 16 item 3). `file`: a path, or `-` for stdin. */
+  /** Drafts (HPC Pack's Configuring). `file`: a path, or `-` for stdin. */
   | (Common & { readonly kind: "job create"; readonly file: string; readonly jobId?: string })
   | (Common & { readonly kind: "job edit"; readonly jobId: string; readonly file: string })
   | (Common & {

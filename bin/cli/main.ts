@@ -222,7 +222,7 @@ async function submitRequest(
   };
 }
 
-/** A draft's spec and id, checked as a submission's are before anything is sent (issue 16 item 3). */
+/** A draft's spec and id, checked as a submission's are before anything is sent. */
 async function draftRequest(
   invocation: Extract<Invocation, { kind: "job create" | "job edit" }>,
   io: CliIo,

@@ -39,7 +39,7 @@ export function explainStoreError(error: unknown): CliError | undefined {
     case "NOT_FOUND":
       // Sessions have their own message (SessionNotFoundError); this is for named resources.
       return group === undefined ? undefined : new ResourceNotFoundError(message);
-    // Default always exists (issue 16): a conflict with what is, not a bad request.
+    // The template Default always exists: a conflict with what is, not a bad request.
     case "DEFAULT_TEMPLATE":
       return new ConflictError(message);
     case "INVALID_STORE_REQUEST":

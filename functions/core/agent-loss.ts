@@ -1,5 +1,5 @@
 /**
- * What losing an agent does to a session that had kernels on it (issue 10, Iris's
+ * What losing an agent does to a session that had kernels on it (Iris's task state
  * WORKER_FAILED): every kernel of the session still alive on the lost agent ends at once as
  * WORKER_FAILED with the AgentLost condition (no agent will ever report it), and the session
  * leaves its stage without waiting for that stage's timer:

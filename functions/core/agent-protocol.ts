@@ -71,7 +71,7 @@ export const KernelCommandDetailSchema = strictObject({
   condition: conditionSchema.optional(),
   reason: messageSchema.optional(),
   /**
-   * start only, for a deployment's replica (issue 15): the agent gives the process a port as
+   * start only, for a deployment's replica (Backend.AI's BEP-1030 routes): the agent gives the process a port as
    * CAIRN_PORT (the pinned one, or a free one it picks) and probes its health there.
    */
   service: ServiceBindingSchema.optional(),

@@ -1,5 +1,5 @@
 /**
- * Drafts (issue 16 item 3; seed 004's Configuring: "The job or task is in the system, but has not
+ * Drafts (HPC Pack's Configuring: "The job or task is in the system, but has not
  * been submitted to the queue."). A draft is a job's spec stored under its id with no sessions and
  * no executions: nothing schedules, repairs, limits or settles it, because all of those start from
  * sessions. `cairn job edit` replaces its spec, `cairn job delete` removes it, and `cairn job

@@ -1,5 +1,5 @@
 /**
- * Kernel reports from ECS's own events (issue 14): a Fargate kernel has no agent to report for
+ * Kernel reports from ECS's own events: a Fargate kernel has no agent to report for
  * it, so the `ECS Task State Change` events EventBridge delivers for its task are turned into the
  * same `KernelReport`s an agent sends, and the coordinator judges them identically.
  *

@@ -110,7 +110,7 @@ const historyHandlerSchema = z.enum({
 });
 
 /**
- * Kernel statuses an agent reports; the others are the control plane's to set. PULLING (seed 001,
+ * Kernel statuses an agent reports; the others are the control plane's to set. PULLING (Backend.AI's BEP-1030,
  * between PREPARING and PREPARED) says preparation has begun: informational, it never moves a
  * kernel back (kernel-reports.ts).
  */
@@ -144,7 +144,7 @@ export const SessionSubmittedDetailSchema = strictObject({
   sessionId: sessionIdSchema.optional(),
   /** The session spec, as a user writes it (README, "A session's spec"); defaults apply on receipt. */
   spec: SessionSpecSchema,
-  /** Set by a deployment submitting one of its replicas (issue 15): the route the session backs. */
+  /** Set by a deployment submitting one of its replicas: the route the session backs. */
   service: ServiceBindingSchema.optional(),
 }).readonly();
 
@@ -154,14 +154,14 @@ export const SessionCancelRequestedDetailSchema = strictObject({
   /** Recorded in the session's history. */
   reason: messageSchema.optional(),
   /**
-   * HPC Pack's Force Cancel (seed 004): the run's end is not waited for. Its kernels are killed
+   * HPC Pack's Force Cancel (its job and task states): the run's end is not waited for. Its kernels are killed
    * without a grace period and ended at once, even when their agents cannot confirm it (an agent
    * that stopped answering); their capacity is given back. May follow a plain cancel.
    */
   force: z.boolean().optional(),
 }).readonly();
 
-/** A draft's version (issue 16 item 3): 1 when created, one more at every change. */
+/** A draft's version (HPC Pack's Configuring): 1 when created, one more at every change. */
 const draftVersionSchema = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 
 /**
@@ -324,9 +324,9 @@ export const SessionStatusChangedDetailSchema = strictObject({
   result: historyResultSchema,
   handler: historyHandlerSchema,
   message: messageSchema.optional(),
-  /** The session's HPC Pack state once it has entered `to` (seed 004; functions/core/hpc-view.ts). */
+  /** The session's HPC Pack state once it has entered `to` (HPC Pack's job and task states; functions/core/hpc-view.ts). */
   hpcState: z.enum(HPC_STATES).optional(),
-  /** The deployment whose replica the session is (issue 15): its changes wake the deployment. */
+  /** The deployment whose replica the session is: its changes wake the deployment. */
   deploymentId: deploymentIdSchema.optional(),
   atMs: epochMsSchema,
 }).readonly();
@@ -344,7 +344,7 @@ export const SessionRequeuedDetailSchema = strictObject({
   atMs: epochMsSchema,
 }).readonly();
 
-/** A job reached its final state (issue 6): published once, after its cascades ran. */
+/** A job reached its final state (Iris's job state, derived from its tasks): published once, after its cascades ran. */
 export const JobStateChangedDetailSchema = strictObject({
   jobId: sessionIdSchema,
   state: z.enum(JobState),
@@ -364,7 +364,7 @@ export const EventRejectedDetailSchema = strictObject({
   atMs: epochMsSchema,
 }).readonly();
 
-// Deployments and routes (issue 15, seed 001's deployment and route families).
+// Deployments and routes (Backend.AI's BEP-1030 deployment and route lifecycles).
 
 /** A client creates a deployment: N replicas of a service, each a route backed by a session. */
 export const DeploymentCreatedDetailSchema = strictObject({

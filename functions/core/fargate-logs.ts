@@ -1,5 +1,5 @@
 /**
- * Where a Fargate kernel's output is on CloudWatch Logs (issue 14): every Cairn task definition
+ * Where a Fargate kernel's output is on CloudWatch Logs: every Cairn task definition
  * sends its kernel container's output through awslogs with one constant stream prefix, so
  * awslogs names a task's stream `cairn/kernel/<task id>`, and a run's stream is found from the
  * run's task ARN (Kernel.taskArn, RunKernelRecord.taskArn).

@@ -1,5 +1,5 @@
 /**
- * A queue's Fargate capacity as a pool agent (issue 14): an Agent item whose capacity is the
+ * A queue's Fargate capacity as a pool agent: an Agent item whose capacity is the
  * queue's vCPU quota. Placing a Fargate session on its queue's pool reserves from that quota
  * with the same reservations, releases and pending reasons as an agent's capacity, so
  * placement waits (saying why) instead of letting RunTask fail on the account's quota.

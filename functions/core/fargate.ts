@@ -1,5 +1,5 @@
 /**
- * Kernels as ECS tasks on Fargate (issue 14): which executor runs a spec's kernels, and the task
+ * Kernels as ECS tasks on Fargate, for work that needs no host of its own: which executor runs a spec's kernels, and the task
  * sizes Fargate accepts. A size Fargate would refuse is refused when the spec is submitted, with
  * the sizes it would accept, instead of when RunTask fails long after the session was queued.
  */

@@ -1,6 +1,6 @@
 /**
- * HPC Pack's job and task states (seed 004, 004_799446b23b65b025.txt) as a view of what Cairn
- * stores (issue 16, item 2): computed from a session's status, its kernels and its cancel
+ * HPC Pack's job and task states (Microsoft's "Understanding Job and Task States") as a view of what Cairn
+ * stores, for users who think in HPC Pack's terms: computed from a session's status, its kernels and its cancel
  * request; nothing is stored for it. One table per level, first matching row wins, shown in the
  * README. Configuring, Submitted and Validating are HPC Pack's states before a job is queued:
  * Cairn validates a submission (its job template and the submission filter, app/admission.ts)
@@ -8,7 +8,7 @@
  * queued, and one that failed ("the job moves to the Failed state") is stored TERMINATED with no
  * kernel started, which the rows below read as Failed, its history the one record Submit FAILED
  * with the reason (history.ts validationFailedRecord). A job's task whose session is not stored
- * yet is Submitted (core/jobs.ts), and a draft (issue 16 item 3, core/drafts.ts) is Configuring.
+ * yet is Submitted (core/jobs.ts), and a draft (core/drafts.ts) is Configuring.
  *
  * Cancellation (seed 004, item 6): "The task was canceled by the job owner or a cluster
  * administrator before it started running. If a running task is canceled, the task is marked as

@@ -1,5 +1,5 @@
 /**
- * A job's run-time limit (issue 16, item 6; seed 004): `timeouts.job` seconds for the whole job,
+ * A job's run-time limit (HPC Pack's job and task states): `timeouts.job` seconds for the whole job,
  * beside each task's own `timeouts.running`. HPC Pack: "the HPC Job Scheduler Service can cancel
  * a job if it exceeds its runtime"; the job is then Canceled, and its tasks end by the
  * cancellation rules (hpc-view.ts): Failed if they were running, Canceled if they had not started.

@@ -1,5 +1,5 @@
 /**
- * Jobs of many tasks (issue 6; seeds 000 and 003). A job is what one submission describes:
+ * Jobs of many tasks (Iris's task states and Iris's co-scheduling design). A job is what one submission describes:
  * `replicas` tasks that either run as one gang (co-scheduled: the kernels of one session) or
  * independently (one session per task, each with its own lifecycle execution and budgets).
  *
@@ -49,7 +49,7 @@ export function jobSessionIds(jobId: string, spec: SessionSpec): string[] {
  * Why the session stored under a task's id is not that task's, or undefined when it is. A session
  * belongs to the job of its `task` (an independent task) or, without one, to the job named like
  * it. Ids share one namespace, so `x-t0` may be a job of its own as well as task 0 of job `x`:
- * whichever took the id first keeps it, and the other submission is refused (issue 11).
+ * whichever took the id first keeps it, and the other submission is refused, so no session joins a job it was not submitted to.
  */
 export function foreignSession(
   jobId: string,

@@ -1,5 +1,5 @@
 /**
- * Priority preemption (issue 6, seed 000's preemption pass): when a session cannot be placed,
+ * Priority preemption (Iris's preemption pass): when a session cannot be placed,
  * which running sessions of lower priority bands to preempt so that it can be. Pure: it works on
  * a snapshot of free capacity and of the sessions holding capacity, and returns one plan per
  * session that could not be placed; the app carries the plans out.

@@ -1,5 +1,5 @@
 /**
- * A queue's Fargate settings (issue 14), validated once where an operator writes them (the CLI,
+ * A queue's Fargate settings (the executor that runs its kernels as ECS tasks), validated once where an operator writes them (the CLI,
  * the store's write) and again when a stored queue is read back, with the same messages.
  */
 import * as z from "zod";

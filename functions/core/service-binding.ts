@@ -1,5 +1,5 @@
 /**
- * What makes a session one replica of a deployment (issue 15): the route it backs, the port
+ * What makes a session one replica of a deployment: the route it backs, the port
  * its process listens on, and how its agent checks its health. Set by the deployment's
  * handlers when they submit the route's session; carried to the agent in the kernel's start
  * command, and named in the session's status changes so the deployment hears of them.

@@ -15,7 +15,7 @@ export function parseSpecText(text: string, format?: SpecFormat): SessionSpec {
 
 /**
  * Spec text to the value written, before the schema and its defaults: what `cairn submit` sends,
- * so a job template's defaults apply to the fields left unset (issue 16).
+ * so a job template's defaults apply to the fields left unset (HPC Pack's Validating).
  */
 export function readSpecText(text: string, format?: SpecFormat): unknown {
   const source = text.startsWith("\uFEFF") ? text.slice(1) : text;

@@ -240,7 +240,7 @@ const sessionSpecShape = {
     .min(SPEC_LIMITS.replicas.min)
     .max(SPEC_LIMITS.replicas.max)
     .default(SPEC_DEFAULTS.replicas),
-  // Job fields (issue 6). Optional with the defaults in SPEC_DEFAULTS, read through core/jobs.ts,
+  // Job fields (Iris's jobs of many tasks). Optional with the defaults in SPEC_DEFAULTS, read through core/jobs.ts,
   // so a spec written before jobs existed reads back unchanged.
   coscheduled: z.boolean().optional(),
   perAgent: z.number().int().min(1).max(SPEC_LIMITS.replicas.max).optional(),

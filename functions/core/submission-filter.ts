@@ -1,5 +1,5 @@
 /**
- * The submission filter's contract (issue 16, item 5; seed 004: "During validation, the job might
+ * The submission filter's contract (HPC Pack's job and task states: "During validation, the job might
  * also pass through a custom submission filter application that is defined by the cluster
  * administrator"). The filter sees each submission after it passed its template and answers
  * accept, reject with a reason, or modify (the spec it returns is validated again). An answer

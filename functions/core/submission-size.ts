@@ -1,5 +1,5 @@
 /**
- * A submission against the largest message it will ever cause (issue 11 item 10). A spec that
+ * A submission against the largest message it will ever cause, checked at the edge. A spec that
  * fits its own Session Submitted event can still make a kernel command that no agent queue
  * accepts, and that command would fail on every attempt, long after the submission was accepted.
  * So the edge (the CLI before sending, the coordinator on receipt) refuses such a spec at once,

@@ -1,5 +1,5 @@
 /**
- * Job templates (issue 16, item 4; seed 004, "Validating"): "During validation, the Job Scheduler
+ * Job templates (HPC Pack's job and task states, "Validating"): "During validation, the Job Scheduler
  * service confirms permissions, applies default settings for any properties that the job owner
  * did not specify, and validates each property against constraints. Default settings and
  * constraints are defined by the job template."

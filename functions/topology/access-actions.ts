@@ -25,7 +25,7 @@ export const CLIENT_LOG_ACTIONS = [
 ] as const;
 
 /**
- * The Fargate executor's ECS calls (issue 14), made by the functions that send kernel commands
+ * The Fargate executor's ECS calls (a kernel as an ECS task), made by the functions that send kernel commands
  * (topology FARGATE.commandSenders). Each list is one grant of lib/fargate.ts, on its own
  * resources and conditions (the Service Authorization Reference for Amazon ECS):
  */

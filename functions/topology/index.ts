@@ -13,7 +13,7 @@ export const FunctionName = {
   /** Invoked by the lifecycle execution as it enters each state. */
   EnterStage: "EnterStage",
   /**
-   * Runs the deployment and route handlers of seed 001 (issue 15): applies deployment requests
+   * Runs the deployment and route handlers of Backend.AI's BEP-1030: applies deployment requests
    * and replicas' health reports, and completes the family executions' callbacks.
    */
   Deployments: "Deployments",
@@ -335,7 +335,7 @@ export const RULES: readonly RuleDecl[] = [
   },
 ];
 
-/** ECS's own events about a task (the Fargate executor's kernel reports, issue 14). */
+/** ECS's own events about a task: the Fargate executor's kernel reports, as no agent sends them. */
 export const EcsEvent = {
   Source: "aws.ecs",
   TaskStateChange: "ECS Task State Change",
@@ -444,7 +444,7 @@ export const SWEEP = {
 
 /**
  * The deployments' sweep: every deployment's handlers run, so that a replica whose agent stopped
- * reporting becomes STALE (DEGRADED) though no event comes (issue 15).
+ * reporting becomes STALE (DEGRADED) though no event comes.
  */
 export const DEPLOYMENT_SWEEP = {
   name: "DeploymentSweep",

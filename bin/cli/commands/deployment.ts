@@ -1,5 +1,5 @@
 /**
- * `cairn deployment create|get|list|scale|destroy|routes` (issue 15). Writes are requests: an
+ * `cairn deployment create|get|list|scale|destroy|routes` (Backend.AI's BEP-1030). Writes are requests: an
  * inbound event the control plane applies (`Deployment Created`, `Deployment Scaled`,
  * `Deployment Destroy Requested`), checked here first against what is stored, so a request the
  * control plane would refuse is an error here rather than silence. Reads come from the store.

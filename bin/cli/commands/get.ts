@@ -26,7 +26,7 @@ export async function runGet(
 export async function sessionNotFound(sessionId: string, ctx: CommandContext): Promise<SessionNotFoundError> {
   const job = await ctx.api.store.getJob(sessionId);
   if (job === undefined) {
-    // A submission the control plane refused leaves nothing but its rejection (issue 11).
+    // A submission the control plane refused leaves nothing but its rejection, which says why.
     const [latest] = (await ctx.api.store.listRejections?.(sessionId)) ?? [];
     if (latest === undefined) return new SessionNotFoundError(sessionId);
     const at = new Date(latest.atMs).toISOString();

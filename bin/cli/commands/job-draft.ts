@@ -1,5 +1,5 @@
 /**
- * Drafts (issue 16 item 3; HPC Pack's Configuring): `cairn job create`, `job edit`, `job submit`
+ * Drafts (HPC Pack's Configuring): `cairn job create`, `job edit`, `job submit`
  * and `job delete`. Each validates what it can locally (the spec, as `submit` does; whether the id
  * is a draft), puts its event, and waits a few seconds for the control plane's verdict on that
  * very event: the draft stored at the version it asked for, or the refusal recorded for it.

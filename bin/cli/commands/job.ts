@@ -19,7 +19,7 @@ export async function runJobGet(invocation: JobInvocation, ctx: CommandContext):
   try {
     snapshot = await readJob(ctx.api.store, invocation.jobId);
   } catch (error) {
-    // No job under the id: a draft (issue 16 item 3) is shown as one, Configuring.
+    // No job under the id: a draft is shown as one, Configuring.
     const draft =
       error instanceof JobNotFoundError ? await ctx.api.store.getDraft?.(invocation.jobId) : undefined;
     if (draft === undefined) throw error;

@@ -30,7 +30,7 @@ export interface SubmitRequest {
   /** True when the user chose the id (--id): it may be taken. */
   readonly idChosen: boolean;
   readonly spec: SessionSpec;
-  /** The spec as written (before defaults), sent so a job template's defaults apply (issue 16). */
+  /** The spec as written (before defaults), sent so a job template's defaults apply. */
   readonly written?: unknown;
   readonly wait: boolean;
   readonly timeoutSeconds?: number;

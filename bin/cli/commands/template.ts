@@ -1,5 +1,5 @@
 /**
- * `cairn template create|update|get|delete|list` (issue 16, item 4): job templates, written
+ * `cairn template create|update|get|delete|list` (HPC Pack's job templates): job templates, written
  * directly to the store like retry policies. Files are validated before Cairn is contacted
  * (main.ts reads them first), so an invalid template stores nothing.
  */

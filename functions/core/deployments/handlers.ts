@@ -1,5 +1,5 @@
 /**
- * What each deployment and route handler of seed 001 finds, pure (issue 15): given the
+ * What each deployment and route handler of Backend.AI's BEP-1030 finds, pure: given the
  * deployment, its routes and the sessions backing them, each handler returns its result
  * (successes, failures, stale: judged by judge.ts against the tables) and the actions the
  * application carries out (routes to create or remove, sessions to cancel). Nothing here reads

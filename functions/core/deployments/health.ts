@@ -1,5 +1,5 @@
 /**
- * A route's health, from the probes its agent reports (issue 15): what HealthCheckRoute judges
+ * A route's health, from the probes its agent reports: what HealthCheckRoute judges
  * each route, pure. Probes count in a row, as load balancers and Kubernetes count them; a route
  * not reported on in time is STALE, which the seed's table turns into DEGRADED.
  */

@@ -1,5 +1,5 @@
 /**
- * What reaches the deployments function, sorted (issue 15), pure: deployment requests and
+ * What reaches the deployments function, sorted, pure: deployment requests and
  * replicas' health reports are parsed against their contracts (a bad one is a rejection naming
  * the field, never dropped); status changes of replicas, deployments and routes only wake their
  * deployment; the sweep's scheduled event wakes every deployment.

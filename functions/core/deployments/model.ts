@@ -1,5 +1,5 @@
 /**
- * Deployments and routes as stored (issue 15). A deployment is one item with its spec and
+ * Deployments and routes as stored (Backend.AI's BEP-1030). A deployment is one item with its spec and
  * lifecycle state; each replica is a route item beside it; their history records live apart, so
  * reading a deployment with its routes never reads its history.
  */

@@ -1,7 +1,7 @@
 /**
- * One pass of a deployment's handlers, pure (issue 15): given the deployment, its routes and
+ * One pass of a deployment's handlers, pure: given the deployment, its routes and
  * the sessions backing them as read, decide what changes. Each entity waiting in a callback
- * state is judged by the handlers of its status (seed 001's tables, judge.ts); a decision that
+ * state is judged by the handlers of its status (BEP-1030's tables, judge.ts); a decision that
  * changes its status becomes the callback to send (`stage.leaving`, written first so that a
  * lost send is sent again by the next pass). "(maintain)" results are recorded once per stay in
  * a status. The application writes `change`, then starts, submits, cancels and calls back.

@@ -1,5 +1,5 @@
 /**
- * A deployment's spec (issue 15): how many replicas of which service, and how each replica's
+ * A deployment's spec (Backend.AI's BEP-1030): how many replicas of which service, and how each replica's
  * health is checked. Each replica is a route backed by a session whose spec is built from
  * `service` (serviceSessionSpec). Bad input is refused with every field named, as a session
  * spec's is.

@@ -1,10 +1,10 @@
 /**
  * Whether a failed session runs again, how soon and where: a pure function of the failed run, the
  * policies that apply, the session's retry state, the global config and the session's explicit
- * budgets. Issue 5's composition:
+ * budgets. How a policy and the budgets compose:
  *
  * - No policy applies (none resolved, or policies disabled): the two budgets decide alone.
- * - A policy applies: its rules decide whether and when (seed 002); a budget the session sets
+ * - A policy applies: its rules decide whether and when (Armada's retry-policy proposal); a budget the session sets
  *   explicitly in its spec still caps retries of its kind; the budget defaults do not (the
  *   failure default of 0 would otherwise veto every rule that retries a failure).
  * - A run preempted before it started costs nothing: no budget, rule or total count. Under

@@ -1,5 +1,5 @@
 /**
- * How an agent classifies a kernel's failure into a category (issue 16, item 8), for retry rules'
+ * How an agent classifies a kernel's failure into a category, for retry rules'
  * `onFailureCategory` and for telling at a glance why runs end.
  *
  * Seed 002 leaves the categories to the executor: "Uses categories from #4713. The executor

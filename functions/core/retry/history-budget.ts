@@ -1,7 +1,7 @@
 /**
  * One lifecycle execution holds at most 25,000 history events (a hard Step Functions quota), and
  * a session lives in one execution. Everything that can make a session loop is bounded here so
- * that no session can reach that limit (issue 11, item 3): the retried runs (the spec's budgets
+ * that no session can reach that limit (its execution would fail, losing the session): the retried runs (the spec's budgets
  * and the operator's global cap) and the free returns to PENDING (give-up and expiry before the
  * run starts, pre-start preemptions, agent loss before RUNNING, preemptions retried at no cost).
  *

@@ -1,5 +1,5 @@
 /**
- * Failures no retry can clear (issue 11, item 9): the spec asks for something that is not there,
+ * Failures no retry can clear, so retrying them would only burn budget: the spec asks for something that is not there,
  * or that can never be passed on. The agent reports them with one of these failure categories;
  * the run ends FAILED at once instead of looping through PENDING or spending a budget.
  */
