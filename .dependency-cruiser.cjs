@@ -7,7 +7,7 @@
  *                        IAM action lists, the agent signature): core and itself
  *   functions/app        the application layer (coordinator, stage entry, batch handlers under
  *                        app/lifecycle): core, topology, config; no AWS SDK
- *   functions/adapters   one per AWS service: implement app's ports (ports.ts, event-types.ts)
+ *   functions/adapters   one per AWS service: implement the ports (functions/core/ports)
  *   functions/handlers   Lambda entry points and their wiring: anything in functions/
  *   lib                  the CDK stack: core and topology, never code that runs in a function
  *   agent                the host agent: core and topology
@@ -60,12 +60,12 @@ module.exports = {
     },
     {
       name: "adapters-implement-ports",
-      comment: "An adapter may read app's port contracts, never the application itself or the wiring.",
+      comment:
+        "An adapter implements the core's ports (functions/core/ports), never the application or the wiring.",
       severity: "error",
       from: { path: "^functions/adapters/" },
       to: {
         path: "^functions/(app|handlers)/|^(lib|local|agent|bin)/",
-        pathNot: "^functions/app/(ports|event-types|fargate-port)\\.ts$",
       },
     },
     {

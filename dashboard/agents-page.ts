@@ -3,7 +3,7 @@
  * with the configured window) and the kernels placed on each (its allocations).
  */
 import { isLiveAgent, type Agent } from "../functions/core/model.ts";
-import type { Allocation } from "../functions/core/ports/session-store.ts";
+import type { Allocation } from "../functions/core/ports/agents.ts";
 import { duration, html, isoTime, type Html } from "./html.ts";
 
 export function liveness(agent: Agent, nowMs: number, timeoutMs: number): string {

@@ -6,14 +6,12 @@
  * executions. `npm start` (local/dashboard.ts) and `cairn dashboard` (bin/cli/commands/dashboard.ts)
  * build them over the AWS SDK (dashboard/aws.ts); tests may pass their own.
  */
-import type { DeploymentRepository } from "../functions/core/ports/deployment-store.ts";
+import type { DeploymentRepository } from "../functions/core/ports/deployments.ts";
 import type { SessionCensus } from "../functions/core/ports/session-census.ts";
-import type {
-  AgentRepository,
-  JobRepository,
-  RetryCatalogRepository,
-  SessionRepository,
-} from "../functions/core/ports/session-store.ts";
+import type { AgentRepository } from "../functions/core/ports/agents.ts";
+import type { JobRepository } from "../functions/core/ports/jobs.ts";
+import type { RetryCatalogRepository } from "../functions/core/ports/retry-catalog.ts";
+import type { SessionRepository } from "../functions/core/ports/sessions.ts";
 
 export type DashboardStore = Pick<
   SessionRepository,

@@ -13,7 +13,7 @@ import {
   RunTaskCommand,
 } from "@aws-sdk/client-ecs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { FargateRunRequest, FargateTaskDefinitionSpec } from "../functions/app/fargate-port.ts";
+import type { FargateRunRequest, FargateTaskDefinitionSpec } from "../functions/core/ports/fargate-tasks.ts";
 import { FargateKernels } from "../functions/app/fargate-kernels.ts";
 import type { FargateConfig } from "../functions/config.ts";
 import { FARGATE_LOG_STREAM_PREFIX } from "../functions/core/fargate-logs.ts";

@@ -11,8 +11,9 @@ import { DynamoRequests } from "../functions/adapters/dynamo/dynamo-requests.ts"
 import { TemplateItems } from "../functions/adapters/dynamo/template-items.ts";
 import { LambdaSubmissionFilter } from "../functions/adapters/lambda/submission-filter.ts";
 import { Admission, type AdmissionDeps } from "../functions/app/admission.ts";
-import type { EventsPort, SubmissionFilterPort } from "../functions/app/ports.ts";
-import type { JobStateChangedDetailInput } from "../functions/app/event-types.ts";
+import type { EventsPort } from "../functions/core/ports/event-bus.ts";
+import type { SubmissionFilterPort } from "../functions/core/ports/submission-filter.ts";
+import type { JobStateChangedDetailInput } from "../functions/core/ports/event-bus.ts";
 import { newSession } from "../functions/core/sessions.ts";
 import { parseSessionSpec } from "../functions/core/spec.ts";
 import type { JobTemplate } from "../functions/core/templates.ts";

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { LIFECYCLE_FAILURE, StageEntryError } from "../functions/app/enter-stage.ts";
 import { PublishError } from "../functions/adapters/eventbridge/publisher.ts";
-import { ConflictError, StoreUnavailableError } from "../functions/core/ports/session-store.ts";
+import { ConflictError, StoreUnavailableError } from "../functions/core/ports/errors.ts";
 import { isTransient, TransientError } from "../functions/handlers/enter-stage.ts";
 import { LIFECYCLE_HANDLERS, PROMOTION_HANDLERS, STAGES } from "../functions/core/handlers.ts";
 import { SESSION_STATUSES, WAITING_SESSION_STATUSES, type SessionStatus } from "../functions/core/status.ts";

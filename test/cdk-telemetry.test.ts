@@ -9,7 +9,7 @@ import { afterEach, describe, expect, test, vi } from "vitest";
 import type { Wiring } from "../functions/handlers/wiring.ts";
 import type { RunReport } from "../functions/app/coordinator.ts";
 import { CensusError, stageCensus } from "../functions/app/stage-census.ts";
-import type { Page } from "../functions/core/ports/session-store.ts";
+import type { Page } from "../functions/core/ports/paging.ts";
 import type { Session } from "../functions/core/model.ts";
 import { WAITING_SESSION_STATUSES, type SessionStatus } from "../functions/core/status.ts";
 import { handleCoordinatorEvent } from "../functions/handlers/coordinator.ts";

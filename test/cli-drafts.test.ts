@@ -11,7 +11,7 @@ import type { JobDraft } from "../functions/core/drafts.ts";
 import type { PutEventsEntry } from "../functions/core/events.ts";
 import { newJob } from "../functions/core/jobs.ts";
 import type { Job } from "../functions/core/model.ts";
-import type { SubmissionRejection } from "../functions/core/ports/session-store.ts";
+import type { SubmissionRejection } from "../functions/core/ports/jobs.ts";
 import { parseSpecText } from "../functions/core/spec-text.ts";
 import { fakeCliIo, parseLine, simulatedClock, usageErrorOf } from "./support/cli-helpers.ts";
 

@@ -49,7 +49,7 @@ import type {
   SessionSpec,
   SessionWithKernels,
 } from "../functions/core/model.ts";
-import { AlreadyExistsError, InUseError, NotFoundError } from "../functions/core/ports/session-store.ts";
+import { AlreadyExistsError, InUseError, NotFoundError } from "../functions/core/ports/errors.ts";
 import { RETRY_CONFIG_DEFAULTS, type RetryConfig } from "../functions/core/retry/config.ts";
 import { parseRetryPolicyText } from "../functions/core/retry/policy-text.ts";
 import { parseRetryPolicy, type RetryPolicy } from "../functions/core/retry/policy.ts";

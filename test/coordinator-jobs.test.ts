@@ -7,11 +7,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
 import { Coordinator } from "../functions/app/coordinator.ts";
-import type { EventsPort, LifecycleExecutionsPort } from "../functions/app/ports.ts";
+import type { EventsPort } from "../functions/core/ports/event-bus.ts";
+import type { LifecycleExecutionsPort } from "../functions/core/ports/lifecycle-executions.ts";
 import { loadConfig } from "../functions/config.ts";
 import { stageEntryWrite } from "../functions/core/effects.ts";
 import { DetailType, EventSource } from "../functions/core/events.ts";
-import type { SessionStore } from "../functions/core/ports/session-store.ts";
+import type { SessionStore } from "../functions/core/ports/store.ts";
 import type { SessionSpecInput } from "../functions/core/spec.ts";
 import type { SessionStatus } from "../functions/core/status.ts";
 import { freshTable, T0, type TestTable } from "./store-fixtures.ts";

@@ -14,7 +14,7 @@ import { parseRetryPolicy } from "../functions/core/retry/policy.ts";
 import type { EventBridgeEvent } from "../local/eventbridge/index.ts";
 import { MAX_PAYLOAD_BYTES, type FaultOptions } from "../local/stepfunctions/index.ts";
 import { Coordinator } from "../functions/app/coordinator.ts";
-import type { LifecycleExecutionsPort } from "../functions/app/ports.ts";
+import type { LifecycleExecutionsPort } from "../functions/core/ports/lifecycle-executions.ts";
 import { loadConfig } from "../functions/config.ts";
 import type { StageTransition } from "../functions/core/model.ts";
 import { freshTable, newSession, T0 } from "./store-fixtures.ts";

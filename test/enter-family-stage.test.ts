@@ -15,7 +15,7 @@ import {
 import type {
   DeploymentStatusChangedDetailInput,
   RouteStatusChangedDetailInput,
-} from "../functions/app/event-types.ts";
+} from "../functions/core/ports/event-bus.ts";
 import { initialHealth } from "../functions/core/deployments/health.ts";
 import { newDeployment, newRoute } from "../functions/core/deployments/pass.ts";
 import { parseDeploymentSpec } from "../functions/core/deployments/spec.ts";

@@ -9,7 +9,7 @@ import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-ses
 import { enterStage, type EnterStageInput } from "../functions/app/enter-stage.ts";
 import { KernelCommands } from "../functions/app/kernel-commands.ts";
 import { isTransient } from "../functions/app/retryable.ts";
-import type { AgentChannelPort } from "../functions/app/ports.ts";
+import type { AgentChannelPort } from "../functions/core/ports/agent-channel.ts";
 import { entryCommand } from "../functions/core/entry-commands.ts";
 import type { SessionStatus } from "../functions/core/status.ts";
 import type { SessionWithKernels, StageTransition } from "../functions/core/model.ts";

@@ -9,7 +9,7 @@ import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-ses
 import { enterStage, EntryNotWrittenError, type EnterStageInput } from "../functions/app/enter-stage.ts";
 import { isTransient } from "../functions/app/retryable.ts";
 import { KernelCommands } from "../functions/app/kernel-commands.ts";
-import type { EventsPort } from "../functions/app/ports.ts";
+import type { EventsPort } from "../functions/core/ports/event-bus.ts";
 import type { SessionWithKernels, StageTransition } from "../functions/core/model.ts";
 import { caught, freshTable, newSession, T0, type TestTable, SILENT_EVENTS } from "./store-fixtures.ts";
 

@@ -14,9 +14,9 @@ import type {
   FargateStopRequest,
   FargateTaskDefinitionSpec,
   FargateTasksPort,
-} from "../functions/app/fargate-port.ts";
+} from "../functions/core/ports/fargate-tasks.ts";
 import { kernelCommand, KernelCommands } from "../functions/app/kernel-commands.ts";
-import type { AgentDelivery } from "../functions/app/ports.ts";
+import type { AgentDelivery } from "../functions/core/ports/agent-channel.ts";
 import type { Agent, SessionWithKernels } from "../functions/core/model.ts";
 import { fargateOverrideChars } from "../functions/core/ecs-task-events.ts";
 import { newSession, T0 } from "./store-fixtures.ts";

@@ -47,7 +47,7 @@ describe("the layering check", () => {
     "functions/core/model.ts",
     "functions/topology/index.ts",
     "functions/app/coordinator.ts",
-    "functions/app/ports.ts",
+    "functions/core/ports/sessions.ts",
     "functions/adapters/dynamo/store.ts",
     "functions/handlers/wiring.ts",
     "lib/stack.ts",
@@ -85,7 +85,7 @@ describe("the layering check", () => {
   ];
   for (const [, from, spec] of cases) write(from, `import { x } from "${spec}";\nexport const y = x;\n`);
   // Allowed: an adapter implementing a port, the stack reading the topology, a two-file ring.
-  write("functions/adapters/ok.ts", 'import { x } from "../app/ports.ts";\nexport const y = x;\n');
+  write("functions/adapters/ok.ts", 'import { x } from "../core/ports/sessions.ts";\nexport const y = x;\n');
   write("lib/ok.ts", 'import { x } from "../functions/topology/index.ts";\nexport const y = x;\n');
   // Allowed: the dashboard reading through an adapter; the CLI and the runtime serving it.
   write(

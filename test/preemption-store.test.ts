@@ -9,16 +9,13 @@ import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import type { CairnConfig } from "../functions/config.ts";
 import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
 import { enterStage } from "../functions/app/enter-stage.ts";
-import type { KernelCommandDetailInput } from "../functions/app/event-types.ts";
+import type { KernelCommandDetailInput } from "../functions/core/ports/event-bus.ts";
 import type { Logger } from "../functions/app/logger.ts";
 import { RunSnapshot } from "../functions/app/snapshot.ts";
 import { KernelCommands } from "../functions/app/kernel-commands.ts";
-import type {
-  AgentChannelPort,
-  AgentDelivery,
-  EventsPort,
-  LifecycleExecutionsPort,
-} from "../functions/app/ports.ts";
+import type { AgentChannelPort, AgentDelivery } from "../functions/core/ports/agent-channel.ts";
+import type { EventsPort } from "../functions/core/ports/event-bus.ts";
+import type { LifecycleExecutionsPort } from "../functions/core/ports/lifecycle-executions.ts";
 import { Preemption } from "../functions/app/preemption.ts";
 import type { Agent, SessionWithKernels, StageTransition } from "../functions/core/model.ts";
 import type { HandlerResult } from "../functions/core/scheduling.ts";

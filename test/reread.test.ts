@@ -1,10 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { CONFLICT_ATTEMPTS, isConflict, rereadOnConflict, unlessConflict } from "../functions/app/reread.ts";
-import {
-  ConflictError,
-  NotFoundError,
-  StoreUnavailableError,
-} from "../functions/core/ports/session-store.ts";
+import { ConflictError, NotFoundError, StoreUnavailableError } from "../functions/core/ports/errors.ts";
 import { SessionStatus } from "../functions/core/status.ts";
 
 const conflict = (): ConflictError =>

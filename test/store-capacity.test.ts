@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
 import type { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
-import type { ReservationRequest } from "../functions/core/ports/session-store.ts";
+import type { ReservationRequest } from "../functions/core/ports/agents.ts";
 import { sessionAfterPlacement } from "../functions/core/session-after-write.ts";
 import { agentRegistration, caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
 

@@ -10,7 +10,7 @@ import { DynamoRequests } from "../functions/adapters/dynamo/dynamo-requests.ts"
 import { initialHealth } from "../functions/core/deployments/health.ts";
 import { routeId, type Deployment, type Route } from "../functions/core/deployments/model.ts";
 import { parseDeploymentSpec } from "../functions/core/deployments/spec.ts";
-import { ConflictError, InvalidStoreRequestError } from "../functions/core/ports/session-store.ts";
+import { ConflictError, InvalidStoreRequestError } from "../functions/core/ports/errors.ts";
 import { caught, freshTable, T0, type TestTable } from "./store-fixtures.ts";
 
 describe("deployment items", () => {

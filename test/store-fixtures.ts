@@ -10,7 +10,7 @@ import {
   type DynamoSessionStoreOptions,
 } from "../functions/adapters/dynamo/dynamo-session-store.ts";
 import { createTable } from "../functions/adapters/dynamo/create-table.ts";
-import type { EventsPort } from "../functions/app/ports.ts";
+import type { EventsPort } from "../functions/core/ports/event-bus.ts";
 import { storeRetryConfig, type StoreRetryOptions } from "../functions/adapters/dynamo/retry.ts";
 import type {
   HistoryDraft,

@@ -16,17 +16,15 @@ import { DynamoSessionStore } from "../../functions/adapters/dynamo/dynamo-sessi
 import { DynamoSessionCensus } from "../../functions/adapters/dynamo/session-census.ts";
 import { storeRetryConfig } from "../../functions/adapters/dynamo/retry.ts";
 import type { PutEventsEntry } from "../../functions/core/events.ts";
-import type { DeploymentRepository } from "../../functions/core/ports/deployment-store.ts";
-import type { TemplateRepository } from "../../functions/core/ports/template-store.ts";
+import type { DeploymentRepository } from "../../functions/core/ports/deployments.ts";
+import type { TemplateRepository } from "../../functions/core/ports/templates.ts";
 import { TemplateItems } from "../../functions/adapters/dynamo/template-items.ts";
-import type { DraftRepository } from "../../functions/core/ports/draft-store.ts";
+import type { DraftRepository } from "../../functions/core/ports/drafts.ts";
 import type { SessionCensus } from "../../functions/core/ports/session-census.ts";
-import type {
-  AgentRepository,
-  JobRepository,
-  RetryCatalogRepository,
-  SessionRepository,
-} from "../../functions/core/ports/session-store.ts";
+import type { AgentRepository } from "../../functions/core/ports/agents.ts";
+import type { JobRepository } from "../../functions/core/ports/jobs.ts";
+import type { RetryCatalogRepository } from "../../functions/core/ports/retry-catalog.ts";
+import type { SessionRepository } from "../../functions/core/ports/sessions.ts";
 import { explainAwsError } from "./aws-errors.ts";
 import { UnreachableError } from "./errors.ts";
 import { cloudWatchLogReader } from "./kernel-log-reader.ts";

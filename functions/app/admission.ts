@@ -21,8 +21,9 @@ import { DEFAULT_QUEUE } from "../core/coordinator/inbound.ts";
 import type { Job, Queue, ServiceBinding, SessionSpec, SessionWithKernels } from "../core/model.ts";
 import { validationFailedRecord } from "../core/history.ts";
 import { newJob } from "../core/jobs.ts";
-import type { JobRepository, SessionRepository } from "../core/ports/session-store.ts";
-import type { TemplateRepository } from "../core/ports/template-store.ts";
+import type { JobRepository } from "../core/ports/jobs.ts";
+import type { SessionRepository } from "../core/ports/sessions.ts";
+import type { TemplateRepository } from "../core/ports/templates.ts";
 import { newSession } from "../core/sessions.ts";
 import { JobState, KernelStatus, SessionStatus } from "../core/status.ts";
 import { filterVerdict, type FilterFailureMode } from "../core/submission-filter.ts";
@@ -37,7 +38,9 @@ import {
 import type { ValidationIssue } from "../core/validation-issue.ts";
 import { jobSettings, taskSpec } from "../core/jobs.ts";
 import type { Logger } from "./logger.ts";
-import type { Clock, EventsPort, SubmissionFilterPort } from "./ports.ts";
+import type { Clock } from "../core/ports/clock.ts";
+import type { EventsPort } from "../core/ports/event-bus.ts";
+import type { SubmissionFilterPort } from "../core/ports/submission-filter.ts";
 
 export interface AdmissionDeps {
   /** Absent: only the built-in Default exists. */

@@ -28,16 +28,16 @@ import {
   type KernelStatusChangedDetail,
 } from "../core/events.ts";
 import type { Agent } from "../core/model.ts";
-import {
-  AgentFencedError,
-  type AgentRepository,
-  type SessionRepository,
-} from "../core/ports/session-store.ts";
+import { AgentFencedError } from "../core/ports/errors.ts";
+import { type AgentRepository } from "../core/ports/agents.ts";
+import { type SessionRepository } from "../core/ports/sessions.ts";
 import { errorMessage } from "./lifecycle/handler.ts";
 import { rereadOnConflict } from "./reread.ts";
 import { newSigningKey, signatureMatches } from "../topology/agent-signature.ts";
 import type { Logger } from "./logger.ts";
-import type { AgentChannelPort, Clock, LifecycleExecutionsPort } from "./ports.ts";
+import type { AgentChannelPort } from "../core/ports/agent-channel.ts";
+import type { Clock } from "../core/ports/clock.ts";
+import type { LifecycleExecutionsPort } from "../core/ports/lifecycle-executions.ts";
 
 export interface AgentsDeps {
   readonly store: SessionRepository & AgentRepository;

@@ -38,14 +38,17 @@ import {
   type StageTransition,
 } from "../core/model.ts";
 import { SchedulingResult } from "../core/scheduling.ts";
-import type { SessionStore } from "../core/ports/session-store.ts";
+import type { SessionStore } from "../core/ports/store.ts";
 import { promotionDue } from "../core/promotion.ts";
 import { SESSION_STATUSES, WAITING_SESSION_STATUSES, SessionStatus } from "../core/status.ts";
 import { sessionAfterWrite } from "../core/session-after-write.ts";
 import { errorMessage, type HandlerContext } from "./lifecycle/handler.ts";
 import { isConflict, rereadOnConflict, unlessConflict } from "./reread.ts";
 import { PASSES, passName, passStatuses, type Pass } from "./passes.ts";
-import type { AgentChannelPort, Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
+import type { AgentChannelPort } from "../core/ports/agent-channel.ts";
+import type { Clock } from "../core/ports/clock.ts";
+import type { EventsPort } from "../core/ports/event-bus.ts";
+import type { LifecycleExecutionsPort } from "../core/ports/lifecycle-executions.ts";
 import { Agents } from "./agents.ts";
 import type { FargateKernels } from "./fargate-kernels.ts";
 import { KernelCommands } from "./kernel-commands.ts";
@@ -54,13 +57,13 @@ import { Jobs, type SubmitOutcome } from "./jobs.ts";
 import { Drafts, startDraftSubmissions, writtenSpec } from "./drafts.ts";
 import pLimit from "p-limit";
 import { Admission, type AdmissionDeps, type AdmissionPlan } from "./admission.ts";
-import type { TemplateRepository } from "../core/ports/template-store.ts";
+import type { TemplateRepository } from "../core/ports/templates.ts";
 import { Preemption } from "./preemption.ts";
 import { Repair } from "./repair.ts";
 import { RetryCatalog } from "./retry-catalog.ts";
 import { judgeExpiry, type ExpiryJudged, type ExpiryJudgement } from "./expiry-judge.ts";
 import { AgentCache, agentCacheTtlMs, RunSnapshot } from "./snapshot.ts";
-import type { LeaseRepository } from "../core/ports/lease-store.ts";
+import type { LeaseRepository } from "../core/ports/leases.ts";
 import { serialized } from "./serialized.ts";
 import { compareQueueOrder } from "../core/queue-order.ts";
 

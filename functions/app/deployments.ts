@@ -24,17 +24,21 @@ import {
   TERMINAL_DEPLOYMENT_STATUSES,
   TERMINAL_ROUTE_STATUSES,
 } from "../core/deployments/tables.ts";
-import type { DeploymentRepository } from "../core/ports/deployment-store.ts";
-import type { AgentRepository, JobRepository, SessionRepository } from "../core/ports/session-store.ts";
+import type { DeploymentRepository } from "../core/ports/deployments.ts";
+import type { AgentRepository } from "../core/ports/agents.ts";
+import type { JobRepository } from "../core/ports/jobs.ts";
+import type { SessionRepository } from "../core/ports/sessions.ts";
 import { sessionResult } from "../core/sessions.ts";
 import { checkAgentEvent } from "./agents.ts";
-import type { EventRejectedDetailInput } from "./event-types.ts";
+import type { EventRejectedDetailInput } from "../core/ports/event-bus.ts";
 import type { Logger } from "./logger.ts";
-import type { Clock, DeploymentBusPort, FamilyExecutionsPort } from "./ports.ts";
+import type { Clock } from "../core/ports/clock.ts";
+import type { DeploymentBusPort } from "../core/ports/event-bus.ts";
+import type { FamilyExecutionsPort } from "../core/ports/family-executions.ts";
 import { REJECTION_TTL_SECONDS } from "./jobs.ts";
 import { rereadOnConflict } from "./reread.ts";
 import { isTransient } from "./retryable.ts";
-import type { LeaseRepository } from "../core/ports/lease-store.ts";
+import type { LeaseRepository } from "../core/ports/leases.ts";
 import { serialized } from "./serialized.ts";
 
 export interface DeploymentsDeps {

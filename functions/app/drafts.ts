@@ -19,10 +19,10 @@ import {
   type JobDraft,
 } from "../core/drafts.ts";
 import { DetailType, EventSource, parseInboundEvent, type InboundEvent } from "../core/events.ts";
-import type { DraftRepository } from "../core/ports/draft-store.ts";
-import type { JobRepository } from "../core/ports/session-store.ts";
+import type { DraftRepository } from "../core/ports/drafts.ts";
+import type { JobRepository } from "../core/ports/jobs.ts";
 import type { Logger } from "./logger.ts";
-import type { Clock } from "./ports.ts";
+import type { Clock } from "../core/ports/clock.ts";
 
 /** Reads and decisions of one change before its guard failing is passed on (redelivered). */
 const ATTEMPTS = 4;

@@ -23,11 +23,12 @@ import {
   type DeploymentStatus,
   type RouteStatus as RouteStatusType,
 } from "../core/deployments/tables.ts";
-import type { DeploymentRepository } from "../core/ports/deployment-store.ts";
+import type { DeploymentRepository } from "../core/ports/deployments.ts";
 import { deploymentIdSchema, parseRouteId, routeIdSchema } from "../core/service-binding.ts";
 import { safeParseWithIssues, strictObject } from "../core/spec.ts";
 import type { Logger } from "./logger.ts";
-import type { Clock, FamilyEventsPort } from "./ports.ts";
+import type { Clock } from "../core/ports/clock.ts";
+import type { FamilyEventsPort } from "../core/ports/event-bus.ts";
 import { rereadOnConflict } from "./reread.ts";
 
 export interface EnterFamilyStageDeps {

@@ -14,7 +14,8 @@ import { composeEntryWrites, kernelGuardsOf, stageEntryWrite } from "../core/eff
 import { placeHistory } from "../core/history.ts";
 import type { DeferredEntry, SessionWithKernels, StageTransition } from "../core/model.ts";
 import { executorOf, Executor } from "../core/fargate.ts";
-import type { AgentRepository, SessionRepository } from "../core/ports/session-store.ts";
+import type { AgentRepository } from "../core/ports/agents.ts";
+import type { SessionRepository } from "../core/ports/sessions.ts";
 import {
   isTerminalKernelStatus,
   KernelStatus,
@@ -31,7 +32,8 @@ import { rereadOnConflict } from "./reread.ts";
 import { isTransient } from "./retryable.ts";
 import { entryCommand } from "../core/entry-commands.ts";
 import { kernelCommand } from "./kernel-commands.ts";
-import type { Clock, EventsPort } from "./ports.ts";
+import type { Clock } from "../core/ports/clock.ts";
+import type { EventsPort } from "../core/ports/event-bus.ts";
 import type { KernelCommand, KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
 import { hpcSessionState } from "../core/hpc-view.ts";

@@ -16,10 +16,10 @@ import {
 } from "../core/coordinator/finished-run.ts";
 import { callbackPayload } from "../core/coordinator/passes.ts";
 import type { SessionWithKernels, StageTransition } from "../core/model.ts";
-import type { SessionRepository } from "../core/ports/session-store.ts";
+import type { SessionRepository } from "../core/ports/sessions.ts";
 import { SessionStatus } from "../core/status.ts";
 import { StageEntryError } from "./enter-stage.ts";
-import type { Clock } from "./ports.ts";
+import type { Clock } from "../core/ports/clock.ts";
 import { rereadOnConflict } from "./reread.ts";
 
 /** The state's payload: the execution's data, the EXPIRED transition at `transition`. */

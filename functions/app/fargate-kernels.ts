@@ -30,7 +30,7 @@ import type {
   FargateRunRequest,
   FargateTaskDefinitionSpec,
   FargateTasksPort,
-} from "./fargate-port.ts";
+} from "../core/ports/fargate-tasks.ts";
 
 /** A stop for a Fargate kernel: its task, and what the stop command says. */
 export interface FargateStop {

@@ -23,7 +23,9 @@ import {
 } from "../core/jobs.ts";
 import { judgeJobRunTime } from "../core/job-run-time.ts";
 import type { Job, Session, SessionSpec, SessionWithKernels } from "../core/model.ts";
-import type { AgentRepository, JobRepository, SessionRepository } from "../core/ports/session-store.ts";
+import type { AgentRepository } from "../core/ports/agents.ts";
+import type { JobRepository } from "../core/ports/jobs.ts";
+import type { SessionRepository } from "../core/ports/sessions.ts";
 import { MAX_MESSAGE_LENGTH } from "../core/events.ts";
 import { newSession } from "../core/sessions.ts";
 import type { ServiceBinding } from "../core/service-binding.ts";
@@ -31,8 +33,10 @@ import { ID_PATTERN } from "../core/spec.ts";
 import { JobState, TERMINAL_JOB_STATES, TERMINAL_SESSION_STATUSES } from "../core/status.ts";
 import { rereadOnConflict } from "./reread.ts";
 import type { Logger } from "./logger.ts";
-import type { JobStateChangedDetailInput } from "./event-types.ts";
-import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
+import type { JobStateChangedDetailInput } from "../core/ports/event-bus.ts";
+import type { Clock } from "../core/ports/clock.ts";
+import type { EventsPort } from "../core/ports/event-bus.ts";
+import type { LifecycleExecutionsPort } from "../core/ports/lifecycle-executions.ts";
 import { RunSnapshot } from "./snapshot.ts";
 
 /** How long a rejected submission stays readable (docs/data-model.md). */

@@ -5,12 +5,12 @@
 import { AgentMessageType } from "../core/agent-protocol.ts";
 import { isFargatePool } from "../core/fargate-pool.ts";
 import type { Agent, Kernel, SessionWithKernels } from "../core/model.ts";
-import type { AgentRepository } from "../core/ports/session-store.ts";
+import type { AgentRepository } from "../core/ports/agents.ts";
 import { sessionPlacement } from "../core/sessions.ts";
 import type { TerminationCondition } from "../core/status.ts";
-import type { KernelCommandDetailInput } from "./event-types.ts";
+import type { KernelCommandDetailInput } from "../core/ports/event-bus.ts";
 import type { FargateKernels } from "./fargate-kernels.ts";
-import type { AgentChannelPort } from "./ports.ts";
+import type { AgentChannelPort } from "../core/ports/agent-channel.ts";
 
 /**
  * A command for a kernel. A Fargate kernel's stop also names its task: only ECS is told it, and

@@ -24,7 +24,8 @@ import { STAGES } from "../core/handlers.ts";
 import { jobSettings } from "../core/jobs.ts";
 import { isLiveAgent, type Agent, type SessionWithKernels, type StageTransition } from "../core/model.ts";
 import { placeKernels, type AgentFree } from "../core/placement.ts";
-import type { AgentRepository, SessionRepository } from "../core/ports/session-store.ts";
+import type { AgentRepository } from "../core/ports/agents.ts";
+import type { SessionRepository } from "../core/ports/sessions.ts";
 import {
   describePlan,
   planPreemptions,
@@ -37,7 +38,8 @@ import { AttemptOutcome, isWaitingStatus, SessionStatus, WAITING_SESSION_STATUSE
 import { errorMessage } from "./lifecycle/handler.ts";
 import { unlessConflict } from "./reread.ts";
 import type { Logger } from "./logger.ts";
-import type { Clock, LifecycleExecutionsPort } from "./ports.ts";
+import type { Clock } from "../core/ports/clock.ts";
+import type { LifecycleExecutionsPort } from "../core/ports/lifecycle-executions.ts";
 
 export interface PreemptionDeps {
   readonly store: SessionRepository & AgentRepository;

@@ -17,14 +17,17 @@
  * the state machine, which it does not have: a stranded session is ended, never resumed.
  */
 import type { Session } from "../core/model.ts";
-import type { AgentRepository, SessionRepository } from "../core/ports/session-store.ts";
+import type { AgentRepository } from "../core/ports/agents.ts";
+import type { SessionRepository } from "../core/ports/sessions.ts";
 import { repairDecision, type RepairDecision } from "../core/repair.ts";
 import { WAITING_SESSION_STATUSES, type SessionStatus } from "../core/status.ts";
 import { errorMessage } from "./lifecycle/handler.ts";
 import { enterStage, StageEntryError } from "./enter-stage.ts";
 import type { KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
-import type { Clock, EventsPort, LifecycleExecutionsPort } from "./ports.ts";
+import type { Clock } from "../core/ports/clock.ts";
+import type { EventsPort } from "../core/ports/event-bus.ts";
+import type { LifecycleExecutionsPort } from "../core/ports/lifecycle-executions.ts";
 
 export interface RepairDeps {
   /** Agents: the stage entry it ends a session with releases the session's capacity. */

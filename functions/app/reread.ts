@@ -4,7 +4,7 @@
  * the store throws a ConflictError and the plan is made again from a fresh read. How many times,
  * and what counts as a conflict, is decided here and nowhere else.
  */
-import { ConflictError } from "../core/ports/session-store.ts";
+import { ConflictError } from "../core/ports/errors.ts";
 
 /**
  * Attempts of one read-plan-write before the conflict is passed on (to the caller's caller: a

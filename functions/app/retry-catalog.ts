@@ -4,11 +4,11 @@
  * within seconds without a restart, and a burst of finished runs costs one read of each.
  */
 import type { Queue, Session } from "../core/model.ts";
-import type { RetryCatalogRepository } from "../core/ports/session-store.ts";
+import type { RetryCatalogRepository } from "../core/ports/retry-catalog.ts";
 import { RETRY_CONFIG_DEFAULTS, type RetryConfig } from "../core/retry/config.ts";
 import type { RetryPolicy } from "../core/retry/policy.ts";
 import { resolvePolicies, type PolicyResolution } from "../core/retry/resolve.ts";
-import type { Clock } from "./ports.ts";
+import type { Clock } from "../core/ports/clock.ts";
 
 interface Cached<T> {
   readonly value: Promise<T>;

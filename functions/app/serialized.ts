@@ -1,5 +1,5 @@
 /**
- * Work serialized per key by a lease in the table (core/ports/lease-store.ts): a scheduling
+ * Work serialized per key by a lease in the table (core/ports/leases.ts): a scheduling
  * queue's placement, a deployment's handlers. Whichever queue, message or function brings the
  * work, one run at a time does it for a key, and runs for different keys go side by side. A run
  * that finds the key's lease held leaves its work to the holder instead of waiting: it asks the
@@ -8,9 +8,9 @@
  * slow message holds back nothing but itself (docs/deploy.md, "Serialized work").
  */
 import { randomUUID } from "node:crypto";
-import type { LeaseRepository } from "../core/ports/lease-store.ts";
+import type { LeaseRepository } from "../core/ports/leases.ts";
 import type { Logger } from "./logger.ts";
-import type { Clock } from "./ports.ts";
+import type { Clock } from "../core/ports/clock.ts";
 
 export interface SerializedDeps {
   readonly leases: LeaseRepository;

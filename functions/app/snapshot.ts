@@ -6,8 +6,10 @@
  * meanwhile is caught by the conditional write (a CONFLICT), never acted on.
  */
 import type { Agent, SessionWithKernels } from "../core/model.ts";
-import type { AgentRepository, ConflictError, SessionRepository } from "../core/ports/session-store.ts";
-import type { Clock } from "./ports.ts";
+import type { AgentRepository } from "../core/ports/agents.ts";
+import type { ConflictError } from "../core/ports/errors.ts";
+import type { SessionRepository } from "../core/ports/sessions.ts";
+import type { Clock } from "../core/ports/clock.ts";
 
 export class RunSnapshot {
   readonly #store: Pick<SessionRepository, "getSessions"> & Pick<AgentRepository, "getAgent">;

@@ -5,7 +5,7 @@
  * could not record its next state (a failed or stopped execution, EnterStage failing): an
  * operator must look. The count feeds the "sessions stuck beyond their stage timeout" alarm.
  */
-import type { SessionRepository } from "../core/ports/session-store.ts";
+import type { SessionRepository } from "../core/ports/sessions.ts";
 import { WAITING_SESSION_STATUSES, type WaitingSessionStatus } from "../core/status.ts";
 
 export interface StageCensus {

@@ -7,7 +7,7 @@
  */
 import { RUN_FIELDS, type KernelPatch, type SessionWrite } from "./effects.ts";
 import type { HistoryRecord, Kernel, Session, SessionWithKernels } from "./model.ts";
-import type { ReservationRequest } from "./ports/session-store.ts";
+import type { ReservationRequest } from "./ports/agents.ts";
 
 /** The session and kernels after `write` committed over `before`. */
 export function sessionAfterWrite(before: SessionWithKernels, write: SessionWrite): SessionWithKernels {

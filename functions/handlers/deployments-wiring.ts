@@ -17,7 +17,7 @@ import { EventPublisher } from "../adapters/eventbridge/publisher.ts";
 import { FamilyExecutions } from "../adapters/sfn/family-executions.ts";
 import { Deployments } from "../app/deployments.ts";
 import type { EnterFamilyStageDeps } from "../app/enter-family-stage.ts";
-import { systemClock } from "../app/ports.ts";
+import { systemClock } from "./system-clock.ts";
 import type { CairnConfig } from "../config.ts";
 import { LeaseItems } from "../adapters/dynamo/lease-items.ts";
 import { functionTimeoutMs, plain, storeMetrics, type Instrumentation } from "./wiring.ts";

@@ -15,7 +15,7 @@ import {
   RENEW_AFTER_TRANSITIONS,
   type PassPlan,
 } from "../../functions/core/deployments/pass.ts";
-import { MAX_CHANGE_ITEMS } from "../../functions/core/ports/deployment-store.ts";
+import { MAX_CHANGE_ITEMS } from "../../functions/core/ports/deployments.ts";
 import type { DeploymentStatus, RouteStatus } from "../../functions/core/deployments/tables.ts";
 import type { SessionStatus } from "../../functions/core/status.ts";
 import { T0, webDeployment, webRoute } from "./deployment-fixtures.ts";

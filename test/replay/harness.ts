@@ -18,8 +18,9 @@ import { Coordinator, type CoordinatorDeps } from "../../functions/app/coordinat
 import { enterStage, type EnterStageDeps } from "../../functions/app/enter-stage.ts";
 import { isExpiryJudgement } from "../../functions/app/expiry-judge.ts";
 import { KernelCommands } from "../../functions/app/kernel-commands.ts";
-import type { AgentChannelPort, EventsPort } from "../../functions/app/ports.ts";
-import type { SessionStatusChangedDetailInput } from "../../functions/app/event-types.ts";
+import type { AgentChannelPort } from "../../functions/core/ports/agent-channel.ts";
+import type { EventsPort } from "../../functions/core/ports/event-bus.ts";
+import type { SessionStatusChangedDetailInput } from "../../functions/core/ports/event-bus.ts";
 import { loadConfig } from "../../functions/config.ts";
 import {
   signingPayload,

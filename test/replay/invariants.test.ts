@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "vitest";
 import type { Agent, Kernel, SessionWithKernels } from "../../functions/core/model.ts";
-import type { Allocation } from "../../functions/core/ports/session-store.ts";
+import type { Allocation } from "../../functions/core/ports/agents.ts";
 import type { SessionStatus } from "../../functions/core/status.ts";
 import { newSession, T0 } from "../store-fixtures.ts";
 import type { Execution } from "./driver.ts";

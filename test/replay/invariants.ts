@@ -3,7 +3,7 @@
  * no orphan attempt, no split gang), checked on a dump read back from DynamoDB together with
  * the driver's executions. Each check returns its problems; an empty list means it holds.
  */
-import type { Allocation } from "../../functions/core/ports/session-store.ts";
+import type { Allocation } from "../../functions/core/ports/agents.ts";
 import type { Agent, SessionWithKernels } from "../../functions/core/model.ts";
 import { TERMINAL_SESSION_STATUSES } from "../../functions/core/status.ts";
 import type { Execution } from "./driver.ts";

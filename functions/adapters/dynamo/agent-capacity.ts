@@ -8,12 +8,14 @@ import {
   CapacityError,
   NotFoundError,
   StoreUnavailableError,
+  AgentFencedError,
+} from "../../core/ports/errors.ts";
+import {
   type AgentRegistration,
   type AgentHeartbeat,
   type Allocation,
   type ReservationRequest,
-  AgentFencedError,
-} from "../../core/ports/session-store.ts";
+} from "../../core/ports/agents.ts";
 import {
   allocationsOfKernels,
   planInlineReservation,

@@ -10,12 +10,8 @@
  * in the same transaction, so capacity is returned exactly once however often release runs.
  */
 import type { ResourceRequest } from "../../core/model.ts";
-import {
-  InvalidStoreRequestError,
-  TransactionTooLargeError,
-  type Allocation,
-  type ReservationRequest,
-} from "../../core/ports/session-store.ts";
+import { InvalidStoreRequestError, TransactionTooLargeError } from "../../core/ports/errors.ts";
+import { type Allocation, type ReservationRequest } from "../../core/ports/agents.ts";
 import {
   allocationIs,
   hasFreeCapacity,

@@ -3,7 +3,7 @@
  * keeps each write's guard readable and lets the failure mapping say which guard failed.
  */
 import type { ResourceRequest } from "../../core/model.ts";
-import type { EntityState } from "../../core/ports/session-store.ts";
+import type { EntityState } from "../../core/ports/errors.ts";
 import { any, type Clause } from "./expressions.ts";
 
 export const itemExists: Clause = (e) => `attribute_exists(${e.path("pk")})`;

@@ -25,8 +25,8 @@ import {
   type RouteResult,
   type RouteStatus,
 } from "../../core/deployments/tables.ts";
-import type { DeploymentChange, DeploymentRepository, Saved } from "../../core/ports/deployment-store.ts";
-import { ConflictError, InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+import type { DeploymentChange, DeploymentRepository, Saved } from "../../core/ports/deployments.ts";
+import { ConflictError, InvalidStoreRequestError } from "../../core/ports/errors.ts";
 import { itemAbsent, sessionAt } from "./conditions.ts";
 import type { DynamoRequests } from "./dynamo-requests.ts";
 import { Fields, fromItem, toItem, type Item } from "./item-codec.ts";

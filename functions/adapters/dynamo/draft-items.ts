@@ -6,8 +6,8 @@
  * no job holds the id, in the same transaction.
  */
 import type { JobDraft, SessionSpec } from "../../core/model.ts";
-import type { DraftRepository } from "../../core/ports/draft-store.ts";
-import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+import type { DraftRepository } from "../../core/ports/drafts.ts";
+import { InvalidStoreRequestError } from "../../core/ports/errors.ts";
 import { parseSessionSpec } from "../../core/spec.ts";
 import { itemAbsent, itemExists, versionIs } from "./conditions.ts";
 import type { DynamoRequests } from "./dynamo-requests.ts";

@@ -24,7 +24,7 @@ import {
   type UpdateItemCommandInput,
 } from "@aws-sdk/client-dynamodb";
 import type { RetryErrorInfo, RetryStrategy, RetryStrategyV2, RetryToken } from "@smithy/types";
-import { StoreUnavailableError } from "../../core/ports/session-store.ts";
+import { StoreUnavailableError } from "../../core/ports/errors.ts";
 import { Expressions, UpdateBuilder, type Clause } from "./expressions.ts";
 import type { Item } from "./item-codec.ts";
 import { LISTING_INDEX } from "../../topology/table-schema.ts";

@@ -19,28 +19,26 @@ import type {
   Session,
   SessionWithKernels,
 } from "../../core/model.ts";
+import { InvalidStoreRequestError, NotFoundError, StoreUnavailableError } from "../../core/ports/errors.ts";
 import {
-  InvalidStoreRequestError,
-  NotFoundError,
-  StoreUnavailableError,
   type AgentHeartbeat,
   type AgentRegistration,
   type Allocation,
+  type ReservationRequest,
+  type AgentLossRequest,
+  type AgentRepository,
+} from "../../core/ports/agents.ts";
+import {
   type AppliedWrite,
   type CreateSessionResult,
   type HistoryQuery,
-  type Page,
-  type PageRequest,
-  type ReservationRequest,
   type SessionState,
-  type AgentLossRequest,
-  type AgentRepository,
-  type JobRepository,
-  type RetryCatalogRepository,
   type SessionRepository,
-  type SubmissionRejection,
   type TargetQuery,
-} from "../../core/ports/session-store.ts";
+} from "../../core/ports/sessions.ts";
+import { type Page, type PageRequest } from "../../core/ports/paging.ts";
+import { type JobRepository, type SubmissionRejection } from "../../core/ports/jobs.ts";
+import { type RetryCatalogRepository } from "../../core/ports/retry-catalog.ts";
 import type { RetryConfig } from "../../core/retry/config.ts";
 import type { RetryPolicy } from "../../core/retry/policy.ts";
 import { SESSION_STATUSES, type SessionStatus } from "../../core/status.ts";

@@ -5,7 +5,8 @@
  * state (a kernel already placed), then failures of other items (an agent without room).
  */
 import type { SessionWithKernels } from "../../core/model.ts";
-import { ConflictError, NotFoundError, type SessionState } from "../../core/ports/session-store.ts";
+import { ConflictError, NotFoundError } from "../../core/ports/errors.ts";
+import { type SessionState } from "../../core/ports/sessions.ts";
 import type { ConditionFailure } from "./dynamo-requests.ts";
 import { INLINE_KERNELS, sessionFromItem, type Item } from "./item-codec.ts";
 import type { InlinePlan } from "./transaction-plan.ts";

@@ -19,7 +19,7 @@ import type {
   StageRecord,
 } from "../../core/model.ts";
 import type { ServiceBinding } from "../../core/service-binding.ts";
-import type { Allocation } from "../../core/ports/session-store.ts";
+import type { Allocation } from "../../core/ports/agents.ts";
 import type { RetryState } from "../../core/retry/evaluate.ts";
 import type { KernelStatus } from "../../core/status.ts";
 import { isRequeued } from "../../core/queue-order.ts";

@@ -9,7 +9,7 @@
  * every waiting session.
  */
 import type { Job, SessionSpec } from "../../core/model.ts";
-import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+import { InvalidStoreRequestError } from "../../core/ports/errors.ts";
 import type { JobState } from "../../core/status.ts";
 import { TERMINAL_JOB_STATES } from "../../core/status.ts";
 import { itemAbsent, itemExists } from "./conditions.ts";

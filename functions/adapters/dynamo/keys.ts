@@ -3,7 +3,7 @@
  * prefixes reserved there for later item types are listed in RESERVED_PREFIXES so nothing here
  * can take them by accident.
  */
-import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+import { InvalidStoreRequestError } from "../../core/ports/errors.ts";
 import type { SessionStatus } from "../../core/status.ts";
 
 /** Sort key of the session item. Kernel sort keys start with it, so one Query reads both. */

@@ -1,9 +1,9 @@
 /**
- * Leases (core/ports/lease-store.ts) as one small item each, `LEASE#<key>` / `LEASE`: the holder,
+ * Leases (core/ports/leases.ts) as one small item each, `LEASE#<key>` / `LEASE`: the holder,
  * until when it holds, and whether others asked it to go again. Every change is one conditional
  * write; an item left by a holder that died expires by TTL.
  */
-import type { LeaseRepository } from "../../core/ports/lease-store.ts";
+import type { LeaseRepository } from "../../core/ports/leases.ts";
 import type { DynamoRequests } from "./dynamo-requests.ts";
 import { all, any, type Clause } from "./expressions.ts";
 import { itemAbsent, itemExists } from "./conditions.ts";

@@ -4,7 +4,7 @@
  * one transaction, so a session never exists without its kernels.
  */
 import type { SessionWithKernels } from "../../core/model.ts";
-import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+import { InvalidStoreRequestError } from "../../core/ports/errors.ts";
 import { KERNEL_STATUSES, SESSION_STATUSES, TERMINAL_SESSION_STATUSES } from "../../core/status.ts";
 import { itemAbsent } from "./conditions.ts";
 import { historyItem, INLINE_KERNELS_MAX, kernelItem, sessionItem } from "./item-codec.ts";

@@ -1,5 +1,5 @@
 /** Paging helpers: opaque listing cursors and bounded parallel reads. */
-import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+import { InvalidStoreRequestError } from "../../core/ports/errors.ts";
 
 /**
  * A cursor is the last index sort key a page consumed, tagged with the listing it belongs to.

@@ -3,7 +3,7 @@
  * event, with the reason and a TTL. Keyed by the id the submission asked for, so a client that
  * submitted it finds its own event's verdict, and `cairn get` of the id finds why it is missing.
  */
-import type { SubmissionRejection } from "../../core/ports/session-store.ts";
+import type { SubmissionRejection } from "../../core/ports/jobs.ts";
 import type { DynamoRequests } from "./dynamo-requests.ts";
 import { Fields, fromItem, ItemType, toItem, type Item } from "./item-codec.ts";
 import { REJECTION_EVENT_SK_PREFIX, rejectionPk, rejectionSk } from "./keys.ts";

@@ -6,7 +6,7 @@
  * before it is sent, so nothing undecodable is ever stored.
  */
 import type { Queue } from "../../core/model.ts";
-import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+import { InvalidStoreRequestError } from "../../core/ports/errors.ts";
 import { parseQueueFargateSettings } from "../../core/queue-settings.ts";
 import {
   parseRetryConfig,

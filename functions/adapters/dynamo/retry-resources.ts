@@ -14,7 +14,7 @@ import {
   InUseError,
   NotFoundError,
   StoreUnavailableError,
-} from "../../core/ports/session-store.ts";
+} from "../../core/ports/errors.ts";
 import type { RetryConfig } from "../../core/retry/config.ts";
 import type { RetryPolicy } from "../../core/retry/policy.ts";
 import { itemAbsent, itemExists, notReferenced, versionIs } from "./conditions.ts";

@@ -10,7 +10,7 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { ConfiguredRetryStrategy } from "@smithy/core/retry";
 import type { RetryErrorInfo, RetryStrategyV2, StandardRetryToken } from "@smithy/types";
-import { StoreUnavailableError } from "../../core/ports/session-store.ts";
+import { StoreUnavailableError } from "../../core/ports/errors.ts";
 
 /** Error names DynamoDB uses for throttling and contention on single requests. */
 const RETRYABLE_ERROR_NAMES: ReadonlySet<string> = new Set([

@@ -5,7 +5,7 @@
  */
 import { QueryCommand, type AttributeValue, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { CensusCount, SessionCensus } from "../../core/ports/session-census.ts";
-import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+import { InvalidStoreRequestError } from "../../core/ports/errors.ts";
 import { SESSION_STATUSES, type SessionStatus } from "../../core/status.ts";
 import { STATUS_INDEX } from "../../topology/table-schema.ts";
 import { sessionStatusPk } from "./keys.ts";

@@ -6,7 +6,7 @@
  * its kernels sends it again in the second, and remembers the session.
  */
 import type { SessionWithKernels } from "../../core/model.ts";
-import type { SessionState } from "../../core/ports/session-store.ts";
+import type { SessionState } from "../../core/ports/sessions.ts";
 import type { DynamoRequests } from "./dynamo-requests.ts";
 import { inlineFailures, type RefusedWrite } from "./failures.ts";
 import { inlineKernelsFromItem, sessionFromItem, type Item } from "./item-codec.ts";

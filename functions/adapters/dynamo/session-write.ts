@@ -7,7 +7,7 @@
 import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import { RUN_FIELDS, type KernelPatch, type SessionWrite } from "../../core/effects.ts";
 import type { HistoryRecord, RunRecord } from "../../core/model.ts";
-import { InvalidStoreRequestError, TransactionTooLargeError } from "../../core/ports/session-store.ts";
+import { InvalidStoreRequestError, TransactionTooLargeError } from "../../core/ports/errors.ts";
 import type { RetryState } from "../../core/retry/evaluate.ts";
 import {
   AttemptOutcome,

@@ -4,12 +4,12 @@
  * is validated on the way in and on the way out. `Default` is built in until it is stored: an
  * update of it is a put, and it is never deleted.
  */
-import { AlreadyExistsError, InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+import { AlreadyExistsError, InvalidStoreRequestError } from "../../core/ports/errors.ts";
 import {
   DefaultTemplateError,
   TemplateNotFoundError,
   type TemplateRepository,
-} from "../../core/ports/template-store.ts";
+} from "../../core/ports/templates.ts";
 import {
   BUILT_IN_DEFAULT_TEMPLATE,
   DEFAULT_TEMPLATE_NAME,

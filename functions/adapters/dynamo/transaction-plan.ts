@@ -4,7 +4,7 @@
  */
 import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import type { ResourceRequest } from "../../core/model.ts";
-import type { EntityState } from "../../core/ports/session-store.ts";
+import type { EntityState } from "../../core/ports/errors.ts";
 import { Expressions, UpdateBuilder, type Clause } from "./expressions.ts";
 import type { Item } from "./item-codec.ts";
 

@@ -1,6 +1,6 @@
 /** Input checks shared by the store's operations: each failure names the field and the reason. */
 import type { ResourceRequest } from "../../core/model.ts";
-import { InvalidStoreRequestError } from "../../core/ports/session-store.ts";
+import { InvalidStoreRequestError } from "../../core/ports/errors.ts";
 
 /** Ids become parts of keys: non-empty and short enough for any key they appear in. */
 export function requireId(field: string, value: string): void {

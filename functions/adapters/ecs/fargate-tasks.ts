@@ -20,7 +20,7 @@ import type {
   FargateStopRequest,
   FargateTaskDefinitionSpec,
   FargateTasksPort,
-} from "../../app/fargate-port.ts";
+} from "../../core/ports/fargate-tasks.ts";
 import { classify, FargateTasksError, isRetryableRunFailure, toError } from "./errors.ts";
 import { KERNEL_CONTAINER, planTaskDefinition } from "./task-definition.ts";
 

@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import type { RegisterTaskDefinitionCommandInput } from "@aws-sdk/client-ecs";
-import type { FargateTaskDefinitionSpec } from "../../app/fargate-port.ts";
+import type { FargateTaskDefinitionSpec } from "../../core/ports/fargate-tasks.ts";
 import { KERNEL_CONTAINER_NAME } from "../../core/ecs-task-events.ts";
 
 /**

@@ -1,6 +1,6 @@
 /** The application's outbound events, validated against their contracts and put on the bus. */
 import { DetailType, toPutEventsEntry } from "../../core/events.ts";
-import type { DeploymentBusPort, EventsPort, FamilyEventsPort } from "../../app/ports.ts";
+import type { DeploymentBusPort, EventsPort, FamilyEventsPort } from "../../core/ports/event-bus.ts";
 import type {
   DeploymentStatusChangedDetailInput,
   RouteStatusChangedDetailInput,
@@ -10,7 +10,7 @@ import type {
   JobStateChangedDetailInput,
   SessionRequeuedDetailInput,
   SessionStatusChangedDetailInput,
-} from "../../app/event-types.ts";
+} from "../../core/ports/event-bus.ts";
 import type { EventPublisher } from "./publisher.ts";
 
 export function eventBridgeEvents(publisher: EventPublisher, busName: string): EventsPort {

@@ -4,7 +4,7 @@
  * error (an exception in the filter) is a failure, as is a reply that is not JSON.
  */
 import { InvokeCommand, type LambdaClient } from "@aws-sdk/client-lambda";
-import type { SubmissionFilterPort } from "../../app/ports.ts";
+import type { SubmissionFilterPort } from "../../core/ports/submission-filter.ts";
 import type { SubmissionFilterRequest } from "../../core/submission-filter.ts";
 
 export class LambdaSubmissionFilter implements SubmissionFilterPort {

@@ -3,7 +3,7 @@
  * export is the filter, `(request) => answer | Promise<answer>`. Loaded once, on first use.
  */
 import { pathToFileURL } from "node:url";
-import type { SubmissionFilterPort } from "../../app/ports.ts";
+import type { SubmissionFilterPort } from "../../core/ports/submission-filter.ts";
 import type { SubmissionFilterRequest } from "../../core/submission-filter.ts";
 
 type FilterFunction = (request: SubmissionFilterRequest) => unknown;

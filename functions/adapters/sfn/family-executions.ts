@@ -10,7 +10,7 @@ import {
   StartExecutionCommand,
   type SFNClient,
 } from "@aws-sdk/client-sfn";
-import type { FamilyExecutionsPort } from "../../app/ports.ts";
+import type { FamilyExecutionsPort } from "../../core/ports/family-executions.ts";
 import type { FamilyExecution, FamilyLeaving } from "../../core/deployments/model.ts";
 import { CLOSED_TOKEN_ERRORS, errorName } from "./lifecycle-executions.ts";
 

@@ -13,7 +13,7 @@ import {
 } from "@aws-sdk/client-sfn";
 import type { StageTransition } from "../../core/model.ts";
 import { stageCompletion } from "../../core/transitions.ts";
-import type { ExecutionInput, ExecutionState } from "../../app/ports.ts";
+import type { ExecutionInput, ExecutionState } from "../../core/ports/lifecycle-executions.ts";
 
 export type CompletionOutcome = "completed" | "already-closed";
 

@@ -20,7 +20,7 @@ import {
   type SQSClient,
 } from "@aws-sdk/client-sqs";
 import { MAX_AGENT_MESSAGE_BYTES } from "../../core/agent-protocol.ts";
-import type { AgentChannelPort, AgentDelivery } from "../../app/ports.ts";
+import type { AgentChannelPort, AgentDelivery } from "../../core/ports/agent-channel.ts";
 
 /** Queue settings every agent queue is created with (CreateQueue is idempotent only for equal attributes). */
 export const AGENT_QUEUE_ATTRIBUTES = {

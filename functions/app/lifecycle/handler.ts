@@ -7,12 +7,13 @@ import type { CairnConfig } from "../../config.ts";
 import type { LifecycleHandlerSpec } from "../../core/handlers.ts";
 import { guardedByRead, type KernelPatch } from "../../core/effects.ts";
 import type { Agent, Queue, SessionWithKernels } from "../../core/model.ts";
-import type { AgentRepository, SessionRepository } from "../../core/ports/session-store.ts";
+import type { AgentRepository } from "../../core/ports/agents.ts";
+import type { SessionRepository } from "../../core/ports/sessions.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
 import type { SessionStatus } from "../../core/status.ts";
 import type { FargateKernels } from "../fargate-kernels.ts";
 import type { KernelCommand, KernelCommands } from "../kernel-commands.ts";
-import type { EventsPort } from "../ports.ts";
+import type { EventsPort } from "../../core/ports/event-bus.ts";
 import { rereadOnConflict } from "../reread.ts";
 import type { RunSnapshot } from "../snapshot.ts";
 

@@ -14,7 +14,8 @@ import { fargatePoolCapacity, fargatePoolId, isFargatePool } from "../../core/fa
 import { LIFECYCLE_HANDLERS } from "../../core/handlers.ts";
 import { isLiveAgent, type Agent, type SessionWithKernels } from "../../core/model.ts";
 import { PlacementPass, toAgentFree } from "../../core/placement-pass.ts";
-import { CapacityError, NotFoundError, type ReservationRequest } from "../../core/ports/session-store.ts";
+import { CapacityError, NotFoundError } from "../../core/ports/errors.ts";
+import { type ReservationRequest } from "../../core/ports/agents.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
 import { sessionAfterPlacement } from "../../core/session-after-write.ts";
 import pLimit from "p-limit";

@@ -9,7 +9,7 @@ import { DetailType, EventSource, parseInboundEvent, type InboundEvent } from ".
 import type { DeploymentSpec } from "./spec.ts";
 import { DeploymentStatus, DESTROYABLE_STATUSES, TERMINAL_DEPLOYMENT_STATUSES } from "./tables.ts";
 import type { Deployment } from "./model.ts";
-import type { SubmissionRejection } from "../ports/session-store.ts";
+import type { SubmissionRejection } from "../ports/jobs.ts";
 
 export type DeploymentRequest = Extract<
   InboundEvent,

@@ -6,7 +6,7 @@
  * lost send is sent again by the next pass). "(maintain)" results are recorded once per stay in
  * a status. The application writes `change`, then starts, submits, cancels and calls back.
  */
-import { MAX_CHANGE_ITEMS, type DeploymentChange, type Saved } from "../ports/deployment-store.ts";
+import { MAX_CHANGE_ITEMS, type DeploymentChange, type Saved } from "../ports/deployments.ts";
 import {
   checkPendingDeployment,
   checkReplicaDeployment,

@@ -1,5 +1,5 @@
 /**
- * How many sessions are in a status, for the dashboard's counts (issue 13). A port of its own,
+ * How many sessions are in a status, for the dashboard's counts. A port of its own,
  * not a method of SessionRepository: only readers that show totals need it. The answer is read
  * from the status index, not the items, so it may lag a write by the index's propagation. Its
  * cost grows with the count (ended sessions are never deleted), so a reader caps it and caches it.

@@ -1,11 +1,11 @@
 /**
- * What the deployment lifecycle needs from storage (issue 15). Every write is planned from a
+ * What the deployment lifecycle needs from storage. Every write is planned from a
  * copy read before and guarded by that copy's version: a concurrent writer makes it fail with a
  * ConflictError (entity "deployment" or "route"), and the caller reads again. A deployment, its
  * routes and their history records change in one atomic write.
  */
 import type { Deployment, DeploymentWithRoutes, FamilyHistoryRecord, Route } from "../deployments/model.ts";
-import type { EntityState } from "./session-store.ts";
+import type { EntityState } from "./errors.ts";
 
 /** An entity to store as `next`; "absent": it must not exist yet (a new deployment or route). */
 export interface Saved<T> {

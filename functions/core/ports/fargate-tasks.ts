@@ -1,5 +1,5 @@
 /**
- * The Fargate executor's port (issue 14): kernels as ECS tasks. The application asks for a task
+ * The Fargate executor's port: kernels as ECS tasks. The application asks for a task
  * definition for an image and size, starts kernels' tasks (one task per kernel, all-or-nothing
  * for a gang) and stops them; how a task's life is reported back is ECS's own events
  * (functions/core/ecs-task-events.ts), not this port. Implemented by

@@ -1,5 +1,5 @@
 /**
- * Job templates (issue 16, item 4): operator-managed documents, written by the CLI through the
+ * Job templates: operator-managed documents, written by the CLI through the
  * admin API and read by the coordinator (cached). Documents are validated (core/templates.ts)
  * before they reach the store. `Default` always exists: built in until an operator updates it,
  * and never deleted.
