@@ -40,13 +40,8 @@ import {
   type EndedMessage,
   type KernelCommand,
 } from "../functions/core/agent-protocol.ts";
-import {
-  DetailType,
-  MAX_HEARTBEAT_RUNS,
-  toPutEventsEntry,
-  withPassed,
-  type EventDetailInput,
-} from "../functions/core/events.ts";
+import { DetailType, toPutEventsEntry, type EventDetailInput } from "../functions/core/events.ts";
+import { MAX_HEARTBEAT_RUNS, withPassed } from "../functions/core/agent-events.ts";
 import { signDetail } from "../functions/topology/agent-signature.ts";
 import { EventOutbox } from "./event-outbox.ts";
 import { LocalAgent, type LocalAgentOptions } from "./local-agent.ts";

@@ -1,5 +1,6 @@
 /**
- * Generates Cairn's published event schemas from the contracts in functions/core/events.ts: one
+ * Generates Cairn's published event schemas from the contracts in functions/core/events.ts (the
+ * detail schemas they name live in session-events.ts, agent-events.ts, deployment-events.ts): one
  * JSON Schema (draft 4, the registry's JSONSchemaDraft4) per detail-type in docs/events/, each the
  * whole EventBridge envelope with `source` and `detail-type` pinned, and the generated part of
  * docs/events.md. `npm run schemas` writes them; test/event-schemas.test.ts regenerates them in
@@ -13,8 +14,10 @@ import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as prettier from "prettier";
 import { z } from "zod";
-import * as events from "../functions/core/events.ts";
+import * as agentEvents from "../functions/core/agent-events.ts";
+import * as deploymentEvents from "../functions/core/deployment-events.ts";
 import { EVENT_CONTRACTS, type DetailType } from "../functions/core/events.ts";
+import * as sessionEvents from "../functions/core/session-events.ts";
 import { EVENT_SCHEMAS_DIR, eventSchemaFileName, pascalCase } from "../lib/event-schemas.ts";
 import { PROJECT_ROOT } from "../lib/functions.ts";
 import { schemaComments, type CommentTree } from "./event-schema-comments.ts";
@@ -22,7 +25,12 @@ import { renderEventsDoc, EVENTS_DOC, type EventExamples } from "./event-schema-
 
 export type JsonSchema = { [keyword: string]: unknown };
 
-const EVENTS_SOURCE = "functions/core/events.ts";
+/** The modules that declare the detail schemas, with their files (for the doc comments). */
+const DETAIL_MODULES: readonly { readonly file: string; readonly exports: object }[] = [
+  { file: "functions/core/session-events.ts", exports: sessionEvents },
+  { file: "functions/core/agent-events.ts", exports: agentEvents },
+  { file: "functions/core/deployment-events.ts", exports: deploymentEvents },
+];
 export const EXAMPLES_FILE = `${EVENT_SCHEMAS_DIR}/examples.json`;
 const DRAFT_04 = "http://json-schema.org/draft-04/schema#";
 
@@ -86,7 +94,7 @@ export function eventJsonSchema(row: ContractRow, comments: CommentTree): JsonSc
   const description = detail["description"];
   if (typeof description !== "string") {
     throw new Error(
-      `${row.detailType}: no description: add a /** … */ comment (or .describe()) on its detail schema in ${EVENTS_SOURCE}`,
+      `${row.detailType}: no description: add a /** … */ comment (or .describe()) on its detail schema (functions/core/*-events.ts)`,
     );
   }
   return sortKeywords({
@@ -197,13 +205,15 @@ function isObject(value: unknown): value is JsonSchema {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** The export name of a contract's detail schema in events.ts (so its comments can be found). */
-function exportNameOf(detail: z.ZodType, detailType: string): string {
-  const found = Object.entries(events).find(([, value]) => value === detail);
-  if (found === undefined) {
-    throw new Error(`${detailType}: its detail schema is not exported from ${EVENTS_SOURCE}; export it`);
+/** Where a contract's detail schema is declared: its file and export name (so its comments can be found). */
+function declarationOf(detail: z.ZodType, detailType: string): { file: string; exportName: string } {
+  for (const { file, exports } of DETAIL_MODULES) {
+    const found = Object.entries(exports).find(([, value]) => value === detail);
+    if (found !== undefined) return { file, exportName: found[0] };
   }
-  return found[0];
+  throw new Error(
+    `${detailType}: its detail schema is not exported from ${DETAIL_MODULES.map((m) => m.file).join(", ")}; export it there (or add its module to DETAIL_MODULES)`,
+  );
 }
 
 export interface GeneratedSchemas {
@@ -219,7 +229,8 @@ export async function generateEventSchemas(root = PROJECT_ROOT): Promise<Generat
   const schemas = new Map<DetailType, JsonSchema>();
   const rows = contractRows();
   for (const row of rows) {
-    const comments = schemaComments(join(root, EVENTS_SOURCE), exportNameOf(row.detail, row.detailType));
+    const { file, exportName } = declarationOf(row.detail, row.detailType);
+    const comments = schemaComments(join(root, file), exportName);
     const schema = eventJsonSchema(row, comments);
     schemas.set(row.detailType, schema);
     files.set(`${EVENT_SCHEMAS_DIR}/${eventSchemaFileName(row.detailType)}`, await formatJson(schema));

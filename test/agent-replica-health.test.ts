@@ -13,7 +13,8 @@ import { LocalAgent, type KernelLaunch, type KernelReport } from "../agent/index
 import { freePort } from "../agent/health-probe.ts";
 import { keepNewest, MAX_PROBES_PER_REPORT, type RouteHealthReport } from "../agent/replica-health.ts";
 import type { ProbeReport } from "../functions/core/deployments/health.ts";
-import { DetailType, RouteHealthReportedDetailSchema } from "../functions/core/events.ts";
+import { DetailType } from "../functions/core/events.ts";
+import { RouteHealthReportedDetailSchema } from "../functions/core/deployment-events.ts";
 import type { ServiceBinding } from "../functions/core/service-binding.ts";
 import { signatureMatches } from "../functions/topology/agent-signature.ts";
 import { fakeHost, SIGNING_KEY } from "./support/agent-host.ts";

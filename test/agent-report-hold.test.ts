@@ -10,12 +10,8 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, test, vi } from "vitest";
 import { LocalAgent } from "../agent/local-agent.ts";
 import { ReportHold } from "../agent/report-hold.ts";
-import {
-  DetailType,
-  KernelStatusChangedDetailSchema,
-  withPassed,
-  type EventDetailInput,
-} from "../functions/core/events.ts";
+import { DetailType, type EventDetailInput } from "../functions/core/events.ts";
+import { KernelStatusChangedDetailSchema, withPassed } from "../functions/core/agent-events.ts";
 import type { PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { fakeHost } from "./support/agent-host.ts";
 import { until } from "./support/until.ts";

@@ -21,12 +21,12 @@ import {
 import { agentLossPlan } from "../core/agent-loss.ts";
 import { endedRuns } from "../core/agent-reconcile.ts";
 import { isFargatePool } from "../core/fargate-pool.ts";
-import {
-  DetailType,
-  type AgentHeartbeatDetail,
-  type AgentRegistrationRequestedDetail,
-  type KernelStatusChangedDetail,
-} from "../core/events.ts";
+import { DetailType } from "../core/events.ts";
+import type {
+  AgentHeartbeatDetail,
+  AgentRegistrationRequestedDetail,
+  KernelStatusChangedDetail,
+} from "../core/agent-events.ts";
 import type { Agent } from "../core/model.ts";
 import { AgentFencedError } from "../core/ports/errors.ts";
 import { type AgentRepository } from "../core/ports/agents.ts";

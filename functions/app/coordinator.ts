@@ -23,13 +23,8 @@ import { parseTaskEvent, type TaskStateReport } from "../core/coordinator/task-r
 import { needsRetryCatalog, type CarryOutPlan, type PassResultEffects } from "../core/coordinator/passes.ts";
 import { step, type StepInput } from "../core/coordinator/step.ts";
 import type { SessionWrite } from "../core/effects.ts";
-import {
-  DetailType,
-  EventSource,
-  parseInboundEvent,
-  SessionStatusChangedDetailSchema,
-  type InboundEvent,
-} from "../core/events.ts";
+import { DetailType, EventSource, parseInboundEvent, type InboundEvent } from "../core/events.ts";
+import { SessionStatusChangedDetailSchema } from "../core/session-events.ts";
 import {
   isLiveAgent,
   type DeferredEntry,

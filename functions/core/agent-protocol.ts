@@ -39,7 +39,7 @@ import {
   type ValidationIssue,
 } from "./spec.ts";
 import { ServiceBindingSchema } from "./service-binding.ts";
-import { MAX_HEARTBEAT_RUNS } from "./events.ts";
+import { MAX_HEARTBEAT_RUNS } from "./agent-events.ts";
 
 /** SQS's classic message limit; commands stay far below it (no spec may make one larger). */
 export const MAX_AGENT_MESSAGE_BYTES = 256 * 1024;

@@ -8,7 +8,7 @@
  *
  * Pure: the sessions are read by the caller (consistently, so a placement just written is seen).
  */
-import type { HeartbeatRun } from "./events.ts";
+import type { HeartbeatRun } from "./agent-events.ts";
 import type { SessionWithKernels } from "./model.ts";
 import { sessionPlacement } from "./sessions.ts";
 import { TERMINAL_KERNEL_STATUSES, TERMINAL_SESSION_STATUSES } from "./status.ts";

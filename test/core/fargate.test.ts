@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { SessionSubmittedDetailSchema } from "../../functions/core/events.ts";
+import { SessionSubmittedDetailSchema } from "../../functions/core/session-events.ts";
 import {
   FARGATE_CPUS,
   FARGATE_TASK_SIZES,

@@ -4,7 +4,7 @@
  * and that the control plane applies each passed status before the report's own (reportsOf).
  */
 import { describe, expect, test } from "vitest";
-import { KernelStatusChangedDetailSchema, withPassed } from "../../functions/core/events.ts";
+import { KernelStatusChangedDetailSchema, withPassed } from "../../functions/core/agent-events.ts";
 import { reportsEffect, reportsOf } from "../../functions/core/kernel-reports.ts";
 import { newSession, T0 } from "../store-fixtures.ts";
 

@@ -4,7 +4,8 @@
  * application parses the events, loads what these rules read (the queues submissions name,
  * the sessions reports name), and carries the actions out.
  */
-import { DetailType, type InboundEvent, type KernelStatusChangedDetail } from "../events.ts";
+import type { KernelStatusChangedDetail } from "../agent-events.ts";
+import { DetailType, type InboundEvent } from "../events.ts";
 import { poolIdRefusal } from "../fargate-pool.ts";
 import type { Queue, SessionSpec, SessionWithKernels } from "../model.ts";
 import { jobSessionIds } from "../jobs.ts";
