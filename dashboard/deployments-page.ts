@@ -5,6 +5,7 @@
  * and replicas wrote (names, commands, probe and history messages) reaches the page only through
  * `html`, escaped.
  */
+import { deploymentReason } from "../functions/core/deployments/crash-loop.ts";
 import { replacementsHeldUntilMs, replicaCounts } from "../functions/core/deployments/handlers.ts";
 import type {
   Deployment,
@@ -50,10 +51,11 @@ export function renderDeploymentsPage(rows: readonly DeploymentRow[] | undefined
   }
   const body = rows.map(({ deployment: d, routes }) => {
     const counts = replicaCounts(d, routes ?? []);
+    const why = routes === undefined ? undefined : deploymentReason(d, routes, nowMs);
     return html`<tr id="deployment-${d.id}" data-deployment="${d.id}">
       <td><a href="/deployments/${encodeURIComponent(d.id)}">${d.id}</a></td>
       <td>
-        ${deploymentBadge(d.status)}${d.destroyRequest !== undefined && d.status !== DeploymentStatus.DESTROYED ? html`<span class="reason">destroy requested</span>` : ""}
+        ${deploymentBadge(d.status)}${d.destroyRequest !== undefined && d.status !== DeploymentStatus.DESTROYED ? html`<span class="reason">destroy requested</span>` : ""}${why === undefined ? "" : html`<span class="reason" title="${why.message}">${why.reason}</span>`}
       </td>
       <td class="num replicas">${counts.live} / ${counts.asked}</td>
       <td class="num healthy">${counts.healthy}</td>
@@ -145,6 +147,7 @@ export function renderDeploymentPage(d: DeploymentPageData): Html {
   const { spec } = deployment;
   const check = spec.healthCheck;
   const counts = replicaCounts(deployment, routes);
+  const why = deploymentReason(deployment, routes, d.nowMs);
   const deploymentExecutions = familyExecutions(d.executions, StateMachineName.DeploymentLifecycle);
   const routeExecutions = familyExecutions(d.executions, StateMachineName.RouteLifecycle);
   const ended = deployment.status === DeploymentStatus.DESTROYED;
@@ -158,13 +161,19 @@ export function renderDeploymentPage(d: DeploymentPageData): Html {
       <dt>replicas</dt>
       <dd class="replicas">${counts.asked} asked for: ${counts.live} live, ${counts.healthy} healthy</dd>
       ${
+        why === undefined
+          ? ""
+          : html`<dt>reason</dt>
+              <dd class="deployment-reason"><strong>${why.reason}</strong>: ${why.message}</dd>`
+      }
+      ${
         deployment.failedStarts === undefined
           ? ""
-          : html`<dt>failed starts</dt>
+          : html`<dt>failed replicas</dt>
               <dd class="failed-starts">
                 ${deployment.failedStarts.count} in a row, the latest
-                ${isoTime(deployment.failedStarts.lastAtMs)}; new replicas held back until
-                ${isoTime(replacementsHeldUntilMs(deployment))}
+                ${isoTime(deployment.failedStarts.lastAtMs)}${deployment.failedStarts.lastReason === undefined ? "" : html` (${deployment.failedStarts.lastReason})`};
+                new replicas held back until ${isoTime(replacementsHeldUntilMs(deployment))}
               </dd>`
       }
       <dt>command</dt>

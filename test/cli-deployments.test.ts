@@ -411,6 +411,7 @@ describe("get, list and routes, from the items", () => {
       [
         "deployment web: READY",
         "  replicas   2 asked for: 2 live, 1 healthy",
+        "  reason     Unhealthy: 1 of 2 replica(s) healthy: web-r1 DEGRADED (refused \\u001b[2J\\u001b]0;owned\\u0007 by 10.0.0.9)",
         "  command    python3 -m http.server",
         "  resources  0.5 cpu, 256 MiB",
         "  queue      default, priority 0",
@@ -434,24 +435,36 @@ describe("get, list and routes, from the items", () => {
     expect(c.out.join("\n")).not.toContain("\u001b");
   });
 
-  test("get of a crash-looping deployment: its failed starts and until when new replicas are held back", () => {
+  test("get of a crash-looping deployment: CrashLoopBackOff, its failed replicas and until when new ones are held back", () => {
+    const lastReason =
+      "loop-r2 failed: evicted: failed 6 health checks in a row without recovering (ECONNREFUSED)";
     const looping = deploymentView(
       {
         deployment: deployment("loop", {
           status: "SCALING",
-          failedStarts: { count: 3, lastAtMs: T0 + 60_000 },
+          failedStarts: { count: 3, lastAtMs: T0 + 60_000, lastReason },
         }),
         routes: [],
       },
       [],
+      T0 + 70_000,
     );
     expect(looping.failedStarts).toEqual({
       count: 3,
       last: "2027-01-15T08:01:00.000Z",
+      lastReason,
       heldUntil: "2027-01-15T08:01:40.000Z",
     });
-    expect(renderDeployment(looping, NOW)).toContain(
-      "  failed starts  3 in a row, the latest 2027-01-15T08:01:00.000Z; new replicas held back until 2027-01-15T08:01:40.000Z",
+    expect(looping.reason).toEqual({
+      reason: "CrashLoopBackOff",
+      message: `3 replica(s) in a row failed (latest: ${lastReason}); the next one starts in 30 s (2027-01-15T08:01:40.000Z)`,
+    });
+    const text = renderDeployment(looping, T0 + 70_000);
+    expect(text).toContain(
+      `  reason     CrashLoopBackOff: 3 replica(s) in a row failed (latest: ${lastReason})`,
+    );
+    expect(text).toContain(
+      `  failed     3 replica(s) in a row, the latest 2027-01-15T08:01:00.000Z (${lastReason}); new replicas held back until 2027-01-15T08:01:40.000Z`,
     );
   });
 
@@ -514,9 +527,9 @@ describe("get, list and routes, from the items", () => {
     expect(await runCli(["deployment", "list"], c.io)).toBe(0);
     expect(c.out.join("\n")).toBe(
       [
-        "NAME  STATUS     REPLICAS  HEALTHY  AGE",
-        "api   DESTROYED  0/0       0        1h05m ago",
-        "web   READY      2/2       1        5m00s ago",
+        "NAME  STATUS             REPLICAS  HEALTHY  AGE",
+        "api   DESTROYED          0/0       0        1h05m ago",
+        "web   READY (Unhealthy)  2/2       1        5m00s ago",
       ].join("\n"),
     );
     const json = cli();
@@ -527,6 +540,7 @@ describe("get, list and routes, from the items", () => {
           deploymentId: "api",
           status: "DESTROYED",
           replicas: { asked: 0, live: 0, healthy: 0 },
+          reason: null,
           createdAt: "2027-01-15T07:00:00.000Z",
           updatedAt: "2027-01-15T08:00:20.000Z",
         },
@@ -534,6 +548,12 @@ describe("get, list and routes, from the items", () => {
           deploymentId: "web",
           status: "READY",
           replicas: { asked: 2, live: 2, healthy: 1 },
+          reason: {
+            reason: "Unhealthy",
+            message: expect.stringContaining(
+              "1 of 2 replica(s) healthy: web-r1 DEGRADED (refused",
+            ) as unknown,
+          },
           createdAt: "2027-01-15T08:00:00.000Z",
           updatedAt: "2027-01-15T08:00:20.000Z",
         },
@@ -570,7 +590,7 @@ describe("get, list and routes, from the items", () => {
 });
 
 describe("--wait, following items the test writes between polls", () => {
-  test("create --wait: each status change of the deployment and its routes, then the deployment; exit 0 once READY", async () => {
+  test("create --wait: each status change of the deployment and its routes and why, then the deployment; exit 0 once READY and every replica HEALTHY", async () => {
     const id = "cart";
     const spec = { ...SPEC, name: id };
     const d0 = deployment(id, { spec, status: "PENDING", nextRouteIndex: 0 });
@@ -600,6 +620,13 @@ describe("--wait, following items the test writes between polls", () => {
             expected: { status: "SCALING", version: 1 },
           },
         }),
+      // READY with replicas that do not pass their health check yet is not the end of the wait.
+      async () => {
+        const { routes } = (await items.getDeployment(id))!;
+        await items.saveDeployment({
+          routes: routes.map((r) => ({ next: { ...r, status: "HEALTHY" as const }, expected: r })),
+        });
+      },
     ];
     const c = cli({ "/work/svc.yaml": SVC_YAML.replace("name: web", `name: ${id}`) }, async (n) => {
       await steps[n - 1]?.();
@@ -607,7 +634,7 @@ describe("--wait, following items the test writes between polls", () => {
     expect(await runCli(["deployment", "create", "svc.yaml", "--wait"], c.io)).toBe(0);
     expect(c.events().map((e) => e[0])).toEqual(["Deployment Created"]);
     expect(c.err).toEqual([
-      "waiting for deployment cart to be READY with 2 replica(s) (Ctrl-C stops waiting, not the deployment)",
+      "waiting for deployment cart to be READY with 2 healthy replica(s) for up to 600 s (Ctrl-C stops waiting, not the deployment)",
       "deployment cart: PENDING (0 of 2 replica(s) live)",
       "deployment cart: PENDING → SCALING (2 of 2 replica(s) live)",
       "route cart-r0: PROVISIONING",
@@ -615,8 +642,10 @@ describe("--wait, following items the test writes between polls", () => {
       "route cart-r0: PROVISIONING → DEGRADED on agent-1:9000",
       "route cart-r1: PROVISIONING → DEGRADED on agent-2:9001",
       "deployment cart: SCALING → READY (2 of 2 replica(s) live)",
+      "route cart-r0: DEGRADED → HEALTHY on agent-1:9000",
+      "route cart-r1: DEGRADED → HEALTHY on agent-2:9001",
     ]);
-    expect(c.out[0]).toMatch(/^deployment cart: READY\n {2}replicas {3}2 asked for: 2 live, 0 healthy\n/);
+    expect(c.out[0]).toMatch(/^deployment cart: READY\n {2}replicas {3}2 asked for: 2 live, 2 healthy\n/);
   });
 
   test("scale --wait ends only once the new count is READY; destroyed instead is exit 1", async () => {
@@ -643,7 +672,7 @@ describe("--wait, following items the test writes between polls", () => {
     expect(await runCli(["deployment", "scale", id, "3", "--wait", "-o", "json"], c.io)).toBe(1);
     expect(c.events()).toEqual([["Deployment Scaled", "cairn.client", { deploymentId: id, replicas: 3 }]]);
     expect(c.err).toEqual([
-      "waiting for deployment feed to be READY with 3 replica(s) (Ctrl-C stops waiting, not the deployment)",
+      "waiting for deployment feed to be READY with 3 healthy replica(s) for up to 600 s (Ctrl-C stops waiting, not the deployment)",
       "deployment feed: READY (1 of 1 replica(s) live)",
       "route feed-r0: HEALTHY",
       "deployment feed: READY → DESTROYING (1 of 1 replica(s) live)",
@@ -668,7 +697,7 @@ describe("--wait, following items the test writes between polls", () => {
     expect(await runCli(["deployment", "create", "svc.yaml", "--wait", "-o", "json"], c.io)).toBe(0);
     expect(c.events().map((e) => e[0])).toEqual(["Deployment Created"]);
     expect(c.err).toEqual([
-      "waiting for deployment api to be READY with 2 replica(s) (Ctrl-C stops waiting, not the deployment)",
+      "waiting for deployment api to be READY with 2 healthy replica(s) for up to 600 s (Ctrl-C stops waiting, not the deployment)",
       "deployment api: DESTROYED (0 of 0 replica(s) live)",
       "deployment api: DESTROYED → READY (2 of 2 replica(s) live)",
       "route api-r0: HEALTHY",
@@ -683,7 +712,7 @@ describe("--wait, following items the test writes between polls", () => {
     expect(c.events()).toEqual([]);
     expect(c.err).toEqual([
       "deployment feed is already being destroyed (DESTROYING); not sent again",
-      "waiting for deployment feed to be DESTROYED (Ctrl-C stops waiting, not the deployment)",
+      "waiting for deployment feed to be DESTROYED for up to 2 s (Ctrl-C stops waiting, not the deployment)",
       "deployment feed: DESTROYING (1 of 1 replica(s) live)",
       "route feed-r0: HEALTHY",
       "cairn: timed out after 2 s waiting for deployment feed to be DESTROYED (last status DESTROYING); " +

@@ -215,10 +215,11 @@ describe("the deployments pages, over DynamoDB Local", () => {
     expect(body).toContain('<a href="/deployments">Deployments</a>');
     const order = [...body.matchAll(/<tr id="deployment-([^"]+)"/g)].map((m) => m[1]);
     expect(order).toEqual(["api", "old-api", "web"]);
-    // web: r0, r1, r3, r4 are replicas (r2 terminated); r0 and r4 healthy; 3 asked for.
+    // web: r0, r1, r3, r4 are replicas (r2 terminated); r0 and r4 healthy; 3 asked for: its
+    // reason says why it is not serving every replica.
     expect(cells(body, "deployment-web")).toEqual([
       "web",
-      "READY",
+      "READY Unhealthy",
       "4 / 3",
       "2",
       "1 min 30 s",
@@ -232,7 +233,7 @@ describe("the deployments pages, over DynamoDB Local", () => {
       "0",
       "1 h 1 min",
     ]);
-    expect(cells(body, "deployment-api").slice(1, 4)).toEqual(["SCALING", "0 / 3", "0"]);
+    expect(cells(body, "deployment-api").slice(1, 4)).toEqual(["SCALING Unhealthy", "0 / 3", "0"]);
     expect(body).toContain('href="/deployments/web"');
   });
 
@@ -285,14 +286,18 @@ describe("the deployments pages, over DynamoDB Local", () => {
     expect(history).toContain("HEALTHY → UNHEALTHY");
   });
 
-  test("a crash-looping deployment's page: its failed starts and until when new replicas are held back", async () => {
+  test("a crash-looping deployment's page: its reason, its failed replicas and until when new ones are held back", async () => {
     const { status, body } = await get(server, "/deployments/api");
     expect(status).toBe(200);
-    expect(body.replace(/\s+/g, " ")).toContain(
-      '<dt>failed starts</dt> <dd class="failed-starts"> 2 in a row, the latest 2027-01-15 08:01:00Z; new replicas held back until 2027-01-15 08:01:20Z </dd>',
+    const text = body.replace(/\s+/g, " ");
+    expect(text).toContain(
+      '<dt>failed replicas</dt> <dd class="failed-starts"> 2 in a row, the latest 2027-01-15 08:01:00Z; new replicas held back until 2027-01-15 08:01:20Z </dd>',
+    );
+    expect(text).toContain(
+      '<dt>reason</dt> <dd class="deployment-reason"><strong>Unhealthy</strong>: 0 of 3 replica(s) healthy; 2 replica(s) failed in a row</dd>',
     );
     const web = await get(server, "/deployments/web");
-    expect(web.body).not.toContain("failed starts");
+    expect(web.body).not.toContain("failed replicas");
   });
 
   test("what users and replicas wrote (command, probe and history messages) is rendered escaped", async () => {

@@ -1,5 +1,5 @@
 /**
- * Issue 15 end to end: deployments and routes on the embedded runtime, with real processes on
+ * Deployments and routes end to end on the embedded runtime, with real processes on
  * local agents. Each replica is a session whose kernel is a real HTTP server on $CAIRN_PORT,
  * probed by the agent that hosts it.
  */
@@ -349,12 +349,75 @@ test("a replica whose command exits at once is FAILED_TO_START → TERMINATING, 
   const r1 = replaced!.routes.find((r) => r.index === 1)!;
   expect(r1.createdAtMs - failed!.atMs).toBeGreaterThanOrEqual(10_000);
   expect(history.find((h) => h.handler === "ScalingDeployment" && h.result === "FAILURE")?.message).toMatch(
-    /^1 replica\(s\) in a row failed to start: new ones held back until \d{4}-/,
+    /^1 replica\(s\) in a row failed: new ones held back until \d{4}-/,
   );
   expect(replaced!.deployment.failedStarts?.count).toBeGreaterThanOrEqual(1);
   await send(DetailType.DeploymentDestroyRequested, { deploymentId: id });
   await waitDeployment(id, (d) => d.deployment.status === "DESTROYED", "DESTROYED");
 }, 90_000);
+
+test("a server that refuses connections: create --wait exits 124 saying why; its replacements back off 10 s, then 20 s", async () => {
+  const id = "refuses";
+  // A real server, listening on a port of its own choosing instead of $CAIRN_PORT: every probe
+  // of the replica's port is refused (ECONNREFUSED) while the process runs on.
+  const server = 'require("node:http").createServer((req, res) => res.end("ok")).listen(0, "127.0.0.1");';
+  const file = join(rt.dataDir, `${id}.yaml`);
+  writeFileSync(
+    file,
+    JSON.stringify({
+      name: id,
+      replicas: 1,
+      service: { command: ["node", "-e", server], resources: { cpu: 0.25, memoryMiB: 64 } },
+      healthCheck: FAST_CHECK,
+    }),
+  );
+  const created = await runCairn(rt.dataDir, [
+    "deployment",
+    "create",
+    "-f",
+    file,
+    "--wait",
+    "--timeout",
+    "20",
+  ]);
+  expect(created.code, created.stderr).toBe(124);
+  expect(created.stderr).toMatch(
+    /cairn: timed out after 20 s waiting for deployment refuses to be READY with 1 healthy replica\(s\) \(last status (SCALING|READY); (Unhealthy|CrashLoopBackOff): .*ECONNREFUSED/,
+  );
+  // Each change of why was said as it happened, not only at the end.
+  expect(created.stderr).toMatch(
+    /deployment refuses: Unhealthy: 0 of 1 replica\(s\) healthy: refuses-r0 (DEGRADED|UNHEALTHY) \(ECONNREFUSED\)/,
+  );
+
+  // Two replicas evicted in a row; the third is created only after the second hold-back.
+  const third = await waitDeployment(
+    id,
+    (d) => d.routes.some((r) => r.index === 2),
+    "a third route",
+    120_000,
+  );
+  const history = await deployments.deploymentHistory(id);
+  const evictedAt = (routeId: string) =>
+    history.find((h) => h.id === routeId && h.handler === "RouteEviction")!.atMs;
+  const createdAt = (index: number) => third.routes.find((r) => r.index === index)!.createdAtMs;
+  expect(history.find((h) => h.id === `${id}-r0` && h.handler === "RouteEviction")?.message).toBe(
+    "evicted: failed 4 health checks in a row without recovering (ECONNREFUSED)",
+  );
+  expect(createdAt(1) - evictedAt(`${id}-r0`)).toBeGreaterThanOrEqual(10_000);
+  expect(createdAt(2) - evictedAt(`${id}-r1`)).toBeGreaterThanOrEqual(20_000);
+  expect(third.deployment.failedStarts).toMatchObject({
+    count: 2,
+    lastReason: `${id}-r1 failed: evicted: failed 4 health checks in a row without recovering (ECONNREFUSED)`,
+  });
+
+  // `deployment get` says why.
+  const got = await runCairn(rt.dataDir, ["deployment", "get", id, "-o", "json"]);
+  const view = JSON.parse(got.stdout) as { reason: { reason: string; message: string } | null };
+  expect(view.reason?.reason).toMatch(/^(Unhealthy|CrashLoopBackOff)$/);
+  expect(view.reason?.message).toContain("2 replica(s)");
+  await send(DetailType.DeploymentDestroyRequested, { deploymentId: id });
+  await waitDeployment(id, (d) => d.deployment.status === "DESTROYED", "DESTROYED");
+}, 200_000);
 
 test("bad specs are rejected with the field named", async () => {
   const reasons: string[] = [];
@@ -402,12 +465,11 @@ describe("from the CLI: examples/service.yaml", () => {
       "--timeout",
       "90",
     );
-    expect(created.stderr).toContain("waiting for deployment service to be READY with 3 replica(s)");
+    expect(created.stderr).toContain("waiting for deployment service to be READY with 3 healthy replica(s)");
     expect(created.code, created.stderr).toBe(0);
     expect(created.stdout).toMatch(/READY/);
-
-    // READY needs no route provisioning; HEALTHY takes one more passing probe.
-    await waitDeployment("service", (d) => healthy(d).length === 3, "3 HEALTHY routes");
+    // The wait ends only once every replica passes its health check.
+    expect(created.stdout).toContain("3 asked for: 3 live, 3 healthy");
     const routes = await cairn("deployment", "routes", "service", "-o", "json");
     expect(routes.code, routes.stderr).toBe(0);
     const listed = JSON.parse(routes.stdout) as { routes: { routeId: string; status: string }[] };

@@ -95,10 +95,13 @@ const queueUpdateOptions: readonly OptionSpec[] = [
 ];
 
 const deploymentWait: readonly OptionSpec[] = [
-  ["--wait", "wait until the deployment is READY, printing each status change on stderr"],
+  [
+    "--wait",
+    "wait until the deployment is READY with every replica HEALTHY, printing each change and why on stderr",
+  ],
   [
     "--timeout <SECONDS>",
-    "with --wait: give up waiting after SECONDS (exit 124; the deployment keeps going)",
+    "with --wait: give up waiting after SECONDS, default 600 (exit 124 with the reason; the deployment keeps going)",
   ],
 ];
 

@@ -25,6 +25,9 @@ export function renderDeployment(view: DeploymentView, nowMs: number): string {
   const check = spec.healthCheck;
   const rows: [string, string][] = [
     ["replicas", `${replicas.asked} asked for: ${replicas.live} live, ${replicas.healthy} healthy`],
+    ...(view.reason === null
+      ? []
+      : [["reason", `${view.reason.reason}: ${printable(view.reason.message)}`] as [string, string]]),
     ["command", printable(commandLine(spec.service.command))],
     ["resources", `${spec.service.resources.cpu} cpu, ${spec.service.resources.memoryMiB} MiB`],
     ["queue", `${spec.service.queue}, priority ${spec.service.priority}`],
@@ -53,10 +56,11 @@ export function renderDeployment(view: DeploymentView, nowMs: number): string {
     rows.push(["destroy", `requested ${view.destroyRequest.at}: ${printable(view.destroyRequest.reason)}`]);
   }
   if (view.failedStarts !== null) {
-    const { count, last, heldUntil } = view.failedStarts;
+    const { count, last, lastReason, heldUntil } = view.failedStarts;
     rows.push([
-      "failed starts",
-      `${count} in a row, the latest ${last}; new replicas held back until ${heldUntil}`,
+      "failed",
+      `${count} replica(s) in a row, the latest ${last}${lastReason === null ? "" : ` (${printable(lastReason)})`}; ` +
+        `new replicas held back until ${heldUntil}`,
     ]);
   }
   rows.push(["execution", view.executionName]);
@@ -90,7 +94,7 @@ export function renderDeploymentList(deployments: readonly DeploymentSummaryView
     ["NAME", "STATUS", "REPLICAS", "HEALTHY", "AGE"],
     deployments.map((d) => [
       d.deploymentId,
-      d.status,
+      d.reason === null ? d.status : `${d.status} (${d.reason.reason})`,
       `${d.replicas.live}/${d.replicas.asked}`,
       String(d.replicas.healthy),
       ago(d.createdAt, nowMs),

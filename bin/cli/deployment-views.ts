@@ -14,6 +14,7 @@ import type {
   Route,
 } from "../../functions/core/deployments/model.ts";
 import type { DeploymentSpec } from "../../functions/core/deployments/spec.ts";
+import { deploymentReason, type DeploymentReason } from "../../functions/core/deployments/crash-loop.ts";
 import { RouteStatus } from "../../functions/core/deployments/tables.ts";
 import { iso } from "./views.ts";
 
@@ -60,8 +61,21 @@ export interface DeploymentView {
   /** The spec, defaults filled in. */
   readonly spec: DeploymentSpec;
   readonly destroyRequest: { readonly at: string; readonly reason: string } | null;
-  /** Replicas that failed to start in a row, and until when new ones are held back; null: none. */
-  readonly failedStarts: { readonly count: number; readonly last: string; readonly heldUntil: string } | null;
+  /**
+   * Why it does not serve every replica asked for (CrashLoopBackOff, Unhealthy, Starting), as
+   * Kubernetes' reason and message; null when every replica asked for is HEALTHY.
+   */
+  readonly reason: DeploymentReason | null;
+  /**
+   * Replicas that failed in a row (failed to start, ended, evicted), the latest and why, and until
+   * when new ones are held back; null: none.
+   */
+  readonly failedStarts: {
+    readonly count: number;
+    readonly last: string;
+    readonly lastReason: string | null;
+    readonly heldUntil: string;
+  } | null;
   readonly executionName: string;
   readonly createdAt: string;
   readonly updatedAt: string;
@@ -75,6 +89,7 @@ export interface DeploymentSummaryView {
   readonly deploymentId: string;
   readonly status: string;
   readonly replicas: ReplicaCounts;
+  readonly reason: DeploymentReason | null;
   readonly createdAt: string;
   readonly updatedAt: string;
 }
@@ -90,12 +105,14 @@ export interface RoutesView {
 export function deploymentView(
   found: DeploymentWithRoutes,
   history: readonly FamilyHistoryRecord[],
+  nowMs: number,
 ): DeploymentView {
   const { deployment, routes } = found;
   return {
     deploymentId: deployment.id,
     status: deployment.status,
     replicas: replicaCounts(deployment, routes),
+    reason: deploymentReason(deployment, routes, nowMs) ?? null,
     spec: deployment.spec,
     destroyRequest:
       deployment.destroyRequest === undefined
@@ -107,6 +124,7 @@ export function deploymentView(
         : {
             count: deployment.failedStarts.count,
             last: iso(deployment.failedStarts.lastAtMs),
+            lastReason: deployment.failedStarts.lastReason ?? null,
             heldUntil: iso(replacementsHeldUntilMs(deployment)),
           },
     executionName: deployment.execution.name,
@@ -117,15 +135,17 @@ export function deploymentView(
   };
 }
 
-/** A deployment in a list; `routes` undefined: not read (a DESTROYED one has no live route). */
+/** A deployment in a list (a DESTROYED one's routes are not read: it has no live route). */
 export function deploymentSummaryView(
   deployment: Deployment,
-  routes: readonly Route[] = [],
+  routes: readonly Route[],
+  nowMs: number,
 ): DeploymentSummaryView {
   return {
     deploymentId: deployment.id,
     status: deployment.status,
     replicas: replicaCounts(deployment, routes),
+    reason: deploymentReason(deployment, routes, nowMs) ?? null,
     createdAt: iso(deployment.createdAtMs),
     updatedAt: iso(deployment.updatedAtMs),
   };

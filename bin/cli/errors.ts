@@ -178,14 +178,24 @@ export class DeploymentWaitTimeoutError extends CliError {
   readonly timeoutSeconds: number;
   /** The last status seen; undefined when the deployment was never recorded. */
   readonly lastStatus: string | undefined;
-  constructor(deploymentId: string, timeoutSeconds: number, goal: string, lastStatus: string | undefined) {
+  /** Why it had not got there (the deployment's reason), when it says. */
+  readonly reason: string | undefined;
+  constructor(
+    deploymentId: string,
+    timeoutSeconds: number,
+    goal: string,
+    lastStatus: string | undefined,
+    reason?: string,
+  ) {
     super(
       lastStatus === undefined
         ? `timed out after ${timeoutSeconds} s: deployment ${deploymentId} was never recorded ` +
             `(is the control plane processing events?)`
         : `timed out after ${timeoutSeconds} s waiting for deployment ${deploymentId} to be ${goal} ` +
-            `(last status ${lastStatus}); it keeps going: follow it with \`cairn deployment get ${deploymentId}\``,
+            `(last status ${lastStatus}${reason === undefined ? "" : `; ${reason}`}); ` +
+            `it keeps going: follow it with \`cairn deployment get ${deploymentId}\``,
     );
+    this.reason = reason;
     this.deploymentId = deploymentId;
     this.timeoutSeconds = timeoutSeconds;
     this.lastStatus = lastStatus;

@@ -4,16 +4,21 @@
  * deployment's or a route's status as a progress line. One read per poll (the deployment and its
  * routes are one Query); time and sleeping are passed in, as follow.ts's.
  */
+import { deploymentReason } from "../../functions/core/deployments/crash-loop.ts";
 import { liveRoutes } from "../../functions/core/deployments/handlers.ts";
 import type { DeploymentWithRoutes, Route } from "../../functions/core/deployments/model.ts";
 import { DeploymentStatus } from "../../functions/core/deployments/tables.ts";
 import type { DeploymentReader } from "./cairn-api.ts";
+import { printable } from "./deployment-render.ts";
 import { DeploymentRejectedError, DeploymentWaitTimeoutError } from "./errors.ts";
 import type { PollOptions } from "./follow.ts";
 
 /** What the wait ends on. */
 export type DeploymentGoal =
-  /** READY with `replicas` live routes (scale: the count asked for; create: the spec's). */
+  /**
+   * READY with `replicas` live routes, every one HEALTHY (scale: the count asked for; create: the
+   * spec's): a replica that runs but does not pass its health check is not served.
+   */
   { readonly kind: "ready"; readonly replicas: number } | { readonly kind: "destroyed" };
 
 export interface DeploymentFollowOptions extends PollOptions {
@@ -34,7 +39,7 @@ export interface FollowedDeployment {
 }
 
 export function goalText(goal: DeploymentGoal): string {
-  return goal.kind === "destroyed" ? "DESTROYED" : `READY with ${goal.replicas} replica(s)`;
+  return goal.kind === "destroyed" ? "DESTROYED" : `READY with ${goal.replicas} healthy replica(s)`;
 }
 
 export async function followDeployment(
@@ -50,6 +55,7 @@ export async function followDeployment(
     options.timeoutSeconds === undefined ? Number.POSITIVE_INFINITY : startMs + options.timeoutSeconds * 1000;
   let last: DeploymentWithRoutes | undefined;
   let noticed = false;
+  let lastWhy = "";
   for (;;) {
     const reason = await options.rejected?.();
     if (reason !== undefined) throw new DeploymentRejectedError(deploymentId, reason);
@@ -57,6 +63,11 @@ export async function followDeployment(
     if (found !== undefined) {
       for (const line of changes(last, found)) progress(line);
       last = found;
+      // Why it is not serving yet, each time that changes (not its countdown), as Kubernetes'
+      // events say why a pod waits.
+      const why = goal.kind === "ready" ? whyNotReady(found, nowMs()) : undefined;
+      if (why !== undefined && why.key !== lastWhy) progress(`deployment ${deploymentId}: ${why.text}`);
+      lastWhy = why?.key ?? "";
       if (found.deployment.version > (options.afterVersion ?? -1)) {
         const outcome = judge(found, goal);
         if (outcome !== undefined) return { outcome, found };
@@ -75,6 +86,7 @@ export async function followDeployment(
         options.timeoutSeconds ?? 0,
         goalText(goal),
         last?.deployment.status,
+        last === undefined || goal.kind !== "ready" ? undefined : reasonText(last, nowMs()),
       );
     }
     await sleep(Math.min(pollMs, remainingMs));
@@ -93,8 +105,32 @@ function judge(
   const ready =
     deployment.status === DeploymentStatus.READY &&
     deployment.spec.replicas === goal.replicas &&
-    liveRoutes(routes).length === goal.replicas;
+    liveRoutes(routes).length === goal.replicas &&
+    routes.filter((r) => r.status === "HEALTHY").length === goal.replicas;
   return ready ? "reached" : undefined;
+}
+
+function reasonText({ deployment, routes }: DeploymentWithRoutes, nowMs: number): string | undefined {
+  const why = deploymentReason(deployment, routes, nowMs);
+  return why === undefined ? undefined : `${why.reason}: ${printable(why.message)}`;
+}
+
+/** The deployment's reason (crash-loop.ts), keyed by what changes it rather than by its countdown. */
+function whyNotReady(
+  { deployment, routes }: DeploymentWithRoutes,
+  nowMs: number,
+): { readonly key: string; readonly text: string } | undefined {
+  const why = deploymentReason(deployment, routes, nowMs);
+  // Replicas still starting say so in their own status lines.
+  if (why === undefined || why.reason === "Starting") return undefined;
+  const text = reasonText({ deployment, routes }, nowMs)!;
+  const sick = routes.filter((r) => r.status !== "HEALTHY" && r.status !== "TERMINATED");
+  return {
+    key: [why.reason, deployment.failedStarts?.count ?? 0, ...sick.map((r) => `${r.id}:${r.status}`)].join(
+      " ",
+    ),
+    text,
+  };
 }
 
 /** Progress lines: the deployment's status (with its replica counts), then each route's. */

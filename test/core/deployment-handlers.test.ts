@@ -202,7 +202,7 @@ describe("deployment handlers", () => {
         successes: [],
         failures: ["web"],
         messages: {
-          web: `2 replica(s) in a row failed to start: new ones held back until ${new Date(T0 + 20_000).toISOString()}`,
+          web: `2 replica(s) in a row failed: new ones held back until ${new Date(T0 + 20_000).toISOString()}`,
         },
       });
       // FAILURE maintains SCALING.

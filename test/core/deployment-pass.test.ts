@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from "vitest";
 import type { BackingSession } from "../../functions/core/deployments/handlers.ts";
+import { CRASH_LOOP_RESET_MS, resetAfterHealthy } from "../../functions/core/deployments/crash-loop.ts";
 import { initialHealth } from "../../functions/core/deployments/health.ts";
 import { routeId, type Deployment, type Route } from "../../functions/core/deployments/model.ts";
 import {
@@ -193,16 +194,64 @@ describe("the routes' handlers", () => {
     expect(failed.change?.history?.[0]?.message).toBe("its session ended TERMINATED (failed) before it ran");
   });
 
-  test("a replica failing to start is counted on the deployment; one becoming HEALTHY ends the count", () => {
+  test("a replica failing to start is counted on the deployment, with why", () => {
     const failed = one(route(0, "PROVISIONING"), sessions([0, "TERMINATED", "failed"]));
-    expect(failed.change?.deployment?.next.failedStarts).toEqual({ count: 1, lastAtMs: NOW });
+    expect(failed.change?.deployment?.next.failedStarts).toEqual({
+      count: 1,
+      lastAtMs: NOW,
+      lastReason: "web-r0 failed to start: its session ended TERMINATED (failed) before it ran",
+    });
     const again = pass(
       { ...d, stage: { enteredAtMs: T0 }, failedStarts: { count: 1, lastAtMs: T0 } },
       [route(1, "PROVISIONING")],
       sessions([1, "TERMINATED", "failed"]),
     );
-    expect(again.change?.deployment?.next.failedStarts).toEqual({ count: 2, lastAtMs: NOW });
-    const healthy = route(2, "DEGRADED", {
+    expect(again.change?.deployment?.next.failedStarts).toMatchObject({ count: 2, lastAtMs: NOW });
+  });
+
+  test("a replica that runs but never passes its health check is counted when it is evicted; removed ones are not", () => {
+    const failing = route(0, "UNHEALTHY", {
+      health: {
+        consecutiveSuccesses: 0,
+        consecutiveFailures: 6,
+        lastProbeAtMs: NOW - 1_000,
+        lastMessage: "connect ECONNREFUSED 127.0.0.1:9000",
+        checkedSinceMs: T0,
+      },
+    });
+    const evicted = one(failing, sessions([0, "RUNNING"]));
+    expect(callbacks(evicted)).toEqual(["web-r0: UNHEALTHY→TERMINATING (success)"]);
+    expect(evicted.change?.deployment?.next.failedStarts).toEqual({
+      count: 1,
+      lastAtMs: NOW,
+      lastReason:
+        "web-r0 failed: evicted: failed 6 health checks in a row without recovering (connect ECONNREFUSED 127.0.0.1:9000)",
+    });
+    // A replica whose session ended on its own failed too.
+    const ended = one(route(0, "HEALTHY"), sessions([0, "TERMINATED", "failed"]));
+    expect(ended.change?.deployment?.next.failedStarts?.count).toBe(1);
+    // One the deployment no longer wants (scaled down) did not.
+    const removed = one(route(0, "HEALTHY", { removeRequestedAtMs: NOW - 1 }), sessions([0, "RUNNING"]));
+    expect(callbacks(removed)).toEqual(["web-r0: HEALTHY→TERMINATING (Cairn.To.TERMINATING)"]);
+    expect(removed.change?.deployment?.next.failedStarts).toBeUndefined();
+  });
+
+  test("the count is forgotten once a replica started after the latest failure has been HEALTHY for 10 minutes", () => {
+    const looping = { ...d, failedStarts: { count: 4, lastAtMs: T0 } };
+    const healthy = (createdAtMs: number, enteredAtMs: number) =>
+      route(1, "HEALTHY", { createdAtMs, stage: { enteredAtMs, taskToken: "tok-r1" } });
+    const since = T0 + 1_000;
+    // Healthy for 9 min 59.999 s: still counted.
+    expect(resetAfterHealthy(looping, [healthy(T0 + 1, since)], since + 599_999)).toBe(looping);
+    // Ten minutes: forgotten.
+    expect(
+      resetAfterHealthy(looping, [healthy(T0 + 1, since)], since + CRASH_LOOP_RESET_MS),
+    ).not.toHaveProperty("failedStarts");
+    // A replica healthy since before the failures proves nothing about the ones that fail.
+    expect(resetAfterHealthy(looping, [healthy(T0 - 1, T0 - 1)], T0 + 3_600_000)).toBe(looping);
+    // The pass writes it: a replica becoming HEALTHY no longer ends the count at once.
+    const probed = route(2, "DEGRADED", {
+      createdAtMs: T0 + 1,
       health: {
         consecutiveSuccesses: 1,
         consecutiveFailures: 0,
@@ -210,15 +259,10 @@ describe("the routes' handlers", () => {
         checkedSinceMs: T0,
       },
     });
-    const recovered = pass(
-      { ...d, stage: { enteredAtMs: T0 }, failedStarts: { count: 2, lastAtMs: T0 } },
-      [healthy],
-      sessions([2, "RUNNING"]),
-    );
+    const recovered = pass({ ...looping, stage: { enteredAtMs: T0 } }, [probed], sessions([2, "RUNNING"]));
     expect(callbacks(recovered)).toEqual(["web-r2: DEGRADED→HEALTHY (success)"]);
-    expect(recovered.change?.deployment?.next).not.toHaveProperty("failedStarts");
+    expect(recovered.change?.deployment?.next.failedStarts).toEqual(looping.failedStarts);
   });
-
   test("ProvisioningRoute: no session yet → the submission is repeated, nothing decided", () => {
     const plan = one(route(0, "PROVISIONING"));
     expect(plan.submit.map((r) => r.id)).toEqual(["web-r0"]);

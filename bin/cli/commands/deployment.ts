@@ -200,8 +200,8 @@ export async function runDeploymentList(
   const summaries = await Promise.all(
     all.map(async (d) =>
       d.status === DeploymentStatus.DESTROYED
-        ? deploymentSummaryView(d)
-        : deploymentSummaryView(d, (await reader.getDeployment(d.id))?.routes ?? []),
+        ? deploymentSummaryView(d, [], ctx.io.nowMs())
+        : deploymentSummaryView(d, (await reader.getDeployment(d.id))?.routes ?? [], ctx.io.nowMs()),
     ),
   );
   if (invocation.output === "json") printJson(ctx.io, { deployments: summaries });
@@ -234,10 +234,17 @@ async function printDeployment(
   ctx: CommandContext,
 ): Promise<void> {
   const history = await deployments(ctx.api).deploymentHistory(found.deployment.id);
-  const view = deploymentView(found, history);
+  const view = deploymentView(found, history, ctx.io.nowMs());
   if (output === "json") printJson(ctx.io, view);
   else ctx.io.stdout(renderDeployment(view, ctx.io.nowMs()));
 }
+
+/**
+ * How long `create --wait` and `scale --wait` wait for every replica to be HEALTHY unless
+ * `--timeout` says: Kubernetes' default progress deadline for a Deployment
+ * (`progressDeadlineSeconds`, 600).
+ */
+export const READY_WAIT_DEFAULT_SECONDS = 600;
 
 async function waitFor(
   id: string,
@@ -248,15 +255,18 @@ async function waitFor(
   /** The request's event, whose refusal (if the control plane records one) ends the wait. */
   eventId?: string,
 ): Promise<ExitCode> {
+  const timeoutSeconds =
+    request.timeoutSeconds ?? (goal.kind === "ready" ? READY_WAIT_DEFAULT_SECONDS : undefined);
   ctx.io.stderr(
-    `waiting for deployment ${id} to be ${goalText(goal)} (Ctrl-C stops waiting, not the deployment)`,
+    `waiting for deployment ${id} to be ${goalText(goal)}` +
+      `${timeoutSeconds === undefined ? "" : ` for up to ${timeoutSeconds} s`} (Ctrl-C stops waiting, not the deployment)`,
   );
   const { outcome, found } = await followDeployment(id, goal, {
     store: deployments(ctx.api),
     nowMs: () => ctx.io.nowMs(),
     sleep: (ms) => ctx.io.sleep(ms),
     progress: (line) => ctx.io.stderr(line),
-    ...(request.timeoutSeconds === undefined ? {} : { timeoutSeconds: request.timeoutSeconds }),
+    ...(timeoutSeconds === undefined ? {} : { timeoutSeconds }),
     ...(afterVersion === undefined ? {} : { afterVersion }),
     ...(eventId === undefined ? {} : { rejected: () => rejectionOf(ctx.api.store, id, eventId) }),
   });

@@ -309,7 +309,14 @@ function failedStartsFrom(r: Fields): Pick<Deployment, "failedStarts"> {
   const failed = r.optObject("failedStarts");
   if (failed === undefined) return {};
   const f = new Fields(failed, "deployment.failedStarts");
-  return { failedStarts: { count: f.number("count"), lastAtMs: f.number("lastAtMs") } };
+  const lastReason = f.optString("lastReason");
+  return {
+    failedStarts: {
+      count: f.number("count"),
+      lastAtMs: f.number("lastAtMs"),
+      ...(lastReason !== undefined ? { lastReason } : {}),
+    },
+  };
 }
 
 function destroyRequestFrom(r: Fields): Pick<Deployment, "destroyRequest"> {

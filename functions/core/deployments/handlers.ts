@@ -200,12 +200,15 @@ export interface ScalingPlan {
   readonly remove: readonly string[];
 }
 
-/** The first hold-back after a failed start, and the most it grows to (Kubernetes' CrashLoopBackOff). */
+/**
+ * The first hold-back after a failed replica, and the most it grows to: Kubernetes'
+ * CrashLoopBackOff (10 s, doubling, capped at 5 minutes).
+ */
 export const REPLACEMENT_DELAY = { initialMs: 10_000, maxMs: 300_000 } as const;
 
 /**
- * How long new routes are held back after the latest of `failedStarts` replicas that failed to
- * start in a row: 10 s, doubling, at most 5 minutes.
+ * How long new routes are held back after the latest of `failedStarts` replicas that failed in a
+ * row (crash-loop.ts counts them): 10 s, doubling, at most 5 minutes.
  */
 export function replacementDelayMs(failedStarts: number): number {
   if (failedStarts <= 0) return 0;
@@ -248,7 +251,7 @@ export function scalingDeployment(
     r.add(
       "failures",
       deployment.id,
-      `${count} replica(s) in a row failed to start: new ones held back until ${new Date(heldUntilMs).toISOString()}`,
+      `${count} replica(s) in a row failed: new ones held back until ${new Date(heldUntilMs).toISOString()}`,
     );
   } else if (create.length === 0 && remove.length === 0 && provisioning.length === 0) {
     r.add("successes", deployment.id, `${want} replica(s)`);

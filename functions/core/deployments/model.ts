@@ -65,10 +65,17 @@ export interface Deployment {
   /** A destroy was asked for: the deployment goes DESTROYING from whichever status allows it. */
   readonly destroyRequest?: { readonly atMs: number; readonly reason: string };
   /**
-   * Replicas that failed to start (FAILED_TO_START) since one last became HEALTHY: a crash loop.
-   * New routes are held back after the latest (handlers.ts replacementDelayMs). Absent: none.
+   * Replicas that failed in a row (failed to start, ended, or were evicted for their health): a
+   * crash loop. New routes are held back after the latest (handlers.ts replacementDelayMs); the
+   * count is forgotten once a later replica has stayed HEALTHY for 10 minutes (crash-loop.ts).
+   * Absent: none.
    */
-  readonly failedStarts?: { readonly count: number; readonly lastAtMs: number };
+  readonly failedStarts?: {
+    readonly count: number;
+    readonly lastAtMs: number;
+    /** Which replica failed last, and why. */
+    readonly lastReason?: string;
+  };
   readonly maintained?: Maintained;
   readonly createdAtMs: number;
   readonly updatedAtMs: number;

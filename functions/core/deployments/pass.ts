@@ -22,6 +22,7 @@ import {
   type BackingSession,
   type RouteTarget,
 } from "./handlers.ts";
+import { countFailure, resetAfterHealthy } from "./crash-loop.ts";
 import { initialHealth } from "./health.ts";
 import {
   judgeDeployments,
@@ -182,13 +183,19 @@ export function planPass(input: PassInput): PassPlan {
     if (decision === undefined) continue;
     const next = applyDecision(route, decision, ROUTE_FIRST_EDGE, nowMs, history, "route");
     if (next !== route) setRoute(next);
-    // A crash loop is counted as it happens: a failed start holds the next replacements back,
-    // a replica that becomes HEALTHY ends the count.
-    const counted = countStart(deployment, decision.to, nowMs);
+    // A crash loop is counted as it happens: a failed replica holds the next replacements back.
+    const { handler, message } = decision.history;
+    const counted = countFailure(deployment, route.id, { ...decision, handler, message }, nowMs);
     if (counted !== deployment) {
       deployment = counted;
       deploymentChanged = true;
     }
+  }
+  // A replica started since the latest failure that stayed HEALTHY long enough ends the count.
+  const reset = resetAfterHealthy(deployment, [...routes.values()], nowMs);
+  if (reset !== deployment) {
+    deployment = reset;
+    deploymentChanged = true;
   }
   // -- Then the deployment.
   const current = [...routes.values()];
@@ -532,19 +539,6 @@ function record(
 }
 
 /** A new route, PROVISIONING, before its execution has entered any state. */
-/** The deployment's failed starts after a route's decision leads it to `to`. */
-function countStart(deployment: Deployment, to: string | undefined, nowMs: number): Deployment {
-  if (to === R.FAILED_TO_START) {
-    const count = (deployment.failedStarts?.count ?? 0) + 1;
-    return { ...deployment, failedStarts: { count, lastAtMs: nowMs } };
-  }
-  if (to === R.HEALTHY && deployment.failedStarts !== undefined) {
-    const { failedStarts: _ended, ...rest } = deployment;
-    return rest;
-  }
-  return deployment;
-}
-
 export function newRoute(deployment: Deployment, index: number, nowMs: number): Route {
   const id = routeId(deployment.id, index);
   return {
