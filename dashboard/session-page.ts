@@ -76,7 +76,7 @@ export function renderSessionPage(d: SessionPageData): Html {
           <td>${r.name}</td>
           <td>${stateBadge(r.outcome)}</td>
           <td>
-            ${r.kernels.map((k, i) => html`${i > 0 ? html`<br />` : ""}kernel ${k.index}: ${k.outcome ?? k.status}${k.exitCode !== undefined ? ` exit ${k.exitCode}` : ""}${k.condition !== undefined ? ` ${k.condition}` : ""}${k.agentId !== undefined ? ` on ${k.agentId}` : ""}`)}
+            ${r.kernels.map((k, i) => html`${i > 0 ? html`<br />` : ""}kernel ${k.index}: ${k.outcome ?? k.status}${k.exitCode !== undefined ? ` exit ${k.exitCode}` : ""}${k.condition !== undefined ? ` ${k.condition}` : ""}${k.failureCategory !== undefined ? ` [${k.failureCategory}]` : ""}${k.agentId !== undefined ? ` on ${k.agentId}` : ""}`)}
           </td>
           <td>${isoTime(r.startedAtMs)}</td>
           <td>${isoTime(r.endedAtMs)}</td>

@@ -133,6 +133,7 @@ describe("the managed policies, statement by statement", () => {
               "RETRY_POLICY#*",
               "CONFIG#*",
               "TEMPLATE#*",
+              "FAILURE_CATEGORY#*",
               "DEPLOYMENT#*",
               "DEPLOYMENT_HISTORY#*",
             ],
@@ -189,7 +190,7 @@ describe("the managed policies, statement by statement", () => {
     for (const g of TABLE_SCHEMA.globalSecondaryIndexes) expect(g.projection, g.indexName).toBe("KEYS_ONLY");
   });
 
-  test("OperatorPolicy: writes to templates, retry policies, queues and the retry configuration only", () => {
+  test("OperatorPolicy: writes to templates, retry policies, failure categories, queues and the retry configuration only", () => {
     const { table } = ids();
     expect(policyStatements("CairnAgentsOperatorPolicy")).toEqual([
       {
@@ -199,7 +200,13 @@ describe("the managed policies, statement by statement", () => {
         Resource: { "Fn::GetAtt": [table, "Arn"] },
         Condition: {
           "ForAllValues:StringLike": {
-            "dynamodb:LeadingKeys": ["TEMPLATE#*", "RETRY_POLICY#*", "QUEUE#*", "CONFIG#*"],
+            "dynamodb:LeadingKeys": [
+              "TEMPLATE#*",
+              "RETRY_POLICY#*",
+              "FAILURE_CATEGORY#*",
+              "QUEUE#*",
+              "CONFIG#*",
+            ],
           },
           Null: { "dynamodb:LeadingKeys": "false" },
         },

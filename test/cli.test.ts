@@ -218,11 +218,11 @@ describe("parseCommandLine", () => {
   test.each([
     [
       "",
-      "missing command (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, template, queue, retry-config, deployment, agent, dashboard)",
+      "missing command (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, failure-category, template, queue, retry-config, deployment, agent, dashboard)",
     ],
     [
       "launch x",
-      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, template, queue, retry-config, deployment, agent, dashboard)',
+      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, failure-category, template, queue, retry-config, deployment, agent, dashboard)',
     ],
     ["get abc-1 --verbose", "unknown option --verbose"],
     ["list -x", "unknown option -x"],
@@ -261,7 +261,7 @@ describe("parseCommandLine", () => {
     ["list --endpoint localhost:4566", '--endpoint must be an http(s) URL, got "localhost:4566"'],
     [
       "help launch",
-      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, template, queue, retry-config, deployment, agent, dashboard)',
+      'unknown command "launch" (expected one of submit, get, history, list, cancel, job, tasks, task, logs, retry-policy, failure-category, template, queue, retry-config, deployment, agent, dashboard)',
     ],
   ])("%j is an error: %s", (line, message) => {
     expect(usageError(line).message).toBe(message);
@@ -1561,8 +1561,8 @@ describe("retry views and rendering", () => {
     expect(text).toContain("  avoiding   agent-1\n");
     expect(text.split("\n").slice(-3)).toEqual([
       "  runs:",
-      "    RUN  NAME            OUTCOME  DECISION                             ENDED                     FAILED KERNELS                                 REASON",
-      '    0    hello-abc12345  FAILED   retry after 10.0s, avoiding agent-1  2026-11-21T12:00:05.750Z  k0@agent-1 exit 137 OOMKilled "out of memory"  infra#0 matched condition OOMKilled on kernel 0 (retry 1 of 3)',
+      "    RUN  NAME            OUTCOME  DECISION                             ENDED                     FAILED KERNELS                                       REASON",
+      '    0    hello-abc12345  FAILED   retry after 10.0s, avoiding agent-1  2026-11-21T12:00:05.750Z  k0@agent-1 exit 137 OOMKilled [oom] "out of memory"  infra#0 matched condition OOMKilled on kernel 0 (retry 1 of 3)',
     ]);
     expect(renderHistory(historyView("hello-abc12345", HISTORY, RUNS))).toMatch(/\n\nruns:\nRUN {2}NAME/);
   });

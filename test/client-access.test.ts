@@ -19,6 +19,7 @@ import {
   sessionPk,
 } from "../functions/adapters/dynamo/keys.ts";
 import { templatePk } from "../functions/adapters/dynamo/template-items.ts";
+import { failureCategoryPk } from "../functions/adapters/dynamo/failure-category-items.ts";
 import { agentFromItem, agentItem } from "../functions/adapters/dynamo/item-codec.ts";
 import type { Agent } from "../functions/core/model.ts";
 import {
@@ -96,6 +97,7 @@ describe("the prefixes are the store's", () => {
       retryPolicyPk("p"),
       configPk("retry"),
       templatePk("t"),
+      failureCategoryPk("c"),
       deploymentPk("d"),
       deploymentHistoryPk("d"),
     ];
@@ -200,6 +202,27 @@ describe("the statements, as the runtime's DynamoDB endpoint evaluates them", ()
       "no identity-based policy allows the dynamodb:PutItem",
     );
     expect(decide("operator", "PutItem", putQueue)).toBeUndefined();
+    // A failure category decides which runs are retried: an operator defines it, a client may not.
+    const putCategory = {
+      TableName: TABLE,
+      Item: { ...key(failureCategoryPk("cuda_error"), "FAILURE_CATEGORY"), document: { M: {} } },
+    };
+    expect(decide("client", "PutItem", putCategory)).toContain(
+      "no identity-based policy allows the dynamodb:PutItem",
+    );
+    expect(
+      decide("client", "DeleteItem", {
+        TableName: TABLE,
+        Key: key(failureCategoryPk("cuda_error"), "FAILURE_CATEGORY"),
+      }),
+    ).toContain("dynamodb:DeleteItem");
+    expect(decide("operator", "PutItem", putCategory)).toBeUndefined();
+    expect(
+      decide("client", "GetItem", {
+        TableName: TABLE,
+        Key: key(failureCategoryPk("cuda_error"), "FAILURE_CATEGORY"),
+      }),
+    ).toBeUndefined();
     for (const pk of [sessionPk("s"), agentPk("a"), dedupPk("k"), jobPk("j")]) {
       expect(decide("operator", "PutItem", { TableName: TABLE, Item: key(pk) }), pk).toContain(
         "dynamodb:PutItem",

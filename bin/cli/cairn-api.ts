@@ -19,6 +19,8 @@ import type { PutEventsEntry } from "../../functions/core/events.ts";
 import type { DeploymentRepository } from "../../functions/core/ports/deployments.ts";
 import type { TemplateRepository } from "../../functions/core/ports/templates.ts";
 import { TemplateItems } from "../../functions/adapters/dynamo/template-items.ts";
+import type { FailureCategoryRepository } from "../../functions/core/ports/failure-categories.ts";
+import { FailureCategoryItems } from "../../functions/adapters/dynamo/failure-category-items.ts";
 import type { DraftRepository } from "../../functions/core/ports/drafts.ts";
 import type { SessionCensus } from "../../functions/core/ports/session-census.ts";
 import type { AgentRepository } from "../../functions/core/ports/agents.ts";
@@ -86,6 +88,8 @@ export interface CairnApi {
   readonly admin: RetryAdmin;
   /** `cairn template`; a CairnApi without it (a test's fake) manages none. */
   readonly templates?: TemplateAdmin;
+  /** `cairn failure-category`; a CairnApi without it (a test's fake) manages none. */
+  readonly failureCategories?: FailureCategoryRepository;
   readonly agents: AgentReader;
   /** `cairn deployment`'s reads; a CairnApi without it (a test's fake) knows of no deployment. */
   readonly deployments?: DeploymentReader;
@@ -136,6 +140,7 @@ export function openCairnApi(connection: Connection): CairnApi {
     agents: store,
     deployments: new DeploymentItems(new DynamoRequests(dynamo, connection.tableName, undefined)),
     templates: new TemplateItems(new DynamoRequests(dynamo, connection.tableName, undefined)),
+    failureCategories: new FailureCategoryItems(new DynamoRequests(dynamo, connection.tableName, undefined)),
     census: new DynamoSessionCensus({
       client: dynamo,
       tableName: connection.tableName,

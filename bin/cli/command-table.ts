@@ -129,6 +129,23 @@ const POLICY_EXAMPLE = `example (policy.yaml):
       - { action: Retry, onExitCodes: { operator: In, values: [137, 143] } }
       - { action: Fail, onExitCodes: { operator: In, values: [1, 2] } }`;
 
+const categoryFile: OptionSpec = [
+  "-f, --file <FILE>",
+  "the FailureCategory document, YAML or JSON (`-` reads stdin); may also be given as FILE",
+];
+
+const CATEGORY_EXAMPLE = `example (cuda.yaml):
+  apiVersion: cairn.dev/v1
+  kind: FailureCategory
+  metadata: { name: cuda_error }
+  spec:
+    precedence: 10           # lower is checked first (default 0), then by name
+    rules:                   # any rule; within a rule every matcher must match
+      - onTerminationMessage: { pattern: "(?i)cuda error" }
+      - { onExitCodes: { operator: In, values: [74] }, onConditions: [OOMKilled] }
+
+A retry rule then matches it: { action: Retry, onFailureCategory: [cuda_error] }.`;
+
 const templateFile: OptionSpec = [
   "-f, --file <FILE>",
   "the job template, YAML or JSON (`-` reads stdin); may also be given as FILE",
@@ -426,6 +443,64 @@ examples:
     exitCodes: [Usage, Unreachable],
     build: ({ common }) => ({ ...common, kind: "retry-policy list" }),
   },
+  "failure-category create": {
+    summary: "store a new failure category from a file: a name for failures its rules match",
+    args: ["[FILE]"],
+    options: [categoryFile, output],
+    details: `The file is validated first: every problem is printed as \`<path>: <reason>\` and nothing is stored.
+Runs that end from then on are classified with it (within the catalog's cache, seconds).\n\n${CATEGORY_EXAMPLE}`,
+    exitCodes: [Usage, Unreachable],
+    build: ({ args, values, common }) => ({
+      ...common,
+      kind: "failure-category create",
+      file: fileArgument(values, args[0], "the failure category"),
+    }),
+  },
+  "failure-category update": {
+    summary: "replace a stored failure category (named in the file) with the file's",
+    args: ["[FILE]"],
+    options: [categoryFile, output],
+    details: "Validated like create. Runs that end from then on are classified with the new rules.",
+    exitCodes: READS,
+    build: ({ args, values, common }) => ({
+      ...common,
+      kind: "failure-category update",
+      file: fileArgument(values, args[0], "the failure category"),
+    }),
+  },
+  "failure-category get": {
+    summary: "show a failure category",
+    args: ["<NAME>"],
+    options: [documentOutput],
+    outputs: ["text", "json", "yaml"],
+    details:
+      "example: cairn failure-category get cuda_error -o yaml > cuda.yaml  (edit, then `failure-category update -f`)",
+    exitCodes: READS,
+    build: ({ args, common }) => ({
+      ...common,
+      kind: "failure-category get",
+      name: nameValue(args[0], "NAME"),
+    }),
+  },
+  "failure-category delete": {
+    summary: "delete a failure category",
+    args: ["<NAME>"],
+    options: [output],
+    details: "Runs that end from then on get the agents' built-in category instead.",
+    exitCodes: READS,
+    build: ({ args, common }) => ({
+      ...common,
+      kind: "failure-category delete",
+      name: nameValue(args[0], "NAME"),
+    }),
+  },
+  "failure-category list": {
+    summary: "list failure categories in the order they are checked",
+    args: [],
+    options: [output],
+    exitCodes: [Usage, Unreachable],
+    build: ({ common }) => ({ ...common, kind: "failure-category list" }),
+  },
   "template create": {
     summary: "store a new job template from a file: defaults and constraints for submissions",
     args: ["[FILE]"],
@@ -714,6 +789,7 @@ export const COMMAND_GROUPS: Readonly<Record<string, string>> = {
   job: "show a job of many tasks (see also `cairn tasks`, `cairn task`, `cairn logs`)",
   "retry-policy": "create, update, get, delete and list retry policies",
   template: "create, update, get, delete and list job templates",
+  "failure-category": "create, update, get, delete and list the failure categories retry rules match",
   queue: "create, update, get, delete and list queues",
   "retry-config": "get and set the global retry settings",
   deployment: "create, get, list, scale, destroy deployments and list their routes",

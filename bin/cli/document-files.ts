@@ -1,6 +1,6 @@
 /**
  * Reads and validates the documents the CLI is given (`submit -f`, `retry-policy create -f`,
- * `deployment create -f`) before Cairn is even looked for: a read failure, a syntax error or
+ * `failure-category create -f`, `deployment create -f`) before Cairn is even looked for: a read failure, a syntax error or
  * every schema problem (`<path>: <reason>`) becomes one usage-level error, and nothing is sent.
  */
 import { resolve } from "node:path";
@@ -8,6 +8,8 @@ import type { DeploymentSpec } from "../../functions/core/deployments/spec.ts";
 import type { SessionSpec } from "../../functions/core/model.ts";
 import type { RetryPolicy } from "../../functions/core/retry/policy.ts";
 import { parseRetryPolicyText } from "../../functions/core/retry/policy-text.ts";
+import type { FailureCategoryDefinition } from "../../functions/core/retry/category-definitions.ts";
+import { parseFailureCategoryText } from "../../functions/core/retry/category-text.ts";
 import type { JobTemplate } from "../../functions/core/templates.ts";
 import { parseJobTemplateText } from "../../functions/core/template-text.ts";
 import type { ValidationIssue } from "../../functions/core/spec.ts";
@@ -56,6 +58,14 @@ const RETRY_POLICY: DocumentKind<RetryPolicy> = {
   error: (message, issues) => new InvalidInputError(message, issues),
 };
 
+const FAILURE_CATEGORY: DocumentKind<FailureCategoryDefinition> = {
+  noun: "the failure category",
+  title: "failure category",
+  parse: parseFailureCategoryText,
+  codes: { invalid: "INVALID_FAILURE_CATEGORY", syntax: "FAILURE_CATEGORY_SYNTAX" },
+  error: (message, issues) => new InvalidInputError(message, issues),
+};
+
 const DEPLOYMENT_SPEC: DocumentKind<DeploymentSpec> = {
   noun: "the deployment spec",
   title: "deployment spec",
@@ -97,6 +107,10 @@ export function readWrittenSpecFile(file: string, io: FileIo): { spec: SessionSp
 
 export function readPolicyFile(file: string, io: FileIo): RetryPolicy {
   return readDocumentFile(file, io, RETRY_POLICY);
+}
+
+export function readFailureCategoryFile(file: string, io: FileIo): FailureCategoryDefinition {
+  return readDocumentFile(file, io, FAILURE_CATEGORY);
 }
 
 function readDocumentFile<T>(file: string, io: FileIo, kind: DocumentKind<T>): T {

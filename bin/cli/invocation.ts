@@ -98,6 +98,13 @@ export type Invocation =
   | (Common & { readonly kind: "template get" | "template delete"; readonly name: string })
   | (Common & { readonly kind: "template list" })
   | (Common & {
+      readonly kind: "failure-category create" | "failure-category update";
+      /** A path, or `-` for stdin. */
+      readonly file: string;
+    })
+  | (Common & { readonly kind: "failure-category get" | "failure-category delete"; readonly name: string })
+  | (Common & { readonly kind: "failure-category list" })
+  | (Common & {
       readonly kind: "retry-policy get" | "retry-policy delete" | "queue get" | "queue delete";
       readonly name: string;
     })

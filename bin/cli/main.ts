@@ -16,6 +16,7 @@ import type { DeploymentSpec } from "../../functions/core/deployments/spec.ts";
 import type { SessionSpec } from "../../functions/core/model.ts";
 import type { RetryPolicy } from "../../functions/core/retry/policy.ts";
 import type { JobTemplate } from "../../functions/core/templates.ts";
+import type { FailureCategoryDefinition } from "../../functions/core/retry/category-definitions.ts";
 import { resolveConnection, type Connection } from "./target.ts";
 
 /*
@@ -51,6 +52,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       invocation.kind === "template create" || invocation.kind === "template update"
         ? (await documents()).readTemplateFile(invocation.file, io)
         : undefined;
+    const category =
+      invocation.kind === "failure-category create" || invocation.kind === "failure-category update"
+        ? (await documents()).readFailureCategoryFile(invocation.file, io)
+        : undefined;
     connection = await resolveConnection(invocation.target, {
       cwd: io.cwd,
       env: io.env,
@@ -66,7 +71,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       const { runDashboard } = await import("./commands/dashboard.ts");
       return await runDashboard(invocation.port, connection, { io, api });
     }
-    return await dispatch(invocation, { submit, policy, deployment, draft, template }, { io, api });
+    return await dispatch(invocation, { submit, policy, deployment, draft, template, category }, { io, api });
   } catch (error) {
     return report(error, connection, io);
   } finally {
@@ -82,6 +87,7 @@ interface Prepared {
   /** `job create` / `job edit`: the draft's id and spec. */
   readonly draft?: DraftSaveRequest | undefined;
   readonly template?: JobTemplate | undefined;
+  readonly category?: FailureCategoryDefinition | undefined;
 }
 
 async function dispatch(
@@ -151,6 +157,18 @@ async function dispatch(
       return (await import("./commands/template.ts")).runTemplateDelete(invocation, ctx);
     case "template list":
       return (await import("./commands/template.ts")).runTemplateList(invocation, ctx);
+    case "failure-category create":
+    case "failure-category update": {
+      const category =
+        prepared.category ?? (await documents()).readFailureCategoryFile(invocation.file, ctx.io);
+      return (await import("./commands/failure-category.ts")).runCategoryWrite(invocation, category, ctx);
+    }
+    case "failure-category get":
+      return (await import("./commands/failure-category.ts")).runCategoryGet(invocation, ctx);
+    case "failure-category delete":
+      return (await import("./commands/failure-category.ts")).runCategoryDelete(invocation, ctx);
+    case "failure-category list":
+      return (await import("./commands/failure-category.ts")).runCategoryList(invocation, ctx);
     case "retry-config get":
       return (await import("./commands/retry-config.ts")).runRetryConfigGet(invocation, ctx);
     case "retry-config set":

@@ -67,7 +67,8 @@ export function renderSession(view: SessionView, nowMs: number): string {
 
 /**
  * Finished runs, one line each: how the run ended, what was decided and why, and its failed
- * kernels (`k<index>@<agent> exit <code> <condition> "<message>"`); the JSON has every field.
+ * kernels (`k<index>@<agent> exit <code> <condition> [<failure category>] "<message>"`); the JSON
+ * has every field.
  */
 export function renderRuns(runs: readonly RunView[]): string {
   return renderTable(
@@ -101,6 +102,7 @@ function failedKernelsText(run: RunView): string | null {
         k.outcome === "FAILED" ? undefined : k.outcome,
         k.exitCode === null ? undefined : `exit ${k.exitCode}`,
         k.condition ?? undefined,
+        k.failureCategory === null ? undefined : `[${k.failureCategory}]`,
         k.message === null ? undefined : JSON.stringify(oneLine(k.message)),
       ]
         .filter((part) => part !== undefined)

@@ -9,6 +9,7 @@ import { ConflictError, ResourceNotFoundError, UsageError } from "./errors.ts";
 const COMMAND_OF: Readonly<Record<string, string>> = {
   "retry policy": "retry-policy",
   "job template": "template",
+  "failure category": "failure-category",
   queue: "queue",
 };
 

@@ -55,6 +55,7 @@ import { Admission, type AdmissionDeps, type AdmissionPlan } from "./admission.t
 import type { TemplateRepository } from "../core/ports/templates.ts";
 import { Preemption } from "./preemption.ts";
 import { Repair } from "./repair.ts";
+import type { FailureCategoryRepository } from "../core/ports/failure-categories.ts";
 import { RetryCatalog } from "./retry-catalog.ts";
 import { judgeExpiry, type ExpiryJudged, type ExpiryJudgement } from "./expiry-judge.ts";
 import { AgentCache, agentCacheTtlMs, RunSnapshot } from "./snapshot.ts";
@@ -76,6 +77,8 @@ export interface CoordinatorDeps {
   readonly skipRecordIntervalMs?: number;
   /** Job templates (issue 16); absent, only the built-in Default exists. */
   readonly templates?: TemplateRepository;
+  /** Failure categories operators define; absent, the agents' built-in categories stand. */
+  readonly failureCategories?: Pick<FailureCategoryRepository, "listFailureCategories">;
   /** The administrator's submission filter (issue 16); absent, submissions are not filtered. */
   readonly submissionFilter?: AdmissionDeps["filter"];
   /**
@@ -225,7 +228,12 @@ export class Coordinator {
     this.#jobs = new Jobs(deps);
     this.#drafts = new Drafts(deps);
     this.#preemption = new Preemption(deps);
-    this.#catalog = new RetryCatalog(deps.store, deps.clock, deps.config.retryCacheMs);
+    this.#catalog = new RetryCatalog(
+      deps.store,
+      deps.clock,
+      deps.config.retryCacheMs,
+      deps.failureCategories,
+    );
     this.#admission = new Admission({
       ...deps,
       ...(deps.templates ? { templates: deps.templates } : {}),
@@ -1088,9 +1096,10 @@ export class Coordinator {
 
   /** What a failed run's judgment reads besides the session: its retry policies and the configuration. */
   async #retryCatalog(s: SessionWithKernels): Promise<RetryCatalogView> {
-    const [config, resolution] = await Promise.all([
+    const [config, resolution, categories] = await Promise.all([
       this.#catalog.config(),
       this.#catalog.policiesFor(s.session),
+      this.#catalog.categories(),
     ]);
     if (resolution.missing.length > 0) {
       this.#d.log.warn("retry policies named but not found", {
@@ -1098,7 +1107,7 @@ export class Coordinator {
         missing: resolution.missing,
       });
     }
-    return { config, policies: resolution.policies };
+    return { config, policies: resolution.policies, categories };
   }
 
   /**

@@ -1,9 +1,12 @@
 /**
- * What retry decisions read besides the session: the retry policies, the queues and the retry
- * configuration operators manage with the CLI. Read through a short cache, so a change applies
- * within seconds without a restart, and a burst of finished runs costs one read of each.
+ * What retry decisions read besides the session: the retry policies, the failure categories, the
+ * queues and the retry configuration operators manage with the CLI. Read through a short cache, so
+ * a change applies within seconds without a restart, and a burst of finished runs costs one read
+ * of each.
  */
 import type { Queue, Session } from "../core/model.ts";
+import type { FailureCategoryRepository } from "../core/ports/failure-categories.ts";
+import type { FailureCategoryDefinition } from "../core/retry/category-definitions.ts";
 import type { RetryCatalogRepository } from "../core/ports/retry-catalog.ts";
 import { RETRY_CONFIG_DEFAULTS, type RetryConfig } from "../core/retry/config.ts";
 import type { RetryPolicy } from "../core/retry/policy.ts";
@@ -20,14 +23,31 @@ export class RetryCatalog {
   readonly #store: RetryCatalogRepository;
   readonly #clock: Clock;
   readonly #ttlMs: number;
+  readonly #categoryStore: Pick<FailureCategoryRepository, "listFailureCategories"> | undefined;
   #config: Cached<RetryConfig> | undefined;
+  #categories: Cached<readonly FailureCategoryDefinition[]> | undefined;
   #policies: Cached<ReadonlyMap<string, RetryPolicy>> | undefined;
   readonly #queues = new Map<string, Cached<Queue | undefined>>();
 
-  constructor(store: RetryCatalogRepository, clock: Clock, ttlMs = 5_000) {
+  /** `categories` absent: no operator defines any, and the agents' built-in categories stand. */
+  constructor(
+    store: RetryCatalogRepository,
+    clock: Clock,
+    ttlMs = 5_000,
+    categories?: Pick<FailureCategoryRepository, "listFailureCategories">,
+  ) {
     this.#store = store;
     this.#clock = clock;
     this.#ttlMs = ttlMs;
+    this.#categoryStore = categories;
+  }
+
+  /** The failure categories operators define, in the order they are checked. */
+  categories(): Promise<readonly FailureCategoryDefinition[]> {
+    const store = this.#categoryStore;
+    if (store === undefined) return Promise.resolve([]);
+    this.#categories = this.#fresh(this.#categories, () => store.listFailureCategories());
+    return this.#categories.value;
   }
 
   config(): Promise<RetryConfig> {

@@ -29,6 +29,7 @@ import { EventPublisher } from "../adapters/eventbridge/publisher.ts";
 import { LifecycleExecutions } from "../adapters/sfn/lifecycle-executions.ts";
 import { DynamoRequests } from "../adapters/dynamo/dynamo-requests.ts";
 import { TemplateItems } from "../adapters/dynamo/template-items.ts";
+import { FailureCategoryItems } from "../adapters/dynamo/failure-category-items.ts";
 import type { CoordinatorDeps } from "../app/coordinator.ts";
 import { LeaseItems } from "../adapters/dynamo/lease-items.ts";
 import { FUNCTION_TIMEOUT_SECONDS } from "../topology/function-timeouts.ts";
@@ -111,6 +112,7 @@ export function wire(
     channel,
     ...(fargate ? { fargate } : {}),
     templates: new TemplateItems(new DynamoRequests(dynamo, config.tableName, storeMetrics)),
+    failureCategories: new FailureCategoryItems(new DynamoRequests(dynamo, config.tableName, storeMetrics)),
     placementLeases: {
       leases: new LeaseItems(new DynamoRequests(dynamo, config.tableName, storeMetrics)),
       leaseMs: functionTimeoutMs("Coordinator"),

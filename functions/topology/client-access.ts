@@ -8,14 +8,14 @@
  * (`dynamodb:LeadingKeys`, the partition key of every item a request names):
  *
  * - A submitter (ClientPolicy) reads what the CLI shows — sessions with their kernels, history
- *   and runs, jobs and drafts, rejected submissions, queues, retry policies, the retry
- *   configuration, templates, deployments — and writes nothing: submission, cancel, drafts and
+ *   and runs, jobs and drafts, rejected submissions, queues, retry policies, failure categories,
+ *   the retry configuration, templates, deployments — and writes nothing: submission, cancel, drafts and
  *   deployments are events the functions validate.
  * - Agents are readable for `cairn dashboard`, but only the attributes it shows
  *   (`dynamodb:Attributes`, with a projection required): an agent item also holds the key its
  *   agent signs reports with, which only the functions and that agent may know.
  * - An operator (OperatorPolicy, attached beside ClientPolicy) also writes what operators own:
- *   templates, retry policies, queues and the retry configuration.
+ *   templates, retry policies, failure categories, queues and the retry configuration.
  * - Nobody outside writes sessions, kernels, agents, allocations or de-duplication records.
  *
  * test/client-access.test.ts holds these prefixes to the store's keys and the agent attributes to
@@ -46,6 +46,7 @@ export const CLIENT_READ_KEY_PREFIXES = [
   "RETRY_POLICY#",
   "CONFIG#",
   "TEMPLATE#",
+  "FAILURE_CATEGORY#",
   "DEPLOYMENT#",
   "DEPLOYMENT_HISTORY#",
 ] as const;
@@ -73,8 +74,17 @@ export const AGENT_READABLE_ATTRIBUTES = [
   "draining",
 ] as const;
 
-/** Partitions an operator writes: templates, retry policies, queues, the retry configuration. */
-export const OPERATOR_WRITE_KEY_PREFIXES = ["TEMPLATE#", "RETRY_POLICY#", "QUEUE#", "CONFIG#"] as const;
+/**
+ * Partitions an operator writes: templates, retry policies, failure categories, queues, the retry
+ * configuration.
+ */
+export const OPERATOR_WRITE_KEY_PREFIXES = [
+  "TEMPLATE#",
+  "RETRY_POLICY#",
+  "FAILURE_CATEGORY#",
+  "QUEUE#",
+  "CONFIG#",
+] as const;
 
 const LEADING_KEYS = "dynamodb:LeadingKeys";
 const prefixed = (prefixes: readonly string[]): string[] => prefixes.map((p) => `${p}*`);

@@ -75,6 +75,9 @@ export const USED_PREFIXES = [
   /** Job templates (issue 16): `TEMPLATE#<name>` / `TEMPLATE`, listed under `TEMPLATES` (template-items.ts). */
   "TEMPLATE#",
   "TEMPLATES",
+  /** Failure categories operators define: `FAILURE_CATEGORY#<name>` / `FAILURE_CATEGORY`, listed under `FAILURE_CATEGORIES` (failure-category-items.ts). */
+  "FAILURE_CATEGORY#",
+  "FAILURE_CATEGORIES",
 ] as const;
 
 export const sessionPk = (sessionId: string): string => `SESSION#${sessionId}`;

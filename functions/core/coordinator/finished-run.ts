@@ -1,6 +1,8 @@
 /**
- * A run that ends is judged here (issue 5): retried — back to PENDING, with the next run's
- * backoff and the retry state it spends — or finished. Two ends are judged:
+ * A run that ends is judged here: retried — back to PENDING, with the next run's backoff and the
+ * retry state it spends — or finished. A failed run's kernels are first classified with the
+ * failure categories operators define (retry/category-definitions.ts), so its record shows the
+ * categories and its rules match on them. Two ends are judged:
  *
  * - a run leaving TERMINATING (TERMINATING → TERMINATED): the transition carries the run's
  *   record either way;
@@ -15,6 +17,7 @@
  */
 import { STAGES } from "../handlers.ts";
 import type { SessionWithKernels, StageTransition } from "../model.ts";
+import { classifyRunKernels, type FailureCategoryDefinition } from "../retry/category-definitions.ts";
 import type { RetryConfig } from "../retry/config.ts";
 import {
   evaluateRetry,
@@ -33,6 +36,8 @@ export interface RetryCatalogView {
   readonly config: RetryConfig;
   /** The policies that apply to the session, in order (resolvePolicies). */
   readonly policies: readonly RetryPolicy[];
+  /** The failure categories operators define; absent or empty: the agents' built-in ones stand. */
+  readonly categories?: readonly FailureCategoryDefinition[];
 }
 
 /**
@@ -73,10 +78,10 @@ export function judgeFinishedRun(
   if (endsUnplaced(t)) return judgeUnplacedRun(s, t, nowMs, catalog);
   if (!endsRun(t)) return t;
   const { session, kernels } = s;
-  const finished = (reason: string): StageTransition => ({
+  const finished = (reason: string, ended: SessionWithKernels = s): StageTransition => ({
     ...t,
     message: t.message !== undefined ? `${t.message}; ${reason}` : reason,
-    run: runRecord(s, { decision: "finished", reason }, nowMs),
+    run: runRecord(ended, { decision: "finished", reason }, nowMs),
   });
   if (session.cancelRequestedAtMs !== undefined) return finished("cancelled: not retried");
   if (runSucceeded(kernels)) return finished("every kernel exited 0");
@@ -88,9 +93,10 @@ export function judgeFinishedRun(
   // A run judged out of TERMINATING went through PREPARING (Iris's BUILDING): past ASSIGNED, so
   // a preemption of it is charged even if no kernel had reached RUNNING (a Fargate task
   // interrupted while it was being provisioned).
-  const decision = evaluate(s, catalog, true);
-  if (decision.action === "fail") return finished(decision.reason);
-  return requeued(s, SessionStatus.TERMINATING, decision, nowMs);
+  const classified = classify(s, catalog);
+  const decision = evaluate(classified, catalog, true);
+  if (decision.action === "fail") return finished(decision.reason, classified);
+  return requeued(classified, SessionStatus.TERMINATING, decision, nowMs);
 }
 
 /**
@@ -105,15 +111,23 @@ function judgeUnplacedRun(
 ): StageTransition {
   if (s.session.cancelRequestedAtMs !== undefined) return t;
   if (!catalog) throw new Error(`judging the unplaced run of ${s.session.id} needs the retry catalog`);
-  const ended: SessionWithKernels = {
-    session: s.session,
-    kernels: s.kernels.map((k) => ({ ...k, ...unplacedEnd(t, nowMs) })),
-  };
+  const ended = classify(
+    { session: s.session, kernels: s.kernels.map((k) => ({ ...k, ...unplacedEnd(t, nowMs) })) },
+    catalog,
+  );
   const decision = evaluate(ended, catalog, false);
   if (decision.action === "retry") return requeued(ended, SessionStatus.PENDING, decision, nowMs);
   if (decision.basis === "budget" || decision.basis === "not-retriable") return t;
   const reason = decision.reason;
   return { ...t, message: t.message !== undefined ? `${t.message}; ${reason}` : reason };
+}
+
+/** The run's kernels as the operators' failure categories classify them (the built-in ones otherwise). */
+function classify(s: SessionWithKernels, catalog: RetryCatalogView): SessionWithKernels {
+  const categories = catalog.categories ?? [];
+  return categories.length === 0
+    ? s
+    : { session: s.session, kernels: classifyRunKernels(s.kernels, categories) };
 }
 
 function evaluate(

@@ -162,11 +162,11 @@ const kernelSelectorSchema = z
     return z.NEVER;
   });
 
-const exitCodeSchema = integerSchema.refine((code) => code !== 0, {
+export const exitCodeSchema = integerSchema.refine((code) => code !== 0, {
   error: "exit code 0 never matches (it means success)",
 });
 
-const patternSchema = z
+export const patternSchema = z
   .string()
   .min(1)
   .max(RETRY_POLICY_LIMITS.patternMaxLength)
