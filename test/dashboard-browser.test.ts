@@ -22,10 +22,10 @@ import { until } from "./support/until.ts";
 
 const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 const RESULTS = resolve("test-results");
-/** `CAIRN_DOCS_SCREENSHOTS=1` also writes the README's screenshots (docs/images/), cropped. */
+/** `CAIRN_DOCS_SCREENSHOTS=1` also writes docs/dashboard.md's screenshots (docs/images/), cropped. */
 const DOCS = process.env["CAIRN_DOCS_SCREENSHOTS"] === "1" ? resolve("docs/images") : undefined;
 
-/** The full page under test-results/, and the top `height` pixels for the README when asked. */
+/** The full page under test-results/, and the top `height` pixels for docs/dashboard.md when asked. */
 async function screenshot(page: Page, name: string, height: number): Promise<void> {
   await page.screenshot({ path: `${RESULTS}/${name}.png`, fullPage: true });
   if (DOCS !== undefined) {

@@ -1,8 +1,9 @@
 /**
- * HPC Pack's job and task states (Microsoft's "Understanding Job and Task States") as a view of what Cairn
- * stores, for users who think in HPC Pack's terms: computed from a session's status, its kernels and its cancel
- * request; nothing is stored for it. One table per level, first matching row wins, shown in the
- * README. Configuring, Submitted and Validating are HPC Pack's states before a job is queued:
+ * HPC Pack's job and task states (Microsoft's "Understanding Job and Task States") as a view of
+ * what Cairn stores, for users who think in HPC Pack's terms: computed from a session's status,
+ * its kernels and its cancel request; nothing is stored for it. One table per level, first
+ * matching row wins, shown in docs/hpc-view.md. Configuring, Submitted and Validating are HPC
+ * Pack's states before a job is queued:
  * Cairn validates a submission (its job template and the submission filter, app/admission.ts)
  * before it stores its sessions, so a stored session is never Validating: one that passed is
  * queued, and one that failed ("the job moves to the Failed state") is stored TERMINATED with no
@@ -44,7 +45,7 @@ interface TaskFacts {
 
 export interface HpcRow<F> {
   readonly state: HpcState;
-  /** The row in words, for the README and for people reading the table. */
+  /** The row in words, for docs/hpc-view.md and for people reading the table. */
   readonly when: string;
   readonly matches: (facts: F) => boolean;
 }

@@ -44,7 +44,7 @@ const historyHandlerSchema = z.enum({
 export const SessionSubmittedDetailSchema = strictObject({
   /** The session's id, unique in the deployment; without one Cairn uses `s-<event id>`. */
   sessionId: sessionIdSchema.optional(),
-  /** The session spec, as a user writes it (README, "A session's spec"); defaults apply on receipt. */
+  /** The session spec, as a user writes it (docs/concepts.md, "A session's spec"); defaults apply on receipt. */
   spec: SessionSpecSchema,
   /** Set by a deployment submitting one of its replicas: the route the session backs. */
   service: ServiceBindingSchema.optional(),
@@ -73,7 +73,7 @@ const draftVersionSchema = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 export const JobDraftSavedDetailSchema = strictObject({
   /** The job's id once submitted; no job or other draft may hold it. */
   jobId: sessionIdSchema,
-  /** The session spec, as a user writes it (README, "A session's spec"); defaults apply on receipt. */
+  /** The session spec, as a user writes it (docs/concepts.md, "A session's spec"); defaults apply on receipt. */
   spec: SessionSpecSchema,
   /** The version the edit was made from (`cairn job edit` reads it); absent: create the draft. */
   expectedVersion: draftVersionSchema.optional(),

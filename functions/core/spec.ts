@@ -20,7 +20,7 @@ import { HISTORY_LIMIT_REASON, MAX_COUNTED_RETRIES, MAX_FREE_RETURNS } from "./r
 import { IRIS_TASK_ENV_NAMES } from "./task-env.ts";
 
 // ---------------------------------------------------------------------------------------------
-// Limits and defaults (documented data: the README's tables are generated from these).
+// Limits and defaults (documented data: docs/reference/spec.md is generated from these).
 
 /** Step Functions' maximum execution duration: no stage can wait longer than this. */
 const ONE_YEAR_SECONDS = 31_536_000;

@@ -1,6 +1,6 @@
 /**
  * Iris's TaskState proto enum (seed 000's table: State | Proto Value), and what in Cairn maps to
- * each value: the task state table in code, shown in the README (test/core/task-state-proto.test.ts
+ * each value: the task state table in code, shown in docs/jobs.md (test/core/task-state-proto.test.ts
  * compares them row for row) and carried beside the state's name in the CLI's JSON.
  *
  * TASK_STATE_UNSPECIFIED (0) is proto3's default zero value — the seed: "Default zero value;

@@ -108,9 +108,9 @@ describe("a job's HPC state", () => {
   });
 });
 
-test("the README shows both tables as the code has them, row for row", () => {
+test("docs/hpc-view.md shows both tables as the code has them, row for row", () => {
   // Prettier pads the cells; compare the cells, not the spacing.
-  const rows = readFileSync("README.md", "utf8")
+  const rows = readFileSync("docs/hpc-view.md", "utf8")
     .split("\n")
     .filter((line) => line.startsWith("| "))
     .map((line) =>

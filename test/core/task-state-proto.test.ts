@@ -1,7 +1,7 @@
 /**
- * Iris's TaskState proto values (seed 000, table "State | Proto Value | …"): the table in code
+ * Iris's TaskState proto values (Iris's task states, table "State | Proto Value | …"): the table in code
  * against the seed's literal numbers, TASK_STATE_UNSPECIFIED with nothing mapping to it, and the
- * README's table row for row.
+ * table in docs/jobs.md row for row.
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
@@ -69,9 +69,9 @@ describe("TASK_STATE_UNSPECIFIED (0): nothing in Cairn maps to it", () => {
   });
 });
 
-test("the README shows the table as the code has it, row for row", () => {
+test("docs/jobs.md shows the table as the code has it, row for row", () => {
   // Prettier pads the cells; compare the cells, not the spacing.
-  const rows = readFileSync("README.md", "utf8")
+  const rows = readFileSync("docs/jobs.md", "utf8")
     .split("\n")
     .filter((line) => line.startsWith("| "))
     .map((line) =>

@@ -19,7 +19,7 @@ function templates(ctx: CommandContext): TemplateAdmin {
   return admin;
 }
 
-/** The document `create -f` accepts back, fields in the order the README shows them. */
+/** The document `create -f` accepts back, fields in the order docs/jobs.md shows them. */
 export function templateView(t: JobTemplate): JobTemplate {
   return {
     name: t.name,

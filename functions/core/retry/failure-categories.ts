@@ -91,7 +91,7 @@ const MAX_SIGNAL = 64;
 /** The permanent row's category: the one the ERROR carries (retry/permanent-failures.ts). */
 const AS_REPORTED = "(as reported)";
 
-/** One row of the table, as the README shows it. */
+/** One row of the table, as docs/retries.md shows it. */
 export interface FailureCategoryRow {
   /** What the row matches, in words. */
   readonly when: string;

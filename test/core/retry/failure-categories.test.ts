@@ -1,6 +1,6 @@
 /**
  * The local agent's failure categories (issue 16, item 8; core/retry/failure-categories.ts): one
- * case per row of the table, first match wins; the README's table as the code has it; and a retry
+ * case per row of the table, first match wins; docs/retries.md's table as the code has it; and a retry
  * rule `onFailureCategory` matching what the table gives.
  */
 import { readFileSync } from "node:fs";
@@ -92,8 +92,8 @@ describe("the failure category table", () => {
   });
 });
 
-test("the README shows the table as the code has it, row for row", () => {
-  const rows = readFileSync("README.md", "utf8")
+test("docs/retries.md shows the table as the code has it, row for row", () => {
+  const rows = readFileSync("docs/retries.md", "utf8")
     .split("\n")
     .filter((line) => line.startsWith("| "))
     .map((line) =>
