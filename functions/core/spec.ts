@@ -133,7 +133,9 @@ export const cpuSchema = z.number().gt(SPEC_LIMITS.cpu.exclusiveMin).max(SPEC_LI
 export const memoryMiBSchema = z.number().int().min(SPEC_LIMITS.memoryMiB.min);
 
 export const resourcesSchema = strictObject({
+  /** CPUs (fractions allowed). */
   cpu: cpuSchema.default(SPEC_DEFAULTS.resources.cpu),
+  /** Memory in MiB; a kernel that exceeds it is killed (OOMKilled, exit 137). */
   memoryMiB: memoryMiBSchema.default(SPEC_DEFAULTS.resources.memoryMiB),
 }).readonly();
 
@@ -156,7 +158,7 @@ const timeoutSecondsSchema = z
 
 const stageTimeout = (stage: StageKey) => timeoutSecondsSchema.default(SPEC_DEFAULTS.timeouts[stage]);
 
-// Seed 004: the job's properties "encompass all task properties (for example, no task has a run
+// HPC Pack's job and task states: the job's properties "encompass all task properties (for example, no task has a run
 // time that is greater in value than the run time of the job)".
 /** Seconds: each waiting stage's expiry, and the whole job's run-time limit (`job`). */
 const timeoutsSchema = strictObject({
@@ -231,9 +233,12 @@ export const labelsSchema = z
 export const prioritySchema = z.number().int().min(SPEC_LIMITS.priority.min).max(SPEC_LIMITS.priority.max);
 
 const sessionSpecShape = {
+  /** The session's name, shown by `cairn list` and the dashboard; not its id. */
   name: nameSchema,
+  /** The queue it waits in (it must exist, unless it is `default`): its priority and retry policies apply. */
   queue: nameSchema.default(SPEC_DEFAULTS.queue),
   priority: prioritySchema.default(SPEC_DEFAULTS.priority),
+  /** The job's tasks: one gang of this many kernels (coscheduled), or this many sessions. */
   replicas: z
     .number()
     .int()
@@ -242,20 +247,25 @@ const sessionSpecShape = {
     .default(SPEC_DEFAULTS.replicas),
   // Job fields (Iris's jobs of many tasks). Optional with the defaults in SPEC_DEFAULTS, read through core/jobs.ts,
   // so a spec written before jobs existed reads back unchanged.
+  /** true (the default): the tasks are one gang, placed all or none and retried together; false: independent tasks. */
   coscheduled: z.boolean().optional(),
+  /** Co-scheduled only: at most this many of the job's tasks on one agent. */
   perAgent: z.number().int().min(1).max(SPEC_LIMITS.replicas.max).optional(),
+  /** FAILED tasks the job tolerates before the rest are killed and the job fails (default 0). */
   maxTaskFailures: z
     .number()
     .int()
     .min(SPEC_LIMITS.maxTaskFailures.min)
     .max(SPEC_LIMITS.replicas.max)
     .optional(),
+  /** Seconds a task may wait to be placed; the same as `timeouts.pending`, which it sets. */
   schedulingTimeout: z
     .number()
     .int()
     .min(SPEC_LIMITS.timeoutSeconds.min)
     .max(SPEC_LIMITS.timeoutSeconds.max)
     .optional(),
+  /** A job this one depends on: it is cancelled when that job ends other than SUCCEEDED. */
   parent: z.string().regex(ID_PATTERN, { error: ID_PATTERN_MESSAGE }).optional(),
   /** Only agents carrying every one of these labels (`cairn agent --labels k=v`) may run the kernels. */
   nodeSelector: labelsSchema.optional(),
@@ -267,10 +277,14 @@ const sessionSpecShape = {
   image: z.string().regex(IMAGE_PATTERN, { error: IMAGE_PATTERN_MESSAGE }).optional(),
   /** Fargate only: the CPU architecture `image` is built for (default x86_64; arm64 runs on Graviton). */
   architecture: z.enum(FARGATE_ARCHITECTURES).optional(),
+  /** What each kernel reserves on its agent (or, with executor fargate, its task size); memory is enforced. */
   resources: resourcesSchema.prefault({}),
+  /** The program and its arguments (argv, no shell). */
   command: commandSchema,
+  /** Environment variables for each kernel; `CAIRN_…` and Iris's task identity names are reserved. */
   env: userEnvSchema.prefault({}),
   timeouts: timeoutsSchema.prefault({}),
+  /** Handler tries per stage before the stage gives up (GIVE_UP). */
   maxTries: maxTriesSchema.prefault({}),
   // Optional with its default in SPEC_DEFAULTS, so a spec written before it existed reads back.
   /** Returns to PENDING a run may make before it starts (default 5); one more ends it FAILED. */
@@ -284,9 +298,12 @@ const sessionSpecShape = {
     .optional(),
   /** A run preempted while running is retried (the default), or, with false, ends the session FAILED. */
   rerunnable: z.boolean().optional(),
+  /** How failed runs are retried: the session's budgets and its own retry policies (docs/retries.md). */
   retry: strictObject({
     // No defaults: a budget the user wrote caps retries even under policies (core/retry).
+    /** Runs that ended with a non-zero exit, retried at most this many times (default 0). */
     maxRetriesFailure: retryBudgetSchema.optional(),
+    /** Runs lost to a worker's loss or a preemption, retried at most this many times (default 100). */
     maxRetriesPreemption: retryBudgetSchema.optional(),
     /** Runs that could not start because of the cluster, retried automatically (default 3). */
     maxRetriesStart: z
@@ -297,6 +314,7 @@ const sessionSpecShape = {
         error: `must be at most ${MAX_FREE_RETURNS}: ${HISTORY_LIMIT_REASON}`,
       })
       .optional(),
+    /** The session's own retry policies, consulted after its queue's. */
     policies: z.array(nameSchema).max(16).readonly().optional(),
   })
     .readonly()
