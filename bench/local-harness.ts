@@ -45,19 +45,7 @@ export function printLatency(label: string, samplesMs: readonly number[]): void 
   row(label, `p50 ${at(50)}   p90 ${at(90)}   p99 ${at(99)}   max ${fmtSeconds(sorted.at(-1) ?? NaN)}`);
 }
 
-/** Parses a whole-number flag, naming the flag and the reason when it is not one. */
-export function intFlag(name: string, raw: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new BenchUsageError(`--${name} must be a whole number from ${min} to ${max} (got "${raw}")`);
-  }
-  return value;
-}
-
-export class BenchUsageError extends Error {
-  override readonly name = "BenchUsageError";
-  readonly code = "BENCH_USAGE";
-}
+export { BenchUsageError, intFlag } from "./flags.ts";
 
 // ---------------------------------------------------------------------------------------------
 // The runtime and submissions.
