@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { BatchWriteItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { kernelItem, sessionItem } from "../functions/adapters/dynamo/item-codec.ts";
+import { sessionItem } from "../functions/adapters/dynamo/item-codec.ts";
 import { DynamoSessionCensus } from "../functions/adapters/dynamo/session-census.ts";
 import type { HistoryRecord, RunRecord, Session } from "../functions/core/model.ts";
 import type { CensusCount, SessionCensus } from "../functions/core/ports/session-census.ts";
@@ -275,7 +275,7 @@ describe("DynamoSessionCensus on DynamoDB Local", () => {
         T0 + i,
       );
       const stored = { ...s, status };
-      return [sessionItem(stored, 4), ...kernels.map((k) => kernelItem(k))];
+      return [sessionItem(stored, 4, kernels)];
     });
     await table.client.send(
       new BatchWriteItemCommand({
@@ -295,7 +295,7 @@ describe("DynamoSessionCensus on DynamoDB Local", () => {
         T0 + i,
       );
       const stored = { ...s, status: "CREATING" as const };
-      return [sessionItem(stored, 1), ...kernels.map((k) => kernelItem(k))];
+      return [sessionItem(stored, 1, kernels)];
     }).flat();
     await table.client.send(
       new BatchWriteItemCommand({

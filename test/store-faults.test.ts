@@ -18,7 +18,8 @@ import {
 import type { RetryErrorInfo } from "@smithy/types";
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from "vitest";
 import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
-import { INLINE_KERNELS_MAX } from "../functions/adapters/dynamo/item-codec.ts";
+import { INLINE_HISTORY_MAX } from "../functions/adapters/dynamo/item-codec.ts";
+import type { HistoryRecord } from "../functions/core/model.ts";
 import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
 import {
   backoffDelayMs,
@@ -29,6 +30,24 @@ import {
 import { caught, freshTable, localClient, newSession, T0, type TestTable } from "./store-fixtures.ts";
 
 const meta = { $metadata: {} };
+
+/**
+ * A history record past those the session item holds: written as an item of its own, so the
+ * write that carries it is a transaction (one item is a plain conditional write).
+ */
+function laterRecord(sessionId: string): HistoryRecord {
+  return {
+    sessionId,
+    seq: INLINE_HISTORY_MAX,
+    handler: "ScheduleNewSessions",
+    result: "SKIPPED",
+    fromStatus: "PENDING",
+    message: "no capacity",
+    count: 1,
+    firstAtMs: T0 + 1,
+    lastAtMs: T0 + 1,
+  };
+}
 
 const faults = {
   transactionConflict: () =>
@@ -130,7 +149,7 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
   }
 
   test("a transaction conflict is retried by the SDK with growing backoff and then the write commits", async () => {
-    await table.store().createSession(newSession("f-1", { replicas: INLINE_KERNELS_MAX + 1 }));
+    await table.store().createSession(newSession("f-1"));
     const f = await flaky("TransactWriteItemsCommand", 2, faults.transactionConflict);
     const metrics = new RequestCounter();
     const applied = await storeWith(f.client, metrics).applyWrite({
@@ -138,16 +157,13 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
       expected: { status: "PENDING", version: 0 },
       nowMs: T0 + 1,
       tries: "increment",
-      // Two items, so a transaction (one item is a plain conditional write): the session and a
-      // kernel of a gang too large for the session item to hold its kernels.
-      kernels: [{ index: 0, expectedVersion: 0 }],
+      history: [laterRecord("f-1")],
     });
     expect(applied.version).toBe(1);
     expect(f.calls()).toBe(3);
     expect(f.delays()).toEqual([12, 25]); // half of 25 ms, then half of 50 ms (random = 0.5)
-    // Every try is counted as a request sent, the two the SDK retried as failed, and before
-    // them the one-item try that found the session item without its kernels.
-    expect(metrics).toMatchObject({ operations: 4, failedOperations: 3 });
+    // Every try is counted as a request sent, the two the SDK retried as failed.
+    expect(metrics).toMatchObject({ operations: 3, failedOperations: 2 });
     expect((await table.store().getSession("f-1"))?.session.tries).toBe(1);
   });
 
@@ -195,7 +211,7 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
   });
 
   test("throttling that outlasts the attempts surfaces StoreUnavailableError and writes nothing", async () => {
-    await table.store().createSession(newSession("f-2", { replicas: INLINE_KERNELS_MAX + 1 }));
+    await table.store().createSession(newSession("f-2"));
     const f = await flaky("TransactWriteItemsCommand", 100, faults.throttling);
     const error = await caught(() =>
       storeWith(f.client).applyWrite({
@@ -203,7 +219,7 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
         expected: { status: "PENDING", version: 0 },
         nowMs: T0 + 1,
         tries: "increment",
-        kernels: [{ index: 0, expectedVersion: 0 }],
+        history: [laterRecord("f-2")],
       }),
     );
     expect(error).toMatchObject({
@@ -253,7 +269,7 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
   });
 
   test("a transaction cancelled by a condition and a conflict together is not retried", async () => {
-    await table.store().createSession(newSession("f-5", { replicas: INLINE_KERNELS_MAX + 1 }));
+    await table.store().createSession(newSession("f-5"));
     const f = await flaky("TransactWriteItemsCommand", 100, faults.conditionAndConflict);
     const error = await caught(() =>
       storeWith(f.client).applyWrite({
@@ -261,7 +277,7 @@ describe("retries of faults DynamoDB Local cannot produce", () => {
         expected: { status: "PENDING", version: 0 },
         nowMs: T0 + 1,
         tries: "increment",
-        kernels: [{ index: 0, expectedVersion: 0 }],
+        history: [laterRecord("f-5")],
       }),
     );
     expect(error.name).not.toBe("StoreUnavailableError");

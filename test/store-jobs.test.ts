@@ -3,8 +3,8 @@
  * a set, the final state recorded exactly once; and the task identity and cancel reason that
  * independent tasks' sessions carry.
  */
-import { INLINE_KERNELS_MAX } from "../functions/adapters/dynamo/item-codec.ts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { MAX_KERNELS_PER_SESSION } from "../functions/adapters/dynamo/new-session.ts";
 import { validationFailedRecord } from "../functions/core/history.ts";
 import { newJob } from "../functions/core/jobs.ts";
 import { parseSessionSpec } from "../functions/core/spec.ts";
@@ -50,14 +50,14 @@ describe("job items", () => {
       await store.createJobWithSessions(squatter, [newSession("one-write-t1", { replicas: 1 })]),
     ).toEqual({ created: false });
     expect(await store.getJob("one-write-t1")).toBeUndefined();
-    // More than one transaction holds (the job, and ten sessions of nine kernels each, too many
-    // for the session item to hold, so items of their own): nothing is sent.
+    // More than one transaction holds (the job and a hundred sessions, one item each): nothing
+    // is sent.
     const big = newJob(
       "one-write-big",
       parseSessionSpec({ name: "b", command: ["true"], replicas: 10, coscheduled: false }),
       T0,
     );
-    const many = big.sessionIds.map((id) => newSession(id, { replicas: INLINE_KERNELS_MAX + 1 }));
+    const many = Array.from({ length: 100 }, (_, i) => newSession(`one-write-big-${i}`, { replicas: 1 }));
     expect(await store.createJobWithSessions(big, many)).toEqual({ created: false });
     expect(await store.getJob("one-write-big")).toBeUndefined();
   });
@@ -69,10 +69,10 @@ describe("job items", () => {
       const record = validationFailedRecord(id, "failed validation against job template small", T0);
       return { ...created, session: { ...created.session, lastHistory: record } };
     };
-    // One kept in the session item, one whose kernels (and so its history) are items of their own.
+    // One of one kernel, and the widest gang: the record is in the session item either way.
     for (const [id, replicas] of [
       ["born-failed", 1],
-      ["born-failed-wide", INLINE_KERNELS_MAX + 1],
+      ["born-failed-wide", MAX_KERNELS_PER_SESSION],
     ] as const) {
       const job = newJob(id, parseSessionSpec({ name: "f", command: ["true"], replicas }), T0);
       expect(await store.createJobWithSessions(job, [failed(id, replicas)])).toEqual({ created: true });

@@ -11,7 +11,6 @@ import {
   AGENT_SK,
   JOB_SK,
   jobPk,
-  kernelSk,
   runSk,
   sessionPk,
   SESSION_SK,
@@ -122,18 +121,6 @@ describe("retention of what has ended", () => {
     const s = (await store.getSession("cancelled"))!;
     await store.applyWrite(ending(s, "CANCELLED", T0 + 700));
     expect(await expiry(sessionPk("cancelled"), SESSION_SK)).toBe(expiryOf(T0 + 700, 120));
-  });
-
-  test("a session of kernel items: each kernel the ending write touches expires with the session", async () => {
-    const store = table.store();
-    await store.createSession(newSession("wide", { replicas: 9, status: "TERMINATING" }));
-    const s = (await store.getSession("wide"))!;
-    await store.applyWrite(ending(s, "TERMINATED", T0 + 900));
-    const kernelExpiries = await Promise.all(
-      s.kernels.map((k) => expiry(sessionPk("wide"), kernelSk(k.index))),
-    );
-    expect(kernelExpiries).toEqual(s.kernels.map(() => expiryOf(T0 + 900, 90)));
-    expect(await expiry(sessionPk("wide"), SESSION_SK)).toBe(expiryOf(T0 + 900, 90));
   });
 
   test("a session created ended (a task of a job that failed validation) is retained from its creation", async () => {

@@ -6,11 +6,16 @@
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
-import { INLINE_HISTORY_MAX, INLINE_KERNELS_MAX } from "../functions/adapters/dynamo/item-codec.ts";
-import { planInlineSessionWrite } from "../functions/adapters/dynamo/session-write.ts";
+import { planReservation } from "../functions/adapters/dynamo/capacity.ts";
+import { INLINE_HISTORY_MAX } from "../functions/adapters/dynamo/item-codec.ts";
+import { MAX_KERNELS_PER_SESSION } from "../functions/adapters/dynamo/new-session.ts";
+import {
+  fitsExpressions,
+  planKernelPatches,
+  planSessionWrite,
+} from "../functions/adapters/dynamo/session-write.ts";
 import {
   historySk,
-  kernelSk,
   queueSk,
   RESERVED_PREFIXES,
   sessionPk,
@@ -22,7 +27,16 @@ import { sessionAfterWrite } from "../functions/core/session-after-write.ts";
 import type { SessionWrite } from "../functions/core/effects.ts";
 import { placeHistory } from "../functions/core/history.ts";
 import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
-import { caught, freshTable, localClient, newSession, skip, T0, type TestTable } from "./store-fixtures.ts";
+import {
+  agentRegistration,
+  caught,
+  freshTable,
+  localClient,
+  newSession,
+  skip,
+  T0,
+  type TestTable,
+} from "./store-fixtures.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -55,12 +69,7 @@ describe("sessions: create, read, write", () => {
     expect((await store.getSession("dup-1"))?.kernels).toHaveLength(2);
   });
 
-  test("getSessions reads session items that hold their kernels in one request; kernels kept as items after them", async () => {
-    // A session of at most INLINE_KERNELS_MAX kernels keeps them in its item: one BatchGetItem
-    // reads it whole. A larger one (and one written before) keeps them as items: BatchGetItem
-    // reads each item on its own, so a write between the reads must leave the version older
-    // than the kernels (a guarded write then fails), never newer (it would pass on kernels it
-    // never saw). So the session items come first, alone.
+  test("getSessions reads session items, which hold their kernels, in one request, the widest gang included", async () => {
     const client = localClient();
     const sent: { command: string; keys: string[] }[] = [];
     client.middlewareStack.add(
@@ -74,23 +83,12 @@ describe("sessions: create, read, write", () => {
     );
     const store = new DynamoSessionStore({ client, tableName: table.tableName });
     await table.store().createSession(newSession("order-a", { replicas: 2 }));
-    await table.store().createSession(newSession("order-b", { replicas: 1 }));
-    expect(
-      (await store.getSessions(["order-a", "order-b"])).map((s) => [s.session.id, s.kernels.length]),
-    ).toEqual([
-      ["order-a", 2],
-      ["order-b", 1],
-    ]);
-    expect(sent.map((r) => [r.command, r.keys])).toEqual([["BatchGetItemCommand", ["SESSION", "SESSION"]]]);
-    sent.length = 0;
-    const gang = newSession("order-gang", { replicas: INLINE_KERNELS_MAX + 1 });
+    const gang = newSession("order-gang", { replicas: MAX_KERNELS_PER_SESSION });
     await table.store().createSession(gang);
     const got = await store.getSessions(["order-a", "order-gang"]);
     client.destroy();
     expect(got).toEqual([await table.store().getSession("order-a"), gang]);
-    expect(sent.map((r) => r.command)).toEqual(["BatchGetItemCommand", "BatchGetItemCommand"]);
-    expect(sent[0]!.keys).toEqual(["SESSION", "SESSION"]);
-    expect(sent[1]!.keys).toEqual(gang.kernels.map((k) => kernelSk(k.index)));
+    expect(sent.map((r) => [r.command, r.keys])).toEqual([["BatchGetItemCommand", ["SESSION", "SESSION"]]]);
   });
 
   test("getSessions keeps the order asked for and leaves absent ids out", async () => {
@@ -617,12 +615,9 @@ describe("sessions: create, read, write", () => {
     expect(metrics.operations).toBe(0);
   });
 
-  test("the largest write of a session item holding its kernels stays well inside DynamoDB's 4 KB expressions", async () => {
-    const store = table.store();
-    const id = "widest-1";
-    await store.createSession(newSession(id, { replicas: INLINE_KERNELS_MAX }));
-    // Every field of the session's write and of every kernel's patch, set.
-    const write: SessionWrite = {
+  /** A write that sets every field of the session and of each of `kernels` kernels. */
+  function widestWrite(id: string, kernels: number): SessionWrite {
+    return {
       sessionId: id,
       expected: { status: "PENDING", version: 0 },
       nowMs: T0 + 1,
@@ -637,7 +632,7 @@ describe("sessions: create, read, write", () => {
       avoidAgentIds: ["agent-a", "agent-b"],
       preemption: { atMs: T0, by: "other", byPriority: 9 },
       retry: { failureCount: 1, preemptionCount: 1, totalRetries: 2, ruleRetries: { "p#0": 1 } },
-      kernels: Array.from({ length: INLINE_KERNELS_MAX }, (_, index) => ({
+      kernels: Array.from({ length: kernels }, (_, index) => ({
         index,
         expectedVersion: 0,
         status: "TERMINATED" as const,
@@ -654,18 +649,97 @@ describe("sessions: create, read, write", () => {
       })),
       history: placeHistory(undefined, [skip(id, T0 + 1, "a"), skip(id, T0 + 1, "b")]),
     };
-    const update = planInlineSessionWrite(write, {
-      tableName: table.tableName,
-      shards: 4,
-      historyRetentionDays: 30,
-      retentionDays: 90,
-    })!.items[0]!.Update!;
-    expect(update.UpdateExpression!.length).toBeLessThan(3_000);
-    expect(update.ConditionExpression!.length).toBeLessThan(1_000);
+  }
+
+  const LAYOUT = { shards: 4, historyRetentionDays: 30, retentionDays: 90 };
+
+  test("a session of few kernels is written field by field, one UpdateItem inside DynamoDB's 4 KB expressions", async () => {
+    const metrics = new RequestCounter();
+    const store = table.store({ metrics });
+    const id = "widest-8";
+    await store.createSession(newSession(id, { replicas: 8 }));
+    const write = widestWrite(id, 8);
+    const plan = planSessionWrite(write, { tableName: table.tableName, ...LAYOUT });
+    expect(plan.items[0]!.Update!.UpdateExpression!.length).toBeLessThan(3_000);
+    expect(fitsExpressions(plan)).toBe(true);
+    const before = metrics.operations;
     await store.applyWrite(write);
+    expect(metrics.operations - before).toBe(1);
     expect(
       (await store.getSession(id))!.kernels.every((k) => k.status === "TERMINATED" && k.exitCode === 137),
     ).toBe(true);
+  });
+
+  test("the widest gang's writes (every kernel, every field) are sent with the kernels whole, inside 4 KB", async () => {
+    const store = table.store();
+    const id = "widest-gang";
+    const n = MAX_KERNELS_PER_SESSION;
+    await store.createSession(newSession(id, { replicas: n }));
+    const layout = { tableName: table.tableName, ...LAYOUT };
+    const write = widestWrite(id, n);
+    // Field by field it would not fit; with the kernels as read, written whole, it does.
+    expect(fitsExpressions(planSessionWrite(write, layout))).toBe(false);
+    const stored = (await store.getSession(id))!;
+    expect(fitsExpressions(planSessionWrite(write, layout, stored.kernels))).toBe(true);
+    await store.applyWrite(write);
+    const after = (await store.getSession(id))!;
+    expect(after).toEqual(sessionAfterWrite(stored, write));
+
+    // Reports of every kernel at once: the same, without touching the session's own fields.
+    const patches = after.kernels.map((k) => ({
+      index: k.index,
+      expectedVersion: k.version ?? 0,
+      status: "TERMINATED" as const,
+      exitCode: 0,
+      message: "finished, every kernel at once",
+      finishedAtMs: T0 + 2,
+    }));
+    expect(fitsExpressions(planKernelPatches(id, patches, T0 + 2, layout))).toBe(false);
+    const reported = await store.patchKernels(id, after.session, patches, T0 + 2);
+    expect(reported!.kernels.map((k) => [k.exitCode, k.version])).toEqual(
+      after.kernels.map((k) => [0, (k.version ?? 0) + 1]),
+    );
+    expect(reported!.session).toEqual(after.session);
+
+    // A kernel that moved since it was read refuses the whole write, as it does field by field.
+    const stale = await caught(() => store.patchKernels(id, after.session, patches, T0 + 3));
+    expect(stale).toMatchObject({ code: "CONFLICT", reason: "kernel 0 changed since it was read" });
+  });
+
+  test("the widest gang is placed in one reservation, every kernel written whole", async () => {
+    const store = table.store();
+    const id = "widest-placed";
+    const n = MAX_KERNELS_PER_SESSION;
+    await store.createSession(newSession(id, { replicas: n, resources: { cpu: 0.25, memoryMiB: 64 } }));
+    const agents = ["wide-a", "wide-b", "wide-c", "wide-d"];
+    for (const agentId of agents)
+      await store.registerAgent(agentRegistration(agentId, { cpu: 4, memoryMiB: 1024 }));
+    const request = {
+      sessionId: id,
+      expected: { status: "PENDING" as const, version: 0 },
+      nowMs: T0 + 1,
+      claimStage: true,
+      placements: Array.from({ length: n }, (_, kernelIndex) => ({
+        kernelIndex,
+        agentId: agents[kernelIndex % agents.length]!,
+        resources: { cpu: 0.25, memoryMiB: 64 },
+        incarnation: `${agents[kernelIndex % agents.length]!}-1`,
+      })),
+    };
+    expect(fitsExpressions(planReservation(request, { tableName: table.tableName, ...LAYOUT }))).toBe(false);
+    const allocations = await store.reserveCapacity(request);
+    expect(allocations.map((a) => [a.agentId, a.kernelIndexes.length])).toEqual(
+      agents.map((a) => [a, n / 4]),
+    );
+    const placed = (await store.getSession(id))!;
+    expect(placed.session.stage.taskToken).toBeUndefined();
+    expect(placed.kernels.map((k) => [k.agentId, k.agentIncarnation, k.version])).toEqual(
+      request.placements.map((p) => [p.agentId, p.incarnation, 1]),
+    );
+    // Placing it again is refused whole: its kernels are placed.
+    const again = await caught(() => store.reserveCapacity({ ...request, expected: placed.session }));
+    expect(again).toMatchObject({ code: "CONFLICT" });
+    expect((await store.getAgent("wide-a"))!.free).toEqual({ cpu: 0, memoryMiB: 0 });
   });
 
   test("the metrics hook counts write requests, items and capacity", async () => {
@@ -673,21 +747,16 @@ describe("sessions: create, read, write", () => {
     const store = table.store({ metrics });
     await createAndSkip(store, "metrics-1");
     await store.createSession(newSession("metrics-1")); // duplicate: a failed condition
-    await store.createSession(newSession("metrics-gang", { replicas: INLINE_KERNELS_MAX + 1 }));
+    await store.createSession(newSession("metrics-gang", { replicas: MAX_KERNELS_PER_SESSION }));
+    // A session is one item, whatever its kernels (they and its first history records are in it).
     expect(metrics.operations).toBe(4);
-    // Sessions of few kernels are one item (kernels and first history records in it).
-    expect(metrics.items).toBe(1 + 1 + 1 + (1 + INLINE_KERNELS_MAX + 1));
+    expect(metrics.items).toBe(4);
     expect(metrics.failedOperations).toBe(1);
-    expect(metrics.byOperation.get("PutItem")).toEqual({ operations: 2, items: 2 });
+    expect(metrics.byOperation.get("PutItem")).toEqual({ operations: 3, items: 3 });
     expect(metrics.byOperation.get("UpdateItem")).toEqual({ operations: 1, items: 1 });
-    expect(metrics.byOperation.get("TransactWriteItems")).toEqual({
-      operations: 1,
-      items: INLINE_KERNELS_MAX + 2,
-    });
     expect(metrics.capacityUnits).toBeGreaterThan(0);
-    // The gang's transaction apart (one of four writes), so a benchmark can bill it as AWS does.
-    expect(metrics.transactionCapacityUnits).toBeGreaterThan(0);
-    expect(metrics.transactionCapacityUnits).toBeLessThan(metrics.capacityUnits);
+    // A one-item write is no transaction: nothing of it is billed double.
+    expect(metrics.transactionCapacityUnits).toBe(0);
     // Reads report theirs too: a consistent read of an item under 4 KB is one unit.
     const before = metrics.readCapacityUnits;
     await store.getSession("metrics-1");

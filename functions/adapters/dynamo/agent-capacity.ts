@@ -18,13 +18,12 @@ import {
 } from "../../core/ports/agents.ts";
 import {
   allocationsOfKernels,
-  planInlineReservation,
   planRelease,
   planReservation,
   planReservationsTogether,
   RELEASE_BATCH,
   reservationsTogetherItems,
-  type InlineReservation,
+  type PlannedRequest,
 } from "./capacity.ts";
 import {
   capacityIs,
@@ -40,7 +39,8 @@ import {
 import { tableKey, type DynamoRequests } from "./dynamo-requests.ts";
 import { all } from "./expressions.ts";
 import { transactionError } from "./failures.ts";
-import { KernelItemSessions, transactSession } from "./session-form.ts";
+import { sendSessionWrite } from "./session-form.ts";
+import { fitsExpressions } from "./session-write.ts";
 import { agentFromItem, agentItem, allocationFromItem, fromItem } from "./item-codec.ts";
 import {
   AGENT_SK,
@@ -61,19 +61,11 @@ export class AgentCapacity {
   private readonly requests: DynamoRequests;
   private readonly layout: StoreLayout;
   private readonly maxAttempts: number;
-  /** Sessions whose kernels are items of their own, shared with the store (session-form.ts). */
-  private readonly kernelItems: KernelItemSessions;
 
-  constructor(
-    requests: DynamoRequests,
-    layout: StoreLayout,
-    maxAttempts: number,
-    kernelItems = new KernelItemSessions(),
-  ) {
+  constructor(requests: DynamoRequests, layout: StoreLayout, maxAttempts: number) {
     this.requests = requests;
     this.layout = layout;
     this.maxAttempts = maxAttempts;
-    this.kernelItems = kernelItems;
   }
 
   async heartbeat(heartbeat: AgentHeartbeat): Promise<Agent> {
@@ -220,20 +212,13 @@ export class AgentCapacity {
   }
 
   async reserve(request: ReservationRequest): Promise<Allocation[]> {
-    const inline = planInlineReservation(request, this.layout);
-    let allocations = inline?.allocations;
-    const { refused } = await transactSession(this.requests, this.kernelItems, {
+    const { refused, plan } = await sendSessionWrite(this.requests, {
       operation: "reserveCapacity",
       sessionId: request.sessionId,
-      inline,
+      plan: (current) => planReservation(request, this.layout, current),
       expected: request.expected,
-      legacy: () => {
-        const plan = planReservation(request, this.layout);
-        allocations = plan.allocations;
-        return plan;
-      },
     });
-    if (refused === undefined) return allocations ?? [];
+    if (refused === undefined) return plan?.allocations ?? [];
     throw await transactionError(
       request.sessionId,
       request.expected,
@@ -298,15 +283,13 @@ export class AgentCapacity {
 
   /**
    * `requests` in order, cut into runs that fit one transaction. A request that cannot share one
-   * (its session keeps its kernels as items, or it does not plan: `reserve` says why) comes as
-   * `undefined`, in its place.
+   * (it does not plan, `reserve` says why; or its plan needs the session read first, a wide gang)
+   * comes as `undefined`, in its place.
    */
-  private *togetherRuns(requests: readonly ReservationRequest[]): Generator<InlineReservation[] | undefined> {
-    let chunk: InlineReservation[] = [];
+  private *togetherRuns(requests: readonly ReservationRequest[]): Generator<PlannedRequest[] | undefined> {
+    let chunk: PlannedRequest[] = [];
     for (const request of requests) {
-      const plan = this.kernelItems.has(request.sessionId)
-        ? undefined
-        : inlinePlanOrNothing(request, this.layout);
+      const plan = plannedOrNothing(request, this.layout);
       const next = plan === undefined ? undefined : [...chunk, { request, plan }];
       if (next !== undefined && reservationsTogetherItems(next) <= MAX_TRANSACTION_ITEMS) {
         chunk = next;
@@ -402,13 +385,17 @@ function round(value: number): number {
   return Math.round(value * 1e6) / 1e6;
 }
 
-/** The request's one-item plan, or undefined when it has none or is not valid (`reserve` says why). */
-function inlinePlanOrNothing(
+/**
+ * The request's plan, or undefined when it is not valid (`reserve` says why) or does not fit the
+ * expressions without reading the session first (`reserve` does that).
+ */
+function plannedOrNothing(
   request: ReservationRequest,
   layout: StoreLayout,
-): InlineReservation["plan"] | undefined {
+): PlannedRequest["plan"] | undefined {
   try {
-    return planInlineReservation(request, layout);
+    const plan = planReservation(request, layout);
+    return fitsExpressions(plan) ? plan : undefined;
   } catch {
     return undefined;
   }

@@ -1,15 +1,15 @@
 /**
  * Capacity reservation and release as transaction plans (no I/O here).
  *
- * Reserve: one transaction that checks the session is still at the expected status/version,
- * takes each agent's share from its free capacity (kernels on one agent summed into one update),
- * writes one allocation item per agent and sets each kernel's agentId. Any failing guard cancels
- * the whole transaction, so a gang is placed entirely or not at all.
+ * Reserve: one transaction that updates the session item (still at the expected status/version,
+ * each kernel placed: its agentId set), takes each agent's share from its free capacity (kernels
+ * on one agent summed into one update) and writes one allocation item per agent. Any failing
+ * guard cancels the whole transaction, so a gang is placed entirely or not at all.
  *
  * Release: deletes allocation items (guarded by their existence) and gives their capacity back
  * in the same transaction, so capacity is returned exactly once however often release runs.
  */
-import type { ResourceRequest } from "../../core/model.ts";
+import type { Kernel, ResourceRequest } from "../../core/model.ts";
 import { InvalidStoreRequestError, TransactionTooLargeError } from "../../core/ports/errors.ts";
 import { type Allocation, type ReservationRequest } from "../../core/ports/agents.ts";
 import {
@@ -18,20 +18,19 @@ import {
   incarnationIs,
   itemAbsent,
   itemExists,
-  kernelUnplaced,
   sessionAt,
 } from "./conditions.ts";
 import { all, type UpdateBuilder } from "./expressions.ts";
-import { allocationItem, INLINE_KERNELS_MAX } from "./item-codec.ts";
-import { bumpKernelVersion, inlineKernelAt, inlineKernelsChecked, sessionUpdate } from "./session-write.ts";
-import { AGENT_SK, agentPk, allocationSk, kernelSk, SESSION_SK, sessionPk } from "./keys.ts";
+import { allocationItem, INLINE_KERNELS } from "./item-codec.ts";
+import { bumpKernelVersion, kernelAt, kernelsChecked, sessionUpdate } from "./session-write.ts";
+import { AGENT_SK, agentPk, allocationSk, SESSION_SK, sessionPk } from "./keys.ts";
 import {
   guarded,
   MAX_TRANSACTION_ITEMS,
   updateRequest,
-  type InlinePlan,
   type ItemRole,
   type PlannedTransaction,
+  type SessionPlan,
   type StoreLayout,
   type UpdateRequest,
 } from "./transaction-plan.ts";
@@ -41,27 +40,48 @@ export interface PlannedReservation extends PlannedTransaction {
   readonly allocations: Allocation[];
 }
 
-/** Items a reservation needs: the session check, two per agent, one per kernel. */
-export function reservationItemCount(kernels: number, agents: number): number {
-  return 1 + 2 * agents + kernels;
+/** Items a reservation needs: the session's update, and two per agent. */
+export function reservationItemCount(agents: number): number {
+  return 1 + 2 * agents;
 }
 
 /**
- * A reservation for a session whose item holds its kernels: the kernels' placements go in the
- * session item's update (its claim, or a guard that changes nothing but them), beside the agents
- * and allocations. Undefined when a placement names a kernel such a session cannot have.
+ * A reservation: the kernels' placements go in the session item's update (its claim, or an
+ * update that changes nothing but them), beside the agents and allocations. `current`: the
+ * kernels as read, each placed kernel written whole (a wide gang, session-write.ts).
  */
-export function planInlineReservation(
+export function planReservation(
   request: ReservationRequest,
   layout: StoreLayout,
-): (PlannedReservation & InlinePlan) | undefined {
+  current?: readonly Kernel[],
+): PlannedReservation & SessionPlan {
   validateReservation(request);
-  if (request.placements.some((p) => p.kernelIndex >= INLINE_KERNELS_MAX)) return undefined;
   const allocations = groupByAgent(request);
-  const checks = request.placements.map((p) => ({ index: p.kernelIndex, unplaced: true }));
+  const size = reservationItemCount(allocations.length);
+  if (size > MAX_TRANSACTION_ITEMS) {
+    throw new TransactionTooLargeError(request.sessionId, "reserveCapacity", size, MAX_TRANSACTION_ITEMS);
+  }
+  const read = current === undefined ? undefined : new Map(current.map((k) => [k.index, k]));
+  // Written whole, a kernel is guarded by the version it was read at (one short check each). A
+  // kernel read already placed refuses the reservation: its check says so, and one is enough.
+  const placedAlready = request.placements.find((p) => read?.get(p.kernelIndex)?.agentId !== undefined);
+  const checks = request.placements.map((p) => {
+    const kernel = read?.get(p.kernelIndex);
+    return kernel === undefined
+      ? { index: p.kernelIndex, unplaced: true }
+      : {
+          index: p.kernelIndex,
+          version: kernel.version ?? 0,
+          ...(p === placedAlready ? { unplaced: true } : {}),
+        };
+  });
   const place = (u: UpdateBuilder) => {
-    for (const placement of request.placements)
-      placeKernel(u, inlineKernelAt(placement.kernelIndex), placement);
+    for (const placement of request.placements) {
+      const kernel = read?.get(placement.kernelIndex);
+      if (kernel !== undefined)
+        u.set(`${INLINE_KERNELS}.${placement.kernelIndex}`, placed(kernel, placement));
+      else placeKernel(u, kernelAt(placement.kernelIndex), placement);
+    }
   };
   const session: UpdateRequest =
     request.claimStage === true
@@ -73,13 +93,13 @@ export function planInlineReservation(
             claimStage: true,
           },
           layout,
-          { actions: place, condition: inlineKernelsChecked(checks) },
+          { actions: place, conditions: kernelsChecked(checks) },
         )
       : updateRequest(
           layout.tableName,
           { pk: { S: sessionPk(request.sessionId) }, sk: { S: SESSION_SK } },
           place,
-          all(itemExists, sessionAt(request.expected), inlineKernelsChecked(checks)),
+          all(itemExists, sessionAt(request.expected), ...kernelsChecked(checks)),
         );
   const items: PlannedTransaction["items"] = [{ Update: session }];
   const roles: ItemRole[] = [{ kind: "session" }];
@@ -97,49 +117,14 @@ function placeKernel(
   if (placement.incarnation !== undefined) u.set(`${at}agentIncarnation`, placement.incarnation);
 }
 
-export function planReservation(request: ReservationRequest, layout: StoreLayout): PlannedReservation {
-  validateReservation(request);
-  const allocations = groupByAgent(request);
-  const size = reservationItemCount(request.placements.length, allocations.length);
-  if (size > MAX_TRANSACTION_ITEMS) {
-    throw new TransactionTooLargeError(request.sessionId, "reserveCapacity", size, MAX_TRANSACTION_ITEMS);
-  }
-  const { tableName } = layout;
-  const items: PlannedTransaction["items"] = [
-    request.claimStage === true
-      ? {
-          Update: sessionUpdate(
-            {
-              sessionId: request.sessionId,
-              expected: request.expected,
-              nowMs: request.nowMs,
-              claimStage: true,
-            },
-            layout,
-          ),
-        }
-      : {
-          ConditionCheck: {
-            TableName: tableName,
-            Key: { pk: { S: sessionPk(request.sessionId) }, sk: { S: SESSION_SK } },
-            ...guarded(all(itemExists, sessionAt(request.expected))),
-          },
-        },
-  ];
-  const roles: ItemRole[] = [{ kind: "session" }];
-  addAllocations(items, roles, allocations, request, layout);
-  for (const placement of request.placements) {
-    items.push({
-      Update: updateRequest(
-        tableName,
-        { pk: { S: sessionPk(request.sessionId) }, sk: { S: kernelSk(placement.kernelIndex) } },
-        (u) => placeKernel(u, "", placement),
-        all(itemExists, kernelUnplaced()),
-      ),
-    });
-    roles.push({ kind: "kernel", index: placement.kernelIndex });
-  }
-  return { items, roles, allocations };
+/** The kernel as placeKernel leaves it, written whole. */
+function placed(kernel: Kernel, placement: ReservationRequest["placements"][number]): Kernel {
+  return {
+    ...kernel,
+    agentId: placement.agentId,
+    ...(placement.incarnation !== undefined ? { agentIncarnation: placement.incarnation } : {}),
+    version: (kernel.version ?? 0) + 1,
+  };
 }
 
 /** Each agent's share taken from its free capacity, and the allocation that records it. */
@@ -198,10 +183,10 @@ function allocationPut(allocation: Allocation, layout: StoreLayout): PlannedTran
   return { Put: { TableName: layout.tableName, Item: allocationItem(allocation), ...guarded(itemAbsent) } };
 }
 
-/** A reservation planned for a session whose item holds its kernels (planInlineReservation). */
-export interface InlineReservation {
+/** A reservation and its plan (planReservation). */
+export interface PlannedRequest {
   readonly request: ReservationRequest;
-  readonly plan: PlannedReservation & InlinePlan;
+  readonly plan: PlannedReservation & SessionPlan;
 }
 
 /**
@@ -212,7 +197,7 @@ export interface InlineReservation {
  * (reservationsTogetherItems).
  */
 export function planReservationsTogether(
-  reservations: readonly InlineReservation[],
+  reservations: readonly PlannedRequest[],
   layout: StoreLayout,
 ): (PlannedTransaction & { readonly allocations: readonly Allocation[][] }) | undefined {
   if (reservationsTogetherItems(reservations) > MAX_TRANSACTION_ITEMS) return undefined;
@@ -243,7 +228,7 @@ export function planReservationsTogether(
 }
 
 /** Items of planReservationsTogether: one per session and per allocation, and one per agent. */
-export function reservationsTogetherItems(reservations: readonly InlineReservation[]): number {
+export function reservationsTogetherItems(reservations: readonly PlannedRequest[]): number {
   const agents = new Set(reservations.flatMap(({ plan }) => plan.allocations.map((a) => a.agentId)));
   return reservations.reduce((n, { plan }) => n + 1 + plan.allocations.length, agents.size);
 }

@@ -4,7 +4,7 @@
  */
 import type { ResourceRequest } from "../../core/model.ts";
 import type { EntityState } from "../../core/ports/errors.ts";
-import { any, type Clause } from "./expressions.ts";
+import type { Clause } from "./expressions.ts";
 
 export const itemExists: Clause = (e) => `attribute_exists(${e.path("pk")})`;
 
@@ -43,20 +43,18 @@ export const allocationIs =
     `${e.path("kernelIndexes")} = ${e.value([...kernelIndexes])}`;
 
 /**
- * The kernel is as the writer read it (a kernel never written has no version: 0). `at` is where
- * the kernel is: its own item ("") or the session item's map ("kernels.0.").
+ * The kernel is as the writer read it: its version (0: never written; the session item writes
+ * every kernel with its version, so a missing kernel fails this too). `at` is where the kernel is
+ * in the session item ("kernels.0.").
  */
-export const kernelAt = (version: number, at = ""): Clause =>
-  version === 0
-    ? any((e) => `attribute_not_exists(${e.path(`${at}version`)})`, versionIs(0, `${at}version`))
-    : versionIs(version, `${at}version`);
+export const kernelVersionIs = (version: number, at: string): Clause => versionIs(version, `${at}version`);
 
 export const versionIs =
   (version: number, path = "version"): Clause =>
   (e) =>
     `${e.path(path)} = ${e.value(version)}`;
 
-/** The attribute at `path` is there (a session item holding its kernels: `kernels`). */
+/** The attribute at `path` is there (a kernel in the session item: `kernels.0`). */
 export const exists =
   (path: string): Clause =>
   (e) =>

@@ -9,14 +9,14 @@ import { ConflictError, NotFoundError } from "../../core/ports/errors.ts";
 import { type SessionState } from "../../core/ports/sessions.ts";
 import type { ConditionFailure } from "./dynamo-requests.ts";
 import { INLINE_KERNELS, sessionFromItem, type Item } from "./item-codec.ts";
-import type { InlinePlan } from "./transaction-plan.ts";
+import type { SessionPlan } from "./transaction-plan.ts";
 
 /** Why a session's write was refused, and the session as the refusal showed it, if it did. */
 export interface RefusedWrite {
   readonly failures: readonly ConditionFailure[];
   /**
-   * The session item as DynamoDB returned it with the refusal (ALL_OLD), when that item holds its
-   * kernels: the whole session as it stands, strongly consistent, at no extra read.
+   * The session item as DynamoDB returned it with the refusal (ALL_OLD): the whole session as it
+   * stands, strongly consistent, at no extra read.
    */
   readonly current?: SessionWithKernels;
 }
@@ -80,23 +80,20 @@ export async function transactionError(
 }
 
 /**
- * The failures of an inline plan (a session item holding its kernels) in the form the mappers
- * know: DynamoDB says only that the session item's condition failed, so the item as it was tells
- * which part did. The session moved or is gone: the session's failure, as before. The item does
- * not hold its kernels (written before they were kept there): "legacy", for the caller to send
- * the write the old way. Otherwise each kernel whose check failed, as that kernel's failure (its
- * stored fields as the item, none when it is missing).
+ * The failures of a session's write in the form the mappers know: DynamoDB says only that the
+ * session item's condition failed, so the item as it was tells which part did. The session moved
+ * or is gone: the session's failure, as is. Otherwise each kernel whose check failed, as that
+ * kernel's failure (its stored fields as the item, none when it is missing).
  */
-export function inlineFailures(
+export function sessionFailures(
   failures: readonly ConditionFailure[],
-  plan: InlinePlan,
+  plan: SessionPlan,
   expected: SessionState | undefined,
-): readonly ConditionFailure[] | "legacy" {
+): readonly ConditionFailure[] {
   const session = failures.find((f) => f.role.kind === "session");
   const item = session?.reason.Item;
   if (session === undefined || item === undefined) return failures;
-  const kernels = item[INLINE_KERNELS]?.M;
-  if (kernels === undefined) return "legacy";
+  const kernels = item[INLINE_KERNELS]?.M ?? {};
   if (plan.checksSession && expected !== undefined) {
     const stored = sessionFromItem(item);
     if (stored.status !== expected.status || stored.version !== expected.version) return failures;

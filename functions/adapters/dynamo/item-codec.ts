@@ -32,7 +32,6 @@ import {
   createdPk,
   createdSk,
   historySk,
-  kernelSk,
   queueSk,
   runSk,
   SESSION_SK,
@@ -46,7 +45,6 @@ export type Item = Record<string, AttributeValue>;
 
 export const ItemType = {
   SESSION: "SESSION",
-  KERNEL: "KERNEL",
   HISTORY: "HISTORY",
   AGENT: "AGENT",
   ALLOCATION: "ALLOCATION",
@@ -74,12 +72,11 @@ export function fromItem(item: Item): Record<string, unknown> {
 // ---- sessions
 
 /**
- * The session item. Given its kernels (a session of at most INLINE_KERNELS_MAX), the item holds
- * them and its first history records too (`kernels` and `history`, maps keyed by index and seq):
- * a stage entry is then one conditional UpdateItem instead of a transaction over several items
- * (docs/data-model.md, "One item per session"). Without, the kernels are items of their own.
+ * The session item. It holds the session's kernels and its first history records (`kernels` and
+ * `history`, maps keyed by index and seq): a stage entry is one conditional UpdateItem
+ * (docs/data-model.md, "One item per session").
  */
-export function sessionItem(session: Session, shards: number, kernels?: readonly Kernel[]): Item {
+export function sessionItem(session: Session, shards: number, kernels: readonly Kernel[]): Item {
   const shard = shardOf(session.id, shards);
   const sk = queueSk(session.spec.priority, isRequeued(session), session.createdAtMs, session.id);
   return toItem({
@@ -87,15 +84,15 @@ export function sessionItem(session: Session, shards: number, kernels?: readonly
     sk: SESSION_SK,
     type: ItemType.SESSION,
     ...session,
-    ...(kernels !== undefined
-      ? {
-          [INLINE_KERNELS]: Object.fromEntries(kernels.map((k) => [String(k.index), k])),
-          // A session is created with at most one record, its lastHistory (new-session.ts).
-          [INLINE_HISTORY]: Object.fromEntries(
-            session.lastHistory !== undefined ? [[String(session.lastHistory.seq), session.lastHistory]] : [],
-          ),
-        }
-      : {}),
+    // Every kernel carries its version from the start (0: never written), so a write's guard on
+    // it is one comparison, which a missing kernel fails too.
+    [INLINE_KERNELS]: Object.fromEntries(
+      kernels.map((k) => [String(k.index), { ...k, version: k.version ?? 0 }]),
+    ),
+    // A session is created with at most one record, its lastHistory (new-session.ts).
+    [INLINE_HISTORY]: Object.fromEntries(
+      session.lastHistory !== undefined ? [[String(session.lastHistory.seq), session.lastHistory]] : [],
+    ),
     gsi1pk: sessionStatusPk(session.status, shard),
     gsi1sk: sk,
     gsi2pk: session.stage.taskToken !== undefined ? targetPk(session.status, shard) : undefined,
@@ -194,19 +191,16 @@ function stageFrom(r: Fields): StageRecord {
 
 // ---- kernels
 
-/** The session item's map of its kernels (index → kernel), when it holds them. */
+/** The session item's map of its kernels (index → kernel). */
 export const INLINE_KERNELS = "kernels";
 /** The session item's map of its first INLINE_HISTORY_MAX history records (seq → record). */
 export const INLINE_HISTORY = "history";
-/** Sessions of at most this many kernels keep them in the session item. */
-export const INLINE_KERNELS_MAX = 8;
 /** History records with a seq below this are kept in the session item; later ones are items. */
 export const INLINE_HISTORY_MAX = 16;
 
-/** The kernels a session item holds, sorted by index; undefined for a session whose kernels are items. */
-export function inlineKernelsFromItem(item: Item): Kernel[] | undefined {
-  const map = item[INLINE_KERNELS]?.M;
-  if (map === undefined) return undefined;
+/** The kernels a session item holds, sorted by index. */
+export function inlineKernelsFromItem(item: Item): Kernel[] {
+  const map = item[INLINE_KERNELS]?.M ?? {};
   return Object.values(map)
     .map((value) => kernelFrom(new Fields(fromItem(value.M ?? {}), "session.kernels")))
     .sort((a, b) => a.index - b.index);
@@ -218,20 +212,6 @@ export function inlineHistoryFromItem(item: Item): HistoryRecord[] {
   return Object.values(map)
     .map((value) => historyFrom(new Fields(fromItem(value.M ?? {}), "session.history")))
     .sort((a, b) => a.seq - b.seq);
-}
-
-/** A kernel as an item of its own: a session of more than INLINE_KERNELS_MAX kernels. */
-export function kernelItem(kernel: Kernel): Item {
-  return toItem({
-    pk: sessionPk(kernel.sessionId),
-    sk: kernelSk(kernel.index),
-    type: ItemType.KERNEL,
-    ...kernel,
-  });
-}
-
-export function kernelFromItem(item: Item): Kernel {
-  return kernelFrom(new Fields(fromItem(item), "kernel"));
 }
 
 function kernelFrom(r: Fields): Kernel {
@@ -247,7 +227,8 @@ function kernelFrom(r: Fields): Kernel {
     error: r.optString("error"),
     startedAtMs: r.optNumber("startedAtMs"),
     finishedAtMs: r.optNumber("finishedAtMs"),
-    version: r.optNumber("version"),
+    // 0 (never written) reads as absent, as the core counts it.
+    version: r.optNumber("version") || undefined,
   };
   return {
     sessionId: r.string("sessionId"),

@@ -6,9 +6,8 @@
 import { InvalidStoreRequestError } from "../../core/ports/errors.ts";
 import type { SessionStatus } from "../../core/status.ts";
 
-/** Sort key of the session item. Kernel sort keys start with it, so one Query reads both. */
+/** Sort key of the session item (which holds the session's kernels). */
 export const SESSION_SK = "SESSION";
-export const KERNEL_SK_PREFIX = "SESSION#KERNEL#";
 export const HISTORY_SK_PREFIX = "HISTORY#";
 export const ALLOCATION_SK_PREFIX = "ALLOC#";
 export const AGENT_SK = "AGENT";
@@ -52,8 +51,6 @@ export const USED_PREFIXES = [
   HISTORY_SK_PREFIX,
   ALLOCATION_SK_PREFIX,
   "STATUS#",
-  // Kernels were indexed by status until their sessions' items held them; tables keep such entries.
-  "KERNEL_STATUS#",
   "AGENT_ALLOC#",
   "TARGET#",
   "CREATED#",
@@ -98,7 +95,6 @@ export const rejectionSk = (eventId: string): string => `${REJECTION_EVENT_SK_PR
 /** Operator settings, one item each: `CONFIG#retry`. */
 export const configPk = (name: "retry"): string => `CONFIG#${name}`;
 
-export const kernelSk = (index: number): string => `${KERNEL_SK_PREFIX}${pad(index, 4)}`;
 export const historySk = (seq: number): string => `${HISTORY_SK_PREFIX}${pad(seq, 10)}`;
 export const allocationSk = (agentId: string): string => `${ALLOCATION_SK_PREFIX}${agentId}`;
 export const runSk = (runIndex: number): string => `${RUN_SK_PREFIX}${pad(runIndex, 6)}`;

@@ -1,21 +1,15 @@
 /**
- * Creating a session: the session item (guarded: the id must be free) holding its kernels, or for
- * a session of more than INLINE_KERNELS_MAX kernels the session item and its kernels' items in
- * one transaction, so a session never exists without its kernels.
+ * Creating a session: one Put of the session item holding its kernels and its first history
+ * record, guarded so the id must be free: a session never exists without its kernels.
  */
 import type { SessionWithKernels } from "../../core/model.ts";
 import { InvalidStoreRequestError } from "../../core/ports/errors.ts";
 import { KERNEL_STATUSES, SESSION_STATUSES, TERMINAL_SESSION_STATUSES } from "../../core/status.ts";
 import { itemAbsent } from "./conditions.ts";
-import { historyItem, INLINE_KERNELS_MAX, kernelItem, sessionItem } from "./item-codec.ts";
+import { SPEC_LIMITS } from "../../core/spec.ts";
+import { sessionItem } from "./item-codec.ts";
 import { expiryAttribute, retainedUntil } from "./retention.ts";
-import { historyExpiry, MAX_KERNELS_PER_SESSION } from "./session-write.ts";
-import {
-  guarded,
-  MAX_TRANSACTION_ITEMS,
-  type PlannedTransaction,
-  type StoreLayout,
-} from "./transaction-plan.ts";
+import { guarded, type PlannedTransaction, type StoreLayout } from "./transaction-plan.ts";
 import { requireCount, requireId, requireKnown, requireResources, requireTime } from "./validation.ts";
 
 export function planCreateSession(input: SessionWithKernels, layout: StoreLayout): PlannedTransaction {
@@ -26,48 +20,27 @@ export function planCreateSession(input: SessionWithKernels, layout: StoreLayout
     ? expiryAttribute(retainedUntil(session.updatedAtMs, layout))
     : {};
   // A session created with a history record (a task of a job that failed validation: why it
-  // failed, core/history.ts) holds it as its lastHistory, and the record is written with it.
-  const first = session.lastHistory;
-  if (kernels.length <= INLINE_KERNELS_MAX) {
-    // The session item holds its kernels and first history records (item-codec.ts, sessionItem).
-    return {
-      items: [
-        {
-          Put: {
-            TableName: layout.tableName,
-            Item: { ...sessionItem(session, layout.shards, kernels), ...expiry },
-            ...guarded(itemAbsent),
-          },
-        },
-      ],
-      roles: [{ kind: "session" }],
-    };
-  }
+  // failed, core/history.ts) holds it as its lastHistory and as the first record of its item.
   return {
     items: [
       {
         Put: {
           TableName: layout.tableName,
-          Item: { ...sessionItem(session, layout.shards), ...expiry },
+          Item: { ...sessionItem(session, layout.shards, kernels), ...expiry },
           ...guarded(itemAbsent),
         },
       },
-      // Kernels need no guard: the session's guard decides, and a kernel item without its
-      // session (never written by this store) would be an orphan worth overwriting.
-      ...kernels.map((k) => ({
-        Put: { TableName: layout.tableName, Item: { ...kernelItem(k), ...expiry } },
-      })),
-      ...(first !== undefined
-        ? [{ Put: { TableName: layout.tableName, Item: historyItem(first, historyExpiry(first, layout)) } }]
-        : []),
     ],
-    roles: [
-      { kind: "session" },
-      ...kernels.map((k) => ({ kind: "kernel" as const, index: k.index })),
-      ...(first !== undefined ? [{ kind: "history" as const, seq: first.seq }] : []),
-    ],
+    roles: [{ kind: "session" }],
   };
 }
+
+/**
+ * The widest gang a session item holds: the spec's own bound, and the one every write of the
+ * session is tested at (its item a few tens of kilobytes of DynamoDB's 400, each write's
+ * expressions inside 4 KB with the kernels written whole).
+ */
+export const MAX_KERNELS_PER_SESSION = SPEC_LIMITS.replicas.max;
 
 function validateNewSession({ session, kernels }: SessionWithKernels): void {
   requireId("session.id", session.id);
@@ -90,8 +63,7 @@ function validateNewSession({ session, kernels }: SessionWithKernels): void {
   if (kernels.length > MAX_KERNELS_PER_SESSION) {
     throw new InvalidStoreRequestError(
       "kernels",
-      `at most ${MAX_KERNELS_PER_SESSION} per session (a requeue writes the session, every kernel, a ` +
-        `history record and the run's record in one ${MAX_TRANSACTION_ITEMS}-item transaction), got ${kernels.length}`,
+      `at most ${MAX_KERNELS_PER_SESSION} per session (the session item holds them all), got ${kernels.length}`,
     );
   }
   const indexes = new Set<number>();

@@ -1,43 +1,19 @@
 /**
- * The two forms a session is stored in: its item holding its kernels and first history records
- * (a session of at most INLINE_KERNELS_MAX kernels, created by this version), or its kernels as
- * items of their own (larger gangs, and sessions written before). A write is planned in the first
- * form unless the session is known to be in the second; a refusal that shows the item without
- * its kernels sends it again in the second, and remembers the session.
+ * Sends a session's write: the session item holds the session, its kernels and its first history
+ * records (docs/data-model.md, "One item per session"), so every write of a session is planned
+ * against that one item. A plan is built field by field, which needs no read; when that does not
+ * fit DynamoDB's 4 KB expressions (a wide gang's requeue or placement), the session is read and
+ * the plan built again with the changed kernels written whole (session-write.ts).
  */
-import type { SessionWithKernels } from "../../core/model.ts";
+import type { Kernel, SessionWithKernels } from "../../core/model.ts";
+import { ExpressionTooLargeError } from "../../core/ports/errors.ts";
 import type { SessionState } from "../../core/ports/sessions.ts";
 import type { DynamoRequests } from "./dynamo-requests.ts";
-import { inlineFailures, type RefusedWrite } from "./failures.ts";
+import { sessionFailures, type RefusedWrite } from "./failures.ts";
 import { inlineKernelsFromItem, sessionFromItem, type Item } from "./item-codec.ts";
-import type { InlinePlan, PlannedTransaction } from "./transaction-plan.ts";
-
-/**
- * Sessions whose kernels are items, as this store has seen them (reads and refused writes), so
- * that their writes skip the one-item try. Bounded, oldest forgotten first: a session forgotten
- * costs one refused request at its next write.
- */
-export class KernelItemSessions {
-  readonly #ids = new Set<string>();
-  readonly #limit: number;
-
-  constructor(limit = 10_000) {
-    this.#limit = limit;
-  }
-
-  has(sessionId: string): boolean {
-    return this.#ids.has(sessionId);
-  }
-
-  add(sessionId: string): void {
-    if (this.#ids.has(sessionId)) return;
-    if (this.#ids.size >= this.#limit) {
-      const oldest = this.#ids.values().next();
-      if (oldest.done !== true) this.#ids.delete(oldest.value);
-    }
-    this.#ids.add(sessionId);
-  }
-}
+import { SESSION_SK, sessionPk } from "./keys.ts";
+import { fitsExpressions } from "./session-write.ts";
+import type { SessionPlan } from "./transaction-plan.ts";
 
 /** A session's write: refused (why, and the session if the refusal showed it), or written. */
 export type SessionWriteOutcome =
@@ -45,46 +21,61 @@ export type SessionWriteOutcome =
   /** `written`: the session as written, when the write was asked to return it and could. */
   | { readonly refused?: undefined; readonly written?: SessionWithKernels };
 
-/**
- * Sends a session's write: the inline plan when there is one and the session is not known to
- * keep its kernels as items; the old plan when it does, or when the session item turns out not to
- * hold its kernels. Refused, the failures come back as the mappers know them. `returnSession`: a
- * one-item write returns the session as written (the old form's transaction cannot).
- */
-export async function transactSession(
-  requests: DynamoRequests,
-  kernelItems: KernelItemSessions,
-  write: {
-    readonly operation: string;
-    readonly sessionId: string;
-    readonly inline: InlinePlan | undefined;
-    readonly expected: SessionState | undefined;
-    readonly legacy: () => PlannedTransaction;
-    readonly returnSession?: boolean;
-  },
-): Promise<SessionWriteOutcome> {
-  if (write.inline !== undefined && !kernelItems.has(write.sessionId)) {
-    const sent =
-      write.returnSession === true
-        ? await requests.updateReturningItem(write.operation, write.inline)
-        : { failures: await requests.transact(write.operation, write.inline) };
-    if ("item" in sent) return { written: sessionOf(sent.item) };
-    const { failures } = sent;
-    if (failures === undefined) return {};
-    const mapped = inlineFailures(failures, write.inline, write.expected);
-    if (mapped !== "legacy") {
-      const item = failures.find((f) => f.role.kind === "session")?.reason.Item;
-      const current = item === undefined ? undefined : sessionOf(item);
-      return { refused: { failures: mapped, ...(current ? { current } : {}) } };
-    }
-    kernelItems.add(write.sessionId);
-  }
-  const failures = await requests.transact(write.operation, write.legacy());
-  return failures === undefined ? {} : { refused: { failures } };
+export interface SessionWriteRequest<P extends SessionPlan> {
+  readonly operation: string;
+  readonly sessionId: string;
+  /** The plan, field by field without `current`, or with the changed kernels whole. */
+  readonly plan: (current?: readonly Kernel[]) => P;
+  readonly expected: SessionState | undefined;
+  /** A plan of one UpdateItem returns the session as written (ALL_NEW). */
+  readonly returnSession?: boolean;
 }
 
-/** The session an item holds whole (the one-item form: its kernels in it), else undefined. */
-function sessionOf(item: Item): SessionWithKernels | undefined {
-  const kernels = inlineKernelsFromItem(item);
-  return kernels === undefined ? undefined : { session: sessionFromItem(item), kernels };
+/**
+ * The plan a write is sent with: field by field when it fits the expressions, else whole
+ * kernels from the session as read now. Undefined when the session is not there (the write's
+ * guard would have said so; the caller reports it the same way).
+ */
+export async function planFitting<P extends SessionPlan>(
+  requests: DynamoRequests,
+  write: Pick<SessionWriteRequest<P>, "operation" | "sessionId" | "plan">,
+): Promise<P | undefined> {
+  const plan = write.plan();
+  if (fitsExpressions(plan)) return plan;
+  const item = await requests.getItem(write.operation, {
+    pk: { S: sessionPk(write.sessionId) },
+    sk: { S: SESSION_SK },
+  });
+  if (item === undefined) return undefined;
+  const whole = write.plan(inlineKernelsFromItem(item));
+  if (!fitsExpressions(whole)) throw new ExpressionTooLargeError(write.sessionId, write.operation);
+  return whole;
+}
+
+export async function sendSessionWrite<P extends SessionPlan>(
+  requests: DynamoRequests,
+  write: SessionWriteRequest<P>,
+): Promise<SessionWriteOutcome & { readonly plan?: P }> {
+  const plan = await planFitting(requests, write);
+  if (plan === undefined) {
+    return {
+      refused: { failures: [{ role: { kind: "session" }, reason: { Code: "ConditionalCheckFailed" } }] },
+    };
+  }
+  const oneItem = plan.items.length === 1;
+  const sent =
+    write.returnSession === true && oneItem
+      ? await requests.updateReturningItem(write.operation, plan)
+      : { failures: await requests.transact(write.operation, plan) };
+  if ("item" in sent) return { plan, written: sessionOf(sent.item) };
+  const { failures } = sent;
+  if (failures === undefined) return { plan };
+  const mapped = sessionFailures(failures, plan, write.expected);
+  const item = failures.find((f) => f.role.kind === "session")?.reason.Item;
+  return { plan, refused: { failures: mapped, ...(item !== undefined ? { current: sessionOf(item) } : {}) } };
+}
+
+/** The session an item holds, with its kernels. */
+export function sessionOf(item: Item): SessionWithKernels {
+  return { session: sessionFromItem(item), kernels: inlineKernelsFromItem(item) };
 }

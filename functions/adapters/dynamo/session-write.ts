@@ -1,13 +1,19 @@
 /**
- * Turns a `SessionWrite` into the items of one conditional TransactWriteItems (no I/O here):
- * the session update (guarded by expected status and version), one update per kernel patch, one
- * put per history record and the finished run's record. Index key attributes are rewritten with the fields they mirror,
- * so an index never disagrees with its item.
+ * Turns a `SessionWrite` into the items of one conditional write (no I/O here): the session
+ * item's update (guarded by expected status and version), which carries the kernels' patches and
+ * the first history records, then later history records and the finished run's record as items.
+ * Index key attributes are rewritten with the fields they mirror, so an index never disagrees
+ * with its item.
  */
 import type { TransactWriteItem } from "@aws-sdk/client-dynamodb";
 import { RUN_FIELDS, type KernelPatch, type SessionWrite } from "../../core/effects.ts";
-import type { HistoryRecord, RunRecord } from "../../core/model.ts";
-import { InvalidStoreRequestError, TransactionTooLargeError } from "../../core/ports/errors.ts";
+import type { HistoryRecord, Kernel, RunRecord } from "../../core/model.ts";
+import {
+  InvalidStoreRequestError,
+  NotFoundError,
+  TransactionTooLargeError,
+} from "../../core/ports/errors.ts";
+import { kernelsAfter } from "../../core/session-after-write.ts";
 import type { RetryState } from "../../core/retry/evaluate.ts";
 import {
   AttemptOutcome,
@@ -15,25 +21,18 @@ import {
   SESSION_STATUSES,
   TERMINAL_SESSION_STATUSES,
 } from "../../core/status.ts";
-import { exists, itemExists, kernelAt, kernelUnplaced, sessionAt } from "./conditions.ts";
+import { exists, itemExists, kernelUnplaced, kernelVersionIs, sessionAt } from "./conditions.ts";
 import { all, type Clause, type UpdateBuilder } from "./expressions.ts";
-import {
-  historyItem,
-  INLINE_HISTORY,
-  INLINE_HISTORY_MAX,
-  INLINE_KERNELS,
-  INLINE_KERNELS_MAX,
-  runItem,
-} from "./item-codec.ts";
-import { kernelSk, queueSk, SESSION_SK, sessionPk, sessionStatusPk, shardOf, targetPk } from "./keys.ts";
+import { historyItem, INLINE_HISTORY, INLINE_HISTORY_MAX, INLINE_KERNELS, runItem } from "./item-codec.ts";
+import { queueSk, SESSION_SK, sessionPk, sessionStatusPk, shardOf, targetPk } from "./keys.ts";
 import {
   guarded,
   MAX_TRANSACTION_ITEMS,
   updateRequest,
-  type InlinePlan,
   type ItemRole,
   type KernelCheck,
   type PlannedTransaction,
+  type SessionPlan,
   type StoreLayout,
   type UpdateRequest,
 } from "./transaction-plan.ts";
@@ -41,29 +40,35 @@ import { absentOrExpired, EXPIRY_ATTRIBUTE, retainedUntil } from "./retention.ts
 import { requireCount, requireId, requireTime } from "./validation.ts";
 
 /**
- * The largest write a session needs is a requeue (a stage entry out of TERMINATING): the session,
- * every kernel (reset for the next run), one history record and the finished run's record, in
- * one transaction.
+ * A session's write: one conditional update of the session item, which holds the session's
+ * kernels and its first history records, so a stage entry is one UpdateItem; later history
+ * records and the run's record are items beside it, in the same transaction.
+ *
+ * The kernels' changes are written field by field, which needs no read. DynamoDB limits an
+ * expression to 4 KB, and a wide gang's write (a requeue resets every kernel) can need more:
+ * given `current` (the kernels as read), each patched kernel is written whole instead, guarded by
+ * the version it was read at, so the expression grows by a few bytes per kernel, not per field.
  */
-export const MAX_KERNELS_PER_SESSION = MAX_TRANSACTION_ITEMS - 3;
-
-/**
- * A write for a session whose item holds its kernels (INLINE_KERNELS): the session's update
- * carries the kernels' patches and guards and its first history records, so a stage entry is
- * one conditional UpdateItem; later history records and the run's record are items beside it.
- * Undefined when the write names a kernel such a session cannot have.
- */
-export function planInlineSessionWrite(write: SessionWrite, layout: StoreLayout): InlinePlan | undefined {
+export function planSessionWrite(
+  write: SessionWrite,
+  layout: StoreLayout,
+  current?: readonly Kernel[],
+): SessionPlan {
   validateSessionWrite(write);
   const kernels = write.kernels ?? [];
   const guards = write.kernelGuards ?? [];
-  if ([...kernels, ...guards].some((k) => k.index >= INLINE_KERNELS_MAX)) return undefined;
   const history = write.history ?? [];
   const inlineHistory = history.filter((r) => r.seq < INLINE_HISTORY_MAX);
+  const whole =
+    current === undefined ? undefined : wholeKernels(write.sessionId, current, kernels, write.nowMs);
   const checks: KernelCheck[] = [
     ...kernels.map((p) => ({
       index: p.index,
-      ...(p.expectedVersion !== undefined ? { version: p.expectedVersion } : {}),
+      ...(whole !== undefined
+        ? { version: p.expectedVersion ?? whole.readVersion(p.index) }
+        : p.expectedVersion !== undefined
+          ? { version: p.expectedVersion }
+          : {}),
     })),
     ...guards.map((g) => ({ index: g.index, version: g.version })),
   ];
@@ -75,10 +80,13 @@ export function planInlineSessionWrite(write: SessionWrite, layout: StoreLayout)
     {
       Update: sessionUpdate(write, layout, {
         actions: (u) => {
-          for (const patch of kernels) setKernelFields(u, inlineKernelAt(patch.index), patch, write.nowMs);
+          for (const patch of kernels) {
+            if (whole !== undefined) u.set(kernelPath(patch.index), whole.after(patch.index));
+            else setKernelFields(u, kernelAt(patch.index), patch, write.nowMs);
+          }
           for (const record of inlineHistory) u.set(`${INLINE_HISTORY}.${record.seq}`, record);
         },
-        condition: inlineKernelsChecked(checks),
+        conditions: kernelsChecked(checks),
       }),
     },
   ];
@@ -92,6 +100,42 @@ export function planInlineSessionWrite(write: SessionWrite, layout: StoreLayout)
     layout,
   );
   return { items, roles, kernelChecks: checks, checksSession: true };
+}
+
+/** The patched kernels as they will be written whole, from the kernels as read. */
+function wholeKernels(
+  sessionId: string,
+  current: readonly Kernel[],
+  patches: readonly KernelPatch[],
+  nowMs: number,
+): { readonly after: (index: number) => Kernel; readonly readVersion: (index: number) => number } {
+  const read = new Map(current.map((k) => [k.index, k]));
+  for (const patch of patches) {
+    if (!read.has(patch.index)) throw new NotFoundError("kernel", `${sessionId}/${patch.index}`);
+  }
+  const after = new Map(kernelsAfter(current, patches, nowMs).map((k) => [k.index, k]));
+  return {
+    after: (index) => after.get(index)!,
+    readVersion: (index) => read.get(index)?.version ?? 0,
+  };
+}
+
+/** Whether a planned session write fits DynamoDB's expressions (4 KB each); else plan it whole. */
+export function fitsExpressions(plan: PlannedTransaction): boolean {
+  const update = plan.items[0]?.Update;
+  return (
+    update === undefined ||
+    ((update.UpdateExpression?.length ?? 0) <= MAX_EXPRESSION_LENGTH &&
+      (update.ConditionExpression?.length ?? 0) <= MAX_EXPRESSION_LENGTH)
+  );
+}
+
+/** DynamoDB's limit on one expression string (an update's, a condition's), in bytes. */
+export const MAX_EXPRESSION_LENGTH = 4096;
+
+/** The write enters TERMINATED or CANCELLED: the session's end, from which it is retained. */
+function endsSession(write: SessionWrite): boolean {
+  return write.status !== undefined && TERMINAL_SESSION_STATUSES.has(write.status);
 }
 
 /** History records as items of their own, and the finished run's record. */
@@ -123,73 +167,24 @@ function addRecords(
   }
 }
 
-/** The kernel's path in a session item that holds its kernels: `kernels.<index>`. */
-const inlineKernelPath = (index: number): string => `${INLINE_KERNELS}.${index}`;
+/** The kernel's path in the session item: `kernels.<index>`. */
+const kernelPath = (index: number): string => `${INLINE_KERNELS}.${index}`;
 
-/** Where a kernel's fields are in a session item that holds its kernels: `kernels.<index>.` */
-export const inlineKernelAt = (index: number): string => `${inlineKernelPath(index)}.`;
+/** Where a kernel's fields are in the session item: `kernels.<index>.` */
+export const kernelAt = (index: number): string => `${kernelPath(index)}.`;
 
 /**
- * The session item holds its kernels (a session written before them fails this, and is written
- * the old way), and each kernel checked is there, at the version it was read at.
+ * Each kernel checked is there, at the version it was read at (its version check says both), and
+ * unplaced, for a reservation.
  */
-export function inlineKernelsChecked(checks: readonly KernelCheck[]): Clause {
-  return all(
-    exists(INLINE_KERNELS),
-    ...checks.flatMap((c) => {
-      const at = inlineKernelAt(c.index);
-      return [
-        exists(inlineKernelPath(c.index)),
-        ...(c.version !== undefined ? [kernelAt(c.version, at)] : []),
-        ...(c.unplaced === true ? [kernelUnplaced(at)] : []),
-      ];
-    }),
-  );
-}
-
-export function planSessionWrite(write: SessionWrite, layout: StoreLayout): PlannedTransaction {
-  validateSessionWrite(write);
-  const kernels = write.kernels ?? [];
-  const history = write.history ?? [];
-  const size = sessionWriteItemCount(write);
-  if (size > MAX_TRANSACTION_ITEMS) {
-    throw new TransactionTooLargeError(write.sessionId, "applyWrite", size, MAX_TRANSACTION_ITEMS);
-  }
-  const items: TransactWriteItem[] = [{ Update: sessionUpdate(write, layout) }];
-  const roles: ItemRole[] = [{ kind: "session" }];
-  const expiry = endsSession(write) ? retainedUntil(write.nowMs, layout) : undefined;
-  for (const patch of kernels) {
-    items.push({ Update: kernelUpdate(write.sessionId, patch, write.nowMs, layout, expiry) });
-    roles.push({ kind: "kernel", index: patch.index });
-  }
-  for (const guard of write.kernelGuards ?? []) {
-    items.push({
-      ConditionCheck: {
-        TableName: layout.tableName,
-        Key: { pk: { S: sessionPk(write.sessionId) }, sk: { S: kernelSk(guard.index) } },
-        ...guarded(all(itemExists, kernelAt(guard.version))),
-      },
-    });
-    roles.push({ kind: "kernel", index: guard.index });
-  }
-  addRecords(items, roles, history, write.run, write.nowMs, layout);
-  return { items, roles };
-}
-
-/** The write enters TERMINATED or CANCELLED: the session's end, from which it is retained. */
-function endsSession(write: SessionWrite): boolean {
-  return write.status !== undefined && TERMINAL_SESSION_STATUSES.has(write.status);
-}
-
-/** The items of a write's transaction: the session, patched kernels, history and the run record. */
-export function sessionWriteItemCount(write: SessionWrite): number {
-  return (
-    1 +
-    (write.kernels?.length ?? 0) +
-    (write.kernelGuards?.length ?? 0) +
-    (write.history?.length ?? 0) +
-    (write.run !== undefined ? 1 : 0)
-  );
+export function kernelsChecked(checks: readonly KernelCheck[]): Clause[] {
+  return checks.flatMap((c) => {
+    const at = kernelAt(c.index);
+    return [
+      c.version !== undefined ? kernelVersionIs(c.version, at) : exists(kernelPath(c.index)),
+      ...(c.unplaced === true ? [kernelUnplaced(at)] : []),
+    ];
+  });
 }
 
 /** TTL of a history record: retention counted from the last time its outcome was seen. */
@@ -207,7 +202,7 @@ export function historyExpiry(
 export function sessionUpdate(
   write: SessionWrite,
   layout: StoreLayout,
-  more?: { readonly actions: (u: UpdateBuilder) => void; readonly condition: Clause },
+  more?: { readonly actions: (u: UpdateBuilder) => void; readonly conditions: readonly Clause[] },
 ): UpdateRequest {
   const shard = shardOf(write.sessionId, layout.shards);
   // The targets index is keyed by the status the session will be in after this write.
@@ -270,39 +265,25 @@ export function sessionUpdate(
       if (endsSession(write)) u.set(EXPIRY_ATTRIBUTE, retainedUntil(write.nowMs, layout));
       more?.actions(u);
     },
-    more === undefined
-      ? all(itemExists, sessionAt(write.expected))
-      : all(itemExists, sessionAt(write.expected), more.condition),
+    all(itemExists, sessionAt(write.expected), ...(more?.conditions ?? [])),
   );
 }
 
 /**
- * Kernel reports' write (SessionStore.patchKernels): the kernels alone, each guarded by the
- * version it was read at, the session item untouched, so a report never collides with a stage
- * entry or a claim that leaves its kernel alone.
+ * Kernel reports' write: the patched kernels in the session item, each guarded by the version it
+ * was read at; the session's own fields (its version, its stage) neither written nor checked, so
+ * a report and a stage entry collide only where both change one kernel. `current`: written whole,
+ * as planSessionWrite does for a wide gang.
  */
 export function planKernelPatches(
   sessionId: string,
   patches: readonly KernelPatch[],
   nowMs: number,
   layout: StoreLayout,
-): PlannedTransaction {
+  current?: readonly Kernel[],
+): SessionPlan {
   validateKernelPatches(sessionId, patches, nowMs);
-  return {
-    items: patches.map((patch) => ({ Update: kernelUpdate(sessionId, patch, nowMs, layout) })),
-    roles: patches.map((patch) => ({ kind: "kernel", index: patch.index })),
-  };
-}
-
-/** Kernel reports' write for a session item that holds its kernels: those kernels alone, the session's own fields untouched. */
-export function planInlineKernelPatches(
-  sessionId: string,
-  patches: readonly KernelPatch[],
-  nowMs: number,
-  layout: StoreLayout,
-): InlinePlan | undefined {
-  validateKernelPatches(sessionId, patches, nowMs);
-  if (patches.some((p) => p.index >= INLINE_KERNELS_MAX)) return undefined;
+  const whole = current === undefined ? undefined : wholeKernels(sessionId, current, patches, nowMs);
   const checks = patches.map((p) => ({ index: p.index, version: p.expectedVersion ?? 0 }));
   return {
     items: [
@@ -311,9 +292,12 @@ export function planInlineKernelPatches(
           layout.tableName,
           { pk: { S: sessionPk(sessionId) }, sk: { S: SESSION_SK } },
           (u) => {
-            for (const patch of patches) setKernelFields(u, inlineKernelAt(patch.index), patch, nowMs);
+            for (const patch of patches) {
+              if (whole !== undefined) u.set(kernelPath(patch.index), whole.after(patch.index));
+              else setKernelFields(u, kernelAt(patch.index), patch, nowMs);
+            }
           },
-          all(itemExists, inlineKernelsChecked(checks)),
+          all(itemExists, ...kernelsChecked(checks)),
         ),
       },
     ],
@@ -340,33 +324,7 @@ function validateKernelPatches(sessionId: string, patches: readonly KernelPatch[
   });
 }
 
-/** `expiresAtEpochSec`: set by the write that ends the session, which the kernel's item then shares. */
-export function kernelUpdate(
-  sessionId: string,
-  patch: KernelPatch,
-  nowMs: number,
-  layout: StoreLayout,
-  expiresAtEpochSec?: number,
-): UpdateRequest {
-  return updateRequest(
-    layout.tableName,
-    { pk: { S: sessionPk(sessionId) }, sk: { S: kernelSk(patch.index) } },
-    (u) => {
-      setKernelFields(u, "", patch, nowMs);
-      if (expiresAtEpochSec !== undefined) u.set(EXPIRY_ATTRIBUTE, expiresAtEpochSec);
-      // Kernel items are no longer indexed by status (nothing asked it); an entry written
-      // before goes with the kernel's next status.
-      if (patch.status !== undefined) u.remove("gsi1pk");
-    },
-    // A patch must never create a kernel the session does not have, nor undo one it did not see.
-    patch.expectedVersion === undefined ? itemExists : all(itemExists, kernelAt(patch.expectedVersion)),
-  );
-}
-
-/**
- * The version of the kernel at `prefix` + 1 (its item: "", the session's map: "kernels.0."); a
- * kernel written before versions existed counts from 0.
- */
+/** The version of the kernel at `prefix` ("kernels.0.") + 1; a kernel never written counts from 0. */
 export function bumpKernelVersion(u: UpdateBuilder, prefix: string): void {
   u.setTo(
     `${prefix}version`,
@@ -374,7 +332,7 @@ export function bumpKernelVersion(u: UpdateBuilder, prefix: string): void {
   );
 }
 
-/** A kernel patch's actions on the kernel at `prefix` (its item: "", the session's map: "kernels.0."). */
+/** A kernel patch's actions on the kernel at `prefix` ("kernels.0."), field by field. */
 function setKernelFields(u: UpdateBuilder, prefix: string, patch: KernelPatch, nowMs: number): void {
   bumpKernelVersion(u, prefix);
   if (patch.status !== undefined) {

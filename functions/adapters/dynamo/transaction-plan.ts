@@ -37,7 +37,7 @@ export interface PlannedTransaction {
   readonly roles: ItemRole[];
 }
 
-/** What a session item's condition checks of one kernel it holds (inlineKernelsChecked). */
+/** What a session item's condition checks of one kernel it holds (kernelsChecked). */
 export interface KernelCheck {
   readonly index: number;
   /** The version the kernel was read at. */
@@ -47,11 +47,11 @@ export interface KernelCheck {
 }
 
 /**
- * A write for a session whose item holds its kernels: its first item is the session item's
- * update, whose one condition covers the kernels too. DynamoDB reports that condition failed as
- * a whole; `kernelChecks` lets the failure be told apart again (inlineFailures, failures.ts).
+ * A session's write: its first item is the session item's update, whose one condition covers
+ * the kernels too. DynamoDB reports that condition failed as a whole; `kernelChecks` lets the
+ * failure be told apart again (sessionFailures, failures.ts).
  */
-export interface InlinePlan extends PlannedTransaction {
+export interface SessionPlan extends PlannedTransaction {
   readonly kernelChecks: readonly KernelCheck[];
   /** The update is guarded by the session's status and version too. */
   readonly checksSession: boolean;

@@ -137,6 +137,20 @@ export class TransactionTooLargeError extends SessionStoreError {
   }
 }
 
+/**
+ * A write whose update or condition would exceed DynamoDB's 4 KB expressions even with its
+ * kernels written whole; it is never split. The session's kernels are bounded so none does.
+ */
+export class ExpressionTooLargeError extends SessionStoreError {
+  override readonly name = "ExpressionTooLargeError";
+  readonly code = "EXPRESSION_TOO_LARGE";
+  readonly sessionId: string;
+  constructor(sessionId: string, operation: string) {
+    super(`${operation} for session ${sessionId} does not fit DynamoDB's 4 KB expressions`);
+    this.sessionId = sessionId;
+  }
+}
+
 /** A request the store refuses before touching storage: names the field and the reason. */
 export class InvalidStoreRequestError extends SessionStoreError {
   override readonly name = "InvalidStoreRequestError";
