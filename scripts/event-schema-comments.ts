@@ -18,7 +18,7 @@ const EMPTY: CommentTree = { description: undefined, fields: new Map() };
 /** Calls that build an object schema from a shape (zod's, and spec.ts's strictObject). */
 const OBJECT_BUILDERS = new Set(["object", "strictObject", "looseObject"]);
 /** Deep enough for any real schema; stops a cycle of aliases. */
-const MAX_DEPTH = 12;
+const MAX_DEPTH = 32;
 
 /** Comments of the schema exported as `exportName` from `file`. */
 export function schemaComments(file: string, exportName: string): CommentTree {
@@ -65,6 +65,18 @@ function expressionTree(sources: SourceFiles, file: string, node: ts.Expression,
   if (builder) {
     const shape = node.arguments[0];
     return shape === undefined ? EMPTY : expressionTree(sources, file, shape, depth + 1);
+  }
+  // A list (`z.array(item)`): its item's fields, under the list's own field (the item's comment
+  // describes one item, not the list, so it is not the list's description).
+  if (
+    ts.isPropertyAccessExpression(callee) &&
+    ts.isIdentifier(callee.expression) &&
+    callee.expression.text === "z" &&
+    callee.name.text === "array"
+  ) {
+    const item = node.arguments[0];
+    const fields = item === undefined ? EMPTY.fields : expressionTree(sources, file, item, depth + 1).fields;
+    return { description: undefined, fields };
   }
   // A method chain (`.optional()`, `.readonly()`, `.superRefine(…)`): the schema is its receiver.
   if (

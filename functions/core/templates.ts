@@ -73,19 +73,26 @@ const NOT_DEFAULTABLE = ["name", "command", "template", "parent"] as const;
 const scalarSchema = z.union([z.string(), z.number(), z.boolean()]);
 
 const constraintSchema = strictObject({
+  /** The submission must set the field itself (a template default does not count). */
   required: z.boolean().optional(),
+  /** Numeric fields: the least value allowed. */
   min: z.number().optional(),
+  /** Numeric fields: the greatest value allowed. */
   max: z.number().optional(),
+  /** The only values allowed. */
   allowed: z.array(scalarSchema).min(1).max(64).readonly().optional(),
 }).readonly();
 
 export type FieldConstraint = z.output<typeof constraintSchema>;
 
 const templateShape = {
+  /** What submissions name it by (`template: NAME`); `Default` applies to those that name none. */
   name: nameSchema,
+  /** Free text for the people choosing a template. */
   description: z.string().max(1024).optional(),
   /** A partial spec: values for the fields a submission leaves unset. */
   defaults: z.record(z.string(), z.unknown()).default({}),
+  /** Per spec field path (`resources.cpu`, `queue`, `timeouts.job`): what a submission must satisfy. */
   constraints: z.record(z.string(), constraintSchema).default({}),
 };
 

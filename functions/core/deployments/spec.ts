@@ -52,24 +52,29 @@ const SERVICE_RUNNING_SECONDS = SPEC_LIMITS.timeoutSeconds.max;
 const threshold = z.number().int().min(DEPLOYMENT_LIMITS.threshold.min).max(DEPLOYMENT_LIMITS.threshold.max);
 
 const healthCheckSchema = strictObject({
+  /** The URL path the probe GETs; any 2xx or 3xx answer passes. */
   path: z
     .string()
     .max(DEPLOYMENT_LIMITS.pathMaxLength)
     .regex(/^\/[\x21-\x7e]*$/, { error: "must be a URL path starting with '/', without spaces" })
     .default(HEALTH_CHECK_DEFAULTS.path),
+  /** Seconds between probes. */
   intervalSeconds: z
     .number()
     .int()
     .min(DEPLOYMENT_LIMITS.intervalSeconds.min)
     .max(DEPLOYMENT_LIMITS.intervalSeconds.max)
     .default(HEALTH_CHECK_DEFAULTS.intervalSeconds),
+  /** Seconds a probe may take; less than intervalSeconds. */
   timeoutSeconds: z
     .number()
     .int()
     .min(DEPLOYMENT_LIMITS.timeoutSeconds.min)
     .max(DEPLOYMENT_LIMITS.timeoutSeconds.max)
     .default(HEALTH_CHECK_DEFAULTS.timeoutSeconds),
+  /** Passing probes in a row that make a replica HEALTHY. */
   healthyThreshold: threshold.default(HEALTH_CHECK_DEFAULTS.healthyThreshold),
+  /** Failing probes in a row that make a replica UNHEALTHY. */
   unhealthyThreshold: threshold.default(HEALTH_CHECK_DEFAULTS.unhealthyThreshold),
 })
   .refine((h) => h.timeoutSeconds < h.intervalSeconds, {
@@ -79,20 +84,30 @@ const healthCheckSchema = strictObject({
   .readonly();
 
 const serviceSchema = strictObject({
+  /** The server and its arguments (argv, no shell); it listens on `$CAIRN_PORT`. */
   command: commandSchema,
+  /** Environment variables for each replica; `CAIRN_…` names are reserved. */
   env: userEnvSchema.prefault({}),
+  /** What each replica reserves on its agent. */
   resources: resourcesSchema.prefault({}),
+  /** The queue the replicas' sessions wait in. */
   queue: nameSchema.default(SPEC_DEFAULTS.queue),
+  /** The replicas' sessions' priority; the queue's is added to it. */
   priority: prioritySchema.default(SPEC_DEFAULTS.priority),
+  /** Only agents carrying every one of these labels may run a replica. */
   nodeSelector: labelsSchema.optional(),
   /** Pins every replica's port; by default each replica's agent picks a free one. */
   port: z.number().int().min(DEPLOYMENT_LIMITS.port.min).max(DEPLOYMENT_LIMITS.port.max).optional(),
 }).readonly();
 
 export const DeploymentSpecSchema = strictObject({
+  /** The deployment's id: it names its execution and prefixes its routes' ids. */
   name: nameSchema,
+  /** How many replicas to keep running (0 keeps the deployment with none). */
   replicas: z.number().int().min(DEPLOYMENT_LIMITS.replicas.min).max(DEPLOYMENT_LIMITS.replicas.max),
+  /** What each replica runs. */
   service: serviceSchema,
+  /** How each replica's agent checks its health: an HTTP GET of `path` on its port. */
   healthCheck: healthCheckSchema.prefault({}),
 }).readonly();
 

@@ -33,12 +33,19 @@ export const RETRY_CONFIG_DEFAULTS: RetryConfig = Object.freeze({
 const defaults = RETRY_CONFIG_DEFAULTS;
 
 export const RetryConfigSchema = strictObject({
+  /** false: policies are not consulted, and the session's budgets decide alone. */
   enabled: z.boolean().default(defaults.enabled),
+  /** Every retry of a session counts against it, whatever rule allowed it; 0 stops every retry. */
   globalMaxRetries: retryLimitSchema.default(defaults.globalMaxRetries),
+  /** The policy that applies when neither the queue nor the session names one, if it exists. */
   defaultPolicyName: nameSchema.default(defaults.defaultPolicyName),
+  /** The backoff of a retry whose rule and policy set none. */
   defaultBackoff: strictObject({
+    /** The first retry's wait, a duration such as `10s` (default 0). */
     initialDelay: durationSchema.default(defaults.defaultBackoff.initialDelayMs),
+    /** The longest wait (default 10m). */
     maxDelay: durationSchema.default(defaults.defaultBackoff.maxDelayMs),
+    /** Each further failure's wait is the last one times this. */
     multiplier: multiplierSchema.default(defaults.defaultBackoff.multiplier),
   })
     .superRefine(({ initialDelay, maxDelay }, ctx) => {

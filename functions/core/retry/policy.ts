@@ -141,12 +141,17 @@ function checkDelayOrder(
   }
 }
 
+/** A retry's wait: `min(initialDelay * multiplier^(failureCount-1), maxDelay)`. */
 const backoffSchema = strictObject({
+  /** The first retry's wait, a duration such as `10s`. */
   initialDelay: durationSchema.optional(),
+  /** The longest wait, a duration such as `5m`. */
   maxDelay: durationSchema.optional(),
+  /** Each further failure's wait is the last one times this. */
   multiplier: multiplierSchema.optional(),
 }).superRefine(checkDelayOrder);
 
+/** `node`: the retried run is placed away from the agent of the run that failed. */
 const antiAffinitySchema = strictObject({ mode: z.enum(AntiAffinityMode) });
 
 const KERNEL_SELECTOR_HINT = `must be a kernel index (${RETRY_POLICY_LIMITS.kernelIndex.min} to ${RETRY_POLICY_LIMITS.kernelIndex.max}) or "*"`;
@@ -180,17 +185,26 @@ const MATCHER_FIELDS = ["onExitCodes", "onConditions", "onTerminationMessage", "
 const RETRY_ONLY_FIELDS = ["retryLimit", "backoff", "antiAffinity"] as const;
 
 const ruleSchema = strictObject({
+  /** What a failure the rule matches does: Retry (within the rule's limit) or Fail. */
   action: z.enum(RetryAction),
+  /** The kernel the matchers look at (its index), or `*` for any; without it, any kernel. */
   containerName: kernelSelectorSchema.optional(),
+  /** Accepted for compatibility with Armada's documents; Cairn's kernels have no init containers. */
   includeInitContainers: z.boolean({ error: "must be true or false" }).optional(),
+  /** Exit codes, `In` or `NotIn` the list (exit 0 never matches). */
   onExitCodes: strictObject({
     operator: z.enum(ExitCodeOperator),
     values: z.array(exitCodeSchema).min(1).max(RETRY_POLICY_LIMITS.exitCodes.max),
   }).optional(),
+  /** Conditions the kernel ended with (OOMKilled, Evicted, …). */
   onConditions: z.array(z.enum(TerminationCondition)).min(1).optional(),
+  /** An RE2 pattern matched anywhere in the kernel's termination message. */
   onTerminationMessage: strictObject({ pattern: patternSchema }).optional(),
+  /** Failure categories: the built-in ones and those operators define. */
   onFailureCategory: z.array(nameSchema).min(1).optional(),
+  /** Retries this rule allows (default: the policy's, then the global cap). */
   retryLimit: retryLimitSchema.optional(),
+  /** This rule's backoff, over the policy's and the global default. */
   backoff: backoffSchema.optional(),
   antiAffinity: antiAffinitySchema.optional(),
 }).superRefine(
@@ -215,16 +229,22 @@ const ruleSchema = strictObject({
 );
 
 const policySpecSchema = strictObject({
+  /** Retries each rule allows unless it sets its own (default: the global cap). */
   retryLimit: retryLimitSchema.optional(),
+  /** What a failure no rule matches does. */
   defaultAction: z.enum(RetryAction).default(RetryAction.Fail),
+  /** The policy's backoff, over the global default. */
   backoff: backoffSchema.optional(),
   antiAffinity: antiAffinitySchema.optional(),
+  /** Checked in order; the first that matches decides. */
   rules: z.array(ruleSchema).max(RETRY_POLICY_LIMITS.rules.max).default([]),
 });
 
 export const RetryPolicyDocumentSchema = strictObject({
+  /** `cairn.dev/v1`, or Armada's `armadaproject.io/v1`. */
   apiVersion: z.enum([RETRY_POLICY_API_VERSION, ARMADA_API_VERSION]),
   kind: z.literal(RETRY_POLICY_KIND),
+  /** `name`: what queues and sessions name the policy by. */
   metadata: strictObject({ name: nameSchema }),
   spec: policySpecSchema,
 });
