@@ -326,6 +326,7 @@ describe("views (the JSON output)", () => {
       status: "RUNNING",
       result: null,
       hpcState: "Running",
+      hpcAdmission: null,
       queue: "default",
       priority: 0,
       tries: 0,
@@ -384,6 +385,7 @@ describe("views (the JSON output)", () => {
           to: null,
           count: 3,
           message: "no agent has room for 1 kernel",
+          hpc: null,
           firstAt: "2026-11-21T12:00:01.000Z",
           lastAt: "2026-11-21T12:00:01.900Z",
         },
@@ -443,7 +445,7 @@ describe("text rendering (time passed in)", () => {
     expect(renderHistory(historyView("hello-abc12345", HISTORY))).toBe(
       [
         "SEQ  AT                        HANDLER              RESULT     STATUS               COUNT  MESSAGE",
-        "0    2026-11-21T12:00:00.000Z  Submit               SUBMITTED  PENDING              1      -",
+        "0    2026-11-21T12:00:00.000Z  Submit               SUBMITTED  PENDING              1      HPC Submitted → Validating → Queued",
         "1    2026-11-21T12:00:01.000Z  ScheduleNewSessions  SKIPPED    PENDING (kept)       3      no agent has room for 1 kernel",
         "2    2026-11-21T12:00:02.000Z  ScheduleNewSessions  SUCCESS    PENDING → SCHEDULED  1      placed on agent-1",
       ].join("\n"),

@@ -1,5 +1,5 @@
 /**
- * Issue 16, item 5 end to end: a submission filter that fails open — one that times out or
+ * HPC Pack's submission filter end to end: a submission filter that fails open — one that times out or
  * throws lets the submission through, and it runs (e2e-admission.test.ts fails closed).
  */
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
@@ -29,6 +29,12 @@ test("the filter timing out fails open: the submission runs", async () => {
   const ended = await waitForJobEnd(rt, id);
   expect(ended.job.final?.state).toBe("SUCCEEDED");
   expect(ended.hpc).toBe("Finished");
+  // Its first history record says the filter did not answer and let it through.
+  const [first] = await rt.store.listHistory(ended.sessions[0]!.session.id);
+  expect(first).toMatchObject({ seq: 0, handler: "Submit", result: "SUBMITTED" });
+  expect(first?.message).toContain(
+    "the submission filter did not answer (no answer within 1000 ms) and fails open; queued",
+  );
 }, 60_000);
 
 test("the filter throwing fails open too; its rejections still apply", async () => {

@@ -1,8 +1,9 @@
 /**
- * Issue 16, items 4 and 5 end to end (seed 004, "Validating"), in the embedded runtime with real
- * processes: a submission validated against its job template (defaults applied, constraints
- * checked, the run-time check), one violating its template stored and ended Failed with every
- * field listed, an unknown template named; the submission filter (a local module) rejecting,
+ * HPC Pack's Validating end to end, in the embedded runtime with real processes: a submission
+ * validated against its job template (defaults applied, constraints checked, the run-time check),
+ * its first history record saying so (Submitted → Validating → Queued), one violating its
+ * template stored and ended Failed with every field listed (Submitted → Validating → Failed), an
+ * unknown template named; the submission filter (a local module) rejecting,
  * modifying, and failing — a timeout and a malformed answer — closed (this runtime's filter
  * fails closed; e2e-admission-open.test.ts fails open).
  */
@@ -60,6 +61,29 @@ describe("given the job template small", () => {
     expect(ended.job.spec.resources).toEqual({ cpu: 1, memoryMiB: 64 });
     expect(ended.job.spec.timeouts.running).toBe(600);
     expect(ended.hpc).toBe("Finished");
+    // Validating is visible: the execution's own first record says what validation checked.
+    const sessionId = ended.sessions[0]!.session.id;
+    const [first, second] = await rt.store.listHistory(sessionId);
+    expect(first).toMatchObject({
+      seq: 0,
+      handler: "Submit",
+      result: "SUBMITTED",
+      fromStatus: "PENDING",
+      toStatus: "PENDING",
+      message:
+        "validated: job template small applied (its defaults set, its constraints checked), " +
+        "sizes within the limits, permission by IAM; the submission filter accepted it; queued",
+    });
+    expect(second).toMatchObject({ seq: 1, handler: "ScheduleNewSessions" });
+    // HPC Pack's steps before Queued, as `cairn history` and `cairn get` show them.
+    const history = await runCairn(rt.dataDir, ["history", sessionId]);
+    expect(history.stdout).toMatch(
+      /\n0 +\S+ +Submit +SUBMITTED +PENDING +1 +HPC Submitted → Validating → Queued: validated: job template small applied/,
+    );
+    const got = await runCairn(rt.dataDir, ["get", sessionId]);
+    expect(got.stdout).toMatch(
+      /\n {2}hpc +Finished \(HPC Pack's state; admitted Submitted → Validating → Queued\)\n/,
+    );
   }, 60_000);
 
   test("a submission violating it is stored and ends Failed, every violated field listed", async () => {
@@ -98,6 +122,10 @@ describe("given the job template small", () => {
         r.message,
       ]),
     ).toEqual([[0, "Submit FAILED PENDING->TERMINATED", reason]]);
+    const history = await runCairn(rt.dataDir, ["history", only!.session.id]);
+    expect(history.stdout).toMatch(
+      /PENDING → TERMINATED +1 +HPC Submitted → Validating → Failed: failed validation against job template small/,
+    );
     // Not an Event Rejected: no refusal is recorded for it.
     expect(await rt.store.listRejections(id)).toEqual([]);
   }, 60_000);
@@ -199,6 +227,11 @@ describe("given a submission filter that fails closed", () => {
     expect(ended.job.final?.state).toBe("SUCCEEDED");
     expect(ended.job.spec.env).toEqual({ FILTERED: "yes" });
     expect(ended.sessions[0]?.kernels[0]?.exitCode).toBe(0);
+    const [first] = await rt.store.listHistory(ended.sessions[0]!.session.id);
+    expect(first?.message).toBe(
+      "validated: job template Default applied (its defaults set, its constraints checked), sizes within the limits, " +
+        "permission by IAM; the submission filter modified it, and the modified spec was validated again; queued",
+    );
   }, 60_000);
 
   test("the filter's modified spec is validated again", async () => {

@@ -12,7 +12,10 @@ export function renderSession(view: SessionView, nowMs: number): string {
   const ended = view.result !== null;
   const rows: [string, string][] = [
     ["status", ended ? `${view.status} (${view.result})` : view.status],
-    ["hpc", `${view.hpcState} (HPC Pack's state)`],
+    [
+      "hpc",
+      `${view.hpcState} (HPC Pack's state${view.hpcAdmission === null ? "" : `; admitted ${view.hpcAdmission.join(" → ")}`})`,
+    ],
     ["queue", `${view.queue}, priority ${view.priority}`],
     [
       "run",
@@ -122,10 +125,17 @@ export function renderHistory(view: HistoryView): string {
       r.result,
       r.to === null ? `${r.from} (kept)` : r.to === r.from ? r.to : `${r.from} → ${r.to}`,
       String(r.count),
-      cell(r.message),
+      cell(messageText(r)),
     ]),
   );
   return view.runs.length === 0 ? records : `${records}\n\nruns:\n${renderRuns(view.runs)}`;
+}
+
+/** A record's message; the submission's record first names the HPC Pack states it stands for. */
+function messageText(r: HistoryRecordView): string | null {
+  if (r.hpc === null) return r.message;
+  const steps = `HPC ${r.hpc.join(" → ")}`;
+  return r.message === null ? steps : `${steps}: ${r.message}`;
 }
 
 export function renderList(view: ListView, status: string | undefined, nowMs: number): string {

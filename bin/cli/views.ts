@@ -12,7 +12,12 @@ import type {
 } from "../../functions/core/model.ts";
 import { runName } from "../../functions/core/retry/naming.ts";
 import { sessionResult, type SessionResult } from "../../functions/core/sessions.ts";
-import { hpcSessionState, type HpcState } from "../../functions/core/hpc-view.ts";
+import {
+  hpcAdmissionSteps,
+  hpcSessionAdmissionSteps,
+  hpcSessionState,
+  type HpcState,
+} from "../../functions/core/hpc-view.ts";
 
 export interface KernelView {
   readonly index: number;
@@ -36,8 +41,13 @@ export interface SessionView {
   readonly status: string;
   /** succeeded / failed / cancelled once the session has ended; null before. */
   readonly result: SessionResult | null;
-  /** Seed 004's state of the session (functions/core/hpc-view.ts). */
+  /** HPC Pack's state of the session (functions/core/hpc-view.ts). */
   readonly hpcState: HpcState;
+  /**
+   * The HPC Pack states its submission went through before it was stored: Submitted, Validating,
+   * then Queued (or Failed); null for a session created before validation was recorded.
+   */
+  readonly hpcAdmission: readonly HpcState[] | null;
   readonly queue: string;
   readonly priority: number;
   /** Handler tries spent in the current stage. */
@@ -115,6 +125,8 @@ export interface HistoryRecordView {
   /** How many identical outcomes in a row this record stands for. */
   readonly count: number;
   readonly message: string | null;
+  /** The submission's record: the HPC Pack states it stands for (Submitted → Validating → Queued). */
+  readonly hpc: readonly HpcState[] | null;
   readonly firstAt: string;
   readonly lastAt: string;
 }
@@ -154,6 +166,7 @@ export function sessionView(
     status: session.status,
     result: sessionResult(found) ?? null,
     hpcState: hpcSessionState(session, kernels),
+    hpcAdmission: hpcSessionAdmissionSteps(session) ?? null,
     queue: session.spec.queue,
     priority: session.spec.priority,
     tries: session.tries,
@@ -243,6 +256,7 @@ export function historyRecordView(record: HistoryRecord): HistoryRecordView {
     to: record.toStatus ?? null,
     count: record.count,
     message: record.message ?? null,
+    hpc: hpcAdmissionSteps(record) ?? null,
     firstAt: iso(record.firstAtMs),
     lastAt: iso(record.lastAtMs),
   };

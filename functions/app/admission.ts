@@ -1,5 +1,5 @@
 /**
- * Admission (issue 16, items 4 and 5; seed 004, "Validating"): every submission, before its job
+ * Admission (HPC Pack's "Validating"): every submission, before its job
  * is created, is validated against its job template (core/templates.ts: defaults applied,
  * constraints checked, no task's run-time limit past the job's) and then, when an administrator
  * configured one, passed through the submission filter (core/submission-filter.ts), whose
@@ -7,7 +7,10 @@
  * error message and the job moves to the Failed state": such a job is stored with its sessions
  * already ended and its final state FAILED, the reason listing every violated field, so `cairn
  * get`, `cairn job get` and `submit --wait` show why; each session's history is the one record
- * `Submit FAILED` with that reason (core/history.ts validationFailedRecord), written with it.
+ * `Submit FAILED` with that reason (core/history.ts validationFailedRecord), written with it. A
+ * submission that passes is stored with what was checked (core/history.ts admissionSummary: the
+ * template applied, the filter's answer), which its execution's first history record (Submit
+ * SUBMITTED) carries as its message: Submitted → Validating → Queued, readable in its history.
  *
  * Every submission comes through here, a deployment's replicas too: whoever sent it, a spec that
  * breaks its template or that the filter refuses never runs.
@@ -19,7 +22,7 @@
 import { MAX_MESSAGE_LENGTH } from "../core/events.ts";
 import { DEFAULT_QUEUE } from "../core/coordinator/inbound.ts";
 import type { Job, Queue, ServiceBinding, SessionSpec, SessionWithKernels } from "../core/model.ts";
-import { validationFailedRecord } from "../core/history.ts";
+import { admissionSummary, validationFailedRecord, type AdmissionChecks } from "../core/history.ts";
 import { newJob } from "../core/jobs.ts";
 import type { JobRepository } from "../core/ports/jobs.ts";
 import type { SessionRepository } from "../core/ports/sessions.ts";
@@ -61,8 +64,12 @@ export interface AdmissionDeps {
 }
 
 export type Admitted =
-  /** The spec to submit: validated, filtered, its queue's priority added. */
-  | { readonly kind: "admitted"; readonly spec: SessionSpec }
+  /**
+   * The spec to submit: validated, filtered, its queue's priority added; `admission` says what
+   * was checked (history.ts admissionSummary), for its sessions' first history record. Absent for
+   * a repeat of a submission admitted before.
+   */
+  | { readonly kind: "admitted"; readonly spec: SessionSpec; readonly admission?: string }
   /** The job was stored ended FAILED with this reason. */
   | { readonly kind: "failed"; readonly reason: string };
 
@@ -130,12 +137,26 @@ export class Admission {
     const template = await this.#template(templateName);
     let checked = validateSubmission(written, template);
     let spec = checked.ok ? checked.spec : undefined;
+    let checks: AdmissionChecks = { template: templateName };
+    if (spec !== undefined && this.#d.filter !== undefined) {
+      checks = { ...checks, filter: "asked before" };
+    }
     if (spec !== undefined && this.#d.filter !== undefined && (await storedJob()) === undefined) {
-      const verdict = await this.#ask(jobId, spec, templateName);
+      const { verdict, failure } = await this.#ask(jobId, spec, templateName);
       if (verdict.kind === "reject") return failing(spec, verdict.reason, await storedJob());
+      checks = {
+        ...checks,
+        filter:
+          verdict.kind === "modify"
+            ? "modified"
+            : failure !== undefined
+              ? { failedOpen: failure }
+              : "accepted",
+      };
       if (verdict.kind === "modify") {
         // The modified spec is validated again, against the template it names.
         const again = await this.#template(templateNameOf(verdict.spec));
+        checks = { ...checks, template: templateNameOf(verdict.spec) };
         checked = validateSubmission(verdict.spec, again);
         spec = checked.ok ? checked.spec : undefined;
         if (!checked.ok) {
@@ -165,7 +186,11 @@ export class Admission {
       return failing(spec, validationFailureReason(templateName, [issue]), undefined);
     }
     const priority = queue && queue.priority !== 0 ? spec.priority + queue.priority : spec.priority;
-    return { kind: "admitted", spec: priority === spec.priority ? spec : { ...spec, priority } };
+    return {
+      kind: "admitted",
+      spec: priority === spec.priority ? spec : { ...spec, priority },
+      admission: admissionSummary(checks),
+    };
   }
 
   /** Carries a plan out: a failure is stored (the job ended FAILED); an admission is as planned. */
@@ -191,14 +216,15 @@ export class Admission {
     const outcome = await Promise.race([asked, timeout]);
     clearTimeout(timer);
     const verdict = filterVerdict(outcome, onFailure);
-    if ("failure" in outcome || verdict.kind !== "accept") {
+    const failure = "failure" in outcome ? outcome.failure : undefined;
+    if (failure !== undefined || verdict.kind !== "accept") {
       this.#d.log.info("submission filter", {
         jobId,
         verdict: verdict.kind,
-        ...("failure" in outcome ? { failure: outcome.failure } : {}),
+        ...(failure !== undefined ? { failure } : {}),
       });
     }
-    return verdict;
+    return { verdict, ...(failure !== undefined ? { failure } : {}) };
   }
 
   #template(name: string): Promise<JobTemplate | undefined> {

@@ -1039,7 +1039,7 @@ export class Coordinator {
         )),
     );
     return admitted.kind === "admitted"
-      ? this.#jobs.submit(action.jobId, admitted.spec, action.service)
+      ? this.#jobs.submit(action.jobId, admitted.spec, action.service, admitted.admission)
       : // Stored, ended FAILED: applied, and nothing to look at.
         { ok: true, sessionIds: [] };
   }

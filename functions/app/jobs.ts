@@ -63,10 +63,12 @@ function newJobSession(
   index: number,
   nowMs: number,
   service: ServiceBinding | undefined,
+  admission: string | undefined,
 ): SessionWithKernels {
   const fresh = newSession(job.sessionIds[index]!, taskSpec(job.spec), nowMs);
   const session = {
     ...fresh.session,
+    ...(admission !== undefined ? { admission } : {}),
     ...(jobSettings(job.spec).coscheduled
       ? {}
       : { task: { jobId: job.id, index, count: job.spec.replicas } }),
@@ -91,7 +93,13 @@ export class Jobs {
    * step is idempotent. A child of a parent that already ended other than SUCCEEDED is cancelled
    * at once, so no child outlives a failed parent whichever came first.
    */
-  async submit(jobId: string, spec: SessionSpec, service?: ServiceBinding): Promise<SubmitOutcome> {
+  /** `admission`: what validation checked (history.ts admissionSummary), for the first history record. */
+  async submit(
+    jobId: string,
+    spec: SessionSpec,
+    service?: ServiceBinding,
+    admission?: string,
+  ): Promise<SubmitOutcome> {
     const { store, clock } = this.#d;
     const limit = maxJobIdLength(spec);
     if (jobId.length > limit) {
@@ -105,7 +113,9 @@ export class Jobs {
     if (spec.parent === undefined) {
       const nowMs = clock.nowMs();
       const job = newJob(jobId, spec, nowMs);
-      const sessions = job.sessionIds.map((id, index) => newJobSession(job, index, nowMs, service));
+      const sessions = job.sessionIds.map((id, index) =>
+        newJobSession(job, index, nowMs, service, admission),
+      );
       if ((await store.createJobWithSessions(job, sessions)).created) {
         for (const created of sessions) await this.#startExecution(created.session, created);
         return { ok: true, sessionIds: job.sessionIds };
@@ -134,7 +144,7 @@ export class Jobs {
     if (!jobCreated && !sameSpec(job.spec, spec)) return { ok: false, reason: takenBy(job) };
     if (parent) parent = (await store.addChildJob(parent.id, job.id)) ?? parent;
     for (const [index, sessionId] of job.sessionIds.entries()) {
-      const created = await store.createSession(newJobSession(job, index, nowMs, service));
+      const created = await store.createSession(newJobSession(job, index, nowMs, service, admission));
       if (!created.created) {
         // Taken between the check above and this write by a job of its own (a race): this job
         // gives up what it holds, never the other's session.

@@ -271,7 +271,7 @@ export function stageEntryWrite({
         result: transition.result,
         fromStatus: transition.from,
         toStatus: to,
-        ...(transition.message !== undefined ? { message: transition.message } : {}),
+        ...messageOf(session, transition),
         atMs: nowMs,
       },
     ]),
@@ -291,6 +291,15 @@ export function stageEntryWrite({
       ? requeueMark(session, nowMs)
       : {}),
   };
+}
+
+/**
+ * A record's message: the transition's; the execution's first record (SUBMITTED) has none of its
+ * own and takes what validation checked of the submission (history.ts admissionSummary).
+ */
+function messageOf(session: Session, transition: StageTransition): { message?: string } {
+  const message = transition.message ?? (transition.result === "SUBMITTED" ? session.admission : undefined);
+  return message !== undefined ? { message } : {};
 }
 
 /** The first return to PENDING marks the session requeued (queue-order.ts); later ones keep the mark. */

@@ -79,3 +79,44 @@ export function validationFailedRecord(sessionId: string, reason: string, atMs: 
     lastAtMs: atMs,
   };
 }
+
+/**
+ * What admission checked of a submission that passed (app/admission.ts). HPC Pack's Validating:
+ * "the Job Scheduler service confirms permissions, applies default settings for any properties
+ * that the job owner did not specify, and validates each property against constraints. Default
+ * settings and constraints are defined by the job template … During validation, the job might also
+ * pass through a custom submission filter application".
+ */
+export interface AdmissionChecks {
+  /** The job template whose defaults were applied and whose constraints were checked. */
+  readonly template: string;
+  /**
+   * What the submission filter did; absent when none is configured. `asked before`: a redelivered
+   * submission whose job was stored at its first delivery, when the filter was asked.
+   */
+  readonly filter?: "accepted" | "modified" | "asked before" | { readonly failedOpen: string };
+}
+
+/**
+ * The message of a passing submission's first history record (Submit SUBMITTED, the execution's
+ * own first record): what Validating did, so its history shows Submitted → Validating → Queued
+ * and why (hpc-view.ts hpcAdmissionSteps). Stored on the session as it is created (`admission`);
+ * a session stored ended by a failed validation has validationFailedRecord instead.
+ */
+export function admissionSummary(checks: AdmissionChecks): string {
+  const { filter } = checks;
+  const filtered =
+    filter === undefined
+      ? "no submission filter configured"
+      : filter === "accepted"
+        ? "the submission filter accepted it"
+        : filter === "modified"
+          ? "the submission filter modified it, and the modified spec was validated again"
+          : filter === "asked before"
+            ? "the submission filter was asked when it was first received"
+            : `the submission filter did not answer (${filter.failedOpen}) and fails open`;
+  const summary =
+    `validated: job template ${checks.template} applied (its defaults set, its constraints checked), ` +
+    `sizes within the limits, permission by IAM; ${filtered}; queued`;
+  return summary.slice(0, MAX_MESSAGE_LENGTH);
+}

@@ -6,19 +6,22 @@
  * Pack's states before a job is queued:
  * Cairn validates a submission (its job template and the submission filter, app/admission.ts)
  * before it stores its sessions, so a stored session is never Validating: one that passed is
- * queued, and one that failed ("the job moves to the Failed state") is stored TERMINATED with no
- * kernel started, which the rows below read as Failed, its history the one record Submit FAILED
- * with the reason (history.ts validationFailedRecord). A job's task whose session is not stored
- * yet is Submitted (core/jobs.ts), and a draft (core/drafts.ts) is Configuring.
+ * queued, what validation checked the message of its first history record (Submit SUBMITTED,
+ * history.ts admissionSummary), and one that failed ("the job moves to the Failed state") is
+ * stored TERMINATED with no kernel started, which the rows below read as Failed, its history the
+ * one record Submit FAILED with the reason (history.ts validationFailedRecord). Either way the
+ * steps it went through, Submitted → Validating → Queued or Failed, are read off that record or
+ * the session (hpcAdmissionSteps). A job's task whose session is not stored yet is Submitted
+ * (core/jobs.ts), and a draft (core/drafts.ts) is Configuring.
  *
- * Cancellation (seed 004, item 6): "The task was canceled by the job owner or a cluster
+ * Cancellation: "The task was canceled by the job owner or a cluster
  * administrator before it started running. If a running task is canceled, the task is marked as
  * Failed." So a cancelled task is Canceled if its kernel never started and Failed if it did, while
  * its Sokovan status reads CANCELLED (cancelled before RUNNING) or TERMINATED (from RUNNING). A job
  * cancelled by its owner or by its run-time limit (job-run-time.ts) ends KILLED: Canceled ("the
  * HPC Job Scheduler Service can cancel a job if it exceeds its runtime").
  */
-import type { Kernel, Session } from "./model.ts";
+import type { HistoryRecord, Kernel, Session } from "./model.ts";
 import { AttemptOutcome, JobState, KernelStatus, SessionStatus } from "./status.ts";
 
 export const HpcState = {
@@ -211,4 +214,31 @@ export function hpcSessionState(session: Session, kernels: readonly Kernel[]): H
     return HpcState.Failed;
   }
   return hpcJobState({ tasks, cancelRequested: cancelled(session) });
+}
+
+/**
+ * The HPC Pack states a submission went through before Cairn stored it, read off a history
+ * record: the first record of a session that passed validation (Submit SUBMITTED) reads
+ * Submitted → Validating → Queued; the one record of a session that failed it (Submit FAILED)
+ * reads Submitted → Validating → Failed ("If the job passes validation, it moves to the Queued
+ * state. If the job does not pass validation, the job displays an error message and the job moves
+ * to the Failed state."). Any other record: undefined.
+ */
+export function hpcAdmissionSteps(
+  record: Pick<HistoryRecord, "handler" | "result"> | undefined,
+): readonly HpcState[] | undefined {
+  if (record?.handler !== "Submit") return undefined;
+  if (record.result === "SUBMITTED") return [HpcState.Submitted, HpcState.Validating, HpcState.Queued];
+  if (record.result === "FAILED") return [HpcState.Submitted, HpcState.Validating, HpcState.Failed];
+  return undefined;
+}
+
+/**
+ * The same steps for a session, without reading its history: one created with what validation
+ * checked passed it; one whose latest record is its Submit record went through it as that record
+ * says. Undefined for a session created before validation was recorded.
+ */
+export function hpcSessionAdmissionSteps(session: Session): readonly HpcState[] | undefined {
+  if (session.admission !== undefined) return hpcAdmissionSteps({ handler: "Submit", result: "SUBMITTED" });
+  return hpcAdmissionSteps(session.lastHistory);
 }

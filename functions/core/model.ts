@@ -170,6 +170,12 @@ export interface Session {
   readonly preemption?: PreemptionMark;
   /** Set when the session backs a deployment's route (issue 15): its start command carries it. */
   readonly service?: ServiceBinding;
+  /**
+   * What validation checked of the submission that created the session (history.ts
+   * admissionSummary): the message of its first history record, Submit SUBMITTED. Absent on a
+   * session created before it was recorded, and on one stored ended by a failed validation.
+   */
+  readonly admission?: string;
 }
 
 /**

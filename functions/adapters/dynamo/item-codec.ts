@@ -114,6 +114,7 @@ export function sessionFromItem(item: Item): Session {
   const task = r.optObject("task");
   const preemption = r.optObject("preemption");
   const service = r.optObject("service");
+  const admission = r.optString("admission");
   return {
     id: r.string("id"),
     spec: r.object("spec") as unknown as SessionSpec,
@@ -138,6 +139,7 @@ export function sessionFromItem(item: Item): Session {
       : {}),
     // Written by the control plane only, from a validated submission.
     ...(service !== undefined ? { service: service as unknown as ServiceBinding } : {}),
+    ...(admission !== undefined ? { admission } : {}),
     ...(lastHistory !== undefined
       ? { lastHistory: historyFrom(new Fields(lastHistory, "session.lastHistory")) }
       : {}),
