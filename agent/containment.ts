@@ -124,6 +124,8 @@ export interface ContainmentOptions {
   /** false forces the "proc" mode. */
   readonly cgroups: boolean;
   readonly signal: (pid: number, signal: NodeJS.Signals) => void;
+  /** Told how many kernel runs of agent processes that died (a crash, a SIGKILL) were stopped at start-up. */
+  readonly onStaleRunsStopped?: (runs: number) => void;
 }
 
 export function createContainment(options: ContainmentOptions): Containment {
@@ -131,7 +133,8 @@ export function createContainment(options: ContainmentOptions): Containment {
   const name = `cairn-${options.agentId.replace(/[^A-Za-z0-9_.-]/g, "_")}-${process.pid}`;
   const found = detectCgroups(`cairn-probe-${name.slice("cairn-".length)}`);
   if (!found.available) return new ProcContainment(options.signal, found.reason);
-  reapStaleAgentCgroups(found.base.ownDir, (pid) => existsSync(`/proc/${pid}`));
+  const stale = reapStaleAgentCgroups(found.base.ownDir, (pid) => existsSync(`/proc/${pid}`));
+  if (stale > 0) options.onStaleRunsStopped?.(stale);
   return new CgroupContainment(found.base, join(found.base.ownDir, name), options.signal);
 }
 

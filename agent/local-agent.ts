@@ -261,12 +261,16 @@ export class LocalAgent {
     if (options.cgroups !== undefined && typeof options.cgroups !== "boolean") {
       throw new InvalidAgentInputError("cgroups", "must be a boolean");
     }
+    const info = options.info ?? ((message) => console.info(`[agent ${this.id}] ${message}`));
     this.containment = createContainment({
       agentId: this.id,
       cgroups: options.cgroups ?? true,
       signal: (pid, signal) => this.signal(pid, signal),
+      onStaleRunsStopped: (runs) =>
+        info(
+          `containment: stopped the processes of ${runs} kernel run(s) an agent process that died left behind`,
+        ),
     });
-    const info = options.info ?? ((message) => console.info(`[agent ${this.id}] ${message}`));
     info(`containment: ${this.containment.mode}: ${this.containment.description}`);
     if (retentionMs > 0) {
       this.sweeper = new WorkDirSweeper({

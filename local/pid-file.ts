@@ -64,7 +64,8 @@ export class RuntimeAlreadyRunningError extends Error {
 
 /**
  * Stops whatever an earlier runtime with this data directory left running, and removes its
- * stale files. Returns one line per thing stopped (empty when it had stopped cleanly). Throws
+ * stale files. Returns one line saying what it stopped and removed (none when it had stopped
+ * cleanly). Throws
  * RuntimeAlreadyRunningError when that runtime is still alive.
  */
 export function recoverStaleRuntime(dataDir: string): string[] {
@@ -106,5 +107,9 @@ export function recoverStaleRuntime(dataDir: string): string[] {
     lines.push(`removed the stale ${runtimeFile}`);
   }
   rmSync(file, { force: true });
-  return lines.length > 0 ? [`the runtime pid ${contents.runtime.pid} did not stop cleanly:`, ...lines] : [];
+  if (lines.length === 0) return [];
+  // One line that says what happened and what was done about it, whatever else is printed.
+  return [
+    `the earlier runtime (pid ${contents.runtime.pid}) did not stop cleanly; cleaned up after it: ${lines.join("; ")}`,
+  ];
 }

@@ -31,6 +31,7 @@ import {
 } from "../functions/topology/index.ts";
 import { runtimeAccess } from "./access.ts";
 import { AgentProcess } from "./agent-processes.ts";
+import { supervise } from "./agent-supervision.ts";
 import { sessionsMidLifecycle } from "./restart.ts";
 import {
   pidFilePath,
@@ -64,6 +65,12 @@ import type { JsonValue } from "./stepfunctions/json.ts";
 export interface RuntimeOptions {
   /** Local agents to start. @default 4 */
   readonly agents?: number;
+  /**
+   * Restart an agent process that exits on its own (a crash, a `kill -9`), with backoff
+   * (agent-supervision.ts), as `npm start` does. Its exit is reported either way.
+   * @default false: tests that kill agents see them stay dead
+   */
+  readonly restartAgents?: boolean;
   /** Capacity of each agent. @default { cpu: 4, memoryMiB: 4096 } */
   readonly agentCapacity?: { readonly cpu: number; readonly memoryMiB: number };
   /** Kernels' work directories and the runtime file the CLI reads. @default ".cairn" */
@@ -260,7 +267,9 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
   // the bus), then the sweep, the bus, the queue (in-flight batches finish), Step Functions,
   // the endpoints, and DynamoDB last.
   const stops: (() => Promise<void> | void)[] = [];
+  let stopping = false;
   const stop = async () => {
+    stopping = true;
     for (const fn of stops.splice(0).reverse()) {
       try {
         await fn();
@@ -634,9 +643,19 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         log: (line) => log(`cairn: ${line}`),
       });
       agents.push(agent);
-      void agent.exited.then(() => {
-        const i = agents.indexOf(agent);
-        if (i >= 0) agents.splice(i, 1);
+      supervise(agent, {
+        log: (line) => log(`cairn: ${line}`),
+        stopping: () => stopping,
+        restart: options.restartAgents === true,
+        removed: (gone) => {
+          const i = agents.indexOf(gone);
+          if (i >= 0) agents.splice(i, 1);
+          if (!stopping) writeRuntimeFile();
+        },
+        added: (restarted) => {
+          agents.push(restarted);
+          writeRuntimeFile();
+        },
       });
       writeRuntimeFile();
       return agent;

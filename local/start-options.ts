@@ -139,6 +139,8 @@ export function parseStartArgs(argv: readonly string[]): StartCommand {
     dashboardPort: dashboardPort ?? 0,
     options: {
       agents: agents ?? 4,
+      // An agent that dies is said and restarted (with backoff), as a service manager would.
+      restartAgents: true,
       agentCapacity: { cpu: cpu ?? 4, memoryMiB: memoryMiB ?? 4096 },
       // A named data directory is one to come back to: its table is kept on disk (unless the
       // table is in a DynamoDB Local of the user's, which keeps it itself).

@@ -302,10 +302,10 @@ describe("deployment create: the spec is checked before anything is sent", () =>
     ],
     [
       "a health check whose probe outlasts its interval",
-      "name: web\nreplicas: 1\nservice: { command: [serve] }\nhealthCheck: { intervalSeconds: 2, timeoutSeconds: 2 }\n",
+      "name: web\nreplicas: 1\nservice: { command: [serve] }\nhealthCheck: { intervalSeconds: 2 }\n",
       [
         "cairn: invalid deployment spec svc.yaml (1 problem):",
-        "  healthCheck.timeoutSeconds: must be less than intervalSeconds: a probe ends before the next one starts",
+        "  healthCheck.timeoutSeconds: is 2 (2 when not given) and must be less than intervalSeconds (2): a probe ends before the next one starts",
       ],
     ],
   ])("%s", async (_label, text, expected) => {
@@ -414,7 +414,7 @@ describe("get, list and routes, from the items", () => {
         "  reason     Unhealthy: 1 of 2 replica(s) healthy: web-r1 DEGRADED (refused \\u001b[2J\\u001b]0;owned\\u0007 by 10.0.0.9)",
         "  command    python3 -m http.server",
         "  resources  0.5 cpu, 256 MiB",
-        "  queue      default, priority 0",
+        "  queue      default, service priority 0 (the queue's priority is added)",
         "  port       picked by each replica's agent (CAIRN_PORT)",
         "  health     GET / every 5 s (timeout 2 s); healthy after 1 passed, unhealthy after 3 failed in a row, evicted after 6",
         "  created    2027-01-15T08:00:00.000Z (5m00s ago)",

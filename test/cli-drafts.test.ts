@@ -252,7 +252,7 @@ describe("runCli: drafts", () => {
         "  hpc       Configuring (HPC Pack's state)",
         "  version   3",
         "  replicas  2",
-        "  queue     default, priority 0",
+        "  queue     default, priority 0 (the queue's priority is added when it is submitted)",
         "  command   /bin/true",
         "  created   2026-11-21T11:59:00.000Z (1m00s ago)",
         "  updated   2026-11-21T11:59:30.000Z (30.0s ago)",

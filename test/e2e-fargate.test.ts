@@ -1,5 +1,5 @@
 /**
- * Issue 14's end-to-end scenarios: kernels as ECS tasks on Fargate, against the embedded runtime
+ * End-to-end scenarios of kernels as ECS tasks on Fargate, against the embedded runtime
  * (its ECS runs each task's command as a local process and puts ECS's own task events on the
  * default bus, whose rule forwards Cairn's cluster's to the coordinator). No agent runs here:
  * every kernel is a task on its queue's Fargate pool.
@@ -381,6 +381,28 @@ describe("Fargate sessions, end to end", () => {
     const [run0] = await rt.store.listRuns(id);
     expect(run0).toMatchObject({ runIndex: 0, outcome: "PREEMPTED", decision: "retry" });
   }, 120_000);
+
+  test("on the default queue, which has no Fargate settings, it waits with advice that works as printed", async () => {
+    const id = newId("default-queue");
+    await rt.submit({
+      sessionId: id,
+      spec: { ...fargateSpec("on-default", ["sh", "-c", "echo hi"]), queue: "default" },
+    });
+    const waiting = await rt.waitFor(
+      id,
+      (s) => (s.session.pendingReason ?? "").includes("cairn queue update"),
+      "a pending reason with advice",
+    );
+    const advice = /`(cairn queue update [^`]+)`/.exec(waiting.session.pendingReason!)![1]!;
+    expect(advice).toBe("cairn queue update default --vcpu-quota N");
+    // Run as printed, N filled in.
+    const argv = advice.replace(/ N$/, " 4").split(" ").slice(1);
+    const updated = await runCairn(rt.dataDir, argv);
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(updated.stdout).toContain("updated queue default");
+    const done = await rt.waitForEnd(id, 60_000);
+    expect(sessionResult(done)).toBe("succeeded");
+  }, 90_000);
 });
 
 /** Whether a process with this pid still exists. */

@@ -80,6 +80,7 @@ describe("npm start options", () => {
       dashboardPort: 0,
       options: {
         agents: 4,
+        restartAgents: true,
         agentCapacity: { cpu: 4, memoryMiB: 4096 },
         dataDir: ".cairn",
         ports: { stepFunctions: 0, eventBridge: 0 },
@@ -357,11 +358,18 @@ describe("npm start killed with SIGKILL, then started again with the same --data
 
     const second = start();
     await second.ready;
-    expect(second.stderr).toContain(`cairn: the runtime pid ${pids.runtime.pid} did not stop cleanly:`);
-    expect(second.stderr).toContain(`cairn: stopped agent agent-1 (pid ${agent!.pid})`);
-    expect(second.stderr).toContain(
-      `cairn: stopped ${kernels.length} kernel process(es) of agent agent-1 (pids ${kernels.map((k) => k.pid).join(", ")})`,
+    // One line says what happened and everything done about it.
+    const recovered = second.stderr
+      .split("\n")
+      .find((line) =>
+        line.startsWith(`cairn: the earlier runtime (pid ${pids.runtime.pid}) did not stop cleanly; `),
+      );
+    expect(recovered, second.stderr).toBeDefined();
+    expect(recovered).toContain(`cleaned up after it: stopped agent agent-1 (pid ${agent!.pid}); `);
+    expect(recovered).toContain(
+      `; stopped ${kernels.length} kernel process(es) of agent agent-1 (pids ${kernels.map((k) => k.pid).join(", ")})`,
     );
+    expect(recovered).toContain(`; removed the stale ${join(dataDir, "runtime.json")}`);
     // The session that was running lost its in-memory execution, and the start says so.
     expect(second.stderr).toMatch(/sessions that were mid-lifecycle when the runtime stopped \(sleepy-1\)/);
     expect(isAlive(agent!.pid, agent!.startTicks)).toBe(false);
@@ -382,6 +390,100 @@ describe("npm start killed with SIGKILL, then started again with the same --data
     // A clean stop leaves nothing for the next start to recover.
     expect(existsSync(pidFilePath(dataDir))).toBe(false);
     expect(existsSync(join(dataDir, "runtime.json"))).toBe(false);
+  }, 180_000);
+});
+
+describe("npm start, one of its agents killed with kill -9", () => {
+  const { dataDir, start } = npmStarts("cairn-agent-kill-");
+
+  test("it says how the agent exited at once, restarts it with backoff, and the restarted agent stops the kernels left behind", async () => {
+    const runtime = start();
+    await runtime.ready;
+    const specFile = join(dataDir, "sleep.yaml");
+    writeFileSync(specFile, 'name: sleepy\ncommand: ["sleep", "600"]\n');
+    const submitted = await runCairn(dataDir, ["submit", specFile, "--id", "sleepy-1"]);
+    expect(submitted.code, submitted.stderr).toBe(0);
+    const workRoot = join(dataDir, "work");
+    await until(
+      "the sleep kernel runs",
+      () => (kernelPids(workRoot).length > 0 ? true : undefined),
+      30_000,
+      200,
+    );
+    const kernels = kernelPids(workRoot).map((pid) => ({ pid, ticks: startTicks(pid) }));
+    const agentPid = () =>
+      (JSON.parse(readFileSync(pidFilePath(dataDir), "utf8")) as PidFileContents).agents[0]!.pid;
+    const first = agentPid();
+
+    process.kill(first, "SIGKILL");
+    // The agent's kernel outlives it (kernels run detached)…
+    expect(kernels.every((k) => isAlive(k.pid, k.ticks))).toBe(true);
+    await until(
+      "the exit is reported",
+      () =>
+        runtime.stderr.includes(
+          `cairn: agent agent-1 (pid ${first}) was killed by SIGKILL; restarting it in 1 s (1 exit(s) in a row)`,
+        )
+          ? true
+          : undefined,
+      10_000,
+      100,
+    );
+    await until(
+      "agent-1 restarted",
+      () => (/cairn: agent agent-1 restarted \(pid (\d+)\)/.exec(runtime.stderr) ? true : undefined),
+      30_000,
+      200,
+    );
+    const second = Number(/cairn: agent agent-1 restarted \(pid (\d+)\)/.exec(runtime.stderr)![1]);
+    expect(second).not.toBe(first);
+    // …until the restarted agent stops what its killed run left behind, and says so: in cgroup
+    // mode by the dead agent's cgroup, otherwise by the kernels' marked environment.
+    expect(runtime.stderr).toMatch(
+      new RegExp(
+        `agent agent-1: (containment: stopped the processes of ${kernels.length} kernel run\\(s\\) an agent process that died left behind|` +
+          `stopped ${kernels.length} kernel process\\(es\\) an earlier run of this agent left behind)`,
+      ),
+    );
+    await until(
+      "the orphaned kernel is gone",
+      () => (kernelPids(workRoot).length === 0 ? true : undefined),
+      10_000,
+      100,
+    );
+    // The runtime's records name the new process.
+    await until(
+      "the pid file names the restarted agent",
+      () => (agentPid() === second ? true : undefined),
+      10_000,
+      100,
+    );
+
+    // Killed again at once: the next restart waits twice as long.
+    process.kill(second, "SIGKILL");
+    await until(
+      "the second exit is reported",
+      () =>
+        runtime.stderr.includes(
+          `cairn: agent agent-1 (pid ${second}) was killed by SIGKILL; restarting it in 2 s (2 exit(s) in a row)`,
+        )
+          ? true
+          : undefined,
+      10_000,
+      100,
+    );
+    await until(
+      "agent-1 restarted again",
+      () => (runtime.stderr.match(/cairn: agent agent-1 restarted/g)?.length === 2 ? true : undefined),
+      30_000,
+      200,
+    );
+
+    runtime.child.kill("SIGINT");
+    await runtime.exited();
+    expect(runtime.child.exitCode).toBe(0);
+    // A stop is not an exit to report.
+    expect(runtime.stderr.match(/was killed by|exited with code/g)?.length).toBe(2);
   }, 180_000);
 });
 

@@ -30,7 +30,11 @@ export function renderDeployment(view: DeploymentView, nowMs: number): string {
       : [["reason", `${view.reason.reason}: ${printable(view.reason.message)}`] as [string, string]]),
     ["command", printable(commandLine(spec.service.command))],
     ["resources", `${spec.service.resources.cpu} cpu, ${spec.service.resources.memoryMiB} MiB`],
-    ["queue", `${spec.service.queue}, priority ${spec.service.priority}`],
+    // The spec's priority: each replica's session runs at it plus the queue's own.
+    [
+      "queue",
+      `${spec.service.queue}, service priority ${spec.service.priority} (the queue's priority is added)`,
+    ],
     [
       "port",
       spec.service.port === undefined

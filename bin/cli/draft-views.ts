@@ -49,7 +49,11 @@ export function renderDraft(view: DraftView, nowMs: number): string {
     ["hpc", `${view.hpcState} (HPC Pack's state)`],
     ["version", String(view.version)],
     ["replicas", String(view.replicas)],
-    ["queue", `${view.queue}, priority ${view.priority}`],
+    // The draft's own: its sessions run at it plus the queue's priority, added at submission.
+    [
+      "queue",
+      `${view.queue}, priority ${view.priority} (the queue's priority is added when it is submitted)`,
+    ],
     ["command", view.spec.command.join(" ")],
     ["created", `${view.createdAt} (${ago(view.createdAt, nowMs)})`],
     ["updated", `${view.updatedAt} (${ago(view.updatedAt, nowMs)})`],

@@ -318,7 +318,10 @@ export function deriveJobState(
   const total = tasks.length;
   const allFinished = tasks.every((t) => t.finished);
   if (total > 0 && finished.SUCCEEDED === total) {
-    return { state: JobState.SUCCEEDED, reason: `all ${total} tasks succeeded` };
+    return {
+      state: JobState.SUCCEEDED,
+      reason: total === 1 ? "its one task succeeded" : `all ${total} tasks succeeded`,
+    };
   }
   if (finished.FAILED > maxTaskFailures) {
     return {

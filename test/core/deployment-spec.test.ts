@@ -50,8 +50,13 @@ describe("a deployment spec", () => {
       "healthCheck.path: must be a URL path starting with '/', without spaces",
     ],
     [
-      { healthCheck: { intervalSeconds: 2, timeoutSeconds: 2 } },
-      "healthCheck.timeoutSeconds: must be less than intervalSeconds",
+      { healthCheck: { intervalSeconds: 2, timeoutSeconds: 3 } },
+      "healthCheck.timeoutSeconds: is 3 (2 when not given) and must be less than intervalSeconds (2)",
+    ],
+    // The timeout left out is its default, and the message says so.
+    [
+      { healthCheck: { intervalSeconds: 2 } },
+      "healthCheck.timeoutSeconds: is 2 (2 when not given) and must be less than intervalSeconds (2): a probe ends before the next one starts",
     ],
     [{ healthCheck: { unhealthyThreshold: 0 } }, "healthCheck.unhealthyThreshold: must be at least 1"],
     [{ service: { command: [] } }, "service.command:"],

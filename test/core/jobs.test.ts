@@ -128,6 +128,9 @@ describe("job state: each rule of seed 000, in order", () => {
     expect(deriveJobState([done(S.UNSCHEDULABLE), done(S.KILLED)], 0).reason).toBe(
       "1 task could not be scheduled in time",
     );
+    // In the grammar of the count: one task is not "all 1 tasks".
+    expect(deriveJobState([done(S.SUCCEEDED)], 0).reason).toBe("its one task succeeded");
+    expect(deriveJobState([done(S.SUCCEEDED), done(S.SUCCEEDED)], 0).reason).toBe("all 2 tasks succeeded");
   });
 });
 

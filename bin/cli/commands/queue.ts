@@ -3,6 +3,7 @@ import {
   changeQueueFargateSettings,
   type QueueFargateChanges,
 } from "../../../functions/core/queue-settings.ts";
+import { DEFAULT_QUEUE } from "../../../functions/core/coordinator/inbound.ts";
 import type { OutputFormat } from "../args.ts";
 import { ConflictError, InvalidInputError, ResourceNotFoundError } from "../errors.ts";
 import { ExitCode } from "../exit-codes.ts";
@@ -25,8 +26,11 @@ export async function runQueueWrite(
   ctx: CommandContext,
 ): Promise<ExitCode> {
   const { admin } = ctx.api;
-  const creating = invocation.kind === "queue create";
-  const current = creating ? undefined : await admin.getQueue(invocation.name);
+  const current = invocation.kind === "queue create" ? undefined : await admin.getQueue(invocation.name);
+  // The default queue exists without being created (priority 0, no retry policies): updating it
+  // the first time stores it, so the advice the product prints for it works as printed.
+  const implicit = current === undefined && invocation.name === DEFAULT_QUEUE;
+  const creating = invocation.kind === "queue create" || implicit;
   if (!creating && current === undefined)
     throw new ResourceNotFoundError(`queue ${invocation.name} not found`);
   const retryPolicies = invocation.retryPolicies ?? current?.retryPolicies ?? [];
@@ -76,7 +80,7 @@ export async function runQueueWrite(
   if (invocation.output === "json") printJson(ctx.io, queueView(queue));
   else
     ctx.io.stdout(
-      `${creating ? "created" : "updated"} queue ${queue.name}\n${renderQueue(queueView(queue))}`,
+      `${invocation.kind === "queue create" ? "created" : "updated"} queue ${queue.name}\n${renderQueue(queueView(queue))}`,
     );
   return ExitCode.Ok;
 }

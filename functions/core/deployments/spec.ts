@@ -77,9 +77,16 @@ const healthCheckSchema = strictObject({
   /** Failing probes in a row that make a replica UNHEALTHY. */
   unhealthyThreshold: threshold.default(HEALTH_CHECK_DEFAULTS.unhealthyThreshold),
 })
-  .refine((h) => h.timeoutSeconds < h.intervalSeconds, {
-    error: "must be less than intervalSeconds: a probe ends before the next one starts",
-    path: ["timeoutSeconds"],
+  .superRefine((h, ctx) => {
+    if (h.timeoutSeconds < h.intervalSeconds) return;
+    // Named with both values and the default, since a timeout left out is the default's.
+    ctx.addIssue({
+      code: "custom",
+      path: ["timeoutSeconds"],
+      message:
+        `is ${h.timeoutSeconds} (${HEALTH_CHECK_DEFAULTS.timeoutSeconds} when not given) and must be less than ` +
+        `intervalSeconds (${h.intervalSeconds}): a probe ends before the next one starts`,
+    });
   })
   .readonly();
 
