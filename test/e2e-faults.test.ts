@@ -161,9 +161,8 @@ describe("AWS faults, end to end (issue 11)", () => {
   test("a Task that times out (SCHEDULED) as EnterStage's own next step completes it, then a lost response (RUNNING): the session still succeeds", async () => {
     // EnterStage takes a SCHEDULED session's next step in its own call, so the stage's timer can
     // only beat the callback, not the call's return: the timeout lands just before SendTaskSuccess,
-    // which the step sends before the entry is written (completedOnEntry). The entry is then
-    // written as the expiry path's arrives; whichever comes first, the expiry applies (an expiry
-    // that finds the entry not written yet is refused as retryable, EntryNotWrittenError).
+    // which the step sends after the entry was written with its token claimed for the step. The
+    // callback finds the stage closed, and the expiry path's entry applies.
     // The lost response is RUNNING's, which the kernel's exit a second later completes: a stage
     // completed within the call would make a lost response moot, as on AWS.
     switchFaults({

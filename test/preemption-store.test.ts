@@ -99,8 +99,8 @@ beforeEach(async () => {
 
 afterEach(() => table.drop());
 
-/** Stages a handler claimed with its own write (a placement), as the coordinator would hold them. */
-const held: { sessionId: string; status: string; token: string }[] = [];
+/** Stages a handler claimed with its own write (a placement), as the coordinator would record them. */
+const claimed: { sessionId: string; status: string }[] = [];
 
 function ctx(): HandlerContext {
   return {
@@ -110,7 +110,7 @@ function ctx(): HandlerContext {
     commands: new KernelCommands(store, channel),
     config,
     nowMs: NOW,
-    hold: (sessionId, status, token) => held.push({ sessionId, status, token }),
+    claimed: (sessionId, status) => claimed.push({ sessionId, status }),
     queue: () => Promise.resolve(undefined),
     liveAgents: async (refs) => {
       const wanted = new Set([...refs].map((r) => r.agentId));

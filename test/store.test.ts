@@ -851,6 +851,44 @@ describe("targets and listings", () => {
     expect(back.map((s) => s.session.id)).toEqual([claimed]);
   });
 
+  test("a claim keeps its token in the table: found by claimed-only, not a target, a target again once given back", async () => {
+    const store = table.store();
+    const id = expectedOrder[1]!;
+    const token = (await store.getSession(id))!.session.stage.taskToken!;
+    await store.applyWrite({
+      sessionId: id,
+      expected: { status: "PENDING", version: 0 },
+      nowMs: T0 + 50,
+      claimStage: true,
+      claimedToken: token,
+    });
+    const claimed = await store.getSession(id);
+    expect(claimed?.session.stage).toMatchObject({ claimedToken: token, claimedAtMs: T0 + 50 });
+    expect(claimed?.session.stage).not.toHaveProperty("taskToken");
+    const targetable = await store.targetsByStatus({
+      statuses: ["PENDING"],
+      limit: 10,
+      targetableOnly: true,
+    });
+    expect(targetable.map((s) => s.session.id)).not.toContain(id);
+    const found = await store.targetsByStatus({ statuses: ["PENDING"], limit: 10, claimedOnly: true });
+    expect(found.map((s) => s.session.id)).toContain(id);
+    const { claimedToken: _t, claimedAtMs: _a, ...stage } = claimed!.session.stage;
+    await store.applyWrite({
+      sessionId: id,
+      expected: { status: "PENDING", version: 1 },
+      nowMs: T0 + 51,
+      stage: { ...stage, taskToken: token },
+    });
+    const again = await store.targetsByStatus({ statuses: ["PENDING"], limit: 10, claimedOnly: true });
+    expect(again.map((s) => s.session.id)).not.toContain(id);
+    const back = await store.targetsByStatus({ statuses: ["PENDING"], limit: 10, targetableOnly: true });
+    expect(back.map((s) => s.session.id)).toContain(id);
+    await expect(
+      store.targetsByStatus({ statuses: ["PENDING"], limit: 1, claimedOnly: true, targetableOnly: true }),
+    ).rejects.toThrow(/claimedOnly: cannot be combined with targetableOnly/);
+  });
+
   test("listing by status pages through every session once, in queue order", async () => {
     const store = table.store();
     const seen: string[] = [];

@@ -266,7 +266,7 @@ export class Agents {
         expected: { status: s.session.status, version: s.session.version },
         nowMs,
         kernels: plan.kernels,
-        ...(transition && token !== undefined ? { claimStage: true } : {}),
+        ...(transition && token !== undefined ? { claimStage: true, claimedToken: token } : {}),
       });
       if (transition && token !== undefined) await executions.complete(token, transition);
       this.#d.log.info("session moved off a lost agent", { sessionId, agentId, status: s.session.status });

@@ -20,19 +20,17 @@ import {
   type Wake,
 } from "../core/coordinator/inbound.ts";
 import { parseTaskEvent, type TaskStateReport } from "../core/coordinator/task-reports.ts";
-import { needsRetryCatalog, type CarryOutPlan, type PassResultEffects } from "../core/coordinator/passes.ts";
+import {
+  givenBack,
+  needsRetryCatalog,
+  type CarryOutPlan,
+  type PassResultEffects,
+} from "../core/coordinator/passes.ts";
 import { step, type StepInput } from "../core/coordinator/step.ts";
 import type { SessionWrite } from "../core/effects.ts";
 import { DetailType, EventSource, parseInboundEvent, type InboundEvent } from "../core/events.ts";
 import { SessionStatusChangedDetailSchema } from "../core/session-events.ts";
-import {
-  isLiveAgent,
-  type DeferredEntry,
-  type Queue,
-  type SessionWithKernels,
-  type StageTransition,
-} from "../core/model.ts";
-import { SchedulingResult } from "../core/scheduling.ts";
+import { isLiveAgent, type Queue, type SessionWithKernels, type StageTransition } from "../core/model.ts";
 import type { SessionStore } from "../core/ports/store.ts";
 import { promotionDue } from "../core/promotion.ts";
 import { SESSION_STATUSES, WAITING_SESSION_STATUSES, SessionStatus } from "../core/status.ts";
@@ -68,19 +66,24 @@ export interface CoordinatorDeps {
   readonly executions: LifecycleExecutionsPort;
   readonly events: EventsPort;
   readonly channel: AgentChannelPort;
-  /** Kernels as ECS tasks (issue 14); absent when the stack has no Fargate executor. */
+  /** Kernels as ECS tasks; absent when the stack has no Fargate executor. */
   readonly fargate?: FargateKernels;
   readonly config: CairnConfig;
   readonly clock: Clock;
   readonly log: Logger;
   /** Repeated identical SKIPPED records closer together than this are not rewritten. */
   readonly skipRecordIntervalMs?: number;
-  /** Job templates (issue 16); absent, only the built-in Default exists. */
+  /** Job templates; absent, only the built-in Default exists. */
   readonly templates?: TemplateRepository;
   /** Failure categories operators define; absent, the agents' built-in categories stand. */
   readonly failureCategories?: Pick<FailureCategoryRepository, "listFailureCategories">;
-  /** The administrator's submission filter (issue 16); absent, submissions are not filtered. */
+  /** The administrator's submission filter; absent, submissions are not filtered. */
   readonly submissionFilter?: AdmissionDeps["filter"];
+  /**
+   * How long a claimer may live (the longest timeout of the functions that claim stages): a
+   * claim older than this outlived its claimer, and the sweep gives its token back. @default 60000
+   */
+  readonly claimLifetimeMs?: number;
   /**
    * Placement serialized per scheduling queue by a lease in the table (serialized.ts), held at
    * most `leaseMs` (the function's timeout). Absent: a run places every queue's targets itself.
@@ -117,11 +120,8 @@ class Dirty {
   readonly ended = new Map<string, number[]>();
   /** The batch carried heartbeats or registrations: a moment to look for agents that fell silent. */
   agentsHeard = false;
-  /**
-   * Stages claimed when they were entered (EnterStage's write left the token out): the run holds
-   * their tokens, and completes each stage or writes its token back (HeldTokens).
-   */
-  readonly held = new HeldTokens();
+  /** Stages this run claimed itself (a placement, reports that decided them): see OwnClaims. */
+  readonly claims = new OwnClaims();
 
   touch(status: SessionStatus, sessionId: string): void {
     let ids = this.byStatus.get(status);
@@ -149,37 +149,37 @@ class Dirty {
 }
 
 /**
- * The callback tokens of stages claimed on entry, held by this run instead of the table: a
- * session holding none is no one else's target, so no other run can judge it meanwhile. Each is
- * used once: to complete the stage, or written back with a decision that keeps the session
- * waiting; what is left unused is written back when the run ends (Coordinator.advance).
+ * Stages this run claimed before judging them (a placement's reservation, kernel reports that
+ * decided the stage). The claim is in the table (`stage.claimedToken`): this only says which
+ * claims are this run's own, to complete or give back. Each is used once; what is left unused is
+ * given back when the run ends, and a claim whose run died is given back by the sweep.
  */
-class HeldTokens {
-  readonly #held = new Map<string, { readonly status: SessionStatus; readonly token: string }>();
+class OwnClaims {
+  readonly #claimed = new Map<string, SessionStatus>();
   readonly #used = new Set<string>();
 
-  hold(sessionId: string, status: SessionStatus, token: string): void {
-    this.#held.set(sessionId, { status, token });
+  add(sessionId: string, status: SessionStatus): void {
+    this.#claimed.set(sessionId, status);
     this.#used.delete(sessionId);
   }
 
-  /** The token held for the session, unless it was used. */
-  get(sessionId: string): string | undefined {
-    return this.#used.has(sessionId) ? undefined : this.#held.get(sessionId)?.token;
+  /** Whether the session's stage is this run's claim, not yet used. */
+  has(sessionId: string): boolean {
+    return this.#claimed.has(sessionId) && !this.#used.has(sessionId);
   }
 
   use(sessionId: string): void {
     this.#used.add(sessionId);
   }
 
-  /** The tokens held and not used, by session. */
-  tokens(): ReadonlyMap<string, string> {
-    return new Map(this.unused().map((h) => [h.sessionId, h.token]));
+  /** The claims not used, by session. */
+  ids(): ReadonlySet<string> {
+    return new Set(this.unused().map((c) => c.sessionId));
   }
 
-  unused(): { sessionId: string; status: SessionStatus; token: string }[] {
-    return [...this.#held].flatMap(([sessionId, h]) =>
-      this.#used.has(sessionId) ? [] : [{ sessionId, ...h }],
+  unused(): { sessionId: string; status: SessionStatus }[] {
+    return [...this.#claimed].flatMap(([sessionId, status]) =>
+      this.#used.has(sessionId) ? [] : [{ sessionId, status }],
     );
   }
 }
@@ -287,7 +287,13 @@ export class Coordinator {
     }
     if (options.sweep) {
       try {
-        // Sessions whose execution is gone (issue 11): repair.ts.
+        await this.#recoverClaims(snapshot);
+      } catch (error) {
+        // The next sweep looks again.
+        this.#d.log.error("looking for claims whose claimer died failed", { error: errorMessage(error) });
+      }
+      try {
+        // Sessions whose execution is gone: repair.ts.
         await this.#repair.sweep();
         snapshot.clear();
       } catch (error) {
@@ -312,80 +318,24 @@ export class Coordinator {
    * the coordinator's queue behind every other session's events. Placement (PENDING) is not
    * taken here: it goes through the queue, where it is serialized. `written` is the session as
    * the entry left it (its copy plus the write, exact because the entry guarded the session and
-   * every kernel): the step starts from it without reading the session again.
+   * every kernel): the step starts from it without reading the session again. `claimed`: the
+   * entry recorded its token claimed for this step, which completes the stage or gives it back.
    */
   async advance(
     sessionId: string,
     status: SessionStatus,
     written?: SessionWithKernels,
-    held?: string,
+    claimed = false,
   ): Promise<Pick<RunReport, "passes" | "completed">> {
-    if (held === undefined && written && !mayAdvance(status, written)) return { passes: [], completed: 0 };
+    if (!claimed && written && !mayAdvance(status, written)) return { passes: [], completed: 0 };
     const dirty = new Dirty();
     const snapshot = new RunSnapshot(this.#d.store, this.#agentCache);
     if (written?.session.id === sessionId && written.session.status === status) snapshot.remember([written]);
-    // A stage claimed on entry: this run holds its token (see HeldTokens).
-    if (held !== undefined) dirty.held.hold(sessionId, status, held);
+    if (claimed) dirty.claims.add(sessionId, status);
     dirty.touch(status, sessionId);
     dirty.sessions.add(sessionId);
     const { passes, completed } = await this.#progress(dirty, snapshot, false);
     return { passes, completed };
-  }
-
-  /**
-   * A stage claimed on entry, not yet written (EnterStage): its lifecycle handler judges the
-   * session as the entry would leave it (`entered`), and when that completes the stage with
-   * nothing to write, the stage's callback is completed at once, its entry handed on to the next
-   * (StageTransition.deferred) with `stored`, the session as the table holds it, as the copy the
-   * next entry starts from. Returns false, having completed nothing, when the step would do
-   * anything else (or the callback is already closed): the entry is then written and the step
-   * taken as for any stage claimed on entry. Only for steps with no side effect (the caller's to
-   * know: an agent session's SCHEDULED, PREPARED, or TERMINATING with every kernel ended).
-   */
-  async completeOnEntry(
-    status: SessionStatus,
-    entered: SessionWithKernels,
-    stored: SessionWithKernels,
-    token: string,
-    deferred: DeferredEntry,
-  ): Promise<boolean> {
-    const pass = PASSES.find((p) => p.kind === "lifecycle" && passStatuses(p).includes(status));
-    if (pass?.kind !== "lifecycle" || entered.session.cancelRequestedAtMs !== undefined) return false;
-    const nowMs = this.#d.clock.nowMs();
-    const { ending } = step({
-      kind: "pass-targets",
-      handler: pass.handler.spec.name,
-      targets: [entered],
-      nowMs,
-    });
-    if (ending.length > 0) return false;
-    const snapshot = new RunSnapshot(this.#d.store, this.#agentCache);
-    snapshot.remember([entered]);
-    const held = new HeldTokens();
-    held.hold(entered.session.id, status, token);
-    const result = await pass.handler.execute([entered], this.#context(snapshot, held));
-    const { toCarryOut } = step({
-      kind: "pass-result",
-      pass: { kind: "lifecycle", spec: pass.handler.spec, result },
-      targets: [entered],
-      nowMs,
-      skipRecordIntervalMs: this.#skipRecordIntervalMs,
-    });
-    const [decision] = toCarryOut;
-    if (!decision || toCarryOut.length !== 1 || decision.result !== SchedulingResult.SUCCESS) return false;
-    const plan = step({
-      kind: "carry-out",
-      decision,
-      session: entered,
-      heldToken: token,
-      // A run that ends (TERMINATING) is judged with its retry policies.
-      catalog: needsRetryCatalog(decision, entered) ? await this.#retryCatalog(entered) : undefined,
-      nowMs,
-      skipRecordIntervalMs: this.#skipRecordIntervalMs,
-    });
-    // A retried run goes back to PENDING through the Backoff wait: its entry is written as before.
-    if (plan.kind !== "held-complete" || plan.write !== undefined || plan.transition.requeue) return false;
-    return this.#complete(entered.session.id, token, { ...plan.transition, deferred }, stored);
   }
 
   /**
@@ -401,27 +351,57 @@ export class Coordinator {
   }
 
   /**
-   * Writes a held token back (the run neither completed the stage nor wrote a decision with it),
-   * so the stage is a target again for the next event or the sweep. Nothing is written when the
-   * session has moved on or holds a token already (a retried attempt of the entry wrote its own).
+   * Gives a claimed stage's token back (the run neither completed the stage nor wrote a decision
+   * with it), so the stage is a target again for the next event or the sweep. Nothing is written
+   * when the session has moved on or its claim is gone (a retried attempt of the entry wrote a
+   * token of its own).
    */
-  async #giveBack(
-    sessionId: string,
-    status: SessionStatus,
-    token: string,
-    snapshot: RunSnapshot,
-  ): Promise<void> {
-    await rereadOnConflict(async () => {
+  async #giveBack(sessionId: string, status: SessionStatus, snapshot: RunSnapshot): Promise<boolean> {
+    return rereadOnConflict(async (n) => {
+      if (n > 1) snapshot.forget(sessionId);
       const s = await snapshot.session(sessionId);
-      if (!s || s.session.status !== status || s.session.stage.taskToken !== undefined) return;
+      if (!s || s.session.status !== status || s.session.stage.claimedToken === undefined) return false;
+      if (s.session.stage.taskToken !== undefined) return false;
       snapshot.forget(sessionId);
       await this.#d.store.applyWrite({
         sessionId,
         expected: { status, version: s.session.version },
         nowMs: this.#d.clock.nowMs(),
-        stage: { ...s.session.stage, taskToken: token },
+        stage: givenBack(s.session.stage),
       });
+      return true;
     });
+  }
+
+  /**
+   * The sweep's look for claims whose claimer died between claiming a stage and completing it
+   * (an invocation killed or timed out): a claim older than any claimer lives has its token given
+   * back, and the sweep's passes judge the session afresh — within one sweep period of the
+   * claimer's end, rather than at the stage's expiry. A claim whose completion did go through is
+   * replaced by the next stage's entry within moments, so it is not found here.
+   */
+  async #recoverClaims(snapshot: RunSnapshot): Promise<number> {
+    const claimed = await this.#d.store.targetsByStatus({
+      statuses: WAITING_SESSION_STATUSES,
+      limit: this.#d.config.batchLimit,
+      claimedOnly: true,
+    });
+    const before = this.#d.clock.nowMs() - (this.#d.claimLifetimeMs ?? DEFAULT_CLAIM_LIFETIME_MS);
+    let recovered = 0;
+    for (const s of claimed) {
+      const { status, stage, id } = s.session;
+      if (stage.claimedAtMs === undefined || stage.claimedAtMs > before) continue;
+      snapshot.remember([s]);
+      if (await unlessConflict(() => this.#giveBack(id, status, snapshot))) {
+        recovered++;
+        this.#d.log.warn("a stage's claim outlived its claimer; its token is given back", {
+          sessionId: id,
+          status,
+          claimedAtMs: stage.claimedAtMs,
+        });
+      }
+    }
+    return recovered;
   }
 
   /** What the run's events made possible: jobs settled, cancels honoured, the handler passes. */
@@ -433,9 +413,9 @@ export class Coordinator {
     try {
       return await this.#passes(dirty, snapshot, sweep);
     } finally {
-      // Tokens the run held and neither used to complete a stage nor wrote back with a decision.
-      for (const { sessionId, status, token } of dirty.held.unused())
-        await this.#giveBack(sessionId, status, token, snapshot);
+      // Claims the run made and neither used to complete a stage nor wrote back with a decision.
+      for (const { sessionId, status } of dirty.claims.unused())
+        await this.#giveBack(sessionId, status, snapshot);
     }
   }
 
@@ -447,7 +427,7 @@ export class Coordinator {
     const retry: number[] = [];
     const passes: RunReport["passes"][number][] = [];
     let completed = 0;
-    const ctx = this.#context(snapshot, dirty.held);
+    const ctx = this.#context(snapshot, dirty.claims);
     try {
       for (const id of await this.#jobs.settle([...dirty.ended.keys()], snapshot)) dirty.sessions.add(id);
     } catch (error) {
@@ -474,8 +454,8 @@ export class Coordinator {
         if (targets.length === 0) continue;
         outcome =
           isPlacement(pass) && this.#d.placementLeases
-            ? await this.#placeByQueue(pass, targets, snapshot, dirty.held, this.#d.placementLeases)
-            : await this.#runPass(pass, targets, ctx, dirty.held);
+            ? await this.#placeByQueue(pass, targets, snapshot, dirty.claims, this.#d.placementLeases)
+            : await this.#runPass(pass, targets, ctx, dirty.claims);
       } catch (error) {
         // One pass failing must not stall the others or the events already applied; what it
         // left undone is picked up by the next event or the sweep.
@@ -488,13 +468,13 @@ export class Coordinator {
     return { retry, passes, completed };
   }
 
-  #context(snapshot: RunSnapshot, held: HeldTokens): HandlerContext {
+  #context(snapshot: RunSnapshot, claims: OwnClaims): HandlerContext {
     const { store, events, config } = this.#d;
     const nowMs = this.#d.clock.nowMs();
     return {
       store,
       snapshot,
-      hold: (sessionId, status, token) => held.hold(sessionId, status, token),
+      claimed: (sessionId, status) => claims.add(sessionId, status),
       events,
       commands: this.#commands,
       ...(this.#d.fargate ? { fargate: this.#d.fargate } : {}),
@@ -550,19 +530,19 @@ export class Coordinator {
       } else applied++;
     };
     const reject = async (action: Extract<EventAction, { kind: "reject" }>) => {
-      // Kept where the submitter reads it (issue 11): `submit` waits for it, `get` says why.
+      // Kept where the submitter reads it: `submit` waits for it, `get` says why.
       if (action.refuse) await this.#jobs.refuse(action.refuse, action.rejection.reason);
       outcome(action.rejection);
     };
     const clusterArn = this.#d.config.fargate?.clusterArn;
-    // Drafts being submitted (issue 16 item 3) enter as the submissions they make.
+    // Drafts being submitted enter as the submissions they make.
     const { events, fromDrafts } = await startDraftSubmissions(
       this.#drafts,
       envelopes.map((e) => parseBatchEvent(e, clusterArn)),
       this.#d.log,
     );
     const written = writtenSpecs(envelopes, events);
-    // A draft's submission (issue 16 item 3) goes to admission as the draft was written.
+    // A draft's submission goes to admission as the draft was written.
     for (const [index, draft] of fromDrafts) {
       const e = events[index];
       if (e?.kind === "inbound") draftEvents.add(e.event.id);
@@ -794,7 +774,7 @@ export class Coordinator {
         await this.#d.store.applyWrite(effect.write);
         // The reports decided the stage: the run holds its token and knows the session exactly.
         snapshot.remember([sessionAfterWrite(s, effect.write)]);
-        dirty.held.hold(sessionId, s.session.status, effect.token);
+        dirty.claims.add(sessionId, s.session.status);
         dirty.touch(s.session.status, sessionId);
         return outcomes;
       }
@@ -838,7 +818,7 @@ export class Coordinator {
     const sessions = (await snapshot.sessions(ids)).filter(
       ({ session }) =>
         statuses.includes(session.status) &&
-        (session.stage.taskToken !== undefined || dirty.held.get(session.id) !== undefined),
+        (session.stage.taskToken !== undefined || dirty.claims.has(session.id)),
     );
     const ahead = await this.#waitingAhead(statuses, sessions);
     snapshot.remember(ahead);
@@ -878,7 +858,7 @@ export class Coordinator {
     pass: Pass,
     targets: readonly SessionWithKernels[],
     snapshot: RunSnapshot,
-    held: HeldTokens,
+    claims: OwnClaims,
     placement: NonNullable<CoordinatorDeps["placementLeases"]>,
   ): Promise<PassOutcome> {
     const byQueue = Map.groupBy(targets, (t) => t.session.spec.queue);
@@ -890,7 +870,7 @@ export class Coordinator {
         await serialized(deps, placementLeaseKey(queue), async (whole) => {
           const round = whole ? await this.#waitingIn(queue, snapshot) : mine;
           if (round.length === 0) return;
-          const outcome = await this.#runPass(pass, round, this.#context(snapshot, held), held);
+          const outcome = await this.#runPass(pass, round, this.#context(snapshot, claims), claims);
           total.targets += outcome.targets;
           total.decisions += outcome.decisions;
           total.completed += outcome.completed;
@@ -920,9 +900,9 @@ export class Coordinator {
     pass: Pass,
     targets: readonly SessionWithKernels[],
     ctx: HandlerContext,
-    held: HeldTokens,
+    claims: OwnClaims,
   ): Promise<PassOutcome> {
-    // Issue 11: a run that can never start ends FAILED here instead of reaching its handler again.
+    // A run that can never start ends FAILED here instead of reaching its handler again.
     const { ending, rest } =
       pass.kind === "lifecycle"
         ? step({
@@ -933,13 +913,13 @@ export class Coordinator {
           })
         : { ending: [], rest: targets };
     let decisions = ending.length;
-    let completed = await this.#carryOut(ending, ctx.snapshot, held);
+    let completed = await this.#carryOut(ending, ctx.snapshot, claims);
     if (rest.length === 0) return { targets: targets.length, decisions, completed };
     const judging = { targets: rest, skipRecordIntervalMs: this.#skipRecordIntervalMs };
     let judged: PassResultEffects;
     if (pass.kind === "lifecycle") {
       let result = await pass.handler.execute(rest, ctx);
-      // Sessions that could not be placed may preempt lower-priority ones (issue 6).
+      // Sessions that could not be placed may preempt lower-priority ones.
       if (pass.handler.spec.name === "ScheduleNewSessions") {
         let preempted: number;
         ({ result, completed: preempted } = await this.#preemption.afterSchedule(rest, result));
@@ -955,7 +935,7 @@ export class Coordinator {
       judged = step({ kind: "pass-result", pass: pass, nowMs: this.#d.clock.nowMs(), ...judging });
     }
     decisions += judged.decisions.length;
-    completed += await this.#carryOut(judged.toCarryOut, ctx.snapshot, held);
+    completed += await this.#carryOut(judged.toCarryOut, ctx.snapshot, claims);
     return { targets: targets.length, decisions, completed };
   }
 
@@ -965,7 +945,7 @@ export class Coordinator {
    * otherwise makes the conditional write fail, and the next event or the sweep judges the
    * session afresh. Returns the stages completed.
    */
-  async #carryOut(decisions: readonly Decision[], snapshot: RunSnapshot, held: HeldTokens): Promise<number> {
+  async #carryOut(decisions: readonly Decision[], snapshot: RunSnapshot, claims: OwnClaims): Promise<number> {
     if (decisions.length === 0) return 0;
     const now = new Map(
       (await snapshot.sessions(decisions.map((d) => d.sessionId))).map((s) => [s.session.id, s]),
@@ -978,12 +958,12 @@ export class Coordinator {
           kind: "carry-out",
           decision,
           session,
-          heldToken: held.get(decision.sessionId),
+          ownClaim: claims.has(decision.sessionId),
           catalog,
           nowMs: this.#d.clock.nowMs(),
           skipRecordIntervalMs: this.#skipRecordIntervalMs,
         });
-        return this.#carryOutPlan(decision.sessionId, plan, snapshot, held);
+        return this.#carryOutPlan(decision.sessionId, plan, snapshot, claims);
       }),
     );
     return completed.reduce((a, b) => a + b, 0);
@@ -994,20 +974,21 @@ export class Coordinator {
     sessionId: string,
     plan: CarryOutPlan,
     snapshot: RunSnapshot,
-    held: HeldTokens,
+    claims: OwnClaims,
   ): Promise<number> {
     const write = (w: SessionWrite) => unlessConflict(() => this.#d.store.applyWrite(w));
     switch (plan.kind) {
       case "none":
         return 0;
-      case "held-write":
-        // On a conflict the token is still held: the run's end writes it back (#giveBack).
+      case "give-back":
+        // On a conflict the claim is still there: the run's end gives it back (#giveBack).
+        snapshot.forget(sessionId);
         if ((await write(plan.write)) === undefined) return 0;
-        held.use(sessionId);
+        claims.use(sessionId);
         return 0;
-      case "held-complete":
+      case "claimed-complete":
         if (plan.write && (await write(plan.write)) === undefined) return 0;
-        held.use(sessionId);
+        claims.use(sessionId);
         await this.#complete(sessionId, plan.token, plan.transition, plan.known);
         return 1;
       case "write":
@@ -1070,7 +1051,7 @@ export class Coordinator {
   }
 
   /**
-   * The batch's admissions, planned at once (issue 16: the submission filter is a Lambda call, and
+   * The batch's admissions, planned at once (the submission filter is a Lambda call, and
    * one after another they would pace intake), at most ADMISSION_CONCURRENCY at a time. Planning
    * writes nothing. Only a job's first submission in the batch is planned ahead: a repeat is
    * planned in its turn, after the first has been stored.
@@ -1112,7 +1093,7 @@ export class Coordinator {
 
   /**
    * Completes the stage's callback. When the token is closed, a retried attempt of the stage may
-   * hold a newer one (issue 11: each attempt of a callback state gets its own token): that one is
+   * hold a newer one (each attempt of a callback state gets its own token): that one is
    * claimed and completed instead. Otherwise the stage's own timer fired first and the execution
    * has moved on along its EXPIRED path.
    */
@@ -1136,6 +1117,7 @@ export class Coordinator {
           expected: { status: s.session.status, version: s.session.version },
           nowMs: this.#d.clock.nowMs(),
           claimStage: true,
+          claimedToken: newer,
         });
       } catch (error) {
         if (isConflict(error)) break;
@@ -1163,7 +1145,7 @@ export class Coordinator {
     const plans = step({
       kind: "cancels",
       candidates,
-      held: dirty.held.tokens(),
+      ownClaims: dirty.claims.ids(),
       nowMs: this.#d.clock.nowMs(),
     });
     for (const plan of plans) {
@@ -1172,8 +1154,8 @@ export class Coordinator {
         snapshot.forget(plan.sessionId);
         if ((await unlessConflict(() => this.#d.store.applyWrite(claim))) === undefined) continue;
       } else {
-        // Claimed on entry: nothing to write before completing.
-        dirty.held.use(plan.sessionId);
+        // Claimed by this run already: nothing to write before completing.
+        dirty.claims.use(plan.sessionId);
       }
       await this.#complete(plan.sessionId, plan.token, plan.transition, plan.known);
       completed++;
@@ -1185,6 +1167,8 @@ export class Coordinator {
 /** Submissions of one batch admitted and stored at once (their filter calls and writes in flight together). */
 const ADMISSION_CONCURRENCY = 8;
 /** A stage's token replaced more often than this while completing it is left to the next pass. */
+/** The coordinator's function timeout: no claimer lives longer (CoordinatorDeps.claimLifetimeMs). */
+const DEFAULT_CLAIM_LIFETIME_MS = 60_000;
 const MAX_TOKEN_HOPS = 3;
 /** The status queues' order (core/queue-order.ts): priority, requeued before new, oldest, id. */
 function queueOrder(a: SessionWithKernels, b: SessionWithKernels): number {
@@ -1212,7 +1196,7 @@ function submissionOf(envelope: unknown): { id?: unknown; eventId?: unknown } {
   if (typeof envelope !== "object" || envelope === null) return {};
   const e = envelope as Record<string, unknown>;
   const detail = e["detail"];
-  // A submission names its id `sessionId`; a draft's events (issue 16) name it `jobId`.
+  // A submission names its id `sessionId`; a draft's events name it `jobId`.
   const fields = typeof detail === "object" && detail !== null ? (detail as Record<string, unknown>) : {};
   const id = fields["sessionId"] ?? fields["jobId"];
   return { id, eventId: e["id"] };
@@ -1223,7 +1207,7 @@ function submissionOf(envelope: unknown): { id?: unknown; eventId?: unknown } {
  * event (`clusterArn`: the Fargate executor's cluster, if any), an inbound event, or why not.
  */
 /**
- * Each submission's spec as its submitter wrote it, by event id (issue 16): a job template's
+ * Each submission's spec as its submitter wrote it, by event id: a job template's
  * defaults apply to the fields it left unset, which the parsed spec no longer tells apart. A
  * submission made by the control plane (a draft's) is its parsed spec.
  */

@@ -4,16 +4,17 @@
  * record in one conditional write, and announces the status change. When the session leaves its
  * agents, it first stops kernels that must not outlive the transition and gives capacity back.
  *
- * Issue 11: every attempt of a callback state gets a new task token. An attempt whose response
- * was lost (the write happened) is retried; the retry replaces the token of the same state entry,
- * and a late older attempt never overwrites a newer one. A state that fails with an error no
- * retry clears comes back here as a failure to record: the session ends TERMINATED, FAILED.
+ * Every attempt of a callback state gets a new task token, and the earlier attempt's is dead. An
+ * attempt whose response was lost (the write happened) is retried; the retry replaces the token
+ * of the same state entry — without that the session would hold a token nothing can complete, and
+ * wait for the stage's expiry — and a late older attempt never overwrites a newer one. A state that
+ * fails with an error no retry clears comes back here as a failure to record: the session ends
+ * TERMINATED, FAILED.
  */
 import type { SessionWrite } from "../core/effects.ts";
-import { composeEntryWrites, kernelGuardsOf, stageEntryWrite } from "../core/effects.ts";
+import { kernelGuardsOf, stageEntryWrite } from "../core/effects.ts";
 import { placeHistory } from "../core/history.ts";
-import type { DeferredEntry, SessionWithKernels, StageTransition } from "../core/model.ts";
-import { executorOf, Executor } from "../core/fargate.ts";
+import type { SessionWithKernels, StageTransition } from "../core/model.ts";
 import type { AgentRepository } from "../core/ports/agents.ts";
 import type { SessionRepository } from "../core/ports/sessions.ts";
 import {
@@ -94,20 +95,8 @@ export interface EnterStageDeps {
     sessionId: string,
     status: Status,
     written: SessionWithKernels,
-    held?: string,
+    claimed: boolean,
   ) => Promise<unknown>;
-  /**
-   * Completes a stage claimed on entry at once, its entry not written, when its step would
-   * complete it with nothing to write (Coordinator.completeOnEntry): `entered` is the session as
-   * the entry would leave it, `stored` as the table holds it. False: nothing was completed.
-   */
-  readonly completeOnEntry?: (
-    status: Status,
-    entered: SessionWithKernels,
-    stored: SessionWithKernels,
-    token: string,
-    deferred: DeferredEntry,
-  ) => Promise<boolean>;
 }
 
 /** The stages whose next step EnterStage takes itself (see EnterStageDeps.advance). */
@@ -117,14 +106,11 @@ const ADVANCED_ON_ENTRY: ReadonlySet<Status> = new Set(
 
 /**
  * Stages whose handler decides the moment they are entered (dispatching the agents' prepare or
- * start commands; finding the run over): the entry is written already claimed, its token left
- * out so that no other run targets the stage, and handed to the step taken right after, which
- * completes the stage with it or writes it back (Coordinator.advance). One write per stage
- * instead of an entry and a claim. For an agent's session the step can decide from what the
- * entry holds with no side effect (PrepareSessions and StartSessions find the agents still
- * there; TerminateSessions finds every kernel ended and the run judged over), so it is taken
- * before the entry is written, and when it completes the stage the entry is not written at all:
- * the next one writes it (completedOnEntry).
+ * start commands, finding the run over): the entry records its token already claimed by its own
+ * next step (`stage.claimedToken`), taken right after in this invocation, so no other run races
+ * it and the step needs no claim write of its own. The claim is in the table like any other: if
+ * this invocation dies before the step completes the stage or gives the token back, the sweep
+ * gives it back (Coordinator's claim recovery).
  */
 const CLAIMED_ON_ENTRY: ReadonlySet<Status> = new Set([
   SessionStatus.SCHEDULED,
@@ -133,15 +119,15 @@ const CLAIMED_ON_ENTRY: ReadonlySet<Status> = new Set([
 ]);
 
 /**
- * RUNNING entered over: every kernel ended before the entry was written (a kernel that exits at
- * once reports RUNNING and TERMINATED together, and CREATING's claim wrote both). Its step, the
- * termination's promotion, decides at once, so the entry is written claimed like those above
- * and the step completes it with the token held: one write instead of an entry and a claim.
- * Unlike those, the entry is always written (its step is a promotion, not a handler's).
+ * Whether the entry is written claimed: a stage of CLAIMED_ON_ENTRY, or RUNNING entered with every
+ * kernel ended already (a kernel that exits at once reports RUNNING and TERMINATED together),
+ * whose promotion to TERMINATING decides at once too.
  */
-function runOverOnEntry(status: Status, from: SessionWithKernels): boolean {
+function claimsOnEntry(input: EnterStageInput, deps: EnterStageDeps, from: SessionWithKernels): boolean {
+  if (deps.advance === undefined || input.taskToken === undefined) return false;
+  if (CLAIMED_ON_ENTRY.has(input.status)) return true;
   return (
-    status === SessionStatus.RUNNING &&
+    input.status === SessionStatus.RUNNING &&
     from.kernels.length > 0 &&
     from.kernels.every((k) => isTerminalKernelStatus(k.status))
   );
@@ -152,31 +138,13 @@ export class StageEntryError extends Error {
   readonly code = "STAGE_ENTRY";
 }
 
-/**
- * The stage a transition leaves is not recorded yet: a stage claimed on entry that its step
- * completed before its entry was written (completedOnEntry) and whose completion its timer beat,
- * so the entry is being written as the state's expiry path arrives. A retry finds it.
- */
-export class EntryNotWrittenError extends Error {
-  override readonly name = "EntryNotWrittenError";
-  readonly code = "ENTRY_NOT_WRITTEN";
-  readonly retryable = true;
-  constructor(sessionId: string, stage: Status, stored: Status) {
-    super(
-      `session ${sessionId} is ${stored}: the entry of ${stage} is not written yet; a retry will find it`,
-    );
-  }
-}
-
 /** An entry written: the session as read before it and as written, and the transition applied. */
 interface EntryWrite {
   readonly before: SessionWithKernels;
   readonly written: SessionWithKernels;
   readonly applied: StageTransition;
-  /** Written claimed (its token left out): the step right after holds the token. */
+  /** Written with its token claimed by the step taken right after (claimsOnEntry). */
   readonly claimed: boolean;
-  /** The stage before, written with this one (StageTransition.deferred), as it left the session. */
-  readonly deferred?: { readonly entry: DeferredEntry; readonly entered: SessionWithKernels };
 }
 
 /** Where the session's processes must stop and its capacity go back. */
@@ -204,9 +172,7 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     const current = prefetched ?? (await deps.store.getSession(input.sessionId));
     // Releasing touches allocations and agents, not the session item: this read stays current.
     prefetched = current;
-    // A stage before this one not written (StageTransition.deferred) leaves the session one behind.
-    const from = [transition.from, transition.deferred?.transition.from];
-    if (current && from.includes(current.session.status) && !alreadyEntered(current, input)) {
+    if (current && current.session.status === transition.from && !alreadyEntered(current, input)) {
       await stopLeftoverKernels(current, input, transition, deps);
       await deps.store.releaseCapacity(input.sessionId, current);
     }
@@ -229,49 +195,20 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       const replaced = await replaceToken(current, input, deps);
       // The first attempt may have failed before its command went out: send it (again).
       await sendOnEntry(input, transition, replaced, deps);
-      // The first attempt may have failed before announcing the change: announce it (again),
-      // after the change of the stage it wrote with it, if any.
-      const { deferred } = transition;
-      await announce(input, deps, [
-        ...(deferred
-          ? [
-              {
-                applied: deferred.transition,
-                entered: { ...replaced, session: { ...replaced.session, status: deferred.transition.to } },
-                atMs: deferred.atMs,
-              },
-            ]
-          : []),
-        { applied: transition, entered: replaced },
-      ]);
-      await advance(input, replaced, deps);
+      // The first attempt may have failed before announcing the change: announce it (again).
+      await announce(input, deps, [{ applied: transition, entered: replaced }]);
+      await advance(input, replaced, deps, false);
       return "done";
     }
     if (alreadyEntered(current, input)) return "done";
-    // The stage before this one was not written (its step completed it on entry): both now.
-    const deferred =
-      transition.deferred !== undefined && current.session.status === transition.deferred.transition.from
-        ? transition.deferred
-        : undefined;
-    if (current.session.status !== transition.from && deferred === undefined) {
-      // The stage left is one whose entry may still be on its way (its step completed it before
-      // writing it, and its timer beat the completion): the state's retry finds it written.
-      if (CLAIMED_ON_ENTRY.has(transition.from) && current.session.stage.taskToken === undefined) {
-        throw new EntryNotWrittenError(input.sessionId, transition.from, current.session.status);
-      }
+    if (current.session.status !== transition.from) {
       throw new StageEntryError(
         `session ${input.sessionId} is ${current.session.status}; cannot apply ${transition.from} → ${transition.to}`,
       );
     }
-    const first =
-      deferred && stageEntryWrite({ ...current, transition: deferred.transition, nowMs: deferred.atMs });
-    const from = first ? sessionAfterWrite(current, first) : current;
-    const applied = await withRunRecord(from, transition, deps);
-    const claimed = claimsOnEntry(input, deps, from);
-    const entered: SessionWrite = entryWrite(input, from, applied, claimed, deps);
-    // An entry claimed on entry whose step completes it at once is not written at all.
-    if (!first && claimed && (await completedOnEntry(input, current, applied, entered, deps))) return "done";
-    const write: SessionWrite = first ? composeEntryWrites(current.kernels, first, entered) : entered;
+    const applied = await withRunRecord(current, transition, deps);
+    const claimed = claimsOnEntry(input, deps, current);
+    const write: SessionWrite = entryWrite(input, current, applied, claimed, deps);
     // A kernel report landing between the read and the write conflicts only where the entry
     // patches its kernel (read again, recompute). The entry's write depends on the kernels it
     // leaves alone only for the copy it goes on from: those are not guarded, and the store returns
@@ -283,19 +220,12 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       written: stored.session ?? sessionAfterWrite(current, write),
       applied,
       claimed,
-      ...(deferred ? { deferred: { entry: deferred, entered: from } } : {}),
     };
   });
   if (entry === "done") return { status: input.status };
   const { before, written, applied } = entry;
   await sendOnEntry(input, applied, written, deps);
-  const deferred = entry.deferred;
-  const atMs = await announce(input, deps, [
-    ...(deferred
-      ? [{ applied: deferred.entry.transition, entered: deferred.entered, atMs: deferred.entry.atMs }]
-      : []),
-    { applied, entered: written },
-  ]);
+  const atMs = await announce(input, deps, [{ applied, entered: written }]);
   if (applied.requeue) {
     const runIndex = before.session.runIndex + 1;
     await deps.events.requeued([
@@ -313,39 +243,29 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
       },
     ]);
   }
-  await advance(input, written, deps, entry.claimed ? input.taskToken : undefined);
+  await advance(input, written, deps, entry.claimed);
   return { status: input.status };
 }
 
 /**
- * Whether the entry is written claimed: a stage of CLAIMED_ON_ENTRY, or RUNNING entered over
- * (runOverOnEntry) as `from`, the copy the entry is planned from, shows it.
- */
-function claimsOnEntry(input: EnterStageInput, deps: EnterStageDeps, from: SessionWithKernels): boolean {
-  if (deps.advance === undefined || input.taskToken === undefined) return false;
-  return CLAIMED_ON_ENTRY.has(input.status) || runOverOnEntry(input.status, from);
-}
-
-/**
  * The session's next step, where EnterStage takes it; `written` is the session as the entry left
- * it, and `held` the stage's token when the entry was written claimed. A failure here does not
+ * it, `claimed` whether its token was written claimed for this step. A failure here does not
  * fail the entry (which is recorded and announced): the passes log their own errors, and the
- * sweep picks up a session left waiting — unless the step could not write a held token back,
- * which fails the entry so that the state's retry stores a new one.
+ * sweep picks up a session left waiting — unless the entry's claim may not have been given back,
+ * which fails the entry so that the state's retry replaces the token at once (a claim left in the
+ * table is the sweep's too, but only once it is older than any claimer lives).
  */
 async function advance(
   input: EnterStageInput,
   written: SessionWithKernels,
   deps: EnterStageDeps,
-  held?: string,
+  claimed: boolean,
 ): Promise<void> {
   if (!deps.advance || !ADVANCED_ON_ENTRY.has(input.status) || input.taskToken === undefined) return;
   try {
-    await deps.advance(input.sessionId, input.status, written, held);
+    await deps.advance(input.sessionId, input.status, written, claimed);
   } catch (error) {
-    // A held token that could not be written back: fail the entry, so that its retry (a new
-    // token, replacing none) leaves the stage a target again.
-    if (held !== undefined) throw error;
+    if (claimed) throw error;
     deps.log.warn("taking the session's next step after its stage entry failed; the sweep will", {
       sessionId: input.sessionId,
       status: input.status,
@@ -355,8 +275,8 @@ async function advance(
 }
 
 /**
- * The entry's write, planned from `from` (the session as read, or as a deferred entry leaves it);
- * `claimed`: without its token (claimsOnEntry).
+ * The entry's write, planned from `from` (the session as read): status, token and entry time;
+ * `claimed`: the token recorded as claimed by the step taken right after (claimsOnEntry).
  */
 function entryWrite(
   input: EnterStageInput,
@@ -365,54 +285,25 @@ function entryWrite(
   claimed: boolean,
   deps: EnterStageDeps,
 ): SessionWrite {
+  const nowMs = deps.clock.nowMs();
   const entered: SessionWrite = stageEntryWrite({
     session: from.session,
     kernels: from.kernels,
     transition: applied,
-    ...(input.taskToken !== undefined && !claimed ? { taskToken: input.taskToken } : {}),
-    nowMs: deps.clock.nowMs(),
+    ...(input.taskToken !== undefined ? { taskToken: input.taskToken } : {}),
+    nowMs,
   });
-  return input.entry && entered.stage
-    ? {
-        ...entered,
-        stage: { ...entered.stage, entryAtMs: entryAtMs(input.entry), attempt: input.entry.retryCount },
-      }
-    : entered;
-}
-
-/**
- * Takes the step of a stage claimed on entry before writing its entry (`entered`, planned from
- * `current`), and completes the stage with the entry handed on (StageTransition.deferred) when
- * the step would complete it with nothing to write. True: completed, nothing written.
- */
-async function completedOnEntry(
-  input: EnterStageInput,
-  current: SessionWithKernels,
-  applied: StageTransition,
-  entered: SessionWrite,
-  deps: EnterStageDeps,
-): Promise<boolean> {
-  // Only the stages claimed by their status: RUNNING entered over is always written.
-  if (!deps.completeOnEntry || !CLAIMED_ON_ENTRY.has(input.status)) return false;
-  if (executorOf(current.session.spec) !== Executor.agent || applied.run || applied.requeue) return false;
-  // TerminateSessions stops what still runs (commands, kernel writes): only a run over is taken first.
-  if (
-    input.status === SessionStatus.TERMINATING &&
-    !current.kernels.every((k) => isTerminalKernelStatus(k.status))
-  )
-    return false;
-  const { from, to, result, handler, message } = applied;
-  const deferred: DeferredEntry = {
-    transition: { from, to, result, handler, ...(message !== undefined ? { message } : {}) },
-    atMs: entered.nowMs,
+  if (!entered.stage) return entered;
+  const { taskToken, ...stage } = entered.stage;
+  return {
+    ...entered,
+    stage: {
+      ...(claimed && taskToken !== undefined
+        ? { ...stage, claimedToken: taskToken, claimedAtMs: nowMs }
+        : entered.stage),
+      ...(input.entry ? { entryAtMs: entryAtMs(input.entry), attempt: input.entry.retryCount } : {}),
+    },
   };
-  return deps.completeOnEntry(
-    input.status,
-    sessionAfterWrite(current, entered),
-    current,
-    input.taskToken!,
-    deferred,
-  );
 }
 
 /**
@@ -455,10 +346,7 @@ async function sendOnEntry(
   }
 }
 
-/**
- * Publishes status changes, in order, in one request (an entry that also wrote the stage before
- * it announces both); returns the time of the last.
- */
+/** Publishes status changes, in order, in one request; returns the time of the last. */
 async function announce(
   input: EnterStageInput,
   deps: EnterStageDeps,
@@ -479,7 +367,7 @@ async function announce(
     handler: applied.handler,
     ...(applied.message !== undefined ? { message: applied.message.slice(0, 4096) } : {}),
     hpcState: hpcSessionState(entered.session, entered.kernels),
-    // A deployment's replica: the event wakes its deployment (issue 15).
+    // A deployment's replica: the event wakes its deployment.
     ...(entered.session.service !== undefined ? { deploymentId: entered.session.service.deploymentId } : {}),
     atMs,
   }));
@@ -518,9 +406,7 @@ function knownCopy(
 ): SessionWithKernels | undefined {
   if (known === undefined || typeof known !== "object" || known === null) return undefined;
   const { session, kernels } = known as Partial<SessionWithKernels>;
-  // A transition that carries the stage before it (not written) starts from the status before that.
-  const from = transition.deferred?.transition.from ?? transition.from;
-  if (session?.id !== sessionId || session.status !== from) return undefined;
+  if (session?.id !== sessionId || session.status !== transition.from) return undefined;
   if (typeof session.version !== "number" || !Array.isArray(kernels)) return undefined;
   return known;
 }
@@ -560,11 +446,14 @@ async function replaceToken(
   deps: EnterStageDeps,
 ): Promise<SessionWithKernels> {
   const { session } = current;
+  // A claim of the earlier token is dropped with it: that token is dead, and its claimer finds
+  // the new one when it completes (Coordinator's token hops).
+  const { claimedToken: _claimed, claimedAtMs: _at, ...stage } = session.stage;
   const write: SessionWrite = {
     sessionId: session.id,
     expected: { status: session.status, version: session.version },
     nowMs: deps.clock.nowMs(),
-    stage: { ...session.stage, taskToken: input.taskToken!, attempt: input.entry!.retryCount },
+    stage: { ...stage, taskToken: input.taskToken!, attempt: input.entry!.retryCount },
     // The copy the next step starts from must be the stored one, kernels included.
     kernelGuards: kernelGuardsOf(current.kernels),
   };
@@ -651,10 +540,10 @@ function alreadyEntered({ session }: SessionWithKernels, input: EnterStageInput)
   // (a PENDING → PENDING requeue of a run never placed holds no token to tell by).
   const retried = t.run?.runIndex ?? t.runIndex;
   if (t.requeue !== undefined && retried !== undefined && session.runIndex > retried) return true;
-  if (t.from === input.status && session.stage.taskToken === undefined) return false;
-  return input.taskToken === undefined
-    ? t.from !== input.status
-    : session.stage.taskToken === input.taskToken;
+  // A stage claimed since it was entered keeps its token under the claim.
+  const token = session.stage.taskToken ?? session.stage.claimedToken;
+  if (t.from === input.status && token === undefined) return false;
+  return input.taskToken === undefined ? t.from !== input.status : token === input.taskToken;
 }
 
 /**

@@ -70,7 +70,8 @@ export async function judgeExpiry(input: ExpiryJudgement, deps: ExpiryJudgeDeps)
       run !== undefined &&
       !(await deps.store.listRuns(sessionId)).some((r) => r.runIndex === run.runIndex)
     ) {
-      // The stage's token is dead (its timer fired): claimed, so no pass targets it meanwhile.
+      // The stage's token is dead (its timer fired): dropped, so no pass targets it meanwhile.
+      // Nothing is kept to give back: the execution itself moves on from here.
       await deps.store.applyWrite({
         sessionId,
         expected: { status: s.session.status, version: s.session.version },

@@ -231,6 +231,7 @@ export class Preemption {
         expected: { status: session.status, version: session.version },
         nowMs,
         claimStage: true,
+        claimedToken: token,
         preemption: { atMs: nowMs, by: by.sessionId, byPriority: by.priority },
       }),
     );

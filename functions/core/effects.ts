@@ -88,8 +88,14 @@ export function reportClaimWrite(
     nowMs,
     kernels: guardedByRead(patches, kernels),
     ...unpatchedGuards(kernels, patches),
-    claimStage: true,
+    ...claimOf(session),
   };
+}
+
+/** The fields of a write that claims the session's stage, keeping its token in the table. */
+export function claimOf(session: Session): Pick<SessionWrite, "claimStage" | "claimedToken"> {
+  const token = session.stage.taskToken;
+  return token !== undefined ? { claimStage: true, claimedToken: token } : { claimStage: true };
 }
 
 /** Guards on the kernels `patches` leave alone, at the versions read. */
@@ -129,8 +135,13 @@ export interface SessionWrite {
   readonly status?: SessionStatus;
   /** Enter a stage: its token (absent for terminal states), entry time and deadline. */
   readonly stage?: StageRecord;
-  /** An outcome claimed the stage: drop the token so no one else completes it. */
+  /**
+   * An outcome claimed the stage: its token moves to `stage.claimedToken` (with the time), so no
+   * other run targets or completes it while the claimer does. `claimedToken` is the token the
+   * claim keeps (the session's, as read: the version guard makes it the stored one).
+   */
   readonly claimStage?: boolean;
+  readonly claimedToken?: string;
   readonly tries?: "increment" | "reset";
   readonly kernels?: readonly KernelPatch[];
   /**
@@ -177,7 +188,7 @@ export function decisionWrite(session: Session, decision: Decision, nowMs: numbe
   if (decision.complete) {
     // The history record and kernel statuses of a status change commit with the status, in
     // the next state's entry; here the stage is only claimed.
-    return { ...base, claimStage: true };
+    return { ...base, ...claimOf(session) };
   }
   return {
     ...base,
@@ -306,37 +317,6 @@ function messageOf(session: Session, transition: StageTransition): { message?: s
 function requeueMark(session: Session, nowMs: number): Pick<SessionWrite, "requeue"> {
   if (session.requeuedAtMs !== undefined) return {};
   return { requeue: { atMs: nowMs, priority: session.spec.priority, createdAtMs: session.createdAtMs } };
-}
-
-/**
- * Two stage entries as one write: `first` planned from the session as read, `second` from the
- * session as `first` would leave it (sessionAfterWrite). Guarded by what was read, it says what
- * the two writes in turn would have: the second's status, stage and fields over the first's, each
- * kernel patched once, and both history records.
- */
-export function composeEntryWrites(
-  read: readonly Kernel[],
-  first: SessionWrite,
-  second: SessionWrite,
-): SessionWrite {
-  const patches = new Map<number, KernelPatch>();
-  for (const p of first.kernels ?? []) patches.set(p.index, p);
-  for (const p of second.kernels ?? []) {
-    const earlier = patches.get(p.index);
-    // Guarded at the version read: the first write's, where it patched the kernel too.
-    patches.set(p.index, earlier ? { ...earlier, ...p, expectedVersion: earlier.expectedVersion } : p);
-  }
-  const kernels = guardedByRead([...patches.values()], read);
-  const { kernelGuards: _first, ...firstRest } = first;
-  const { kernelGuards: _second, ...secondRest } = second;
-  return {
-    ...firstRest,
-    ...secondRest,
-    expected: first.expected,
-    ...(kernels.length > 0 ? { kernels } : {}),
-    ...unpatchedGuards(read, kernels),
-    history: [...(first.history ?? []), ...(second.history ?? [])],
-  };
 }
 
 /**

@@ -116,6 +116,14 @@ export interface StageRecord {
   readonly enteredAtMs: number;
   /** Callback token of the waiting state; absent once an outcome has claimed it. */
   readonly taskToken?: string;
+  /**
+   * The token an outcome claimed (moved here from `taskToken`, so no other run targets the stage)
+   * and when: the claimer completes it next. The claim lives in the table, not in the claimer's
+   * memory, so a claimer that dies between the two leaves it for the sweep, which gives the token
+   * back once the claim is older than any claimer lives (Coordinator's claim recovery).
+   */
+  readonly claimedToken?: string;
+  readonly claimedAtMs?: number;
   /** Expiry deadline of the stage (enteredAtMs + timeout). */
   readonly expiresAtMs: number;
   /**
@@ -382,13 +390,6 @@ export interface StageTransition {
    */
   readonly start?: { readonly known?: SessionWithKernels | null };
   /**
-   * The entry of the stage this transition leaves, not written: that stage's step completed it
-   * the moment it was entered (a stage claimed on entry whose step has nothing to do but judge),
-   * so this transition's entry writes both, in one write (composeEntryWrites). `from` is the
-   * status the session is stored in; `atMs` when the stage was entered.
-   */
-  readonly deferred?: DeferredEntry;
-  /**
    * A return to PENDING that a budget counted (a preemption or an agent loss while BUILDING,
    * building-loss.ts): the retry state to store, that budget charged. Absent: a free return.
    */
@@ -400,12 +401,6 @@ export interface StageTransition {
     /** The durable wait before the next run, in the state machine's Wait state. */
     readonly delaySeconds: number;
   };
-}
-
-/** A stage entry not written (StageTransition.deferred): its own transition and time. */
-export interface DeferredEntry {
-  readonly transition: Pick<StageTransition, "from" | "to" | "result" | "handler" | "message">;
-  readonly atMs: number;
 }
 
 /** One kernel's part in a finished run. */

@@ -19,7 +19,7 @@ export function sessionAfterWrite(before: SessionWithKernels, write: SessionWrit
 
 /**
  * The session and kernels after a reservation that claimed the stage (ReservationRequest with
- * claimStage): the stage's token gone and the version bumped, each placed kernel on its agent
+ * claimStage): the stage's token claimed and the version bumped, each placed kernel on its agent
  * (and incarnation). Exact for the same reason: the reservation is guarded by the session's
  * version and by every kernel being unplaced, which the copy must have shown to plan it.
  */
@@ -34,6 +34,7 @@ export function sessionAfterPlacement(
       expected: request.expected,
       nowMs: request.nowMs,
       claimStage: true,
+      ...(request.claimedToken !== undefined ? { claimedToken: request.claimedToken } : {}),
     }),
     kernels: before.kernels.map((k) => {
       const p = placed.get(k.index);
@@ -71,7 +72,8 @@ function sessionItemAfter(s: Session, w: SessionWrite): Session {
   if (w.stage !== undefined) next.stage = w.stage;
   if (w.claimStage === true) {
     const { taskToken: _claimed, ...stage } = next.stage;
-    next.stage = stage;
+    next.stage =
+      w.claimedToken !== undefined ? { ...stage, claimedToken: w.claimedToken, claimedAtMs: w.nowMs } : stage;
   }
   if (w.tries === "increment") next.tries = s.tries + 1;
   if (w.tries === "reset") next.tries = 0;

@@ -117,6 +117,8 @@ export function wire(
       leases: new LeaseItems(new DynamoRequests(dynamo, config.tableName, storeMetrics)),
       leaseMs: functionTimeoutMs("Coordinator"),
     },
+    // Stages are claimed by the coordinator and by EnterStage's next step: the longer lives longer.
+    claimLifetimeMs: Math.max(functionTimeoutMs("Coordinator"), functionTimeoutMs("EnterStage")),
     ...optionalFilter(extras.submissionFilter?.(config, captureClient)),
     config,
     clock: systemClock,
@@ -131,9 +133,8 @@ export function wire(
       clock: systemClock,
       log: instrumentation.logger("enter-stage"),
       terminationGraceMs: config.terminationGraceMs,
-      advance: (sessionId, status, written, held) => coordinator.advance(sessionId, status, written, held),
-      completeOnEntry: (status, entered, stored, token, deferred) =>
-        coordinator.completeOnEntry(status, entered, stored, token, deferred),
+      advance: (sessionId, status, written, claimed) =>
+        coordinator.advance(sessionId, status, written, claimed),
     },
     store,
     clock: systemClock,

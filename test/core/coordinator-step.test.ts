@@ -524,12 +524,12 @@ describe("carry-out: one decision on the session as it is now", () => {
       atMs: NOW_MS,
     },
   };
-  const carry = (decision: Decision, s: SessionWithKernels | undefined, heldToken?: string) =>
+  const carry = (decision: Decision, s: SessionWithKernels | undefined, ownClaim = false) =>
     step({
       kind: "carry-out",
       decision,
       session: s,
-      heldToken,
+      ownClaim,
       catalog: undefined,
       nowMs: NOW_MS,
       skipRecordIntervalMs: 30_000,
@@ -549,6 +549,7 @@ describe("carry-out: one decision on the session as it is now", () => {
     expect(plan.write).toMatchObject({
       expected: { status: SessionStatus.TERMINATING, version: 7 },
       claimStage: true,
+      claimedToken: "token-old",
       run: { runIndex: 0 },
     });
     expect(plan.complete).toMatchObject({
@@ -556,6 +557,12 @@ describe("carry-out: one decision on the session as it is now", () => {
       transition: { to: SessionStatus.TERMINATED, runIndex: 0 },
     });
     expect(plan.complete?.known.session.version).toBe(8);
+    // The claim keeps the token in the table, for the sweep should this run die before completing.
+    expect(plan.complete?.known.session.stage).toMatchObject({
+      claimedToken: "token-old",
+      claimedAtMs: NOW_MS,
+    });
+    expect(plan.complete?.known.session.stage).not.toHaveProperty("taskToken");
     expect(plan.complete?.transition).not.toHaveProperty("run");
   });
 
@@ -564,36 +571,50 @@ describe("carry-out: one decision on the session as it is now", () => {
     expect(carry(ended, s)).toEqual({ kind: "none" });
   });
 
-  test("a decision that keeps the session waiting is written; one on a held stage puts the token back", () => {
+  /** A stage this run claimed itself (a placement, reports that decided it): its token under the claim. */
+  const claimedStage = {
+    enteredAtMs: NOW_MS,
+    expiresAtMs: NOW_MS + 1,
+    claimedToken: "token-claimed",
+    claimedAtMs: NOW_MS - 5,
+  };
+
+  test("a decision that keeps the session waiting is written; one on the run's own claim gives the token back", () => {
     expect(carry(retried, terminating())).toMatchObject({ kind: "write", write: { tries: "increment" } });
-    const held = terminating({ stage: { enteredAtMs: NOW_MS, expiresAtMs: NOW_MS + 1 } });
-    expect(carry(retried, held, "token-held")).toMatchObject({
-      kind: "held-write",
-      write: { tries: "increment", stage: { taskToken: "token-held" } },
+    const claimed = terminating({ stage: claimedStage });
+    const plan = carry(retried, claimed, true);
+    expect(plan).toMatchObject({
+      kind: "give-back",
+      write: { tries: "increment", stage: { taskToken: "token-claimed" } },
     });
+    expect(plan.kind === "give-back" && plan.write.stage).not.toHaveProperty("claimedToken");
   });
 
-  test("a held stage that changes status is completed at once, its small run record carried", () => {
-    const held = terminating({ stage: { enteredAtMs: NOW_MS, expiresAtMs: NOW_MS + 1 } });
-    const plan = carry(ended, held, "token-held");
+  test("another run's claim is not this run's to use: nothing is done with it", () => {
+    expect(carry(ended, terminating({ stage: claimedStage }), false)).toEqual({ kind: "none" });
+  });
+
+  test("the run's own claim that changes status is completed at once, its small run record carried", () => {
+    const claimed = terminating({ stage: claimedStage });
+    const plan = carry(ended, claimed, true);
     expect(plan).toMatchObject({
-      kind: "held-complete",
-      token: "token-held",
+      kind: "claimed-complete",
+      token: "token-claimed",
       transition: { run: { runIndex: 0 } },
     });
-    expect(plan.kind === "held-complete" && plan.write).toBeFalsy();
-    expect(plan.kind === "held-complete" && plan.transition).not.toHaveProperty("runIndex");
+    expect(plan.kind === "claimed-complete" && plan.write).toBeFalsy();
+    expect(plan.kind === "claimed-complete" && plan.transition).not.toHaveProperty("runIndex");
   });
 
   test(`a run record over ${MAX_CARRIED_RUN_CHARS} characters is written first; the transition names its index`, () => {
-    const held = terminating({ stage: { enteredAtMs: NOW_MS, expiresAtMs: NOW_MS + 1 } });
+    const claimed = terminating({ stage: claimedStage });
     const noisy: SessionWithKernels = {
-      ...held,
-      kernels: held.kernels.map((k) => ({ ...k, message: "x".repeat(MAX_CARRIED_RUN_CHARS) })),
+      ...claimed,
+      kernels: claimed.kernels.map((k) => ({ ...k, message: "x".repeat(MAX_CARRIED_RUN_CHARS) })),
     };
-    const plan = carry(ended, noisy, "token-held");
+    const plan = carry(ended, noisy, true);
     expect(plan).toMatchObject({
-      kind: "held-complete",
+      kind: "claimed-complete",
       transition: { runIndex: 0 },
       write: { run: { runIndex: 0 } },
     });
@@ -608,7 +629,7 @@ describe("carry-out: one decision on the session as it is now", () => {
       kind: "carry-out",
       decision: ended,
       session: failed,
-      heldToken: undefined,
+      ownClaim: false,
       catalog: { config: RETRY_CONFIG_DEFAULTS, policies: [] },
       nowMs: NOW_MS,
       skipRecordIntervalMs: 30_000,
@@ -628,7 +649,7 @@ describe("cancels: a waiting stage with a cancel request", () => {
     [SessionStatus.PREPARING, SessionStatus.CANCELLED],
     [SessionStatus.RUNNING, SessionStatus.TERMINATING],
   ])("%s → %s, claimed first when the token is in the table", (from, to) => {
-    const [plan] = step({ kind: "cancels", candidates: [asked(from)], held: new Map(), nowMs: NOW_MS });
+    const [plan] = step({ kind: "cancels", candidates: [asked(from)], ownClaims: new Set(), nowMs: NOW_MS });
     expect(plan).toMatchObject({
       token: "token-old",
       transition: { from, to, result: "CANCELLED", handler: "Cancel" },
@@ -637,8 +658,15 @@ describe("cancels: a waiting stage with a cancel request", () => {
     expect(plan?.known.session.version).toBe(8);
   });
 
-  test("a held stage needs no claim; no request, no token or a terminal status, nothing", () => {
-    const held = asked(SessionStatus.PREPARING, { stage: { enteredAtMs: NOW_MS, expiresAtMs: NOW_MS + 1 } });
+  test("a stage the run claimed needs no claim; no request, no token or a terminal status, nothing", () => {
+    const held = asked(SessionStatus.PREPARING, {
+      stage: {
+        enteredAtMs: NOW_MS,
+        expiresAtMs: NOW_MS + 1,
+        claimedToken: "token-held",
+        claimedAtMs: NOW_MS,
+      },
+    });
     const plans = step({
       kind: "cancels",
       candidates: [
@@ -647,7 +675,7 @@ describe("cancels: a waiting stage with a cancel request", () => {
         asked(SessionStatus.SCHEDULED, { stage: { enteredAtMs: NOW_MS, expiresAtMs: NOW_MS + 1 } }),
         asked(SessionStatus.TERMINATED),
       ],
-      held: new Map([[held.session.id, "token-held"]]),
+      ownClaims: new Set([held.session.id]),
       nowMs: NOW_MS,
     });
     expect(plans).toHaveLength(1);

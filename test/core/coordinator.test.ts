@@ -347,7 +347,7 @@ describe("decisionWrite()", () => {
     });
   });
 
-  test("a completing SUCCESS only claims the stage: no status, history or kernels until the next entry", () => {
+  test("a completing SUCCESS only claims the stage, keeping its token under the claim: no status, history or kernels until the next entry", () => {
     const [d] = judge({
       handler: schedule,
       result: result({ successes: ["s1"] }),
@@ -360,6 +360,7 @@ describe("decisionWrite()", () => {
       expected: { status: "PENDING", version: 7 },
       nowMs: NOW_MS,
       claimStage: true,
+      claimedToken: "token-old",
     });
   });
 
@@ -376,6 +377,7 @@ describe("decisionWrite()", () => {
       nowMs: NOW_MS,
       tries: "increment",
       claimStage: true,
+      claimedToken: "token-old",
     });
   });
 });

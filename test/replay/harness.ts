@@ -21,6 +21,7 @@ import { KernelCommands } from "../../functions/app/kernel-commands.ts";
 import type { AgentChannelPort } from "../../functions/core/ports/agent-channel.ts";
 import type { EventsPort } from "../../functions/core/ports/event-bus.ts";
 import type { SessionStatusChangedDetailInput } from "../../functions/core/ports/event-bus.ts";
+import type { LifecycleExecutionsPort } from "../../functions/core/ports/lifecycle-executions.ts";
 import { loadConfig } from "../../functions/config.ts";
 import {
   signingPayload,
@@ -42,6 +43,8 @@ export const T0 = 1_800_000_000_000;
 export const CAP = { cpu: 4, memoryMiB: 4096 } as const;
 export const AGENT_TIMEOUT_MS = 30_000;
 export const HEARTBEAT_MS = 10_000;
+/** How long a claimer may live (the coordinator function's timeout): older claims are the sweep's. */
+export const CLAIM_LIFETIME_MS = 60_000;
 /** `summary()` writes these records the same way: none of them is ever merged (no "xN"). */
 export { HISTORY_TO_RUNNING } from "../support/histories.ts";
 const TERMINATION_GRACE_MS = 1_000;
@@ -254,6 +257,14 @@ export class Replay {
   /** Fault switch: this many of the next sends to agents' queues fail (SQS unreachable). */
   failSends = 0;
   /**
+   * Fault switch: the next coordinator invocation that completes a stage's callback dies right
+   * before the completion goes out (its process killed: nothing after it runs, no `finally`), and
+   * its batch is delivered again, as SQS does once the message's visibility timeout passes.
+   */
+  killBeforeComplete = 0;
+  /** Resolves when the coordinator invocation under way is killed (killBeforeComplete). */
+  #kill: ((k: "killed") => void) | undefined;
+  /**
    * Every call the control plane made to the store, in order, with the session it names (the
    * replay's own reads of the state it checks go through a store of their own).
    */
@@ -346,10 +357,26 @@ export class Replay {
         isExpiryJudgement(input) ? this.coordinator.judgeExpiry(input) : enterStage(input, enterDeps),
       log: (line) => this.note(line),
     });
-    const executions = new LifecycleExecutions(
+    const lifecycle = new LifecycleExecutions(
       this.driver.client as unknown as SFNClient,
       config.stateMachineArn,
     );
+    const executions: LifecycleExecutionsPort = {
+      start: (sessionId, input) => lifecycle.start(sessionId, input),
+      describe: (name) => lifecycle.describe(name),
+      complete: (token, transition) => {
+        if (this.killBeforeComplete > 0 && this.#kill !== undefined) {
+          this.killBeforeComplete--;
+          this.note(
+            `  fault: the coordinator's invocation is killed before completing ${transition.from}'s callback`,
+          );
+          this.#kill("killed");
+          // The process is gone: this call never returns, and nothing after it runs.
+          return new Promise<never>(() => {});
+        }
+        return lifecycle.complete(token, transition);
+      },
+    };
     this.coordinator = new Coordinator({
       store: this.store,
       executions,
@@ -358,6 +385,7 @@ export class Replay {
       config,
       clock,
       log,
+      claimLifetimeMs: CLAIM_LIFETIME_MS,
       ...(options.submissionFilter ? { submissionFilter: options.submissionFilter } : {}),
     });
     const store = this.store;
@@ -375,10 +403,8 @@ export class Replay {
       clock,
       log,
       terminationGraceMs: TERMINATION_GRACE_MS,
-      advance: (sessionId, status, entered, held) =>
-        this.coordinator.advance(sessionId, status, entered, held),
-      completeOnEntry: (status, entered, stored, token, deferred) =>
-        this.coordinator.completeOnEntry(status, entered, stored, token, deferred),
+      advance: (sessionId, status, entered, claimed) =>
+        this.coordinator.advance(sessionId, status, entered, claimed),
     };
   }
 
@@ -451,7 +477,15 @@ export class Replay {
 
   async #deliver(batch: readonly Envelope[], how: string): Promise<void> {
     this.note(`  ${how}: ${batch.map(describe).join(", ")}`);
-    const report = await this.coordinator.run(batch);
+    const killed = new Promise<"killed">((resolve) => (this.#kill = resolve));
+    const report = await Promise.race([this.coordinator.run(batch), killed]).finally(() => {
+      this.#kill = undefined;
+    });
+    if (report === "killed") {
+      this.note(`  the invocation died; its batch is delivered again`);
+      this.bus.push(...batch);
+      return;
+    }
     for (const i of report.retry) this.bus.push(batch[i]!);
     if (report.retry.length > 0) this.note(`  redelivered: ${report.retry.length}`);
   }

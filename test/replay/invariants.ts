@@ -61,17 +61,18 @@ function failedAdmission(session: Dump["sessions"][number]["session"]): boolean 
 
 /**
  * No stranded stage: a callback its execution holds open is held by the session too, so the
- * next event or the sweep can complete it. (Within a step a run may hold a stage's token itself,
- * claimed on entry; by the step's end it has completed the stage or written the token back.)
+ * next event or the sweep can complete it: as its token, or under a claim (`stage.claimedToken`),
+ * which its claimer completes or gives back — or the sweep, if the claimer died.
  */
 export function noStrandedStage(d: Dump): string[] {
   const problems: string[] = [];
   for (const s of d.sessions) {
     const e = d.executions.get(s.session.executionName);
     if (ended(s) || e?.status !== "RUNNING" || e.open === undefined || e.closed !== undefined) continue;
-    if (s.session.stage.taskToken !== e.open.token) {
+    const { taskToken, claimedToken } = s.session.stage;
+    if ((taskToken ?? claimedToken) !== e.open.token) {
       problems.push(
-        `${s.session.id}: ${s.session.status} holds ${s.session.stage.taskToken ?? "no token"} but its execution waits in ${e.open.state} on ${e.open.token}`,
+        `${s.session.id}: ${s.session.status} holds ${taskToken ?? (claimedToken !== undefined ? `claimed ${claimedToken}` : "no token")} but its execution waits in ${e.open.state} on ${e.open.token}`,
       );
     }
   }
@@ -85,8 +86,9 @@ export function noOrphanToken(d: Dump): string[] {
     const { session } = s;
     const e = d.executions.get(session.executionName);
     if (ended(s)) {
-      if (session.stage.taskToken !== undefined) {
-        problems.push(`${session.id}: ${session.status} but holds token ${session.stage.taskToken}`);
+      const token = session.stage.taskToken ?? session.stage.claimedToken;
+      if (token !== undefined) {
+        problems.push(`${session.id}: ${session.status} but holds token ${token}`);
       }
       if (e?.status === "RUNNING") problems.push(`${session.id}: ${session.status} but its execution runs`);
     } else if (e && e.status !== "RUNNING") {

@@ -60,23 +60,24 @@ describe("one session, replayed", () => {
     // The execution's input carries the session as created, and each completed callback the
     // coordinator's copy: no entry reads the session.
     expect(h.entryReads, h.stepLog).toEqual([]);
-    // One write per stage entered and nothing more: the stages decided on entry are written
-    // claimed, the placement claims PENDING, and the report that decides a stage writes its
-    // kernels and the claim together; each callback is completed with the token the run holds.
+    // One write per stage entered, and one claim per stage an outcome decides: the stages decided
+    // on entry are written claimed (the token in the table, as the claim of the step taken right
+    // after), the placement claims PENDING, and the report that decides a stage writes its
+    // kernels and the claim together; each callback is completed with the claimed token.
     expect(writesOf(h, "s-001"), h.stepLog).toEqual([
       ...["applyWrite", "reserveCapacity"], // PENDING entered; placed and claimed in one transaction
-      // SCHEDULED's step found the agent live and completed it on entry, which wrote nothing:
-      ...["applyWrite", "applyWrite"], // SCHEDULED + PREPARING in one write; PREPARED report + claim
-      // PREPARED's the same:
-      ...["applyWrite", "applyWrite"], // PREPARED + CREATING in one write; RUNNING report + claim
-      ...["applyWrite", "applyWrite"], // RUNNING; the exit report and the claim
-      // TERMINATING's step found every kernel ended and judged the run over, on entry: no write.
-      ...["releaseCapacity", "applyWrite"], // capacity back; TERMINATING + TERMINATED in one write
+      "applyWrite", // SCHEDULED entered claimed: its step found the agent live and completed it
+      ...["applyWrite", "applyWrite"], // PREPARING entered; the PREPARED report + claim
+      "applyWrite", // PREPARED entered claimed: its step sent the start and completed it
+      ...["applyWrite", "applyWrite"], // CREATING entered; the RUNNING report + claim
+      ...["applyWrite", "applyWrite"], // RUNNING entered; the exit report and the claim
+      "applyWrite", // TERMINATING entered claimed: every kernel ended, its step judged the run over
+      ...["releaseCapacity", "applyWrite"], // capacity back; TERMINATED entered, with the run's record
       "finishJob", // the job settled
     ]);
   });
 
-  test("a kernel that exits as it starts: RUNNING is entered claimed, and its promotion completes it with the token held", async () => {
+  test("a kernel that exits as it starts: RUNNING is entered claimed, and its promotion completes it with the claimed token", async () => {
     const h = await open("run-over-on-entry");
     const agent = await h.register("agent-a", CAP);
     agent.exitsOnStart = 0;
@@ -85,10 +86,13 @@ describe("one session, replayed", () => {
     await expectSucceeded(h, "s-001");
     expect(writesOf(h, "s-001"), h.stepLog).toEqual([
       ...["applyWrite", "reserveCapacity"], // PENDING entered; placed and claimed
-      ...["applyWrite", "applyWrite"], // SCHEDULED + PREPARING; PREPARED report + claim
-      ...["applyWrite", "applyWrite"], // PREPARED + CREATING; the exit report (through RUNNING) + claim
-      "applyWrite", // RUNNING entered claimed: the promotion completed it with the held token
-      ...["releaseCapacity", "applyWrite"], // capacity back; TERMINATING + TERMINATED in one write
+      "applyWrite", // SCHEDULED entered claimed, completed by its step
+      ...["applyWrite", "applyWrite"], // PREPARING entered; PREPARED report + claim
+      "applyWrite", // PREPARED entered claimed, completed by its step
+      ...["applyWrite", "applyWrite"], // CREATING entered; the exit report (through RUNNING) + claim
+      "applyWrite", // RUNNING entered claimed: the promotion completed it with the claimed token
+      "applyWrite", // TERMINATING entered claimed, completed by its step
+      ...["releaseCapacity", "applyWrite"], // capacity back; TERMINATED entered
       "finishJob",
     ]);
   });

@@ -91,6 +91,7 @@ export function planReservation(
             expected: request.expected,
             nowMs: request.nowMs,
             claimStage: true,
+            ...(request.claimedToken !== undefined ? { claimedToken: request.claimedToken } : {}),
           },
           layout,
           { actions: place, conditions: kernelsChecked(checks) },

@@ -43,6 +43,7 @@ import {
   sessionPk,
   sessionStatusPk,
   targetPk,
+  claimedPk,
 } from "./keys.ts";
 
 import { planCreateSession } from "./new-session.ts";
@@ -144,6 +145,10 @@ export class DynamoSessions implements SessionRepository {
     query.statuses.forEach((s, i) => requireKnown(`statuses[${i}]`, s, SESSION_STATUSES));
     requireLimit("limit", query.limit, MAX_QUERY_LIMIT);
     const targetable = query.targetableOnly === true;
+    const claimed = query.claimedOnly === true;
+    if (targetable && claimed) {
+      throw new InvalidStoreRequestError("claimedOnly", "cannot be combined with targetableOnly");
+    }
     const statuses = new Set(query.statuses);
     // Lower priorities sort after higher ones: read from the end of the queue down to the floor,
     // or from its start up to the ceiling.
@@ -164,8 +169,14 @@ export class DynamoSessions implements SessionRepository {
           : {};
     const fetchers = [...statuses].flatMap((status) =>
       this.shardIndexes().map((shard) =>
-        targetable
-          ? this.indexFetcher(TARGET_INDEX, "gsi2pk", targetPk(status, shard), query.limit, range)
+        targetable || claimed
+          ? this.indexFetcher(
+              TARGET_INDEX,
+              "gsi2pk",
+              (claimed ? claimedPk : targetPk)(status, shard),
+              query.limit,
+              range,
+            )
           : this.indexFetcher(STATUS_INDEX, "gsi1pk", sessionStatusPk(status, shard), query.limit, range),
       ),
     );
@@ -177,6 +188,7 @@ export class DynamoSessions implements SessionRepository {
       (s) =>
         statuses.has(s.session.status) &&
         (!targetable || s.session.stage.taskToken !== undefined) &&
+        (!claimed || s.session.stage.claimedToken !== undefined) &&
         (below === undefined || s.session.spec.priority < below) &&
         (above === undefined || s.session.spec.priority > above),
     );

@@ -39,6 +39,7 @@ import {
   sessionStatusPk,
   shardOf,
   targetPk,
+  claimedPk,
 } from "./keys.ts";
 
 export type Item = Record<string, AttributeValue>;
@@ -95,7 +96,12 @@ export function sessionItem(session: Session, shards: number, kernels: readonly 
     ),
     gsi1pk: sessionStatusPk(session.status, shard),
     gsi1sk: sk,
-    gsi2pk: session.stage.taskToken !== undefined ? targetPk(session.status, shard) : undefined,
+    gsi2pk:
+      session.stage.taskToken !== undefined
+        ? targetPk(session.status, shard)
+        : session.stage.claimedToken !== undefined
+          ? claimedPk(session.status, shard)
+          : undefined,
     gsi3pk: createdPk(shard),
     gsi3sk: createdSk(session.createdAtMs, session.id),
   });
@@ -182,12 +188,16 @@ function stageFrom(r: Fields): StageRecord {
   const taskToken = r.optString("taskToken");
   const entryAtMs = r.optNumber("entryAtMs");
   const attempt = r.optNumber("attempt");
+  const claimedToken = r.optString("claimedToken");
+  const claimedAtMs = r.optNumber("claimedAtMs");
   return {
     enteredAtMs: r.number("enteredAtMs"),
     expiresAtMs: r.number("expiresAtMs"),
     ...(taskToken !== undefined ? { taskToken } : {}),
     ...(entryAtMs !== undefined ? { entryAtMs } : {}),
     ...(attempt !== undefined ? { attempt } : {}),
+    ...(claimedToken !== undefined ? { claimedToken } : {}),
+    ...(claimedAtMs !== undefined ? { claimedAtMs } : {}),
   };
 }
 

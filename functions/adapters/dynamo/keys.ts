@@ -53,6 +53,7 @@ export const USED_PREFIXES = [
   "STATUS#",
   "AGENT_ALLOC#",
   "TARGET#",
+  "CLAIMED#",
   "CREATED#",
   "AGENTS",
   RUN_SK_PREFIX,
@@ -115,6 +116,8 @@ export const agentAllocationsPk = (agentId: string): string => `AGENT_ALLOC#${ag
 
 // ---- GSI2 "targets": sessions waiting in a stage nobody has claimed (sort key shared with GSI1).
 export const targetPk = (status: SessionStatus, shard: number): string => `TARGET#${status}#${shard}`;
+/** The same index's other half: sessions whose stage an outcome claimed (stage.claimedToken). */
+export const claimedPk = (status: SessionStatus, shard: number): string => `CLAIMED#${status}#${shard}`;
 
 // ---- GSI3 "listings": sessions by creation time, and the rosters of agents, queues and policies.
 export const createdPk = (shard: number): string => `CREATED#${shard}`;

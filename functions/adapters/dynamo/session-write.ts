@@ -24,7 +24,7 @@ import {
 import { exists, itemExists, kernelUnplaced, kernelVersionIs, sessionAt } from "./conditions.ts";
 import { all, type Clause, type UpdateBuilder } from "./expressions.ts";
 import { historyItem, INLINE_HISTORY, INLINE_HISTORY_MAX, INLINE_KERNELS, runItem } from "./item-codec.ts";
-import { queueSk, SESSION_SK, sessionPk, sessionStatusPk, shardOf, targetPk } from "./keys.ts";
+import { claimedPk, queueSk, SESSION_SK, sessionPk, sessionStatusPk, shardOf, targetPk } from "./keys.ts";
 import {
   guarded,
   MAX_TRANSACTION_ITEMS,
@@ -223,9 +223,19 @@ export function sessionUpdate(
       if (write.stage !== undefined) {
         u.set("stage", write.stage);
         if (write.stage.taskToken !== undefined) u.set("gsi2pk", targetPk(statusAfter, shard));
+        else if (write.stage.claimedToken !== undefined) u.set("gsi2pk", claimedPk(statusAfter, shard));
         else u.remove("gsi2pk");
       }
-      if (write.claimStage === true) u.remove("stage.taskToken").remove("gsi2pk");
+      if (write.claimStage === true) {
+        // The token stays in the table under the claim, indexed so the sweep finds a claim whose
+        // claimer died (SessionWrite.claimStage).
+        u.remove("stage.taskToken");
+        if (write.claimedToken !== undefined) {
+          u.set("stage.claimedToken", write.claimedToken)
+            .set("stage.claimedAtMs", write.nowMs)
+            .set("gsi2pk", claimedPk(statusAfter, shard));
+        } else u.remove("gsi2pk");
+      }
       if (write.tries === "increment") u.increment("tries", 1);
       if (write.tries === "reset") u.set("tries", 0);
       if (write.pendingReason === null) u.remove("pendingReason");

@@ -29,10 +29,10 @@ export interface HandlerContext {
   readonly config: CairnConfig;
   readonly nowMs: number;
   /**
-   * The handler's own write claimed the session's stage (a placement that decides it): the run
-   * now holds the stage's token, to complete the stage with or write back.
+   * The handler's own write claimed the session's stage (a placement that decides it): the claim
+   * is the run's, to complete the stage with or give back.
    */
-  hold(sessionId: string, status: SessionStatus, token: string): void;
+  claimed(sessionId: string, status: SessionStatus): void;
   /**
    * The live agents among `agents` (a recent heartbeat), each read once per coordinator run; one
    * named with the incarnation a kernel was placed with is read again when the copy at hand is

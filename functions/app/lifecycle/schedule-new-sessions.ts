@@ -104,8 +104,10 @@ async function placementRound(
           resources: kernels[p.index]?.resources ?? session.spec.resources,
           ...(incarnations.get(p.agentId) !== undefined ? { incarnation: incarnations.get(p.agentId)! } : {}),
         })),
-        // Placing decides the stage: the reservation claims it too, and the run holds the token.
-        ...(session.stage.taskToken !== undefined ? { claimStage: true } : {}),
+        // Placing decides the stage: the reservation claims it too, for the run to complete.
+        ...(session.stage.taskToken !== undefined
+          ? { claimStage: true, claimedToken: session.stage.taskToken }
+          : {}),
       },
     });
     outcomes.set(session.id, { kind: "success", message: placement.message });
@@ -123,7 +125,7 @@ async function placementRound(
     if (reserved.status === "fulfilled") {
       if (token !== undefined) {
         ctx.snapshot.remember([sessionAfterPlacement(target, request)]);
-        ctx.hold(session.id, session.status, token);
+        ctx.claimed(session.id, session.status);
       }
       continue;
     }

@@ -4,7 +4,7 @@
  * written, which stage callback is completed with which transition, and, for a run leaving
  * TERMINATING, whether it is retried. Also what a cancel request does to a waiting stage.
  */
-import { decisionWrite, type SessionWrite } from "../effects.ts";
+import { claimOf, decisionWrite, type SessionWrite } from "../effects.ts";
 import {
   STAGES,
   type LifecycleHandlerName,
@@ -12,7 +12,13 @@ import {
   type PromotionHandlerSpec,
 } from "../handlers.ts";
 import { isRecentRepeat } from "../history.ts";
-import { stageKey, type RunRecord, type SessionWithKernels, type StageTransition } from "../model.ts";
+import {
+  stageKey,
+  type RunRecord,
+  type SessionWithKernels,
+  type StageRecord,
+  type StageTransition,
+} from "../model.ts";
 import { sessionsToPromote } from "../promotion.ts";
 import { SchedulingResult, type HandlerResult } from "../scheduling.ts";
 import { sessionAfterWrite } from "../session-after-write.ts";
@@ -22,8 +28,8 @@ import { judgeFinishedRun, runNeedsRetryCatalog, type RetryCatalogView } from ".
 import { partitionUnrecoverable } from "./unrecoverable.ts";
 
 /**
- * A finished run's record up to this size travels with the transition of a stage claimed on
- * entry (the next entry writes it); a larger one is written to the table first.
+ * A finished run's record up to this size travels with the transition of a stage the run had
+ * claimed already (the next entry writes it); a larger one is written to the table first.
  */
 export const MAX_CARRIED_RUN_CHARS = 8_192;
 /** A transition's message in a callback payload (the history keeps what it carries). */
@@ -36,7 +42,7 @@ export interface PassTargetsInput {
   readonly nowMs: number;
 }
 
-/** Issue 11: targets whose run can never start end FAILED now; the rest go to the handler. */
+/** Targets whose run can never start end FAILED now; the rest go to the handler. */
 export interface PassTargetsEffects {
   readonly ending: readonly Decision[];
   readonly rest: readonly SessionWithKernels[];
@@ -102,15 +108,18 @@ export interface CarryOutInput {
   readonly decision: Decision;
   /** The session as it is now (read again after the pass), or undefined when it is gone. */
   readonly session: SessionWithKernels | undefined;
-  /** The stage's token when this run holds it (claimed on entry) instead of the table. */
-  readonly heldToken: string | undefined;
+  /**
+   * This run claimed the session's stage itself before judging it (a placement's reservation, or
+   * kernel reports that decided the stage): the claimed token (`stage.claimedToken`) is its own.
+   */
+  readonly ownClaim: boolean;
   /** The retry catalog, when the decision ends a run that needs it (needsRetryCatalog). */
   readonly catalog: RetryCatalogView | undefined;
   readonly nowMs: number;
   readonly skipRecordIntervalMs: number;
 }
 
-/** A decision, carried out. `token` is the stage callback's: the table's or the one held. */
+/** A decision, carried out. `token` is the stage callback's: the table's, or the run's own claim. */
 export type CarryOutPlan =
   /** Nothing to do: the session moved on since it was read, or the skip repeats its record. */
   | { readonly kind: "none" }
@@ -125,14 +134,14 @@ export type CarryOutPlan =
         readonly known: SessionWithKernels;
       };
     }
-  /** A stage claimed on entry that keeps waiting: the decision is written with the token put back. */
-  | { readonly kind: "held-write"; readonly write: SessionWrite }
+  /** A stage this run claimed that keeps waiting: the decision is written with the token given back. */
+  | { readonly kind: "give-back"; readonly write: SessionWrite }
   /**
-   * A stage claimed on entry that changes status: completed at once. A run's record too large to
+   * A stage this run claimed that changes status: completed at once. A run's record too large to
    * travel is written first (`write`); otherwise it travels in the transition.
    */
   | {
-      readonly kind: "held-complete";
+      readonly kind: "claimed-complete";
       readonly token: string;
       readonly transition: StageTransition;
       readonly write?: SessionWrite;
@@ -160,21 +169,20 @@ export function stepCarryOut(input: CarryOutInput): CarryOutPlan {
     return { kind: "none" };
   }
   const write = decisionWrite(s.session, decision, nowMs);
-  // A stage claimed on entry holds no token in the table: this run holds it.
-  const held = s.session.stage.taskToken === undefined ? input.heldToken : undefined;
+  const held =
+    input.ownClaim && s.session.stage.taskToken === undefined ? s.session.stage.claimedToken : undefined;
   if (held !== undefined) {
-    if (!decision.complete) {
-      return { kind: "held-write", write: { ...write, stage: { ...s.session.stage, taskToken: held } } };
-    }
+    if (!decision.complete)
+      return { kind: "give-back", write: { ...write, stage: givenBack(s.session.stage) } };
     const { transition, run } = callbackPayload(judgeRun(s, decision.complete, input));
     if (run && JSON.stringify(run).length > MAX_CARRIED_RUN_CHARS) {
       // Too large for the callback: the record goes to the table, the transition names its index.
-      return { kind: "held-complete", token: held, transition, write: { ...write, run } };
+      return { kind: "claimed-complete", token: held, transition, write: { ...write, run } };
     }
     // Small enough to travel with the transition: the next entry writes it with the status.
     const { runIndex: _inTable, ...carried } = transition;
     return {
-      kind: "held-complete",
+      kind: "claimed-complete",
       token: held,
       transition: run ? { ...carried, run } : transition,
       known: s,
@@ -183,8 +191,8 @@ export function stepCarryOut(input: CarryOutInput): CarryOutPlan {
   const token = s.session.stage.taskToken;
   if (!decision.complete) return { kind: "write", write };
   if (token === undefined) return { kind: "none" };
-  // A run leaving TERMINATING is judged first: retried (back to PENDING) or finished. Issue 11:
-  // the run's record is written with the claim; the callback carries its index.
+  // A run leaving TERMINATING is judged first: retried (back to PENDING) or finished. The run's
+  // record is written with the claim; the callback carries its index (a payload is 256 KiB at most).
   const { transition, run } = callbackPayload(judgeRun(s, decision.complete, input));
   const written = run ? { ...write, run } : write;
   return {
@@ -201,7 +209,7 @@ function judgeRun(s: SessionWithKernels, t: StageTransition, input: CarryOutInpu
 }
 
 /**
- * Issue 11: a callback payload is small by construction (Step Functions: 256 KiB). The run's
+ * A callback payload is small by construction (Step Functions: 256 KiB). The run's
  * record (every kernel's message) goes to the table; the transition carries its index and a
  * capped message.
  */
@@ -223,8 +231,8 @@ export interface CancelsInput {
   readonly kind: "cancels";
   /** Sessions that may carry a cancel request, as read. */
   readonly candidates: readonly SessionWithKernels[];
-  /** Tokens of stages this run holds (claimed on entry), by session. */
-  readonly held: ReadonlyMap<string, string>;
+  /** Sessions whose stage this run claimed itself (their `stage.claimedToken` is its own). */
+  readonly ownClaims: ReadonlySet<string>;
   readonly nowMs: number;
 }
 
@@ -233,7 +241,7 @@ export interface CancelPlan {
   readonly sessionId: string;
   readonly token: string;
   readonly transition: StageTransition;
-  /** The claim to write first; absent when the run holds the token (claimed on entry). */
+  /** The claim to write first; absent when the run claimed the stage already. */
   readonly claim?: SessionWrite;
   /** The session as the claim leaves it (or as read), for the next entry to start from. */
   readonly known: SessionWithKernels;
@@ -244,7 +252,10 @@ export function stepCancels(input: CancelsInput): CancelPlan[] {
   const plans: CancelPlan[] = [];
   for (const candidate of input.candidates) {
     const { session } = candidate;
-    const heldToken = session.stage.taskToken === undefined ? input.held.get(session.id) : undefined;
+    const heldToken =
+      session.stage.taskToken === undefined && input.ownClaims.has(session.id)
+        ? session.stage.claimedToken
+        : undefined;
     const token = session.stage.taskToken ?? heldToken;
     if (
       session.cancelRequestedAtMs === undefined ||
@@ -263,7 +274,7 @@ export function stepCancels(input: CancelsInput): CancelPlan[] {
       message: "cancel requested",
     };
     if (heldToken !== undefined) {
-      // Claimed on entry: nothing to write before completing.
+      // Claimed by this run already: nothing to write before completing.
       plans.push({ sessionId: session.id, token, transition, known: candidate });
       continue;
     }
@@ -271,7 +282,7 @@ export function stepCancels(input: CancelsInput): CancelPlan[] {
       sessionId: session.id,
       expected: { status: session.status, version: session.version },
       nowMs: input.nowMs,
-      claimStage: true,
+      ...claimOf(session),
     };
     plans.push({
       sessionId: session.id,
@@ -282,4 +293,10 @@ export function stepCancels(input: CancelsInput): CancelPlan[] {
     });
   }
   return plans;
+}
+
+/** A stage this run claimed, its token given back: a target again for the next pass. */
+export function givenBack(stage: StageRecord): StageRecord {
+  const { claimedToken, claimedAtMs: _at, ...rest } = stage;
+  return claimedToken !== undefined ? { ...rest, taskToken: claimedToken } : rest;
 }

@@ -57,9 +57,12 @@ export interface ReservationRequest {
   readonly placements: readonly Placement[];
   /**
    * The placement decides the stage: claim it in the same transaction (the session's token
-   * removed, its version bumped, as SessionWrite.claimStage), so the placer holds the token.
+   * moved to its claim, its version bumped, as SessionWrite.claimStage), so no one else targets
+   * it while the placer completes it.
    */
   readonly claimStage?: boolean;
+  /** The token the claim keeps (SessionWrite.claimedToken). */
+  readonly claimedToken?: string;
 }
 
 /** Capacity a session holds on one agent (several kernels on one agent share one allocation). */

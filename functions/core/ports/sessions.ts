@@ -28,6 +28,11 @@ export interface TargetQuery {
   /** Only sessions waiting in a stage nobody has claimed (`stage.taskToken` present). */
   readonly targetableOnly?: boolean;
   /**
+   * Only sessions whose stage an outcome claimed and nothing has moved on since (`stage.claimedToken`
+   * present): the sweep's look for claims whose claimer died. Not combined with `targetableOnly`.
+   */
+  readonly claimedOnly?: boolean;
+  /**
    * Only sessions of a priority lower than this, and in the reverse order: lowest priority
    * first, then newest (preemption's candidates, cheapest to preempt first).
    */
