@@ -218,6 +218,8 @@ export class Coordinator {
   /** Agents as recently read, across this instance's runs (snapshot.ts). */
   readonly #agentCache: AgentCache;
   readonly #skipRecordIntervalMs: number;
+  /** When the sweep last looked for claims whose claimer died (#recoverClaims). */
+  #claimsCheckedAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(deps: CoordinatorDeps) {
     this.#d = deps;
@@ -381,12 +383,18 @@ export class Coordinator {
    * replaced by the next stage's entry within moments, so it is not found here.
    */
   async #recoverClaims(snapshot: RunSnapshot): Promise<number> {
+    // A claim is recovered only once it is a lifetime old: looking more often than a quarter of
+    // that finds nothing new (and the embedded runtime sweeps every few seconds).
+    const lifetimeMs = this.#d.claimLifetimeMs ?? DEFAULT_CLAIM_LIFETIME_MS;
+    const nowMs = this.#d.clock.nowMs();
+    if (nowMs - this.#claimsCheckedAtMs < lifetimeMs / 4) return 0;
+    this.#claimsCheckedAtMs = nowMs;
     const claimed = await this.#d.store.targetsByStatus({
       statuses: WAITING_SESSION_STATUSES,
       limit: this.#d.config.batchLimit,
       claimedOnly: true,
     });
-    const before = this.#d.clock.nowMs() - (this.#d.claimLifetimeMs ?? DEFAULT_CLAIM_LIFETIME_MS);
+    const before = nowMs - lifetimeMs;
     let recovered = 0;
     for (const s of claimed) {
       const { status, stage, id } = s.session;
