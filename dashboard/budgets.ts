@@ -1,5 +1,5 @@
 /**
- * Retries used of each budget, for people: the two Iris budgets (seed 000), the global cap on
+ * Retries used of each budget, for people: the two budgets of Iris's task states, the global cap on
  * counted retries, each rule's retries and the returns to PENDING of the current run. A budget
  * the spec does not set is shown with its default and what it means (core/retry/budgets.ts: an
  * unwritten budget caps retries only when no retry policy applies).

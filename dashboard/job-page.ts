@@ -1,6 +1,6 @@
 /**
  * A job: its state and the rule that decided it (final once recorded), parent and children, and
- * one row per task with Iris's state name and colour (seed 000), why a PENDING task waits, how
+ * one row per task with the state name and colour of Iris's task states, why a PENDING task waits, how
  * an ended one ended, its retries against each budget, and a link to the task's session. Then
  * each task's attempt history, as Iris's job page draws it: "Each attempt has its own state
  * badge, and worker failures are annotated with "(worker failure)" in the attempt rows" — one

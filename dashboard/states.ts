@@ -1,5 +1,5 @@
 /**
- * How states look. Task states are Iris's (seed 000): the display name is the state in lower case
+ * How states look. Task states are Iris's task states: the display name is the state in lower case
  * (`stateToName`: TASK_STATE_WORKER_FAILED → worker_failed) and its CSS class is
  * `status-<name>`, coloured exactly as the seed's table (dashboard/static/dashboard.css). Job
  * states use the same classes (killed and the rest share their task state's name). Session
@@ -10,7 +10,7 @@ import type { DeploymentStatus, RouteStatus } from "../functions/core/deployment
 import type { JobState, SessionStatus, TaskState } from "../functions/core/status.ts";
 import { html, type Html } from "./html.ts";
 
-/** Seed 000: display name = the state without its prefix, lower case. */
+/** Iris: display name = the state without its prefix, lower case. */
 export function stateName(state: TaskState | JobState): string {
   return state.toLowerCase();
 }

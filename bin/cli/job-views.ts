@@ -19,7 +19,7 @@ export interface JobView {
   readonly state: JobState;
   /** Why the job is in its state (which rule of the job-state derivation decided). */
   readonly reason: string;
-  /** Seed 004's state of the job (functions/core/hpc-view.ts). */
+  /** HPC Pack's state of the job (functions/core/hpc-view.ts). */
   readonly hpcState: HpcState;
   /** True once the control plane recorded the job's final state; false: derived from the tasks now. */
   readonly final: boolean;
@@ -50,7 +50,7 @@ export interface TaskRowView {
   readonly state: TaskState;
   /** The state's value in Iris's TaskState proto enum: RUNNING is 3 (task-state-proto.ts). */
   readonly stateProto: number;
-  /** Seed 004's state of the task. */
+  /** HPC Pack's state of the task. */
   readonly hpcState: HpcState;
   /** The task will not run again. */
   readonly finished: boolean;

@@ -1,6 +1,6 @@
 /**
- * A run lost before RUNNING: preempted for a higher-priority session, or its agent lost. Iris
- * (seed 000) retries only an ASSIGNED task for free: "ASSIGNED tasks: always retry to PENDING
+ * A run lost before RUNNING: preempted for a higher-priority session, or its agent lost. Iris's
+ * task states retry only an ASSIGNED task for free: "ASSIGNED tasks: always retry to PENDING
  * regardless of budget (the task never started executing, so preemption is free). BUILDING or
  * RUNNING tasks: preemption_count is incremented and compared against max_retries_preemption."
  * A worker's death is judged the same way, under the same budget. In Cairn's mapping ASSIGNED is

@@ -117,7 +117,7 @@ export interface TaskView {
   readonly index: number;
   readonly state: TaskState;
   /**
-   * Seed 000's `is_finished()`: the task will not run again. A task whose run failed but whose
+   * Iris's `is_finished()`: the task will not run again. A task whose run failed but whose
    * session has not been judged yet (or is being retried) is not finished.
    */
   readonly finished: boolean;
@@ -136,7 +136,7 @@ export interface TaskView {
   /** Runs retried under each budget so far (the session's; shared by a gang's tasks). */
   readonly failureCount: number;
   readonly preemptionCount: number;
-  /** Seed 004's state of the task (hpc-view.ts). */
+  /** HPC Pack's state of the task (hpc-view.ts). */
   readonly hpcState: HpcState;
   /**
    * The task has started: it is placed or beyond now, or it was before (a run of it has ended, or
@@ -298,7 +298,7 @@ export interface JobStateVerdict {
 type TaskCounts = Readonly<Record<TaskState, number>>;
 
 /**
- * Seed 000's `_compute_job_state`, rule by rule; earlier rules win. Only finished tasks count for
+ * Iris's `_compute_job_state`, rule by rule; earlier rules win. Only finished tasks count for
  * the terminal rules (a FAILED task being retried is not a failure of the job). Two points the
  * seed leaves open, resolved here:
  * - every task finished, with failures within `maxTaskFailures` and no other failure state: the

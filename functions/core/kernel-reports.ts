@@ -97,7 +97,7 @@ export function kernelReportPatch(
 /**
  * `stopped`: the control plane had asked the kernel to stop (it was TERMINATING). Short of a
  * cancel, a preemption or the run-time limit (each named by its condition), a running kernel is
- * stopped only because a sibling of its gang failed: seed 000's coscheduled cascade makes that
+ * stopped only because a sibling of its gang failed: Iris's coscheduled cascade makes that
  * WORKER_FAILED, which retries under the preemption budget and never counts as the job's failure.
  *
  * The run-time limit (RUNNING's timeout, condition DeadlineExceeded) is Iris's per-task timeout:

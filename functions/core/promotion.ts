@@ -1,5 +1,5 @@
 /**
- * Promotion matching (seed 001): does a session's kernel set satisfy ALL / ANY / NOT_ANY of the
+ * Promotion matching (Backend.AI's BEP-1030): does a session's kernel set satisfy ALL / ANY / NOT_ANY of the
  * checked statuses?
  *
  * The empty kernel set. `kernelsMatch` is the seed's SQL: a session with no kernels satisfies ALL

@@ -1,5 +1,5 @@
 /**
- * The order sessions wait in a status queue, pure. Seed 002: "Requeued jobs are scheduled before
+ * The order sessions wait in a status queue, pure. Armada's proposal: "Requeued jobs are scheduled before
  * new jobs at the same priority". So the order is: highest priority first; at one priority,
  * requeued sessions before new ones; then oldest submission first; then id (unique, so pages of
  * the queue never skip ties).

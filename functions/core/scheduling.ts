@@ -1,5 +1,5 @@
 /**
- * The Sokovan handler/coordinator vocabulary (seed 001): what a handler returns, and the
+ * The Sokovan handler/coordinator vocabulary (Backend.AI's BEP-1030): what a handler returns, and the
  * transitions the coordinator applies for each judged result.
  */
 import type { KernelStatus, SessionStatus } from "./status.ts";

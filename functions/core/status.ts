@@ -1,5 +1,5 @@
 /**
- * Session and kernel statuses (Sokovan, seed 001) and attempt outcomes (Iris, seed 000).
+ * Session and kernel statuses (Backend.AI's Sokovan, BEP-1030) and attempt outcomes (Iris's task states).
  * Enums are `as const` objects with derived unions so a missing status is a compile error
  * wherever a `Record<Status, …>` is declared.
  */
@@ -55,7 +55,7 @@ export const KernelStatus = {
 export type KernelStatus = (typeof KernelStatus)[keyof typeof KernelStatus];
 export const KERNEL_STATUSES = Object.values(KernelStatus);
 
-/** Seed 001: "terminal (TERMINATED, CANCELLED, ERROR)". */
+/** BEP-1030: "terminal (TERMINATED, CANCELLED, ERROR)". */
 export const TERMINAL_KERNEL_STATUSES: ReadonlySet<KernelStatus> = new Set([
   KernelStatus.TERMINATED,
   KernelStatus.CANCELLED,
@@ -63,7 +63,7 @@ export const TERMINAL_KERNEL_STATUSES: ReadonlySet<KernelStatus> = new Set([
 ]);
 
 /**
- * Seed 001 writes "non-terminal (PENDING~RUNNING)". TERMINATING is also not terminal: a kernel
+ * BEP-1030 writes "non-terminal (PENDING~RUNNING)". TERMINATING is also not terminal: a kernel
  * still shutting down must hold its session in TERMINATING, so it is included here.
  */
 export const NON_TERMINAL_KERNEL_STATUSES: ReadonlySet<KernelStatus> = new Set(
@@ -85,7 +85,7 @@ export const AttemptOutcome = {
 } as const;
 export type AttemptOutcome = (typeof AttemptOutcome)[keyof typeof AttemptOutcome];
 
-/** Why a kernel ended, beyond its exit code (Armada conditions, seed 002). */
+/** Why a kernel ended, beyond its exit code (Armada's retry-policy proposal). */
 export const TerminationCondition = {
   OOMKilled: "OOMKilled",
   Evicted: "Evicted",
@@ -99,7 +99,7 @@ export type TerminationCondition = (typeof TerminationCondition)[keyof typeof Te
 export const TERMINATION_CONDITIONS = Object.values(TerminationCondition);
 
 /**
- * Iris task states (seed 000), derived from a session and its kernels (core/jobs.ts): a task is
+ * Iris's task states, derived from a session and its kernels (core/jobs.ts): a task is
  * one kernel of a co-scheduled session, or the one kernel of an independent task's session.
  */
 export const TaskState = {
@@ -112,7 +112,7 @@ export const TaskState = {
 } as const;
 export type TaskState = (typeof TaskState)[keyof typeof TaskState];
 
-/** Iris job states (seed 000): derived from task states, in the seed's order of precedence. */
+/** Iris's job states: derived from task states, in Iris's order of precedence. */
 export const JobState = {
   PENDING: "PENDING",
   RUNNING: "RUNNING",

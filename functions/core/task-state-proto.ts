@@ -1,5 +1,5 @@
 /**
- * Iris's TaskState proto enum (seed 000's table: State | Proto Value), and what in Cairn maps to
+ * Iris's TaskState proto enum (Iris's table: State | Proto Value), and what in Cairn maps to
  * each value: the task state table in code, shown in docs/jobs.md (test/core/task-state-proto.test.ts
  * compares them row for row) and carried beside the state's name in the CLI's JSON.
  *

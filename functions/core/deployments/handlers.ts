@@ -111,7 +111,7 @@ export function runningRoute(targets: readonly RouteTarget[]): FamilyHandlerResu
 
 /**
  * How many failing probes in a row evict an UNHEALTHY route: the threshold that made it UNHEALTHY,
- * then as many again without a recovery. Seed 001 lets both HealthCheckRoute (UNHEALTHY → HEALTHY
+ * then as many again without a recovery. BEP-1030 lets both HealthCheckRoute (UNHEALTHY → HEALTHY
  * "on health recovery") and RouteEviction (UNHEALTHY → TERMINATING) act on an UNHEALTHY route;
  * the health check goes first, and eviction waits this long, so a replica that was briefly sick
  * (a slow garbage collection, a restart of a dependency) can recover instead of being replaced.

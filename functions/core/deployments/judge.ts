@@ -1,5 +1,5 @@
 /**
- * The coordinator's judgment for the deployment and route families (seed 001), pure: a handler's
+ * The coordinator's judgment for the deployment and route families (Backend.AI's BEP-1030), pure: a handler's
  * result in, one decision per judged target out. No expiry, no give-up, no try counts: a
  * deployment handler's target succeeded or failed; a route handler's also may be stale (not
  * reported on within its interval). Targets in no list are left alone, with no history.

@@ -1,5 +1,5 @@
 /**
- * The deployment and route handler families of seed 001 (001_d9b509ca94f26bf4.txt), as typed
+ * The deployment and route handler families of Backend.AI's BEP-1030 (001_d9b509ca94f26bf4.txt), as typed
  * data beside the session tables (core/handlers.ts). A deployment keeps N replicas of a service
  * running; each replica is a route, backed by a session. Unlike sessions, neither family has
  * expiry or give-up: a deployment handler's outcome is SUCCESS or FAILURE, a route handler's

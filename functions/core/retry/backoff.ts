@@ -1,6 +1,6 @@
 /**
  * When a retry may start: exponential backoff configured at three levels (rule, policy, global
- * default; the most specific wins, field by field) and the graceful-shutdown wait of seed 002:
+ * default; the most specific wins, field by field) and the graceful-shutdown wait of Armada's retry-policy proposal:
  * a retry waits `max(backoff, grace period)` but may start as soon as the old run is confirmed
  * terminated, never before the backoff has elapsed.
  */
@@ -30,7 +30,7 @@ export function effectiveBackoff(
 }
 
 /**
- * Seed 002: `min(initialDelay * multiplier^(failureCount-1), maxDelay)`, in whole milliseconds,
+ * Armada's proposal: `min(initialDelay * multiplier^(failureCount-1), maxDelay)`, in whole milliseconds,
  * where `failureCount` (≥ 1) is the session's failure count, this failure included (see
  * sessionFailureCount). Overflow of the power lands on maxDelay; a zero initial delay stays zero.
  */

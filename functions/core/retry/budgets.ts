@@ -1,5 +1,5 @@
 /**
- * Iris's two retry budgets (seed 000), per session (Iris's "task" is a Cairn session):
+ * The two retry budgets of Iris's task states, per session (Iris's "task" is a Cairn session):
  *
  * | Budget     | Counter         | Limit                | Default | Counted outcomes        |
  * |------------|-----------------|----------------------|---------|-------------------------|
@@ -86,7 +86,7 @@ export function chargeRun(counters: BudgetCounters, run: RunOutcome): BudgetCoun
   }
 }
 
-/** Seed 000's `_handle_failure`: charge the run, then retry while the budget holds. */
+/** Iris's `_handle_failure`: charge the run, then retry while the budget holds. */
 export function judgeBudget(
   counters: BudgetCounters,
   limits: BudgetLimits,
@@ -125,7 +125,7 @@ export function judgeBudget(
 }
 
 /**
- * Seed 000's `is_finished()` for a session whose latest run ended with `outcome`, given the
+ * Iris's `is_finished()` for a session whose latest run ended with `outcome`, given the
  * counters after that run was charged. A FAILED run with budget left is terminal as an attempt
  * but not finished as a session: it will run again.
  */

@@ -1,5 +1,5 @@
 /**
- * The operator's global retry settings (seed 002's `scheduling.retryPolicy`): not policies, only
+ * The operator's global retry settings (Armada's `scheduling.retryPolicy`): not policies, only
  * the switches around them. Validated like a policy, every problem as `<path>: <reason>`.
  *
  * `enabled` defaults to true (the seed ships it off for Armada's backward compatibility; Cairn

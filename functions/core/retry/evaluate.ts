@@ -17,7 +17,7 @@
  *   outcome is that of its first failed kernel, so a session with a cancel request must not be
  *   judged at all (its first failure may predate the cancel): the caller checks that first.
  *
- * Policy semantics (seed 002, with the decisions the seed leaves open):
+ * Policy semantics (Armada's retry-policy proposal, with the decisions it leaves open):
  * - First match wins over the policies' rules concatenated in order.
  * - No rule matches: the first policy's `defaultAction` applies, with its retryLimit, backoff and
  *   antiAffinity (as Armada's engine does), counted under the key `<policy>#default`.
@@ -201,7 +201,7 @@ export function evaluateRetry(input: RetryInput): RetryDecision {
   }
 
   const policies = config.enabled ? input.policies : [];
-  // Seed 004: a run that could not start because of the cluster is retried on its own count.
+  // HPC Pack: a run that could not start because of the cluster is retried on its own count.
   if (couldNotStart(first)) {
     const judged = judgeStartFailure(first, state.startRetries ?? 0, input.budgets?.maxRetriesStart);
     const startState: RetryState = { ...state, startRetries: judged.startRetries };

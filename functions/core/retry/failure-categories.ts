@@ -2,7 +2,7 @@
  * How an agent classifies a kernel's failure into a category, for retry rules'
  * `onFailureCategory` and for telling at a glance why runs end.
  *
- * Seed 002 leaves the categories to the executor: "Uses categories from #4713. The executor
+ * Armada's proposal leaves the categories to the executor: "Uses categories from #4713. The executor
  * classifies failures into named categories; retry policies can match on them." Its only names,
  * `cuda_error` and `infiniband_error`, are a GPU cluster's own, read from termination messages,
  * which no exit code reveals. What an agent can always classify is what the seed's rules match
@@ -12,7 +12,7 @@
  * This table is that classification, first row that matches wins; `oom` and `user_error` are the
  * names Armada's categorizer gives an OOM kill and an `exit 1`.
  *
- * Only a failed run gets a category. Seed 002: "Exit code 0 is the proto3 default ("not set") and
+ * Only a failed run gets a category. Armada's proposal: "Exit code 0 is the proto3 default ("not set") and
  * never matches any exit code rule"; so an exit 0 without a condition has none, and neither has
  * a run the control plane asked the agent to stop without a condition (a cancel, a gang
  * sibling's failure): that end is the control plane's decision, named by the run's outcome

@@ -1,5 +1,5 @@
 /**
- * Matching a failed run's kernels against policy rules (seed 002): first match wins over the
+ * Matching a failed run's kernels against policy rules (Armada's retry-policy proposal): first match wins over the
  * concatenated rules of the policies, in order.
  *
  * Which kernel a rule looks at:

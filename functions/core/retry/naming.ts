@@ -1,5 +1,5 @@
 /**
- * Run names (seed 002, "Pod Naming"): the first run keeps the legacy name, the session id, so
+ * Run names (Armada's retry-policy proposal, "Pod Naming"): the first run keeps the legacy name, the session id, so
  * nothing named before retries existed changes; retry n is `<sessionId>.<n>`.
  *
  * Decisions where the seed is open:

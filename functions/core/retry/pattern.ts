@@ -1,5 +1,5 @@
 /**
- * Termination-message patterns as Armada reads them. Seed 002's rules match
+ * Termination-message patterns as Armada reads them. Armada's rules match
  * `onTerminationMessage: { pattern: ".*TRANSIENT.*" }`, and Armada compiles the pattern with Go's
  * `regexp` package: RE2 syntax, matched anywhere in the message (`MatchString`). So a policy
  * copied from Armada means the same here, patterns are compiled by RE2JS, a port of RE2 to

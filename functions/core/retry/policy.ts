@@ -1,5 +1,5 @@
 /**
- * The RetryPolicy resource operators write (seed 002's YAML shape), validated once when written:
+ * The RetryPolicy resource operators write (YAML shape of Armada's retry-policy proposal), validated once when written:
  * every problem is reported at once as `<path>: <reason>` naming the field, and the document is
  * normalised to the `RetryPolicy` the evaluator reads (durations in ms, a rule's matchers as a list).
  *
@@ -38,7 +38,7 @@ import { HISTORY_LIMIT_REASON, MAX_COUNTED_RETRIES } from "./history-budget.ts";
 import { patternProblem } from "./pattern.ts";
 
 export const RETRY_POLICY_API_VERSION = "cairn.dev/v1";
-/** Seed 002's apiVersion, accepted so Armada policies parse as written. */
+/** Armada's apiVersion, accepted so Armada policies parse as written. */
 export const ARMADA_API_VERSION = "armadaproject.io/v1";
 export const RETRY_POLICY_KIND = "RetryPolicy";
 
@@ -75,7 +75,7 @@ export interface RetryRule {
   /** Absent: the first failed kernel (for termination messages: every failed kernel). */
   readonly kernel?: KernelSelector;
   /**
-   * Seed 002's `includeInitContainers`, as written (absent: not written, the seed's false).
+   * Armada's `includeInitContainers`, as written (absent: not written, Armada's false).
    * Accepted for policy compatibility; Cairn's kernels have no init containers, so it changes
    * no match (see the decisions above).
    */

@@ -1,5 +1,5 @@
 /**
- * Which policies apply to a session (seed 002, "Policy Resolution and Composition"): the queue's
+ * Which policies apply to a session (Armada's retry-policy proposal, "Policy Resolution and Composition"): the queue's
  * policies first, then those the session adds (it cannot remove the queue's); when neither names
  * any, the configured default policy if it exists; otherwise none, and the budgets decide alone.
  *

@@ -1,5 +1,5 @@
 /**
- * Runs that could not start because of the cluster. HPC Pack (seed 004): "If a job or task fails
+ * Runs that could not start because of the cluster. HPC Pack's job and task states: "If a job or task fails
  * to start because of a cluster failure, the job or task is automatically retried a specified
  * number of times before it is marked as Failed."
  *
@@ -36,7 +36,7 @@ export interface StartRetryJudgement {
   readonly reason: string;
 }
 
-/** Seed 004's rule for a run whose first failed kernel could not start. */
+/** HPC Pack's rule for a run whose first failed kernel could not start. */
 export function judgeStartFailure(
   kernel: RunKernel,
   startRetriesBefore: number,
