@@ -184,6 +184,7 @@ export function renderJobPage(
           <th>agent</th>
           <th class="num">exit</th>
           <th>condition</th>
+          <th>category</th>
           <th>then</th>
           <th>started</th>
           <th>finished</th>
@@ -203,6 +204,8 @@ interface Attempt {
   readonly agentId?: string;
   readonly exitCode?: number;
   readonly condition?: string;
+  /** How the run's end classified its failure (the operators' categories, else the agent's). */
+  readonly failureCategory?: string;
   readonly then: string;
   readonly startedAtMs?: number;
   readonly finishedAtMs?: number;
@@ -222,6 +225,7 @@ export function taskAttempts(t: TaskView, runs: readonly RunRecord[]): Attempt[]
         ...(k?.agentId !== undefined ? { agentId: k.agentId } : {}),
         ...(k?.exitCode !== undefined ? { exitCode: k.exitCode } : {}),
         ...(k?.condition !== undefined ? { condition: k.condition } : {}),
+        ...(k?.failureCategory !== undefined ? { failureCategory: k.failureCategory } : {}),
         then: r.decision === "retry" ? "retried" : "finished",
         ...(k?.startedAtMs !== undefined ? { startedAtMs: k.startedAtMs } : {}),
         finishedAtMs: k?.finishedAtMs ?? r.endedAtMs,
@@ -255,6 +259,7 @@ function attemptRow(a: Attempt): Html {
     <td>${a.agentId ?? ""}</td>
     <td class="num">${a.exitCode ?? ""}</td>
     <td>${a.condition ?? ""}</td>
+    <td>${a.failureCategory ?? ""}</td>
     <td>${a.then}</td>
     <td>${isoTime(a.startedAtMs)}</td>
     <td>${isoTime(a.finishedAtMs)}</td>

@@ -596,7 +596,7 @@ describe("Iris's job page (seed 000)", () => {
       [
         "job-1",
         [
-          run(1, "FAILED", "agent-b", { exitCode: 3 }),
+          run(1, "FAILED", "agent-b", { exitCode: 3, failureCategory: "cuda_error" }),
           run(0, "WORKER_FAILED", "agent-a", { condition: "AgentLost" }),
         ],
       ],
@@ -611,5 +611,7 @@ describe("Iris's job page (seed 000)", () => {
       "status-running",
     ]);
     expect(rows.map(([, row]) => row!.includes("(worker failure)"))).toEqual([true, false, false]);
+    // The category the run's end gave its failure (Armada's onFailureCategory matches it).
+    expect(rows.map(([, row]) => row!.includes("<td>cuda_error</td>"))).toEqual([false, true, false]);
   });
 });
