@@ -1,8 +1,10 @@
 /**
  * `npm start`: runs all of Cairn locally until Ctrl-C. Prints `cairn ready` with the endpoints
- * once it accepts submissions; the CLI finds them in .cairn/runtime.json.
+ * once it accepts submissions; the CLI finds them in `<data dir>/runtime.json`, through the
+ * user's record of it (runtime-record.ts) when run from another directory.
  */
 import { startLocalDashboard } from "./dashboard.ts";
+import { forgetRuntimeForUser, recordRuntimeForUser } from "./runtime-record.ts";
 import { startRuntime } from "./runtime.ts";
 import { parseStartArgs, START_USAGE, StartUsageError, type StartCommand } from "./start-options.ts";
 
@@ -37,6 +39,9 @@ async function main(): Promise<void> {
       `${runtime.agents.length} agents (cairn agent processes: ${runtime.agents.map((a) => `${a.id} pid ${a.pid}`).join(", ")})`,
   );
   console.log(`dashboard: ${dashboard.url}`);
+  const record = recordRuntimeForUser(process.env, command.options.dataDir, process.pid);
+  if (record !== undefined)
+    console.log(`recorded in ${record}: \`cairn\` finds this runtime from any directory`);
   console.log("submit with: npx cairn submit -f examples/hello.yaml --wait   (Ctrl-C stops)");
 
   let stopping = false;
@@ -52,10 +57,12 @@ async function main(): Promise<void> {
       .then(() => runtime.stop())
       .then(
         () => {
+          if (record !== undefined) forgetRuntimeForUser(record, process.pid);
           console.error("cairn: stopped");
           process.exit(0);
         },
         (error: unknown) => {
+          if (record !== undefined) forgetRuntimeForUser(record, process.pid);
           console.error(`cairn: stop failed: ${String(error)}`);
           process.exit(1);
         },

@@ -756,10 +756,11 @@ describe("resolveConnection", () => {
     expect(endpoint.logs).toEqual({ readable: true, logGroupName: "/k", endpoint: "http://localhost:4566" });
   });
 
-  test("no runtime file: the message the README promises", async () => {
+  test("no runtime file: where it looked, and how to start one", async () => {
     await expect(resolveConnection({}, deps({ readFile: enoent }))).rejects.toThrow(
       new UnreachableError(
-        "no local runtime found at .cairn/runtime.json — start one with `npm start`, or pass --stack/--endpoint",
+        "no local runtime found: no .cairn/runtime.json in /work or a directory above it — " +
+          "start one with `npm start`, or pass --stack/--endpoint",
       ),
     );
   });

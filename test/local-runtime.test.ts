@@ -249,7 +249,11 @@ class StartedRuntime {
       process.execPath,
       [MAIN, "--data-dir", dataDir, "--agents", "1", "--sweep-seconds", "1", ...extraArgs],
       {
-        env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AWS_"))),
+        env: {
+          ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AWS_"))),
+          // Its record for the user goes here, not into the real user's state directory.
+          XDG_STATE_HOME: join(dataDir, "state"),
+        },
         stdio: ["ignore", "pipe", "pipe"],
       },
     );

@@ -20,8 +20,9 @@ import type {
 } from "./invocation.ts";
 import { UsageError } from "./errors.ts";
 import { EXIT_CODE_HELP, ExitCode } from "./exit-codes.ts";
+import { DEFAULT_RUNTIME_FILE } from "./runtime-locate.ts";
 
-export const DEFAULT_RUNTIME_FILE = ".cairn/runtime.json";
+export { DEFAULT_RUNTIME_FILE };
 export const DEFAULT_LIST_LIMIT = 20;
 export const MAX_LIST_LIMIT = 1000;
 
@@ -59,7 +60,8 @@ interface CommandDef {
 export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
   [
     "--runtime-file <PATH>",
-    `the local runtime to talk to (default ${DEFAULT_RUNTIME_FILE}, written by \`npm start\`)`,
+    `the local runtime's file (default: CAIRN_RUNTIME_FILE, else the nearest ${DEFAULT_RUNTIME_FILE} ` +
+      "here or above, else the runtime `npm start` recorded for you)",
   ],
   ["--stack <NAME>", "a deployed stack: read TableName, EventBusName and StateMachineArn from its outputs"],
   ["--endpoint <URL>", "send every AWS call to URL (LocalStack), like AWS_ENDPOINT_URL"],
@@ -796,7 +798,9 @@ export const COMMAND_GROUPS: Readonly<Record<string, string>> = {
 };
 
 const MAIN_HELP_END = `
-where Cairn is: by default the local runtime described by .cairn/runtime.json (\`npm start\` writes it);
+where Cairn is: by default the local runtime that \`npm start\` runs, found through --runtime-file,
+else CAIRN_RUNTIME_FILE, else the nearest .cairn/runtime.json in this directory or one above it, else
+the record \`npm start\` keeps in $XDG_STATE_HOME/cairn (~/.local/state/cairn) while it runs;
 with --stack, a deployed stack (its region from --region or the AWS configuration); with --endpoint,
 LocalStack or another endpoint (names from --stack, or CAIRN_TABLE_NAME and CAIRN_EVENT_BUS_NAME).
 

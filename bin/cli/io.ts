@@ -23,6 +23,8 @@ export interface CliIo {
   sleep(ms: number): Promise<void>;
   /** In [0, 1). */
   random(): number;
+  /** Whether a process with this pid runs on this host; absent: never checked. */
+  processAlive?(pid: number): boolean;
   openApi(connection: Connection): Promise<CairnApi>;
   stackOutputs(request: StackRequest): Promise<Readonly<Record<string, string>>>;
   /** `cairn agent`: runs the agent in this process until it is stopped. */

@@ -60,6 +60,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       cwd: io.cwd,
       env: io.env,
       readFile: (path) => io.readFile(path),
+      ...(io.processAlive === undefined ? {} : { processAlive: io.processAlive.bind(io) }),
       stackOutputs: (request) => io.stackOutputs(request),
     });
     if (invocation.kind === "agent") {

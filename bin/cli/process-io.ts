@@ -17,6 +17,15 @@ export function processIo(): CliIo {
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     // Session id suffixes: a CSPRNG, so ids made at the same moment on two machines differ.
     random: () => randomInt(2 ** 32) / 2 ** 32,
+    processAlive: (pid) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch (error) {
+        // EPERM: it runs, as another user.
+        return (error as { code?: unknown }).code === "EPERM";
+      }
+    },
     // The AWS SDK takes a third of a second to load: help and usage errors do without it.
     openApi: async (connection) => (await import("./cairn-api.ts")).openCairnApi(connection),
     stackOutputs: async (request) => (await import("./cairn-api.ts")).describeStackOutputs(request),

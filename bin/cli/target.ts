@@ -3,13 +3,12 @@
  * a CloudFormation stack's outputs, or an endpoint such as LocalStack. Reads nothing itself:
  * files, the environment and the stack lookup are passed in.
  */
-import { resolve } from "node:path";
 import { z } from "zod";
 import { safeParseWithIssues } from "../../functions/core/spec.ts";
 import type { TargetOptions } from "./args.ts";
-import { DEFAULT_RUNTIME_FILE } from "./command-table.ts";
 import { UnreachableError, UsageError } from "./errors.ts";
 import { endpointLogAccess, runtimeLogAccess, stackLogAccess, type LogAccess } from "./log-access.ts";
+import { locateRuntimeFile } from "./runtime-locate.ts";
 
 export type { LogAccess } from "./log-access.ts";
 
@@ -59,6 +58,8 @@ export interface TargetDeps {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Throws (with `code` ENOENT for a missing file) like fs.readFileSync. */
   readFile(path: string): string;
+  /** Whether a process with this pid runs on this host (a runtime file's writer); undefined: not checked. */
+  processAlive?(pid: number): boolean;
   /** The stack's outputs by key. Throws UnreachableError when there is no such stack. */
   stackOutputs(request: StackRequest): Promise<Readonly<Record<string, string>>>;
 }
@@ -91,7 +92,7 @@ export async function resolveConnection(options: TargetOptions, deps: TargetDeps
         "--region applies to --stack or --endpoint; the local runtime's region comes from its runtime file",
       );
     }
-    return localConnection(options.runtimeFile ?? DEFAULT_RUNTIME_FILE, shards, deps);
+    return localConnection(options.runtimeFile, shards, deps);
   }
   const region =
     options.region ?? nonEmpty(deps.env["AWS_REGION"]) ?? nonEmpty(deps.env["AWS_DEFAULT_REGION"]);
@@ -155,21 +156,13 @@ export async function resolveConnection(options: TargetOptions, deps: TargetDeps
   };
 }
 
-function localConnection(runtimeFile: string, shards: number | undefined, deps: TargetDeps): Connection {
-  const path = resolve(deps.cwd, runtimeFile);
+function localConnection(
+  explicitFile: string | undefined,
+  shards: number | undefined,
+  deps: TargetDeps,
+): Connection {
+  const { shown: runtimeFile, text } = locateRuntimeFile(explicitFile, deps);
   const hint = "start one with `npm start`, or pass --stack/--endpoint";
-  let text: string;
-  try {
-    text = deps.readFile(path);
-  } catch (error) {
-    if ((error as { code?: unknown }).code === "ENOENT") {
-      throw new UnreachableError(`no local runtime found at ${runtimeFile} — ${hint}`);
-    }
-    throw new UnreachableError(
-      `cannot read the runtime file ${runtimeFile}: ${(error as Error).message}`,
-      error,
-    );
-  }
   let json: unknown;
   try {
     json = JSON.parse(text);
