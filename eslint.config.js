@@ -48,8 +48,9 @@ export default tseslint.config(
     },
   },
   {
-    // eslint.config.js, the CLI's entry point and the dashboard's browser script (plain JavaScript).
-    files: ["eslint.config.js", "bin/cairn.js", "dashboard/static/**/*.js"],
+    // eslint.config.js, the CLI's entry point, the install step of npm start and npm test, and the
+    // dashboard's browser script (plain JavaScript).
+    files: ["eslint.config.js", "bin/cairn.js", "scripts/*.mjs", "dashboard/static/**/*.js"],
     extends: [tseslint.configs.disableTypeChecked],
   },
 );

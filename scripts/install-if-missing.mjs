@@ -1,16 +1,16 @@
 /**
  * The first step of `npm start` and `npm test`: on a fresh clone, with no node_modules yet,
  * install the locked dependencies (`npm ci`) and say so, so that either command works as the very
- * first one. Plain CommonJS with no dependencies, because it runs on the `node` that comes with
+ * first one. Plain JavaScript with no dependencies, because it runs on the `node` that comes with
  * npm (Node 20 on many machines): the Node 24 that every other script runs on is itself one of the
  * dependencies it installs.
  */
-"use strict";
-const { spawnSync } = require("node:child_process");
-const { existsSync } = require("node:fs");
-const { join } = require("node:path");
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 
-const root = join(__dirname, "..");
+const root = fileURLToPath(new URL("..", import.meta.url));
 // npm writes node_modules/.package-lock.json when an install completes.
 if (!existsSync(join(root, "node_modules", ".package-lock.json"))) {
   console.error("cairn: node_modules is missing: installing the locked dependencies first (npm ci) …");
