@@ -80,21 +80,23 @@ beforeAll(() => {
     expect(git.status, `git ${args.join(" ")}: ${git.stderr}`).toBe(0);
   }
   expect(existsSync(join(clone, "node_modules"))).toBe(false);
-});
+}, 120_000);
 
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+// Two node_modules of the clone's, removed: a minute or more on a busy machine.
+afterAll(() => rmSync(root, { recursive: true, force: true }), NPM_CI_TIMEOUT_MS);
 
 describe("a fresh clone with no node_modules", () => {
   test(
     "npm start installs the locked dependencies, says so, and reaches cairn ready",
     async () => {
+      // Interrupted once it has printed all it prints at start (its last line is the submit hint).
       const start = await npm(["start", "--", "--agents", "1", "--data-dir", join(root, "data")], (out) =>
-        out.includes("cairn ready"),
+        out.includes("submit with:"),
       );
       expect(start.output).toContain(INSTALL_LINE);
       expect(start.output).toMatch(/cairn ready in [\d.]+s/);
+      // Ctrl-C: it stops what it started (npm itself then ends by the signal, as it does for any script).
       expect(start.output).toContain("cairn: stopped");
-      expect(start.code, start.output).toBe(0);
     },
     NPM_CI_TIMEOUT_MS,
   );
