@@ -141,12 +141,15 @@ function argv(line: string): string[] {
 
 /** A mention names a real command (the words down the tree) and only options that command has. */
 function checkMention(program: Command, line: string): void {
-  const words = argv(line.replace(/\\\|[^\s`]*/g, ""));
+  // `create|update` (or `create\|update` in a table): the first of the alternatives.
+  const words = argv(line.replace(/\\?\|[^\s`]*/g, ""));
   let command = program;
   let i = 0;
   for (; i < words.length && command.commands.length > 0; i++) {
     const word = words[i] ?? "";
     if (word.startsWith("-")) break;
+    // `cairn <command> --help`: a synopsis, not one command.
+    if (word.startsWith("<")) return;
     const next = command.commands.find((c) => c.name() === word);
     if (next === undefined) throw new Error(`"${word}" is not a cairn command here (${line})`);
     command = next;
