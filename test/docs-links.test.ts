@@ -86,3 +86,14 @@ test.each(PAGES)("every relative link in %s resolves to a file and a heading", (
   }
   expect(broken).toEqual([]);
 });
+
+test("every file docs/architecture.md names exists, so its path can be followed in the code", () => {
+  const text = readFileSync("docs/architecture.md", "utf8");
+  const named = [
+    ...text.matchAll(/`((?:functions|lib|bin|agent|dashboard|local|statemachines|test|scripts)\/[\w./-]+)`/g),
+  ]
+    .map((m) => m[1]!.replace(/[.,:;]$/, ""))
+    .filter((path) => !path.includes("<"));
+  expect(named.length).toBeGreaterThan(20);
+  expect(named.filter((path) => !existsSync(path))).toEqual([]);
+});
