@@ -50,12 +50,25 @@ describe("the one re-read-and-retry loop", () => {
     expect(calls).toBe(CONFLICT_ATTEMPTS);
   });
 
+  test("a conflict rebuilt from its fields (as it crosses a Lambda boundary) is retried the same", async () => {
+    const rebuilt = Object.assign(new Error("session s-1: expected PENDING v1"), {
+      code: "CONFLICT",
+      retryable: true,
+    });
+    let calls = 0;
+    const out = await rereadOnConflict(() =>
+      ++calls === 1 ? Promise.reject(rebuilt) : Promise.resolve("written"),
+    );
+    expect(out).toBe("written");
+    expect(calls).toBe(2);
+  });
+
   test("any other error is passed on at once, retryable or not", async () => {
     for (const error of [
       new NotFoundError("session", "s-1"),
       new StoreUnavailableError("applyWrite", 3, new Error("throttled")),
       new Error("CONFLICT"),
-      Object.assign(new Error("looks like one"), { code: "CONFLICT" }),
+      Object.assign(new Error("a conflict by name only"), { name: "ConflictError" }),
     ]) {
       let calls = 0;
       await expect(
@@ -68,9 +81,10 @@ describe("the one re-read-and-retry loop", () => {
     }
   });
 
-  test("a conflict is told by the error's class, not its code or message", () => {
+  test("a conflict is told by the error's code, not its class, name or message", () => {
     expect(isConflict(conflict())).toBe(true);
-    expect(isConflict(Object.assign(new Error("x"), { code: "CONFLICT" }))).toBe(false);
+    expect(isConflict(Object.assign(new Error("x"), { code: "CONFLICT" }))).toBe(true);
+    expect(isConflict(Object.assign(new Error("CONFLICT"), { name: "ConflictError" }))).toBe(false);
     expect(conflict().retryable).toBe(true);
     expect(new StoreUnavailableError("op", 1, "x").retryable).toBe(true);
     expect(new NotFoundError("session", "s").retryable).toBe(false);

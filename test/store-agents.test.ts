@@ -1,5 +1,5 @@
 /**
- * Agent registration, fencing and loss against DynamoDB Local (issue 10): a registration
+ * Agent registration, fencing and loss against DynamoDB Local: a registration
  * declares capacity and a signing key per incarnation; a heartbeat of another or a lost
  * incarnation is refused; losing an agent is recorded once.
  */

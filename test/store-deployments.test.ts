@@ -1,5 +1,5 @@
 /**
- * Deployment and route items against DynamoDB Local (issue 15): a deployment reads back whole
+ * Deployment and route items against DynamoDB Local: a deployment reads back whole
  * with its routes, every write is guarded by the version it was planned from (a stale one is a
  * ConflictError naming the entity, and writes nothing), a deployment and its new routes and
  * history records change in one transaction, history lives apart and reads back in time order.

@@ -1,5 +1,5 @@
 /**
- * Drafts against DynamoDB Local (issue 16, item 3): created once and only where no job holds the
+ * Drafts against DynamoDB Local: created once and only where no job holds the
  * id, replaced and deleted only at the version read (two edits from one read cannot both win),
  * beside a job of the same id without touching it, and invisible to every session listing.
  */

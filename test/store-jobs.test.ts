@@ -1,5 +1,5 @@
 /**
- * Job items against DynamoDB Local (issue 6): created once, read back exactly, children added as
+ * Job items against DynamoDB Local: created once, read back exactly, children added as
  * a set, the final state recorded exactly once; and the task identity and cancel reason that
  * independent tasks' sessions carry.
  */
@@ -182,7 +182,7 @@ describe("job items", () => {
   });
 });
 
-describe("rejected submissions (issue 11)", () => {
+describe("rejected submissions", () => {
   let table: TestTable;
   beforeAll(async () => {
     table = await freshTable("cairn-store-rejections");
@@ -219,7 +219,7 @@ describe("rejected submissions (issue 11)", () => {
   });
 });
 
-describe("the sweep's stale sessions (issue 11)", () => {
+describe("the sweep's stale sessions", () => {
   let table: TestTable;
   beforeAll(async () => {
     table = await freshTable("cairn-store-stale");

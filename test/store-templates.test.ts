@@ -1,5 +1,5 @@
 /**
- * Job templates against DynamoDB Local (issue 16, item 4): create, read, list, update, delete,
+ * Job templates against DynamoDB Local: create, read, list, update, delete,
  * every conflict, and Default — built in until updated, never deleted.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";

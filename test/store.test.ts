@@ -919,7 +919,7 @@ describe("targets and listings", () => {
   });
 });
 
-describe("queue order: requeued before new at the same priority (seed 002)", () => {
+describe("queue order: requeued before new at the same priority", () => {
   let table: TestTable;
   beforeAll(async () => {
     table = await freshTable("cairn-store-requeued");

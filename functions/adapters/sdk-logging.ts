@@ -2,7 +2,7 @@
  * The AWS SDK's logger middleware, off for clients that log nothing. Every SDK client carries
  * it, and it runs on every call whether or not a logger was given: it walks the command's input
  * and output to redact them for a log line (`schemaLogFilter`) that the default NoOpLogger then
- * throws away. Profiled in the embedded runtime (issue 12), that walk was about 3 % of the
+ * throws away. Profiled in the embedded runtime, that walk was about 3 % of the
  * process's CPU, most of it over DynamoDB's batch reads. Cairn builds its clients without a
  * logger (the functions log through Powertools, not the SDK), so there it only wastes work.
  */

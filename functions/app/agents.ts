@@ -28,7 +28,7 @@ import type {
   KernelStatusChangedDetail,
 } from "../core/agent-events.ts";
 import type { Agent } from "../core/model.ts";
-import { AgentFencedError } from "../core/ports/errors.ts";
+import { hasCode } from "../core/ports/errors.ts";
 import { type AgentRepository } from "../core/ports/agents.ts";
 import { type SessionRepository } from "../core/ports/sessions.ts";
 import { errorMessage } from "./lifecycle/handler.ts";
@@ -134,7 +134,7 @@ export class Agents {
         nowMs,
       });
     } catch (error) {
-      if (error instanceof AgentFencedError) return this.#fence(agentId, incarnation, errorMessage(error));
+      if (hasCode(error, "AGENT_FENCED")) return this.#fence(agentId, incarnation, errorMessage(error));
       throw error;
     }
     if (detail.runs !== undefined && detail.runs.length > 0) {

@@ -23,6 +23,7 @@ import type { DraftRepository } from "../core/ports/drafts.ts";
 import type { JobRepository } from "../core/ports/jobs.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock } from "../core/ports/clock.ts";
+import { AppError } from "./errors.ts";
 
 /** Reads and decisions of one change before its guard failing is passed on (redelivered). */
 const ATTEMPTS = 4;
@@ -42,10 +43,10 @@ export type SubmitStart =
   | { readonly kind: "refuse"; readonly reason: string };
 
 /** A guard kept failing on fresh reads: the event is redelivered. */
-export class DraftContentionError extends Error {
+export class DraftContentionError extends AppError {
   override readonly name = "DraftContentionError";
   readonly code = "DRAFT_CONTENTION";
-  readonly retryable = true;
+  override readonly retryable = true;
   constructor(jobId: string) {
     super(`draft ${jobId} kept changing under ${ATTEMPTS} attempts to change it`);
   }

@@ -30,6 +30,7 @@ import type { Logger } from "./logger.ts";
 import type { Clock } from "../core/ports/clock.ts";
 import type { FamilyEventsPort } from "../core/ports/event-bus.ts";
 import { rereadOnConflict } from "./reread.ts";
+import { AppError } from "./errors.ts";
 
 export interface EnterFamilyStageDeps {
   readonly store: DeploymentRepository;
@@ -39,10 +40,10 @@ export interface EnterFamilyStageDeps {
 }
 
 /** A malformed entry or one for an entity that does not exist: not retried (the execution records it). */
-export class FamilyStageError extends Error {
+export class FamilyStageError extends AppError {
   override readonly name = "FamilyStageError";
   readonly code = "FAMILY_STAGE";
-  readonly retryable = false;
+  override readonly retryable = false;
 }
 
 const transitionSchema = z.object({

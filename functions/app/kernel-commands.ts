@@ -11,6 +11,7 @@ import type { TerminationCondition } from "../core/status.ts";
 import type { KernelCommandDetailInput } from "../core/ports/event-bus.ts";
 import type { FargateKernels } from "./fargate-kernels.ts";
 import type { AgentChannelPort } from "../core/ports/agent-channel.ts";
+import { AppError } from "./errors.ts";
 
 /**
  * A command for a kernel. A Fargate kernel's stop also names its task: only ECS is told it, and
@@ -60,17 +61,17 @@ export function kernelCommand(
 }
 
 /** Commands for a Fargate pool's kernels reach ECS, not an agent: without the executor, nothing can. */
-export class FargateUnavailableError extends Error {
+export class FargateUnavailableError extends AppError {
   override readonly name = "FargateUnavailableError";
   readonly code = "FARGATE_UNAVAILABLE";
-  readonly retryable = false;
+  override readonly retryable = false;
   constructor(agentId: string) {
     super(`kernels on ${agentId} run on Fargate, and this stack has no Fargate executor to reach them`);
   }
 }
 
 /** An agent never registered under the protocol (or gone from the store): nothing can reach it. */
-export class AgentUnreachableError extends Error {
+export class AgentUnreachableError extends AppError {
   override readonly name = "AgentUnreachableError";
   readonly code = "AGENT_UNREACHABLE";
   readonly agentId: string;

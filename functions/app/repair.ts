@@ -22,7 +22,8 @@ import type { SessionRepository } from "../core/ports/sessions.ts";
 import { repairDecision, type RepairDecision } from "../core/repair.ts";
 import { WAITING_SESSION_STATUSES, type SessionStatus } from "../core/status.ts";
 import { errorMessage } from "./lifecycle/handler.ts";
-import { enterStage, StageEntryError } from "./enter-stage.ts";
+import { enterStage } from "./enter-stage.ts";
+import { errorCode } from "../core/ports/errors.ts";
 import type { KernelCommands } from "./kernel-commands.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock } from "../core/ports/clock.ts";
@@ -142,7 +143,7 @@ export class Repair {
       );
     } catch (error) {
       // The session moved since it was read: whoever moved it is alive after all.
-      if (error instanceof StageEntryError) return undefined;
+      if (errorCode(error) === "STAGE_ENTRY") return undefined;
       throw error;
     }
     log.warn("ended a session without a live execution", { sessionId: session.id, to, reason });

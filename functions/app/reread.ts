@@ -4,7 +4,7 @@
  * the store throws a ConflictError and the plan is made again from a fresh read. How many times,
  * and what counts as a conflict, is decided here and nowhere else.
  */
-import { ConflictError } from "../core/ports/errors.ts";
+import { hasCode, type ConflictError } from "../core/ports/errors.ts";
 
 /**
  * Attempts of one read-plan-write before the conflict is passed on (to the caller's caller: a
@@ -12,9 +12,13 @@ import { ConflictError } from "../core/ports/errors.ts";
  */
 export const CONFLICT_ATTEMPTS = 8;
 
-/** Whether `error` is the store's conflict: the data the write was planned from changed. */
+/**
+ * Whether `error` is the store's conflict (code CONFLICT): the data the write was planned from
+ * changed. Read from the error's data, so a conflict from any copy of the store's module, or
+ * rebuilt from its fields, counts the same.
+ */
 export function isConflict(error: unknown): error is ConflictError {
-  return error instanceof ConflictError;
+  return hasCode(error, "CONFLICT");
 }
 
 /**

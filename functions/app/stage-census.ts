@@ -7,6 +7,7 @@
  */
 import type { SessionRepository } from "../core/ports/sessions.ts";
 import { WAITING_SESSION_STATUSES, type WaitingSessionStatus } from "../core/status.ts";
+import { AppError } from "./errors.ts";
 
 export interface StageCensus {
   readonly byStatus: Readonly<Record<WaitingSessionStatus, number>>;
@@ -29,7 +30,7 @@ export interface CensusOptions {
   readonly pageSize?: number;
 }
 
-export class CensusError extends Error {
+export class CensusError extends AppError {
   override readonly name = "CensusError";
   readonly code = "CENSUS";
 }

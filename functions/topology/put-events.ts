@@ -41,6 +41,7 @@ export function roomFor(entries: number, bytes: number, more: number): boolean {
 /** An entry no PutEvents request can carry. Sending it again cannot help. */
 export class EntryTooLargeError extends Error {
   override readonly name = "EntryTooLargeError";
+  readonly code = "ENTRY_TOO_LARGE";
   readonly retryable = false;
   constructor(detailType: unknown, bytes: number) {
     super(

@@ -1,5 +1,5 @@
 /**
- * Deployments and routes (issue 15) as items. A deployment is `DEPLOYMENT#<id>` / `DEPLOYMENT`
+ * Deployments and routes as items. A deployment is `DEPLOYMENT#<id>` / `DEPLOYMENT`
  * with its routes beside it (`ROUTE#<index:4>`), so one Query reads a deployment whole; its and
  * its routes' history records live in their own partition (`DEPLOYMENT_HISTORY#<id>`), so that
  * Query never grows with history. Each entity is written whole, guarded by the status and

@@ -1,5 +1,5 @@
 /**
- * Drafts (issue 16 item 3) as items: `JOB#<id>` / `DRAFT`, in the partition the job will have once
+ * Drafts as items: `JOB#<id>` / `DRAFT`, in the partition the job will have once
  * submitted. A draft item carries no index keys, so no listing of sessions, targets or statuses
  * ever sees it: placement, repair, the run-time limit check and job settling start from sessions,
  * and a draft has none. Every write is guarded by the draft's version; a create also checks that

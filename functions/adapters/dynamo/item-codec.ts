@@ -55,7 +55,7 @@ export const ItemType = {
   QUEUE: "QUEUE",
   CONFIG: "CONFIG",
   JOB: "JOB",
-  /** A job not yet submitted (issue 16): `JOB#<id>` / `DRAFT`, beside its job's item. */
+  /** A job not yet submitted: `JOB#<id>` / `DRAFT`, beside its job's item. */
   DRAFT: "DRAFT",
   REJECTION: "REJECTION",
 } as const;

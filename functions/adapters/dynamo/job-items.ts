@@ -1,5 +1,5 @@
 /**
- * Jobs (issue 6) as items: `JOB#<id>` / `JOB`. A job item holds the submitted spec, its session
+ * Jobs as items: `JOB#<id>` / `JOB`. A job item holds the submitted spec, its session
  * ids, its parent and its children (a string set, so adding a child twice is harmless), and its
  * final state once — the conditional write that records it is what makes a job's cascades run
  * exactly once. Task states are not stored: they are read off the sessions.

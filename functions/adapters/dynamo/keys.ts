@@ -18,14 +18,14 @@ export const RETRY_POLICY_SK = "RETRY_POLICY";
 export const QUEUE_SK = "QUEUE";
 export const CONFIG_SK = "CONFIG";
 export const JOB_SK = "JOB";
-/** A draft (issue 16): `JOB#<id>` / `DRAFT`, in the partition its job will have. */
+/** A draft: `JOB#<id>` / `DRAFT`, in the partition its job will have. */
 export const DRAFT_SK = "DRAFT";
-/** A deployment (issue 15): `DEPLOYMENT#<id>` / `DEPLOYMENT`, its routes beside it (`ROUTE#<index:4>`). */
+/** A deployment: `DEPLOYMENT#<id>` / `DEPLOYMENT`, its routes beside it (`ROUTE#<index:4>`). */
 export const DEPLOYMENT_SK = "DEPLOYMENT";
 export const ROUTE_SK_PREFIX = "ROUTE#";
 /** A deployment's and its routes' history, apart: `DEPLOYMENT_HISTORY#<id>` / `AT#<atMs:15>#<entity id>#<version:10>`. */
 export const DEPLOYMENT_HISTORY_SK_PREFIX = "AT#";
-/** A rejected submission (issue 11): `REJECTION#<id>` / `EVENT#<eventId>`. */
+/** A rejected submission: `REJECTION#<id>` / `EVENT#<eventId>`. */
 export const REJECTION_EVENT_SK_PREFIX = "EVENT#";
 
 /** Key prefixes reserved for later item types (docs/data-model.md, "Reserved prefixes"). */
@@ -70,7 +70,7 @@ export const USED_PREFIXES = [
   "DEPLOYMENT_HISTORY#",
   DEPLOYMENT_HISTORY_SK_PREFIX,
   "DEPLOYMENTS",
-  /** Job templates (issue 16): `TEMPLATE#<name>` / `TEMPLATE`, listed under `TEMPLATES` (template-items.ts). */
+  /** Job templates: `TEMPLATE#<name>` / `TEMPLATE`, listed under `TEMPLATES` (template-items.ts). */
   "TEMPLATE#",
   "TEMPLATES",
   /** Failure categories operators define: `FAILURE_CATEGORY#<name>` / `FAILURE_CATEGORY`, listed under `FAILURE_CATEGORIES` (failure-category-items.ts). */
@@ -83,7 +83,7 @@ export const agentPk = (agentId: string): string => `AGENT#${agentId}`;
 export const dedupPk = (key: string): string => `DEDUP#${key}`;
 export const retryPolicyPk = (name: string): string => `RETRY_POLICY#${name}`;
 export const queuePk = (name: string): string => `QUEUE#${name}`;
-/** A job (issue 6): `JOB#<id>` / `JOB`. */
+/** A job: `JOB#<id>` / `JOB`. */
 export const jobPk = (id: string): string => `JOB#${id}`;
 export const rejectionPk = (id: string): string => `REJECTION#${id}`;
 export const deploymentPk = (id: string): string => `DEPLOYMENT#${id}`;
@@ -125,7 +125,7 @@ export const AGENTS_PK = "AGENTS";
 export const QUEUES_PK = "QUEUES";
 export const RETRY_POLICIES_PK = "RETRY_POLICIES";
 export const DEPLOYMENTS_PK = "DEPLOYMENTS";
-/** The roster of jobs with a run-time limit (`timeouts.job`) and no final state yet (issue 16). */
+/** The roster of jobs with a run-time limit (`timeouts.job`) and no final state yet. */
 export const LIMITED_JOBS_PK = "JOBS_WITH_RUN_TIME_LIMIT";
 export const createdSk = (createdAtMs: number, sessionId: string): string =>
   `${pad(createdAtMs, 15)}#${sessionId}`;

@@ -1,5 +1,5 @@
 /**
- * Rejected submissions (issue 11) as items: `REJECTION#<id>` / `EVENT#<eventId>`, one per refused
+ * Rejected submissions as items: `REJECTION#<id>` / `EVENT#<eventId>`, one per refused
  * event, with the reason and a TTL. Keyed by the id the submission asked for, so a client that
  * submitted it finds its own event's verdict, and `cairn get` of the id finds why it is missing.
  */

@@ -1,5 +1,5 @@
 /**
- * Job templates (issue 16, item 4): one small item each, `TEMPLATE#<name>` / `TEMPLATE`, listed
+ * Job templates: one small item each, `TEMPLATE#<name>` / `TEMPLATE`, listed
  * in the listings index under `TEMPLATES`, like retry policies (retry-resources.ts). The document
  * is validated on the way in and on the way out. `Default` is built in until it is stored: an
  * update of it is a put, and it is never deleted.

@@ -2,14 +2,15 @@
  * The ECS adapter's failures, with retryability as data: the application decides from
  * `retryable` (and ECS's `awsCode`), never from message text or classes.
  */
+import { PortError } from "../../core/ports/errors.ts";
 
-export class FargateTasksError extends Error {
+export class FargateTasksError extends PortError {
   override readonly name = "FargateTasksError";
   readonly code = "FARGATE_TASKS";
   /** ECS's error name (`ClientException`, `ThrottlingException`, …), or `NetworkError`. */
   readonly awsCode: string;
   /** Whether the same call may succeed later. */
-  readonly retryable: boolean;
+  override readonly retryable: boolean;
   constructor(message: string, awsCode: string, retryable: boolean, options?: ErrorOptions) {
     super(message, options);
     this.awsCode = awsCode;

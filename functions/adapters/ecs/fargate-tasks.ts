@@ -22,6 +22,7 @@ import type {
   FargateTasksPort,
 } from "../../core/ports/fargate-tasks.ts";
 import { classify, FargateTasksError, isRetryableRunFailure, toError } from "./errors.ts";
+import { errorCode } from "../../core/ports/errors.ts";
 import { KERNEL_CONTAINER, planTaskDefinition } from "./task-definition.ts";
 
 export interface EcsFargateTasksOptions {
@@ -97,7 +98,7 @@ export class EcsFargateTasks implements FargateTasksPort {
       }
       return arn;
     } catch (error) {
-      if (error instanceof FargateTasksError) throw error;
+      if (errorCode(error) === "FARGATE_TASKS") throw error;
       throw toError(`RegisterTaskDefinition ${plan.family}`, error);
     }
   }

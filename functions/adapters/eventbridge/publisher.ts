@@ -9,8 +9,8 @@ import {
   type EventBridgeClient,
   type PutEventsRequestEntry,
 } from "@aws-sdk/client-eventbridge";
+import { errorCode, PortError } from "../../core/ports/errors.ts";
 import {
-  EntryTooLargeError,
   entrySizeBytes,
   MAX_ENTRIES_PER_REQUEST,
   MAX_REQUEST_BYTES,
@@ -24,11 +24,11 @@ export interface OutboundEntry {
   readonly EventBusName: string;
 }
 
-export class PublishError extends Error {
+export class PublishError extends PortError {
   override readonly name = "PublishError";
   readonly code = "PUBLISH";
   /** False when sending again cannot help (an entry over the request limit). */
-  readonly retryable: boolean;
+  override readonly retryable: boolean;
   constructor(message: string, retryable = true) {
     super(message);
     this.retryable = retryable;
@@ -45,7 +45,7 @@ export function packRequests(entries: readonly PutEventsRequestEntry[]): PutEven
   try {
     return packEntries(entries);
   } catch (error) {
-    if (error instanceof EntryTooLargeError) throw new PublishError(error.message, false);
+    if (errorCode(error) === "ENTRY_TOO_LARGE") throw new PublishError((error as Error).message, false);
     throw error;
   }
 }

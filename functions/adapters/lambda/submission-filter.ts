@@ -1,5 +1,5 @@
 /**
- * The submission filter on AWS (issue 16, item 5): the administrator's Lambda function, invoked
+ * The submission filter on AWS: the administrator's Lambda function, invoked
  * synchronously with the request as its event; its returned value is the answer. A function
  * error (an exception in the filter) is a failure, as is a reply that is not JSON.
  */

@@ -1,5 +1,5 @@
 /**
- * The submission filter in the embedded runtime (issue 16, item 5): a local module whose default
+ * The submission filter in the embedded runtime: a local module whose default
  * export is the filter, `(request) => answer | Promise<answer>`. Loaded once, on first use.
  */
 import { pathToFileURL } from "node:url";

@@ -1,5 +1,5 @@
 /**
- * The deployment and route lifecycles' executions on Step Functions (issue 15): start one named
+ * The deployment and route lifecycles' executions on Step Functions: start one named
  * by the entity's id (or `<id>-g<n>`), and complete a waiting state's callback. A duplicate start
  * (the same name) is the same execution; a token already used or timed out means the state has
  * closed already.

@@ -21,6 +21,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import { MAX_AGENT_MESSAGE_BYTES } from "../../core/agent-protocol.ts";
 import type { AgentChannelPort, AgentDelivery } from "../../core/ports/agent-channel.ts";
+import { PortError } from "../../core/ports/errors.ts";
 
 /** Queue settings every agent queue is created with (CreateQueue is idempotent only for equal attributes). */
 export const AGENT_QUEUE_ATTRIBUTES = {
@@ -33,17 +34,17 @@ export const AGENT_QUEUE_ATTRIBUTES = {
   // not set here.
 } as const;
 
-export class AgentChannelError extends Error {
+export class AgentChannelError extends PortError {
   override readonly name = "AgentChannelError";
   readonly code = "AGENT_CHANNEL";
   /** Whether sending again may succeed (throttling, a service fault) rather than never (too large). */
-  readonly retryable: boolean;
-  /** When known, how long until trying again can succeed. */
-  readonly retryAfterMs?: number;
+  override readonly retryable: boolean;
+  /** When known, how long until trying again can succeed (a deleted queue's name held). */
+  declare readonly retryAfterMs?: number;
   constructor(message: string, retryable: boolean, retryAfterMs?: number) {
     super(message);
     this.retryable = retryable;
-    if (retryAfterMs !== undefined) this.retryAfterMs = retryAfterMs;
+    if (retryAfterMs !== undefined) Object.assign(this, { retryAfterMs });
   }
 }
 

@@ -14,7 +14,7 @@ import { fargatePoolCapacity, fargatePoolId, isFargatePool } from "../../core/fa
 import { LIFECYCLE_HANDLERS } from "../../core/handlers.ts";
 import { isLiveAgent, type Agent, type SessionWithKernels } from "../../core/model.ts";
 import { PlacementPass, toAgentFree } from "../../core/placement-pass.ts";
-import { CapacityError, NotFoundError } from "../../core/ports/errors.ts";
+import { hasCode } from "../../core/ports/errors.ts";
 import { type ReservationRequest } from "../../core/ports/agents.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
 import { sessionAfterPlacement } from "../../core/session-after-write.ts";
@@ -131,11 +131,11 @@ async function placementRound(
     }
     failed = true;
     const error: unknown = reserved.reason;
-    if (error instanceof CapacityError) {
+    if (hasCode(error, "CAPACITY")) {
       // Another run took the capacity first: not this session's failure, so no try is spent.
       const message = `capacity changed while placing: ${errorMessage(error)}`;
       outcomes.set(session.id, { kind: "skip", message, replan: true });
-    } else if (isConflict(error) || error instanceof NotFoundError) {
+    } else if (isConflict(error) || hasCode(error, "NOT_FOUND")) {
       // The session moved on (cancelled, or another run placed it): nothing to judge.
       outcomes.set(session.id, { kind: "moved" });
     } else {

@@ -1,18 +1,23 @@
 /**
- * The store's errors: one root (StoreError) with a stable `code` and whether the same request
- * may succeed later (`retryable`) as data. Callers branch on those, never on `instanceof` or
- * the message, because errors cross Lambda and Step Functions boundaries as plain data.
+ * The ports' errors: what an adapter reports when the outside world refused or failed a request.
+ * One root (PortError) with a stable `code`, whether the same request may succeed later
+ * (`retryable`) and, where it is known, how long to wait first (`retryAfterMs`), all as data.
+ * Callers branch on `code` (hasCode) and `retryable`, never on `instanceof` or the message:
+ * errors cross Lambda and Step Functions boundaries, and a logged or serialized error keeps its
+ * own fields and nothing of its class.
  */
 import type { Agent, ResourceRequest, SessionWithKernels } from "../model.ts";
 
-export abstract class SessionStoreError extends Error {
+export abstract class PortError extends Error {
   abstract readonly code: string;
-  /**
-   * Whether the same request may succeed later: a conflict (re-read and judge again) or the
-   * store being unavailable. Callers read this, never the message or the code.
-   */
+  /** Whether the same request may succeed later (a conflict re-read, a throttle waited out). */
   readonly retryable: boolean = false;
+  /** When known, how long until the same request may succeed (0: at once, after a re-read). */
+  readonly retryAfterMs?: number;
 }
+
+/** The store's errors (the repositories of sessions.ts, agents.ts, jobs.ts and the rest). */
+export abstract class StoreError extends PortError {}
 
 /** What a conditional write expected of an item, or found: its status and version. */
 export interface EntityState {
@@ -24,10 +29,12 @@ export interface EntityState {
  * The item (a session, or a deployment or route) is not at the status/version the write
  * expected. Re-read and judge again.
  */
-export class ConflictError extends SessionStoreError {
+export class ConflictError extends StoreError {
   override readonly name = "ConflictError";
   readonly code = "CONFLICT";
   override readonly retryable = true;
+  /** At once: the caller reads again and plans again; nothing needs to pass first. */
+  override readonly retryAfterMs = 0;
   /** What conflicted: "session" unless said otherwise. */
   readonly entity: "session" | "deployment" | "route";
   /** The item's id (for a session, its session id). */
@@ -72,7 +79,7 @@ export class ConflictError extends SessionStoreError {
 
 export type StoredEntity = "session" | "kernel" | "agent" | "retry policy" | "queue";
 
-export class NotFoundError extends SessionStoreError {
+export class NotFoundError extends StoreError {
   override readonly name = "NotFoundError";
   readonly code = "NOT_FOUND";
   readonly entity: StoredEntity;
@@ -86,7 +93,7 @@ export class NotFoundError extends SessionStoreError {
 }
 
 /** An agent lacks the free capacity a reservation asked of it; nothing was reserved. */
-export class CapacityError extends SessionStoreError {
+export class CapacityError extends StoreError {
   override readonly name = "CapacityError";
   readonly code = "CAPACITY";
   readonly sessionId: string;
@@ -106,7 +113,7 @@ export class CapacityError extends SessionStoreError {
 }
 
 /** Throttling or contention outlasted the retries. Retryable later; nothing was written. */
-export class StoreUnavailableError extends SessionStoreError {
+export class StoreUnavailableError extends StoreError {
   override readonly name = "StoreUnavailableError";
   readonly code = "STORE_UNAVAILABLE";
   override readonly retryable = true;
@@ -121,7 +128,7 @@ export class StoreUnavailableError extends SessionStoreError {
 }
 
 /** An atomic write would exceed the store's transaction limit; it is never split. */
-export class TransactionTooLargeError extends SessionStoreError {
+export class TransactionTooLargeError extends StoreError {
   override readonly name = "TransactionTooLargeError";
   readonly code = "TRANSACTION_TOO_LARGE";
   readonly sessionId: string;
@@ -141,7 +148,7 @@ export class TransactionTooLargeError extends SessionStoreError {
  * A write whose update or condition would exceed DynamoDB's 4 KB expressions even with its
  * kernels written whole; it is never split. The session's kernels are bounded so none does.
  */
-export class ExpressionTooLargeError extends SessionStoreError {
+export class ExpressionTooLargeError extends StoreError {
   override readonly name = "ExpressionTooLargeError";
   readonly code = "EXPRESSION_TOO_LARGE";
   readonly sessionId: string;
@@ -152,7 +159,7 @@ export class ExpressionTooLargeError extends SessionStoreError {
 }
 
 /** A request the store refuses before touching storage: names the field and the reason. */
-export class InvalidStoreRequestError extends SessionStoreError {
+export class InvalidStoreRequestError extends StoreError {
   override readonly name = "InvalidStoreRequestError";
   readonly code = "INVALID_STORE_REQUEST";
   readonly field: string;
@@ -163,7 +170,7 @@ export class InvalidStoreRequestError extends SessionStoreError {
 }
 
 /** A heartbeat from an incarnation that was replaced or declared lost: it must register again. */
-export class AgentFencedError extends SessionStoreError {
+export class AgentFencedError extends StoreError {
   override readonly name = "AgentFencedError";
   readonly code = "AGENT_FENCED";
   readonly agentId: string;
@@ -182,7 +189,7 @@ export class AgentFencedError extends SessionStoreError {
 }
 
 /** A named resource (retry policy, queue) already exists. */
-export class AlreadyExistsError extends SessionStoreError {
+export class AlreadyExistsError extends StoreError {
   override readonly name = "AlreadyExistsError";
   readonly code = "ALREADY_EXISTS";
   readonly entity: string;
@@ -195,7 +202,7 @@ export class AlreadyExistsError extends SessionStoreError {
 }
 
 /** A resource others still refer to cannot be deleted. */
-export class InUseError extends SessionStoreError {
+export class InUseError extends StoreError {
   override readonly name = "InUseError";
   readonly code = "IN_USE";
   readonly entity: string;
@@ -207,4 +214,39 @@ export class InUseError extends SessionStoreError {
     this.id = id;
     this.usedBy = usedBy;
   }
+}
+
+/**
+ * The errors by their codes, for hasCode. Template errors share NOT_FOUND with the store's
+ * (same `entity` and `id`); adapters' own failures are PortErrors of their codes too.
+ */
+export interface PortErrorsByCode {
+  readonly CONFLICT: ConflictError;
+  readonly NOT_FOUND:
+    NotFoundError | { readonly code: "NOT_FOUND"; readonly entity: string; readonly id: string };
+  readonly CAPACITY: CapacityError;
+  readonly STORE_UNAVAILABLE: StoreUnavailableError;
+  readonly TRANSACTION_TOO_LARGE: TransactionTooLargeError;
+  readonly EXPRESSION_TOO_LARGE: ExpressionTooLargeError;
+  readonly INVALID_STORE_REQUEST: InvalidStoreRequestError;
+  readonly AGENT_FENCED: AgentFencedError;
+  readonly ALREADY_EXISTS: AlreadyExistsError;
+  readonly IN_USE: InUseError;
+}
+
+/**
+ * Whether `error` carries `code`, read from its data alone (so an error rebuilt from its fields,
+ * or one from another copy of this module, answers the same as the original).
+ */
+export function hasCode<C extends keyof PortErrorsByCode>(
+  error: unknown,
+  code: C,
+): error is PortErrorsByCode[C] {
+  return typeof error === "object" && error !== null && (error as { code?: unknown }).code === code;
+}
+
+/** The error's `code`, read from its data; undefined when it has none. */
+export function errorCode(error: unknown): string | undefined {
+  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === "string" ? code : undefined;
 }

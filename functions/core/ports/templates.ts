@@ -5,6 +5,7 @@
  * and never deleted.
  */
 import type { JobTemplate } from "../templates.ts";
+import { PortError } from "./errors.ts";
 
 export interface TemplateRepository {
   /** Throws AlreadyExistsError when the name is taken (Default always is). */
@@ -20,12 +21,11 @@ export interface TemplateRepository {
 }
 
 /** Same `code` and `entity` shape as the store's NotFoundError: callers branch on `code`. */
-export class TemplateNotFoundError extends Error {
+export class TemplateNotFoundError extends PortError {
   override readonly name = "TemplateNotFoundError";
   readonly code = "NOT_FOUND";
   readonly entity = "job template";
   readonly id: string;
-  readonly retryable = false;
   constructor(name: string) {
     super(`job template ${name} not found`);
     this.id = name;
@@ -33,10 +33,9 @@ export class TemplateNotFoundError extends Error {
 }
 
 /** Deleting Default: it always exists (an operator may update it). */
-export class DefaultTemplateError extends Error {
+export class DefaultTemplateError extends PortError {
   override readonly name = "DefaultTemplateError";
   readonly code = "DEFAULT_TEMPLATE";
-  readonly retryable = false;
   constructor() {
     super(
       "job template Default cannot be deleted: it always exists (change it with `cairn template update`)",
