@@ -111,6 +111,10 @@ try {
       `bench:compare: ${tag}: ${figures.throughput} sessions/s, first RUNNING ${figures.firstRunningSeconds} s, ` +
         `${figures.dynamoDbRequests} DynamoDB requests and ${figures.transitions} transitions per session`,
     );
+    // The figures so far after each pair but the last: a long comparison stopped early still says something.
+    if (side === "B" && round < options.pairs) {
+      console.log(`\nbench:compare: after ${round} of ${options.pairs} pairs:\n${table(runs.A, runs.B)}\n`);
+    }
   }
 
   let testCpu: TestCpu | undefined;
@@ -119,18 +123,20 @@ try {
   }
 
   console.log("");
-  console.log(
-    renderTable({
+  console.log(table(runs.A, runs.B, testCpu));
+
+  function table(runsA: readonly RunFigures[], runsB: readonly RunFigures[], cpu?: TestCpu): string {
+    return renderTable({
       a: { rev: options.revA, commit: a.commit, label: a.subject },
       b: { rev: options.revB, commit: b.commit, label: b.subject },
       sessions: options.sessions,
-      pairs: options.pairs,
+      pairs: runsB.length,
       benchArgs: options.benchArgs,
-      runsA: runs.A,
-      runsB: runs.B,
-      ...(testCpu === undefined ? {} : { testCpu }),
-    }),
-  );
+      runsA,
+      runsB,
+      ...(cpu === undefined ? {} : { testCpu: cpu }),
+    });
+  }
 } catch (error) {
   console.error(`bench:compare: ${(error as Error).message}`);
   await stopRunning();
