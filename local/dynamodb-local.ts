@@ -72,7 +72,7 @@ export function dynamoDbLocalArgs(port: number, path?: string): string[] {
   return [
     // C1 only: the tiered JIT's C2 spends 12 – 14 s of CPU compiling DynamoDB Local's hot code in
     // the first minute of a run, more than its faster code saves in a burst of 1,000 sessions
-    // (docs/performance.md, eleventh session: 26 against 34 ms of the JVM's CPU per session).
+    // (docs/performance.md: 26 against 34 ms of the JVM's CPU per session).
     "-XX:TieredStopAtLevel=1",
     `-Djava.library.path=${join(dir, "DynamoDBLocal_lib")}`,
     // An IPv4 socket: `ss` then shows 127.0.0.1, not the mapped [::ffff:127.0.0.1].

@@ -183,7 +183,7 @@ export const QUEUES: readonly QueueDecl[] = [
     // kept apart by the session's version (a conflict re-reads). Four at once: reports wait in
     // the queue while the four run, so a batch holds more of them (one read of its sessions, a
     // session's reports in one write). Against eight, measured alternately (docs/performance.md,
-    // sixteenth session): 1,000 sessions 12.3 requests each instead of 12.8 – 12.9, half the
+    // "Settings chosen by measurement"): 1,000 sessions 12.3 requests each instead of 12.8 – 12.9, half the
     // conflicts, no less throughput; 100 sessions 13.1 – 13.4 instead of 13.8 – 14.2. Three
     // and two held reports back: at 1,000, 7 – 9 s and 15 – 17 s in PREPARING at p50.
     name: QueueName.ReportQueue,

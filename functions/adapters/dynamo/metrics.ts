@@ -36,7 +36,7 @@ export interface StoreMetricsSink {
   /**
    * Ask DynamoDB for each request's consumed capacity (`ReturnConsumedCapacity`), so
    * `WriteEvent.capacityUnits` and `ReadEvent.capacityUnits` are set. Off unless a sink wants it: working it out costs DynamoDB
-   * Local about a sixth of a write's CPU (docs/performance.md, twelfth session).
+   * Local about a sixth of a write's CPU (docs/performance.md).
    */
   readonly capacity?: boolean;
   recordWrite(event: WriteEvent): void;
