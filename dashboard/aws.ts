@@ -14,6 +14,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { GetExecutionHistoryCommand, SFNClient, type HistoryEvent } from "@aws-sdk/client-sfn";
 import { DeploymentItems } from "../functions/adapters/dynamo/deployment-items.ts";
+import { FailureCategoryItems } from "../functions/adapters/dynamo/failure-category-items.ts";
 import { DynamoRequests } from "../functions/adapters/dynamo/dynamo-requests.ts";
 import { DynamoSessionStore } from "../functions/adapters/dynamo/dynamo-session-store.ts";
 import { storeRetryConfig } from "../functions/adapters/dynamo/retry.ts";
@@ -89,6 +90,7 @@ export function awsDashboardDeps(options: AwsDashboardOptions): AwsDashboard {
     store,
     census,
     deployments,
+    failureCategories: new FailureCategoryItems(new DynamoRequests(dynamo, options.tableName, undefined)),
     cancel: async (id, reason, force) => {
       const entry = toPutEventsEntry(options.eventBusName, DetailType.SessionCancelRequested, {
         sessionId: id,

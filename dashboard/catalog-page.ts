@@ -1,7 +1,14 @@
-/** Queues, retry policies and the retry configuration, read-only (they are managed with the CLI). */
+/**
+ * Queues, retry policies, the failure categories their rules match and the retry configuration,
+ * read-only (they are managed with the CLI).
+ */
 import type { Queue } from "../functions/core/model.ts";
 import { retryConfigToDocument, type RetryConfig } from "../functions/core/retry/config.ts";
 import { retryPolicyToDocument, type RetryPolicy } from "../functions/core/retry/policy.ts";
+import {
+  failureCategoryToDocument,
+  type FailureCategoryDefinition,
+} from "../functions/core/retry/category-definitions.ts";
 import { stringify } from "yaml";
 import { html, isoTime, type Html } from "./html.ts";
 
@@ -10,6 +17,7 @@ export function renderCatalogPage(
   policies: readonly RetryPolicy[],
   config: RetryConfig,
   configIsDefault: boolean,
+  categories: readonly FailureCategoryDefinition[] = [],
 ): Html {
   return html`<h1>Queues</h1>
     <p class="muted">Read-only: <code>cairn queue create|update|delete</code> changes them.</p>
@@ -49,6 +57,23 @@ export function renderCatalogPage(
             html`<tr data-policy="${p.name}">
               <th>${p.name}</th>
               <td><pre class="doc">${stringify(retryPolicyToDocument(p))}</pre></td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+    <h1>Failure categories</h1>
+    <p class="muted">
+      Read-only: <code>cairn failure-category create|update|delete</code> changes them. Checked in this order
+      where a run ends; a failure none matches keeps the agent's built-in category.
+    </p>
+    ${categories.length === 0 ? html`<p class="muted">No failure category is defined.</p>` : ""}
+    <table class="categories">
+      <tbody>
+        ${categories.map(
+          (c) =>
+            html`<tr data-category="${c.name}">
+              <th>${c.name}</th>
+              <td><pre class="doc">${stringify(failureCategoryToDocument(c))}</pre></td>
             </tr>`,
         )}
       </tbody>

@@ -10,6 +10,7 @@ import type { DeploymentRepository } from "../functions/core/ports/deployments.t
 import type { SessionCensus } from "../functions/core/ports/session-census.ts";
 import type { AgentRepository } from "../functions/core/ports/agents.ts";
 import type { JobRepository } from "../functions/core/ports/jobs.ts";
+import type { FailureCategoryRepository } from "../functions/core/ports/failure-categories.ts";
 import type { RetryCatalogRepository } from "../functions/core/ports/retry-catalog.ts";
 import type { SessionRepository } from "../functions/core/ports/sessions.ts";
 
@@ -88,6 +89,8 @@ export interface DashboardDeps {
   readonly census: SessionCensus;
   /** Absent: the deployments pages say they are not known for this connection. */
   readonly deployments?: DashboardDeployments;
+  /** The failure categories operators define, read-only; absent: the queues page shows none. */
+  readonly failureCategories?: Pick<FailureCategoryRepository, "listFailureCategories">;
   /** Puts a `Session Cancel Requested` event for a session or a job id (`force`: Force Cancel). */
   cancel(id: string, reason: string, force: boolean): Promise<void>;
   /** Absent when the kernels' log group is not known. */

@@ -223,14 +223,15 @@ async function route(
     return respond("Agents", renderAgentsPage(withAllocations, nowMs, deps.agentTimeoutMs ?? 30_000));
   }
   if (path === "/queues") {
-    const [queues, policies, config] = await Promise.all([
+    const [queues, policies, config, categories] = await Promise.all([
       deps.store.listQueues(),
       deps.store.listRetryPolicies(),
       deps.store.getRetryConfig(),
+      deps.failureCategories?.listFailureCategories() ?? [],
     ]);
     return respond(
       "Queues and retry policies",
-      renderCatalogPage(queues, policies, config ?? RETRY_CONFIG_DEFAULTS, config === undefined),
+      renderCatalogPage(queues, policies, config ?? RETRY_CONFIG_DEFAULTS, config === undefined, categories),
       false,
     );
   }

@@ -11,6 +11,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { sessionResult } from "../functions/core/sessions.ts";
+import { startDashboard } from "../dashboard/server.ts";
+import { runtimeDashboardDeps } from "../local/dashboard.ts";
 import { runCairn, stdoutJson, type Run } from "./support/cli.ts";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
@@ -138,6 +140,20 @@ describe("failure categories operators define", { timeout: 120_000 }, () => {
     expect(runs[0]?.reason).toMatch(/^gpu rule 0 \(Retry\) matched kernel 0 \(failure category cuda_error\)/);
     const history = await cairn("history", id);
     expect(history.stdout).toContain("[cuda_error]");
+
+    // npm start's dashboard, reading with the client's credentials: the category on the queues
+    // page, and on the job's attempts table and the session's runs table.
+    const dashboard = runtimeDashboardDeps(rt.runtime.info, "the test's runtime");
+    const server = await startDashboard(dashboard.deps);
+    try {
+      const page = async (path: string) => (await fetch(new URL(path, server.url))).text();
+      expect(await page("/queues")).toContain('<tr data-category="cuda_error">');
+      expect(await page(`/jobs/${id}`)).toMatch(/<tr data-attempt="0\/0">[\s\S]*?<td>cuda_error<\/td>/);
+      expect(await page(`/sessions/${id}`)).toContain("[cuda_error]");
+    } finally {
+      await server.close();
+      dashboard.close();
+    }
   });
 
   test("a failure no category matches keeps the agent's built-in category, and is not retried", async () => {

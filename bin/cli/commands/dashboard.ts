@@ -23,6 +23,7 @@ export function dashboardDeps(connection: Connection, ctx: CommandContext): Dash
     store: dashboardStore(ctx.api),
     census: api.census,
     ...(api.deployments !== undefined ? { deployments: api.deployments } : {}),
+    ...(api.failureCategories !== undefined ? { failureCategories: api.failureCategories } : {}),
     cancel: async (id, reason) => {
       await api.put(
         toPutEventsEntry(api.eventBusName, DetailType.SessionCancelRequested, { sessionId: id, reason }),
