@@ -28,6 +28,7 @@ import {
   TransactionTooLargeError,
 } from "../functions/core/ports/errors.ts";
 import { DefaultTemplateError, TemplateNotFoundError } from "../functions/core/ports/templates.ts";
+import { FailureCategoryNotFoundError } from "../functions/core/ports/failure-categories.ts";
 import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
 
 /** The error as a boundary delivers it: its own fields, none of its class. */
@@ -60,6 +61,7 @@ describe("one error root per layer, its code and retryability as data", () => {
     [new InUseError("retry policy", "p", ["q"]), "IN_USE", false, undefined],
     [new TemplateNotFoundError("t"), "NOT_FOUND", false, undefined],
     [new DefaultTemplateError(), "DEFAULT_TEMPLATE", false, undefined],
+    [new FailureCategoryNotFoundError("c"), "NOT_FOUND", false, undefined],
     [new PublishError("PutEvents failed", true), "PUBLISH", true, undefined],
     [new PublishError("an entry over the request limit", false), "PUBLISH", false, undefined],
     [

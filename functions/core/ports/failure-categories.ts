@@ -4,6 +4,7 @@
  * runs end. Documents are validated before they reach the store.
  */
 import type { FailureCategoryDefinition } from "../retry/category-definitions.ts";
+import { PortError } from "./errors.ts";
 
 export interface FailureCategoryRepository {
   /** Throws AlreadyExistsError when the name is taken. */
@@ -18,12 +19,11 @@ export interface FailureCategoryRepository {
 }
 
 /** Same `code` and `entity` shape as the store's NotFoundError: callers branch on `code`. */
-export class FailureCategoryNotFoundError extends Error {
+export class FailureCategoryNotFoundError extends PortError {
   override readonly name = "FailureCategoryNotFoundError";
   readonly code = "NOT_FOUND";
   readonly entity = "failure category";
   readonly id: string;
-  readonly retryable = false;
   constructor(name: string) {
     super(`failure category ${name} not found`);
     this.id = name;
