@@ -10,6 +10,9 @@ import type { SessionSpec } from "../../../functions/core/model.ts";
 import type { SessionSpecInput } from "../../../functions/core/spec.ts";
 import { jobSettings } from "../../../functions/core/jobs.ts";
 import { sessionResult } from "../../../functions/core/sessions.ts";
+import { executorOf, Executor } from "../../../functions/core/fargate.ts";
+import { isFargatePool } from "../../../functions/core/fargate-pool.ts";
+import { submissionFitWarning } from "../../../functions/core/submission-fit.ts";
 import { submissionSizeIssue } from "../../../functions/core/submission-size.ts";
 import { JobState } from "../../../functions/core/status.ts";
 import type { OutputFormat } from "../args.ts";
@@ -116,6 +119,9 @@ export async function followSubmission(
       sleep: (ms) => ctx.io.sleep(ms),
     });
     if (verdict.kind === "rejected") throw new SubmissionRejectedError(jobId, verdict.reason);
+    // Accepted (or still pending): say now if it can never run where it would be placed.
+    const warning = await fitWarning(spec, ctx);
+    if (warning !== undefined) ctx.io.stderr(`cairn: warning: ${jobId} was accepted, but ${warning}`);
     if (verdict.kind === "pending") {
       ctx.io.stderr(
         `${jobId} is not accepted yet after ${verdict.waitedMs / 1000} s; still pending ` +
@@ -160,6 +166,25 @@ export async function followSubmission(
     // A timeout (or any failure) stops the log followers too; after a normal end they are done.
     stop.abort();
     await streaming;
+  }
+}
+
+/**
+ * Why the spec could never be placed on the agents registered now (or its queue's Fargate quota),
+ * decided by the core (submission-fit.ts); undefined when it could, or when that cannot be read:
+ * the warning is advice, never a reason to fail the submission.
+ */
+async function fitWarning(spec: SessionSpec, ctx: CommandContext): Promise<string | undefined> {
+  try {
+    const fargate = executorOf(spec) === Executor.fargate;
+    const agents = fargate ? [] : await ctx.api.agents.listAgents();
+    const queue = fargate ? await ctx.api.admin.getQueue(spec.queue) : undefined;
+    return submissionFitWarning(spec, {
+      agents: agents.filter((a) => !isFargatePool(a.id) && a.lostAtMs === undefined && a.draining !== true),
+      ...(queue?.fargate !== undefined ? { fargateVcpuQuota: queue.fargate.vcpuQuota } : {}),
+    });
+  } catch {
+    return undefined;
   }
 }
 
