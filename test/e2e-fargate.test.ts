@@ -90,7 +90,7 @@ describe("Fargate sessions, end to end", () => {
     expect(historyLines(await rt.store.listHistory(id))).toEqual([
       ...HISTORY_TO_RUNNING,
       "DetectTermination SUCCESS RUNNING->TERMINATING",
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+      "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
     ]);
     // The pool's quota is whole again once the session has left it.
     await until("the quota released", async () => {

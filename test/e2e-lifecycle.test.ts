@@ -59,7 +59,7 @@ describe("the session lifecycle, end to end", () => {
       "DetectTermination SUCCESS RUNNING->TERMINATING",
       // DetectTermination moves a one-kernel session on only once its kernel has ended, so the
       // TERMINATING entry's own pass finds nothing left to stop.
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+      "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
     ]);
     // The command really ran, with its identity in the environment.
     // (Its agent is another process: its output is in the run's directory under the work root.)
@@ -143,8 +143,9 @@ describe("the session lifecycle, end to end", () => {
     expect(historyLines(await rt.store.listHistory(id)).slice(-2)).toEqual([
       "Cancel CANCELLED RUNNING->TERMINATING",
       // The kernel's report of its end comes after the TERMINATING entry's own passes (it takes
-      // half a second to stop): the next run's TerminateSessions finds nothing left alive.
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+      // half a second to stop): with nothing left alive TerminateSessions has nothing to stop,
+      // and PromoteToTerminated (no kernel non-terminal) moves the session on.
+      "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
     ]);
   });
 });

@@ -32,7 +32,11 @@ export type HandlerName = LifecycleHandlerName | PromotionHandlerName;
 export interface LifecycleHandlerSpec {
   readonly name: LifecycleHandlerName;
   readonly targetSessionStatuses: readonly SessionStatus[];
-  /** `undefined`: no kernel filtering. Otherwise sessions with a kernel in one of these. */
+  /**
+   * Backend.AI's `target_kernel_statuses`: "None: No kernel filtering (include sessions regardless
+   * of kernel status); list[KernelStatus]: Include sessions that have kernels in these statuses".
+   * Applied where the handler's pass selects its targets (selectsTarget).
+   */
   readonly targetKernelStatuses: readonly KernelStatus[] | undefined;
   readonly transitions: StatusTransitions;
 }
@@ -69,7 +73,10 @@ export const LIFECYCLE_HANDLERS: Readonly<Record<LifecycleHandlerName, Lifecycle
   PrepareSessions: {
     name: "PrepareSessions",
     targetSessionStatuses: [S.SCHEDULED, S.PREPARING],
-    targetKernelStatuses: [K.SCHEDULED],
+    // Backend.AI's table gives SCHEDULED. Cairn's PrepareSessions also judges, in PREPARING, a
+    // kernel whose preparation its agent reported failed (it stays PREPARING, with the error):
+    // PREPARING is here for that (docs/differences.md).
+    targetKernelStatuses: [K.SCHEDULED, K.PREPARING],
     transitions: {
       success: { session: S.PREPARING, kernel: K.PREPARING },
       needRetry: undefined,
@@ -132,6 +139,25 @@ export const PROMOTION_HANDLERS: Readonly<Record<PromotionHandlerName, Promotion
     succeededWaitForSiblings: true,
   },
 };
+
+/**
+ * Whether a lifecycle handler's pass selects `target`: its session in one of the handler's target
+ * session statuses and, unless the handler filters no kernels, at least one kernel in one of its
+ * target kernel statuses (Backend.AI: "Simple filtering - fetch sessions that have kernels in
+ * specified statuses"). A TERMINATING session whose every kernel has ended is no target of
+ * TerminateSessions, which has nothing left to stop: PromoteToTerminated moves it on.
+ */
+export function selectsTarget(
+  spec: LifecycleHandlerSpec,
+  target: {
+    readonly session: { readonly status: SessionStatus };
+    readonly kernels: readonly { readonly status: KernelStatus }[];
+  },
+): boolean {
+  if (!spec.targetSessionStatuses.includes(target.session.status)) return false;
+  const wanted = spec.targetKernelStatuses;
+  return wanted === undefined || target.kernels.some((k) => wanted.includes(k.status));
+}
 
 /**
  * One row per waiting stage: which lifecycle handler's transitions govern its expiry and

@@ -294,7 +294,10 @@ const TARGET_TABLE: TargetRow[] = [
     // Lifecycle table: "PrepareSessions | SCHEDULED, PREPARING"; the flow diagram gives PREPARING
     // need_retry/expired/give_up edges, which need a handler that spends tries there.
     alsoTargetedFromCurrentColumn: ["PREPARING"],
-    alsoTargetedKernels: [],
+    // Entering PREPARING moves every kernel to PREPARING, so a PREPARING session has no SCHEDULED
+    // kernel: the kernel status it is selected by there is PREPARING (a failed preparation stays
+    // PREPARING with its error, which PrepareSessions judges). docs/differences.md.
+    alsoTargetedKernels: ["PREPARING"],
   },
   {
     handler: "StartSessions",

@@ -105,7 +105,7 @@ describe("run-time limit", () => {
     expect(stop?.type === "command" && stop.command.condition).toBe("DeadlineExceeded");
     expect((await h.history("s-001")).slice(-2), h.stepLog).toEqual([
       "Lifecycle EXPIRED RUNNING->TERMINATING",
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+      "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
     ]);
     expect(h.errors).toEqual([]);
   });
@@ -150,7 +150,7 @@ describe("cancels", () => {
     ).toEqual(["prepare", "start", "stop"]);
     expect((await h.history("s-001")).slice(-2), h.stepLog).toEqual([
       "Cancel CANCELLED RUNNING->TERMINATING",
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+      "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
     ]);
     expect(h.errors).toEqual([]);
   });

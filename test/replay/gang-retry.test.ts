@@ -56,7 +56,7 @@ describe("gangs", () => {
       "StartSessions SUCCESS PREPARED->CREATING",
       "PromoteToRunning SUCCESS CREATING->RUNNING",
       "DetectTermination SUCCESS RUNNING->TERMINATING",
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+      "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
     ]);
     for (const agent of await h.store.listAgents()) expect(agent.free).toEqual(agent.capacity);
     expect(h.errors).toEqual([]);
@@ -101,7 +101,7 @@ describe("retries", () => {
       "StartSessions SUCCESS PREPARED->CREATING",
       "PromoteToRunning SUCCESS CREATING->RUNNING",
       "DetectTermination SUCCESS RUNNING->TERMINATING",
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+      "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
     ]);
     expect(h.requeues).toHaveLength(1);
     expect(h.errors).toEqual([]);

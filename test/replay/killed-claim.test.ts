@@ -48,7 +48,7 @@ describe("a claimer that dies", () => {
     expect(await h.history("s-001"), h.stepLog).toEqual([
       ...HISTORY_TO_RUNNING,
       "DetectTermination SUCCESS RUNNING->TERMINATING",
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+      "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
     ]);
     expect(h.stepLog).toContain("a stage's claim outlived its claimer; its token is given back");
     const [agent] = await h.store.listAgents();

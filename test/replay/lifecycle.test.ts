@@ -23,7 +23,7 @@ async function expectSucceeded(h: Replay, id: string): Promise<SessionWithKernel
   expect(await h.history(id), h.stepLog).toEqual([
     ...HISTORY_TO_RUNNING,
     "DetectTermination SUCCESS RUNNING->TERMINATING",
-    "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+    "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
   ]);
   // Every waiting status in order (PENDING … TERMINATING), then TERMINATED.
   expect(h.statusChanges.filter((c) => c.sessionId === id).map((c) => c.to)).toEqual([
@@ -106,11 +106,12 @@ describe("one session, replayed", () => {
     // TERMINATING was entered claimed; the stop could not be sent: the decision (NEED_RETRY)
     // was written with the token back (no stage stranded: checked after every step), and the
     // kernel was not marked as stopped, so the status change's own pass retried the stage and
-    // sent the stop.
+    // sent the stop; the kernel's end, reported, leaves nothing for TerminateSessions to stop and
+    // PromoteToTerminated ends the session.
     expect((await h.history("s-001")).slice(-3), h.stepLog).toEqual([
       "Cancel CANCELLED RUNNING->TERMINATING",
       "TerminateSessions NEED_RETRY TERMINATING->=",
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+      "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
     ]);
     expect(h.agent("agent-a").runs("s-001", 0), h.stepLog).toBe(false);
     expect((await h.session("s-001")).kernels[0], h.stepLog).toMatchObject({
@@ -144,7 +145,7 @@ describe("one session, replayed", () => {
       "StartSessions SUCCESS PREPARED->CREATING",
       "PromoteToRunning SUCCESS CREATING->RUNNING",
       "DetectTermination SUCCESS RUNNING->TERMINATING",
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+      "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
     ]);
   });
 
@@ -160,7 +161,7 @@ describe("one session, replayed", () => {
     expect(done.kernels[0]).toMatchObject({ status: "TERMINATED", exitCode: 3, outcome: "FAILED" });
     expect((await h.history("s-001")).slice(-2), h.stepLog).toEqual([
       "DetectTermination SUCCESS RUNNING->TERMINATING",
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+      "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
     ]);
     // Without a failure budget or policy the failed run is not retried.
     expect((await h.store.listRuns("s-001")).map((r) => [r.runIndex, r.decision])).toEqual([[0, "finished"]]);

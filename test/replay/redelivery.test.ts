@@ -22,7 +22,7 @@ describe("every event delivered twice", () => {
     expect(await h.history("s-001"), h.stepLog).toEqual([
       ...HISTORY_TO_RUNNING,
       "DetectTermination SUCCESS RUNNING->TERMINATING",
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+      "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
     ]);
     expect(h.driver.executions.size).toBe(1);
     const [agent] = await h.store.listAgents();
@@ -40,7 +40,7 @@ describe("every event delivered twice", () => {
     expect(done.kernels[0]).toMatchObject({ status: "TERMINATED", exitCode: 143, outcome: "KILLED" });
     expect((await h.history("s-001")).slice(-2), h.stepLog).toEqual([
       "Cancel CANCELLED RUNNING->TERMINATING",
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+      "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
     ]);
     const stops = a.received.filter((m) => m.type === "command" && m.command.action === "stop");
     expect(stops, h.stepLog).toHaveLength(1);
@@ -67,7 +67,7 @@ describe("every event delivered twice", () => {
       "Retry REQUEUED PENDING->PENDING",
       ...HISTORY_TO_RUNNING.slice(1),
       "DetectTermination SUCCESS RUNNING->TERMINATING",
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+      "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
     ]);
     expect(h.requeues).toHaveLength(1);
     expect(h.errors).toEqual([]);
@@ -89,7 +89,7 @@ describe("every event delivered twice", () => {
     expect(await h.history("s-001"), h.stepLog).toEqual([
       ...HISTORY_TO_RUNNING,
       "DetectTermination SUCCESS RUNNING->TERMINATING",
-      "TerminateSessions SUCCESS TERMINATING->TERMINATED",
+      "PromoteToTerminated SUCCESS TERMINATING->TERMINATED",
     ]);
     for (const agent of await h.store.listAgents()) expect(agent.free).toEqual(agent.capacity);
     expect(h.errors).toEqual([]);

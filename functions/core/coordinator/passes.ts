@@ -6,6 +6,8 @@
  */
 import { claimOf, decisionWrite, type SessionWrite } from "../effects.ts";
 import {
+  LIFECYCLE_HANDLERS,
+  selectsTarget,
   STAGES,
   type LifecycleHandlerName,
   type LifecycleHandlerSpec,
@@ -49,7 +51,10 @@ export interface PassTargetsEffects {
 }
 
 export function stepPassTargets(input: PassTargetsInput): PassTargetsEffects {
-  return partitionUnrecoverable(input.targets, input.handler, input.nowMs);
+  // Only the sessions the handler selects: its target session and kernel statuses.
+  const spec = LIFECYCLE_HANDLERS[input.handler];
+  const selected = input.targets.filter((t) => selectsTarget(spec, t));
+  return partitionUnrecoverable(selected, input.handler, input.nowMs);
 }
 
 export interface PassResultInput {
