@@ -7,6 +7,7 @@ import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { retryPolicyPk, runSk, sessionPk } from "../functions/adapters/dynamo/keys.ts";
 import { RequestCounter } from "../functions/adapters/dynamo/metrics.ts";
+import { MAX_KERNELS_PER_SESSION } from "../functions/adapters/dynamo/new-session.ts";
 import type { SessionWrite } from "../functions/core/effects.ts";
 import { placeHistory } from "../functions/core/history.ts";
 import type { Kernel, RunRecord, SessionWithKernels } from "../functions/core/model.ts";
@@ -546,29 +547,28 @@ describe("requeue write", () => {
     expect(await store.listHistory("requeue-atomic")).toEqual([]);
   });
 
-  test("a requeue of the largest session fits one transaction; one item more is refused unsent", async () => {
+  test("a requeue of the widest gang is one write of its item and the run's record; a wider one is refused unsent", async () => {
     const metrics = new RequestCounter();
     const store = table.store({ metrics });
-    const input = finishedRun("requeue-large", 97);
+    const input = finishedRun("requeue-large", MAX_KERNELS_PER_SESSION);
     await store.createSession(input);
     const before = metrics.operations;
     const itemsBefore = metrics.items;
+    const readsBefore = metrics.reads.requests;
     await store.applyWrite(requeue(input));
-    // The session, 97 kernels, one history record and the run record.
-    expect(metrics.items - itemsBefore).toBe(100);
+    // Every kernel reset does not fit one update field by field: the session is read, and its
+    // item (kernels written whole, the history record in it) goes with the run's record.
+    expect(metrics.reads.requests - readsBefore).toBe(1);
+    expect(metrics.items - itemsBefore).toBe(2);
     expect(metrics.operations - before).toBe(1);
-    expect((await store.getSession("requeue-large"))?.session.runIndex).toBe(1);
+    const stored = (await store.getSession("requeue-large"))!;
+    expect(stored.session.runIndex).toBe(1);
+    expect(stored.kernels.every((k) => k.status === "PENDING" && k.exitCode === undefined)).toBe(true);
 
-    const tooLarge = await caught(() =>
-      store.applyWrite({
-        ...requeue(input),
-        expected: { status: "PENDING", version: 1 },
-        kernels: [...requeue(input).kernels!, { index: 97, resetRun: true }],
-      }),
-    );
-    expect(tooLarge).toMatchObject({ code: "TRANSACTION_TOO_LARGE", items: 101, limit: 100 });
     expect(
-      await caught(() => store.createSession(newSession("too-many-kernels", { replicas: 98 }))),
+      await caught(() =>
+        store.createSession(newSession("too-many-kernels", { replicas: MAX_KERNELS_PER_SESSION + 1 })),
+      ),
     ).toMatchObject({ code: "INVALID_STORE_REQUEST", field: "kernels" });
     expect(metrics.operations - before).toBe(1);
   });

@@ -13,6 +13,7 @@ import {
 import {
   type AgentRegistration,
   type AgentHeartbeat,
+  type AgentRepository,
   type Allocation,
   type ReservationRequest,
 } from "../../core/ports/agents.ts";
@@ -57,7 +58,7 @@ import { EXPIRY_ATTRIBUTE, retainedUntil } from "./retention.ts";
 import { MAX_TRANSACTION_ITEMS, type PlannedTransaction, type StoreLayout } from "./transaction-plan.ts";
 import { requireId, requireResources, requireTime } from "./validation.ts";
 
-export class AgentCapacity {
+export class DynamoAgents implements AgentRepository {
   private readonly requests: DynamoRequests;
   private readonly layout: StoreLayout;
   private readonly maxAttempts: number;
@@ -68,7 +69,7 @@ export class AgentCapacity {
     this.maxAttempts = maxAttempts;
   }
 
-  async heartbeat(heartbeat: AgentHeartbeat): Promise<Agent> {
+  async heartbeatAgent(heartbeat: AgentHeartbeat): Promise<Agent> {
     const { agentId, capacity, nowMs } = heartbeat;
     requireId("agentId", agentId);
     requireResources("capacity", capacity);
@@ -127,7 +128,7 @@ export class AgentCapacity {
     throw new StoreUnavailableError("heartbeatAgent", this.maxAttempts, `agent ${agentId} kept changing`);
   }
 
-  async register(registration: AgentRegistration): Promise<{ agent: Agent; previous?: Agent }> {
+  async registerAgent(registration: AgentRegistration): Promise<{ agent: Agent; previous?: Agent }> {
     const { agentId, incarnation, capacity, labels, signingKey, nowMs } = registration;
     requireId("agentId", agentId);
     requireResources("capacity", capacity);
@@ -162,7 +163,7 @@ export class AgentCapacity {
     throw new StoreUnavailableError("registerAgent", this.maxAttempts, `agent ${agentId} kept changing`);
   }
 
-  async markLost(request: {
+  async markAgentLost(request: {
     readonly agentId: string;
     readonly incarnation: string | undefined;
     readonly silentSinceMs?: number;
@@ -211,7 +212,7 @@ export class AgentCapacity {
     );
   }
 
-  async reserve(request: ReservationRequest): Promise<Allocation[]> {
+  async reserveCapacity(request: ReservationRequest): Promise<Allocation[]> {
     const { refused, plan } = await sendSessionWrite(this.requests, {
       operation: "reserveCapacity",
       sessionId: request.sessionId,
@@ -257,10 +258,12 @@ export class AgentCapacity {
   /**
    * Reservations several to a transaction (planReservationsTogether), one transaction after
    * another, in order: a placement pass's round trips per agent instead of per session. Per
-   * request: its allocations, or undefined when it was not reserved here, for `reserve` to take
+   * request: its allocations, or undefined when it was not reserved here, for `reserveCapacity` to take
    * alone and say why: its transaction was refused or failed, or it cannot share one.
    */
-  async reserveTogether(requests: readonly ReservationRequest[]): Promise<(Allocation[] | undefined)[]> {
+  async reserveCapacityTogether(
+    requests: readonly ReservationRequest[],
+  ): Promise<(Allocation[] | undefined)[]> {
     const results: (Allocation[] | undefined)[] = [];
     for (const run of this.togetherRuns(requests)) {
       const plan =
@@ -283,7 +286,7 @@ export class AgentCapacity {
 
   /**
    * `requests` in order, cut into runs that fit one transaction. A request that cannot share one
-   * (it does not plan, `reserve` says why; or its plan needs the session read first, a wide gang)
+   * (it does not plan, `reserveCapacity` says why; or its plan needs the session read first, a wide gang)
    * comes as `undefined`, in its place.
    */
   private *togetherRuns(requests: readonly ReservationRequest[]): Generator<PlannedRequest[] | undefined> {
@@ -302,7 +305,7 @@ export class AgentCapacity {
     if (chunk.length > 0) yield chunk;
   }
 
-  async release(sessionId: string, known?: SessionWithKernels): Promise<Allocation[]> {
+  async releaseCapacity(sessionId: string, known?: SessionWithKernels): Promise<Allocation[]> {
     requireId("sessionId", sessionId);
     if (known !== undefined && known.session.id === sessionId) {
       // The copy's kernels say what the reservation took: given back in one request, without
@@ -386,8 +389,8 @@ function round(value: number): number {
 }
 
 /**
- * The request's plan, or undefined when it is not valid (`reserve` says why) or does not fit the
- * expressions without reading the session first (`reserve` does that).
+ * The request's plan, or undefined when it is not valid (`reserveCapacity` says why) or does not fit the
+ * expressions without reading the session first (`reserveCapacity` does that).
  */
 function plannedOrNothing(
   request: ReservationRequest,

@@ -72,7 +72,7 @@ export function draftFromItem(item: Item): JobDraft {
   };
 }
 
-export class DraftItems implements DraftRepository {
+export class DynamoDrafts implements DraftRepository {
   readonly #requests: DynamoRequests;
 
   constructor(requests: DynamoRequests) {

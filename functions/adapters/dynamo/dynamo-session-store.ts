@@ -24,24 +24,21 @@ import { type RetryCatalogRepository } from "../../core/ports/retry-catalog.ts";
 import type { RetryConfig } from "../../core/retry/config.ts";
 import type { RetryPolicy } from "../../core/retry/policy.ts";
 
-import { AgentCapacity } from "./agent-capacity.ts";
+import { DynamoAgents } from "./agent-capacity.ts";
 import { expiredBefore, itemAbsent } from "./conditions.ts";
-import { DraftItems } from "./draft-items.ts";
+import { DynamoDrafts } from "./draft-items.ts";
 import { DynamoRequests } from "./dynamo-requests.ts";
 import { DynamoSessions } from "./dynamo-sessions.ts";
 import { any } from "./expressions.ts";
 import { ItemType, toItem } from "./item-codec.ts";
 import { DEDUP_SK, dedupPk } from "./keys.ts";
 import type { StoreMetricsSink } from "./metrics.ts";
-import { planCreateSession } from "./new-session.ts";
 
 import type { QueueInput } from "./resource-items.ts";
-import { JobItems } from "./job-items.ts";
-import { RejectionItems } from "./rejection-items.ts";
-import { RetryResources } from "./retry-resources.ts";
+import { DynamoJobs } from "./job-items.ts";
+import { DynamoRetryCatalog } from "./retry-resources.ts";
 
 import { EXECUTION_NAME_RESERVED_DAYS } from "./retention.ts";
-import { MAX_TRANSACTION_ITEMS } from "./transaction-plan.ts";
 import { requireId, requireLimit } from "./validation.ts";
 
 export interface DynamoSessionStoreOptions {
@@ -81,11 +78,11 @@ export class DynamoSessionStore
   extends DynamoSessions
   implements AgentRepository, JobRepository, RetryCatalogRepository, DraftRepository
 {
-  private readonly agents: AgentCapacity;
-  private readonly resources: RetryResources;
-  private readonly jobs: JobItems;
-  private readonly drafts: DraftItems;
-  private readonly rejections: RejectionItems;
+  /** Each repository's own adapter, over the same table and requests. */
+  readonly agents: DynamoAgents;
+  readonly jobs: DynamoJobs;
+  readonly drafts: DynamoDrafts;
+  readonly catalog: DynamoRetryCatalog;
 
   constructor(options: DynamoSessionStoreOptions) {
     const shards = options.shards ?? 4;
@@ -103,25 +100,29 @@ export class DynamoSessionStore
       maxAttempts,
       clock: options.clock ?? Date.now,
     });
-    this.agents = new AgentCapacity(this.requests, this.layout, maxAttempts);
-    this.resources = new RetryResources(this.requests, this.layout, maxAttempts);
-    this.jobs = new JobItems(this.requests, this.layout);
-    this.drafts = new DraftItems(this.requests);
-    this.rejections = new RejectionItems(this.requests, this.clock);
+    this.agents = new DynamoAgents(this.requests, this.layout, maxAttempts);
+    this.jobs = new DynamoJobs(this.requests, this.layout, this.clock);
+    this.drafts = new DynamoDrafts(this.requests);
+    this.catalog = new DynamoRetryCatalog(this.requests, this.layout, maxAttempts);
   }
 
-  // ---------------------------------------------------------------------- agents and capacity
+  /** The session's allocations. Not on the ports (no component asks it); tests assert with it. */
+  allocationsOf(sessionId: string): Promise<Allocation[]> {
+    return this.agents.allocationsOf(sessionId);
+  }
+
+  // agents and capacity: DynamoAgents (agent-capacity.ts)
 
   heartbeatAgent(heartbeat: AgentHeartbeat): Promise<Agent> {
-    return this.agents.heartbeat(heartbeat);
+    return this.agents.heartbeatAgent(heartbeat);
   }
 
   registerAgent(registration: AgentRegistration): Promise<{ agent: Agent; previous?: Agent }> {
-    return this.agents.register(registration);
+    return this.agents.registerAgent(registration);
   }
 
   markAgentLost(request: AgentLossRequest): Promise<boolean> {
-    return this.agents.markLost(request);
+    return this.agents.markAgentLost(request);
   }
 
   getAgent(agentId: string): Promise<Agent | undefined> {
@@ -133,68 +134,60 @@ export class DynamoSessionStore
   }
 
   reserveCapacity(request: ReservationRequest): Promise<Allocation[]> {
-    return this.agents.reserve(request);
+    return this.agents.reserveCapacity(request);
   }
 
   reserveCapacityTogether(requests: readonly ReservationRequest[]): Promise<(Allocation[] | undefined)[]> {
-    return this.agents.reserveTogether(requests);
+    return this.agents.reserveCapacityTogether(requests);
   }
 
   releaseCapacity(sessionId: string, known?: SessionWithKernels): Promise<Allocation[]> {
-    return this.agents.release(sessionId, known);
-  }
-
-  /** The session's allocations. Not on the ports (no component asks it); tests assert with it. */
-  allocationsOf(sessionId: string): Promise<Allocation[]> {
-    return this.agents.allocationsOf(sessionId);
+    return this.agents.releaseCapacity(sessionId, known);
   }
 
   allocationsOnAgent(agentId: string): Promise<Allocation[]> {
     return this.agents.allocationsOnAgent(agentId);
   }
 
-  // ------------------------------------------------------------------------------------ jobs
+  // jobs and rejected submissions: DynamoJobs (job-items.ts)
 
   createJob(job: Job): Promise<{ created: boolean; job: Job }> {
-    return this.jobs.create(job);
+    return this.jobs.createJob(job);
   }
 
-  async createJobWithSessions(
-    job: Job,
-    sessions: readonly SessionWithKernels[],
-  ): Promise<{ created: boolean }> {
-    const jobPlan = this.jobs.planCreate(job);
-    const plans = sessions.map((s) => planCreateSession(s, this.layout));
-    const size = jobPlan.items.length + plans.reduce((n, p) => n + p.items.length, 0);
-    if (size > MAX_TRANSACTION_ITEMS) return { created: false };
-    const failure = await this.requests.transact("createJobWithSessions", {
-      items: [...jobPlan.items, ...plans.flatMap((p) => p.items)],
-      roles: [...jobPlan.roles, ...plans.flatMap((p) => p.roles)],
-    });
-    return { created: failure === undefined };
+  createJobWithSessions(job: Job, sessions: readonly SessionWithKernels[]): Promise<{ created: boolean }> {
+    return this.jobs.createJobWithSessions(job, sessions);
   }
 
   getJob(jobId: string): Promise<Job | undefined> {
-    return this.jobs.get(jobId);
+    return this.jobs.getJob(jobId);
   }
 
   getJobs(jobIds: readonly string[]): Promise<Job[]> {
-    return this.jobs.getMany(jobIds);
+    return this.jobs.getJobs(jobIds);
   }
 
   addChildJob(parentId: string, childId: string): Promise<Job | undefined> {
-    return this.jobs.addChild(parentId, childId);
+    return this.jobs.addChildJob(parentId, childId);
   }
 
   finishJob(jobId: string, final: NonNullable<Job["final"]>): Promise<boolean> {
-    return this.jobs.finish(jobId, final);
+    return this.jobs.finishJob(jobId, final);
   }
 
   listJobsWithRunTimeLimit(): Promise<Job[]> {
-    return this.jobs.listWithRunTimeLimit();
+    return this.jobs.listJobsWithRunTimeLimit();
   }
 
-  // ---------------------------------------------------------------------------------- drafts
+  recordRejection(rejection: SubmissionRejection, ttlSeconds: number): Promise<void> {
+    return this.jobs.recordRejection(rejection, ttlSeconds);
+  }
+
+  listRejections(id: string): Promise<SubmissionRejection[]> {
+    return this.jobs.listRejections(id);
+  }
+
+  // drafts: DynamoDrafts (draft-items.ts)
 
   getDraft(jobId: string): Promise<JobDraft | undefined> {
     return this.drafts.getDraft(jobId);
@@ -212,64 +205,54 @@ export class DynamoSessionStore
     return this.drafts.deleteDraft(jobId, expectedVersion);
   }
 
-  // ------------------------------------------------- retry policies, queues and retry config
+  // the retry catalog: DynamoRetryCatalog (retry-resources.ts)
 
   createRetryPolicy(policy: RetryPolicy, nowMs: number): Promise<void> {
-    return this.resources.createRetryPolicy(policy, nowMs);
+    return this.catalog.createRetryPolicy(policy, nowMs);
   }
 
   updateRetryPolicy(policy: RetryPolicy, nowMs: number): Promise<void> {
-    return this.resources.updateRetryPolicy(policy, nowMs);
+    return this.catalog.updateRetryPolicy(policy, nowMs);
   }
 
   getRetryPolicy(name: string): Promise<RetryPolicy | undefined> {
-    return this.resources.getRetryPolicy(name);
+    return this.catalog.getRetryPolicy(name);
   }
 
   listRetryPolicies(): Promise<RetryPolicy[]> {
-    return this.resources.listRetryPolicies();
+    return this.catalog.listRetryPolicies();
   }
 
   deleteRetryPolicy(name: string): Promise<void> {
-    return this.resources.deleteRetryPolicy(name);
+    return this.catalog.deleteRetryPolicy(name);
   }
 
   createQueue(queue: QueueInput, nowMs: number): Promise<Queue> {
-    return this.resources.createQueue(queue, nowMs);
+    return this.catalog.createQueue(queue, nowMs);
   }
 
   updateQueue(queue: QueueInput, nowMs: number): Promise<Queue> {
-    return this.resources.updateQueue(queue, nowMs);
+    return this.catalog.updateQueue(queue, nowMs);
   }
 
   getQueue(name: string): Promise<Queue | undefined> {
-    return this.resources.getQueue(name);
+    return this.catalog.getQueue(name);
   }
 
   listQueues(): Promise<Queue[]> {
-    return this.resources.listQueues();
+    return this.catalog.listQueues();
   }
 
   deleteQueue(name: string): Promise<void> {
-    return this.resources.deleteQueue(name);
+    return this.catalog.deleteQueue(name);
   }
 
   getRetryConfig(): Promise<RetryConfig | undefined> {
-    return this.resources.getRetryConfig();
+    return this.catalog.getRetryConfig();
   }
 
   putRetryConfig(config: RetryConfig, nowMs: number): Promise<void> {
-    return this.resources.putRetryConfig(config, nowMs);
-  }
-
-  // ------------------------------------------------------------------------ rejected submissions
-
-  recordRejection(rejection: SubmissionRejection, ttlSeconds: number): Promise<void> {
-    return this.rejections.record(rejection, ttlSeconds);
-  }
-
-  listRejections(id: string): Promise<SubmissionRejection[]> {
-    return this.rejections.list(id);
+    return this.catalog.putRetryConfig(config, nowMs);
   }
 
   // ---------------------------------------------------------------------------- de-duplication

@@ -8,7 +8,8 @@
  * final state is recorded, so the sweep that enforces the limits reads those jobs only, not
  * every waiting session.
  */
-import type { Job, SessionSpec } from "../../core/model.ts";
+import type { Job, SessionSpec, SessionWithKernels } from "../../core/model.ts";
+import type { JobRepository, SubmissionRejection } from "../../core/ports/jobs.ts";
 import { InvalidStoreRequestError } from "../../core/ports/errors.ts";
 import type { JobState } from "../../core/status.ts";
 import { TERMINAL_JOB_STATES } from "../../core/status.ts";
@@ -17,7 +18,14 @@ import type { DynamoRequests } from "./dynamo-requests.ts";
 import { Fields, fromItem, ItemType, toItem, type Item } from "./item-codec.ts";
 import { JOB_SK, jobPk, LIMITED_JOBS_PK } from "./keys.ts";
 import { EXPIRY_ATTRIBUTE, retainedUntil } from "./retention.ts";
-import { guarded, type PlannedTransaction, type StoreLayout } from "./transaction-plan.ts";
+import { planCreateSession } from "./new-session.ts";
+import { RejectionItems } from "./rejection-items.ts";
+import {
+  guarded,
+  MAX_TRANSACTION_ITEMS,
+  type PlannedTransaction,
+  type StoreLayout,
+} from "./transaction-plan.ts";
 import { requireId, requireTime } from "./validation.ts";
 
 export const jobKey = (id: string): Item => ({ pk: { S: jobPk(id) }, sk: { S: JOB_SK } });
@@ -71,16 +79,45 @@ function finalFrom(r: Fields): NonNullable<Job["final"]> {
   return { state: state as JobState, reason: r.string("reason"), atMs: r.number("atMs") };
 }
 
-export class JobItems {
+/** The jobs' port (JobRepository): jobs, and the submissions the control plane refused. */
+export class DynamoJobs implements JobRepository {
   readonly #requests: DynamoRequests;
-  readonly #layout: Pick<StoreLayout, "retentionDays">;
+  readonly #layout: StoreLayout;
+  readonly #rejections: RejectionItems;
 
-  constructor(requests: DynamoRequests, layout: Pick<StoreLayout, "retentionDays">) {
+  constructor(requests: DynamoRequests, layout: StoreLayout, clock: () => number) {
     this.#requests = requests;
     this.#layout = layout;
+    this.#rejections = new RejectionItems(requests, clock);
   }
 
-  /** Writes the job unless it exists; either way returns the stored job. */
+  /**
+   * The job and its sessions in one transaction, each only if its id is free; `created: false`
+   * without sending anything when they do not fit one (the caller goes step by step).
+   */
+  async createJobWithSessions(
+    job: Job,
+    sessions: readonly SessionWithKernels[],
+  ): Promise<{ created: boolean }> {
+    const jobPlan = this.planCreate(job);
+    const plans = sessions.map((s) => planCreateSession(s, this.#layout));
+    const size = jobPlan.items.length + plans.reduce((n, p) => n + p.items.length, 0);
+    if (size > MAX_TRANSACTION_ITEMS) return { created: false };
+    const failure = await this.#requests.transact("createJobWithSessions", {
+      items: [...jobPlan.items, ...plans.flatMap((p) => p.items)],
+      roles: [...jobPlan.roles, ...plans.flatMap((p) => p.roles)],
+    });
+    return { created: failure === undefined };
+  }
+
+  recordRejection(rejection: SubmissionRejection, ttlSeconds: number): Promise<void> {
+    return this.#rejections.record(rejection, ttlSeconds);
+  }
+
+  listRejections(id: string): Promise<SubmissionRejection[]> {
+    return this.#rejections.list(id);
+  }
+
   /** The job's item, to be written only if the id is free (createJobWithSessions). */
   planCreate(job: Job): PlannedTransaction {
     validateJob(job);
@@ -90,27 +127,28 @@ export class JobItems {
     };
   }
 
-  async create(job: Job): Promise<{ created: boolean; job: Job }> {
+  /** Writes the job unless it exists; either way returns the stored job. */
+  async createJob(job: Job): Promise<{ created: boolean; job: Job }> {
     validateJob(job);
     const created = await this.#requests.putItem("createJob", { Item: jobItem(job) }, itemAbsent);
     if (created) return { created, job };
-    const stored = await this.get(job.id);
+    const stored = await this.getJob(job.id);
     if (!stored) throw new Error(`job ${job.id} exists but could not be read back`);
     return { created, job: stored };
   }
 
-  async get(id: string): Promise<Job | undefined> {
+  async getJob(id: string): Promise<Job | undefined> {
     const item = await this.#requests.getItem("getJob", jobKey(id));
     return item ? jobFromItem(item) : undefined;
   }
 
-  async getMany(ids: readonly string[]): Promise<Job[]> {
+  async getJobs(ids: readonly string[]): Promise<Job[]> {
     const items = await this.#requests.batchGet("getJobs", ids.map(jobKey));
     return items.flatMap((item) => (item ? [jobFromItem(item)] : []));
   }
 
   /** Every job with a run-time limit and no final state yet, by id. */
-  async listWithRunTimeLimit(): Promise<Job[]> {
+  async listJobsWithRunTimeLimit(): Promise<Job[]> {
     // The index is eventually consistent: an entry may outlive its job's final state a moment.
     return (await this.#requests.readRoster("listJobsWithRunTimeLimit", LIMITED_JOBS_PK))
       .map(jobFromItem)
@@ -119,7 +157,7 @@ export class JobItems {
   }
 
   /** Records `childId` under its parent; the parent as it is now, or undefined if there is none. */
-  async addChild(parentId: string, childId: string): Promise<Job | undefined> {
+  async addChildJob(parentId: string, childId: string): Promise<Job | undefined> {
     requireId("parentId", parentId);
     requireId("childId", childId);
     const out = await this.#requests.updateItem(
@@ -132,7 +170,7 @@ export class JobItems {
   }
 
   /** Records the final state once: true if this call did, false if it was already recorded. */
-  async finish(id: string, final: NonNullable<Job["final"]>): Promise<boolean> {
+  async finishJob(id: string, final: NonNullable<Job["final"]>): Promise<boolean> {
     requireId("id", id);
     requireTime("final.atMs", final.atMs);
     if (!TERMINAL_JOB_STATES.has(final.state)) {

@@ -15,6 +15,7 @@ import {
   NotFoundError,
   StoreUnavailableError,
 } from "../../core/ports/errors.ts";
+import type { RetryCatalogRepository } from "../../core/ports/retry-catalog.ts";
 import type { RetryConfig } from "../../core/retry/config.ts";
 import type { RetryPolicy } from "../../core/retry/policy.ts";
 import { itemAbsent, itemExists, notReferenced, versionIs } from "./conditions.ts";
@@ -50,7 +51,7 @@ import { requireId, requireTime } from "./validation.ts";
 const POLICY = "retry policy";
 const QUEUE = "queue";
 
-export class RetryResources {
+export class DynamoRetryCatalog implements RetryCatalogRepository {
   private readonly requests: DynamoRequests;
   private readonly layout: StoreLayout;
   private readonly maxAttempts: number;
