@@ -38,6 +38,7 @@ const SESSION_KEYS = [
   "status",
   "result",
   "hpcState",
+  "hpcAdmission",
   "queue",
   "priority",
   "tries",
@@ -75,6 +76,7 @@ const RECORD_KEYS = [
   "to",
   "count",
   "message",
+  "hpc",
   "firstAt",
   "lastAt",
 ].sort();
@@ -251,7 +253,13 @@ describe("reading sessions back", () => {
     expect(Array.isArray(view["runs"])).toBe(true);
     for (const record of records) expect(Object.keys(record).sort()).toEqual(RECORD_KEYS);
     expect(records.map((r) => r["seq"])).toEqual(records.map((_, i) => i));
-    expect(records[0]).toMatchObject({ handler: "Submit", result: "SUBMITTED", from: "PENDING" });
+    expect(records[0]).toMatchObject({
+      handler: "Submit",
+      result: "SUBMITTED",
+      from: "PENDING",
+      hpc: ["Submitted", "Validating", "Queued"],
+    });
+    expect(records.slice(1).every((r) => r["hpc"] === null)).toBe(true);
     expect(records.at(-1)).toMatchObject({ to: "TERMINATED", firstAt: matching(ISO) });
     const table = await cairn("history", "cli-fail-1");
     expect(table.stdout).toMatch(/^SEQ +AT +HANDLER +RESULT +STATUS +COUNT +MESSAGE\n0 /);
