@@ -36,6 +36,7 @@ import { kernelCommand } from "./kernel-commands.ts";
 import type { Clock } from "../core/ports/clock.ts";
 import type { EventsPort } from "../core/ports/event-bus.ts";
 import type { KernelCommand, KernelCommands } from "./kernel-commands.ts";
+import { AppError } from "./errors.ts";
 import type { Logger } from "./logger.ts";
 import { hpcSessionState } from "../core/hpc-view.ts";
 
@@ -133,7 +134,8 @@ function claimsOnEntry(input: EnterStageInput, deps: EnterStageDeps, from: Sessi
   );
 }
 
-export class StageEntryError extends Error {
+/** A transition the session's flow does not allow from where it is: never retried. */
+export class StageEntryError extends AppError {
   override readonly name = "StageEntryError";
   readonly code = "STAGE_ENTRY";
 }
