@@ -69,6 +69,9 @@ describe("jobs through the CLI", { timeout: TEST_TIMEOUT_MS }, () => {
         expect(run.stdout).toContain(`[task ${i}] hello from task ${i} of 3\n`);
         // The program's stderr stays on stderr.
         expect(run.stderr).toContain(`[task ${i}] warning ${i}\n`);
+        // In order: a task's output before its end.
+        const ended = run.stderr.indexOf(`[task ${i}] RUNNING → TERMINATING`);
+        expect(ended, run.stderr).toBeGreaterThan(run.stderr.indexOf(`[task ${i}] warning ${i}\n`));
       }
       // Progress is per task; the final summary is the job, after every line.
       expect(run.stderr).toMatch(/^\[task 1\] PENDING → SCHEDULED \(placed on agent-\d\)$/m);

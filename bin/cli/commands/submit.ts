@@ -142,10 +142,22 @@ export async function followSubmission(
       : `submitted job ${jobId} of ${spec.replicas} ${jobSettings(spec).coscheduled ? "co-scheduled" : "independent"} ` +
           "tasks; waiting for it to end (Ctrl-C stops waiting, not the job)",
   );
+  // With --stream-logs, a task's output reaches its log stream (and this process) a little after
+  // it was written: status lines from the first one leaving RUNNING on are held until the output
+  // is drained, so no task's end is printed before its own lines.
+  const held: string[] | undefined = logs === undefined ? undefined : [];
+  let holding = false;
+  const flush = () => {
+    for (const line of held?.splice(0) ?? []) ctx.io.stderr(line);
+  };
   const follow = {
     nowMs: () => ctx.io.nowMs(),
     sleep: (ms: number) => ctx.io.sleep(ms),
-    progress: (line: string) => ctx.io.stderr(line),
+    progress: (line: string) => {
+      holding ||= held !== undefined && LEAVES_RUNNING.test(line);
+      if (holding) held!.push(line);
+      else ctx.io.stderr(line);
+    },
     ...(request.timeoutSeconds === undefined ? {} : { timeoutSeconds: request.timeoutSeconds }),
     ...(rejection === undefined ? {} : { rejection }),
   };
@@ -155,19 +167,25 @@ export async function followSubmission(
     if (single) {
       const ended = await followSession(jobId, { ...follow, store: ctx.api.store });
       await streaming;
+      flush();
       await printSession(ended, request.output, ctx);
       return sessionResult(ended) === "succeeded" ? ExitCode.Ok : ExitCode.SessionDidNotSucceed;
     }
     const ended = await followJob(jobId, { ...follow, store: ctx.api.store });
     await streaming;
+    flush();
     printJob(ended, request.output, ctx);
     return ended.state === JobState.SUCCEEDED ? ExitCode.Ok : ExitCode.SessionDidNotSucceed;
   } finally {
     // A timeout (or any failure) stops the log followers too; after a normal end they are done.
     stop.abort();
     await streaming;
+    flush();
   }
 }
+
+/** A progress line of a session (or a job's task, `[task N] …`) leaving RUNNING. */
+const LEAVES_RUNNING = /^(\[task \d+\] )?RUNNING → /;
 
 /**
  * Why the spec could never be placed on the agents registered now (or its queue's Fargate quota),
