@@ -1,6 +1,6 @@
 /**
- * Errors as data: each layer's errors share one root (PortError for what the ports report,
- * AppError for what the application refuses) with a stable `code`, `retryable` and, where known,
+ * Errors as data: each layer's errors share one root (CoreError for input the pure core refuses,
+ * PortError for what the ports report, AppError for what the application refuses) with a stable `code`, `retryable` and, where known,
  * `retryAfterMs`. What retries and what does not is decided from those fields alone, so an error
  * rebuilt from its fields (as it crosses a Lambda or Step Functions boundary) is treated the same.
  */
@@ -28,6 +28,9 @@ import {
   TransactionTooLargeError,
 } from "../functions/core/ports/errors.ts";
 import { DefaultTemplateError, TemplateNotFoundError } from "../functions/core/ports/templates.ts";
+import { HandlerContractError } from "../functions/core/coordinator/errors.ts";
+import { CoreError } from "../functions/core/errors.ts";
+import { SpecSyntaxError } from "../functions/core/spec.ts";
 import { FailureCategoryNotFoundError } from "../functions/core/ports/failure-categories.ts";
 import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
 
@@ -105,6 +108,17 @@ describe("one error root per layer, its code and retryability as data", () => {
     expect(error).toBeInstanceOf(AppError);
     expect(error).toMatchObject({ code, retryable });
     expect(isTransient(rebuilt(error))).toBe(retryable);
+  });
+
+  const coreErrors: readonly (readonly [CoreError, string])[] = [
+    [new SpecSyntaxError("yaml", 1, 1, "unexpected token"), "SPEC_SYNTAX"],
+    [new HandlerContractError("ScheduleNewSessions", "s", "without its kernels"), "HANDLER_CONTRACT"],
+  ];
+
+  test.each(coreErrors)("%s: code %s, never retryable (the same input fails the same way)", (error, code) => {
+    expect(error).toBeInstanceOf(CoreError);
+    expect(error).toMatchObject({ code, retryable: false });
+    expect(isTransient(rebuilt(error))).toBe(false);
   });
 
   test("hasCode reads the code alone: a rebuilt conflict is one, a conflict by name only is not", () => {

@@ -6,6 +6,7 @@
  * outbound entries. A bad inbound envelope becomes a rejection with a reason (never a crash,
  * never silently dropped). Every type below is derived from its schema.
  */
+import { CoreError } from "./errors.ts";
 import * as z from "zod";
 import { ID_PATTERN, safeParseWithIssues, type ValidationIssue } from "./spec.ts";
 import {
@@ -163,8 +164,8 @@ export type InboundEvent = {
 // ---------------------------------------------------------------------------------------------
 // Errors.
 
-export abstract class EventError extends Error {
-  abstract readonly code: string;
+export abstract class EventError extends CoreError {
+  abstract override readonly code: string;
 }
 
 /** An envelope or detail broke its contract; carries what a consumer needs to record it. */

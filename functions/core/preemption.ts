@@ -18,6 +18,7 @@
  * - Sessions are planned in the order given (queue order): each plan holds the capacity it will
  *   use, so a later, lower session neither counts on it nor preempts for it twice.
  */
+import { CoreError } from "./errors.ts";
 import { placeKernels, type AgentFree, type KernelDemand } from "./placement.ts";
 import type { ResourceRequest } from "./model.ts";
 
@@ -76,7 +77,7 @@ export interface PreemptionInput {
   readonly candidates: readonly PreemptionCandidate[];
 }
 
-export class PreemptionInputError extends Error {
+export class PreemptionInputError extends CoreError {
   override readonly name = "PreemptionInputError";
   readonly code = "PREEMPTION_INPUT";
 }

@@ -3,6 +3,7 @@
  * single source of truth: defaults are applied here, every problem is reported at once as
  * `<path>: <reason>`, and the parsed type is checked at compile time against `SessionSpec`.
  */
+import { CoreError } from "./errors.ts";
 import * as z from "zod";
 import {
   DEFAULT_EXECUTOR,
@@ -409,8 +410,8 @@ type _SpecSchemaMatchesModel = Assert<Same<z.output<typeof SessionSpecSchema>, S
 
 export type { ValidationIssue };
 
-export abstract class SpecError extends Error {
-  abstract readonly code: string;
+export abstract class SpecError extends CoreError {
+  abstract override readonly code: string;
 }
 
 /** The spec is well-formed YAML/JSON but breaks the schema; `issues` holds every problem. */

@@ -3,11 +3,12 @@
  * the text starts with `{` or `[`. Apart from templates.ts so that only the CLI carries the YAML
  * parser (the functions read templates from the table).
  */
+import { CoreError } from "./errors.ts";
 import { readDocumentText } from "./document-text.ts";
 import { JobTemplateValidationError, parseJobTemplate, type JobTemplate } from "./templates.ts";
 
 /** The text is not YAML/JSON at all. */
-export class JobTemplateSyntaxError extends Error {
+export class JobTemplateSyntaxError extends CoreError {
   override readonly name = "JobTemplateSyntaxError";
   readonly code = "JOB_TEMPLATE_SYNTAX";
   constructor(json: boolean, line: number, column: number, reason: string) {

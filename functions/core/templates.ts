@@ -11,6 +11,7 @@
  * its reason; the seed's "no task has a run time that is greater in value than the run time of
  * the job" is the spec schema's own check on the merged spec (timeouts.running ≤ timeouts.job).
  */
+import { CoreError } from "./errors.ts";
 import * as z from "zod";
 import type { SessionSpec } from "./model.ts";
 import {
@@ -193,7 +194,7 @@ function sortedKeys(value: unknown): unknown {
 }
 
 /** The document refused; `issues` holds every problem. Stable `code` (callers never `instanceof`). */
-export class JobTemplateValidationError extends Error {
+export class JobTemplateValidationError extends CoreError {
   override readonly name = "JobTemplateValidationError";
   readonly code = "INVALID_JOB_TEMPLATE";
   readonly issues: readonly ValidationIssue[];

@@ -40,7 +40,7 @@ import {
 import { tableKey, type DynamoRequests } from "./dynamo-requests.ts";
 import { all } from "./expressions.ts";
 import { transactionError } from "./failures.ts";
-import { sendSessionWrite } from "./session-form.ts";
+import { sendSessionWrite } from "./session-send.ts";
 import { fitsExpressions } from "./session-write.ts";
 import { agentFromItem, agentItem, allocationFromItem, fromItem } from "./item-codec.ts";
 import {

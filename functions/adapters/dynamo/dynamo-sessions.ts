@@ -47,7 +47,7 @@ import {
 } from "./keys.ts";
 
 import { planCreateSession } from "./new-session.ts";
-import { sendSessionWrite, sessionOf } from "./session-form.ts";
+import { sendSessionWrite, sessionOf } from "./session-send.ts";
 
 import { decodeCursor, encodeCursor } from "./paging.ts";
 

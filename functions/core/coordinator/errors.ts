@@ -1,5 +1,7 @@
+import { CoreError } from "../errors.ts";
+
 /** Errors of the coordinator's judgment. Branch on `code`, never on `instanceof`. */
-export class HandlerContractError extends Error {
+export class HandlerContractError extends CoreError {
   override readonly name = "HandlerContractError";
   readonly code = "HANDLER_CONTRACT";
   readonly sessionId: string;

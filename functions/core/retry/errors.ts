@@ -2,10 +2,11 @@
  * Errors of the retry core. Callers across Lambda / Step Functions / EventBridge boundaries branch
  * on `name` or `code`, never on `instanceof`.
  */
+import { CoreError } from "../errors.ts";
 import { invalidMessage, type ValidationIssue } from "../validation-issue.ts";
 
-export abstract class RetryError extends Error {
-  abstract readonly code: string;
+export abstract class RetryError extends CoreError {
+  abstract override readonly code: string;
 }
 
 /** A RetryPolicy document breaks the schema; `issues` holds every problem as `<path>: <reason>`. */
