@@ -330,7 +330,7 @@ export function checkAgentSignature(
 }
 
 /**
- * An agent's event that is not a kernel report or heartbeat (a replica's health, issue 15):
+ * An agent's event that is not a kernel report or heartbeat (a replica's health):
  * refused unless it is the agent's own and the agent is not lost. A lost agent is not fenced
  * here: its next kernel report or heartbeat is, by the coordinator.
  */

@@ -1,5 +1,5 @@
 /**
- * Drafts in the coordinator (issue 16 item 3): reads what core/drafts.ts decides on, and carries
+ * Drafts in the coordinator: reads what core/drafts.ts decides on, and carries
  * its decisions out. A write whose guard failed (another change got there first) is decided again
  * on a fresh read, which says why if it is now refused.
  *

@@ -1,5 +1,5 @@
 /**
- * A deployment's or a route's lifecycle execution enters a state (issue 15): the entity records
+ * A deployment's or a route's lifecycle execution enters a state: the entity records
  * its status, the callback's task token and which execution carries it, and the change is
  * published (Deployment / Route Status Changed), which also wakes the deployment's handlers.
  * A retried entry (the same token) writes nothing again; the event is published again (at

@@ -52,7 +52,7 @@ export function kernelCommand(
           ...(stop.reason ? { reason: stop.reason } : {}),
         }
       : {}),
-    // A deployment's replica: its agent gives it a port and probes its health (issue 15).
+    // A deployment's replica: its agent gives it a port and probes its health.
     ...(action === "start" && session.service !== undefined ? { service: session.service } : {}),
     ...(action === "stop" && kernel.taskArn !== undefined && isFargatePool(kernel.agentId)
       ? { taskArn: kernel.taskArn }

@@ -1,5 +1,5 @@
 /**
- * The sweep's repair of sessions without a live execution (issue 11). A session that is not
+ * The sweep's repair of sessions without a live execution. A session that is not
  * terminal is carried only by its lifecycle execution; if that execution failed, was stopped,
  * timed out, or never started (an `ExecutionAlreadyExists` taken for success, a start that was
  * never sent), nothing will ever move the session again and it holds its capacity for good.

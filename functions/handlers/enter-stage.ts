@@ -54,7 +54,10 @@ export async function handler(
   }
 }
 
-/** The fields the state machine adds for issue 11, checked at the edge with the field named. */
+/**
+ * The fields the state machine adds (`entry`: which attempt of which state this is; `failure`:
+ * what the state caught), checked at the edge with the field named.
+ */
 function checkInput(event: EnterStageInput): void {
   const { entry, failure } = event as { entry?: unknown; failure?: unknown };
   if (entry !== undefined) {
