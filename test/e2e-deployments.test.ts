@@ -276,7 +276,7 @@ test("a replica whose health endpoint answers 500 becomes UNHEALTHY and is evict
   await waitDeployment(id, (d) => d.deployment.status === "DESTROYED", "DESTROYED");
 }, 90_000);
 
-test("seed 001: an UNHEALTHY replica whose health recovers goes back to HEALTHY instead of being evicted", async () => {
+test("Backend.AI's route lifecycle: an UNHEALTHY replica whose health recovers goes back to HEALTHY instead of being evicted", async () => {
   // HealthCheckRoute | HEALTHY, UNHEALTHY, DEGRADED | HEALTHY; "UNHEALTHY → HEALTHY: On health recovery".
   const id = "recovers";
   const statusFile = join(pidDir(), `${id}-status`);
