@@ -8,7 +8,8 @@
 import { jobIdOf } from "../functions/core/jobs.ts";
 import type { CensusCount } from "../functions/core/ports/session-census.ts";
 import type { Session } from "../functions/core/model.ts";
-import { SESSION_STATUSES, type SessionStatus } from "../functions/core/status.ts";
+import { sessionResult, type SessionResult } from "../functions/core/sessions.ts";
+import { SESSION_STATUSES, TERMINAL_SESSION_STATUSES, type SessionStatus } from "../functions/core/status.ts";
 import type { DashboardDeps } from "./deps.ts";
 import { html, isoTime, query, type Html } from "./html.ts";
 import { sessionBadge } from "./states.ts";
@@ -140,6 +141,31 @@ async function listJobSessions(
   };
 }
 
+/**
+ * How each ended session ended (succeeded, failed, cancelled): TERMINATED alone says only that
+ * it is over. One batch read of the ended sessions' kernels, which the result is judged from.
+ */
+async function howTheyEnded(
+  store: DashboardDeps["store"],
+  sessions: readonly Session[],
+): Promise<ReadonlyMap<string, SessionResult>> {
+  const ended = sessions.filter((s) => TERMINAL_SESSION_STATUSES.has(s.status)).map((s) => s.id);
+  if (ended.length === 0) return new Map();
+  const found = await store.getSessions(ended);
+  return new Map(
+    found.flatMap((f) => {
+      const result = sessionResult(f);
+      return result === undefined ? [] : [[f.session.id, result] as const];
+    }),
+  );
+}
+
+function resultBadge(result: SessionResult | undefined): Html | string {
+  return result === undefined
+    ? ""
+    : html` <span class="badge result-${result}" data-result="${result}">${result}</span>`;
+}
+
 const NOTE_LENGTH = 160;
 
 function note(session: Session): string {
@@ -161,6 +187,7 @@ export async function renderListPage(
   // The page first, then the counts: a census of a large table must not slow the listing down
   // (both read the same store), and cached counts come back at once.
   const result = await listSessions(deps.store, filter);
+  const endings = await howTheyEnded(deps.store, result.sessions);
   const { counts, errors } = await statusCounts.snapshot(COUNT_WAIT_MS);
   const known = SESSION_STATUSES.every((s) => counts[s] !== undefined);
   const total = SESSION_STATUSES.reduce((n, s) => n + (counts[s]?.count ?? 0), 0);
@@ -189,7 +216,7 @@ export async function renderListPage(
       <td><a href="/sessions/${encodeURIComponent(s.id)}">${s.id}</a></td>
       <td class="name">${s.spec.name}</td>
       <td>
-        ${sessionBadge(s.status)}${s.cancelRequestedAtMs !== undefined && s.status !== "CANCELLED" ? html` <span class="muted">cancel requested</span>` : ""}
+        ${sessionBadge(s.status)}${resultBadge(endings.get(s.id))}${s.cancelRequestedAtMs !== undefined && s.status !== "CANCELLED" ? html` <span class="muted">cancel requested</span>` : ""}
       </td>
       <td><a href="/jobs/${encodeURIComponent(job)}">${job}</a></td>
       <td>${s.spec.queue}</td>
@@ -227,7 +254,7 @@ export async function renderListPage(
         <tr>
           <th>session</th>
           <th>name</th>
-          <th>status</th>
+          <th>status (Sokovan's)</th>
           <th>job</th>
           <th>queue</th>
           <th class="num">priority</th>

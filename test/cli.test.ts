@@ -189,7 +189,14 @@ describe("parseCommandLine", () => {
   });
 
   test("list: status is case-insensitive, limit defaults to 20", () => {
-    expect(parse("list")).toEqual({ kind: "list", limit: 20, output: "text", target: {} });
+    expect(parse("list")).toEqual({
+      kind: "list",
+      limit: 20,
+      output: "text",
+      target: {},
+      watch: false,
+      view: "sokovan",
+    });
     expect(parse("list --status terminated --limit 5")).toMatchObject({ status: "TERMINATED", limit: 5 });
   });
 
@@ -392,12 +399,15 @@ describe("views (the JSON output)", () => {
       ],
       runs: [],
     });
-    expect(listView([RUNNING.session], true)).toEqual({
+    expect(listView([RUNNING], true)).toEqual({
       sessions: [
         {
           sessionId: "hello-abc12345",
           name: "hello",
           status: "RUNNING",
+          result: null,
+          irisState: "RUNNING",
+          hpcState: "Running",
           queue: "default",
           priority: 0,
           pendingReason: null,
@@ -455,13 +465,32 @@ describe("text rendering (time passed in)", () => {
 
   test("list table, with the waiting reason of unfinished sessions and a truncation note", () => {
     const waiting = session({ id: "big-1", status: "PENDING", pendingReason: "no agent has room" });
-    expect(renderList(listView([waiting, FAILED.session], true), undefined, NOW)).toBe(
+    const list = listView([{ session: waiting, kernels: [] }, FAILED], true);
+    expect(renderList(list, undefined, NOW)).toBe(
       [
-        "SESSION         NAME   STATUS      QUEUE    PRIORITY  CREATED    WAITING",
-        "big-1           hello  PENDING     default  0         1m05s ago  no agent has room",
-        "hello-abc12345  hello  TERMINATED  default  0         1m05s ago  -",
+        "SESSION         NAME   STATUS (SOKOVAN)     QUEUE    PRIORITY  CREATED    WAITING",
+        "big-1           hello  PENDING              default  0         1m05s ago  no agent has room",
+        "hello-abc12345  hello  TERMINATED (failed)  default  0         1m05s ago  -",
         "(more sessions match; raise --limit)",
       ].join("\n"),
+    );
+    // One vocabulary at a time, named in the header: Iris's job states, or HPC Pack's.
+    expect(renderList(list, undefined, NOW, { view: "iris", colour: false }).split("\n").slice(0, 3)).toEqual(
+      [
+        "SESSION         NAME   STATE (IRIS)   QUEUE    PRIORITY  CREATED    WAITING",
+        "big-1           hello  PENDING        default  0         1m05s ago  no agent has room",
+        // The fixture's kernel ended without an outcome report: Iris reads it as its worker's failure.
+        "hello-abc12345  hello  WORKER_FAILED  default  0         1m05s ago  -",
+      ],
+    );
+    expect(renderList(list, undefined, NOW, { view: "hpc", colour: false }).split("\n").slice(0, 3)).toEqual([
+      "SESSION         NAME   STATE (HPC PACK)  QUEUE    PRIORITY  CREATED    WAITING",
+      "big-1           hello  Queued            default  0         1m05s ago  no agent has room",
+      "hello-abc12345  hello  Failed            default  0         1m05s ago  -",
+    ]);
+    // On a terminal, how it ended in its colour (failed: red), the padding outside the colour.
+    expect(renderList(list, undefined, NOW, { view: "sokovan", colour: true }).split("\n")[2]).toBe(
+      "hello-abc12345  hello  \u001b[31mTERMINATED (failed)\u001b[0m  default  0         1m05s ago  -",
     );
     expect(renderList(listView([], false), "RUNNING", NOW)).toBe("no sessions in RUNNING");
     expect(renderList(listView([], false), undefined, NOW)).toBe("no sessions");
@@ -1304,8 +1333,8 @@ describe("runCli", () => {
     expect(await runCli(["list", "--status", "running"], world.io)).toBe(0);
     expect(world.out.join("\n")).toBe(
       [
-        "SESSION         NAME   STATUS   QUEUE    PRIORITY  CREATED    WAITING",
-        "hello-abc12345  hello  RUNNING  default  0         1m05s ago  -",
+        "SESSION         NAME   STATUS (SOKOVAN)  QUEUE    PRIORITY  CREATED    WAITING",
+        "hello-abc12345  hello  RUNNING           default  0         1m05s ago  -",
       ].join("\n"),
     );
   });

@@ -11,6 +11,8 @@ import { CapacityProvider, type QueueFargateChanges } from "../../functions/core
 import { NAME_PATTERN, safeParseWithIssues, SPEC_LIMITS } from "../../functions/core/spec.ts";
 import { deploymentIdSchema } from "../../functions/core/service-binding.ts";
 import { SESSION_STATUSES, type SessionStatus } from "../../functions/core/status.ts";
+import { parseDurationMs } from "../../functions/core/retry/duration.ts";
+import { VOCABULARIES, type Vocabulary } from "./invocation.ts";
 import type {
   AgentOptions,
   Invocation,
@@ -24,6 +26,8 @@ import { DEFAULT_RUNTIME_FILE } from "./runtime-locate.ts";
 
 export { DEFAULT_RUNTIME_FILE };
 export const DEFAULT_LIST_LIMIT = 20;
+/** Sessions `cairn list` reads at most when a filter no index serves is set (the dashboard's budget). */
+export const LIST_SCAN_BUDGET = 1000;
 export const MAX_LIST_LIMIT = 1000;
 
 /** An option: commander flags (`-f, --file <FILE>`: a value; `--wait`: a switch) and its help line. */
@@ -213,15 +217,41 @@ examples:
     args: [],
     options: [
       ["--status <STATUS>", "only sessions in STATUS"],
+      ["--name <PREFIX>", "only sessions whose name or id starts with PREFIX"],
+      ["--queue <QUEUE>", "only sessions of QUEUE"],
+      ["--job <JOB_ID>", "only the sessions of job JOB_ID (its tasks)"],
+      ["--since <DURATION>", "only sessions created at most DURATION ago (30s, 5m, 1h30m)"],
+      ["--older-than <DURATION>", "only sessions created at least DURATION ago"],
       ["--limit <N>", `at most N sessions (1-${MAX_LIST_LIMIT}, default ${DEFAULT_LIST_LIMIT})`],
+      [
+        "--view <VOCABULARY>",
+        "the state shown: sokovan (the session's status and how it ended, the default), iris (Iris's job state) or hpc (HPC Pack's)",
+      ],
+      ["-w, --watch", "after the list, print each session again whenever its state changes (Ctrl-C stops)"],
       output,
     ],
+    details: `Filters combine. --status reads its status index and --job the job's sessions; the others read
+sessions newest first, at most ${LIST_SCAN_BUDGET} of them, and say so when more may match.
+The state column names its vocabulary; how an ended session ended (succeeded, failed, cancelled) is
+coloured on a terminal (not when NO_COLOR is set). With -o json, --watch prints one JSON object per line.
+
+examples:
+  cairn list --name train --since 1h
+  cairn list --queue gpu --status RUNNING --watch
+  cairn list --job tasks-abc12345 --view iris`,
     exitCodes: [Usage, Unreachable],
     build: ({ values, common }) => ({
       ...common,
       kind: "list",
       ...optional("status", statusOption(text(values["status"]))),
       limit: limitOption(text(values["limit"])),
+      ...optional("namePrefix", filterText("--name", text(values["name"]), 128)),
+      ...optional("queue", filterText("--queue", text(values["queue"]), 64)),
+      ...optional("jobId", filterText("--job", text(values["job"]), 63)),
+      ...optional("sinceMs", ageOption("--since", text(values["since"]))),
+      ...optional("olderThanMs", ageOption("--older-than", text(values["olderThan"]))),
+      watch: values["watch"] === true,
+      view: vocabularyOption(text(values["view"])),
     }),
   },
   cancel: {
@@ -1191,6 +1221,29 @@ function statusOption(raw: string | undefined): SessionStatus | undefined {
     );
   }
   return status;
+}
+
+function filterText(option: string, raw: string | undefined, max: number): string | undefined {
+  if (raw === undefined) return undefined;
+  if (raw.trim() === "") throw new UsageError(`${option} must not be empty`);
+  if (raw.length > max)
+    throw new UsageError(`${option} must be at most ${max} characters, got ${raw.length}`);
+  return raw;
+}
+
+function ageOption(option: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const parsed = parseDurationMs(raw);
+  if (!parsed.ok) throw new UsageError(`${option} ${parsed.reason}, got "${raw}"`);
+  return parsed.ms;
+}
+
+function vocabularyOption(raw: string | undefined): Vocabulary {
+  if (raw === undefined) return "sokovan";
+  const view = VOCABULARIES.find((v) => v === raw.toLowerCase());
+  if (view === undefined)
+    throw new UsageError(`--view must be one of ${VOCABULARIES.join(", ")}, got "${raw}"`);
+  return view;
 }
 
 function limitOption(raw: string | undefined): number {

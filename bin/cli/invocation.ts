@@ -57,7 +57,7 @@ export type Invocation =
     })
   | (Common & { readonly kind: "get"; readonly sessionId: string })
   | (Common & { readonly kind: "history"; readonly sessionId: string })
-  | (Common & { readonly kind: "list"; readonly status?: SessionStatus; readonly limit: number })
+  | (Common & ListInvocation)
   | (Common & {
       readonly kind: "cancel";
       readonly sessionId: string;
@@ -145,3 +145,24 @@ export type Invocation =
   | (Common & { readonly kind: "deployment list" })
   /** `cairn dashboard`: serves until stopped; port 0 picks a free one. */
   | (Common & { readonly kind: "dashboard"; readonly port: number });
+
+/** The vocabularies a session's state is shown in: Sokovan's statuses, Iris's job states, HPC Pack's. */
+export const VOCABULARIES = ["sokovan", "iris", "hpc"] as const;
+export type Vocabulary = (typeof VOCABULARIES)[number];
+
+/** `cairn list`: the dashboard's filters, an age window, and --watch. */
+export interface ListInvocation {
+  readonly kind: "list";
+  readonly status?: SessionStatus;
+  readonly limit: number;
+  /** Sessions whose name or id starts with this. */
+  readonly namePrefix?: string;
+  readonly queue?: string;
+  readonly jobId?: string;
+  /** Created at most this long ago. */
+  readonly sinceMs?: number;
+  /** Created at least this long ago. */
+  readonly olderThanMs?: number;
+  readonly watch: boolean;
+  readonly view: Vocabulary;
+}

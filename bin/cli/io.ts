@@ -12,6 +12,8 @@ export interface CliIo {
   /** Writes `text` and a newline to stderr. */
   stderr(text: string): void;
   readonly cwd: string;
+  /** Colour stdout: it is a terminal and NO_COLOR is not set (https://no-color.org). */
+  readonly colour?: boolean;
   readonly env: Readonly<Record<string, string | undefined>>;
   /**
    * Like fs.readFileSync(path, "utf8"): throws with `code` ENOENT for a missing file, and with

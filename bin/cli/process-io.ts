@@ -9,6 +9,7 @@ export function processIo(): CliIo {
     stdout: (text) => void process.stdout.write(text + "\n"),
     stderr: (text) => void process.stderr.write(text + "\n"),
     cwd: process.cwd(),
+    colour: process.stdout.isTTY && !process.env["NO_COLOR"],
     env: process.env,
     readFile: (path, maxBytes) =>
       maxBytes === undefined ? readFileSync(path, "utf8") : readAtMost(path, maxBytes),

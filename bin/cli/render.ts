@@ -2,8 +2,17 @@
  * Human output: compact blocks and tables built from the JSON views, so both outputs carry the
  * same facts. Pure: the current time comes in (`nowMs`) for ages and running times.
  */
-import { renderTable } from "./table.ts";
-import type { HistoryRecordView, HistoryView, ListView, RunView, SessionView } from "./views.ts";
+import type { SessionResult } from "../../functions/core/sessions.ts";
+import type { Vocabulary } from "./invocation.ts";
+import { renderTable, renderTableLines } from "./table.ts";
+import type {
+  HistoryRecordView,
+  HistoryView,
+  ListView,
+  RunView,
+  SessionSummaryView,
+  SessionView,
+} from "./views.ts";
 
 const NONE = "-";
 const MAX_CELL = 100;
@@ -138,21 +147,76 @@ function messageText(r: HistoryRecordView): string | null {
   return r.message === null ? steps : `${steps}: ${r.message}`;
 }
 
-export function renderList(view: ListView, status: string | undefined, nowMs: number): string {
+/** The state column of each vocabulary, named. */
+export const VOCABULARY_COLUMNS: Readonly<Record<Vocabulary, string>> = {
+  sokovan: "STATUS (SOKOVAN)",
+  iris: "STATE (IRIS)",
+  hpc: "STATE (HPC PACK)",
+};
+
+export interface ListStyle {
+  readonly view: Vocabulary;
+  /** ANSI colours for how ended sessions ended (a terminal without NO_COLOR). */
+  readonly colour: boolean;
+}
+
+/** `succeeded` green, `failed` red, `cancelled` yellow: the dashboard's palette in ANSI. */
+const RESULT_COLOURS: Readonly<Record<SessionResult, string>> = {
+  succeeded: "\u001b[32m",
+  failed: "\u001b[31m",
+  cancelled: "\u001b[33m",
+};
+const RESET = "\u001b[0m";
+
+export function renderList(
+  view: ListView,
+  status: string | undefined,
+  nowMs: number,
+  style: ListStyle = { view: "sokovan", colour: false },
+): string {
   if (view.sessions.length === 0) return status === undefined ? "no sessions" : `no sessions in ${status}`;
-  const table = renderTable(
-    ["SESSION", "NAME", "STATUS", "QUEUE", "PRIORITY", "CREATED", "WAITING"],
-    view.sessions.map((s) => [
-      s.sessionId,
-      s.name,
-      s.status,
-      s.queue,
-      String(s.priority),
-      ago(s.createdAt, nowMs),
-      cell(s.status === "TERMINATED" || s.status === "CANCELLED" ? null : s.pendingReason),
-    ]),
-  );
+  const table = listLines(view.sessions, nowMs, style).join("\n");
   return view.truncated ? `${table}\n(more sessions match; raise --limit)` : table;
+}
+
+/** The list's header line, then one line per session. */
+export function listLines(
+  sessions: readonly SessionSummaryView[],
+  nowMs: number,
+  style: ListStyle,
+): string[] {
+  const headers = [
+    "SESSION",
+    "NAME",
+    VOCABULARY_COLUMNS[style.view],
+    "QUEUE",
+    "PRIORITY",
+    "CREATED",
+    "WAITING",
+  ];
+  const rows = sessions.map((s) => [
+    s.sessionId,
+    s.name,
+    listState(s, style.view),
+    s.queue,
+    String(s.priority),
+    ago(s.createdAt, nowMs),
+    cell(s.result !== null ? null : s.pendingReason),
+  ]);
+  const paint = (row: number, column: number, text: string) => {
+    const result = sessions[row]?.result ?? null;
+    return column === 2 && style.colour && result !== null
+      ? `${RESULT_COLOURS[result]}${text}${RESET}`
+      : text;
+  };
+  return renderTableLines(headers, rows, paint);
+}
+
+/** The state in the view's vocabulary; Sokovan's with how the session ended, once it has. */
+function listState(s: SessionSummaryView, view: Vocabulary): string {
+  if (view === "iris") return s.irisState;
+  if (view === "hpc") return s.hpcState;
+  return s.result === null ? s.status : `${s.status} (${s.result})`;
 }
 
 /** One line of `submit --wait` progress for a history record. */

@@ -7,7 +7,6 @@ import type {
   Kernel,
   RunKernelRecord,
   RunRecord,
-  Session,
   SessionWithKernels,
 } from "../../functions/core/model.ts";
 import { runName } from "../../functions/core/retry/naming.ts";
@@ -18,6 +17,8 @@ import {
   hpcSessionState,
   type HpcState,
 } from "../../functions/core/hpc-view.ts";
+import { sessionStates } from "../../functions/core/session-vocabularies.ts";
+import type { JobState } from "../../functions/core/status.ts";
 
 export interface KernelView {
   readonly index: number;
@@ -140,7 +141,14 @@ export interface HistoryView {
 export interface SessionSummaryView {
   readonly sessionId: string;
   readonly name: string;
+  /** Sokovan's session status. */
   readonly status: string;
+  /** succeeded / failed / cancelled once the session has ended; null before. */
+  readonly result: SessionResult | null;
+  /** Iris's job state of the session (its kernels are the tasks). */
+  readonly irisState: JobState;
+  /** HPC Pack's job state of the session. */
+  readonly hpcState: HpcState;
   readonly queue: string;
   readonly priority: number;
   readonly pendingReason: string | null;
@@ -262,19 +270,28 @@ export function historyRecordView(record: HistoryRecord): HistoryRecordView {
   };
 }
 
-export function listView(sessions: readonly Session[], truncated: boolean): ListView {
+export function listView(sessions: readonly SessionWithKernels[], truncated: boolean): ListView {
   return {
-    sessions: sessions.map((s) => ({
-      sessionId: s.id,
-      name: s.spec.name,
-      status: s.status,
-      queue: s.spec.queue,
-      priority: s.spec.priority,
-      pendingReason: s.pendingReason ?? null,
-      createdAt: iso(s.createdAtMs),
-      updatedAt: iso(s.updatedAtMs),
-    })),
+    sessions: sessions.map((found) => summaryView(found)),
     truncated,
+  };
+}
+
+export function summaryView(found: SessionWithKernels): SessionSummaryView {
+  const s = found.session;
+  const states = sessionStates(found);
+  return {
+    sessionId: s.id,
+    name: s.spec.name,
+    status: s.status,
+    result: states.result ?? null,
+    irisState: states.iris,
+    hpcState: states.hpc,
+    queue: s.spec.queue,
+    priority: s.spec.priority,
+    pendingReason: s.pendingReason ?? null,
+    createdAt: iso(s.createdAtMs),
+    updatedAt: iso(s.updatedAtMs),
   };
 }
 
