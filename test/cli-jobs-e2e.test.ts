@@ -111,7 +111,7 @@ describe("jobs through the CLI", { timeout: TEST_TIMEOUT_MS }, () => {
         }),
       ]);
       expect(detail.stdout).toMatch(
-        /^task 2 of job cj-indep \(job SUCCEEDED\)\n {2}state +FAILED \(finished\)$/m,
+        /^task 2 of job cj-indep \(job SUCCEEDED\)\n {2}state +FAILED, finished \(Iris's task state\)$/m,
       );
 
       // One task: the text as written. Every task: merged and prefixed.

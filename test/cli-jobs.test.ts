@@ -336,10 +336,10 @@ describe("job views and text (time passed in)", () => {
     expect(renderTasks(view, NOW)).toBe(
       [
         "job train-1: RUNNING (1 of 3 tasks placed or running)",
-        "TASK  STATE      HPC       AGENT    EXIT  RUN  RETRIES    RAN     REASON",
-        "0     SUCCEEDED  Finished  agent-1  0     0    -          3.0s    -",
-        "1     RUNNING    Running   agent-2  -     0    -          1m02s…  -",
-        "2     PENDING    Queued    -        -     1    1 failure  -       no agent has 8 cpu free; largest free is 4",
+        "TASK  STATE (IRIS)  HPC PACK  AGENT    EXIT  RUN  RETRIES    RAN     REASON",
+        "0     SUCCEEDED     Finished  agent-1  0     0    -          3.0s    -",
+        "1     RUNNING       Running   agent-2  -     0    -          1m02s…  -",
+        "2     PENDING       Queued    -        -     1    1 failure  -       no agent has 8 cpu free; largest free is 4",
       ].join("\n"),
     );
   });
@@ -377,9 +377,9 @@ describe("job views and text (time passed in)", () => {
     expect(renderTask(view, NOW)).toBe(
       [
         "task 2 of job train-1 (job RUNNING)",
-        "  state    PENDING",
-        "  hpc      Queued",
-        "  session  train-1-t2 (PENDING)",
+        "  state    PENDING (Iris's task state)",
+        "  hpc      Queued (HPC Pack's state)",
+        "  session  train-1-t2 (PENDING: Sokovan's session status)",
         "  run      train-1-t2.1 (run 1)",
         "  agent    -",
         "  retries  1 failure",

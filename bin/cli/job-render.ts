@@ -46,7 +46,8 @@ export function renderTasks(view: TasksView, nowMs: number): string {
 
 function tasksTable(tasks: readonly TaskRowView[], nowMs: number): string {
   return renderTable(
-    ["TASK", "STATE", "HPC", "AGENT", "EXIT", "RUN", "RETRIES", "RAN", "REASON"],
+    // Each state column names its vocabulary: Iris's task states, HPC Pack's.
+    ["TASK", "STATE (IRIS)", "HPC PACK", "AGENT", "EXIT", "RUN", "RETRIES", "RAN", "REASON"],
     tasks.map((t) => [
       String(t.index),
       t.state,
@@ -64,13 +65,14 @@ function tasksTable(tasks: readonly TaskRowView[], nowMs: number): string {
 export function renderTask(view: TaskDetailView, nowMs: number): string {
   const pending = view.state === TaskState.PENDING;
   const rows: [string, string][] = [
-    ["state", view.finished ? `${view.state} (finished)` : view.state],
-    ["hpc", view.hpcState],
+    // Three vocabularies on one screen: each value names its own.
+    ["state", `${view.state}${view.finished ? ", finished" : ""} (Iris's task state)`],
+    ["hpc", `${view.hpcState} (HPC Pack's state)`],
     [
       "session",
       view.sessionId === view.jobId
-        ? `${view.sessionId}, kernel ${view.kernelIndex} (${view.sessionStatus})`
-        : `${view.sessionId} (${view.sessionStatus})`,
+        ? `${view.sessionId}, kernel ${view.kernelIndex} (${view.sessionStatus}: Sokovan's session status)`
+        : `${view.sessionId} (${view.sessionStatus}: Sokovan's session status)`,
     ],
     ["run", `${view.runName} (run ${view.runIndex})`],
     ["agent", view.agent ?? NONE],
