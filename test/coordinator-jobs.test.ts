@@ -16,6 +16,7 @@ import type { SessionStore } from "../functions/core/ports/store.ts";
 import type { SessionSpecInput } from "../functions/core/spec.ts";
 import type { SessionStatus } from "../functions/core/status.ts";
 import { freshTable, T0, type TestTable } from "./store-fixtures.ts";
+import { parseBatch } from "../functions/handlers/coordinator-envelopes.ts";
 
 let table: TestTable;
 beforeAll(async () => {
@@ -108,7 +109,7 @@ describe("job pass", () => {
     const store = table.store();
     const { c, started } = coordinator(store);
     const spec: SessionSpecInput = { name: "j", command: ["true"], replicas: 3, coscheduled: false };
-    const first = await c.run([submitted("job-pass-a", spec)]);
+    const first = await c.run(parseBatch([submitted("job-pass-a", spec)]));
     expect(first.rejected).toEqual([]);
     expect(started).toEqual(["job-pass-a-t0", "job-pass-a-t1", "job-pass-a-t2"]);
     expect((await store.getSession("job-pass-a-t2"))?.session.task).toEqual({
@@ -118,12 +119,12 @@ describe("job pass", () => {
     });
 
     await endRun(store, "job-pass-a-t1", "FAILED");
-    await c.run([statusChanged("job-pass-a-t1", "PENDING", "TERMINATED")]);
+    await c.run(parseBatch([statusChanged("job-pass-a-t1", "PENDING", "TERMINATED")]));
     const job = await store.getJob("job-pass-a");
     expect(job?.final).toMatchObject({ state: "FAILED", reason: "1 task failed (maxTaskFailures 0)" });
     expect(published).toContain("job-pass-a FAILED");
     // Judged again (another task's end): recorded already, so neither cascaded nor published twice.
-    await c.run([statusChanged("job-pass-a-t1", "PENDING", "TERMINATED")]);
+    await c.run(parseBatch([statusChanged("job-pass-a-t1", "PENDING", "TERMINATED")]));
     expect(published.filter((p) => p === "job-pass-a FAILED")).toHaveLength(1);
     for (const id of ["job-pass-a-t0", "job-pass-a-t2"]) {
       expect((await store.getSession(id))?.session).toMatchObject({
@@ -148,19 +149,23 @@ describe("job pass", () => {
       },
     });
     const { c, errors } = coordinator(flaky);
-    await c.run([submitted("job-pass-b", { name: "j", command: ["true"], replicas: 2, coscheduled: false })]);
+    await c.run(
+      parseBatch([
+        submitted("job-pass-b", { name: "j", command: ["true"], replicas: 2, coscheduled: false }),
+      ]),
+    );
     await endRun(real, "job-pass-b-t0", "SUCCEEDED");
     await endRun(real, "job-pass-b-t1", "SUCCEEDED");
     const batch = [
       statusChanged("job-pass-b-t0", "PENDING", "TERMINATED"),
       statusChanged("job-pass-b-t1", "PENDING", "TERMINATED"),
     ];
-    const report = await c.run(batch);
+    const report = await c.run(parseBatch(batch));
     expect([...report.retry].sort()).toEqual([0, 1]);
     expect(errors).toContain("job pass failed; its status changes will be redelivered");
     expect((await real.getJob("job-pass-b"))?.final).toBeUndefined();
 
-    const again = await c.run(report.retry.map((i) => batch[i]));
+    const again = await c.run(parseBatch(report.retry.map((i) => batch[i])));
     expect(again.retry).toEqual([]);
     expect((await real.getJob("job-pass-b"))?.final).toMatchObject({ state: "SUCCEEDED" });
   });
@@ -168,7 +173,11 @@ describe("job pass", () => {
   test("cancelling a job id with no session of that name cancels its tasks; an unknown id is rejected", async () => {
     const store = table.store();
     const { c } = coordinator(store);
-    await c.run([submitted("job-pass-c", { name: "j", command: ["true"], replicas: 2, coscheduled: false })]);
+    await c.run(
+      parseBatch([
+        submitted("job-pass-c", { name: "j", command: ["true"], replicas: 2, coscheduled: false }),
+      ]),
+    );
     const cancel = (sessionId: string) => ({
       id: `evt-cancel-${sessionId}`,
       time: TIME,
@@ -176,7 +185,7 @@ describe("job pass", () => {
       "detail-type": DetailType.SessionCancelRequested,
       detail: { sessionId, reason: "stop it" },
     });
-    const report = await c.run([cancel("job-pass-c"), cancel("no-such-thing")]);
+    const report = await c.run(parseBatch([cancel("job-pass-c"), cancel("no-such-thing")]));
     expect(report.rejected.map((r) => r.reason)).toEqual([
       "detail.sessionId: no session or job no-such-thing",
     ]);

@@ -19,6 +19,7 @@ import { loadConfig } from "../functions/config.ts";
 import type { StageTransition } from "../functions/core/model.ts";
 import { freshTable, newSession, T0 } from "./store-fixtures.ts";
 import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
+import { EMPTY_BATCH } from "../functions/app/coordinator.ts";
 
 let rt: TestRuntime;
 const seen: EventBridgeEvent[] = [];
@@ -392,7 +393,7 @@ describe("completing the newest token (issue 11)", () => {
         clock: { nowMs: () => T0 + 10_000 },
         log: { info: () => {}, warn: () => {}, error: () => {} },
       });
-      await coordinator.run([], { sweep: true });
+      await coordinator.run(EMPTY_BATCH, { sweep: true });
       expect(completed).toEqual(["token-attempt-1 SCHEDULED->CANCELLED"]);
       // Claimed: no one else completes it, and the session is nobody's target any more.
       expect((await store.getSession(id))!.session.stage.taskToken).toBeUndefined();

@@ -8,7 +8,7 @@
  */
 import type { CairnConfig } from "../config.ts";
 import type { RetryCatalogView } from "../core/coordinator/finished-run.ts";
-import type { Rejection, Wake } from "../core/coordinator/inbound.ts";
+import type { BatchEvent, Rejection, Wake } from "../core/coordinator/inbound.ts";
 import type { TaskStateReport } from "../core/coordinator/task-reports.ts";
 import type { DetailType } from "../core/events.ts";
 import type { InboundEvent } from "../core/events.ts";
@@ -68,6 +68,26 @@ export interface CoordinatorDeps {
 export const placementLeaseKey = (queue: string): string => `placement#${queue}`;
 
 export type { Rejection };
+
+/**
+ * One batch of queue messages as the coordinator's Lambda entry point parsed it, each envelope by
+ * its schema (functions/handlers/coordinator-envelopes.ts): the application layer never reads a
+ * raw envelope.
+ */
+export interface ParsedBatch {
+  /** Each envelope's event, in the batch's order (an index is the message's). */
+  readonly events: readonly BatchEvent[];
+  /**
+   * Each submission's and saved draft's spec as its sender wrote it, by event id: a job
+   * template's defaults apply to the fields it left unset, which the parsed spec no longer tells.
+   */
+  readonly written: ReadonlyMap<string, unknown>;
+  /** The sessions the events name, read together before any event is applied. */
+  readonly sessionIds: readonly string[];
+}
+
+/** A batch of no messages (the sweep's own run). */
+export const EMPTY_BATCH: ParsedBatch = { events: [], written: new Map(), sessionIds: [] };
 
 export interface RunReport {
   readonly applied: number;

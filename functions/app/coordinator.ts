@@ -20,10 +20,11 @@ import {
   Dirty,
   type CoordinatorDeps,
   type RunReport,
+  type ParsedBatch,
   retryCatalog,
   coordinatorCore,
 } from "./coordinator-core.ts";
-import { applyEvents, namedSession } from "./intake.ts";
+import { applyEvents } from "./intake.ts";
 import { passesAfterEvents, mayAdvance } from "./handler-passes.ts";
 import { recoverClaims } from "./sweep.ts";
 
@@ -34,19 +35,22 @@ export class Coordinator {
     this.#c = coordinatorCore(deps);
   }
 
-  /** One run: `envelopes` are EventBridge events (possibly none); `sweep` runs every pass. */
-  async run(envelopes: readonly unknown[], options: { sweep?: boolean } = {}): Promise<RunReport> {
+  /**
+   * One run over a batch of queue messages, parsed at the edge (`EMPTY_BATCH` for none); `sweep`
+   * runs every pass.
+   */
+  async run(batch: ParsedBatch, options: { sweep?: boolean } = {}): Promise<RunReport> {
     const dirty = new Dirty();
     if (options.sweep) for (const s of SESSION_STATUSES) dirty.wakeAll(s);
     // Every session the batch names, read together before any event is applied.
     const snapshot = new RunSnapshot(this.#c.d.store, this.#c.agentCache);
     try {
-      await snapshot.sessions(envelopes.flatMap(namedSession));
+      await snapshot.sessions(batch.sessionIds);
     } catch (error) {
       // Each event reads its own session below, and fails (to be redelivered) on its own.
       this.#c.d.log.warn("reading the batch's sessions failed", { error: errorMessage(error) });
     }
-    const { applied, rejected, retry } = await applyEvents(this.#c, envelopes, dirty, snapshot);
+    const { applied, rejected, retry } = await applyEvents(this.#c, batch, dirty, snapshot);
     if (rejected.length > 0) {
       const atMs = this.#c.d.clock.nowMs();
       await this.#c.d.events.rejected(
@@ -135,5 +139,6 @@ export class Coordinator {
   }
 }
 
-export type { CoordinatorDeps, RunReport, Rejection } from "./coordinator-core.ts";
+export type { CoordinatorDeps, ParsedBatch, RunReport, Rejection } from "./coordinator-core.ts";
+export { EMPTY_BATCH } from "./coordinator-core.ts";
 export { placementLeaseKey } from "./coordinator-core.ts";

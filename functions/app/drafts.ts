@@ -61,7 +61,7 @@ export class Drafts {
 
   /**
    * `Job Draft Saved` or `Job Draft Deleted`. `written`: a save's spec as its envelope carried it,
-   * before defaults (writtenSpec), kept so the draft is submitted as written.
+   * before defaults (ParsedBatch.written), kept so the draft is submitted as written.
    */
   async apply(
     event: Exclude<DraftEvent, { detailType: typeof DetailType.JobDraftSubmitted }>,
@@ -196,15 +196,4 @@ export async function startDraftSubmissions(
     }
   }
   return { events: out, fromDrafts };
-}
-
-/** The `spec` of the envelope with this id, as sent (before the schema's defaults). */
-export function writtenSpec(envelopes: readonly unknown[], eventId: string): unknown {
-  for (const envelope of envelopes) {
-    if (typeof envelope !== "object" || envelope === null) continue;
-    const { id, detail } = envelope as { id?: unknown; detail?: unknown };
-    if (id !== eventId || typeof detail !== "object" || detail === null) continue;
-    return (detail as { spec?: unknown }).spec;
-  }
-  return undefined;
 }

@@ -14,21 +14,18 @@ import {
   type EventAction,
   type Rejection,
 } from "../core/coordinator/inbound.ts";
-import { parseTaskEvent } from "../core/coordinator/task-reports.ts";
 import { step, type StepInput } from "../core/coordinator/step.ts";
-import { DetailType, EventSource, parseInboundEvent } from "../core/events.ts";
-import { SessionStatusChangedDetailSchema } from "../core/session-events.ts";
+import { DetailType } from "../core/events.ts";
 import type { Queue } from "../core/model.ts";
-import type { SessionStatus } from "../core/status.ts";
 import { errorMessage } from "./lifecycle/handler.ts";
 import { isConflict } from "./reread.ts";
 import type { SubmitOutcome } from "./jobs.ts";
-import { startDraftSubmissions, writtenSpec } from "./drafts.ts";
+import { startDraftSubmissions } from "./drafts.ts";
 import pLimit from "p-limit";
 import type { AdmissionPlan } from "./admission.ts";
 import type { RunSnapshot } from "./snapshot.ts";
 import type { Dirty } from "./coordinator-core.ts";
-import type { CoordinatorCore, PendingReport } from "./coordinator-core.ts";
+import type { CoordinatorCore, ParsedBatch, PendingReport } from "./coordinator-core.ts";
 import { applyReports } from "./report-intake.ts";
 
 /**
@@ -39,7 +36,7 @@ import { applyReports } from "./report-intake.ts";
  */
 export async function applyEvents(
   c: CoordinatorCore,
-  envelopes: readonly unknown[],
+  batch: ParsedBatch,
   dirty: Dirty,
   snapshot: RunSnapshot,
 ): Promise<{ applied: number; rejected: Rejection[]; retry: number[] }> {
@@ -71,14 +68,9 @@ export async function applyEvents(
     if (action.refuse) await c.jobs.refuse(action.refuse, action.rejection.reason);
     outcome(action.rejection);
   };
-  const clusterArn = c.d.config.fargate?.clusterArn;
   // Drafts being submitted enter as the submissions they make.
-  const { events, fromDrafts } = await startDraftSubmissions(
-    c.drafts,
-    envelopes.map((e) => parseBatchEvent(e, clusterArn)),
-    c.d.log,
-  );
-  const written = writtenSpecs(envelopes, events);
+  const { events, fromDrafts } = await startDraftSubmissions(c.drafts, batch.events, c.d.log);
+  const written = new Map<string, unknown>(batch.written);
   // A draft's submission goes to admission as the draft was written.
   for (const [index, draft] of fromDrafts) {
     const e = events[index];
@@ -158,7 +150,7 @@ export async function applyEvents(
           }
           const result = await c.drafts.apply(
             event,
-            event.detailType === DetailType.JobDraftSaved ? writtenSpec(envelopes, event.id) : undefined,
+            event.detailType === DetailType.JobDraftSaved ? batch.written.get(event.id) : undefined,
           );
           if (result.ok) outcome(undefined);
           else {
@@ -351,86 +343,3 @@ export function planAdmissions(
 
 /** Submissions of one batch admitted and stored at once (their filter calls and writes in flight together). */
 const ADMISSION_CONCURRENCY = 8;
-
-/** The id and event id of a submission that did not parse, as far as they can be read. */
-function submissionOf(envelope: unknown): { id?: unknown; eventId?: unknown } {
-  if (typeof envelope !== "object" || envelope === null) return {};
-  const e = envelope as Record<string, unknown>;
-  const detail = e["detail"];
-  // A submission names its id `sessionId`; a draft's events name it `jobId`.
-  const fields = typeof detail === "object" && detail !== null ? (detail as Record<string, unknown>) : {};
-  const id = fields["sessionId"] ?? fields["jobId"];
-  return { id, eventId: e["id"] };
-}
-
-/**
- * An envelope as the step reads it: the control plane's own status change, a Fargate task's
- * event (`clusterArn`: the Fargate executor's cluster, if any), an inbound event, or why not.
- */
-/**
- * Each submission's spec as its submitter wrote it, by event id: a job template's
- * defaults apply to the fields it left unset, which the parsed spec no longer tells apart. A
- * submission made by the control plane (a draft's) is its parsed spec.
- */
-function writtenSpecs(envelopes: readonly unknown[], events: readonly BatchEvent[]): Map<string, unknown> {
-  const written = new Map<string, unknown>();
-  for (const e of events) {
-    if (e.kind === "inbound" && e.event.detailType === DetailType.SessionSubmitted) {
-      written.set(e.event.id, e.event.detail.spec);
-    }
-  }
-  for (const envelope of envelopes) {
-    if (typeof envelope !== "object" || envelope === null) continue;
-    const { id, detail } = envelope as { id?: unknown; detail?: unknown };
-    const spec =
-      typeof detail === "object" && detail !== null ? (detail as { spec?: unknown }).spec : undefined;
-    if (typeof id === "string" && written.has(id) && spec !== undefined) written.set(id, spec);
-  }
-  return written;
-}
-
-function parseBatchEvent(envelope: unknown, clusterArn: string | undefined): BatchEvent {
-  const own = ownStatusChange(envelope);
-  if (own) return { kind: "status-changed", ...own };
-  const task = parseTaskEvent(envelope, clusterArn);
-  if (task) return task;
-  const parsed = parseInboundEvent(envelope);
-  if (parsed.ok) return { kind: "inbound", event: parsed.event };
-  const { eventId, detailType, message } = parsed.error;
-  return { kind: "invalid", eventId, detailType, message, submission: submissionOf(envelope) };
-}
-
-/** The control plane's own "Session Status Changed" events only wake passes. */
-function ownStatusChange(
-  envelope: unknown,
-): { sessionId: string; from: SessionStatus; to: SessionStatus } | undefined {
-  if (typeof envelope !== "object" || envelope === null) return undefined;
-  const e = envelope as Record<string, unknown>;
-  if (e["source"] !== EventSource.ControlPlane || e["detail-type"] !== DetailType.SessionStatusChanged) {
-    return undefined;
-  }
-  const detail = SessionStatusChangedDetailSchema.safeParse(e["detail"]);
-  return detail.success
-    ? { sessionId: detail.data.sessionId, from: detail.data.from, to: detail.data.to }
-    : undefined;
-}
-
-/** The session an event names, for reading the batch's sessions together (submissions: none yet). */
-export function namedSession(envelope: unknown): string[] {
-  if (typeof envelope !== "object" || envelope === null) return [];
-  const e = envelope as Record<string, unknown>;
-  const type = e["detail-type"];
-  if (
-    type !== DetailType.KernelStatusChanged &&
-    type !== DetailType.SessionStatusChanged &&
-    type !== DetailType.SessionCancelRequested
-  ) {
-    return [];
-  }
-  const detail = e["detail"];
-  const id =
-    typeof detail === "object" && detail !== null
-      ? (detail as Record<string, unknown>)["sessionId"]
-      : undefined;
-  return typeof id === "string" && id.length > 0 && id.length <= 256 ? [id] : [];
-}

@@ -9,6 +9,7 @@
 import { loadConfig } from "../config.ts";
 import { batchItemFailures, isScheduledEvent, type BatchResponse, type SqsEvent } from "./sqs-batch.ts";
 import { wire, type Wiring } from "./wiring.ts";
+import { parseBatch } from "./coordinator-envelopes.ts";
 import { submissionFilter } from "./submission-filter.ts";
 import type { RunReport } from "../app/coordinator.ts";
 import { stageCensus } from "../app/stage-census.ts";
@@ -60,10 +61,13 @@ export async function handleCoordinatorEvent(
   }
   // A body that is not JSON is still an envelope to reject with a reason, never a silent drop.
   const report: RunReport = await w.coordinator.run(
-    [
-      ...envelopes,
-      ...unparseable.map((id) => ({ id, "detail-type": undefined, detail: "message body is not JSON" })),
-    ],
+    parseBatch(
+      [
+        ...envelopes,
+        ...unparseable.map((id) => ({ id, "detail-type": undefined, detail: "message body is not JSON" })),
+      ],
+      w.fargateClusterArn,
+    ),
     { sweep },
   );
   recordRun(metrics, sweep ? "sweep" : "events", report);

@@ -36,6 +36,8 @@ import { FUNCTION_TIMEOUT_SECONDS } from "../topology/function-timeouts.ts";
 
 export interface Wiring {
   readonly coordinator: Coordinator;
+  /** The Fargate executor's cluster, if any: its tasks' state changes are reports (coordinator-envelopes.ts). */
+  readonly fargateClusterArn?: string;
   readonly enterStage: EnterStageDeps;
   readonly store: SessionStore;
   readonly clock: Clock;
@@ -126,6 +128,7 @@ export function wire(
   });
   return {
     coordinator,
+    ...(config.fargate ? { fargateClusterArn: config.fargate.clusterArn } : {}),
     enterStage: {
       store,
       events,

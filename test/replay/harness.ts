@@ -36,6 +36,8 @@ import { freshTable, type TestTable } from "../store-fixtures.ts";
 import { LifecycleDriver } from "./driver.ts";
 import { checkAll, type Dump } from "./invariants.ts";
 import { afterEach } from "vitest";
+import { parseBatch } from "../../functions/handlers/coordinator-envelopes.ts";
+import { EMPTY_BATCH } from "../../functions/app/coordinator.ts";
 
 /** The replay's epoch: every time is a literal offset from it. */
 export const T0 = 1_800_000_000_000;
@@ -478,7 +480,7 @@ export class Replay {
   async #deliver(batch: readonly Envelope[], how: string): Promise<void> {
     this.note(`  ${how}: ${batch.map(describe).join(", ")}`);
     const killed = new Promise<"killed">((resolve) => (this.#kill = resolve));
-    const report = await Promise.race([this.coordinator.run(batch), killed]).finally(() => {
+    const report = await Promise.race([this.coordinator.run(parseBatch(batch)), killed]).finally(() => {
       this.#kill = undefined;
     });
     if (report === "killed") {
@@ -569,7 +571,7 @@ export class Replay {
   /** The periodic safety sweep. */
   sweep(): Promise<void> {
     return this.step("sweep", async () => {
-      const report = await this.coordinator.run([], { sweep: true });
+      const report = await this.coordinator.run(EMPTY_BATCH, { sweep: true });
       if (report.retry.length > 0) this.note(`  sweep asked for ${report.retry.length} redeliveries`);
     });
   }
