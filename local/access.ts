@@ -2,7 +2,9 @@
  * Who may do what on the embedded runtime's endpoints (docs/agents.md, "Identity"): the same
  * split the stack's IAM policies make. Each run makes fresh credentials for four principals:
  *
- * - `control-plane`: the functions (in this process): everything.
+ * - `control-plane`: the functions (in this process): everything. The runtime's own DynamoDB
+ *   Local accepts this key alone (local/dynamodb-local.ts), and the gate signs with it what it
+ *   lets through.
  * - `client`: the stack's ClientPolicy. Reads what the CLI shows on the table (agents without
  *   their signing keys), puts only client events (EventSource.Client), reads kernel logs and the
  *   executions of the state machines.
@@ -12,8 +14,8 @@
  *   agent queues; writes kernel log streams.
  *
  * The table statements are the stack's own (functions/topology/client-access.ts), evaluated by
- * the DynamoDB gate in front of DynamoDB Local (local/dynamodb-gate), which has no
- * authentication of its own. Kernels get none of the credentials: their environment is built
+ * the DynamoDB gate in front of DynamoDB Local (local/dynamodb-gate), which checks only the
+ * signature. Kernels get none of the credentials: their environment is built
  * from an allow-list (agent/environment.ts).
  */
 import { randomBytes } from "node:crypto";

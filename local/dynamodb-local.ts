@@ -5,8 +5,11 @@
  *
  * The jar has no bind option and listens on every interface with no authentication, so it is
  * started through a small launcher (dynamodb-launcher/LoopbackDynamoDbLocal.java) that binds its
- * server to 127.0.0.1 before the socket opens, and exits when this process is gone (its stdin
- * closes). No class file is kept in the repository: the launcher is compiled on first use into
+ * server to 127.0.0.1 before the socket opens, refuses every request not signed (SigV4) with the
+ * one `credential` it is given, as DynamoDB refuses an unknown key (a loopback port is open to
+ * every process on the host, kernels included), and exits when this process is gone (its stdin
+ * closes). The credential goes to the launcher on its stdin: a process's command line is
+ * world-readable, its environment readable by its user. No class file is kept in the repository: the launcher is compiled on first use into
  * node_modules/.cache (this checkout's, not a shared temporary directory another user could
  * write to), or, failing that, run by Java's source launcher, which compiles it in memory on
  * every start. Either way a JDK 17+ is needed, not only a JRE.
@@ -24,7 +27,25 @@ export interface RunningDynamoDb {
   readonly endpoint: string;
   /** The JVM's process id (the runtime's pid file records it). */
   readonly pid: number;
+  /** What every request must be signed with; undefined when anything is accepted. */
+  readonly credential: DynamoDbLocalCredential | undefined;
   stop(): Promise<void>;
+}
+
+export interface DynamoDbLocalCredential {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+}
+
+/** What the launcher reads as the first line of its stdin: the credential, or nothing. */
+function credentialLine(credential: DynamoDbLocalCredential | undefined): string {
+  if (credential === undefined) return "\n";
+  for (const field of ["accessKeyId", "secretAccessKey"] as const) {
+    if (!/^[\x21-\x7e]+$/.test(credential[field])) {
+      throw new Error(`DynamoDB Local credential: ${field} must be printable ASCII without spaces`);
+    }
+  }
+  return `${credential.accessKeyId} ${credential.secretAccessKey}\n`;
 }
 
 const LAUNCHER = fileURLToPath(new URL("dynamodb-launcher/LoopbackDynamoDbLocal.java", import.meta.url));
@@ -102,13 +123,28 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startDynamoDbLocal(
-  options: { port?: number; path?: string } = {},
+  options: {
+    port?: number;
+    path?: string;
+    /**
+     * The one credential requests must be signed with. Without one DynamoDB Local accepts any
+     * request, as the jar does on its own: only for a database nothing but a test run (or a
+     * benchmark) uses, whose tables hold no one's secrets.
+     */
+    credential?: DynamoDbLocalCredential;
+  } = {},
 ): Promise<RunningDynamoDb> {
   const port = options.port ?? (await freePort());
-  // stdin stays an open pipe: its end tells the launcher that this process is gone.
+  const line = credentialLine(options.credential);
+  // stdin stays an open pipe after the credential line: its end tells the launcher that this
+  // process is gone.
   const child: ChildProcess = spawn("java", dynamoDbLocalArgs(port, options.path), {
     stdio: ["pipe", "pipe", "pipe"],
   });
+  child.stdin?.on("error", () => {
+    // A launcher that exits early closes the pipe; its exit code is what is reported.
+  });
+  child.stdin?.write(line);
   let spawnError: Error | undefined;
   child.on("error", (error) => (spawnError = error));
   let stderr = "";
@@ -118,7 +154,7 @@ export async function startDynamoDbLocal(
   const client = new DynamoDBClient({
     endpoint,
     region: "local",
-    credentials: { accessKeyId: "local", secretAccessKey: "local" },
+    credentials: options.credential ?? { accessKeyId: "local", secretAccessKey: "local" },
   });
   const deadline = Date.now() + 30_000;
   for (;;) {
@@ -143,6 +179,7 @@ export async function startDynamoDbLocal(
   return {
     endpoint,
     pid: child.pid ?? -1,
+    credential: options.credential,
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();

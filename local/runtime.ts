@@ -197,11 +197,13 @@ export interface Runtime {
   /** Environment for an SDK client (or the CLI) to talk to this runtime. */
   readonly clientEnv: Readonly<Record<string, string>>;
   /**
-   * DynamoDB Local itself, which checks no credentials: the functions' way to the table (and a
-   * test's, to set up or inspect it). Clients are given the gate in front of it,
+   * DynamoDB Local itself: the functions' way to the table (and a test's, to set up or inspect
+   * it). The runtime's own DynamoDB Local accepts only requests signed with `tableCredential`,
+   * the control plane's key, and applies no policy; clients are given the gate in front of it,
    * `info.endpoints.dynamoDb`, which enforces their policies.
    */
   readonly tableEndpoint: string;
+  readonly tableCredential: { readonly accessKeyId: string; readonly secretAccessKey: string };
   readonly stepFunctions: LocalStepFunctions;
   readonly bus: LocalEventBus;
   readonly queues: ReadonlyMap<string, LocalQueue>;
@@ -291,6 +293,24 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     writePids();
     stops.unshift(() => rmSync(pidFilePath(dataDir), { force: true }));
 
+    const bus = new LocalEventBus({
+      name: BUS_NAME,
+      region: REGION,
+      retryBaseDelayMs: 200,
+      retryMaxDelayMs: 10_000,
+      logger: { warn: (m: string) => log(`cairn: bus: ${m}`) },
+    });
+    // Per-run credentials: clients may send client events only, agents agent events only. Made
+    // before DynamoDB Local starts: it accepts requests signed by the control plane's key alone.
+    const access = runtimeAccess({
+      region: REGION,
+      account: ACCOUNT,
+      busArn: bus.arn,
+      agentQueuePrefix: AGENT_QUEUE_PREFIX,
+      kernelLogGroup: KERNEL_LOG_GROUP,
+      tableName,
+      stateMachineNames: STATE_MACHINES.map((m) => m.name),
+    });
     const dbPath = options.persistent ? join(dataDir, "dynamodb") : undefined;
     let dynamo: { readonly endpoint: string; readonly pid?: number };
     if (external) {
@@ -303,6 +323,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       const own: RunningDynamoDb = await startDynamoDbLocal({
         ...(options.ports?.dynamoDb ? { port: options.ports.dynamoDb } : {}),
         ...(dbPath ? { path: dbPath } : {}),
+        credential: access.controlPlane,
       });
       stops.push(() => own.stop());
       pids.dynamoDb = recordProcess(own.pid);
@@ -312,7 +333,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     const ddb = new DynamoDBClient({
       endpoint: dynamo.endpoint,
       region: REGION,
-      credentials: LOCAL_CREDENTIALS,
+      credentials: access.controlPlane,
     });
     // A table kept on disk, or in a database that outlives the runtime, may hold sessions.
     const kept = dbPath !== undefined || external !== undefined;
@@ -340,26 +361,11 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     }
     ddb.destroy();
 
-    const bus = new LocalEventBus({
-      name: BUS_NAME,
-      region: REGION,
-      retryBaseDelayMs: 200,
-      retryMaxDelayMs: 10_000,
-      logger: { warn: (m: string) => log(`cairn: bus: ${m}`) },
-    });
+    // The bus (made before DynamoDB Local) stops before it: its stop is registered after.
     stops.push(() => bus.close());
-    // Per-run credentials: clients may send client events only, agents agent events only.
-    const access = runtimeAccess({
-      region: REGION,
-      account: ACCOUNT,
-      busArn: bus.arn,
-      agentQueuePrefix: AGENT_QUEUE_PREFIX,
-      kernelLogGroup: KERNEL_LOG_GROUP,
-      tableName,
-      stateMachineNames: STATE_MACHINES.map((m) => m.name),
-    });
     const dynamoGate = await startDynamoDbGate({
       upstream: dynamo.endpoint,
+      upstreamCredential: access.controlPlane,
       auth: access.auth,
       layout: {
         tableArn: (name) => `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/${name}`,
@@ -679,6 +685,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         AWS_ENDPOINT_URL_ECS: ecs.endpoint,
       },
       tableEndpoint: dynamo.endpoint,
+      tableCredential: keys(access.controlPlane),
       stepFunctions: sfn,
       bus,
       queues,
@@ -707,8 +714,6 @@ async function tableExists(client: DynamoDBClient, tableName: string): Promise<b
     throw error;
   }
 }
-
-const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
 
 function lambdaArn(name: FunctionName): string {
   return `arn:aws:lambda:${REGION}:000000000000:function:${name}`;

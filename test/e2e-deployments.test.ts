@@ -33,7 +33,7 @@ beforeAll(async () => {
       new DynamoDBClient({
         endpoint: rt.runtime.tableEndpoint,
         region: info.region,
-        credentials: { accessKeyId: "local", secretAccessKey: "local" },
+        credentials: rt.runtime.tableCredential,
         ...storeRetryConfig(),
       }),
       info.tableName,

@@ -21,6 +21,7 @@ export {
   AuthFailure,
   SIGNATURE_MISMATCH_MESSAGE,
   UNKNOWN_KEY_MESSAGE,
+  signRequest,
   verifySigV4,
   type AwsCredential,
   type SignatureCheck,

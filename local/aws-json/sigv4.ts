@@ -164,6 +164,40 @@ export async function verifySigV4(request: ReceivedRequest, options: VerifyOptio
 }
 
 /**
+ * Signs a request with `credential` as the SDK would: the headers it should carry, `host`,
+ * `x-amz-date` and `authorization` among them. For a hop that passes on a request it has
+ * already checked to a server that accepts one key only.
+ */
+export async function signRequest(
+  request: {
+    readonly url: URL;
+    readonly method: string;
+    readonly headers: Record<string, string>;
+    readonly body: Uint8Array;
+  },
+  credential: Pick<AwsCredential, "accessKeyId" | "secretAccessKey">,
+  region: string,
+  service: string,
+  signingDate?: Date,
+): Promise<Record<string, string>> {
+  const signer = signerFor({ ...credential, principal: "" }, region, service);
+  const signed = await signer.sign(
+    {
+      method: request.method,
+      protocol: request.url.protocol,
+      hostname: request.url.hostname,
+      ...(request.url.port ? { port: Number(request.url.port) } : {}),
+      path: request.url.pathname,
+      query: queryOf(request.url.searchParams),
+      headers: { ...request.headers, host: request.url.host },
+      body: request.body,
+    },
+    signingDate ? { signingDate } : {},
+  );
+  return Object.fromEntries(Object.entries(signed.headers).map(([k, v]) => [k, String(v)]));
+}
+
+/**
  * One signer per key and scope, kept: a signer caches the signing key it derives for a day
  * (four HMACs), so a request does not derive it again. At most SIGNERS_KEPT are kept.
  */

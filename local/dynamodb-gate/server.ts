@@ -1,11 +1,13 @@
 /**
  * The embedded runtime's DynamoDB endpoint for everyone outside the control plane: DynamoDB
- * Local has no authentication of its own, so this gate stands in front of it and does what
+ * Local has no IAM of its own, so this gate stands in front of it and does what
  * DynamoDB's front door does — every request signed with SigV4 by a known credential, then every
  * check IAM makes (requests.ts: the table or index, each item of a transaction, and the condition
  * keys LeadingKeys, Attributes, Select and ReturnValues) decided by the runtime's policy — and
- * passes an allowed request on unchanged. A refusal is DynamoDB's: HTTP 400 with
- * `AccessDeniedException`, `UnrecognizedClientException` or `InvalidSignatureException`.
+ * passes an allowed request on, signed again with the one key DynamoDB Local accepts (the
+ * launcher refuses any other: its loopback port is open to every process on the host). A refusal
+ * is DynamoDB's: HTTP 400 with `AccessDeniedException`, `UnrecognizedClientException` or
+ * `InvalidSignatureException`.
  *
  * The functions run in the runtime's own process and reach DynamoDB Local directly, as Lambda
  * reaches DynamoDB from inside AWS; the CLI, the dashboard and anything else are given this
@@ -16,6 +18,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import {
   authError,
   isPlainObject,
+  signRequest,
   verifySigV4,
   type AwsAuthOptions,
   type AwsCredential,
@@ -28,6 +31,8 @@ import { checksOf, type TableLayout } from "./requests.ts";
 export interface DynamoDbGateOptions {
   /** DynamoDB Local's endpoint. */
   readonly upstream: string;
+  /** The key DynamoDB Local accepts: every request passed on is signed with it. */
+  readonly upstreamCredential: { readonly accessKeyId: string; readonly secretAccessKey: string };
   readonly auth: AwsAuthOptions;
   readonly layout: TableLayout;
   /** @default a free port */
@@ -42,6 +47,8 @@ export interface DynamoDbGate {
 /** DynamoDB's own limit on a request (a BatchWriteItem of 25 items of 400 KB is 10 MB). */
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
 const TARGET = /^DynamoDB_20120810\.([A-Za-z]+)$/;
+/** The headers of a client's request DynamoDB acts on; the rest (its signature) stay here. */
+const PASSED_ON = ["content-type", "x-amz-target", "accept-encoding"] as const;
 
 export async function startDynamoDbGate(options: DynamoDbGateOptions): Promise<DynamoDbGate> {
   const upstream = new URL(options.upstream);
@@ -83,18 +90,31 @@ export async function startDynamoDbGate(options: DynamoDbGateOptions): Promise<D
         if (denial !== undefined) return refuseWith(response, authError("AccessDenied", denial, false));
       }
     }
-    forward(request, response, body);
+    await forward(request, response, body, options.auth.region ?? "local");
   }
 
-  function forward(request: IncomingMessage, response: ServerResponse, body: Buffer): void {
+  /** Only what DynamoDB reads of a request is passed on, signed with DynamoDB Local's key. */
+  async function forward(
+    request: IncomingMessage,
+    response: ServerResponse,
+    body: Buffer,
+    region: string,
+  ): Promise<void> {
+    const method = request.method ?? "POST";
+    const path = request.url ?? "/";
+    const headers: Record<string, string> = { "content-length": String(body.length) };
+    for (const name of PASSED_ON) {
+      const value = request.headers[name];
+      if (typeof value === "string") headers[name] = value;
+    }
+    const signed = await signRequest(
+      { url: new URL(path, upstream), method, headers, body },
+      options.upstreamCredential,
+      region,
+      "dynamodb",
+    );
     const out = httpRequest(
-      {
-        hostname: upstream.hostname,
-        port: upstream.port,
-        path: request.url ?? "/",
-        method: request.method ?? "POST",
-        headers: { ...request.headers, "content-length": String(body.length) },
-      },
+      { hostname: upstream.hostname, port: upstream.port, path, method, headers: signed },
       (answer) => {
         response.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(response);

@@ -15,7 +15,7 @@ export function templatesOf(rt: TestRuntime): TemplateItems {
   const client = new DynamoDBClient({
     endpoint: rt.runtime.tableEndpoint,
     region: info.region,
-    credentials: { accessKeyId: "local", secretAccessKey: "local" },
+    credentials: rt.runtime.tableCredential,
   });
   return new TemplateItems(new DynamoRequests(client, info.tableName, undefined));
 }

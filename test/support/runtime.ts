@@ -47,8 +47,6 @@ export interface TestRuntime {
   stop(): Promise<void>;
 }
 
-const CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
-
 /** `ownDynamoDb`: the runtime starts a DynamoDB Local of its own, for tests of that JVM itself. */
 export async function startTestRuntime(
   options: RuntimeOptions & { readonly ownDynamoDb?: boolean } = {},
@@ -82,7 +80,7 @@ export async function startTestRuntime(
   const ddb = new DynamoDBClient({
     endpoint: runtime.tableEndpoint,
     region: info.region,
-    credentials: CREDENTIALS,
+    credentials: runtime.tableCredential,
     ...storeRetryConfig(),
   });
   const store = new DynamoSessionStore({ client: ddb, tableName: info.tableName });
