@@ -46,7 +46,7 @@ import { startDynamoDbGate } from "./dynamodb-gate/server.ts";
 import { TABLE_SCHEMA } from "../functions/topology/table-schema.ts";
 import { startSqsServer, type SqsServer } from "./sqs/index.ts";
 import { ecsAuth, logsStoreSink, reapStaleEcsTasks, startEcsServer, type EcsServer } from "./ecs/index.ts";
-import { startLogsServer, type LogsServer } from "./logs/index.ts";
+import { logsFaultsFromEnv, startLogsServer, type LogsFaults, type LogsServer } from "./logs/index.ts";
 import { startDynamoDbLocal, type RunningDynamoDb } from "./dynamodb-local.ts";
 import { LocalEventBus, startEventBridgeServer, type EventBridgeServer } from "./eventbridge/index.ts";
 import { LocalQueue, type QueueConsumer } from "./queue.ts";
@@ -153,6 +153,11 @@ export interface RuntimeOptions {
    * @default `CAIRN_QUEUE_FAULTS` from the environment, else none
    */
   readonly queueFaults?: QueueFaults;
+  /**
+   * The embedded CloudWatch Logs' faults (local/logs/faults.ts): how long put events stay
+   * unreadable. @default `CAIRN_LOGS_FAULTS` from the environment, else none
+   */
+  readonly logsFaults?: LogsFaults;
 }
 
 export interface RuntimeInfo {
@@ -253,6 +258,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
   // Checked before anything starts: a bad switch names its field and nothing is left running.
   const faults = options.faults ?? faultOptionsFromEnv(process.env);
   const queueFaults = options.queueFaults ?? queueFaultsFromEnv(process.env);
+  const logsFaults = options.logsFaults ?? logsFaultsFromEnv(process.env);
   const external = options.dynamoDb;
   if (external && options.persistent) {
     throw new Error(
@@ -389,6 +395,9 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       region: REGION,
       accountId: ACCOUNT,
       auth: access.auth,
+      ...(logsFaults?.visibilityDelayMs === undefined
+        ? {}
+        : { visibilityDelayMs: logsFaults.visibilityDelayMs }),
     });
     stops.push(() => logs.close());
     // ECS puts its events on the account's default bus, never on Cairn's: a separate bus, so a
@@ -467,6 +476,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     const handlers = countInvocations(await loadHandlers(), invocations);
     if (faults) log(`cairn: fault injection on: ${JSON.stringify(faults)}`);
     if (queueFaults) log(`cairn: queue fault injection on: ${JSON.stringify(queueFaults)}`);
+    if (logsFaults) log(`cairn: logs fault injection on: ${JSON.stringify(logsFaults)}`);
     const sfn: LocalStepFunctions = new LocalStepFunctions(
       Object.fromEntries(
         FUNCTIONS.map((f) => [f.name, (payload: unknown) => handlers.get(f.name)!(payload)]),

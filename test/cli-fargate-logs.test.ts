@@ -185,7 +185,9 @@ describe("cairn logs of a Fargate session", () => {
           if (step !== undefined) current = step();
           return Promise.resolve();
         },
+        nowMs: () => 0,
         pollMs: 250,
+        settleMs: 0,
         announceWaiting: true,
       },
       (e) => events.push(e),
@@ -228,7 +230,9 @@ describe("cairn logs of a Fargate session", () => {
           else controller.abort();
           return Promise.resolve();
         },
+        nowMs: () => 0,
         pollMs: 250,
+        settleMs: 0,
         announceWaiting: false,
         signal: controller.signal,
       },

@@ -789,7 +789,9 @@ describe("following a task's logs", () => {
     streams: sharedStreamListing(reader, "train-1-t1/0/run-", () => 0, 0),
     pace: () => Promise.resolve(),
     sleep: world.sleep,
+    nowMs: () => 0,
     pollMs: 250,
+    settleMs: 0,
     announceWaiting,
   });
 

@@ -349,7 +349,15 @@ export interface FollowDeps {
   /** Awaited before each CloudWatch Logs read (shared by the followers). */
   readonly pace: () => Promise<void>;
   readonly sleep: (ms: number) => Promise<void>;
+  readonly nowMs: () => number;
   readonly pollMs: number;
+  /**
+   * How long a run's stream is still read after the run was seen over. CloudWatch Logs shows
+   * events a while after PutLogEvents accepted them (eventual consistency, with no documented
+   * bound), so the agent's last lines, shipped before it reported the run's end, may not be
+   * readable when the end is seen: the last read starts this long after it.
+   */
+  readonly settleMs: number;
   readonly signal?: AbortSignal;
   /** Say once that a task waits to start, and why (`cairn logs --follow`). */
   readonly announceWaiting: boolean;
@@ -359,7 +367,8 @@ export interface FollowDeps {
  * Streams the task's output from its current run on (or its latest earlier run, while a retry
  * waits to start), then every later run's, until its session has ended and the last run's
  * stream is drained. A run is over for the follower when its session ends or moves to the next
- * run; the agent ships a run's last lines before it reports the run's end. Resolves true if the
+ * run; the agent ships a run's last lines before it reports the run's end, and they are all
+ * readable `settleMs` after that. Resolves true if the
  * task ran (some run of it was followed), false if it ended without running or the follow was
  * aborted first.
  */
@@ -421,7 +430,9 @@ interface TaskRun {
 }
 
 /**
- * Reads the run's stream as it grows; returns once the run is over and its stream drained. A
+ * Reads the run's stream as it grows; returns once the run is over and its stream drained: the
+ * last read starts `settleMs` after the run was seen over, so lines shipped before its end but
+ * not yet readable then are read too. A
  * Fargate kernel's stream is its task's, so it is known once the kernel has its task: the task
  * is taken from the session as the run goes on, or from the run's record once it is over.
  */
@@ -443,12 +454,16 @@ async function tailRun(
   };
   const joiner = new LinePartJoiner();
   let live = liveAtStart;
+  /** When the run was first seen over (the follower's clock). */
+  let overAtMs = live ? undefined : deps.nowMs();
   let exists = false;
   let token: string | undefined;
   for (;;) {
     if (deps.signal?.aborted) return;
-    // Sampled before reading: the reads after `live` turns false see everything the run wrote.
+    // Sampled before reading: the read that starts `settleMs` after the run was seen over sees
+    // everything the run wrote.
     const wasLive = live;
+    const last = overAtMs !== undefined && deps.nowMs() >= overAtMs + deps.settleMs;
     if (!exists) {
       if (!wasLive && taskArn === undefined && isFargatePool(agentId)) {
         taskArn = await recordedTaskArn(deps.store, ref, runIndex);
@@ -474,18 +489,24 @@ async function tailRun(
         if (!moved || deps.signal?.aborted) break;
       }
     }
-    if (!wasLive) {
+    if (last) {
       const rest = joiner.end(run.streamName);
       if (rest !== undefined) emit(lineEvent(run, rest));
       if (!exists) emit({ kind: "note", task: ref.index, text: `run ${runIndex} on ${agentId}: no output` });
       return;
     }
-    await deps.sleep(deps.pollMs);
+    await deps.sleep(
+      overAtMs === undefined
+        ? deps.pollMs
+        : Math.min(deps.pollMs, Math.max(0, overAtMs + deps.settleMs - deps.nowMs())),
+    );
     if (deps.signal?.aborted) return;
+    if (!wasLive) continue;
     const now = await deps.sessions.get(ref.sessionId);
     const kernel =
       now?.session.runIndex === runIndex ? now.kernels.find((k) => k.index === ref.kernelIndex) : undefined;
     live = now !== undefined && !isTerminal(now) && kernel?.agentId === agentId;
+    if (!live) overAtMs = deps.nowMs();
     // The kernel's task until its stream is found (a gang's rollback may give it another).
     if (!exists) taskArn = kernel?.taskArn ?? taskArn;
   }

@@ -10,3 +10,4 @@ export {
   ServiceUnavailableError,
   ThrottlingError,
 } from "./errors.ts";
+export { LogsFaultConfigError, logsFaultsFromEnv, parseLogsFaults, type LogsFaults } from "./faults.ts";

@@ -54,6 +54,14 @@ export interface LogsStoreOptions {
   readonly accountId?: string;
   /** Stored message bytes, all groups together; past it the least recently written streams go. @default 256 MiB */
   readonly maxStoredBytes?: number;
+  /**
+   * How long after PutLogEvents its events become readable (GetLogEvents, FilterLogEvents).
+   * CloudWatch Logs is eventually consistent and documents no bound, so the runtime's fault
+   * switch sets it (faults.ts) and readers are exercised against the lag. A stream reads as
+   * its events up to the first one not yet readable: a forward token never passes an event
+   * a reader has not been shown. @default 0
+   */
+  readonly visibilityDelayMs?: number;
 }
 
 export interface InputEvent {
@@ -105,6 +113,7 @@ export class LogsStore {
   readonly accountId: string;
   readonly #clock: () => number;
   readonly #maxStoredBytes: number;
+  readonly #visibilityDelayMs: number;
   readonly #groups = new Map<string, GroupData>();
   #seq = 0;
   #storedBytes = 0;
@@ -114,6 +123,7 @@ export class LogsStore {
     this.region = options.region ?? "local";
     this.accountId = options.accountId ?? "000000000000";
     this.#maxStoredBytes = options.maxStoredBytes ?? 256 * 1024 * 1024;
+    this.#visibilityDelayMs = options.visibilityDelayMs ?? 0;
   }
 
   // ---- groups -----------------------------------------------------------------------------
@@ -301,11 +311,11 @@ export class LogsStore {
     if (token?.direction === "f" && !query.startFromHead) {
       throw new InvalidParameterError("startFromHead must be true when nextToken is a nextForwardToken");
     }
-    const events = stream.events;
+    const events = this.#readable(stream);
     const fromMs = query.startTime ?? Number.NEGATIVE_INFINITY;
     const toMs = query.endTime ?? Number.POSITIVE_INFINITY;
     const forward = token === undefined ? query.startFromHead : token.direction === "f";
-    const endKey = lastEvent(stream) ?? START;
+    const endKey = events.at(-1) ?? START;
     const gap = token?.key ?? (forward ? START : endKey);
     const page: StoredEvent[] = [];
     let bytes = 0;
@@ -372,7 +382,10 @@ export class LogsStore {
     const resume = query.nextToken === undefined ? undefined : decodeFilterToken(query.nextToken);
     const fromKey = maxKey(resume ?? START, { timestamp: query.startTime ?? -1, seq: -1 });
     const toMs = query.endTime ?? Number.POSITIVE_INFINITY;
-    const cursors = streams.map((s) => ({ stream: s, at: firstAfter(s.events, fromKey) }));
+    const cursors = streams.map((s) => {
+      const events = this.#readable(s);
+      return { name: s.name, events, at: firstAfter(events, fromKey) };
+    });
     const out: FilteredEvent[] = [];
     let bytes = 0;
     let lastKey: EventKey | undefined;
@@ -380,13 +393,13 @@ export class LogsStore {
       // The next event across the streams: smallest (timestamp, seq).
       let best: (typeof cursors)[number] | undefined;
       for (const c of cursors) {
-        const e = c.stream.events[c.at];
+        const e = c.events[c.at];
         if (e === undefined || e.timestamp >= toMs) continue;
-        const b = best === undefined ? undefined : best.stream.events[best.at]!;
+        const b = best === undefined ? undefined : best.events[best.at]!;
         if (b === undefined || compareKeys(e, b) < 0) best = c;
       }
       if (best === undefined) return { events: out };
-      const event = best.stream.events[best.at]!;
+      const event = best.events[best.at]!;
       if (matches(event.message)) {
         const size = Buffer.byteLength(event.message) + LOGS_LIMITS.eventOverheadBytes;
         if (out.length >= query.limit || bytes + size > LOGS_LIMITS.maxResponseBytes) {
@@ -396,7 +409,7 @@ export class LogsStore {
           };
         }
         bytes += size;
-        out.push({ ...output(event), logStreamName: best.stream.name, eventId: eventId(event) });
+        out.push({ ...output(event), logStreamName: best.name, eventId: eventId(event) });
       }
       lastKey = event;
       best.at++;
@@ -427,6 +440,14 @@ export class LogsStore {
     const stream = group.streams.get(name);
     if (stream === undefined) throw new ResourceNotFoundError("The specified log stream does not exist.");
     return stream;
+  }
+
+  /** The stream's events a read may see: up to the first one still within the visibility delay. */
+  #readable(stream: StreamData): readonly StoredEvent[] {
+    if (this.#visibilityDelayMs <= 0) return stream.events;
+    const visibleBefore = this.#clock() - this.#visibilityDelayMs;
+    const hidden = stream.events.findIndex((e) => e.ingestionTime > visibleBefore);
+    return hidden === -1 ? stream.events : stream.events.slice(0, hidden);
   }
 
   #insert(stream: StreamData, event: StoredEvent): void {

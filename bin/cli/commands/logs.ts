@@ -30,6 +30,14 @@ import type { CommandContext } from "./context.ts";
 /** How often followers look at the store and the streams. */
 export const LOG_POLL_MS = 250;
 /**
+ * How long after a task's run ended its output is taken to be all readable. CloudWatch Logs
+ * makes events readable a while after PutLogEvents accepted them (it is eventually consistent
+ * and documents no bound; in practice within a second or two), so a follower reads a run's
+ * stream until this long after it saw the run end, and `cairn logs` of a task that ended less
+ * than this ago waits out the rest before it reads.
+ */
+export const LOG_SETTLE_MS = 2_000;
+/**
  * CloudWatch Logs reads per second, all followers together: GetLogEvents and DescribeLogStreams
  * are throttled per account and region (tens per second), and the user may run other readers.
  */
@@ -90,6 +98,10 @@ export async function runLogs(invocation: LogsInvocation, ctx: CommandContext): 
     }
     return ExitCode.Ok;
   }
+  // A task that ended moments ago may have lines CloudWatch Logs does not show yet.
+  const lastEndMs = Math.max(...tasks.map((t) => t.finishedAtMs ?? Number.NEGATIVE_INFINITY));
+  const settleMs = lastEndMs + LOG_SETTLE_MS - ctx.io.nowMs();
+  if (settleMs > 0) await ctx.io.sleep(settleMs);
   const reads = await locateTaskLogs(jobId, refs, { store: ctx.api.store, logs });
   if (reads.every((r) => !r.started)) {
     const first = reads[0];
@@ -191,7 +203,9 @@ export async function followTaskLogs(
           streams,
           pace,
           sleep: (ms) => deps.io.sleep(ms),
+          nowMs: () => deps.io.nowMs(),
           pollMs: LOG_POLL_MS,
+          settleMs: LOG_SETTLE_MS,
           announceWaiting: deps.announceWaiting,
           ...(deps.signal === undefined ? {} : { signal: deps.signal }),
         },
