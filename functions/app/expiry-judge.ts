@@ -1,5 +1,5 @@
 /**
- * The PENDING timer ran out (the execution's JudgePendingExpiry state, issue 16): the run that was
+ * The PENDING timer ran out (the execution's JudgePendingExpiry state): the run that was
  * never placed is judged exactly as the coordinator judges an expiry it sees first
  * (core/coordinator/finished-run.ts). Its kernels end Unschedulable; a retry rule on that
  * condition sends the session back to PENDING as a new run, otherwise it ends CANCELLED.

@@ -350,7 +350,7 @@ export function unplacedEnd(
 }
 
 /**
- * The retry counters after a return to PENDING (issue 11): every return no budget counts is one
+ * The retry counters after a return to PENDING: every return no budget counts is one
  * of the session's free returns; a stage's give-up or expiry is also one of this run's returns.
  * A retried run starts its own count from 0.
  */

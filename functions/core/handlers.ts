@@ -49,7 +49,7 @@ export interface PromotionHandlerSpec {
   /** Session status when promoted. Kernel statuses are never changed by a promotion. */
   readonly successSessionStatus: SessionStatus;
   /**
-   * Cairn's refinement for gangs (issue 6): a kernel that exited 0 is left out of the match until
+   * Cairn's refinement for gangs: a kernel that exited 0 is left out of the match until
    * every kernel has ended, so one task finishing early does not stop its siblings.
    */
   readonly succeededWaitForSiblings?: boolean;
@@ -181,19 +181,19 @@ export interface StageSpec {
   /** Status a cancel request leads to from this stage. */
   readonly onCancel: SessionStatus;
   /**
-   * Status a run goes back to when it is retried (issue 5: budgets and retry policies): from
+   * Status a run goes back to when it is retried (budgets and retry policies): from
    * TERMINATING once all its kernels have ended; from PENDING when it was never placed and a
-   * rule on `Unschedulable` retries it (issue 16, coordinator/finished-run.ts).
+   * rule on `Unschedulable` retries it (coordinator/finished-run.ts).
    */
   readonly onRequeue?: SessionStatus;
   /**
-   * Status a session goes to when a higher-priority one preempts it (issue 6): back to PENDING
+   * Status a session goes to when a higher-priority one preempts it: back to PENDING
    * before it runs (free: the run never started), TERMINATING once it runs (the run ends as
    * PREEMPTED and is judged under the preemption budget). Absent: not preemptible here.
    */
   readonly onPreempt?: SessionStatus;
   /**
-   * Status a run that can never start ends in, FAILED (issue 11): PENDING when its returns there
+   * Status a run that can never start ends in, FAILED: PENDING when its returns there
    * are used up, PREPARING when its preparation failed in a way no retry can clear.
    */
   readonly onFail?: SessionStatus;

@@ -51,7 +51,7 @@ export interface SessionSpec {
   readonly name: string;
   readonly queue: string;
   readonly priority: number;
-  /** Tasks of the job this spec describes (issue 6). */
+  /** Tasks of the job this spec describes. */
   readonly replicas: number;
   /**
    * `true` (the default): the tasks are one gang, the kernels of one session, placed
@@ -91,7 +91,7 @@ export interface SessionSpec {
   readonly maxTries: StageMaxTries;
   /** Retry budgets the user set explicitly, and the session's own retry policies. */
   readonly retry?: RetrySpec;
-  /** The job template it was validated against (issue 16); absent: Default. */
+  /** The job template it was validated against; absent: Default. */
   readonly template?: string;
 }
 
@@ -176,7 +176,7 @@ export interface Session {
   readonly cancelForcedAtMs?: number;
   /** Set when a higher-priority session preempted this run; cleared when it is queued again. */
   readonly preemption?: PreemptionMark;
-  /** Set when the session backs a deployment's route (issue 15): its start command carries it. */
+  /** Set when the session backs a deployment's route: its start command carries it. */
   readonly service?: ServiceBinding;
   /**
    * What validation checked of the submission that created the session (history.ts
@@ -187,7 +187,7 @@ export interface Session {
 }
 
 /**
- * What makes a session one replica of a deployment (issue 15): the route it backs, the pinned
+ * What makes a session one replica of a deployment: the route it backs, the pinned
  * port if any, and how its agent probes it. Validated by ServiceBindingSchema (service-binding.ts).
  */
 export interface ServiceBinding {
@@ -217,7 +217,7 @@ export interface TaskIdentity {
 }
 
 /**
- * A submission: one or more tasks (issue 6). A co-scheduled job is one session whose kernels are
+ * A submission: one or more tasks. A co-scheduled job is one session whose kernels are
  * its tasks (session id = job id); a job of independent tasks is one session per task
  * (`<job id>-t<index>`). The job's state is derived from its tasks (core/jobs.ts); only the final
  * state is stored, once, so cascades run exactly once.
@@ -237,7 +237,7 @@ export interface Job {
   };
 }
 
-/** A job not yet submitted (issue 16 item 3, core/drafts.ts): HPC Pack's Configuring. */
+/** A job not yet submitted (core/drafts.ts): HPC Pack's Configuring. */
 export interface JobDraft {
   readonly id: string;
   readonly spec: SessionSpec;
@@ -267,7 +267,7 @@ export interface Kernel {
   readonly agentIncarnation?: string;
   readonly exitCode?: number;
   /**
-   * A Fargate kernel's ECS task (issue 14), once RunTask started it: stops go to it, and an event
+   * A Fargate kernel's ECS task, once RunTask started it: stops go to it, and an event
    * of another task (an earlier one's, late) is not this kernel's. Cleared with the run.
    */
   readonly taskArn?: string;

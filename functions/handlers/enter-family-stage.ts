@@ -1,6 +1,6 @@
 /**
  * Lambda entry point invoked by the deployment and route lifecycles' state machines as they
- * enter each state (issue 15). A transient failure is rethrown as `Cairn.Transient`, which the
+ * enter each state. A transient failure is rethrown as `Cairn.Transient`, which the
  * states retry; any other error is caught by the state machine into its failure recorder.
  */
 import { loadConfig } from "../config.ts";

@@ -38,7 +38,7 @@ export async function handler(
   try {
     // The PENDING timer's judgment (JudgePendingExpiry) is the coordinator's, run here.
     if (isExpiryJudgement(event)) {
-      return await instrumented(telemetry, "JudgeExpiry", () => wiring.coordinator.judgeExpiry(event));
+      return await instrumented(telemetry, "JudgeExpiry", () => wiring.judgeExpiry(event));
     }
     return await instrumented(telemetry, "EnterStage", async () => {
       const entered = await enterStage(event, wiring.enterStage);

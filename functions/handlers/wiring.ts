@@ -31,6 +31,7 @@ import { DynamoRequests } from "../adapters/dynamo/dynamo-requests.ts";
 import { TemplateItems } from "../adapters/dynamo/template-items.ts";
 import { FailureCategoryItems } from "../adapters/dynamo/failure-category-items.ts";
 import type { CoordinatorDeps } from "../app/coordinator.ts";
+import type { ExpiryJudged, ExpiryJudgement } from "../app/expiry-judge.ts";
 import { LeaseItems } from "../adapters/dynamo/lease-items.ts";
 import { FUNCTION_TIMEOUT_SECONDS } from "../topology/function-timeouts.ts";
 
@@ -38,7 +39,12 @@ export interface Wiring {
   readonly coordinator: Coordinator;
   /** The Fargate executor's cluster, if any: its tasks' state changes are reports (coordinator-envelopes.ts). */
   readonly fargateClusterArn?: string;
+  /**
+   * The stage-entry Lambda's port to the coordinator: the next step it takes itself (in
+   * `enterStage.advance`) and the PENDING timer's judgment — never the whole coordinator.
+   */
   readonly enterStage: EnterStageDeps;
+  readonly judgeExpiry: (input: ExpiryJudgement) => Promise<ExpiryJudged>;
   readonly store: SessionStore;
   readonly clock: Clock;
   /** The entry points' own log (the sweep's census). */
@@ -68,7 +74,7 @@ export const storeMetrics = new RequestCounter();
 export { plain };
 
 /**
- * What only some entry points build: the submission filter's client (issue 16) is the
+ * What only some entry points build: the submission filter's client is the
  * coordinator's alone (handlers/submission-filter.ts), so EnterStage's bundle does not carry it.
  */
 export interface WiringExtras {
@@ -128,6 +134,7 @@ export function wire(
   });
   return {
     coordinator,
+    judgeExpiry: (input) => coordinator.judgeExpiry(input),
     ...(config.fargate ? { fargateClusterArn: config.fargate.clusterArn } : {}),
     enterStage: {
       store,

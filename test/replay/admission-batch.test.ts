@@ -1,5 +1,5 @@
 /**
- * A batch's submissions go through the submission filter at once (issue 16 item 5): the filter is
+ * A batch's submissions go through the submission filter at once: the filter is
  * an administrator's Lambda function, and asked one after another its calls would pace intake.
  * Planned together, and the new jobs stored together: what each admission writes is unchanged.
  */

@@ -1,5 +1,5 @@
 /**
- * Replayed agent restarts (issue 12, item 8): an agent process that starts again registers a new
+ * Replayed agent restarts: an agent process that starts again registers a new
  * incarnation; what the old one ran is lost (WORKER_FAILED) and retried, and the old one's late
  * reports are refused. Invariants after every step (harness.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * Replayed stage timers and cancels (issue 12, item 8): the execution's own timer fires when the
+ * Replayed stage timers and cancels: the execution's own timer fires when the
  * simulated clock passes a stage's timeout, as Step Functions' TimeoutSeconds would; a cancel is
  * honoured from the stage the session waits in. Invariants after every step (harness.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * Replayed gangs and retries (issue 12, item 8): a gang placed all-or-nothing across agents, an
+ * Replayed gangs and retries: a gang placed all-or-nothing across agents, an
  * agent lost mid-run (the clock passes the agent timeout) whose run is retried under the
  * preemption budget, and a stage retried up to maxTries then given up. Invariants after every
  * step (harness.ts): in particular no split gang and capacity conserved.

@@ -1,5 +1,5 @@
 /**
- * Replays of the session lifecycle (issue 12, item 8), in the style of Iris's controller tests:
+ * Replays of the session lifecycle, in the style of Iris's controller tests:
  * a scenario is a script of steps (a submission, an agent's report, the clock moving on) driven
  * through the real Coordinator and the real EnterStage against DynamoDB Local, with a simulated
  * clock. The Step Functions execution is the small ASL interpreter in driver.ts; agents are
@@ -238,7 +238,7 @@ export interface ReplayOptions {
    * coordinator run (EventBridge and SQS may do so at any time).
    */
   readonly redeliver?: boolean;
-  /** The administrator's submission filter (issue 16), as the coordinator is given it. */
+  /** The administrator's submission filter, as the coordinator is given it. */
   readonly submissionFilter?: CoordinatorDeps["submissionFilter"];
 }
 

@@ -39,7 +39,7 @@ export function singleWriter(d: Dump): string[] {
   for (const { session } of d.sessions) {
     const e = d.executions.get(session.executionName);
     if (!e) {
-      // A submission that failed admission (issue 16) is stored ended, never queued: no lifecycle.
+      // A submission that failed admission is stored ended, never queued: no lifecycle.
       if (!failedAdmission(session)) problems.push(`${session.id}: no execution ${session.executionName}`);
       continue;
     }

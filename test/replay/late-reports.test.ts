@@ -1,5 +1,5 @@
 /**
- * Replayed late reports (issue 12, item 8): the bus delivers at least once and in no promised
+ * Replayed late reports: the bus delivers at least once and in no promised
  * order, so an agent's report may arrive after the control plane has moved the kernel on.
  * Invariants after every step (harness.ts).
  */
@@ -59,7 +59,7 @@ describe("late reports", () => {
     expect(sessionResult(await h.session("s-001")), h.stepLog).toBe("succeeded");
   });
 
-  // Issue 16, item 8: PULLING is informational. One that arrives after its PREPARED, once the
+  // PULLING is informational. One that arrives after its PREPARED, once the
   // kernel runs, is accepted and changes nothing (no Event Rejected: a late report is not an error).
   test("a PULLING delivered after the kernel runs does not move it back", async () => {
     h = await Replay.open("late-pulling");

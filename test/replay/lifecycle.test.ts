@@ -1,5 +1,5 @@
 /**
- * Replayed lifecycles of one session (issue 12, item 8): scripted steps through the real
+ * Replayed lifecycles of one session: scripted steps through the real
  * coordinator and EnterStage on DynamoDB Local, a simulated clock, invariants after every step
  * (harness.ts). Each scenario opens its own table, so ids repeat across scenarios.
  */

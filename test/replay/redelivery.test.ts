@@ -1,5 +1,5 @@
 /**
- * The same lifecycles replayed with at-least-once delivery (issue 12, item 8): every batch of
+ * The same lifecycles replayed with at-least-once delivery: every batch of
  * events the bus delivers (submissions, reports, heartbeats, status changes) is delivered again
  * in the next coordinator run. Consumers are idempotent, so each history is exactly the one a
  * single delivery gives (lifecycle.test.ts, gang-retry.test.ts), and the invariants hold after

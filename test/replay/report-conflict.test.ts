@@ -1,5 +1,5 @@
 /**
- * Replayed: a kernel report that meets a competing write (issue 12). DynamoDB refuses the
+ * Replayed: a kernel report that meets a competing write. DynamoDB refuses the
  * report's write and returns the session as it stands; the coordinator plans again from that
  * copy and does not read the session again, before the write or after it. And a batch's reports
  * for different sessions, which write different items, are written at once.

@@ -29,7 +29,7 @@ export interface Rejection {
 type KernelReportEvent = Extract<InboundEvent, { detailType: typeof DetailType.KernelStatusChanged }>;
 type HeartbeatEvent = Extract<InboundEvent, { detailType: typeof DetailType.AgentHeartbeat }>;
 type RegistrationEvent = Extract<InboundEvent, { detailType: typeof DetailType.AgentRegistrationRequested }>;
-/** A client's change to a draft (issue 16 item 3): the application applies it (app/drafts.ts). */
+/** A client's change to a draft: the application applies it (app/drafts.ts). */
 export type DraftEvent = Extract<
   InboundEvent,
   {
@@ -97,7 +97,7 @@ export type EventAction =
       readonly detailType: string;
       /** The spec as queued: its queue's priority added to its own. */
       readonly spec: SessionSpec;
-      /** A deployment's replica: the route the session backs (issue 15). */
+      /** A deployment's replica: the route the session backs. */
       readonly service?: ServiceBinding;
     }
   | {
@@ -276,7 +276,7 @@ function inboundAction(index: number, event: InboundEvent, input: EventsInput): 
     case DetailType.SessionSubmitted: {
       const id = submissionId(event);
       const { spec } = event.detail;
-      // Kept where the submitter reads it (issue 11): `submit` waits for it, `get` says why.
+      // Kept where the submitter reads it: `submit` waits for it, `get` says why.
       const refuse = (reason: string) => reject(reason, { id, eventId: event.id });
       // A spec whose kernel commands could never be sent is refused now, not stranded later.
       const tooLarge = submissionSizeIssue(event.detail.sessionId, spec);
@@ -328,7 +328,7 @@ function inboundAction(index: number, event: InboundEvent, input: EventsInput): 
     case DetailType.JobDraftSubmitted:
     case DetailType.JobDraftDeleted:
       return { kind: "draft", index, event };
-    // The deployments function's events (issue 15): their rules never bring them here.
+    // The deployments function's events: their rules never bring them here.
     case DetailType.DeploymentCreated:
     case DetailType.DeploymentScaled:
     case DetailType.DeploymentDestroyRequested:

@@ -1,5 +1,5 @@
 /**
- * ECS's own events as kernel reports (issue 14). A Fargate kernel has no agent to report it: the
+ * ECS's own events as kernel reports. A Fargate kernel has no agent to report it: the
  * `ECS Task State Change` events of Cairn's cluster come to the coordinator with the agents'
  * reports, and each becomes the report an agent would have sent (core/ecs-task-events.ts),
  * applied the same way.

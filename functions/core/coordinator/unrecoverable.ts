@@ -1,5 +1,5 @@
 /**
- * Runs that can never start (issue 11, items 3 and 9). Before a pass hands its targets to the
+ * Runs that can never start. Before a pass hands its targets to the
  * handler, the coordinator ends these FAILED instead: a session back in PENDING more often than
  * its run or its execution's history allows, and a session whose preparation failed in a way no
  * retry can clear. Without this a missing executable cycles PREPARING ↔ PENDING forever.
