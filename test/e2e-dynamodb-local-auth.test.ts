@@ -9,7 +9,10 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { agentPk, AGENT_SK } from "../functions/adapters/dynamo/keys.ts";
+import { AGENT_READABLE_ATTRIBUTES } from "../functions/topology/client-access.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
 import { runLogPaths } from "../agent/work-dir.ts";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
@@ -31,7 +34,7 @@ describe("DynamoDB Local's own port, reached by a kernel", () => {
   }, 120_000);
   afterAll(() => rt?.stop());
 
-  test("refuses every key but the control plane's: made-up and client keys get UnrecognizedClientException, nothing is read", async () => {
+  test("refuses every key but the control plane's: made-up and client keys get UnrecognizedClientException, nothing is read; the gate still serves what the client may read", async () => {
     const id = `ddb-probe-${Date.now().toString(36)}`;
     await rt.submit({ sessionId: id, spec: { name: "probe", command: [process.execPath, PROBE] } });
     const ended = await rt.waitForEnd(id, 90_000);
@@ -70,5 +73,29 @@ describe("DynamoDB Local's own port, reached by a kernel", () => {
     // runtime's.)
     const ours = attempts.filter((a) => a.port === dynamoPort || a.port === gatePort);
     expect(ours.filter((a) => a.operation !== "ListTables" && a.outcome === "ok")).toEqual([]);
+
+    // What the client's policy allows still gets through the gate, which passes it on signed
+    // with the one key DynamoDB Local accepts: the agent, without its signing key.
+    const viaGate = new DynamoDBClient({
+      endpoint: rt.runtime.info.endpoints.dynamoDb,
+      region: rt.runtime.info.region,
+      credentials: rt.runtime.info.credentials.client,
+    });
+    try {
+      const read = await viaGate.send(
+        new GetItemCommand({
+          TableName: rt.runtime.info.tableName,
+          Key: { pk: { S: agentPk(agent.id) }, sk: { S: AGENT_SK } },
+          ProjectionExpression: AGENT_READABLE_ATTRIBUTES.map((_, i) => `#a${i}`).join(", "),
+          ExpressionAttributeNames: Object.fromEntries(
+            AGENT_READABLE_ATTRIBUTES.map((a, i) => [`#a${i}`, a]),
+          ),
+        }),
+      );
+      expect(read.Item?.["id"]?.S).toBe(agent.id);
+      expect(read.Item?.["signingKey"]).toBeUndefined();
+    } finally {
+      viaGate.destroy();
+    }
   }, 120_000);
 });
