@@ -318,6 +318,15 @@ export function verdict(a: readonly RunFigures[], b: readonly RunFigures[], test
   return { checks, pass, notes };
 }
 
+/** B/A of each pair: the i-th B run against the i-th A run (the one just before it). */
+export function pairRatios(
+  a: readonly RunFigures[],
+  b: readonly RunFigures[],
+  pick: (f: RunFigures) => number,
+): number[] {
+  return b.slice(0, a.length).map((runB, i) => ratio(pick(a[i]!), pick(runB)));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The table.
 
@@ -400,6 +409,17 @@ export function renderTable(options: {
       .trimEnd();
   lines.push(format(header));
   for (const r of rows) lines.push(format(r));
+  lines.push("");
+  // Each B run against the A run just before it: the machine's load weighs on a pair alike.
+  for (const [label, pick] of [
+    ["throughput", (f: RunFigures) => f.throughput],
+    ["first session RUNNING", (f: RunFigures) => f.firstRunningSeconds],
+  ] as const) {
+    const perPair = pairRatios(runsA, runsB, pick);
+    lines.push(
+      `${label} B/A by pair: ${perPair.map(fmtRatio).join(" ")} (median ${fmtRatio(median(perPair))})`,
+    );
+  }
   lines.push("");
   const v = verdict(runsA, runsB, options.testCpu);
   for (const c of v.checks) {

@@ -7,6 +7,7 @@ import { describe, expect, test, vi } from "vitest";
 import {
   allRequests,
   median,
+  pairRatios,
   parseBenchOutput,
   parseCompareArgs,
   ratio,
@@ -92,6 +93,14 @@ describe("medians and ratios", () => {
   test("a run without the figure (NaN) is left out; no runs give NaN", () => {
     expect(median([NaN, 4, 2])).toBe(3);
     expect(median([])).toBeNaN();
+  });
+
+  test("per pair, each B run against the A run just before it", () => {
+    const a = [run({ throughput: 10 }), run({ throughput: 20 }), run({ throughput: 5 })];
+    const b = [run({ throughput: 9 }), run({ throughput: 14 }), run({ throughput: 6 })];
+    expect(pairRatios(a, b, (f) => f.throughput)).toEqual([0.9, 0.7, 1.2]);
+    // A stopped comparison's last A run has no B yet.
+    expect(pairRatios(a, b.slice(0, 2), (f) => f.throughput)).toEqual([0.9, 0.7]);
   });
 
   test("B/A, with 0 against 0 as no change and anything against 0 as infinitely more", () => {
@@ -217,6 +226,7 @@ describe("the table", () => {
     // 12.3 + 13.7 + 12.5 + 9.3
     expect(text).toMatch(/^requests per session, all +47\.8 +47\.8 +1\.00/m);
     expect(text).toContain("pass  throughput B/A: 0.95 (bound ≥ 0.85)");
+    expect(text).toContain("throughput B/A by pair: 0.95 0.95 0.94 (median 0.95)");
     expect(text).toMatch(/verdict: B keeps every bound$/);
   });
 });
