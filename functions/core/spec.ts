@@ -157,7 +157,10 @@ const timeoutSecondsSchema = z
     error: `must be at most ${SPEC_LIMITS.timeoutSeconds.max} (1 year, the Step Functions execution limit)`,
   });
 
-const stageTimeout = (stage: StageKey) => timeoutSecondsSchema.default(SPEC_DEFAULTS.timeouts[stage]);
+const stageTimeout = (stage: StageKey) =>
+  timeoutSecondsSchema
+    .default(SPEC_DEFAULTS.timeouts[stage])
+    .describe(`Seconds the session may wait in ${stage.toUpperCase()} before the stage expires.`);
 
 // HPC Pack's job and task states: the job's properties "encompass all task properties (for example, no task has a run
 // time that is greater in value than the run time of the job)".
@@ -205,7 +208,8 @@ const maxTriesSchema = perStage((stage) =>
     .int()
     .min(SPEC_LIMITS.maxTries.min)
     .max(SPEC_LIMITS.maxTries.max)
-    .default(SPEC_DEFAULTS.maxTries[stage]),
+    .default(SPEC_DEFAULTS.maxTries[stage])
+    .describe(`Handler tries in ${stage.toUpperCase()} before the stage gives up.`),
 );
 
 const retryBudgetSchema = z
