@@ -1,5 +1,5 @@
 /**
- * The deployments function's application layer (issue 15): loads what the core decides on,
+ * The deployments function's application layer (Backend.AI's deployments and their routes): loads what the core decides on,
  * calls it, and carries out its effects. A batch's requests and health reports are applied
  * first (each a guarded write, re-read on conflict); then every deployment they touched, that a
  * status change woke, or (on the sweep) every live one, takes one pass of its handlers

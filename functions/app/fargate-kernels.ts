@@ -1,5 +1,5 @@
 /**
- * Kernel commands as ECS calls (issue 14): a Fargate kernel has no agent to prepare, start or
+ * Kernel commands as ECS calls: a Fargate kernel has no agent to prepare, start or
  * stop it, so the lifecycle handlers ask ECS through the FargateTasksPort instead.
  *
  * - prepare: a task definition for the session's image and size (registered once per content:

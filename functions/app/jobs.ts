@@ -1,5 +1,5 @@
 /**
- * Jobs in the coordinator (issue 6): a submission expands into its sessions, a cancel of a job
+ * Jobs in the coordinator (Iris's jobs and HPC Pack's): a submission expands into its sessions, a cancel of a job
  * reaches all of them, and when a job's tasks end its state is derived (core/jobs.ts) and its
  * cascades carried out: the remaining tasks are killed and, unless it SUCCEEDED, its child jobs
  * are cancelled, recursively.
@@ -173,7 +173,7 @@ export class Jobs {
   }
 
   /**
-   * Records a refused submission where clients read it (issue 11) and returns the reason. A
+   * Records a refused submission where clients read it (so `cairn get` can say why) and returns the reason. A
    * submission that did not parse is recorded when its envelope still names a usable id.
    */
   async refuse(submission: { id?: unknown; eventId?: unknown }, reason: string): Promise<string> {

@@ -1,5 +1,5 @@
 /**
- * Priority preemption in the coordinator (issue 6): after ScheduleNewSessions, the sessions it
+ * Priority preemption in the coordinator: after ScheduleNewSessions, the sessions it
  * could not place may preempt sessions of lower priority bands holding capacity. The pure core
  * (core/preemption.ts) chooses the victims; this module reads what it needs and carries the plan
  * out, the way a cancel is carried out: claim the victim's stage, complete it with a transition.

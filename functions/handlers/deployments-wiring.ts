@@ -1,5 +1,5 @@
 /**
- * The deployments function's and the family stage entry's wiring (issue 15), apart from the
+ * The deployments function's and the family stage entry's wiring, apart from the
  * session functions' (wiring.ts), so that each function's bundle carries only what it runs.
  * Endpoints come from the standard SDK environment, as wiring.ts's do.
  */

@@ -1,5 +1,5 @@
 /**
- * Lambda entry point of the deployments function (issue 15). Triggered by its FIFO queue: SQS
+ * Lambda entry point of the deployments function (Backend.AI's deployments and their routes). Triggered by its FIFO queue: SQS
  * batches of deployment requests, replicas' health reports, status changes that wake a
  * deployment, and the deployments' sweep. A message whose work failed with a retryable error is
  * reported failed (and with it, on a FIFO queue, every later one) so that only those return.

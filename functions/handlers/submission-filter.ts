@@ -1,5 +1,5 @@
 /**
- * The administrator's submission filter (issue 16), built for the coordinator only: a Lambda
+ * The administrator's submission filter (it may accept, refuse or modify a submission), built for the coordinator only: a Lambda
  * function on AWS, a local module in the embedded runtime (functions/config.ts reads which).
  */
 import { LambdaClient } from "@aws-sdk/client-lambda";

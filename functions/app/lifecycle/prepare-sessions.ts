@@ -6,7 +6,7 @@
  * preparation failed makes the session a failure (the coordinator judges retry or give-up) and
  * is sent `prepare` again; sessions still preparing are left for PromoteToPrepared or expiry.
  *
- * A Fargate session (issue 14) has no agent to prepare it: its task definition is ensured here
+ * A Fargate session has no agent to prepare it: its task definition is ensured here
  * (registered once per content) and its kernels are marked PREPARED at once; an ECS failure is
  * the session's, in ECS's words.
  */

@@ -3,7 +3,7 @@
  * are still there succeeds (→ CREATING), and the CREATING entry sends the `start` commands once
  * it is written (core/entry-commands.ts); PromoteToRunning sees the agents' RUNNING reports.
  *
- * A Fargate session's kernels (issue 14) are started here as ECS tasks, all of a gang or none,
+ * A Fargate session's kernels are started here as ECS tasks, all of a gang or none,
  * with the queue's capacity provider; each kernel records its task. ECS's events report them.
  */
 import { executorOf, Executor } from "../../core/fargate.ts";
