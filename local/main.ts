@@ -32,18 +32,10 @@ async function main(): Promise<void> {
       });
     },
   );
-  console.log(
-    `cairn ready in ${((Date.now() - started) / 1000).toFixed(1)}s: events ${info.endpoints.eventBridge} ` +
-      `(bus ${info.eventBusName}), stepfunctions ${info.endpoints.stepFunctions}, dynamodb ${info.endpoints.dynamoDb}, ` +
-      `sqs ${info.endpoints.sqs}, logs ${info.endpoints.logs}; dashboard ${dashboard.url}; ` +
-      `${runtime.agents.length} agents (cairn agent processes: ${runtime.agents.map((a) => `${a.id} pid ${a.pid}`).join(", ")})`,
-  );
-  console.log(`dashboard: ${dashboard.url}`);
+  const readySeconds = ((Date.now() - started) / 1000).toFixed(1);
   const record = recordRuntimeForUser(process.env, command.options.dataDir, process.pid);
-  if (record !== undefined)
-    console.log(`recorded in ${record}: \`cairn\` finds this runtime from any directory`);
-  console.log("submit with: npx cairn submit -f examples/hello.yaml --wait   (Ctrl-C stops)");
-
+  // Before anything says "ready": a Ctrl-C at once must stop what was started, not kill the
+  // process with it all still running.
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) {
@@ -70,6 +62,17 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => shutdown("SIGINT"));
   process.on("SIGTERM", () => shutdown("SIGTERM"));
+
+  console.log(
+    `cairn ready in ${readySeconds}s: events ${info.endpoints.eventBridge} ` +
+      `(bus ${info.eventBusName}), stepfunctions ${info.endpoints.stepFunctions}, dynamodb ${info.endpoints.dynamoDb}, ` +
+      `sqs ${info.endpoints.sqs}, logs ${info.endpoints.logs}; dashboard ${dashboard.url}; ` +
+      `${runtime.agents.length} agents (cairn agent processes: ${runtime.agents.map((a) => `${a.id} pid ${a.pid}`).join(", ")})`,
+  );
+  console.log(`dashboard: ${dashboard.url}`);
+  if (record !== undefined)
+    console.log(`recorded in ${record}: \`cairn\` finds this runtime from any directory`);
+  console.log("submit with: npx cairn submit -f examples/hello.yaml --wait   (Ctrl-C stops)");
 }
 
 main().catch((error: unknown) => {
