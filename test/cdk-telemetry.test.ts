@@ -13,6 +13,7 @@ import type { Page } from "../functions/core/ports/paging.ts";
 import type { Session } from "../functions/core/model.ts";
 import { WAITING_SESSION_STATUSES, type SessionStatus } from "../functions/core/status.ts";
 import { handleCoordinatorEvent } from "../functions/handlers/coordinator.ts";
+import type { ParsedBatch } from "../functions/app/coordinator-core.ts";
 import { recordCensus, recordRun, recordStageEntry, type MetricSink } from "../functions/handlers/metrics.ts";
 import { MetricDimension, MetricName, METRICS_SERVICE } from "../functions/topology/metrics.ts";
 import {
@@ -181,16 +182,21 @@ describe("the census of waiting sessions", () => {
   });
 });
 
+/** The event id an event of the parsed batch carries (these tests' bodies parse as invalid events). */
+function eventIdOf(event: ParsedBatch["events"][number]): string | undefined {
+  return event.kind === "invalid" ? event.eventId : undefined;
+}
+
 describe("the coordinator entry point", () => {
   const report: RunReport = { applied: 1, rejected: [], retry: [1], passes: [], completed: 0 };
 
   function fakeWiring(nowMs: { value: number }, store: Pick<Wiring["store"], "listSessionsByStatus">) {
     const logged: string[] = [];
-    const runs: { envelopes: readonly unknown[]; sweep: boolean }[] = [];
+    const runs: { eventIds: readonly unknown[]; sweep: boolean }[] = [];
     const wiring = {
       coordinator: {
-        run: (envelopes: readonly unknown[], options: { sweep?: boolean } = {}) => {
-          runs.push({ envelopes, sweep: options.sweep === true });
+        run: (batch: ParsedBatch, options: { sweep?: boolean } = {}) => {
+          runs.push({ eventIds: batch.events.map(eventIdOf), sweep: options.sweep === true });
           return Promise.resolve(report);
         },
       },
@@ -218,7 +224,8 @@ describe("the coordinator entry point", () => {
       },
       sink,
     );
-    expect(runs).toEqual([{ envelopes: [{ id: "a" }, { id: "b" }], sweep: false }]);
+    // The bodies are parsed here, at the entry point: the run gets the batch's events in order.
+    expect(runs).toEqual([{ eventIds: ["a", "b"], sweep: false }]);
     expect(out).toEqual({ batchItemFailures: [{ itemIdentifier: "m-2" }] });
     expect(sink.points[0]).toBe("CoordinatorRuns{Trigger=events} = 1");
     expect(sink.points).not.toContain(expect.stringMatching(/^SessionsInStatus/));
@@ -243,7 +250,7 @@ describe("the coordinator entry point", () => {
       sink,
     );
     // The scheduled event is not an event to apply: the run is a sweep over the others.
-    expect(runs).toEqual([{ envelopes: [{ id: "a" }], sweep: true }]);
+    expect(runs).toEqual([{ eventIds: ["a"], sweep: true }]);
     expect(sink.points[0]).toBe("CoordinatorRuns{Trigger=sweep} = 1");
     expect(sink.points.some((p) => p.startsWith("SessionsInStatus"))).toBe(true);
     // The run's retry index 1 names no message here: the scheduled event is not one of its envelopes.
