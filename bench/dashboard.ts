@@ -1,5 +1,5 @@
 /**
- * Dashboard benchmark (issue 13): the list page's server time with N sessions in the table
+ * Dashboard benchmark: the list page's server time with N sessions in the table
  * (default 10,000), read from the dashboard's own Server-Timing header, over HTTP, against
  * DynamoDB Local. Sessions are written straight to the table (BatchWriteItem of the items the
  * store itself writes), spread over statuses and queues as a busy day would leave them.

@@ -1,6 +1,6 @@
 /**
  * What one DynamoDB Local request costs its JVM, by shape: the CPU time DynamoDB Local uses
- * (from /proc) per request, for the request shapes the store sends most (issue 12: the embedded
+ * (from /proc) per request, for the request shapes the store sends most (the embedded
  * runtime is CPU-bound, and DynamoDB Local takes the larger share). Prints one row per shape.
  *
  *   npx node bench/dynamo-ops.ts [requests=3000] [concurrency=8]

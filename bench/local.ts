@@ -13,14 +13,14 @@
  *   common: [--agent-cpu 512] [--concurrency 8] [--timeout-seconds 1200] [--verbose]
  *           [--heartbeat-seconds 2] [--sweep-seconds 5]
  *     The bench's agents heartbeat every 2 s and its sweep runs every 5 s, more often than a
- *     user's (`cairn agent` 30 s, the sweep 60 s): the figures since issue 12 began are measured
+ *     user's (`cairn agent` 30 s, the sweep 60 s): the figures in docs/performance.md are measured
  *     so. `--heartbeat-seconds 30 --sweep-seconds 60` measures with the defaults instead, as the
  *     AWS price at the end of the output should be read.
  *   [--warm-up 0]
  *     Runs that many of the scenario's units (sessions, gangs) to their end first, unmeasured,
  *     so the measured burst meets a runtime whose DynamoDB Local has already compiled its hot
  *     code (its JIT spends 15–18 s of CPU in the first half-minute of a run). The default, 0,
- *     measures a burst that arrives right after the start, as every figure since issue 12 began.
+ *     measures a burst that arrives right after the start, as every figure in docs/performance.md.
  */
 import { parseArgs } from "node:util";
 import { SPEC_LIMITS } from "../functions/core/spec.ts";

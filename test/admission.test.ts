@@ -1,7 +1,7 @@
 /**
- * Admission (issue 16, items 4 and 5) over DynamoDB Local, with fakes that record calls and fail
- * on demand: the filter asked once per job (a redelivered submission is validated, not
- * filtered), a failed submission stored once and announced once, a template's default queue
+ * Admission (job templates and the submission filter) over DynamoDB Local, with fakes that record
+ * calls and fail on demand: the filter asked once per job (a redelivered submission is validated,
+ * not filtered), a failed submission stored once and announced once, a template's default queue
  * checked and its priority added, a failed template read not cached; and the Lambda adapter's
  * mapping of a function error, a reply and the caller's abort.
  */

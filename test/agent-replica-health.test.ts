@@ -1,5 +1,5 @@
 /**
- * Deployment replicas on an agent (issue 15): a kernel started with a service binding gets
+ * Deployment replicas on an agent: a kernel started with a service binding gets
  * its port as CAIRN_PORT (pinned or picked) and is probed there while it runs, and the probes
  * go out as signed `Route Health Reported` events; a report that could not be sent is kept
  * for the next. Real replicas (`node -e` and `python3 -m http.server`), a real LocalAgent, and

@@ -281,7 +281,7 @@ describe("session-lifecycle.asl.json against the core's tables", () => {
 });
 
 /**
- * Issue 11: what no retry clears is caught and recorded on the session, never left to fail the
+ * What no retry clears is caught and recorded on the session, never left to fail the
  * execution silently; what is transient is retried (AWS's Lambda best-practice list, plus the
  * handler's own transient errors, named by their data: see functions/handlers/enter-stage.ts).
  */

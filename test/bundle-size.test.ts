@@ -1,5 +1,5 @@
 /**
- * What each Lambda bundle carries (issue 11 item 7). Each handler the topology names is bundled
+ * What each Lambda bundle carries. Each handler the topology names is bundled
  * with esbuild exactly as lib/functions.ts bundles it, and its metafile is read: the YAML parser,
  * the CLI, the agent and the embedded runtime have no business in a function, and neither do
  * zod's translations (a `import { z } from "zod"` pulls in every locale; `import * as z` lets
@@ -14,20 +14,20 @@ import { FUNCTION_BUNDLING, PROJECT_ROOT } from "../lib/functions.ts";
 
 /**
  * Was 1.56 MB before the YAML parser and zod's locales left the bundles (1.10 MB after); the ECS
- * client the Fargate executor sends with (issue 14) adds about 0.13 MB to the coordinator and
+ * client the Fargate executor sends with adds about 0.13 MB to the coordinator and
  * EnterStage (1.27 MB).
  */
 const BUDGET_BYTES = 1_300_000;
 /**
- * The coordinator alone invokes the submission filter (issue 16), with @aws-sdk/client-lambda:
+ * The coordinator alone invokes the submission filter, with @aws-sdk/client-lambda:
  * about 0.14 MB more (its schemas, and the event-stream support of InvokeWithResponseStream).
  * Only its bundle carries it (handlers/submission-filter.ts), so EnterStage keeps the budget.
- * 1.449 MB at issue 12's ninth session; the budget leaves room for our own code to grow.
+ * 1.449 MB as last measured; the budget leaves room for our own code to grow.
  */
 /**
- * EnterStage carries the coordinator it advances, with admission and drafts (issue 16), and sends
- * the agents' prepare and start commands (core/entry-commands.ts): 1.32 MB, 1.33 MB with issue
- * 12's one-item store, concurrent reservations and intake (our own code, no new dependency).
+ * EnterStage carries the coordinator it advances, with admission and drafts, and sends
+ * the agents' prepare and start commands (core/entry-commands.ts): 1.32 MB, 1.33 MB with the
+ * one-item store, concurrent reservations and intake (our own code, no new dependency).
  */
 /**
  * Both judge finished runs against retry policies, whose termination-message patterns RE2JS

@@ -1,5 +1,5 @@
 /**
- * The Fargate executor's side of the stack (issue 14): nothing of it without the `fargate` prop;
+ * The Fargate executor's side of the stack: nothing of it without the `fargate` prop;
  * with it, the cluster (created or given), the task execution and task roles and their trust,
  * the rule on the default bus that brings ECS's task state changes in where kernel reports go,
  * each ECS grant on its exact resources and conditions, the functions' environment, cdk-nag

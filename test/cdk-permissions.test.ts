@@ -62,7 +62,7 @@ function ecsImplied(): string[] {
   ];
 }
 
-/** The submission filter's invocation (issue 16), granted by lib/cairn.ts to the coordinator with the prop. */
+/** The submission filter's invocation, granted by lib/cairn.ts to the coordinator with the prop. */
 const FILTER_ACTIONS_OF_COMMAND: Readonly<Record<string, readonly string[]>> = {
   InvokeCommand: [...FILTER_INVOKE_ACTIONS],
 };

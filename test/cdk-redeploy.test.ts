@@ -1,5 +1,5 @@
 /**
- * `cdk deploy` after `cdk destroy` (issue 11 item 6). Resources the stack retains on destroy (by
+ * `cdk deploy` after `cdk destroy`. Resources the stack retains on destroy (by
  * default the table and every log group) stay in the account; a second stack that asks for one of
  * their names fails with "already exists". So: deploy the template twice, as CloudFormation
  * would, each time with a new stack id, and no log group (nor any retained resource) may get the

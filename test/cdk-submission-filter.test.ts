@@ -1,5 +1,5 @@
 /**
- * The `submissionFilter` prop (issue 16, item 5): the coordinator, and only it, may invoke
+ * The `submissionFilter` prop: the coordinator, and only it, may invoke
  * exactly the filter's function and is told its ARN, timeout and failure mode; without the prop
  * no function may invoke any Lambda function; impossible values fail at synth naming the prop;
  * cdk-nag finds nothing with the prop set.

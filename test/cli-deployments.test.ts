@@ -1,5 +1,5 @@
 /**
- * `cairn deployment` (issue 15): arguments and specs refused before anything is sent, with
+ * `cairn deployment`: arguments and specs refused before anything is sent, with
  * verbatim messages; the events each request publishes (and the requests the control plane
  * would refuse, refused here first); get, list and routes rendered from deployment and route
  * items saved through DeploymentItems in DynamoDB Local; and `--wait` following items the test

@@ -1,5 +1,5 @@
 /**
- * Drafts in the CLI without a runtime (issue 16, item 3): parsing `job create / edit / submit /
+ * Drafts in the CLI without a runtime: parsing `job create / edit / submit /
  * delete`, the spec validated before anything is sent, the local refusals (not a draft, no
  * draft), the control plane's refusal of the very event sent, and `job get` of a draft
  * (Configuring), against in-memory fakes on a simulated clock.

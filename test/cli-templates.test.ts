@@ -1,5 +1,5 @@
 /**
- * `cairn template create|get|list|update|delete` (issue 16, item 4) against DynamoDB Local, and
+ * `cairn template create|get|list|update|delete` against DynamoDB Local, and
  * `cairn submit` sending the spec as written so a template's defaults apply to what it leaves unset.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * The coordinator's job pass against DynamoDB Local (issue 6): sessions that end make their job
+ * The coordinator's job pass against DynamoDB Local: sessions that end make their job
  * judged; a terminal job kills its remaining tasks and records its final state once; and a job
  * pass that fails (a fault DynamoDB Local cannot produce, injected here) asks for the status
  * changes that triggered it to be redelivered, after which the job settles.

@@ -1,5 +1,5 @@
 /**
- * Issue 13 in a real browser: Debian's Chromium driven by puppeteer-core, against the embedded
+ * The dashboard in a real browser: Debian's Chromium driven by puppeteer-core, against the embedded
  * runtime with real agent processes and the dashboard `npm start` serves (local/dashboard.ts).
  * Screenshots go to test-results/ (kept by CI as artifacts). One runtime and one browser for the
  * file; each scenario submits its own sessions (and one its own deployment).

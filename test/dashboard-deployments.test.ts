@@ -1,5 +1,5 @@
 /**
- * The dashboard's deployments pages (issue 15) over deployments saved through DeploymentItems in
+ * The dashboard's deployments pages over deployments saved through DeploymentItems in
  * DynamoDB Local: the list (status, replicas live of those asked for, healthy routes, age), a
  * deployment's page (spec, routes with their sessions, endpoints and health, history newest last,
  * execution links), what users and replicas wrote rendered escaped, and 404s. Executions: the

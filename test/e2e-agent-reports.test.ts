@@ -1,9 +1,9 @@
 /**
- * Issue 16, item 8 end to end, with `cairn agent` processes and real kernels in the embedded
+ * Agent reports end to end, with `cairn agent` processes and real kernels in the embedded
  * runtime: an agent reports PULLING when it begins preparing a run and the coordinator accepts it
  * (no Event Rejected, the session moves on); and a failed run's kernel carries the failure category
  * the agent classified (core/retry/failure-categories.ts), which a retry rule matches. And an agent
- * restarted with the same id (issue 10) reports at registration that its old incarnation's kernels
+ * restarted with the same id reports at registration that its old incarnation's kernels
  * are gone, so they are retried at once rather than after the liveness window.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";

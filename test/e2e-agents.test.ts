@@ -1,5 +1,5 @@
 /**
- * Issue 10 end to end: agents are `cairn agent` processes talking to the embedded runtime only
+ * Agents end to end: agents are `cairn agent` processes talking to the embedded runtime only
  * through its AWS-protocol endpoints (SQS for commands, EventBridge for reports), exactly as they
  * would to a deployed stack. Real processes are killed, restarted and drained; forged traffic is
  * sent with the real SDK.

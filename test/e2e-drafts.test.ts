@@ -1,5 +1,5 @@
 /**
- * Drafts end to end (issue 16, item 3; seed 004's Configuring) through the real `cairn` binary
+ * Drafts end to end (HPC Pack's Configuring) through the real `cairn` binary
  * against the embedded runtime with two agents: a draft is created, edited, shown Configuring with
  * no sessions, submitted under its id and runs to completion (HPC Finished), after which it is no
  * draft any more; a stale edit, an edit of a submitted job and a delete of one are refused with the

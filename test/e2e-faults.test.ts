@@ -1,8 +1,9 @@
 /**
- * Issue 11 end to end: AWS faults the embedded runtime injects (local/stepfunctions/faults.ts)
- * against the real ASL, handlers, DynamoDB Local and agent processes. Each scenario switches its
- * faults on, drives a session through them, and ends with the lifecycle invariants: no session
- * under way without a RUNNING execution, no ended session holding a task token.
+ * Fault tolerance end to end: AWS faults the embedded runtime injects
+ * (local/stepfunctions/faults.ts) against the real ASL, handlers, DynamoDB Local and agent
+ * processes. Each scenario switches its faults on, drives a session through them, and ends with the
+ * lifecycle invariants: no session under way without a RUNNING execution, no ended session holding
+ * a task token.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -64,7 +65,7 @@ async function executionOf(sessionId: string) {
 
 const bytes = (text: string | undefined) => (text === undefined ? 0 : Buffer.byteLength(text, "utf8"));
 
-describe("AWS faults, end to end (issue 11)", () => {
+describe("AWS faults, end to end", () => {
   test("lost responses of the PENDING expiry's judgment and of Requeued: the retried run is recorded and counted once", async () => {
     const policy = `unsched-${Date.now().toString(36)}`;
     await rt.store.createRetryPolicy(
@@ -334,7 +335,7 @@ describe("AWS faults, end to end (issue 11)", () => {
  * Step Functions port): the retry's token lands between the claim and SendTaskSuccess, whose
  * answer for the claimed token is TaskTimedOut. The newer token is the one completed.
  */
-describe("completing the newest token (issue 11)", () => {
+describe("completing the newest token", () => {
   test("a closed token whose stage now holds a newer one: the newer one is claimed and completed", async () => {
     const table = await freshTable("cairn-newest-token");
     try {

@@ -1,7 +1,7 @@
 /**
- * Issue 16, item 6 end to end (seed 004), with real processes on one local agent: a job's
- * run-time limit (`timeouts.job`) cancelling a running job, and the cancellation rules in the HPC
- * view — a running task that is cancelled is Failed, one cancelled before it started Canceled,
+ * Job run-time limits end to end (HPC Pack's rules), with real processes on one local agent: a
+ * job's run-time limit (`timeouts.job`) cancelling a running job, and the cancellation rules in the
+ * HPC view — a running task that is cancelled is Failed, one cancelled before it started Canceled,
  * while the Sokovan status reads TERMINATED / CANCELLED. The limit is checked by the sweep, every
  * second here (the test runtime's default is 5 s).
  */

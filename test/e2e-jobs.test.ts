@@ -1,7 +1,7 @@
 /**
- * Issue 6 end to end, with real processes on four local agents: a co-scheduled gang torn down
- * (and retried) as one, independent tasks sharing a failure domain, a scheduling timeout, and
- * parent/child cancellation. Task commands branch on CAIRN_TASK_INDEX.
+ * Jobs and co-scheduled gangs end to end, with real processes on four local agents: a co-scheduled
+ * gang torn down (and retried) as one, independent tasks sharing a failure domain, a scheduling
+ * timeout, and parent/child cancellation. Task commands branch on CAIRN_TASK_INDEX.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { deriveJobState, jobSettings, jobTasks, type TaskView } from "../functions/core/jobs.ts";
@@ -335,7 +335,7 @@ test("submissions naming a missing parent, or too long an id for independent tas
   ]);
 }, 30_000);
 
-describe("task ids nobody can squat (issue 11)", () => {
+describe("task ids nobody can squat", () => {
   /** Collects the Event Rejected reasons from now on. */
   function rejections(): string[] {
     const reasons: string[] = [];

@@ -1,10 +1,10 @@
 /**
- * Issue 3's end-to-end scenarios that need real processes, against the embedded runtime: the
- * real ASL on the local Step Functions engine, DynamoDB Local, the local bus, the handlers
- * in-process, and two local agents (4 cpu, 4096 MiB each). What they check is what only a real
- * agent shows: a command's real output, an OOM kill (exit 137), a real process stopped. Every
- * other lifecycle scenario (expiry, cancel in PENDING, non-zero exit, duplicates, malformed
- * events, gangs, retries) is replayed deterministically in test/replay/.
+ * The session lifecycle's end-to-end scenarios that need real processes, against the embedded
+ * runtime: the real ASL on the local Step Functions engine, DynamoDB Local, the local bus, the
+ * handlers in-process, and two local agents (4 cpu, 4096 MiB each). What they check is what only a
+ * real agent shows: a command's real output, an OOM kill (exit 137), a real process stopped. Every
+ * other lifecycle scenario (expiry, cancel in PENDING, non-zero exit, duplicates, malformed events,
+ * gangs, retries) is replayed deterministically in test/replay/.
  */
 import { readCombinedLog } from "../agent/log-reader.ts";
 import { runLogPaths } from "../agent/work-dir.ts";

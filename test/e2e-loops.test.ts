@@ -1,5 +1,5 @@
 /**
- * Issue 11, items 3 and 9, end to end on the embedded runtime: loops that never ended now end,
+ * Lifecycle loop limits end to end on the embedded runtime: loops that never ended now end,
  * FAILED with a reason, long before one execution's 25,000-event history could fill.
  *
  * - A command that does not exist is not retried at all: the agent marks the error as one no

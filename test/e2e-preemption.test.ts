@@ -1,5 +1,5 @@
 /**
- * Issue 6's priority preemption end to end, with real processes on two local agents of 2 cpu:
+ * Priority preemption end to end, with real processes on two local agents of 2 cpu:
  * a high-priority job that cannot be placed preempts a running low-priority task, which is
  * stopped as Preempted, retried under the preemption budget, and resumes once the high-priority
  * job is done; and a gang that would not fit even after preempting every lower-priority session

@@ -1,5 +1,5 @@
 /**
- * Issue 11 item 5 end to end: a session whose lifecycle execution is gone is repaired by the
+ * Lifecycle repair end to end: a session whose lifecycle execution is gone is repaired by the
  * sweep. Each cause is produced on the embedded runtime: an execution stopped (StopExecution:
  * ABORTED), one failed (a stage completed towards a status the flow does not allow, which ends in
  * the state machine's Fail state, an error nothing catches: FAILED), a session whose

@@ -1,5 +1,5 @@
 /**
- * Issue 5 end to end: runs that fail are retried or not by real retry policies and budgets, with
+ * Retries end to end: runs that fail are retried or not by real retry policies and budgets, with
  * real processes in the embedded runtime (two agents). Each command looks at CAIRN_RUN_INDEX to
  * fail on its first run and succeed on a retry, so a retry is visible as a succeeded session.
  */

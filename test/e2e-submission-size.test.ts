@@ -1,6 +1,6 @@
 /**
  * Submissions too large to carry through their lifecycle, end to end against the embedded
- * runtime (issue 11 item 10). A spec whose Session Submitted event fits EventBridge used to be
+ * runtime. A spec whose Session Submitted event fits EventBridge used to be
  * accepted although the kernel command it causes could never be put on an agent's queue: the
  * session was stranded at its first command. Now the edge refuses it — the CLI before sending, the
  * coordinator on receipt (for clients that put the event themselves) — naming the field and the

@@ -1,5 +1,5 @@
 /**
- * The deployment and route state machines against the core's tables (issue 15, item 2): the
+ * The deployment and route state machines against the core's tables: the
  * status graph derived from each ASL equals, edge by edge, the graph of the seed's handler rows
  * plus the separate triggers (destroy request, route removal); every waiting status has one
  * callback state, no expiry (the seed gives these families none: a callback state that waits a day

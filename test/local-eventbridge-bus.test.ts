@@ -571,7 +571,7 @@ describe("rules", () => {
   });
 });
 
-describe("rules use the whole pattern language (issue 11, item 15)", () => {
+describe("rules use the whole pattern language", () => {
   test("a rule on a dotted key and an anything-but prefix list routes what AWS would route", async () => {
     const { bus } = newBus();
     const { target, events } = recorder();

@@ -657,7 +657,7 @@ describe("validateEventPattern: what AWS rejects with InvalidEventPatternExcepti
 });
 
 // ---------------------------------------------------------------------------------------------
-// The rest of the documented language (issue 11, item 15). Sources as above, plus
+// The rest of the documented language. Sources as above, plus
 // [ruler-dots]  aws/event-ruler README, "Caveat: Compiled rules and JSON keys with dots"
 // [ruler-rc]    aws/event-ruler JsonRuleCompiler (its messages are AWS's "Reason: …")
 // [edge] rows on a path given twice: AWS documents nothing and event-ruler keeps the last by

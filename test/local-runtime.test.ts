@@ -1,5 +1,5 @@
 /**
- * The embedded runtime's own faults (issue 11, item 13): every endpoint on loopback only, a
+ * The embedded runtime's own faults: every endpoint on loopback only, a
  * runtime killed with SIGKILL cleaned up by the next start, `--data-dir` keeping the table
  * across restarts, and every `npm start` option validated.
  */
@@ -105,7 +105,7 @@ describe("npm start options", () => {
     });
   });
 
-  test("--submission-filter names the filter module, its timeout and its failure mode (issue 16)", () => {
+  test("--submission-filter names the filter module, its timeout and its failure mode", () => {
     expect(parseStartArgs(["--submission-filter", "./filter.mjs"])).toMatchObject({
       options: { submissionFilter: { module: "./filter.mjs" } },
     });

@@ -526,7 +526,7 @@ describe("history quota", () => {
   });
 });
 
-describe("fault injection (issue 11)", () => {
+describe("fault injection", () => {
   /** One callback state entered through a Lambda that records each attempt's token and $$.State. */
   function callbackMachine(
     retry: object[],

@@ -288,7 +288,7 @@ describe("preemption after a scheduling pass", () => {
     );
     const requeued = await read("low-scheduled");
     expect(requeued.session).toMatchObject({ status: "PENDING", runIndex: 0 });
-    // No budget is spent; the return is only counted against the free-returns bound (issue 11).
+    // No budget is spent; the return is only counted against the free-returns bound.
     expect(requeued.session.retry).toMatchObject({
       failureCount: 0,
       preemptionCount: 0,

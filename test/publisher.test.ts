@@ -1,5 +1,5 @@
 /**
- * The event publisher against the embedded EventBridge, through the real SDK (issue 11 item 10):
+ * The event publisher against the embedded EventBridge, through the real SDK:
  * PutEvents takes at most 10 entries and less than 256 KiB of them per request, counted as AWS
  * counts them (UTF-8 bytes of Source, DetailType, Detail). The embedded endpoint rejects an
  * oversized request as AWS does, so a publisher that only groups by 10 fails here as it would

@@ -1,4 +1,4 @@
-// Drafts (issue 16, item 3; seed 004's Configuring: "The job or task is in the system, but has not
+// Drafts (HPC Pack's Configuring: "The job or task is in the system, but has not
 // been submitted to the queue."): each decision on a create, an edit, a delete, a submission and
 // what follows it, as given / when / then, with every refusal's text verbatim.
 import { describe, expect, test } from "vitest";

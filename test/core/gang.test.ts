@@ -1,6 +1,6 @@
 /**
- * Issue 6, co-scheduled gangs: a task exiting 0 does not end its gang; one failing does, and the
- * siblings stopped for it end WORKER_FAILED (seed 000's coscheduled cascade), unlike a cancel
+ * Co-scheduled gangs: a task exiting 0 does not end its gang; one failing does, and the
+ * siblings stopped for it end WORKER_FAILED (Iris's coscheduled cascade), unlike a cancel
  * (KILLED), the run-time limit (KILLED, DeadlineExceeded: Iris's per-task timeout) or a
  * preemption (PREEMPTED).
  */

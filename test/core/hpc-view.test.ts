@@ -1,5 +1,5 @@
 /**
- * HPC Pack's states as a view (seed 004; issue 16 item 2), case by case for tasks and jobs:
+ * HPC Pack's states as a view, case by case for tasks and jobs:
  * every state a stored session can be in, the seed's "a running task that is cancelled is
  * Failed", and a task retried after a failed start shown Queued, then Failed once retries are
  * used up.

@@ -1,5 +1,5 @@
 /**
- * Issue 16, item 6 (seed 004): a job's run-time limit (`timeouts.job`) and the cancellation rules.
+ * A job's run-time limit (`timeouts.job`) and HPC Pack's cancellation rules.
  * Given a job, its sessions and the time, the judgment says whether the job is past its limit;
  * a job cancelled for it ends KILLED with the limit as its reason, HPC Canceled, and each of its
  * tasks ends by the seed's rules: Failed if it was running, Canceled if it had not started.

@@ -1,5 +1,5 @@
 /**
- * Issue 6: job state derived from task states (seed 000's `_compute_job_state`, rule by rule and
+ * Job state derived from task states (Iris's `_compute_job_state`, rule by rule and
  * in its order), task states read off sessions and kernels, the cascades, and how the retry
  * budgets interact with `maxTaskFailures`.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 11, items 3 and 9, in the pure core: the limits that keep a session inside one
+ * Lifecycle loop limits in the pure core: the limits that keep a session inside one
  * execution's history, the counters of returns to PENDING, and the runs that end FAILED because
  * they can never start.
  */

@@ -1,6 +1,6 @@
 /**
- * PULLING reported by an agent (issue 16, item 8): seed 001's kernel status between PREPARING and
- * PREPARED, Iris's BUILDING (seed 000: "worker sets this during bundle download and dependency
+ * PULLING reported by an agent: Backend.AI's kernel status between PREPARING and
+ * PREPARED, Iris's BUILDING ("worker sets this during bundle download and dependency
  * sync"). Informational: recorded on the kernel, never moving it (or its session) backwards, and
  * a late one is ignored like any report that would (kernel-reports.ts), not refused.
  */

@@ -553,7 +553,7 @@ describe("any input", () => {
 
 describe("examples/", () => {
   const dir = join(import.meta.dirname, "../../examples");
-  /** Deployment specs (issue 15), not session specs. */
+  /** Deployment specs, not session specs. */
   const DEPLOYMENTS = ["service.yaml"];
   const files = readdirSync(dir).filter((f) => /\.(ya?ml|json)$/.test(f) && !DEPLOYMENTS.includes(f));
 

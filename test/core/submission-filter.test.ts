@@ -1,4 +1,4 @@
-// The submission filter's contract (issue 16, item 5): each decision, and every failure —
+// The submission filter's contract: each decision, and every failure —
 // an error, a timeout, a malformed answer — settled fail-open or fail-closed; texts verbatim.
 import { describe, expect, test } from "vitest";
 import { filterVerdict } from "../../functions/core/submission-filter.ts";

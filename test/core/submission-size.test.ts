@@ -1,5 +1,5 @@
 /**
- * A submission against the largest message it causes (issue 11 item 10): the bound on a kernel
+ * A submission against the largest message it causes: the bound on a kernel
  * command is never below what the control plane really sends, and a spec past it is refused with
  * the field to shrink and the sizes.
  */

@@ -1,4 +1,4 @@
-// Job templates (issue 16, item 4; seed 004, "Validating"): defaults applied deep, each constraint
+// Job templates (HPC Pack's "Validating"): defaults applied deep, each constraint
 // kind passing and failing with its error text verbatim, the run-time check on the merged spec, the
 // Default template and an unknown one, and template documents refused with every problem named.
 import { describe, expect, test } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * Issue 16, item 8: a session whose pending timeout expires ends with seed 002's `Unschedulable`
+ * Pending expiry: a session whose pending timeout expires ends with Armada's `Unschedulable`
  * condition ("Pod couldn't be scheduled") on its kernels, so a retry rule on that condition
  * matches the run. Given a PENDING session, when the stage ends, then its kernels as written are
  * what evaluateRetry reads.

@@ -1,9 +1,9 @@
 /**
- * A run never placed, retried by a rule on Armada's `Unschedulable` condition (seed 002; issue
- * 16 item 8): the pending timeout ends its kernels Unschedulable, and the rule sends the session
- * back to PENDING as a new run instead of ending it CANCELLED. Both ways an expiry is seen are
- * replayed: the execution's own timer (JudgePendingExpiry), and a pass that sees it first and
- * completes the stage (Cairn.To.PENDING). Invariants after every step (harness.ts).
+ * A run never placed, retried by a rule on Armada's `Unschedulable` condition: the pending timeout
+ * ends its kernels Unschedulable, and the rule sends the session back to PENDING as a new run
+ * instead of ending it CANCELLED. Both ways an expiry is seen are replayed: the execution's own
+ * timer (JudgePendingExpiry), and a pass that sees it first and completes the stage
+ * (Cairn.To.PENDING). Invariants after every step (harness.ts).
  */
 import { describe, expect, test } from "vitest";
 import { parseRetryPolicy } from "../../functions/core/retry/policy.ts";

@@ -1,4 +1,4 @@
-/** Shared by the admission end-to-end tests (issue 16, items 4 and 5). */
+/** Shared by the admission end-to-end tests (job templates and the submission filter). */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoRequests } from "../../functions/adapters/dynamo/dynamo-requests.ts";
 import { TemplateItems } from "../../functions/adapters/dynamo/template-items.ts";

@@ -165,7 +165,7 @@ export async function startTestRuntime(
 }
 
 /**
- * Issue 11's invariant, for any e2e test to call after a scenario has settled: no session that
+ * The lifecycle invariant, for any e2e test to call after a scenario has settled: no session that
  * is still under way lacks a RUNNING lifecycle execution (nothing stranded), and no session that
  * has ended still holds a task token (nothing left for a late callback). Fails naming each
  * offending session.

@@ -1,6 +1,6 @@
 /**
  * Policy evaluation: rule matching, limits, the global cap, backoff, anti-affinity, graceful
- * shutdown, and how policies compose with the budgets (issue 5).
+ * shutdown, and how policies compose with the budgets.
  */
 import { describe, expect, test } from "vitest";
 import { RetryInputError } from "../../../functions/core/retry/errors.ts";
@@ -549,7 +549,7 @@ describe("graceful shutdown: wait max(backoff, grace), ended early by terminatio
   });
 });
 
-describe("composition of policies and budgets (issue 5)", () => {
+describe("composition of policies and budgets", () => {
   const infra = examplePolicy("infra");
   const ml = examplePolicy("ml-training");
 

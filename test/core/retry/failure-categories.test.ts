@@ -1,5 +1,5 @@
 /**
- * The local agent's failure categories (issue 16, item 8; core/retry/failure-categories.ts): one
+ * The local agent's failure categories (core/retry/failure-categories.ts): one
  * case per row of the table, first match wins; docs/retries.md's table as the code has it; and a retry
  * rule `onFailureCategory` matching what the table gives.
  */
