@@ -255,7 +255,7 @@ describe("job views and text (time passed in)", () => {
         UNSCHEDULABLE: 0,
         PREEMPTED: 0,
       },
-      // Iris's TaskState proto values, seed 000's table.
+      // Iris's TaskState proto values, from its table.
       taskStateProto: {
         PENDING: 1,
         ASSIGNED: 9,
@@ -400,7 +400,7 @@ describe("readJob", () => {
     expect(snapshot.tasks.map((t) => [t.index, t.state, t.reason, t.hpcState])).toEqual([
       [0, "SUCCEEDED", undefined, "Finished"],
       [1, "RUNNING", undefined, "Running"],
-      // Seed 004: "Submitted — The job or task has been submitted and is awaiting validation".
+      // HPC Pack: "Submitted — The job or task has been submitted and is awaiting validation".
       [2, "PENDING", "being submitted", "Submitted"],
     ]);
     expect(snapshot.ended).toBe(false);

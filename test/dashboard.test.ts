@@ -535,8 +535,8 @@ describe("a Fargate session's logs", () => {
   });
 });
 
-describe("Iris's job page (seed 000)", () => {
-  // Seed 000's dashboard table, copied: display name, CSS class, colour.
+describe("Iris's job page", () => {
+  // Iris's dashboard table, copied: display name, CSS class, colour.
   const SEED_COLOURS: readonly [string, string][] = [
     [".status-pending", "#9a6700"],
     [".status-assigned", "#bc4c00"],

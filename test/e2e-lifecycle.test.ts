@@ -92,7 +92,7 @@ describe("the session lifecycle, end to end", () => {
           (e.detail as { sessionId: string }).sessionId === id,
       )
       .map((e) => e.detail as { to: string; hpcState?: string });
-    // Each carries the session's HPC Pack state (seed 004) as the change left it. The echo ends
+    // Each carries the session's HPC Pack state as the change left it. The echo ends
     // at once: when RUNNING is written its kernel may have ended already (Finishing).
     const states = changes.map((c) => `${c.to} ${c.hpcState}`);
     expect(states.filter((c) => !c.startsWith("RUNNING "))).toEqual([

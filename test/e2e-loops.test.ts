@@ -113,7 +113,7 @@ describe("loops that never ended", () => {
 
   test("a preparation that keeps failing returns to PENDING maxPendingReturns times, then ends FAILED", async () => {
     const id = newId("cap");
-    // The HPC Pack view of the same life (seed 004: "If a job or task fails to start because of a
+    // The HPC Pack view of the same life (its docs: "If a job or task fails to start because of a
     // cluster failure, it is automatically retried a specified number of times before it is
     // marked as Failed"), as every Session Status Changed event carries it.
     const hpc: string[] = [];

@@ -103,7 +103,7 @@ describe("priority preemption", () => {
     ]);
     expect(victimRuns[0]?.kernels[0]).toMatchObject({ outcome: "PREEMPTED", condition: "Preempted" });
     expect(victimRuns[0]?.reason).toContain("preemption count 1 <= maxRetriesPreemption 100");
-    // Seed 004: a preempted task that is rerunnable "is returned to the Queued state".
+    // HPC Pack: a preempted task that is rerunnable "is returned to the Queued state".
     const victimHpc = hpc.get(victim)!;
     const requeued = victimHpc.indexOf("PENDING:Queued", victimHpc.indexOf("RUNNING:Running") + 1);
     expect(requeued, victimHpc.join(" ")).toBeGreaterThan(0);
@@ -140,7 +140,7 @@ describe("priority preemption", () => {
     expect(placedAtMs(victimHistory, preemptedSeq)).toBeGreaterThanOrEqual(placedAtMs(highHistory)!);
   }, 90_000);
 
-  test("a task that is not rerunnable, preempted while running, ends Failed instead of queued again (seed 004)", async () => {
+  test("a task that is not rerunnable, preempted while running, ends Failed instead of queued again (HPC Pack)", async () => {
     const low = newId("once");
     const high = newId("urgent");
     const gate = untilReleased(low);

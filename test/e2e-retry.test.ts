@@ -348,7 +348,7 @@ describe("retries, end to end", () => {
     ]);
   });
 
-  test("seed 002: a requeued session waits ahead of an older new one of the same priority", async () => {
+  test("Armada: a requeued session waits ahead of an older new one of the same priority", async () => {
     // Neither fits an agent (4 cpu each). The older one waits as new; the younger one's PENDING
     // expires after 3 s and a rule on Unschedulable requeues it.
     const name = await policy({

@@ -28,14 +28,14 @@ afterAll(async () => {
 
 const bytes = (value: unknown) => new TextEncoder().encode(JSON.stringify(value)).length;
 
-/** The submission of the issue: 262,100 bytes of event, a kernel command that cannot be sent. */
+/** A submission once stranded: 262,100 bytes of event, a kernel command that cannot be sent. */
 function oversized(name: string) {
   return { name, command: ["/bin/true", "x".repeat(261_950)] };
 }
 
 /**
  * Smaller, for the CLI: `submit` sends the spec with its defaults written out (some 500 bytes
- * more), which the issue's submission would not fit. 250 KB fits the event with room to spare.
+ * more), which that submission would not fit. 250 KB fits the event with room to spare.
  */
 function oversizedWithDefaults(name: string) {
   return { name, command: ["/bin/true", "x".repeat(250_000)] };

@@ -1,5 +1,5 @@
 /**
- * A failure category an agent reports (Armada's error categories, seed 002) travels the whole
+ * A failure category an agent reports (Armada's error categories) travels the whole
  * way: the event's schema, the kernel, the stored run record, and a retry rule that matches on it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";

@@ -1010,7 +1010,7 @@ describe("keys", () => {
       queueSk(10, false, T0, "c"),
       queueSk(1_000_000_000, false, T0 + 9, "d"),
       queueSk(10, false, T0, "b"),
-      // Seed 002: "Requeued jobs are scheduled before new jobs at the same priority".
+      // Armada: "Requeued jobs are scheduled before new jobs at the same priority".
       queueSk(10, true, T0 + 5, "e"),
       queueSk(-5, true, T0 + 5, "f"),
     ];

@@ -1,5 +1,5 @@
 /**
- * A run lost before RUNNING. Seed 000 (Iris), PREEMPTED: "ASSIGNED tasks: always retry to PENDING
+ * A run lost before RUNNING. Iris, PREEMPTED: "ASSIGNED tasks: always retry to PENDING
  * regardless of budget (the task never started executing, so preemption is free). BUILDING or
  * RUNNING tasks: preemption_count is incremented and compared against max_retries_preemption …
  * If preemption_count > max_retries_preemption: task state is set to PREEMPTED (terminal)."

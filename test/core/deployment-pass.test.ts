@@ -345,7 +345,7 @@ describe("the routes' handlers", () => {
     );
   });
 
-  test('seed 001: UNHEALTHY → HEALTHY "on health recovery": the health check acts before eviction', () => {
+  test('Backend.AI: UNHEALTHY → HEALTHY "on health recovery": the health check acts before eviction', () => {
     // HealthCheckRoute | HEALTHY, UNHEALTHY, DEGRADED | HEALTHY | UNHEALTHY | DEGRADED
     const within = one(unhealthy({ consecutiveFailures: 5 }), sessions([0, "RUNNING"]));
     expect(within.callbacks).toEqual([]);

@@ -1,9 +1,9 @@
 /**
- * The deployment and route tables of seed 001 (001_d9b509ca94f26bf4.txt), one case per row,
- * written here as literal data copied from the seed text ("Handler | Current | SUCCESS |
- * FAILURE [| STALE]"; "(maintain)" and "-" are null), never derived from the code under test.
- * Each row is checked twice: the table in the core says the same, and judging a target of each
- * current status with each outcome moves it where the row says and records the seed's result.
+ * The deployment and route tables of Backend.AI's Sokovan (001_d9b509ca94f26bf4.txt), one case per
+ * row, written here as literal data copied from the seed text ("Handler | Current | SUCCESS |
+ * FAILURE [| STALE]"; "(maintain)" and "-" are null), never derived from the code under test. Each
+ * row is checked twice: the table in the core says the same, and judging a target of each current
+ * status with each outcome moves it where the row says and records the seed's result.
  */
 import { describe, expect, test } from "vitest";
 import { judgeDeployments, judgeRoutes } from "../../functions/core/deployments/judge.ts";

@@ -60,7 +60,7 @@ describe("how a stopped kernel's end is recorded", () => {
   test.each<[string, KernelStatus, Partial<KernelReport>, boolean, AttemptOutcome]>([
     ["stopped for a sibling's failure → WORKER_FAILED", "TERMINATING", {}, false, "WORKER_FAILED"],
     ["stopped by a cancel → KILLED", "TERMINATING", {}, true, "KILLED"],
-    // Seed 000: KILLED is "Set by the controller: … per-task timeout" and "never retried".
+    // Iris: KILLED is "Set by the controller: … per-task timeout" and "never retried".
     [
       "stopped at the run-time limit → KILLED (Iris's per-task timeout)",
       "TERMINATING",

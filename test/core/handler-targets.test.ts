@@ -1,6 +1,6 @@
 /**
- * A lifecycle handler's pass selects its targets by Backend.AI's two declarations (seed 001,
- * LifecycleHandler): `target_session_statuses`, and `target_kernel_statuses` — "Kernel statuses
+ * A lifecycle handler's pass selects its targets by Backend.AI's two declarations
+ * (LifecycleHandler): `target_session_statuses`, and `target_kernel_statuses` — "Kernel statuses
  * to filter sessions. None: No kernel filtering (include sessions regardless of kernel status);
  * list[KernelStatus]: Include sessions that have kernels in these statuses. Note: This is simple
  * filtering, not condition checking." The table: "| TerminateSessions | TERMINATING |

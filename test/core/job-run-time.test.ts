@@ -151,7 +151,7 @@ describe("judging a job's run time", () => {
   });
 });
 
-describe("the cancellation rules (seed 004), Sokovan status beside HPC state", () => {
+describe("HPC Pack's cancellation rules, Sokovan status beside HPC state", () => {
   const ENDED_BY_CANCEL = { finishedAtMs: NOW_MS - 500 };
   // [name, session status, session fields, kernel status, kernel fields, HPC state]
   const rows: [string, SessionStatus, Partial<Session>, KernelStatus, Partial<Kernel>, string][] = [

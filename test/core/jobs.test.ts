@@ -30,7 +30,7 @@ const done = (state: TaskState): T => ({ state, finished: true });
 const live = (state: TaskState): T => ({ state, finished: false });
 const S = TaskState;
 
-describe("job state: each rule of seed 000, in order", () => {
+describe("job state: each of Iris's rules, in order", () => {
   // [name, tasks, maxTaskFailures, expected]
   const rows: [string, T[], number, JobState][] = [
     ["all succeeded → SUCCEEDED", [done(S.SUCCEEDED), done(S.SUCCEEDED)], 0, JobState.SUCCEEDED],
@@ -387,7 +387,7 @@ describe("task states from sessions", () => {
   });
 });
 
-describe("budget interplay (seed 000: only FAILED counts toward maxTaskFailures)", () => {
+describe("budget interplay (Iris: only FAILED counts toward maxTaskFailures)", () => {
   const job = independentJob(3, 1);
   const retrying = (index: number, preemptions: number, failures: number) =>
     one(
@@ -453,7 +453,7 @@ describe("budget interplay (seed 000: only FAILED counts toward maxTaskFailures)
   });
 });
 
-describe('a job that has started stays RUNNING (seed 000: "PENDING: Default (no tasks have started)")', () => {
+describe('a job that has started stays RUNNING (Iris: "PENDING: Default (no tasks have started)")', () => {
   const job = independentJob(1, 0);
   const waiting = (extra: Partial<Session>) =>
     jobTasks(job, [one("job-a", 0, "PENDING", { status: "PENDING" }, extra)]);

@@ -1,5 +1,5 @@
 /**
- * ALL, ANY and NOT_ANY over no kernels. Seed 001 selects sessions through their kernels:
+ * ALL, ANY and NOT_ANY over no kernels. Backend.AI selects sessions through their kernels:
  *
  *   -- NOT_ANY: No kernel meets condition
  *   SELECT DISTINCT session_id FROM kernels WHERE session_id IN (:session_ids) AND status IN (:check_statuses)

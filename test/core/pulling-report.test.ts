@@ -67,7 +67,7 @@ describe("PULLING reports", () => {
       kind: "patch",
       patches: [{ index: 0, status: KernelStatus.PULLING, expectedVersion: 3 }],
     });
-    // PromoteToPrepared waits: seed 001 lists PULLING among the statuses that hold it back.
+    // PromoteToPrepared waits: Backend.AI lists PULLING among the statuses that hold it back.
     const after = {
       session: read.session,
       kernels: kernelsAfter(read.kernels, [{ index: 0, status: "PULLING" }], NOW_MS),

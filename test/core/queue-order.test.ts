@@ -1,5 +1,5 @@
 /**
- * Queue order. Seed 002: "Queue ordering: Requeued jobs are scheduled before new jobs at the same
+ * Queue order. Armada: "Queue ordering: Requeued jobs are scheduled before new jobs at the same
  * priority." Priority still comes first; among requeued sessions, and among new ones, the oldest
  * submission goes first.
  */

@@ -1,7 +1,7 @@
 /**
- * Every session table of seed 001 (001_d9b509ca94f26bf4.txt), one case per row, written here as
- * literal data copied from the seed text, never derived from the code under test. Where the core
- * deliberately departs from the literal text, the departure is listed next to the row with the
+ * Every session table of Backend.AI's Sokovan (001_d9b509ca94f26bf4.txt), one case per row, written
+ * here as literal data copied from the seed text, never derived from the code under test. Where the
+ * core deliberately departs from the literal text, the departure is listed next to the row with the
  * seed passage that justifies it, so any other drift fails.
  *
  * The seed's Deployment and Route tables are in deployment-tables.test.ts.

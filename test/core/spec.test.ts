@@ -216,7 +216,7 @@ describe("bounds of each field", () => {
   });
 });
 
-describe("the job's run-time limit, timeouts.job (seed 004: no task's run time greater than the job's)", () => {
+describe("the job's run-time limit, timeouts.job (HPC Pack: no task's run time greater than the job's)", () => {
   const accepted: [string, object, { running: number; job?: number }][] = [
     ["no limit: none by default, running keeps its default", {}, { running: 86_400 }],
     ["a limit alone: running's default is capped at it", { job: 60 }, { running: 60, job: 60 }],

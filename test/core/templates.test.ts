@@ -187,7 +187,7 @@ describe("given the template a submission names", () => {
 });
 
 describe("given a template document", () => {
-  test("the issue's example is valid", () => {
+  test("the example template is valid", () => {
     expect(parseJobTemplate(SMALL)).toEqual({ success: true, data: SMALL });
   });
 

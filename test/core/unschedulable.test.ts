@@ -158,7 +158,7 @@ describe("a rule on Unschedulable matches a session whose pending timeout expire
       },
     ],
     [
-      "no policy: the budgets never retry UNSCHEDULABLE (seed 000)",
+      "no policy: the budgets never retry UNSCHEDULABLE (Iris)",
       [],
       { action: "fail", basis: "not-retriable", reason: "UNSCHEDULABLE runs are never retried" },
     ],

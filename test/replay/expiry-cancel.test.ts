@@ -98,7 +98,7 @@ describe("run-time limit", () => {
     const done = await h.session("s-001");
     expect(done.session.status, h.stepLog).toBe("TERMINATED");
     expect(sessionResult(done)).toBe("failed");
-    // Seed 004: a running task is marked Failed when it "has exceeded its maximum runtime".
+    // HPC Pack: a running task is marked Failed when it "has exceeded its maximum runtime".
     expect(hpcSessionState(done.session, done.kernels)).toBe("Failed");
     expect(done.kernels[0]).toMatchObject({ status: "TERMINATED", condition: "DeadlineExceeded" });
     const stop = a.received.find((m) => m.type === "command" && m.command.action === "stop");
@@ -156,7 +156,7 @@ describe("cancels", () => {
   });
 });
 
-describe("force cancel (seed 004's Force Cancel)", () => {
+describe("force cancel (HPC Pack's Force Cancel)", () => {
   test("a running session whose agent went silent ends TERMINATED in the cancel's own step, its capacity given back", async () => {
     const h = await open("force-cancel");
     const a = await h.register("agent-a", CAP);

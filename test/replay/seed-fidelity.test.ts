@@ -1,12 +1,12 @@
 /**
  * Iris's and HPC Pack's rules where Cairn follows them to the letter, replayed end to end (the
  * real ASL, DynamoDB Local, the coordinator; a frozen clock; invariants after every step):
- * - Iris (seed 000): "PENDING: Default (no tasks have started)" — a job that has started stays
+ * - Iris: "PENDING: Default (no tasks have started)" — a job that has started stays
  *   RUNNING while its task waits to run again;
  * - Iris: "ASSIGNED tasks: always retry to PENDING regardless of budget … BUILDING or RUNNING
  *   tasks: preemption_count is incremented" — an agent lost while BUILDING costs the budget;
- * - Iris: KILLED is set by the "per-task timeout" and "never retried"; HPC Pack (seed 004) marks
- *   such a task Failed; an Armada rule (seed 002) on DeadlineExceeded retries it;
+ * - Iris: KILLED is set by the "per-task timeout" and "never retried"; HPC Pack marks
+ *   such a task Failed; an Armada rule on DeadlineExceeded retries it;
  * - HPC Pack: "If a job or task fails to start because of a cluster failure, the job or task is
  *   automatically retried a specified number of times before it is marked as Failed."
  */

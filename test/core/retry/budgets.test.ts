@@ -1,4 +1,4 @@
-/** Seed 000's two retry budgets and `is_finished()`, rule by rule. */
+/** Iris's two retry budgets and `is_finished()`, rule by rule. */
 import { describe, expect, test } from "vitest";
 import {
   BUDGET_DEFAULTS,
@@ -20,7 +20,7 @@ const lim = (maxRetriesFailure: number, maxRetriesPreemption: number): BudgetLim
   maxRetriesPreemption,
 });
 
-describe("defaults (seed 000's budget table)", () => {
+describe("defaults (Iris's budget table)", () => {
   test("maxRetriesFailure 0 (no retries), maxRetriesPreemption 100", () => {
     expect(BUDGET_DEFAULTS).toEqual({ maxRetriesFailure: 0, maxRetriesPreemption: 100 });
   });
@@ -107,7 +107,7 @@ describe("budgetKindOf", () => {
   });
 });
 
-describe("isFinished (seed 000's table)", () => {
+describe("isFinished (Iris's table)", () => {
   const limits = lim(2, 3);
   test.each([
     ["SUCCEEDED", c(0, 0), true],

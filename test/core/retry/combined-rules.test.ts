@@ -1,6 +1,6 @@
 /**
  * A rule may combine matchers, and all of them must match, as Armada ANDs a rule's conditions.
- * Seed 002: "Every rule can optionally specify containerName … When set, the rule only considers
+ * Armada: "Every rule can optionally specify containerName … When set, the rule only considers
  * that container's exit code, termination reason, and message", and its example rule
  * `{ action: Retry, containerName: "main", onExitCodes: { operator: In, values: [137] } }`
  * combines a container with an exit code. "OOMKilled with exit code 137 in kernel 1" is one rule;

@@ -125,7 +125,7 @@ describe("durations", () => {
 describe("backoff arithmetic", () => {
   const b = { initialDelayMs: 1000, maxDelayMs: 60_000, multiplier: 2 };
 
-  // Seed 002: "compute delay: min(initialDelay * multiplier^(failureCount-1), maxDelay)".
+  // Armada: "compute delay: min(initialDelay * multiplier^(failureCount-1), maxDelay)".
   test.each([
     [1, 1000],
     [2, 2000],

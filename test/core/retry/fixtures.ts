@@ -1,4 +1,4 @@
-/** Builders for retry tests: kernels that failed the way seed 002's conditions describe. */
+/** Builders for retry tests: kernels that failed the way Armada's conditions describe. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { RETRY_CONFIG_DEFAULTS, type RetryConfig } from "../../../functions/core/retry/config.ts";
@@ -33,7 +33,7 @@ const base = (overrides: KernelOverrides): Pick<RunKernel, "index" | "agentId" |
   ...overrides,
 });
 
-/** How Cairn's kernel reports map seed 002's conditions to Iris outcomes (kernel-reports.ts). */
+/** How Cairn's kernel reports map Armada's conditions to Iris outcomes (kernel-reports.ts). */
 export const kernels = {
   preempted: (o: KernelOverrides = {}): RunKernel => ({
     ...base(o),

@@ -1,8 +1,9 @@
 /**
- * Termination-message patterns read as Armada reads them. Seed 002: "Jobs can signal retry intent
- * by writing to /dev/termination-log. … onTerminationMessage: pattern: ".*TRANSIENT.*"". Armada
- * compiles that pattern with Go's regexp (RE2 syntax, matched anywhere), so a policy copied from
- * Armada parses and matches the same here; what RE2 refuses is refused when the policy is written.
+ * Termination-message patterns read as Armada reads them. Its proposal: "Jobs can signal retry
+ * intent by writing to /dev/termination-log. … onTerminationMessage: pattern: ".*TRANSIENT.*"".
+ * Armada compiles that pattern with Go's regexp (RE2 syntax, matched anywhere), so a policy copied
+ * from Armada parses and matches the same here; what RE2 refuses is refused when the policy is
+ * written.
  */
 import { describe, expect, test } from "vitest";
 import { RetryPolicyValidationError } from "../../../functions/core/retry/errors.ts";

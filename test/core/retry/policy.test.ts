@@ -14,7 +14,7 @@ import {
 } from "../../../functions/core/retry/policy.ts";
 import { EXAMPLES_DIR, examplePolicy } from "./fixtures.ts";
 
-/** Seed 002's policy, exactly as the issue writes it (Armada's apiVersion). */
+/** Armada's policy, exactly as its retry-policy proposal writes it (Armada's apiVersion). */
 const SEED_YAML = `apiVersion: armadaproject.io/v1
 kind: RetryPolicy
 metadata:
@@ -144,7 +144,7 @@ describe("examples and the seed", () => {
   });
 });
 
-// Seed 002: "includeInitContainers: false (default) skips init containers. Set to true to also
+// Armada: "includeInitContainers: false (default) skips init containers. Set to true to also
 // consider init container failures." Cairn kernels have none: accepted, kept, shown, inert.
 describe("includeInitContainers: accepted on a rule, a boolean, kept as written", () => {
   const ruleWith = (extra: Record<string, unknown>) =>

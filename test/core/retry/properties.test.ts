@@ -170,7 +170,7 @@ describe("evaluateRetry over random failure sequences", () => {
               if (!free) countedRetries++;
               expect(decision.delayMs).toBeLessThanOrEqual(Math.max(...maxDelays));
               if (policyPath) {
-                // Seed 002: a retry needs the total under the cap — free retries included.
+                // Armada: a retry needs the total under the cap — free retries included.
                 expect(state.totalRetries).toBeLessThan(cfg.globalMaxRetries);
                 const ref = decision.matchedRule;
                 if (ref) {

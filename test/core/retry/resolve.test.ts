@@ -12,7 +12,7 @@ const known = (...policies: RetryPolicy[]) => new Map(policies.map((p) => [p.nam
 const ALL = known(examplePolicy("infra"), examplePolicy("ml-training"), extra, fallback);
 const names = (r: ReturnType<typeof resolvePolicies>) => r.policies.map((p) => p.name);
 
-describe("resolvePolicies (seed 002: queue policies always apply, sessions add)", () => {
+describe("resolvePolicies (Armada: queue policies always apply, sessions add)", () => {
   test("queue policies then session policies, in order (seed: [infra, ml-training, extra-retry])", () => {
     const r = resolvePolicies(
       { queuePolicies: ["infra", "ml-training"], sessionPolicies: ["extra-retry"] },
@@ -66,7 +66,7 @@ describe("resolvePolicies (seed 002: queue policies always apply, sessions add)"
   });
 });
 
-describe("run names (seed 002 pod naming, with '.' since session ids contain '-')", () => {
+describe("run names (Armada's pod naming, with '.' since session ids contain '-')", () => {
   test("the first run keeps the legacy name, the session id; retries are suffixed with their index", () => {
     expect([0, 1, 2, 17].map((i) => runName("train-42", i))).toEqual([
       "train-42",

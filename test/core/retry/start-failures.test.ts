@@ -1,5 +1,5 @@
 /**
- * A run that could not start because of the cluster. Seed 004 (HPC Pack): "If a job or task
+ * A run that could not start because of the cluster. HPC Pack: "If a job or task
  * fails to start because of a cluster failure, the job or task is automatically retried a
  * specified number of times before it is marked as Failed." And, for what is the user's own:
  * "Failed: The job or task failed to complete, stopped running, or returned an exit code that

@@ -1,10 +1,10 @@
 /**
- * A per-task timeout KILLs. Seed 000 (Iris): "KILLED … Set by the controller: job cancellation
+ * A per-task timeout KILLs. Iris: "KILLED … Set by the controller: job cancellation
  * (_on_job_cancelled), job failure cascade (_mark_remaining_tasks_killed), per-task timeout" and
- * "KILLED is always terminal and never retried". Seed 004 (HPC Pack) still calls such a task
+ * "KILLED is always terminal and never retried". HPC Pack still calls such a task
  * Failed: "a running task is marked as Failed when: … The HPC Job Scheduler Service cancels a
  * task because it has exceeded its maximum runtime." An operator who wants timeouts retried
- * writes an Armada rule (seed 002) on the condition `DeadlineExceeded`.
+ * writes an Armada rule on the condition `DeadlineExceeded`.
  */
 import { describe, expect, test } from "vitest";
 import { hpcJobState, hpcTaskState } from "../../../functions/core/hpc-view.ts";

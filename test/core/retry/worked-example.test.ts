@@ -1,5 +1,5 @@
 /**
- * Seed 002's worked example, failure by failure. The queue has policies `infra` (retryLimit 10,
+ * Armada's worked example, failure by failure. The queue has policies `infra` (retryLimit 10,
  * rules for Preempted and Evicted) and `ml-training` (retryLimit 5, an OOMKilled rule limited to
  * 3), and globalMaxRetries is 20:
  *
@@ -93,7 +93,7 @@ function replay(rows: readonly Row[]): void {
   });
 }
 
-describe("seed 002 worked example: queue policies [infra, ml-training], globalMaxRetries 20", () => {
+describe("Armada's worked example: queue policies [infra, ml-training], globalMaxRetries 20", () => {
   test("OOMKilled is retried 3 times (rule limit), independently of preemptions; the 4th OOM fails", () => {
     replay([
       ["Preempted", "retry", "infra#0", 1, 1, "10s", "this"],
