@@ -213,7 +213,7 @@ export class Jobs {
       if (!s) return false;
       const { session } = s;
       if (TERMINAL_SESSION_STATUSES.has(session.status)) return true;
-      // Asked already; a force cancel may still follow a plain one (seed 004's Force Cancel).
+      // Asked already; a force cancel may still follow a plain one (HPC Pack's Force Cancel).
       if (session.cancelRequestedAtMs !== undefined && (!force || session.cancelForcedAtMs !== undefined))
         return true;
       const nowMs = this.#d.clock.nowMs();

@@ -251,7 +251,7 @@ export function stageEntryWrite({
                 ...(transition.requeue ? { resetRun: true } : {}),
               };
             }
-            // Never placed in time: seed 002's `Unschedulable` condition, so a rule on it matches.
+            // Never placed in time: Armada's `Unschedulable` condition, so a rule on it matches.
             if (endsUnplaced(transition)) {
               return { index: k.index, status: kernelStatus, ...unplacedEnd(transition, nowMs) };
             }
@@ -320,9 +320,9 @@ function requeueMark(session: Session, nowMs: number): Pick<SessionWrite, "reque
 }
 
 /**
- * A run that ends in PENDING because its stage expired (the pending timeout, seed 000's
+ * A run that ends in PENDING because its stage expired (the pending timeout, Iris's
  * scheduling timeout) or gave up: it was never placed. Each kernel ends with Iris's outcome
- * UNSCHEDULABLE and Armada's condition `Unschedulable` ("Pod couldn't be scheduled", seed 002),
+ * UNSCHEDULABLE and Armada's condition `Unschedulable` ("Pod couldn't be scheduled"),
  * its message the transition's, so the run's kernels are what a retry rule on
  * `onConditions: [Unschedulable]` matches. A cancel request from PENDING is not this (KILLED).
  */

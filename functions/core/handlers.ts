@@ -165,7 +165,7 @@ export function selectsTarget(
  *
  * The seed's flow diagram gives CREATING the same expired/give_up edges as the stages before it
  * but no handler targets CREATING; StartSessions' transitions (→ PENDING) are used. RUNNING has no
- * expiry in the seed; its timeout is the run-time limit (HPC Pack, seed 004), which ends the run
+ * expiry in the seed; its timeout is the run-time limit (HPC Pack's), which ends the run
  * as DeadlineExceeded via TERMINATING.
  */
 export interface StageSpec {

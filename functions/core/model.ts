@@ -66,7 +66,7 @@ export interface SessionSpec {
   readonly maxPendingReturns?: number;
   /**
    * A run preempted while running goes back to the queue (HPC Pack: Queued); with `false` it
-   * ends the session FAILED instead (seed 004: a task that is not rerunnable). @default true
+   * ends the session FAILED instead (HPC Pack: a task that is not rerunnable). @default true
    */
   readonly rerunnable?: boolean;
   /** Seconds a task may wait to be placed before it is UNSCHEDULABLE (sets `timeouts.pending`). */
@@ -169,7 +169,7 @@ export interface Session {
   /** Why the cancel was requested (a user, the job's failure, a parent's end), for people. */
   readonly cancelReason?: string;
   /**
-   * A force cancel was asked for at this time (HPC Pack's Force Cancel, seed 004): the run's end
+   * A force cancel was asked for at this time (HPC Pack's Force Cancel): the run's end
    * is not waited for — TERMINATING kills the kernels without a grace period and ends them at once,
    * whether or not their agents confirm it.
    */

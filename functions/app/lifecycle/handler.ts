@@ -1,5 +1,5 @@
 /**
- * A lifecycle handler (seed 001 BEP): targets in, `{successes, failures, skipped}` out. Handlers
+ * A lifecycle handler (Backend.AI's BEP-1030): targets in, `{successes, failures, skipped}` out. Handlers
  * do the work of a stage (placement, dispatching commands to agents) and never judge retry,
  * expiry or give-up: that is the coordinator's.
  */

@@ -7,7 +7,7 @@
  * the session is TERMINATED anyway (the seed's give_up → TERMINATED). A preempted session's
  * kernels are stopped as Preempted, so their run ends PREEMPTED (the preemption budget's).
  *
- * A force cancel (HPC Pack's Force Cancel, seed 004) does not wait for the run's end: every
+ * A force cancel (HPC Pack's Force Cancel) does not wait for the run's end: every
  * started kernel is sent a kill without a grace period, as far as its agent can be reached, and
  * is ended KILLED at once; the session succeeds in the same pass and its capacity is given back.
  * Whatever still runs on an agent that cannot be reached is no longer counted there.

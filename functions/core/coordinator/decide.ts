@@ -1,5 +1,5 @@
 /**
- * The coordinator's judgment (seed 001 `_handle_result`) as a pure function: handler result in,
+ * The coordinator's judgment (Backend.AI Sokovan's `_handle_result`) as a pure function: handler result in,
  * decisions out. Nothing here performs I/O; adapters carry the decisions out.
  *
  * Decisions are emitted SUCCESS, GIVE_UP, EXPIRED, NEED_RETRY, SKIPPED (DESIGN.md §3). The

@@ -8,10 +8,10 @@
  *   record either way;
  * - a run never placed (PENDING → CANCELLED on the pending timeout or placement's give-up,
  *   endsUnplaced): its kernels end UNSCHEDULABLE with Armada's condition `Unschedulable`
- *   (seed 002, "Pod couldn't be scheduled"), so a rule on that condition retries it as a new run
+ *   (Armada's "Pod couldn't be scheduled"), so a rule on that condition retries it as a new run
  *   (PENDING → Requeued → PENDING, recorded as a run). Without a policy the budgets never retry
- *   it, and the session ends CANCELLED as seed 001's PENDING expiry says; that path records no
- *   run. This departs from seed 001 only where a policy asks for it.
+ *   it, and the session ends CANCELLED as Backend.AI's PENDING expiry says; that path records no
+ *   run. This departs from Backend.AI only where a policy asks for it.
  *
  * Pure: the retry policies and configuration that apply are given.
  */
@@ -56,7 +56,7 @@ export function runNeedsRetryCatalog({ session, kernels }: SessionWithKernels, t
   );
 }
 
-/** Seed 004: a preempted task that is not rerunnable is marked Failed instead of queued again. */
+/** HPC Pack: a preempted task that is not rerunnable is marked Failed instead of queued again. */
 function preemptedAndNotRerunnable({ session, kernels }: SessionWithKernels): boolean {
   return (
     session.spec.rerunnable === false &&
