@@ -4,6 +4,7 @@ import { wire, type Wiring } from "./wiring.ts";
 import { enterStage, StageEntryError, type EnterStageInput } from "../app/enter-stage.ts";
 import type { SessionStatus } from "../core/status.ts";
 import { isTransient } from "../app/retryable.ts";
+import { AppError } from "../app/errors.ts";
 import { isExpiryJudgement, type ExpiryJudged, type ExpiryJudgement } from "../app/expiry-judge.ts";
 import { recordStageEntry } from "./metrics.ts";
 import { createTelemetry, instrumented, type Telemetry } from "./telemetry.ts";
@@ -17,10 +18,10 @@ let wired: { wiring: Wiring; telemetry: Telemetry } | undefined;
  */
 export { isTransient };
 
-export class TransientError extends Error {
+export class TransientError extends AppError {
   override readonly name = "Cairn.Transient";
   readonly code = "TRANSIENT";
-  readonly retryable = true;
+  override readonly retryable = true;
 }
 
 export async function handler(event: EnterStageInput): Promise<{ status: SessionStatus }>;
