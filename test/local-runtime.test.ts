@@ -328,18 +328,7 @@ describe("npm start killed with SIGKILL, then started again with the same --data
     const listPage = await fetch(dashboardUrl!);
     expect(listPage.status).toBe(200);
     expect(await listPage.text()).toContain('data-session="done-1"');
-    const specFile = join(dataDir, "sleep.yaml");
-    writeFileSync(specFile, 'name: sleepy\ncommand: ["sleep", "600"]\n');
-    const submitted = await runCairn(dataDir, ["submit", specFile, "--id", "sleepy-1"]);
-    expect(submitted.code, submitted.stderr).toBe(0);
-    const workRoot = join(dataDir, "work");
-    await until(
-      "the sleep kernel runs",
-      () => (kernelPids(workRoot).length > 0 ? true : undefined),
-      30_000,
-      200,
-    );
-    const kernels = kernelPids(workRoot).map((pid) => ({ pid, ticks: startTicks(pid) }));
+    const kernels = await startSleepingKernel(dataDir);
     const pids = JSON.parse(readFileSync(pidFilePath(dataDir), "utf8")) as PidFileContents;
     const [agent] = pids.agents;
 
@@ -403,18 +392,7 @@ describe("npm start, one of its agents killed with kill -9", () => {
   test("it says how the agent exited at once, restarts it with backoff, and the restarted agent stops the kernels left behind", async () => {
     const runtime = start();
     await runtime.ready;
-    const specFile = join(dataDir, "sleep.yaml");
-    writeFileSync(specFile, 'name: sleepy\ncommand: ["sleep", "600"]\n');
-    const submitted = await runCairn(dataDir, ["submit", specFile, "--id", "sleepy-1"]);
-    expect(submitted.code, submitted.stderr).toBe(0);
-    const workRoot = join(dataDir, "work");
-    await until(
-      "the sleep kernel runs",
-      () => (kernelPids(workRoot).length > 0 ? true : undefined),
-      30_000,
-      200,
-    );
-    const kernels = kernelPids(workRoot).map((pid) => ({ pid, ticks: startTicks(pid) }));
+    const kernels = await startSleepingKernel(dataDir);
     const agentPid = () =>
       (JSON.parse(readFileSync(pidFilePath(dataDir), "utf8")) as PidFileContents).agents[0]!.pid;
     const first = agentPid();
@@ -451,7 +429,7 @@ describe("npm start, one of its agents killed with kill -9", () => {
     );
     await until(
       "the orphaned kernel is gone",
-      () => (kernelPids(workRoot).length === 0 ? true : undefined),
+      () => (kernelPids(join(dataDir, "work")).length === 0 ? true : undefined),
       10_000,
       100,
     );
@@ -562,3 +540,22 @@ describe("the pid file", () => {
     }
   });
 });
+
+/**
+ * Submits a kernel that sleeps for ten minutes as session sleepy-1 and waits until its processes
+ * run; returns them with their start times (a pid reused later is not mistaken for one of them).
+ */
+async function startSleepingKernel(dataDir: string): Promise<{ pid: number; ticks: string | undefined }[]> {
+  const specFile = join(dataDir, "sleep.yaml");
+  writeFileSync(specFile, 'name: sleepy\ncommand: ["sleep", "600"]\n');
+  const submitted = await runCairn(dataDir, ["submit", specFile, "--id", "sleepy-1"]);
+  expect(submitted.code, submitted.stderr).toBe(0);
+  const workRoot = join(dataDir, "work");
+  await until(
+    "the sleep kernel runs",
+    () => (kernelPids(workRoot).length > 0 ? true : undefined),
+    30_000,
+    200,
+  );
+  return kernelPids(workRoot).map((pid) => ({ pid, ticks: startTicks(pid) }));
+}
