@@ -25,9 +25,9 @@ const BUDGET_BYTES = 1_300_000;
  * 1.449 MB as last measured; the budget leaves room for our own code to grow.
  */
 /**
- * EnterStage carries the coordinator it advances, with admission and drafts, and sends
- * the agents' prepare and start commands (core/entry-commands.ts): 1.32 MB, 1.33 MB with the
- * one-item store, concurrent reservations and intake (our own code, no new dependency).
+ * EnterStage carries the coordinator it advances (whose passes send the agents' prepare and
+ * start commands), with admission and drafts: 1.32 MB, 1.33 MB with the one-item store,
+ * concurrent reservations and intake (our own code, no new dependency).
  */
 /**
  * Both judge finished runs against retry policies, whose termination-message patterns RE2JS

@@ -30,8 +30,6 @@ import { runName } from "../core/retry/naming.ts";
 import { runRecord } from "../core/runs.ts";
 import { sessionAfterWrite } from "../core/session-after-write.ts";
 import { rereadOnConflict } from "./reread.ts";
-import { isTransient } from "./retryable.ts";
-import { entryCommand } from "../core/entry-commands.ts";
 import { kernelCommand } from "./kernel-commands.ts";
 import type { Clock } from "../core/ports/clock.ts";
 import type { EventsPort } from "../core/ports/event-bus.ts";
@@ -195,8 +193,6 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
     }
     if (seen === "retried") {
       const replaced = await replaceToken(current, input, deps);
-      // The first attempt may have failed before its command went out: send it (again).
-      await sendOnEntry(input, transition, replaced, deps);
       // The first attempt may have failed before announcing the change: announce it (again).
       await announce(input, deps, [{ applied: transition, entered: replaced }]);
       await advance(input, replaced, deps, false);
@@ -226,7 +222,6 @@ export async function enterStage(input: EnterStageInput, deps: EnterStageDeps): 
   });
   if (entry === "done") return { status: input.status };
   const { before, written, applied } = entry;
-  await sendOnEntry(input, applied, written, deps);
   const atMs = await announce(input, deps, [{ applied, entered: written }]);
   if (applied.requeue) {
     const runIndex = before.session.runIndex + 1;
@@ -306,46 +301,6 @@ function entryWrite(
       ...(input.entry ? { entryAtMs: entryAtMs(input.entry), attempt: input.entry.retryCount } : {}),
     },
   };
-}
-
-/**
- * The command of the handler whose success led here (core/entry-commands.ts), sent to the
- * session's kernels now that the entry is written. Each kernel's command goes to the agent
- * incarnation it was placed with (an agent restarted since refuses it, and its loss is judged
- * as any other), so no agent is read. A failure a later attempt may not meet fails the entry,
- * whose state retries it (a new attempt sends again: agents take a repeated command as one); any
- * other is logged, and the stage's timer or the lost agent's sweep ends the wait.
- */
-async function sendOnEntry(
-  input: EnterStageInput,
-  transition: Pick<StageTransition, "to" | "handler" | "result">,
-  entered: SessionWithKernels,
-  deps: EnterStageDeps,
-): Promise<void> {
-  const action = entryCommand(transition, entered.session.spec);
-  if (action === undefined) return;
-  const kernels = entered.kernels.filter((k) => !isTerminalKernelStatus(k.status));
-  const placed = new Map(
-    kernels.flatMap((k) =>
-      k.agentId !== undefined && k.agentIncarnation !== undefined
-        ? [[k.agentId, { incarnation: k.agentIncarnation }] as const]
-        : [],
-    ),
-  );
-  try {
-    await deps.commands.send(
-      kernels.map((k) => kernelCommand(entered, k, action)),
-      placed,
-    );
-  } catch (error) {
-    if (isTransient(error)) throw error;
-    deps.log.error("the stage's command could not be sent; the stage's timer will end the wait", {
-      sessionId: input.sessionId,
-      status: input.status,
-      action,
-      error: error instanceof Error ? error.message : String(error),
-    });
-  }
 }
 
 /** Publishes status changes, in order, in one request; returns the time of the last. */

@@ -15,9 +15,14 @@ import { AppError } from "./errors.ts";
 
 /**
  * A command for a kernel. A Fargate kernel's stop also names its task: only ECS is told it, and
- * it is never part of what an agent is sent.
+ * it is never part of what an agent is sent. A prepare or a start names the agent incarnation the
+ * kernel was placed with (`placedWith`), and goes to that incarnation: an agent restarted since
+ * refuses it, and the lost placement is judged as any other.
  */
-export type KernelCommand = KernelCommandDetailInput & { readonly taskArn?: string };
+export type KernelCommand = KernelCommandDetailInput & {
+  readonly taskArn?: string;
+  readonly placedWith?: string;
+};
 
 export function kernelCommand(
   { session, kernels }: SessionWithKernels,
@@ -56,6 +61,9 @@ export function kernelCommand(
     ...(action === "start" && session.service !== undefined ? { service: session.service } : {}),
     ...(action === "stop" && kernel.taskArn !== undefined && isFargatePool(kernel.agentId)
       ? { taskArn: kernel.taskArn }
+      : {}),
+    ...(action !== "stop" && kernel.agentIncarnation !== undefined
+      ? { placedWith: kernel.agentIncarnation }
       : {}),
   };
 }
@@ -97,8 +105,8 @@ export class KernelCommands {
   }
 
   /**
-   * `known` are agents the caller has already read (a handler's live agents), or the
-   * incarnations its kernels were placed with; the others are read here.
+   * `known` are agents the caller has already read (a handler's live agents); the others are
+   * read here, unless every command for them names the incarnation it is for (`placedWith`).
    */
   async send(
     all: readonly KernelCommand[],
@@ -110,20 +118,18 @@ export class KernelCommands {
   ): Promise<void> {
     const onPools = all.filter((c) => isFargatePool(c.agentId));
     if (onPools.length > 0) await this.#sendToFargate(onPools);
-    // What an agent is sent: the command without the task ECS alone is told.
-    const commands: KernelCommandDetailInput[] = all.flatMap(({ taskArn: _task, ...c }) =>
-      isFargatePool(c.agentId) ? [] : [c],
-    );
-    if (commands.length === 0) return;
+    const toAgents = all.filter((c) => !isFargatePool(c.agentId));
+    if (toAgents.length === 0) return;
     const agents = new Map(known);
-    for (const agentId of new Set(commands.map((c) => c.agentId))) {
+    for (const agentId of new Set(toAgents.filter((c) => c.placedWith === undefined).map((c) => c.agentId))) {
       if (agents.has(agentId)) continue;
       const agent = await this.#store.getAgent(agentId);
       if (agent) agents.set(agentId, agent);
     }
     await this.#channel.send(
-      commands.flatMap((command) => {
-        const incarnation = agents.get(command.agentId)?.incarnation;
+      // What an agent is sent: the command without what only the control plane reads.
+      toAgents.flatMap(({ taskArn: _task, placedWith, ...command }) => {
+        const incarnation = placedWith ?? agents.get(command.agentId)?.incarnation;
         if (incarnation === undefined) {
           if (options.skipUnregistered) return [];
           throw new AgentUnreachableError(command.agentId);

@@ -215,6 +215,15 @@ export class LifecycleDriver {
     }
   }
 
+  /**
+   * Carries forward only the executions queued now, each to its next wait: one queued while they
+   * run (a callback completed meanwhile) waits for the next call, as a slow state transition
+   * would, so whatever the bus holds can be delivered first.
+   */
+  async drainOnce(): Promise<void> {
+    for (const e of new Set(this.#runnable.splice(0))) await this.#resume(e);
+  }
+
   async #resume(e: Execution): Promise<void> {
     if (e.status !== "RUNNING") return;
     if (e.open) {

@@ -120,26 +120,30 @@ describe("one session, replayed", () => {
     });
   });
 
-  test("a prepare that could not be sent when PREPARING was entered: the stage's timer sends the run back to PENDING, and it is placed again", async () => {
-    const h = await open("entry-send");
+  test("a prepare that could not be sent: PrepareSessions fails in SCHEDULED, the stage is retried at once, and nothing waits for a timer", async () => {
+    const h = await open("pass-send");
     await h.register("agent-a", CAP);
     h.failSends = 1;
-    await h.submit("s-001", { name: "entry-send", command: ["true"], timeouts: { preparing: 60 } });
-    // The entry is written and the session waits; the failure is logged, nothing else is lost.
-    expect((await h.session("s-001")).session.status, h.stepLog).toBe("PREPARING");
-    expect(h.errors, h.stepLog).toEqual([
-      expect.stringContaining("the stage's command could not be sent") as unknown as string,
-    ]);
-    await h.advance(60_000);
+    await h.submit("s-001", { name: "pass-send", command: ["true"], timeouts: { preparing: 60 } });
+    // The pass that decided SCHEDULED → PREPARING sends the prepare; its failure is the stage's
+    // (a try, NEED_RETRY, the token given back), and the status change's own pass sends again.
+    // PREPARING is entered only once a prepare is out: the session never waits in PREPARING for
+    // a command that was not sent.
+    expect((await h.session("s-001")).session.status, h.stepLog).toBe("RUNNING");
+    expect(
+      h
+        .agent("agent-a")
+        .received.filter((m) => m.type === "command")
+        .map((m) => m.command.action),
+      h.stepLog,
+    ).toEqual(["prepare", "start"]);
     await h.exit("s-001", 0, 0);
     const done = await h.session("s-001");
     expect(sessionResult(done), h.stepLog).toBe("succeeded");
     expect(await h.history("s-001"), h.stepLog).toEqual([
       "Submit SUBMITTED PENDING->PENDING",
       "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
-      "PrepareSessions SUCCESS SCHEDULED->PREPARING",
-      "Lifecycle EXPIRED PREPARING->PENDING",
-      "ScheduleNewSessions SUCCESS PENDING->SCHEDULED",
+      "PrepareSessions NEED_RETRY SCHEDULED->=",
       "PrepareSessions SUCCESS SCHEDULED->PREPARING",
       "PromoteToPrepared SUCCESS PREPARING->PREPARED",
       "StartSessions SUCCESS PREPARED->CREATING",

@@ -1,10 +1,13 @@
 /**
  * PrepareSessions (SCHEDULED, PREPARING): has each kernel's agent prepare it (work directory,
- * executable check). In SCHEDULED, a session whose agents are still there succeeds
- * (→ PREPARING), and the PREPARING entry sends the `prepare` commands once it is written
- * (core/entry-commands.ts), so no agent's report can overtake it. In PREPARING, a kernel whose
- * preparation failed makes the session a failure (the coordinator judges retry or give-up) and
- * is sent `prepare` again; sessions still preparing are left for PromoteToPrepared or expiry.
+ * executable check). In SCHEDULED, a session whose agents are still there is sent its `prepare`
+ * commands and succeeds (→ PREPARING); one whose commands could not be sent is a failure, for the
+ * coordinator to judge. The commands go out before the stage is completed, so a fast agent's
+ * reports may reach the control plane before the PREPARING entry is written: a report only moves
+ * a kernel forward, and the entry never moves one back (core/effects.ts, stageEntryWrite), so
+ * the entry keeps what the report set and the next pass goes on from it. In PREPARING, a kernel
+ * whose preparation failed makes the session a failure (the coordinator judges retry or give-up)
+ * and is sent `prepare` again; sessions still preparing are left for PromoteToPrepared or expiry.
  *
  * A Fargate session has no agent to prepare it: its task definition is ensured here
  * (registered once per content) and its kernels are marked PREPARED at once; an ECS failure is
@@ -46,6 +49,8 @@ export const prepareSessions: LifecycleHandler = {
         continue;
       }
       if (session.status === SessionStatus.SCHEDULED) {
+        for (const k of target.kernels.filter((k) => !isTerminalKernelStatus(k.status)))
+          commands.push({ sessionId: session.id, detail: kernelCommand(target, k, "prepare") });
         result.success(session.id);
         continue;
       }

@@ -1,7 +1,9 @@
 /**
  * StartSessions (PREPARED): has each kernel's agent start its process. A session whose agents
- * are still there succeeds (→ CREATING), and the CREATING entry sends the `start` commands once
- * it is written (core/entry-commands.ts); PromoteToRunning sees the agents' RUNNING reports.
+ * are still there is sent its `start` commands and succeeds (→ CREATING); one whose commands
+ * could not be sent is a failure, for the coordinator to judge. An agent's RUNNING (or the
+ * kernel's exit) may arrive before the CREATING entry is written: the entry keeps it (a kernel
+ * never moves back), and PromoteToRunning sees it once CREATING is.
  *
  * A Fargate session's kernels are started here as ECS tasks, all of a gang or none,
  * with the queue's capacity provider; each kernel records its task. ECS's events report them.
@@ -10,6 +12,8 @@ import { executorOf, Executor } from "../../core/fargate.ts";
 import { LIFECYCLE_HANDLERS } from "../../core/handlers.ts";
 import type { SessionWithKernels } from "../../core/model.ts";
 import type { HandlerResult } from "../../core/scheduling.ts";
+import { isTerminalKernelStatus } from "../../core/status.ts";
+import { kernelCommand, type KernelCommand } from "../kernel-commands.ts";
 import {
   errorMessage,
   NO_FARGATE_EXECUTOR_FAILURE,
@@ -19,6 +23,7 @@ import {
   type HandlerContext,
   type LifecycleHandler,
   agentsOf,
+  dispatch,
 } from "./handler.ts";
 
 export const startSessions: LifecycleHandler = {
@@ -26,6 +31,7 @@ export const startSessions: LifecycleHandler = {
   async execute(targets: readonly SessionWithKernels[], ctx: HandlerContext): Promise<HandlerResult> {
     const result = new ResultBuilder();
     const live = await ctx.liveAgents(agentsOf(targets));
+    const commands: { sessionId: string; detail: KernelCommand }[] = [];
     for (const target of targets) {
       const lost = placementProblem(target, live);
       if (lost) {
@@ -36,8 +42,11 @@ export const startSessions: LifecycleHandler = {
         await startOnFargate(ctx, target, result);
         continue;
       }
+      for (const k of target.kernels.filter((k) => !isTerminalKernelStatus(k.status)))
+        commands.push({ sessionId: target.session.id, detail: kernelCommand(target, k, "start") });
       result.success(target.session.id);
     }
+    await dispatch(ctx, commands, result);
     return result.build();
   },
 };
