@@ -2,6 +2,7 @@
  * Runtime configuration of the Lambda functions, read from the environment that the CDK stack
  * (or the embedded runtime) sets. Passed in, never read at import time.
  */
+import { CoreError } from "./core/errors.ts";
 import { FILTER_FAILURE_MODES, type FilterFailureMode } from "./core/submission-filter.ts";
 
 export interface CairnConfig {
@@ -80,7 +81,8 @@ export interface FargateConfig {
 export const FARGATE_CAPACITY_PROVIDERS = ["FARGATE", "FARGATE_SPOT"] as const;
 export type FargateCapacityProvider = (typeof FARGATE_CAPACITY_PROVIDERS)[number];
 
-export class ConfigError extends Error {
+/** A setting missing or malformed: the same environment is refused again (CoreError: never retryable). */
+export class ConfigError extends CoreError {
   override readonly name = "ConfigError";
   readonly code = "CONFIG";
 }

@@ -30,6 +30,8 @@ import {
 import { DefaultTemplateError, TemplateNotFoundError } from "../functions/core/ports/templates.ts";
 import { HandlerContractError } from "../functions/core/coordinator/errors.ts";
 import { CoreError } from "../functions/core/errors.ts";
+import { ConfigError } from "../functions/config.ts";
+import { EntryTooLargeError } from "../functions/topology/put-events.ts";
 import { SpecSyntaxError } from "../functions/core/spec.ts";
 import { FailureCategoryNotFoundError } from "../functions/core/ports/failure-categories.ts";
 import { caught, freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
@@ -113,6 +115,8 @@ describe("one error root per layer, its code and retryability as data", () => {
   const coreErrors: readonly (readonly [CoreError, string])[] = [
     [new SpecSyntaxError("yaml", 1, 1, "unexpected token"), "SPEC_SYNTAX"],
     [new HandlerContractError("ScheduleNewSessions", "s", "without its kernels"), "HANDLER_CONTRACT"],
+    [new EntryTooLargeError("Session Submitted", 300_000), "ENTRY_TOO_LARGE"],
+    [new ConfigError("environment variable CAIRN_TABLE_NAME is required"), "CONFIG"],
   ];
 
   test.each(coreErrors)("%s: code %s, never retryable (the same input fails the same way)", (error, code) => {

@@ -5,6 +5,8 @@
  * ("Calculating PutEvents event entry size").
  */
 
+import { CoreError } from "../core/errors.ts";
+
 export const MAX_ENTRIES_PER_REQUEST = 10;
 /** The entries of one PutEvents request may total at most this many bytes (entrySizeBytes). */
 export const MAX_REQUEST_BYTES = 256 * 1024;
@@ -38,11 +40,10 @@ export function roomFor(entries: number, bytes: number, more: number): boolean {
   return entries < MAX_ENTRIES_PER_REQUEST && bytes + more < MAX_REQUEST_BYTES;
 }
 
-/** An entry no PutEvents request can carry. Sending it again cannot help. */
-export class EntryTooLargeError extends Error {
+/** An entry no PutEvents request can carry. Sending it again cannot help (CoreError: never retryable). */
+export class EntryTooLargeError extends CoreError {
   override readonly name = "EntryTooLargeError";
   readonly code = "ENTRY_TOO_LARGE";
-  readonly retryable = false;
   constructor(detailType: unknown, bytes: number) {
     super(
       `a ${typeof detailType === "string" ? detailType : "?"} event is ${bytes} bytes; the entries of a PutEvents request must total less than ${MAX_REQUEST_BYTES}`,
