@@ -27,9 +27,8 @@ import {
   type TestCpu,
 } from "./compare-figures.ts";
 import { BenchUsageError } from "./flags.ts";
+import { removeGroup, runMeasured } from "./tree-cpu.ts";
 
-/** Clock ticks per second of /proc's times (USER_HZ: 100 on every Linux architecture Node runs on). */
-const USER_HZ = 100;
 /** How long a stopped run gets between SIGTERM and SIGKILL. */
 const KILL_GRACE_MS = 10_000;
 
@@ -60,6 +59,7 @@ function cleanUp(): void {
     spawnSync("git", ["worktree", "remove", "--force", dir], { cwd: repo, stdio: "ignore" });
   }
   rmSync(scratch, { recursive: true, force: true });
+  for (const side of ["A", "B"] as const) removeGroup(cpuGroupName(side));
   spawnSync("git", ["worktree", "prune"], { cwd: repo, stdio: "ignore" });
 }
 
@@ -222,44 +222,42 @@ async function runBench(dir: string, tag: string, logName: string): Promise<stri
   return output;
 }
 
+/** The cpuacct group `npm test` runs in on `side`, where there is one. */
+function cpuGroupName(side: Side): string {
+  return `cairn-bench-compare-${process.pid}-${side}`;
+}
+
 /**
- * `npm test`'s CPU time (user + system) in `dir`: what the children this process waited for
- * used, from /proc (the same figure /usr/bin/time prints for a child).
+ * `npm test`'s CPU time (user + system) in `dir`, of its whole process tree where this process
+ * may put it in a cpuacct group, else of the children it waited for (bench/tree-cpu.ts).
  */
 async function testCpuSeconds(dir: string, side: Side): Promise<number> {
   console.log(`bench:compare: npm test in ${side}, for its CPU time …`);
-  const before = childrenCpuSeconds();
-  const child = spawn("npm", ["test", "--silent"], {
+  const run = runMeasured(cpuGroupName(side), "npm", ["test", "--silent"], {
     cwd: dir,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
-  running = child;
+  running = run.child;
   let tail = "";
   const keep = (chunk: Buffer) => {
     tail = (tail + chunk.toString()).slice(-4000);
   };
-  child.stdout.on("data", keep);
-  child.stderr.on("data", keep);
-  const code = await new Promise<number | null>((r) => child.once("close", r));
+  run.child.stdout!.on("data", keep);
+  run.child.stderr!.on("data", keep);
+  const { code, cpu } = await run.done;
   running = undefined;
-  const seconds = childrenCpuSeconds() - before;
   const summary = tail
     .split("\n")
     .filter((l) => /Test Files|Tests /.test(l))
     .join("; ");
+  const counted = cpu.whole
+    ? `the whole process tree, by a cpuacct cgroup; ${cpu.waitedSeconds.toFixed(0)} s of it in processes waited for`
+    : "the processes waited for; no cpuacct cgroup here, so any re-parented to init are missed";
   console.log(
-    `bench:compare: npm test in ${side}: ${seconds.toFixed(0)} CPU seconds, exit ${code} (${summary.replace(/\x1b\[[0-9;]*m/g, "").trim()})`,
+    `bench:compare: npm test in ${side}: ${cpu.seconds.toFixed(0)} CPU seconds (${counted}), exit ${code} (${summary.replace(/\x1b\[[0-9;]*m/g, "").trim()})`,
   );
-  return seconds;
-}
-
-/** CPU seconds (user + system) of this process's children that have ended and been waited for. */
-function childrenCpuSeconds(): number {
-  const stat = readFileSync("/proc/self/stat", "utf8");
-  // Fields after the command name: state is the first, cutime the 14th, cstime the 15th.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[13]) + Number(fields[14])) / USER_HZ;
+  return cpu.seconds;
 }
 
 function git(cwd: string, args: readonly string[]): string {
