@@ -245,9 +245,11 @@ class StartedRuntime {
   stdout = "";
   readonly ready: Promise<void>;
   constructor(dataDir: string, extraArgs: readonly string[] = []) {
+    // A sweep every 5 s, as the other end-to-end tests' runtimes (test/support/runtime.ts): nothing
+    // here waits on the sweep, and each sweep reads every stage's targets from DynamoDB Local.
     this.child = spawn(
       process.execPath,
-      [MAIN, "--data-dir", dataDir, "--agents", "1", "--sweep-seconds", "1", ...extraArgs],
+      [MAIN, "--data-dir", dataDir, "--agents", "1", "--sweep-seconds", "5", ...extraArgs],
       {
         env: {
           ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AWS_"))),
