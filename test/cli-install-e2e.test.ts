@@ -1,16 +1,16 @@
 /**
  * The CLI as a user installs and runs it: `npm install -g` of the checkout (into a temporary
  * prefix), run by whatever `node` comes first on the user's PATH (this machine's is Node 20),
- * from directories other than the checkout, against `npm start` with a --data-dir elsewhere. It
- * finds the runtime through the record `npm start` leaves in the user's state directory, or the
- * nearest `.cairn/runtime.json` above the working directory; a record of a runtime that died
- * says so.
+ * from directories other than the checkout, against `npm start` with a --data-dir elsewhere (its
+ * table in the suite's DynamoDB Local). It finds the runtime through the record `npm start` leaves
+ * in the user's state directory, or the nearest `.cairn/runtime.json` above the working
+ * directory; a record of a runtime that died says so.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 
 const CHECKOUT = resolve(".");
 const MAIN = join(CHECKOUT, "local", "main.ts");
@@ -76,7 +76,15 @@ beforeAll(async () => {
   });
   expect(install.status, `${install.stdout}\n${install.stderr}`).toBe(0);
 
-  runtime = spawn(process.execPath, [MAIN, "--data-dir", dataDir, "--agents", "1"], {
+  // Its table in the suite's DynamoDB Local: what is tested is how the CLI finds the runtime, and a
+  // JVM of its own would add nothing to that.
+  const database = [
+    "--dynamodb-endpoint",
+    inject("dynamoEndpoint"),
+    "--table-name",
+    `cairn-install-${process.pid}`,
+  ];
+  runtime = spawn(process.execPath, [MAIN, "--data-dir", dataDir, "--agents", "1", ...database], {
     cwd: CHECKOUT,
     env: userEnv(),
     stdio: ["ignore", "pipe", "pipe"],
