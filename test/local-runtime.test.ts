@@ -392,7 +392,14 @@ describe("npm start, one of its agents killed with kill -9", () => {
   const { dataDir, start } = npmStarts("cairn-agent-kill-");
 
   test("it says how the agent exited at once, restarts it with backoff, and the restarted agent stops the kernels left behind", async () => {
-    const runtime = start();
+    // Its table in the suite's DynamoDB Local: this is about the agents, and a JVM of its own would
+    // add nothing to it.
+    const runtime = start([
+      "--dynamodb-endpoint",
+      inject("dynamoEndpoint"),
+      "--table-name",
+      `cairn-agent-kill-${process.pid}`,
+    ]);
     await runtime.ready;
     const kernels = await startSleepingKernel(dataDir);
     const agentPid = () =>
