@@ -29,8 +29,8 @@ export const USAGE = `usage: npm run bench:compare -- REV_A REV_B [--pairs 3] [-
   and prints the median of each figure, every run's, the B/A ratios and a verdict against the bounds.
   --pairs N        A B pairs (default 3; fewer than 3 gives no verdict)
   --sessions N     sessions per run (default 1000)
-  --test-cpu       also measure \`npm test\`'s CPU time (user + system) for each revision
-  --logs DIR       keep every run's whole output in DIR (a-1.txt, b-1.txt, …)
+  --test-cpu       also measure \`npm test\`'s CPU time (user + system, its whole process tree) for each revision
+  --logs DIR       keep every run's whole output in DIR (a-1.txt, b-1.txt, …, a-npm-test.txt, b-npm-test.txt)
   after a second --: more \`bench:local\` flags, the same for every run (--agents, --warm-up …)`;
 
 /** The fewest pairs a verdict is given for. */

@@ -239,14 +239,20 @@ async function testCpuSeconds(dir: string, side: Side): Promise<number> {
     stdio: ["ignore", "pipe", "pipe"],
   });
   running = run.child;
+  const log =
+    options.logs === undefined
+      ? undefined
+      : createWriteStream(resolve(options.logs, `${side.toLowerCase()}-npm-test.txt`));
   let tail = "";
   const keep = (chunk: Buffer) => {
+    log?.write(chunk);
     tail = (tail + chunk.toString()).slice(-4000);
   };
   run.child.stdout!.on("data", keep);
   run.child.stderr!.on("data", keep);
   const { code, cpu } = await run.done;
   running = undefined;
+  log?.end();
   const summary = tail
     .split("\n")
     .filter((l) => /Test Files|Tests /.test(l))
