@@ -29,6 +29,8 @@ export default defineConfig({
     // by side finish the suite sooner. Measured here (2 cores): 277 s with one worker, 233 – 250 s
     // with two, 208 s with three (the run then used 173 % of the two cores).
     maxWorkers: 3,
+    // `CAIRN_TEST_CPU_LOG=FILE npm test` logs each file's CPU (docs/performance.md).
+    setupFiles: process.env["CAIRN_TEST_CPU_LOG"] ? ["test/support/cpu-per-file.ts"] : [],
     projects: [
       {
         extends: true,
