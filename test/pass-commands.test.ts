@@ -204,19 +204,18 @@ describe("the commands a pass sends", () => {
   });
 });
 
+/** PREPARING entered on PrepareSessions' success, from the pass's copy of the session. */
+function enterPreparing(scheduled: SessionWithKernels, entryDeps: ReturnType<typeof deps>["deps"]) {
+  const id = scheduled.session.id;
+  const t = transition("SCHEDULED", "PREPARING", "PrepareSessions", scheduled);
+  return enterStage(input(id, "PREPARING", t, "tok-1"), entryDeps);
+}
+
 describe("the stage entry after a pass's success", () => {
   test("PREPARING and CREATING are recorded, and nothing is sent: the pass sent it", async () => {
     const scheduled = await placed("cmd-5", "SCHEDULED", "SCHEDULED");
     const d = deps("cmd-5");
-    await enterStage(
-      input(
-        "cmd-5",
-        "PREPARING",
-        transition("SCHEDULED", "PREPARING", "PrepareSessions", scheduled),
-        "tok-1",
-      ),
-      d.deps,
-    );
+    await enterPreparing(scheduled, d.deps);
     expect((await store.getSession("cmd-5"))!.session.status).toBe("PREPARING");
     const prepared = await placed("cmd-6", "PREPARED", "PREPARED");
     await enterStage(
@@ -237,15 +236,7 @@ describe("the stage entry after a pass's success", () => {
       NOW,
     );
     const d = deps("cmd-7");
-    await enterStage(
-      input(
-        "cmd-7",
-        "PREPARING",
-        transition("SCHEDULED", "PREPARING", "PrepareSessions", scheduled),
-        "tok-1",
-      ),
-      d.deps,
-    );
+    await enterPreparing(scheduled, d.deps);
     const after = (await store.getSession("cmd-7"))!;
     expect(after.session.status).toBe("PREPARING");
     expect(after.kernels.map((k) => k.status)).toEqual(["PREPARING", "PREPARED"]);
