@@ -242,7 +242,9 @@ describe("reading sessions back", () => {
   test("get in text: a compact block", async () => {
     const run = await cairn("get", "cli-hello-1");
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/^session cli-hello-1 \(hello\)\n {2}status +TERMINATED \(succeeded\)\n/);
+    expect(run.stdout).toMatch(
+      /^session cli-hello-1 \(hello\)\n {2}status +TERMINATED \(succeeded; Sokovan's session status\)\n/,
+    );
     expect(run.stdout).toMatch(/^ {2}KERNEL +STATUS +AGENT +EXIT/m);
   });
 

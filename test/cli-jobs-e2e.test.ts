@@ -79,9 +79,9 @@ describe("jobs through the CLI", { timeout: TEST_TIMEOUT_MS }, () => {
         /^job SUCCEEDED: 2 of 3 tasks succeeded; 1 failed within maxTaskFailures 1$/m,
       );
       expect(run.stdout).toMatch(/\n {2}tasks +3 tasks: 2 SUCCEEDED, 1 FAILED\n/);
-      expect(run.stdout.indexOf("job cj-indep (indep)\n  state      SUCCEEDED: ")).toBeGreaterThan(
-        run.stdout.lastIndexOf("[task "),
-      );
+      expect(
+        run.stdout.indexOf("job cj-indep (indep)\n  state      SUCCEEDED (Iris's job state): "),
+      ).toBeGreaterThan(run.stdout.lastIndexOf("[task "));
 
       // Everything below only reads: one process each, all at once.
       // (The text tables are checked exactly in cli-jobs.test.ts; here, what the real store holds.)

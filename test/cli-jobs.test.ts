@@ -290,7 +290,7 @@ describe("job views and text (time passed in)", () => {
     expect(renderJob(jobView(snapshot), NOW)).toBe(
       [
         "job train-1 (train)",
-        "  state      RUNNING: 1 of 3 tasks placed or running",
+        "  state      RUNNING (Iris's job state): 1 of 3 tasks placed or running",
         "  hpc        Running (HPC Pack's state)",
         "  tasks      3 tasks: 1 PENDING, 1 RUNNING, 1 SUCCEEDED",
         "  kind       3 independent tasks, maxTaskFailures 1",

@@ -427,7 +427,7 @@ describe("text rendering (time passed in)", () => {
     expect(renderSession(sessionView(RUNNING, RUNTIME_FILE.stateMachineArn), NOW)).toBe(
       [
         "session hello-abc12345 (hello)",
-        "  status     RUNNING",
+        "  status     RUNNING (Sokovan's session status)",
         "  hpc        Running (HPC Pack's state)",
         "  queue      default, priority 0",
         "  run        hello-abc12345 (run 0), 0 tries in this stage",
@@ -443,7 +443,7 @@ describe("text rendering (time passed in)", () => {
 
   test("an ended session shows its result, not its stage; messages are one line", () => {
     const text = renderSession(sessionView(FAILED, undefined), NOW);
-    expect(text).toContain("  status     TERMINATED (failed)\n");
+    expect(text).toContain("  status     TERMINATED (failed; Sokovan's session status)\n");
     expect(text).not.toContain("  stage ");
     expect(text).toContain("  execution  hello-abc12345\n");
     expect(text).toMatch(

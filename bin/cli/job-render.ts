@@ -11,7 +11,7 @@ const NONE = "-";
 
 export function renderJob(view: JobView, nowMs: number): string {
   const rows: [string, string][] = [
-    ["state", `${view.state}: ${view.reason}`],
+    ["state", `${view.state} (Iris's job state): ${view.reason}`],
     ["hpc", `${view.hpcState} (HPC Pack's state)`],
     ["tasks", taskCountsText(view)],
     [

@@ -20,7 +20,8 @@ const MAX_CELL = 100;
 export function renderSession(view: SessionView, nowMs: number): string {
   const ended = view.result !== null;
   const rows: [string, string][] = [
-    ["status", ended ? `${view.status} (${view.result})` : view.status],
+    // Each state line names its vocabulary: Sokovan's session status here, HPC Pack's below.
+    ["status", `${view.status} (${ended ? `${view.result}; ` : ""}Sokovan's session status)`],
     [
       "hpc",
       `${view.hpcState} (HPC Pack's state${view.hpcAdmission === null ? "" : `; admitted ${view.hpcAdmission.join(" → ")}`})`,
