@@ -9,6 +9,7 @@ import { runName } from "../functions/core/retry/naming.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
 import { jobIdOf } from "../functions/core/jobs.ts";
 import { TERMINAL_SESSION_STATUSES } from "../functions/core/status.ts";
+import { hpcSessionAdmissionSteps, hpcSessionState } from "../functions/core/hpc-view.ts";
 import { budgetTable } from "./budgets.ts";
 import { cancelControl } from "./cancel.ts";
 import type { Executions, LogLine } from "./deps.ts";
@@ -56,6 +57,16 @@ export interface SessionPageData {
   readonly executions: Executions;
   readonly nowMs: number;
   readonly notice?: string;
+}
+
+/**
+ * The HPC Pack states the submission went through before Cairn stored it (Submitted →
+ * Validating → Queued), as `cairn get` shows them; nothing for a session created before
+ * validation was recorded.
+ */
+function admissionSteps({ session }: SessionWithKernels): Html | string {
+  const steps = hpcSessionAdmissionSteps(session);
+  return steps === undefined ? "" : html` <span class="muted">(admitted ${steps.join(" → ")})</span>`;
 }
 
 export function renderSessionPage(d: SessionPageData): Html {
@@ -135,6 +146,14 @@ export function renderSessionPage(d: SessionPageData): Html {
         <a href="/jobs/${encodeURIComponent(job)}">${job}</a
         >${session.task !== undefined ? ` (task ${session.task.index} of ${session.task.count})` : ""}
       </dd>
+      <dt>HPC Pack's state</dt>
+      <dd>${hpcSessionState(session, kernels)}${admissionSteps(d.found)}</dd>
+      ${
+        session.admission !== undefined
+          ? html`<dt>validation</dt>
+              <dd class="admission">${session.admission}</dd>`
+          : ""
+      }
       <dt>queue / priority</dt>
       <dd>${session.spec.queue} / ${session.spec.priority}</dd>
       <dt>run</dt>

@@ -21,7 +21,9 @@ import { listSessions, parseListFilter, SCAN_BUDGET } from "../dashboard/list-pa
 import { startDashboard, type DashboardServer } from "../dashboard/server.ts";
 import { StatusCounts } from "../dashboard/status-counts.ts";
 import { buildTimeline } from "../dashboard/timeline.ts";
-import { executionLink, renderLogs } from "../dashboard/session-page.ts";
+import { executionLink, renderLogs, renderSessionPage } from "../dashboard/session-page.ts";
+import { admissionSummary } from "../functions/core/history.ts";
+import { RETRY_CONFIG_DEFAULTS } from "../functions/core/retry/config.ts";
 import { renderJobPage } from "../dashboard/job-page.ts";
 import { stateClass } from "../dashboard/states.ts";
 import { newJob } from "../functions/core/jobs.ts";
@@ -422,6 +424,37 @@ describe("cairn dashboard's command line", () => {
     expect(() => parseCommandLine(["dashboard", "--port", "70000"])).toThrow(
       '--port must be a whole number from 0 to 65535, got "70000"',
     );
+  });
+});
+
+describe("the session page's HPC Pack state", () => {
+  const page = (s: Session) =>
+    renderSessionPage({
+      found: { session: s, kernels: [] },
+      history: [],
+      runs: [],
+      config: RETRY_CONFIG_DEFAULTS,
+      executions: { kind: "none" },
+      nowMs: T0,
+    }).text;
+
+  test("the state and the steps of its admission, and what validation checked, escaped", () => {
+    const admission = admissionSummary({ template: "<b>gpu</b>", filter: "accepted" });
+    const text = page(session("s-adm", { admission }));
+    expect(text).toContain("<dt>HPC Pack's state</dt>");
+    expect(text).toMatch(
+      /<dd>Queued <span class="muted">\(admitted Submitted → Validating → Queued\)<\/span><\/dd>/,
+    );
+    expect(text).toContain("job template &lt;b&gt;gpu&lt;/b&gt; applied");
+    expect(text).toContain("the submission filter accepted it; queued");
+    expect(text).not.toContain("<b>gpu</b>");
+  });
+
+  test("a session created before validation was recorded shows its state alone", () => {
+    const text = page(session("s-old"));
+    expect(text).toMatch(/<dd>Queued<\/dd>/);
+    expect(text).not.toContain("admitted");
+    expect(text).not.toContain("<dt>validation</dt>");
   });
 });
 
