@@ -242,3 +242,23 @@ describe("the stage entry after a pass's success", () => {
     expect(after.kernels.map((k) => k.status)).toEqual(["PREPARING", "PREPARED"]);
   });
 });
+
+describe("a session leaving its agents after the prepare went out", () => {
+  test("SCHEDULED expiring back to PENDING stops its kernels, which may be preparing", async () => {
+    const scheduled = await placed("cmd-8", "SCHEDULED", "SCHEDULED");
+    const d = deps("cmd-8");
+    const expired = {
+      from: "SCHEDULED",
+      to: "PENDING",
+      result: "EXPIRED",
+      handler: "Lifecycle",
+      known: scheduled,
+    } as StageTransition;
+    await enterStage(input("cmd-8", "PENDING", expired, "tok-9"), d.deps);
+    expect((await store.getSession("cmd-8"))!.session.status).toBe("PENDING");
+    expect(d.sent.map((s) => [s.action, s.agentId, s.kernelIndex])).toEqual([
+      ["stop", "agent-a", 0],
+      ["stop", "agent-b", 1],
+    ]);
+  });
+});

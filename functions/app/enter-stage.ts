@@ -513,7 +513,10 @@ async function stopLeftoverKernels(
   transition: StageTransition,
   deps: EnterStageDeps,
 ): Promise<void> {
+  // SCHEDULED too: PrepareSessions sends the prepare before it completes the stage, so a kernel
+  // still SCHEDULED (its stage expired or was cancelled in between) may be preparing on its agent.
   const launched: ReadonlySet<KernelStatus> = new Set([
+    KernelStatus.SCHEDULED,
     KernelStatus.PREPARING,
     KernelStatus.PULLING,
     KernelStatus.PREPARED,
