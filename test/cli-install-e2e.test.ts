@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
+import { outcomeOf, type Run } from "./support/cli.ts";
 
 const CHECKOUT = resolve(".");
 const MAIN = join(CHECKOUT, "local", "main.ts");
@@ -45,23 +46,9 @@ function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   };
 }
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 /** The installed `cairn` command, found on the PATH as a shell would, run in `cwd`. */
 function cairn(cwd: string, args: readonly string[], extraEnv: Record<string, string> = {}): Promise<Run> {
-  const child = spawn("cairn", args, { cwd, env: userEnv(extraEnv), stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((done, fail) => {
-    child.on("error", fail);
-    child.on("close", (code) => done({ code, stdout, stderr }));
-  });
+  return outcomeOf(spawn("cairn", args, { cwd, env: userEnv(extraEnv), stdio: ["ignore", "pipe", "pipe"] }));
 }
 
 let runtime: ChildProcess | undefined;

@@ -491,21 +491,24 @@ describe("npm start, one of its agents killed with kill -9", () => {
     const agentPid = () =>
       (JSON.parse(readFileSync(pidFilePath(dataDir), "utf8")) as PidFileContents).agents[0]!.pid;
     const first = agentPid();
+    /** `npm start` reports the agent's `n`-th SIGKILL in a row, and the backoff it doubles. */
+    const killReported = (pid: number, n: number) =>
+      until(
+        `exit ${n} is reported`,
+        () =>
+          runtime.stderr.includes(
+            `cairn: agent agent-1 (pid ${pid}) was killed by SIGKILL; restarting it in ${2 ** (n - 1)} s (${n} exit(s) in a row)`,
+          )
+            ? true
+            : undefined,
+        10_000,
+        100,
+      );
 
     process.kill(first, "SIGKILL");
     // The agent's kernel outlives it (kernels run detached)…
     expect(kernels.every((k) => isAlive(k.pid, k.ticks))).toBe(true);
-    await until(
-      "the exit is reported",
-      () =>
-        runtime.stderr.includes(
-          `cairn: agent agent-1 (pid ${first}) was killed by SIGKILL; restarting it in 1 s (1 exit(s) in a row)`,
-        )
-          ? true
-          : undefined,
-      10_000,
-      100,
-    );
+    await killReported(first, 1);
     await until(
       "agent-1 restarted",
       () => (/cairn: agent agent-1 restarted \(pid (\d+)\)/.exec(runtime.stderr) ? true : undefined),
@@ -542,17 +545,7 @@ describe("npm start, one of its agents killed with kill -9", () => {
 
     // Killed again at once: the next restart waits twice as long.
     process.kill(second, "SIGKILL");
-    await until(
-      "the second exit is reported",
-      () =>
-        runtime.stderr.includes(
-          `cairn: agent agent-1 (pid ${second}) was killed by SIGKILL; restarting it in 2 s (2 exit(s) in a row)`,
-        )
-          ? true
-          : undefined,
-      10_000,
-      100,
-    );
+    await killReported(second, 2);
     await until(
       "agent-1 restarted again",
       () => (runtime.stderr.match(/cairn: agent agent-1 restarted/g)?.length === 2 ? true : undefined),

@@ -2,7 +2,8 @@
  * Runs the real `cairn` binary as a child process against a test runtime, with no AWS settings
  * in its environment, so it finds Cairn through the runtime file alone.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcessByStdio } from "node:child_process";
+import type { Readable } from "node:stream";
 import { join, resolve } from "node:path";
 
 const CLI = resolve("bin/cairn.js");
@@ -19,6 +20,11 @@ export function runCairn(dataDir: string, args: readonly string[]): Promise<Run>
     env,
     stdio: ["ignore", "pipe", "pipe"],
   });
+  return outcomeOf(child);
+}
+
+/** A child's exit code and everything it printed, once it has closed its output. */
+export function outcomeOf(child: ChildProcessByStdio<null, Readable, Readable>): Promise<Run> {
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
