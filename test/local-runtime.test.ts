@@ -360,8 +360,15 @@ class StartedRuntime {
   }
 }
 
+/** The process started at `ticks` still runs: a zombie waiting for its new parent to reap it does not. */
 function isAlive(pid: number, ticks: string | undefined): boolean {
-  return ticks !== undefined && startTicks(pid) === ticks;
+  if (ticks === undefined || startTicks(pid) !== ticks) return false;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
 }
 
 /** Kernel processes started under `workRoot` (the agent puts its termination log there). */
@@ -529,9 +536,11 @@ describe("npm start, one of its agents killed with kill -9", () => {
     const deadCgroup = new RegExp(`cgroup v2 in (\\S+-${first}) `).exec(runtime.stderr)?.[1];
     if (deadCgroup === undefined || said.test(runtime.stderr)) expect(runtime.stderr).toMatch(said);
     else expect(existsSync(deadCgroup), `${deadCgroup} reaped by another agent on this host`).toBe(false);
+    // The kernels of the killed run, by pid and start time: the session's next run may already have
+    // a kernel of its own on the restarted agent, in the same work directory.
     await until(
       "the orphaned kernel is gone",
-      () => (kernelPids(join(dataDir, "work")).length === 0 ? true : undefined),
+      () => (kernels.some((k) => isAlive(k.pid, k.ticks)) ? undefined : true),
       10_000,
       100,
     );
