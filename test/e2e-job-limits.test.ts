@@ -14,6 +14,7 @@ import { jobTasks, type TaskView } from "../functions/core/jobs.ts";
 import type { Job } from "../functions/core/model.ts";
 import { TERMINAL_SESSION_STATUSES } from "../functions/core/status.ts";
 import { runCairn } from "./support/cli.ts";
+import { until } from "./support/until.ts";
 import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
 let rt: TestRuntime;
@@ -172,10 +173,12 @@ describe("cancellation rules in the HPC view", () => {
     try {
       await rt.cancel(id, "stuck");
       await rt.waitForStatus(id, "TERMINATING");
-      await new Promise((r) => setTimeout(r, 1_500));
-      // Read after the wait: the stage is entered first, and its pass marks the kernel
-      // TERMINATING (the stop sent) in a write of its own right after.
-      const terminating = (await rt.store.getSession(id))!;
+      // The stage is entered first, and its pass marks the kernel TERMINATING (the stop sent) in
+      // a write of its own right after; the session stays TERMINATING, waiting for the report.
+      const terminating = await until("the stop sent to the stopped agent", async () => {
+        const now = (await rt.store.getSession(id))!;
+        return now.kernels[0]?.status === "TERMINATING" ? now : undefined;
+      });
       expect(terminating.session.status).toBe("TERMINATING");
       expect(terminating.kernels.map((k) => k.status)).toEqual(["TERMINATING"]);
 
