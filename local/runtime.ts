@@ -50,6 +50,7 @@ import { logsFaultsFromEnv, startLogsServer, type LogsFaults, type LogsServer } 
 import { startDynamoDbLocal, type RunningDynamoDb } from "./dynamodb-local.ts";
 import { LocalEventBus, startEventBridgeServer, type EventBridgeServer } from "./eventbridge/index.ts";
 import { LocalQueue, type QueueConsumer } from "./queue.ts";
+import { withTopologyTimeouts } from "./function-timeout.ts";
 import { queueFaultsFromEnv, type QueueFaults } from "./queue-faults.ts";
 import {
   faultOptionsFromEnv,
@@ -473,7 +474,8 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     };
 
     const invocations = new Map<FunctionName, number>(FUNCTIONS.map((f) => [f.name, 0]));
-    const handlers = countInvocations(await loadHandlers(), invocations);
+    // Each under its function's timeout, as Lambda runs it (function-timeout.ts).
+    const handlers = withTopologyTimeouts(countInvocations(await loadHandlers(), invocations));
     if (faults) log(`cairn: fault injection on: ${JSON.stringify(faults)}`);
     if (queueFaults) log(`cairn: queue fault injection on: ${JSON.stringify(queueFaults)}`);
     if (logsFaults) log(`cairn: logs fault injection on: ${JSON.stringify(logsFaults)}`);

@@ -11,6 +11,7 @@ import { MAX_CAUSE_CHARS } from "./limits.ts";
 import { lambdaFunctionName, type TaskResource } from "./resources.ts";
 import { LAMBDA_INVOKE_KEY } from "./definition.ts";
 import { FaultKind, type FaultInjector } from "./faults.ts";
+import { FUNCTION_TIMED_OUT } from "../function-timeout.ts";
 
 /** A Lambda function's handler: the payload in, the function's result out (like Lambda: JSON). */
 export type LambdaHandler = (payload: JsonValue) => unknown;
@@ -118,22 +119,27 @@ async function callLambda(
   }
   const fault = invokers.faults?.take([FaultKind.LambdaUnknown, FaultKind.LoseLambdaResponse], at);
   if (fault?.fault === FaultKind.LambdaUnknown) {
-    // What Step Functions reports for a function that timed out or ran out of memory.
-    throw new AslError(
-      "Lambda.Unknown",
-      `The cause could not be determined because Lambda did not return an error type. Returned payload: {"errorMessage":"Task timed out (fault injected: ${FaultKind.LambdaUnknown})"}`,
-    );
+    throw lambdaUnknown(`Task timed out (fault injected: ${FaultKind.LambdaUnknown})`);
   }
   let result: unknown;
   try {
     result = await handler(roundTrip(payload));
   } catch (error) {
     if (fault) throw lostResponse(fault.error);
+    if (error instanceof Error && error.name === FUNCTION_TIMED_OUT) throw lambdaUnknown(error.message);
     throw lambdaError(error);
   }
   // The function ran (its effects stand); only its response does not reach the caller.
   if (fault) throw lostResponse(fault.error);
   return roundTrip(result);
+}
+
+/** What Step Functions reports for a function that timed out or ran out of memory. */
+function lambdaUnknown(errorMessage: string): AslError {
+  return new AslError(
+    "Lambda.Unknown",
+    `The cause could not be determined because Lambda did not return an error type. Returned payload: ${JSON.stringify({ errorMessage })}`,
+  );
 }
 
 function lostResponse(error: string | undefined): AslError {
