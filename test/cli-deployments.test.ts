@@ -7,7 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { CairnApi } from "../bin/cli/cairn-api.ts";
-import { printable, renderDeployment } from "../bin/cli/deployment-render.ts";
+import { renderDeployment } from "../bin/cli/deployment-render.ts";
+import { printable } from "../bin/cli/terminal-text.ts";
 import { deploymentView } from "../bin/cli/deployment-views.ts";
 import { runCli } from "../bin/cli/main.ts";
 import { DeploymentItems } from "../functions/adapters/dynamo/deployment-items.ts";

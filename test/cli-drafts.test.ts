@@ -242,6 +242,18 @@ describe("runCli: drafts", () => {
     ]);
   });
 
+  test("given a draft whose command and refusal quote escape sequences, job get and the refusal print them as text", async () => {
+    const hostile = "\u001b]52;c;b3duZWQ=\u0007\u001b[2J\u202e";
+    const escaped = "\\u001b]52;c;b3duZWQ=\\u0007\\u001b[2J\\u202e";
+    const draft = { ...DRAFT, spec: { ...SPEC, command: ["/bin/echo", hostile] } };
+    const get = cli({ drafts: { "d-1": draft }, jobs: {} });
+    expect(await runCli(["job", "get", "d-1"], get.io)).toBe(0);
+    expect(get.out.join("\n")).toContain(`  command   /bin/echo ${escaped}`);
+    const refused = cli({ drafts: { "d-1": draft }, jobs: {}, refuse: { "d-1": `detail.spec: ${hostile}` } });
+    expect(await runCli(["job", "delete", "d-1"], refused.io)).toBe(2);
+    expect(refused.err).toEqual([`cairn: deletion of draft d-1 was refused: detail.spec: ${escaped}`]);
+  });
+
   test("given a draft, job get shows it Configuring, as text and as JSON", async () => {
     const text = cli({ drafts: { "d-1": DRAFT }, jobs: {} });
     expect(await runCli(["job", "get", "d-1"], text.io)).toBe(0);

@@ -6,8 +6,9 @@
  */
 import { evictionFailures } from "../../functions/core/deployments/handlers.ts";
 import type { DeploymentSpec } from "../../functions/core/deployments/spec.ts";
-import { ago, cell, oneLine } from "./render.ts";
-import { renderTable } from "./table.ts";
+import { ago, cell } from "./render.ts";
+import { renderBlockRows, renderTable } from "./table.ts";
+import { printable } from "./terminal-text.ts";
 import type {
   DeploymentHistoryRecordView,
   DeploymentSummaryView,
@@ -68,14 +69,13 @@ export function renderDeployment(view: DeploymentView, nowMs: number): string {
     ]);
   }
   rows.push(["execution", view.executionName]);
-  const width = Math.max(...rows.map(([label]) => label.length));
   const shown = view.routes.filter((r) => r.status !== "TERMINATED");
   const ended = view.routes.length - shown.length;
   const history = view.history.slice(-HISTORY_SHOWN);
   const earlier = view.history.length - history.length;
   return [
     `deployment ${view.deploymentId}: ${view.status}`,
-    ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`),
+    ...renderBlockRows(rows),
     ...indent(shown.length === 0 ? "no routes" : renderRouteTable(shown, nowMs), "  "),
     ...(ended === 0
       ? []
@@ -153,30 +153,6 @@ export function commandLine(command: DeploymentSpec["service"]["command"]): stri
   return command
     .map((word) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`))
     .join(" ");
-}
-
-/**
- * One line, with every control character left (ESC, BEL, NUL, C1, bidi overrides) written as
- * `\uXXXX`: text from users and replicas reaches the terminal as text, never as instructions.
- */
-export function printable(text: string): string {
-  let out = "";
-  for (const ch of oneLine(text)) {
-    const code = ch.codePointAt(0) ?? 0;
-    out += isControl(code) ? `\\u${code.toString(16).padStart(4, "0")}` : ch;
-  }
-  return out;
-}
-
-function isControl(code: number): boolean {
-  return (
-    code < 0x20 ||
-    (code >= 0x7f && code <= 0x9f) ||
-    code === 0x200e ||
-    code === 0x200f ||
-    (code >= 0x202a && code <= 0x202e) ||
-    (code >= 0x2066 && code <= 0x2069)
-  );
 }
 
 /** A table cell (render.ts's cell: one line, at most 100 characters) of printable text. */

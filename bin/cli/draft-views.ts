@@ -4,6 +4,7 @@ import { HpcState } from "../../functions/core/hpc-view.ts";
 import type { SessionSpec } from "../../functions/core/model.ts";
 import { ago } from "./render.ts";
 import { iso } from "./views.ts";
+import { renderBlockRows } from "./table.ts";
 
 export interface DraftView {
   readonly jobId: string;
@@ -58,9 +59,5 @@ export function renderDraft(view: DraftView, nowMs: number): string {
     ["created", `${view.createdAt} (${ago(view.createdAt, nowMs)})`],
     ["updated", `${view.updatedAt} (${ago(view.updatedAt, nowMs)})`],
   ];
-  const width = Math.max(...rows.map(([label]) => label.length));
-  return [
-    `draft ${view.jobId} (${view.name})`,
-    ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`),
-  ].join("\n");
+  return [`draft ${view.jobId} (${view.name})`, ...renderBlockRows(rows)].join("\n");
 }

@@ -9,7 +9,7 @@ import { liveRoutes } from "../../functions/core/deployments/handlers.ts";
 import type { DeploymentWithRoutes, Route } from "../../functions/core/deployments/model.ts";
 import { DeploymentStatus } from "../../functions/core/deployments/tables.ts";
 import type { DeploymentReader } from "./cairn-api.ts";
-import { printable } from "./deployment-render.ts";
+import { printable } from "./terminal-text.ts";
 import { DeploymentRejectedError, DeploymentWaitTimeoutError } from "./errors.ts";
 import type { PollOptions } from "./follow.ts";
 

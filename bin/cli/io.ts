@@ -14,6 +14,8 @@ export interface CliIo {
   readonly cwd: string;
   /** Colour stdout: it is a terminal and NO_COLOR is not set (https://no-color.org). */
   readonly colour?: boolean;
+  /** Stdout is a terminal: kernel output is printed with its control characters escaped. */
+  readonly terminal?: boolean;
   readonly env: Readonly<Record<string, string | undefined>>;
   /**
    * Like fs.readFileSync(path, "utf8"): throws with `code` ENOENT for a missing file, and with

@@ -5,7 +5,7 @@
 import { TaskState } from "../../functions/core/status.ts";
 import type { JobView, TaskDetailView, TaskRowView, TasksView } from "./job-views.ts";
 import { ago, cell, decisionText, formatDuration, oneLine, ran } from "./render.ts";
-import { renderTable } from "./table.ts";
+import { renderBlockRows, renderTable } from "./table.ts";
 
 const NONE = "-";
 
@@ -114,8 +114,7 @@ export function renderTask(view: TaskDetailView, nowMs: number): string {
 // ---------------------------------------------------------------------------------------------
 
 function block(title: string, rows: readonly (readonly [string, string])[]): string {
-  const width = Math.max(...rows.map(([label]) => label.length));
-  return [title, ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`)].join("\n");
+  return [title, ...renderBlockRows(rows)].join("\n");
 }
 
 /** "4 tasks: 2 RUNNING, 1 PENDING, 1 SUCCEEDED", states in the order TaskState lists them. */

@@ -18,6 +18,7 @@ import type { RetryPolicy } from "../../functions/core/retry/policy.ts";
 import type { JobTemplate } from "../../functions/core/templates.ts";
 import type { FailureCategoryDefinition } from "../../functions/core/retry/category-definitions.ts";
 import { resolveConnection, type Connection } from "./target.ts";
+import { terminalText } from "./terminal-text.ts";
 
 /*
  * Each command's module is imported when that command runs, not at start: a start loads what
@@ -283,7 +284,8 @@ function report(error: unknown, connection: Connection | undefined, io: CliIo): 
     );
     return ExitCode.SessionDidNotSucceed;
   }
-  io.stderr(`cairn: ${known.message}`);
+  // Messages quote what users and kernels wrote (rejection reasons, kernel messages): as text.
+  io.stderr(`cairn: ${terminalText(known.message)}`);
   if (known instanceof UsageError) {
     io.stderr(known.command === undefined ? "see `cairn --help`" : `see \`cairn ${known.command} --help\``);
   }

@@ -10,6 +10,7 @@ export function processIo(): CliIo {
     stderr: (text) => void process.stderr.write(text + "\n"),
     cwd: process.cwd(),
     colour: process.stdout.isTTY && !process.env["NO_COLOR"],
+    terminal: process.stdout.isTTY,
     env: process.env,
     readFile: (path, maxBytes) =>
       maxBytes === undefined ? readFileSync(path, "utf8") : readAtMost(path, maxBytes),

@@ -4,7 +4,8 @@
  */
 import type { SessionResult } from "../../functions/core/sessions.ts";
 import type { Vocabulary } from "./invocation.ts";
-import { renderTable, renderTableLines } from "./table.ts";
+import { renderBlockRows, renderTable, renderTableLines } from "./table.ts";
+import { printable } from "./terminal-text.ts";
 import type {
   HistoryRecordView,
   HistoryView,
@@ -62,10 +63,9 @@ export function renderSession(view: SessionView, nowMs: number): string {
       cell(k.message ?? (k.error === null ? null : `preparation failed: ${k.error}`)),
     ]),
   );
-  const width = Math.max(...rows.map(([label]) => label.length));
   return [
     `session ${view.sessionId} (${view.name})`,
-    ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`),
+    ...renderBlockRows(rows),
     ...kernelTable.split("\n").map((line) => `  ${line}`),
     ...(view.runs.length === 0
       ? []
@@ -259,8 +259,9 @@ function pad2(n: number): string {
   return String(n).padStart(2, "0");
 }
 
+/** One line of text for the terminal: whitespace folded, control characters escaped (terminal-text.ts). */
 export function oneLine(text: string): string {
-  return text.replace(/\s+/g, " ").trim();
+  return printable(text);
 }
 
 /** A table cell: one line, at most MAX_CELL characters (the JSON output has it all). */

@@ -18,7 +18,7 @@ import {
   type RuleMatcher,
 } from "../../functions/core/retry/policy.ts";
 import type { BackoffOverride } from "../../functions/core/retry/backoff.ts";
-import { renderTable } from "./table.ts";
+import { renderBlockRows, renderTable } from "./table.ts";
 import { iso } from "./views.ts";
 
 const NONE = "-";
@@ -44,7 +44,6 @@ export function renderPolicy(policy: RetryPolicy): string {
     ["backoff", backoffText(policy.backoff)],
     ["antiAffinity", policy.antiAffinity ?? NONE],
   ];
-  const width = Math.max(...rows.map(([label]) => label.length));
   const rules =
     policy.rules.length === 0
       ? ["  no rules: every failure gets the default action"]
@@ -56,7 +55,7 @@ export function renderPolicy(policy: RetryPolicy): string {
           .map((line) => `  ${line}`);
   return [
     `retry policy ${policy.name}`,
-    ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`),
+    ...renderBlockRows(rows),
     ...rules,
     ...initContainersNote(policy.rules),
   ].join("\n");
@@ -162,10 +161,7 @@ export function renderQueue(view: QueueView): string {
     ["created", view.createdAt],
     ["updated", view.updatedAt],
   ];
-  const width = Math.max(...rows.map(([label]) => label.length));
-  return [`queue ${view.name}`, ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`)].join(
-    "\n",
-  );
+  return [`queue ${view.name}`, ...renderBlockRows(rows)].join("\n");
 }
 
 export function renderQueueList(views: readonly QueueView[]): string {
@@ -212,9 +208,8 @@ export function renderRetryConfig(view: RetryConfigView): string {
     ["defaultPolicy", `${view.defaultPolicyName} (used when it exists)`],
     ["defaultBackoff", `initial ${b.initialDelay}, max ${b.maxDelay}, x${b.multiplier}`],
   ];
-  const width = Math.max(...rows.map(([label]) => label.length));
   return [
     view.stored ? "retry configuration" : "retry configuration (defaults: nothing set yet)",
-    ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`),
+    ...renderBlockRows(rows),
   ].join("\n");
 }

@@ -1,4 +1,8 @@
-/** Plain-text tables: left-aligned columns two spaces apart, no trailing spaces. */
+/**
+ * Plain-text tables: left-aligned columns two spaces apart, no trailing spaces. Every cell is
+ * printed as text (terminal-text.ts), whoever wrote it.
+ */
+import { printable, terminalText } from "./terminal-text.ts";
 
 /** Styles a cell after padding (colours take no width): row 0 is the first row after the header. */
 export type CellPaint = (row: number, column: number, padded: string) => string;
@@ -17,6 +21,7 @@ export function renderTableLines(
   rows: readonly (readonly string[])[],
   paint?: CellPaint,
 ): string[] {
+  rows = rows.map((row) => row.map(printable));
   const widths = headers.map((header, i) =>
     Math.max(header.length, ...rows.map((row) => (row[i] ?? "").length)),
   );
@@ -32,4 +37,10 @@ export function renderTableLines(
       .join("  ")
       .trimEnd();
   return [line(headers, -1), ...rows.map((cells, row) => line(cells, row))];
+}
+
+/** `label  value` lines of a block, labels padded to one width, values printed as text. */
+export function renderBlockRows(rows: readonly (readonly [string, string])[]): string[] {
+  const width = Math.max(...rows.map(([label]) => label.length));
+  return rows.map(([label, value]) => `  ${label.padEnd(width)}  ${terminalText(value)}`);
 }

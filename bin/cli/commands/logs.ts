@@ -26,6 +26,7 @@ import {
 } from "../task-logs.ts";
 import type { KernelLogReader } from "../kernel-log-reader.ts";
 import type { CommandContext } from "./context.ts";
+import { terminalOutputLine } from "../terminal-text.ts";
 
 /** How often followers look at the store and the streams. */
 export const LOG_POLL_MS = 250;
@@ -218,17 +219,20 @@ export async function followTaskLogs(
 
 /**
  * Text: each line on the stream the program wrote it to, `[task N] `-prefixed when several tasks'
- * lines mix. JSON: one JSON Lines record per line on stdout. Notes: stderr, either way.
+ * lines mix; on a terminal, with control characters but colours escaped (terminal-text.ts), as
+ * the kernel is anyone's code; piped, as written. JSON: one JSON Lines record per line on stdout.
+ * Notes: stderr, either way.
  */
 export function logPrinter(
-  io: Pick<CliIo, "stdout" | "stderr">,
+  io: Pick<CliIo, "stdout" | "stderr" | "terminal">,
   output: OutputFormat,
   prefixed: boolean,
 ): (event: TaskLogEvent) => void {
+  const shown = io.terminal === true ? terminalOutputLine : (text: string) => text;
   return (event) => {
     if (event.kind === "note") io.stderr(`cairn: task ${event.task}: ${event.text}`);
     else if (output === "json") io.stdout(taskLogJson(event));
-    else if (event.line.stream === "stderr") io.stderr(taskLogText(event, prefixed));
-    else io.stdout(taskLogText(event, prefixed));
+    else if (event.line.stream === "stderr") io.stderr(shown(taskLogText(event, prefixed)));
+    else io.stdout(shown(taskLogText(event, prefixed)));
   };
 }
