@@ -7,6 +7,8 @@
  *   batch whose invocation failed, is not deleted and becomes visible again only when its
  *   visibility timeout runs out (Lambda does not hand it back sooner). A message still in flight
  *   when its timeout runs out is delivered again, even while the first delivery still runs.
+ *   The answer is read as Lambda reads a partial batch response: one naming a message the batch
+ *   does not hold, or with an empty id, fails the whole batch (`reportedFailures`).
  * - A message received `maxReceives` times and failed once more goes to the dead-letter list
  *   when it would next be delivered. Nothing is dropped silently.
  * - FIFO: each message carries a message group. While a message of a group is in flight, no
@@ -293,7 +295,7 @@ export class LocalQueue {
       : this.#o.consumer({ Records: records });
     void invoked
       .then(
-        (out) => new Set(out.batchItemFailures.map((f) => f.itemIdentifier)),
+        (out) => reportedFailures(out, records),
         (error: unknown) => {
           this.#o.onError(error);
           return new Set(batch.map((m) => m.id));
@@ -335,4 +337,29 @@ export class LocalQueue {
       new Error(`queue ${this.#o.name}: message ${m.id} dead-lettered after ${m.receives} receives`),
     );
   }
+}
+
+/**
+ * The messages of a batch its function's answer reports failed, read as Lambda reads a partial
+ * batch response (the Lambda guide, "Handling errors for an SQS event source": success and
+ * failure conditions): no answer, or no `batchItemFailures`, or an empty list is complete
+ * success; a failure whose `itemIdentifier` is empty, missing, not a string or not a message of
+ * the batch makes the whole batch a failure.
+ */
+export function reportedFailures(response: unknown, records: readonly SqsRecord[]): Set<string> {
+  const all = new Set(records.map((r) => r.messageId));
+  if (typeof response !== "object" || response === null) return new Set();
+  const list = (response as { batchItemFailures?: unknown }).batchItemFailures;
+  if (list === undefined || list === null) return new Set();
+  if (!Array.isArray(list)) return all;
+  const failed = new Set<string>();
+  for (const item of list as unknown[]) {
+    const id =
+      typeof item === "object" && item !== null
+        ? (item as { itemIdentifier?: unknown }).itemIdentifier
+        : undefined;
+    if (typeof id !== "string" || !all.has(id)) return all;
+    failed.add(id);
+  }
+  return failed;
 }

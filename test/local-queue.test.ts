@@ -107,6 +107,45 @@ describe("the embedded runtime's queue", () => {
     await queue.close();
   });
 
+  test("given a partial batch response naming a message the batch does not hold, or an empty id, then the whole batch failed, as Lambda reads it", async () => {
+    for (const bad of [{ itemIdentifier: "not-a-message-of-this-batch" }, { itemIdentifier: "" }, {}]) {
+      const receives = new Map<string, number[]>();
+      const consumer = (event: { Records: SqsRecord[] }) => {
+        for (const r of event.Records) {
+          receives.set(r.body, [
+            ...(receives.get(r.body) ?? []),
+            Number(r.attributes.ApproximateReceiveCount),
+          ]);
+        }
+        // The first delivery's answer is malformed; the second's is complete success.
+        const first = event.Records.some((r) => r.attributes.ApproximateReceiveCount === "1");
+        return Promise.resolve({ batchItemFailures: first ? [bad as { itemIdentifier: string }] : [] });
+      };
+      const queue = new LocalQueue({ name: "malformed", ...options, consumer });
+      queue.send("a");
+      queue.send("b");
+      await queue.idle();
+      expect(Object.fromEntries(receives)).toEqual({ a: [1, 2], b: [1, 2] });
+      await queue.close();
+    }
+  });
+
+  test("given no answer, or no list of failures, then the batch succeeded: nothing comes back", async () => {
+    for (const answer of [undefined, {}, { batchItemFailures: null }]) {
+      let batches = 0;
+      const consumer = () => {
+        batches++;
+        return Promise.resolve(answer as unknown as { batchItemFailures: { itemIdentifier: string }[] });
+      };
+      const queue = new LocalQueue({ name: "empty-answer", ...options, consumer });
+      queue.send("a");
+      await queue.idle();
+      expect(batches).toBe(1);
+      expect(queue.stats()).toMatchObject({ redelivered: 0 });
+      await queue.close();
+    }
+  });
+
   test("given a message still running when its visibility timeout passes, then it is delivered again meanwhile", async () => {
     const r = recorder(() => false, VISIBILITY_MS * 2);
     const queue = queueOf(r, { name: "slow", batchSize: 1 });
