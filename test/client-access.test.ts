@@ -232,6 +232,22 @@ describe("the statements, as the runtime's DynamoDB endpoint evaluates them", ()
         pk,
       ).toContain("dynamodb:UpdateItem");
     }
+    // Its own partitions, but the status index's keys: a queue item read as a waiting session.
+    const intoStatusIndex = {
+      TableName: TABLE,
+      Item: { ...key(queuePk("poison"), "SESSION"), gsi1pk: { S: "STATUS#PENDING#0" }, gsi1sk: { S: "0" } },
+    };
+    expect(decide("operator", "PutItem", intoStatusIndex)).toMatch(/dynamodb:PutItem .*dynamodb:Attributes/);
+    expect(
+      decide("operator", "UpdateItem", {
+        TableName: TABLE,
+        Key: key(queuePk("gpu"), "QUEUE"),
+        UpdateExpression: "SET gsi2pk = :t",
+      }),
+    ).toMatch(/dynamodb:Attributes/);
+    expect(
+      decide("operator", "DeleteItem", { TableName: TABLE, Key: key(queuePk("gpu"), "QUEUE") }),
+    ).toBeUndefined();
     const transaction = (extra: Record<string, unknown>[]) => ({
       TransactItems: [
         { Put: putQueue },

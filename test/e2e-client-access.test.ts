@@ -190,7 +190,7 @@ describe("the table, through the runtime's DynamoDB endpoint, with the AWS CLI",
   }, 180_000);
 
   test("given an operator, when it writes a template item, then it may; a client may not", async () => {
-    const item = JSON.stringify({ pk: { S: "TEMPLATE#scratch" }, sk: { S: "NOTE" }, note: { S: "x" } });
+    const item = JSON.stringify({ pk: { S: "TEMPLATE#scratch" }, sk: { S: "NOTE" }, name: { S: "x" } });
     const asClient = await aws("client", ["dynamodb", "put-item", "--table-name", table(), "--item", item]);
     expect(asClient.ok).toBe(false);
     expect(asClient.out).toContain("AccessDeniedException");
@@ -213,6 +213,57 @@ describe("the table, through the runtime's DynamoDB endpoint, with the AWS CLI",
     ]);
     expect(deleted.ok, deleted.out).toBe(true);
   }, 180_000);
+
+  test("given an operator, when it puts an item of its own partitions into the control plane's indexes, then the index keys are refused, a roster entry is ignored, and sessions still run", async () => {
+    const put = (item: Record<string, string>) =>
+      aws("operator", [
+        "dynamodb",
+        "put-item",
+        "--table-name",
+        table(),
+        "--item",
+        JSON.stringify(Object.fromEntries(Object.entries(item).map(([k, v]) => [k, { S: v }]))),
+      ]);
+    // The status and target indexes are the control plane's: a queue item there would be read
+    // as a waiting session by every scheduling pass.
+    const shards = [0, 1, 2, 3];
+    for (const shard of shards) {
+      const status = await put({
+        pk: `QUEUE#poison-${shard}`,
+        sk: "SESSION",
+        gsi1pk: `STATUS#PENDING#${shard}`,
+        gsi1sk: "0000000000#0#000000000000000#poison",
+      });
+      expect(status.ok, status.out).toBe(false);
+      expect(status.out).toContain("AccessDeniedException");
+      const target = await put({
+        pk: `QUEUE#poison-${shard}`,
+        sk: "SESSION",
+        gsi2pk: `TARGET#PENDING#${shard}`,
+        gsi1sk: "0000000000#0#000000000000000#poison",
+      });
+      expect(target.ok, target.out).toBe(false);
+      expect(target.out).toContain("AccessDeniedException");
+    }
+    // The listings index holds the operators' own rosters, so an operator item may name a roster:
+    // the control plane's (agents, sessions by creation, deployments, limited jobs) read only
+    // items of their own partitions.
+    const rosters = ["AGENTS", "CREATED#0", "DEPLOYMENTS", "JOBS_WITH_RUN_TIME_LIMIT", "TEMPLATES"];
+    for (const roster of rosters) {
+      const entry = await put({
+        pk: `QUEUE#roster-${roster.toLowerCase().replace(/\W/g, "-")}`,
+        sk: "QUEUE",
+        gsi3pk: roster,
+        gsi3sk: "0",
+      });
+      expect(entry.ok, entry.out).toBe(true);
+    }
+    expect((await rt.store.listAgents()).map((a) => a.id)).toEqual(["agent-1"]);
+    const listed = await runCairn(rt.dataDir, ["list", "-o", "json"]);
+    expect(listed.code, listed.stderr).toBe(0);
+    await rt.submit({ sessionId: "after-poison", spec: { name: "after", command: ["/bin/true"] } });
+    await rt.waitForStatus("after-poison", "TERMINATED", 120_000);
+  }, 240_000);
 
   test("given credentials the runtime never made, then UnrecognizedClientException", async () => {
     const stranger = await aws("stranger", ["dynamodb", "describe-table", "--table-name", table()]);

@@ -125,7 +125,35 @@ export const CLIENT_TABLE_STATEMENTS: readonly TableStatement[] = [
   },
 ];
 
-/** OperatorPolicy's table statement: writes to what operators own, nothing else. */
+/**
+ * The attributes of what operators own (resource-items.ts, template-items.ts,
+ * failure-category-items.ts): all an operator's write may name. The status and target indexes'
+ * keys (`gsi1pk`, `gsi1sk`, `gsi2pk`) are not among them: every scheduling pass reads those
+ * indexes as the sessions waiting in a stage, so an operator's item there would be read as a
+ * session (and stall every pass). The listings index's key (`gsi3pk`) is, since operators' items
+ * are listed there: its readers keep only the items of the partitions each roster lists.
+ */
+export const OPERATOR_WRITABLE_ATTRIBUTES = [
+  "pk",
+  "sk",
+  "type",
+  "name",
+  "document",
+  "version",
+  "createdAtMs",
+  "updatedAtMs",
+  "priority",
+  "retryPolicies",
+  "fargate",
+  "usedBy",
+  "gsi3pk",
+  "gsi3sk",
+] as const;
+
+/**
+ * OperatorPolicy's table statement: writes to what operators own, naming only their attributes
+ * (a delete names none, and `ForAllValues` holds for an empty set), nothing else.
+ */
 export const OPERATOR_TABLE_STATEMENTS: readonly TableStatement[] = [
   {
     sid: "WriteWhatOperatorsOwn",
@@ -133,6 +161,7 @@ export const OPERATOR_TABLE_STATEMENTS: readonly TableStatement[] = [
     resources: ["table"],
     condition: {
       "ForAllValues:StringLike": { [LEADING_KEYS]: prefixed(OPERATOR_WRITE_KEY_PREFIXES) },
+      "ForAllValues:StringEquals": { "dynamodb:Attributes": [...OPERATOR_WRITABLE_ATTRIBUTES] },
       Null: { [LEADING_KEYS]: "false" },
     },
   },

@@ -207,9 +207,14 @@ export class DynamoAgents implements AgentRepository {
    * needs one; only getAgent's callers check signatures), so the CLI's policy can deny those.
    */
   async listAgents(): Promise<Agent[]> {
-    return (await this.requests.readRoster("listAgents", AGENTS_PK, AGENT_READABLE_ATTRIBUTES)).map(
-      agentFromItem,
-    );
+    return (
+      await this.requests.readRoster(
+        "listAgents",
+        AGENTS_PK,
+        { pkPrefix: agentPk(""), sk: AGENT_SK },
+        AGENT_READABLE_ATTRIBUTES,
+      )
+    ).map(agentFromItem);
   }
 
   async reserveCapacity(request: ReservationRequest): Promise<Allocation[]> {

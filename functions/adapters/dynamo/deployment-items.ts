@@ -100,7 +100,12 @@ export class DeploymentItems implements DeploymentRepository {
   }
 
   async listDeployments(): Promise<Deployment[]> {
-    return (await this.#requests.readRoster("listDeployments", DEPLOYMENTS_PK))
+    return (
+      await this.#requests.readRoster("listDeployments", DEPLOYMENTS_PK, {
+        pkPrefix: deploymentPk(""),
+        sk: DEPLOYMENT_SK,
+      })
+    )
       .map(deploymentFromItem)
       .sort((a, b) => a.id.localeCompare(b.id));
   }

@@ -32,6 +32,12 @@ import type { StoreMetricsSink, WriteOperation } from "./metrics.ts";
 import { afterRetries, attemptsOf, cancellationReasons, type CancellationReason } from "./retry.ts";
 import { MAX_TRANSACTION_ITEMS, type ItemRole, type PlannedTransaction } from "./transaction-plan.ts";
 
+/** The items a roster of the listings index lists: their partition key prefix and sort key. */
+export interface RosterItems {
+  readonly pkPrefix: string;
+  readonly sk: string;
+}
+
 const BATCH_GET_MAX = 100;
 
 /** An item of a cancelled transaction whose condition failed. */
@@ -305,16 +311,25 @@ export class DynamoRequests {
   /**
    * A roster of the listings index (its keys), then its items read consistently, in the roster's
    * order. An entry may outlive its item for a moment (the index is eventually consistent): such
-   * an entry is left out. `attributes`: read only these of each item (see batchGet).
+   * an entry is left out. So is an entry of another kind than the roster `lists`: operators write
+   * the listings key of their own items (client-access.ts), so an operator's queue item may name
+   * the agents' roster, and must not be read as an agent. `attributes`: read only these of each
+   * item (see batchGet).
    */
-  async readRoster(operation: string, rosterPk: string, attributes?: readonly string[]): Promise<Item[]> {
-    const keys = await this.queryAll(operation, {
+  async readRoster(
+    operation: string,
+    rosterPk: string,
+    lists: RosterItems,
+    attributes?: readonly string[],
+  ): Promise<Item[]> {
+    const entries = await this.queryAll(operation, {
       TableName: this.tableName,
       IndexName: LISTING_INDEX,
       KeyConditionExpression: "#pk = :pk",
       ExpressionAttributeNames: { "#pk": "gsi3pk" },
       ExpressionAttributeValues: { ":pk": { S: rosterPk } },
     });
+    const keys = entries.filter((k) => k["pk"]?.S?.startsWith(lists.pkPrefix) && k["sk"]?.S === lists.sk);
     const items = await this.batchGet(
       operation,
       keys.map((k) => tableKey(k)),

@@ -39,6 +39,7 @@ import {
   queueSkBelowPriority,
   RUN_SK_PREFIX,
   SESSION_SK,
+  isSessionItemKey,
   sessionIdFromPk,
   sessionPk,
   sessionStatusPk,
@@ -465,6 +466,7 @@ export class DynamoSessions implements SessionRepository {
       while (ids.length < limit - out.length) {
         const entry = await stream.next();
         if (entry === undefined) break;
+        if (!isSessionItemKey(entry["pk"]?.S, entry["sk"]?.S)) continue;
         const id = sessionIdFromPk(entry["pk"]?.S ?? "");
         if (seen.has(id)) continue;
         seen.add(id);
@@ -493,13 +495,14 @@ export class DynamoSessions implements SessionRepository {
     while (out.length < limit) {
       const entries = await stream.take(limit - out.length);
       if (entries.length === 0) return { items: out };
+      const sessions = entries.filter((e) => isSessionItemKey(e["pk"]?.S, e["sk"]?.S));
       const items = await this.requests.batchGet(
         `list ${kind}`,
-        entries.map((e) => tableKey(e)),
+        sessions.map((e) => tableKey(e)),
       );
-      entries.forEach((entry, i) => {
+      last = entries.at(-1)?.[sortKey]?.S;
+      sessions.forEach((entry, i) => {
         const item = items[i];
-        last = entry[sortKey]?.S;
         if (item !== undefined) {
           const session = sessionFromItem(item);
           if (keep(session)) out.push(session);

@@ -66,7 +66,10 @@ export class FailureCategoryItems implements FailureCategoryRepository {
   }
 
   async listFailureCategories(): Promise<FailureCategoryDefinition[]> {
-    const items = await this.#requests.readRoster("listFailureCategories", FAILURE_CATEGORIES_PK);
+    const items = await this.#requests.readRoster("listFailureCategories", FAILURE_CATEGORIES_PK, {
+      pkPrefix: failureCategoryPk(""),
+      sk: FAILURE_CATEGORY_SK,
+    });
     return inPrecedenceOrder(items.map(categoryFromItem));
   }
 

@@ -150,7 +150,12 @@ export class DynamoJobs implements JobRepository {
   /** Every job with a run-time limit and no final state yet, by id. */
   async listJobsWithRunTimeLimit(): Promise<Job[]> {
     // The index is eventually consistent: an entry may outlive its job's final state a moment.
-    return (await this.#requests.readRoster("listJobsWithRunTimeLimit", LIMITED_JOBS_PK))
+    return (
+      await this.#requests.readRoster("listJobsWithRunTimeLimit", LIMITED_JOBS_PK, {
+        pkPrefix: jobPk(""),
+        sk: JOB_SK,
+      })
+    )
       .map(jobFromItem)
       .filter((job) => job.final === undefined)
       .sort((a, b) => a.id.localeCompare(b.id));

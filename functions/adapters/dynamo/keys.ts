@@ -100,6 +100,14 @@ export const historySk = (seq: number): string => `${HISTORY_SK_PREFIX}${pad(seq
 export const allocationSk = (agentId: string): string => `${ALLOCATION_SK_PREFIX}${agentId}`;
 export const runSk = (runIndex: number): string => `${RUN_SK_PREFIX}${pad(runIndex, 6)}`;
 
+/**
+ * Whether an index entry's keys are a session item's. Readers of the session listings keep only
+ * these: the listings key is also written by operators on their own items (client-access.ts).
+ */
+export function isSessionItemKey(pk: string | undefined, sk: string | undefined): boolean {
+  return pk !== undefined && pk.startsWith("SESSION#") && sk === SESSION_SK;
+}
+
 export function sessionIdFromPk(pk: string): string {
   if (!pk.startsWith("SESSION#")) throw new Error(`not a session partition key: ${pk}`);
   return pk.slice("SESSION#".length);

@@ -21,7 +21,7 @@ import type { RetryPolicy } from "../../core/retry/policy.ts";
 import { itemAbsent, itemExists, notReferenced, versionIs } from "./conditions.ts";
 import type { ConditionFailure, DynamoRequests } from "./dynamo-requests.ts";
 import { all } from "./expressions.ts";
-import { QUEUES_PK, RETRY_POLICIES_PK } from "./keys.ts";
+import { QUEUE_SK, QUEUES_PK, queuePk, RETRY_POLICIES_PK, RETRY_POLICY_SK, retryPolicyPk } from "./keys.ts";
 import {
   policyUsers,
   queueFromItem,
@@ -94,7 +94,12 @@ export class DynamoRetryCatalog implements RetryCatalogRepository {
   }
 
   async listRetryPolicies(): Promise<RetryPolicy[]> {
-    return (await this.requests.readRoster("listRetryPolicies", RETRY_POLICIES_PK)).map(retryPolicyFromItem);
+    return (
+      await this.requests.readRoster("listRetryPolicies", RETRY_POLICIES_PK, {
+        pkPrefix: retryPolicyPk(""),
+        sk: RETRY_POLICY_SK,
+      })
+    ).map(retryPolicyFromItem);
   }
 
   async deleteRetryPolicy(name: string): Promise<void> {
@@ -173,9 +178,9 @@ export class DynamoRetryCatalog implements RetryCatalogRepository {
   }
 
   async listQueues(): Promise<Queue[]> {
-    return (await this.requests.readRoster("listQueues", QUEUES_PK)).map((item) =>
-      withoutVersion(queueFromItem(item)),
-    );
+    return (
+      await this.requests.readRoster("listQueues", QUEUES_PK, { pkPrefix: queuePk(""), sk: QUEUE_SK })
+    ).map((item) => withoutVersion(queueFromItem(item)));
   }
 
   async deleteQueue(name: string): Promise<void> {

@@ -71,7 +71,12 @@ export class TemplateItems implements TemplateRepository {
   }
 
   async listTemplates(): Promise<JobTemplate[]> {
-    const templates = (await this.#requests.readRoster("listTemplates", TEMPLATES_PK)).map(templateFromItem);
+    const templates = (
+      await this.#requests.readRoster("listTemplates", TEMPLATES_PK, {
+        pkPrefix: templatePk(""),
+        sk: TEMPLATE_SK,
+      })
+    ).map(templateFromItem);
     if (!templates.some((t) => t.name === DEFAULT_TEMPLATE_NAME)) templates.push(BUILT_IN_DEFAULT_TEMPLATE);
     return templates.sort((a, b) => a.name.localeCompare(b.name));
   }
