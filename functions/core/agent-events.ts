@@ -75,6 +75,12 @@ export const KernelStatusChangedDetailSchema = strictObject({
     .string()
     .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, { error: "must be 1 to 64 of a-z, 0-9, '_', '.', '-'" })
     .optional(),
+  /**
+   * Events CloudWatch Logs accepted in the run's log stream (split parts and the dropped-lines
+   * marker count one each), all sent before this report: `cairn logs` reads a finished run until
+   * it has read this many. Sent with the run's end by an agent that ships its kernels' output.
+   */
+  logEventCount: z.number().int().min(0).optional(),
   atMs: epochMsSchema,
   /**
    * Statuses the kernel passed through since the agent's previous report, oldest first: sent
@@ -117,7 +123,7 @@ export const KernelStatusChangedDetailSchema = strictObject({
     }
     // How a kernel ended only makes sense once it has.
     if (ENDED_STATUSES.includes(detail.status)) return;
-    for (const field of ["exitCode", "signal", "condition", "failureCategory"] as const) {
+    for (const field of ["exitCode", "signal", "condition", "failureCategory", "logEventCount"] as const) {
       if (detail[field] !== undefined) {
         ctx.addIssue({
           code: "custom",

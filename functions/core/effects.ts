@@ -45,12 +45,14 @@ export interface KernelPatch {
   readonly condition?: TerminationCondition;
   readonly message?: string;
   readonly failureCategory?: string;
+  /** Events the run's log stream holds (Kernel.logEventCount). */
+  readonly logEventCount?: number;
   readonly outcome?: AttemptOutcome;
   /** `null` clears it. */
   readonly error?: string | null;
   /**
    * Clears what the kernel's previous run left (exit code, ECS task, condition, message, outcome,
-   * error, start and finish times) before the other fields of the patch apply: a retried run starts
+   * error, log event count, start and finish times) before the other fields of the patch apply: a retried run starts
    * clean. Its record is kept in the session's RunRecord.
    */
   readonly resetRun?: boolean;
@@ -120,6 +122,7 @@ export const RUN_FIELDS = [
   "condition",
   "message",
   "failureCategory",
+  "logEventCount",
   "outcome",
   "error",
   "startedAtMs",

@@ -20,6 +20,8 @@ export interface KernelReport {
   readonly condition?: Condition;
   readonly message?: string;
   readonly failureCategory?: string;
+  /** With the run's end: events the run's log stream holds (Kernel.logEventCount). */
+  readonly logEventCount?: number;
   readonly atMs: number;
 }
 
@@ -77,6 +79,7 @@ export function kernelReportPatch(
         status: KernelStatus.ERROR,
         message: report.message ?? "the kernel could not be started",
         ...(report.failureCategory !== undefined ? { failureCategory: report.failureCategory } : {}),
+        ...logEventCountOf(report),
         outcome: AttemptOutcome.FAILED,
         finishedAtMs: report.atMs,
       };
@@ -88,10 +91,19 @@ export function kernelReportPatch(
         ...(report.condition !== undefined ? { condition: report.condition } : {}),
         ...(report.message !== undefined ? { message: report.message } : {}),
         ...(report.failureCategory !== undefined ? { failureCategory: report.failureCategory } : {}),
+        ...logEventCountOf(report),
         outcome: attemptOutcome(report, context.cancelled, kernel.status === KernelStatus.TERMINATING),
         finishedAtMs: report.atMs,
       };
   }
+}
+
+/**
+ * The run's log event count, kept with the run's end. A failed preparation's is not: the run may
+ * be prepared again and write more to the same stream.
+ */
+function logEventCountOf(report: KernelReport): { logEventCount?: number } {
+  return report.logEventCount !== undefined ? { logEventCount: report.logEventCount } : {};
 }
 
 /**

@@ -276,6 +276,12 @@ export interface Kernel {
   readonly message?: string;
   /** The category the agent classified the failure into (e.g. `cuda_error`), if it did. */
   readonly failureCategory?: string;
+  /**
+   * Events the run's log stream holds, as its agent counted them when it reported the run's end
+   * (KernelStatusChangedDetail.logEventCount): absent for a run that has not ended, a Fargate
+   * kernel's, or an agent's that does not say.
+   */
+  readonly logEventCount?: number;
   readonly outcome?: AttemptOutcome;
   /** The latest preparation failure reported by the agent; cleared when preparation is retried. */
   readonly error?: string;
@@ -415,6 +421,8 @@ export interface RunKernelRecord {
   readonly condition?: TerminationCondition;
   readonly message?: string;
   readonly failureCategory?: string;
+  /** Events the run's log stream holds (Kernel.logEventCount). */
+  readonly logEventCount?: number;
   readonly startedAtMs?: number;
   readonly finishedAtMs?: number;
 }

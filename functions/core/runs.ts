@@ -57,6 +57,7 @@ function kernelRecord(k: Kernel): RunKernelRecord {
     ...(k.condition !== undefined ? { condition: k.condition } : {}),
     ...(k.message !== undefined ? { message: k.message } : {}),
     ...(k.failureCategory !== undefined ? { failureCategory: k.failureCategory } : {}),
+    ...(k.logEventCount !== undefined ? { logEventCount: k.logEventCount } : {}),
     ...(k.startedAtMs !== undefined ? { startedAtMs: k.startedAtMs } : {}),
     ...(k.finishedAtMs !== undefined ? { finishedAtMs: k.finishedAtMs } : {}),
   };

@@ -235,6 +235,7 @@ function kernelFrom(r: Fields): Kernel {
     condition: r.optString("condition") as Kernel["condition"],
     message: r.optString("message"),
     failureCategory: r.optString("failureCategory"),
+    logEventCount: r.optNumber("logEventCount"),
     outcome: r.optString("outcome") as Kernel["outcome"],
     error: r.optString("error"),
     startedAtMs: r.optNumber("startedAtMs"),
@@ -330,6 +331,7 @@ function runKernelFrom(r: Fields): RunKernelRecord {
     condition: r.optString("condition") as RunKernelRecord["condition"],
     message: r.optString("message"),
     failureCategory: r.optString("failureCategory"),
+    logEventCount: r.optNumber("logEventCount"),
     startedAtMs: r.optNumber("startedAtMs"),
     finishedAtMs: r.optNumber("finishedAtMs"),
   };

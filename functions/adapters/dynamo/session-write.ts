@@ -356,6 +356,7 @@ function setKernelFields(u: UpdateBuilder, prefix: string, patch: KernelPatch, n
     condition: patch.condition,
     message: patch.message,
     failureCategory: patch.failureCategory,
+    logEventCount: patch.logEventCount,
     outcome: patch.outcome,
     error: patch.error,
     startedAtMs: patch.startedAtMs,
