@@ -425,6 +425,12 @@ export class AgentHost {
   // --- reports -----------------------------------------------------------------------------
 
   async #report(report: KernelReport): Promise<void> {
+    const ended = report.status === "TERMINATED" || report.status === "ERROR";
+    // A run's output is in CloudWatch Logs before anyone hears it has ended, and the report says
+    // how many events its stream holds: a reader reads until it has read that many.
+    const logEventCount = ended
+      ? await this.shipper?.flush(report.sessionId, report.kernelIndex, report.runIndex)
+      : undefined;
     const key = this.#signingKey;
     if (key === undefined) {
       this.#o.log(
@@ -432,18 +438,12 @@ export class AgentHost {
       );
       return;
     }
-    // A run's output is in CloudWatch Logs before anyone hears it has ended, so a reader that
-    // stops at the end misses nothing.
-    if (report.status === "TERMINATED" || report.status === "ERROR") {
-      await this.shipper?.flush(report.sessionId, report.kernelIndex, report.runIndex);
-    }
     const { pid: _pid, signal, ...rest } = report;
     const detail: EventDetailInput<"Kernel Status Changed"> = {
       ...rest,
       incarnation: this.#incarnation,
-      ...(signal !== undefined && (report.status === "TERMINATED" || report.status === "ERROR")
-        ? { signal }
-        : {}),
+      ...(signal !== undefined && ended ? { signal } : {}),
+      ...(logEventCount !== undefined ? { logEventCount } : {}),
       signature: "",
     };
     const run = `${detail.sessionId}/${detail.kernelIndex}/${detail.runIndex}/${detail.placement ?? 0}`;

@@ -116,6 +116,11 @@ interface StreamState {
 }
 
 const MiB = 1024 * 1024;
+/**
+ * Ended runs whose stream counts are kept: a run placed again within the same run (on this
+ * agent) writes on in the same stream, and its count goes on from there.
+ */
+const ENDED_COUNTS_KEPT = 10_000;
 const THROTTLING_NAMES: ReadonlySet<string> = new Set([
   "ThrottlingException",
   "Throttling",
@@ -185,6 +190,9 @@ export class LogShipper {
   readonly #sleep: (ms: number) => Promise<void>;
   readonly #random: () => number;
   readonly #streams = new Map<string, StreamState>();
+  /** Events CloudWatch Logs accepted per stream, until its run's end (flush); then in #ended. */
+  readonly #accepted = new Map<string, number>();
+  readonly #ended = new Map<string, number>();
   readonly #detach: (() => void)[] = [];
   readonly #timer: NodeJS.Timeout;
   /** Warnings already given, by kind, until the trouble clears. */
@@ -300,15 +308,28 @@ export class LogShipper {
     }
   }
 
-  /** Sends everything buffered for the run (at a run's end) and forgets the run's stream. */
-  async flush(sessionId: string, kernelIndex: number, runIndex: number): Promise<void> {
-    const state = this.#streams.get(kernelLogStreamName(sessionId, kernelIndex, runIndex));
-    if (state === undefined) return;
-    this.#enqueueMarker(state);
-    await this.#send(state, state.enqueued);
-    if (state.head >= state.queue.length && state.sending === undefined && state.dropped === undefined) {
-      this.#streams.delete(state.name);
+  /**
+   * Sends everything buffered for the run (at a run's end) and forgets the run's stream. Returns
+   * how many events CloudWatch Logs has accepted in the run's stream (split parts and markers
+   * count one each): once they are readable, a reader that has read that many has read it all.
+   */
+  async flush(sessionId: string, kernelIndex: number, runIndex: number): Promise<number> {
+    const name = kernelLogStreamName(sessionId, kernelIndex, runIndex);
+    const state = this.#streams.get(name);
+    if (state !== undefined) {
+      this.#enqueueMarker(state);
+      await this.#send(state, state.enqueued);
+      if (state.head >= state.queue.length && state.sending === undefined && state.dropped === undefined) {
+        this.#streams.delete(state.name);
+      }
     }
+    const count = this.#accepted.get(name) ?? this.#ended.get(name) ?? 0;
+    this.#accepted.delete(name);
+    this.#ended.delete(name);
+    this.#ended.set(name, count);
+    const oldest = this.#ended.keys().next();
+    if (this.#ended.size > ENDED_COUNTS_KEPT && oldest.done !== true) this.#ended.delete(oldest.value);
+    return count;
   }
 
   /** Sends everything buffered, every stream. */
@@ -497,6 +518,10 @@ export class LogShipper {
           this.#stats.eventsSent++;
           this.#stats.bytesSent += batch[i]!.bytes;
         }
+        const accepted = batch.length - rejected.size;
+        const prior = this.#accepted.get(state.name) ?? this.#ended.get(state.name) ?? 0;
+        this.#ended.delete(state.name);
+        this.#accepted.set(state.name, prior + accepted);
         if (rejected.size > 0) {
           this.#stats.eventsRejected += rejected.size;
           this.#warn(

@@ -29,6 +29,12 @@ import {
   type LogShipperOptions,
   type LogSource,
 } from "../agent/log-shipper.ts";
+import type { PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
+import { KernelStatusChangedDetailSchema } from "../functions/core/agent-events.ts";
+import { DetailType } from "../functions/core/events.ts";
+import { signatureMatches } from "../functions/topology/agent-signature.ts";
+import { fakeHost, SIGNING_KEY } from "./support/agent-host.ts";
+import { until } from "./support/until.ts";
 import {
   LogsStore,
   ServiceUnavailableError,
@@ -493,5 +499,114 @@ describe("bounded memory and shutdown", () => {
     expect(warnings.at(-1)).toBe(
       `dropped 5 events of ${kernelLogStreamName(sid, 0, 0)} (log group ${GROUP}): still failing when the shipper closed`,
     );
+  });
+});
+
+describe("the count of a run's events, said with its end", () => {
+  test("flush returns how many events CloudWatch Logs accepted in the run's stream: split parts count one each", async () => {
+    const source = manualSource();
+    const { shipper } = newShipper({ maxEventBytes: 4096 });
+    shipper.attach(source);
+    const sid = nextSession();
+    const other = nextSession();
+    source.emit(line(sid, "short", serverNowMs));
+    source.emit(line(sid, "y".repeat(10_000), serverNowMs));
+    source.emit(line(other, "another run's", serverNowMs));
+    const count = await shipper.flush(sid, 0, 0);
+    const events = await readStream(sid);
+    expect(events.length).toBeGreaterThan(3);
+    expect(count).toBe(events.length);
+    // Each run's stream its own count.
+    expect(await shipper.flush(other, 0, 0)).toBe(1);
+    expect(shipper.stats().eventsSent).toBe(events.length + 1);
+  });
+
+  test("the dropped-lines marker counts one; events CloudWatch Logs rejected do not count", async () => {
+    const source = manualSource();
+    const { shipper } = newShipper({ maxBufferedBytes: 2_000 });
+    shipper.attach(source);
+    const sid = nextSession();
+    for (let i = 0; i < 100; i++) source.emit(line(sid, `line ${i} ${"-".repeat(60)}`, serverNowMs + i));
+    const kept = shipper.stats().bufferedEvents;
+    const count = await shipper.flush(sid, 0, 0);
+    expect(count).toBe(kept + 1);
+    expect(await readStream(sid)).toHaveLength(count);
+
+    const rejected = nextSession();
+    source.emit(line(rejected, "from two weeks and more ago", serverNowMs - 15 * 24 * 3_600_000));
+    source.emit(line(rejected, "now", serverNowMs));
+    expect(await shipper.flush(rejected, 0, 0)).toBe(1);
+    expect(await readStream(rejected)).toHaveLength(1);
+  });
+
+  test("a run that wrote nothing counts 0; a run placed again on this agent counts on in its stream", async () => {
+    const source = manualSource();
+    const { shipper } = newShipper();
+    shipper.attach(source);
+    const sid = nextSession();
+    expect(await shipper.flush(sid, 0, 0)).toBe(0);
+    source.emit(line(sid, "first placement", serverNowMs));
+    expect(await shipper.flush(sid, 0, 0)).toBe(1);
+    source.emit(line(sid, "second placement", serverNowMs + 1));
+    source.emit(line(sid, "its last line", serverNowMs + 2));
+    expect(await shipper.flush(sid, 0, 0)).toBe(3);
+    expect(await readStream(sid)).toHaveLength(3);
+  });
+});
+
+describe("the agent's report of a run's end", () => {
+  const reportsIn = (put: readonly PutEventsRequestEntry[]) =>
+    put
+      .filter((e) => e.DetailType === DetailType.KernelStatusChanged)
+      .map((e) => KernelStatusChangedDetailSchema.parse(JSON.parse(e.Detail!)));
+  const command = (sessionId: string, action: "prepare" | "start") => ({
+    action,
+    sessionId,
+    kernelIndex: 0,
+    numKernels: 1,
+    runIndex: 0,
+    command: [NODE, "-e", 'for (let i = 0; i < 7; i++) console.log("line " + i); console.error("oops")'],
+    env: {},
+    cpu: 1,
+    memoryMiB: 256,
+  });
+
+  async function runOnHost(withLogs: boolean) {
+    const sid = nextSession();
+    const fake = fakeHost(`host-${sid}`, workRoot, {
+      ...(withLogs ? { kernelLogs: { client, logGroupName: GROUP } } : {}),
+    });
+    cleanups.push(() => fake.host.drain());
+    await fake.start();
+    fake.command(command(sid, "prepare"));
+    await until("prepared", () => reportsIn(fake.put).find((r) => r.status === "PREPARED"), 10_000);
+    fake.command(command(sid, "start"));
+    const ended = await until(
+      "the run's end reported",
+      () => reportsIn(fake.put).find((r) => r.status === "TERMINATED"),
+      20_000,
+    );
+    return { sid, ended, reports: reportsIn(fake.put) };
+  }
+
+  test("carries how many events the run's stream holds, signed with the rest of the report", async () => {
+    const { sid, ended, reports } = await runOnHost(true);
+    expect(ended.exitCode).toBe(0);
+    expect(ended.logEventCount).toBe(8);
+    // All of them there (the embedded CloudWatch Logs shows them at once), flushed before the report.
+    expect(await readStream(sid)).toHaveLength(8);
+    expect(signatureMatches(SIGNING_KEY, DetailType.KernelStatusChanged, ended)).toBe(true);
+    // Changing the count breaks the signature: a forged count is refused like any altered report.
+    expect(
+      signatureMatches(SIGNING_KEY, DetailType.KernelStatusChanged, { ...ended, logEventCount: 9 }),
+    ).toBe(false);
+    // Only the end says it.
+    expect(reports.filter((r) => r.logEventCount !== undefined)).toEqual([ended]);
+  });
+
+  test("an agent that ships no output says no count", async () => {
+    const { ended } = await runOnHost(false);
+    expect(ended.exitCode).toBe(0);
+    expect(ended).not.toHaveProperty("logEventCount");
   });
 });
