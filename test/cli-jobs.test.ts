@@ -632,7 +632,13 @@ describe("reading task logs", () => {
     await write("train-1-t2", 0, [1_500, "about to fail"]);
     const deps = { store: fakeStore(trainWorld()), logs: reader };
     const [done, silent, retry] = await locateTaskLogs(JOB_ID, [ref(0), ref(1), ref(2)], deps);
-    expect(done).toEqual({ started: true, runIndex: 0, streamName: "train-1-t0/0/run-0", exists: true });
+    expect(done).toEqual({
+      started: true,
+      runIndex: 0,
+      streamName: "train-1-t0/0/run-0",
+      exists: true,
+      endedAtMs: T0 + 5_000,
+    });
     // Running since T0+3s, nothing written yet: started, no stream.
     expect(silent).toEqual({ started: true, runIndex: 0, streamName: "train-1-t1/0/run-0", exists: false });
     expect(retry).toEqual({
@@ -640,6 +646,7 @@ describe("reading task logs", () => {
       runIndex: 0,
       streamName: "train-1-t2/0/run-0",
       exists: true,
+      endedAtMs: T0 + 3_900,
       note: "run 1 has not started (PENDING: no agent has 8 cpu free; largest free is 4); showing run 0",
     });
     const placed = { ...trainWorld(), sessions: { [PLACED.session.id]: PLACED } };
@@ -792,6 +799,7 @@ describe("following a task's logs", () => {
     nowMs: () => 0,
     pollMs: 250,
     settleMs: 0,
+    maxWaitMs: 0,
     announceWaiting,
   });
 

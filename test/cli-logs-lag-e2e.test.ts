@@ -2,8 +2,11 @@
  * Task output through the real `cairn` binary when CloudWatch Logs lags, as it does on AWS:
  * the embedded runtime's logs fault switch (`logsFaults.visibilityDelayMs`, local/logs/faults.ts)
  * keeps every put event unreadable for a while, so a task's last lines are not readable yet when
- * its end is reported. `submit --wait --stream-logs` must still print each task's every line, and
- * before that task's end; `cairn logs` right after the tasks ended must not miss a tail.
+ * its end is reported. The lag here is twice the CLI's settle time (LOG_SETTLE_MS): a reader
+ * that guessed the end by time would miss the tail; the CLI reads each run until it has read as
+ * many events as the run's agent said its stream holds (`logEventCount`, with the run's end).
+ * `submit --wait --stream-logs` must still print each task's every line, and before that task's
+ * end; `cairn logs` right after the tasks ended must not miss a tail.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,8 +17,8 @@ import { runCairn, type Run } from "./support/cli.ts";
 import { startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
 const TEST_TIMEOUT_MS = 90_000;
-/** Under the CLI's LOG_SETTLE_MS (bin/cli/commands/logs.ts), long enough to hide a run's tail. */
-const VISIBILITY_DELAY_MS = 1_500;
+/** Twice the CLI's LOG_SETTLE_MS (bin/cli/commands/logs.ts): long enough to hide a run's tail. */
+const VISIBILITY_DELAY_MS = 4_000;
 const LINES = 6;
 
 let rt: TestRuntime;
@@ -124,5 +127,12 @@ describe("task output while CloudWatch Logs lags", { timeout: TEST_TIMEOUT_MS },
     expect(one.code, one.stderr).toBe(0);
     expect(numbered(one.stderr, 2, false)).toEqual(expected(2, false));
     expect(one.stdout).toBe("out 2\n");
+    // What the CLI read by: each run's count, reported by its agent, on the kernel and the run's record.
+    for (const i of [0, 1, 2]) {
+      const s = await rt.waitForEnd(`lag-read-t${i}`, 30_000);
+      expect(s.kernels[0]?.logEventCount).toBe(LINES + 1);
+      const runs = await rt.store.listRuns(`lag-read-t${i}`);
+      expect(runs.map((r) => r.kernels[0]?.logEventCount)).toEqual([LINES + 1]);
+    }
   });
 });

@@ -17,7 +17,7 @@ import type { LogLine } from "../../agent/types.ts";
 import { isFargateLogStream } from "../../functions/core/fargate-logs.ts";
 import { isFargatePool } from "../../functions/core/fargate-pool.ts";
 import { taskView } from "../../functions/core/jobs.ts";
-import type { Kernel, SessionWithKernels } from "../../functions/core/model.ts";
+import type { Kernel, RunKernelRecord, SessionWithKernels } from "../../functions/core/model.ts";
 import { TERMINAL_SESSION_STATUSES } from "../../functions/core/status.ts";
 import type { SessionReader } from "./cairn-api.ts";
 import type { KernelLogReader } from "./kernel-log-reader.ts";
@@ -157,6 +157,10 @@ export type TaskLogRead =
       readonly exists: boolean;
       /** Set when the run shown is an earlier one (the current one has not started). */
       readonly note?: string;
+      /** When the run ended (its kernel's end), if it has. */
+      readonly endedAtMs?: number;
+      /** Events its stream holds, when its agent said (Kernel.logEventCount). */
+      readonly logEventCount?: number;
     }
   | {
       readonly started: false;
@@ -179,6 +183,8 @@ interface RunCandidate {
   readonly taskArn?: string;
   /** Its kernel process started (it may have written nothing). */
   readonly started: boolean;
+  readonly endedAtMs?: number;
+  readonly logEventCount?: number;
 }
 
 /**
@@ -244,6 +250,8 @@ export async function locateTaskLogs(
         runIndex: run.runIndex,
         streamName: run.streamName,
         exists: shown.exists,
+        ...(run.endedAtMs !== undefined ? { endedAtMs: run.endedAtMs } : {}),
+        ...(run.logEventCount !== undefined ? { logEventCount: run.logEventCount } : {}),
         ...(run.runIndex === current
           ? {}
           : { note: `run ${current} has not started (${state}); showing run ${run.runIndex}` }),
@@ -256,13 +264,20 @@ export async function locateTaskLogs(
 function candidate(
   ref: TaskRef,
   runIndex: number,
-  kernel: { readonly taskArn?: string; readonly startedAtMs?: number },
+  kernel: {
+    readonly taskArn?: string;
+    readonly startedAtMs?: number;
+    readonly finishedAtMs?: number;
+    readonly logEventCount?: number;
+  },
 ): RunCandidate {
   return {
     runIndex,
     streamName: runLogStreamName(ref.sessionId, ref.kernelIndex, runIndex, kernel.taskArn),
     ...(kernel.taskArn !== undefined ? { taskArn: kernel.taskArn } : {}),
     started: kernel.startedAtMs !== undefined,
+    ...(kernel.finishedAtMs !== undefined ? { endedAtMs: kernel.finishedAtMs } : {}),
+    ...(kernel.logEventCount !== undefined ? { logEventCount: kernel.logEventCount } : {}),
   };
 }
 
@@ -278,15 +293,16 @@ export interface RunStream {
 /**
  * Every line of `runs` (streams that exist), page by page: GetLogEvents for one stream,
  * FilterLogEvents for several (interleaved by time by CloudWatch Logs, each stream's own order
- * kept). Split lines are joined back.
+ * kept). Split lines are joined back. Returns how many events each stream gave (by its name).
  */
 export async function readRunLines(
   runs: readonly RunStream[],
   logs: KernelLogReader,
   emit: (event: TaskLogEvent) => void,
   pace: () => Promise<void> = () => Promise.resolve(),
-): Promise<void> {
+): Promise<ReadonlyMap<string, number>> {
   const byName = new Map(runs.map((r) => [r.streamName, r]));
+  const read = new Map(runs.map((r) => [r.streamName, 0]));
   const joiner = new LinePartJoiner();
   const hand = (run: RunStream, line: JoinedLine | undefined) => {
     if (line !== undefined) emit(lineEvent(run, line));
@@ -297,6 +313,7 @@ export async function readRunLines(
     for (;;) {
       await pace();
       const page = await logs.forward(only.streamName, token);
+      read.set(only.streamName, (read.get(only.streamName) ?? 0) + page.events.length);
       for (const e of page.events) {
         for (const line of joiner.push(only.streamName, e.timestamp, decodeLogMessage(e.message)))
           hand(only, line);
@@ -313,6 +330,7 @@ export async function readRunLines(
       for (const e of page.events) {
         const run = byName.get(e.logStreamName);
         if (run === undefined) continue;
+        read.set(run.streamName, (read.get(run.streamName) ?? 0) + 1);
         for (const line of joiner.push(run.streamName, e.timestamp, decodeLogMessage(e.message)))
           hand(run, line);
       }
@@ -320,6 +338,79 @@ export async function readRunLines(
     } while (token !== undefined);
   }
   for (const run of runs) hand(run, joiner.end(run.streamName));
+  return read;
+}
+
+/** A finished run's stream to wait for before reading it whole (`cairn logs`). */
+export interface EndedRun {
+  readonly streamName: string;
+  /** Whether its stream was there when last looked for. */
+  readonly exists: boolean;
+  readonly endedAtMs?: number;
+  /** Events its stream holds, when its agent said. */
+  readonly logEventCount?: number;
+}
+
+export interface OutputWaitDeps {
+  readonly logs: KernelLogReader;
+  readonly pace: () => Promise<void>;
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly nowMs: () => number;
+  readonly pollMs: number;
+  /** For a run without a count: how long after its end its stream is taken to be readable. */
+  readonly settleMs: number;
+  /** For a run with a count: how long after its end its events are waited for at most. */
+  readonly maxWaitMs: number;
+}
+
+/**
+ * Waits until a run that ended moments ago can be read whole, and says whether its stream
+ * exists. CloudWatch Logs shows events a while after it accepted them. A run with a count
+ * (its agent's, `logEventCount`) is waited for until its stream shows that many events, or
+ * `maxWaitMs` after its end, whichever comes first; one without (a Fargate task's stream, an
+ * older agent's) until `settleMs` after its end. A run that ended longer ago than that, or has
+ * not ended, is not waited for.
+ */
+export async function awaitRunOutput(run: EndedRun, deps: OutputWaitDeps): Promise<boolean> {
+  const { endedAtMs, logEventCount: count, streamName } = run;
+  let exists = run.exists;
+  const look = async () => {
+    await deps.pace();
+    return (await deps.logs.listStreams(streamName)).has(streamName);
+  };
+  if (endedAtMs === undefined) return exists;
+  if (count === undefined) {
+    const waitMs = endedAtMs + deps.settleMs - deps.nowMs();
+    if (waitMs <= 0) return exists;
+    await deps.sleep(waitMs);
+    return exists || (await look());
+  }
+  const deadlineMs = endedAtMs + deps.maxWaitMs;
+  let read = 0;
+  let token: string | undefined;
+  while (read < count && deps.nowMs() < deadlineMs) {
+    if (!exists) exists = await look();
+    if (exists) {
+      for (;;) {
+        await deps.pace();
+        const page = await deps.logs.forward(streamName, token);
+        read += page.events.length;
+        if (page.nextForwardToken === token) break;
+        token = page.nextForwardToken;
+      }
+    }
+    if (read >= count) break;
+    await deps.sleep(Math.max(0, Math.min(deps.pollMs, deadlineMs - deps.nowMs())));
+  }
+  return exists;
+}
+
+/** The note for a run whose stream showed fewer events than its agent put there. */
+export function unreadNote(runIndex: number, count: number, read: number): string {
+  return (
+    `run ${runIndex}: ${count - read} of its ${count} log events were not readable yet ` +
+    "(CloudWatch Logs shows events a while after they are written); `cairn logs` later shows them"
+  );
 }
 
 function lineEvent(run: RunStream, line: JoinedLine): TaskLogEvent {
@@ -352,12 +443,19 @@ export interface FollowDeps {
   readonly nowMs: () => number;
   readonly pollMs: number;
   /**
-   * How long a run's stream is still read after the run was seen over. CloudWatch Logs shows
+   * How long a run's stream is still read after the run was seen over, when its agent did not
+   * say how many events it holds (a Fargate task's stream, an older agent). CloudWatch Logs shows
    * events a while after PutLogEvents accepted them (eventual consistency, with no documented
    * bound), so the agent's last lines, shipped before it reported the run's end, may not be
    * readable when the end is seen: the last read starts this long after it.
    */
   readonly settleMs: number;
+  /**
+   * How long a run's stream is read at most after the run was seen over, when its agent said how
+   * many events it holds (Kernel.logEventCount): reading stops once that many were read, or
+   * then, with a note of how many were not readable yet.
+   */
+  readonly maxWaitMs: number;
   readonly signal?: AbortSignal;
   /** Say once that a task waits to start, and why (`cairn logs --follow`). */
   readonly announceWaiting: boolean;
@@ -367,8 +465,9 @@ export interface FollowDeps {
  * Streams the task's output from its current run on (or its latest earlier run, while a retry
  * waits to start), then every later run's, until its session has ended and the last run's
  * stream is drained. A run is over for the follower when its session ends or moves to the next
- * run; the agent ships a run's last lines before it reports the run's end, and they are all
- * readable `settleMs` after that. Resolves true if the
+ * run; the agent ships a run's last lines before it reports the run's end with their count, and
+ * the follower reads until it has read that many (or `maxWaitMs`; without a count, `settleMs`
+ * after the end). Resolves true if the
  * task ran (some run of it was followed), false if it ended without running or the follow was
  * aborted first.
  */
@@ -392,7 +491,12 @@ export async function followTaskLog(
         followed = runIndex;
         await tailRun(
           ref,
-          { agentId: kernel.agentId, runIndex, taskArn: kernel.taskArn },
+          {
+            agentId: kernel.agentId,
+            runIndex,
+            taskArn: kernel.taskArn,
+            logEventCount: kernel.logEventCount,
+          },
           !isTerminal(found),
           deps,
           emit,
@@ -422,23 +526,29 @@ export async function followTaskLog(
   }
 }
 
-/** A run of the task's kernel: where it ran, and its ECS task if it ran as one (and started it). */
+/**
+ * A run of the task's kernel: where it ran, its ECS task if it ran as one (and started it), and
+ * the events its stream holds if it is over and its agent said.
+ */
 interface TaskRun {
   readonly agentId: string;
   readonly runIndex: number;
   readonly taskArn: string | undefined;
+  readonly logEventCount: number | undefined;
 }
 
 /**
- * Reads the run's stream as it grows; returns once the run is over and its stream drained: the
- * last read starts `settleMs` after the run was seen over, so lines shipped before its end but
- * not yet readable then are read too. A
+ * Reads the run's stream as it grows; returns once the run is over and its stream drained: once
+ * it has read as many events as the run's agent said its stream holds, or, when the agent did
+ * not say, with a last read that starts `settleMs` after the run was seen over, so lines shipped
+ * before its end but not yet readable then are read too. With a count, reading stops at
+ * `maxWaitMs` after the end at the latest, with a note of what was not readable yet. A
  * Fargate kernel's stream is its task's, so it is known once the kernel has its task: the task
  * is taken from the session as the run goes on, or from the run's record once it is over.
  */
 async function tailRun(
   ref: TaskRef,
-  { agentId, runIndex, taskArn: startTaskArn }: TaskRun,
+  { agentId, runIndex, taskArn: startTaskArn, logEventCount: startCount }: TaskRun,
   liveAtStart: boolean,
   deps: FollowDeps,
   emit: (event: TaskLogEvent) => void,
@@ -456,17 +566,21 @@ async function tailRun(
   let live = liveAtStart;
   /** When the run was first seen over (the follower's clock). */
   let overAtMs = live ? undefined : deps.nowMs();
+  /** Events the run's stream holds, once it is over and if its agent said; and events read. */
+  let count = live ? undefined : startCount;
+  let read = 0;
   let exists = false;
   let token: string | undefined;
   for (;;) {
     if (deps.signal?.aborted) return;
-    // Sampled before reading: the read that starts `settleMs` after the run was seen over sees
-    // everything the run wrote.
+    // Sampled before reading: the read that starts `settleMs` (or `maxWaitMs`) after the run was
+    // seen over is the last.
     const wasLive = live;
-    const last = overAtMs !== undefined && deps.nowMs() >= overAtMs + deps.settleMs;
+    const waitMs = count === undefined ? deps.settleMs : deps.maxWaitMs;
+    const last = overAtMs !== undefined && deps.nowMs() >= overAtMs + waitMs;
     if (!exists) {
       if (!wasLive && taskArn === undefined && isFargatePool(agentId)) {
-        taskArn = await recordedTaskArn(deps.store, ref, runIndex);
+        taskArn = (await recordedKernel(deps.store, ref, runIndex))?.taskArn;
       }
       const name = streamName();
       exists = wasLive
@@ -479,6 +593,7 @@ async function tailRun(
       for (;;) {
         await deps.pace();
         const page = await deps.logs.forward(run.streamName, token);
+        read += page.events.length;
         for (const e of page.events) {
           for (const line of joiner.push(run.streamName, e.timestamp, decodeLogMessage(e.message))) {
             emit(lineEvent(run, line));
@@ -489,16 +604,21 @@ async function tailRun(
         if (!moved || deps.signal?.aborted) break;
       }
     }
-    if (last) {
+    const drained = !wasLive && count !== undefined && read >= count;
+    if (last || drained) {
       const rest = joiner.end(run.streamName);
       if (rest !== undefined) emit(lineEvent(run, rest));
-      if (!exists) emit({ kind: "note", task: ref.index, text: `run ${runIndex} on ${agentId}: no output` });
+      if (count !== undefined && read < count) {
+        emit({ kind: "note", task: ref.index, text: unreadNote(runIndex, count, read) });
+      } else if (!exists) {
+        emit({ kind: "note", task: ref.index, text: `run ${runIndex} on ${agentId}: no output` });
+      }
       return;
     }
     await deps.sleep(
       overAtMs === undefined
         ? deps.pollMs
-        : Math.min(deps.pollMs, Math.max(0, overAtMs + deps.settleMs - deps.nowMs())),
+        : Math.min(deps.pollMs, Math.max(0, overAtMs + waitMs - deps.nowMs())),
     );
     if (deps.signal?.aborted) return;
     if (!wasLive) continue;
@@ -506,20 +626,30 @@ async function tailRun(
     const kernel =
       now?.session.runIndex === runIndex ? now.kernels.find((k) => k.index === ref.kernelIndex) : undefined;
     live = now !== undefined && !isTerminal(now) && kernel?.agentId === agentId;
-    if (!live) overAtMs = deps.nowMs();
+    if (!live) {
+      overAtMs = deps.nowMs();
+      // The count its agent reported with the run's end: on the kernel while the session is on
+      // this run, on the run's record once it has moved on.
+      count =
+        kernel?.agentId === agentId
+          ? kernel.logEventCount
+          : kernel === undefined
+            ? (await recordedKernel(deps.store, ref, runIndex))?.logEventCount
+            : undefined;
+    }
     // The kernel's task until its stream is found (a gang's rollback may give it another).
     if (!exists) taskArn = kernel?.taskArn ?? taskArn;
   }
 }
 
-/** The task a Fargate kernel's finished run ran as, from the run's record. */
-async function recordedTaskArn(
+/** The task's kernel in a finished run, from the run's record. */
+async function recordedKernel(
   store: Pick<SessionReader, "listRuns">,
   ref: TaskRef,
   runIndex: number,
-): Promise<string | undefined> {
+): Promise<RunKernelRecord | undefined> {
   const run = (await store.listRuns(ref.sessionId)).find((r) => r.runIndex === runIndex);
-  return run?.kernels.find((k) => k.index === ref.kernelIndex)?.taskArn;
+  return run?.kernels.find((k) => k.index === ref.kernelIndex);
 }
 
 async function latestRun(store: Pick<SessionReader, "listRuns">, ref: TaskRef): Promise<TaskRun | undefined> {
@@ -527,7 +657,12 @@ async function latestRun(store: Pick<SessionReader, "listRuns">, ref: TaskRef): 
   for (const run of [...runs].reverse()) {
     const kernel = run.kernels.find((k) => k.index === ref.kernelIndex);
     if (kernel?.agentId !== undefined) {
-      return { agentId: kernel.agentId, runIndex: run.runIndex, taskArn: kernel.taskArn };
+      return {
+        agentId: kernel.agentId,
+        runIndex: run.runIndex,
+        taskArn: kernel.taskArn,
+        logEventCount: kernel.logEventCount,
+      };
     }
   }
   return undefined;

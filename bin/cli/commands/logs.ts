@@ -12,6 +12,7 @@ import type { CliIo } from "../io.ts";
 import { readJob, taskOf, type JobSnapshot, type TaskRef } from "../job-read.ts";
 import type { KernelLogsApi } from "../cairn-api.ts";
 import {
+  awaitRunOutput,
   callPacer,
   followTaskLog,
   locateTaskLogs,
@@ -21,6 +22,7 @@ import {
   sharedStreamListing,
   taskLogJson,
   taskLogText,
+  unreadNote,
   type RunStream,
   type TaskLogEvent,
 } from "../task-logs.ts";
@@ -31,13 +33,24 @@ import { terminalOutputLine } from "../terminal-text.ts";
 /** How often followers look at the store and the streams. */
 export const LOG_POLL_MS = 250;
 /**
- * How long after a task's run ended its output is taken to be all readable. CloudWatch Logs
- * makes events readable a while after PutLogEvents accepted them (it is eventually consistent
- * and documents no bound; in practice within a second or two), so a follower reads a run's
- * stream until this long after it saw the run end, and `cairn logs` of a task that ended less
- * than this ago waits out the rest before it reads.
+ * How long after a task's run ended its output is taken to be all readable, when the run's agent
+ * did not say how many events its stream holds (a Fargate task's stream, written by ECS's
+ * awslogs driver; an older agent). CloudWatch Logs makes events readable a while after
+ * PutLogEvents accepted them (it is eventually consistent and documents no bound; in practice
+ * within a second or two), so a follower reads such a run's stream until this long after it saw
+ * the run end, and `cairn logs` of a task that ended less than this ago waits out the rest
+ * before it reads.
  */
 export const LOG_SETTLE_MS = 2_000;
+/**
+ * How long after a run ended its output is waited for at most, when its agent said how many
+ * events its stream holds (Kernel.logEventCount): reading stops as soon as that many were read,
+ * so this is paid only while CloudWatch Logs still hides some. Long enough to outlast lags of
+ * several seconds with a wide margin, short enough that `submit --wait` and `logs --follow` do
+ * not hang on a stream that will not fill (its events expired, or a run placed again within its
+ * run on another agent wrote part of it): then the CLI says how many events it did not read.
+ */
+export const LOG_MAX_WAIT_MS = 30_000;
 /**
  * CloudWatch Logs reads per second, all followers together: GetLogEvents and DescribeLogStreams
  * are throttled per account and region (tens per second), and the user may run other readers.
@@ -99,10 +112,6 @@ export async function runLogs(invocation: LogsInvocation, ctx: CommandContext): 
     }
     return ExitCode.Ok;
   }
-  // A task that ended moments ago may have lines CloudWatch Logs does not show yet.
-  const lastEndMs = Math.max(...tasks.map((t) => t.finishedAtMs ?? Number.NEGATIVE_INFINITY));
-  const settleMs = lastEndMs + LOG_SETTLE_MS - ctx.io.nowMs();
-  if (settleMs > 0) await ctx.io.sleep(settleMs);
   const reads = await locateTaskLogs(jobId, refs, { store: ctx.api.store, logs });
   if (reads.every((r) => !r.started)) {
     const first = reads[0];
@@ -114,8 +123,30 @@ export async function runLogs(invocation: LogsInvocation, ctx: CommandContext): 
         : `no task of job ${jobId} has started yet (task 0: ${why}): no logs`,
     );
   }
+  // A run that ended moments ago may have lines CloudWatch Logs does not show yet: each is waited
+  // for (all at once) until its stream shows as many events as its agent put there.
+  const pace = callPacer(ctx.io, LOG_READS_PER_SECOND);
+  const found = await Promise.all(
+    reads.map((read) =>
+      read.started
+        ? awaitRunOutput(read, {
+            logs,
+            pace,
+            sleep: (ms) => ctx.io.sleep(ms),
+            nowMs: () => ctx.io.nowMs(),
+            pollMs: LOG_POLL_MS,
+            settleMs: LOG_SETTLE_MS,
+            maxWaitMs: LOG_MAX_WAIT_MS,
+          })
+        : Promise.resolve(false),
+    ),
+  );
   // Notes first, in task order; then the lines, merged by time.
   const runs: RunStream[] = [];
+  const counts = new Map<
+    string,
+    { readonly task: number; readonly runIndex: number; readonly count: number }
+  >();
   reads.forEach((read, i) => {
     const ref = refs[i]!;
     if (!read.started) {
@@ -127,7 +158,10 @@ export async function runLogs(invocation: LogsInvocation, ctx: CommandContext): 
       return;
     }
     if (read.note !== undefined) print({ kind: "note", task: ref.index, text: read.note });
-    if (read.exists) {
+    if (read.logEventCount !== undefined) {
+      counts.set(read.streamName, { task: ref.index, runIndex: read.runIndex, count: read.logEventCount });
+    }
+    if (found[i] === true) {
       runs.push({
         task: ref.index,
         sessionId: ref.sessionId,
@@ -137,7 +171,12 @@ export async function runLogs(invocation: LogsInvocation, ctx: CommandContext): 
       });
     }
   });
-  await readRunLines(runs, logs, print);
+  const read = await readRunLines(runs, logs, print, pace);
+  // Last, so it is not lost among the lines: what the reads did not get yet.
+  for (const [streamName, { task, runIndex, count }] of counts) {
+    const got = read.get(streamName) ?? 0;
+    if (got < count) print({ kind: "note", task, text: unreadNote(runIndex, count, got) });
+  }
   return ExitCode.Ok;
 }
 
@@ -207,6 +246,7 @@ export async function followTaskLogs(
           nowMs: () => deps.io.nowMs(),
           pollMs: LOG_POLL_MS,
           settleMs: LOG_SETTLE_MS,
+          maxWaitMs: LOG_MAX_WAIT_MS,
           announceWaiting: deps.announceWaiting,
           ...(deps.signal === undefined ? {} : { signal: deps.signal }),
         },
