@@ -27,7 +27,7 @@ beforeAll(async () => {
 
 afterAll(() => rt?.stop());
 
-type Who = "client" | "operator" | "stranger";
+type Who = "client" | "operator" | "agent" | "stranger";
 
 /** `aws <args> --endpoint-url <the runtime's edge>` with one of the runtime's credentials. */
 async function aws(who: Who, args: readonly string[]): Promise<{ ok: boolean; out: string }> {
@@ -264,6 +264,52 @@ describe("the table, through the runtime's DynamoDB endpoint, with the AWS CLI",
     await rt.submit({ sessionId: "after-poison", spec: { name: "after", command: ["/bin/true"] } });
     await rt.waitForStatus("after-poison", "TERMINATED", 120_000);
   }, 240_000);
+
+  test("given an agent's credentials, when it reads the table (another agent's key), writes it, or sends a client's or the control plane's events, then AccessDeniedException", async () => {
+    const read = await aws("agent", [
+      "dynamodb",
+      "get-item",
+      "--table-name",
+      table(),
+      "--key",
+      key("AGENT#agent-1", "AGENT"),
+      "--projection-expression",
+      "signingKey",
+    ]);
+    expect(read.ok).toBe(false);
+    expect(read.out).toContain("AccessDeniedException");
+    const write = await aws("agent", [
+      "dynamodb",
+      "put-item",
+      "--table-name",
+      table(),
+      "--item",
+      JSON.stringify({ pk: { S: "QUEUE#agent-made" }, sk: { S: "QUEUE" }, name: { S: "agent-made" } }),
+    ]);
+    expect(write.ok).toBe(false);
+    expect(write.out).toContain("AccessDeniedException");
+    for (const [source, detailType] of [
+      ["cairn.client", "Session Cancel Requested"],
+      ["cairn.control-plane", "Session Status Changed"],
+    ] as const) {
+      const put = await aws("agent", [
+        "events",
+        "put-events",
+        "--entries",
+        JSON.stringify([
+          {
+            EventBusName: rt.runtime.info.eventBusName,
+            Source: source,
+            DetailType: detailType,
+            Detail: JSON.stringify({ sessionId: SESSION }),
+          },
+        ]),
+      ]);
+      expect(put.ok, source).toBe(false);
+      expect(put.out).toContain("AccessDeniedException");
+    }
+    expect((await rt.store.getSession(SESSION))?.session.cancelRequestedAtMs).toBeUndefined();
+  }, 180_000);
 
   test("given credentials the runtime never made, then UnrecognizedClientException", async () => {
     const stranger = await aws("stranger", ["dynamodb", "describe-table", "--table-name", table()]);

@@ -207,6 +207,12 @@ describe("Step Functions through the AWS CLI", () => {
     const token = (await rt.store.getSession(sessionId))?.session.stage.taskToken;
     expect(token).toBeDefined();
     expect(read.stdout).toContain(token);
+    // No secret rides in an execution: not an agent's signing key (commands go by queue).
+    for (const listed of await rt.store.listAgents()) {
+      const signingKey = (await rt.store.getAgent(listed.id))?.signingKey;
+      expect(signingKey).toBeDefined();
+      expect(read.stdout).not.toContain(signingKey);
+    }
 
     const stopped = await cli(client, stop());
     expect(stopped.stderr).toContain("AccessDeniedException");

@@ -207,6 +207,31 @@ describe("each inbound detail-type is rejected with the right path", () => {
     ]);
   });
 
+  // Ids name directories (an agent's work root), log streams and table keys (`SESSION#<id>`,
+  // `AGENT#<id>`): no separator, dot-dot or key delimiter gets in.
+  test.each(["../../etc", "a/b", "s-1#SESSION", "..", "x\u0000y", "s".repeat(64)])(
+    "a session id %j is refused before it names a directory or a key",
+    (id) => {
+      const expected =
+        "detail.sessionId: must be 3 to 63 lowercase letters, digits or '-', starting with a letter or digit";
+      expect(
+        reasons(envelope("Session Submitted", "cairn.client", { ...VALID.submitted, sessionId: id })),
+      ).toEqual([expected]);
+      expect(
+        reasons(envelope("Kernel Status Changed", "cairn.agent", { ...VALID.kernel, sessionId: id })),
+      ).toEqual([expected]);
+    },
+  );
+
+  test.each(["../agent-1", "agent-1#AGENT", "a/b", ".", "a".repeat(41)])(
+    "an agent id %j is refused before it names a queue, a directory or a key",
+    (agentId) => {
+      expect(reasons(envelope("Agent Heartbeat", "cairn.agent", { ...VALID.heartbeat, agentId }))).toEqual([
+        "detail.agentId: must be 1 to 40 letters, digits, '-' or '_', starting with a letter or digit",
+      ]);
+    },
+  );
+
   test("a detail that is not an object", () => {
     expect(reasons(envelope("Agent Heartbeat", "cairn.agent", "beat"))).toEqual([
       "detail: expected an object, got a string",
