@@ -441,10 +441,11 @@ export class Replay {
 
   // --- the bus ---------------------------------------------------------------------------
 
-  publish(source: string, detailType: string, detail: Record<string, unknown>): void {
+  /** `sentAtMs`: when the bus took the event (its envelope's `time`), if earlier than now: a late delivery. */
+  publish(source: string, detailType: string, detail: Record<string, unknown>, sentAtMs = this.nowMs): void {
     this.bus.push({
       id: `evt-${String(++this.#events).padStart(4, "0")}`,
-      time: new Date(this.nowMs).toISOString(),
+      time: new Date(sentAtMs).toISOString(),
       source,
       "detail-type": detailType,
       detail,
@@ -518,14 +519,25 @@ export class Replay {
     );
   }
 
-  /** Raw entries on the bus in one step (a duplicate, a malformed one). */
-  put(label: string, ...entries: { source: string; detailType: string; detail: Record<string, unknown> }[]) {
+  /**
+   * Raw entries on the bus in one step (a duplicate, a malformed one, or with `sentAtMs` one the
+   * bus took earlier and hands over only now).
+   */
+  put(
+    label: string,
+    ...entries: {
+      source: string;
+      detailType: string;
+      detail: Record<string, unknown>;
+      sentAtMs?: number;
+    }[]
+  ) {
     for (const e of entries) {
       const id = e.detail["sessionId"];
       if (e.detailType === DetailType.SessionSubmitted && typeof id === "string") this.#ids.add(id);
     }
     return this.step(label, () => {
-      for (const e of entries) this.publish(e.source, e.detailType, e.detail);
+      for (const e of entries) this.publish(e.source, e.detailType, e.detail, e.sentAtMs);
     });
   }
 
