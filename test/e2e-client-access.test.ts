@@ -318,6 +318,40 @@ describe("the table, through the runtime's DynamoDB endpoint, with the AWS CLI",
   }, 180_000);
 });
 
+describe("an agent's command queue, through the runtime's SQS endpoint, with the AWS CLI", () => {
+  test("given a client or an operator, when it reads or writes an agent's queue, then AccessDenied; an agent may read its queue but never send a command", async () => {
+    const queueName = `${rt.runtime.info.agentQueuePrefix}agent-1`;
+    const found = await aws("agent", ["sqs", "get-queue-url", "--queue-name", queueName]);
+    expect(found.ok, found.out).toBe(true);
+    const queueUrl = (JSON.parse(found.out) as { QueueUrl: string }).QueueUrl;
+    const command = JSON.stringify({ type: "command", forged: true });
+    for (const who of ["client", "operator"] as const) {
+      for (const args of [
+        ["sqs", "get-queue-url", "--queue-name", queueName],
+        ["sqs", "receive-message", "--queue-url", queueUrl],
+        ["sqs", "send-message", "--queue-url", queueUrl, "--message-body", command],
+        ["sqs", "purge-queue", "--queue-url", queueUrl],
+      ]) {
+        const out = await aws(who, args);
+        expect(out.ok, `${who} ${args[1]}`).toBe(false);
+        expect(out.out).toContain("AccessDenied");
+      }
+    }
+    // Commands come only from the control plane: an agent's credentials cannot forge one.
+    const forged = await aws("agent", [
+      "sqs",
+      "send-message",
+      "--queue-url",
+      queueUrl,
+      "--message-body",
+      command,
+    ]);
+    expect(forged.ok).toBe(false);
+    expect(forged.out).toContain("AccessDenied");
+    expect(forged.out).toContain("sqs:SendMessage");
+  }, 180_000);
+});
+
 describe("the docs' `aws stepfunctions` commands, with the client's credentials", () => {
   const executionArn = () =>
     `${rt.runtime.info.stateMachineArn.replace(":stateMachine:", ":execution:")}:${SESSION}`;
