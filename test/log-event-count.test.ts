@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { DetailType, parseInboundEvent, toPutEventsEntry } from "../functions/core/events.ts";
+import { stageEntryWrite } from "../functions/core/effects.ts";
 import { kernelReportPatch } from "../functions/core/kernel-reports.ts";
 import type { Kernel } from "../functions/core/model.ts";
 import { runRecord } from "../functions/core/runs.ts";
@@ -87,6 +88,23 @@ describe("the count on the kernel and the run's record", () => {
     const ended: Kernel = { ...running, status: "TERMINATED", exitCode: 1, logEventCount: 42 };
     const s = { session: session("s-count", "TERMINATING"), kernels: [ended] };
     expect(runRecord(s, { decision: "finished", reason: "x" }, NOW_MS).kernels[0]?.logEventCount).toBe(42);
+  });
+
+  test("a kernel sent back to PENDING within its run loses its count: placed again, it writes on in the same stream", () => {
+    const write = stageEntryWrite({
+      session: session("s-count", "CREATING"),
+      kernels: [
+        kernel("s-count", 0, "TERMINATED", { agentId: "agent-1", logEventCount: 42 }),
+        kernel("s-count", 1, "CREATING", { agentId: "agent-2" }),
+      ],
+      transition: { from: "CREATING", to: "PENDING", result: "EXPIRED", handler: "Lifecycle" },
+      taskToken: "tok",
+      nowMs: NOW_MS,
+    });
+    expect(write.kernels).toMatchObject([
+      { index: 0, status: "PENDING", agentId: null, logEventCount: null },
+      { index: 1, status: "PENDING", agentId: null, logEventCount: null },
+    ]);
   });
 
   test("a failed preparation's count is not kept: the run may be prepared again and write on", () => {

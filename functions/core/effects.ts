@@ -45,8 +45,8 @@ export interface KernelPatch {
   readonly condition?: TerminationCondition;
   readonly message?: string;
   readonly failureCategory?: string;
-  /** Events the run's log stream holds (Kernel.logEventCount). */
-  readonly logEventCount?: number;
+  /** Events the run's log stream holds (Kernel.logEventCount); `null` clears it. */
+  readonly logEventCount?: number | null;
   readonly outcome?: AttemptOutcome;
   /** `null` clears it. */
   readonly error?: string | null;
@@ -251,6 +251,9 @@ export function stageEntryWrite({
                 error: null,
                 // A Fargate kernel placed again runs a new task: the old one was stopped on the way.
                 taskArn: null,
+                // Placed again within its run, it writes on in the same stream: an earlier
+                // placement's count no longer says how many events the stream holds.
+                logEventCount: null,
                 ...(transition.requeue ? { resetRun: true } : {}),
               };
             }
