@@ -369,7 +369,9 @@ export interface OutputWaitDeps {
  * (its agent's, `logEventCount`) is waited for until its stream shows that many events, or
  * `maxWaitMs` after its end, whichever comes first; one without (a Fargate task's stream, an
  * older agent's) until `settleMs` after its end. A run that ended longer ago than that, or has
- * not ended, is not waited for.
+ * not ended, is not waited for. The stream is counted by reading it, so a run that ended moments
+ * ago is read twice (counted, then shown merged with the other tasks' lines by time); a run that
+ * ended longer ago than `maxWaitMs` is read once.
  */
 export async function awaitRunOutput(run: EndedRun, deps: OutputWaitDeps): Promise<boolean> {
   const { endedAtMs, logEventCount: count, streamName } = run;

@@ -47,8 +47,8 @@ export const LOG_SETTLE_MS = 2_000;
  * events its stream holds (Kernel.logEventCount): reading stops as soon as that many were read,
  * so this is paid only while CloudWatch Logs still hides some. Long enough to outlast lags of
  * several seconds with a wide margin, short enough that `submit --wait` and `logs --follow` do
- * not hang on a stream that will not fill (its events expired, or a run placed again within its
- * run on another agent wrote part of it): then the CLI says how many events it did not read.
+ * not hang on a stream that will not fill (its events expired with the log group's retention):
+ * then the CLI says how many events it did not read.
  */
 export const LOG_MAX_WAIT_MS = 30_000;
 /**
