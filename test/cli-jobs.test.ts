@@ -968,6 +968,37 @@ describe("runCli: jobs", () => {
     expect([...silent.out, ...silent.err]).toEqual([]);
   });
 
+  test("logs of a run whose agent said how many events it put: read until that many, waited for at most 30 s after its end, then a note", async () => {
+    const { access, write } = logWorld("cli-count");
+    await write("train-1-t0", 0, [1_000, "t0 first"], [3_000, "t0 second"]);
+    /** The world with task 0's run ended at `finishedAtMs`, its agent having said `logEventCount`. */
+    const ended = (logEventCount: number, finishedAtMs: number): World => {
+      const done = taskSession(0, "TERMINATED", { ...DONE.kernels[0], logEventCount, finishedAtMs });
+      return { ...trainWorld(), sessions: { ...trainWorld().sessions, [done.session.id]: done } };
+    };
+    const note =
+      "cairn: task 0: run 0: 1 of its 3 log events were not readable yet (CloudWatch Logs shows events a " +
+      "while after they are written); `cairn logs` later shows them";
+    const total = (sleeps: readonly number[]) => sleeps.reduce((a, b) => a + b, 0);
+    /** Sleeps that are only the pacing of CloudWatch Logs reads (10 a second), no wait. */
+    const paced = (sleeps: readonly number[]) => sleeps.every((ms) => ms === 100);
+    // All there: no wait, no note.
+    const all = cli(ended(2, NOW - 1_000), access);
+    expect(await runCli(["logs", JOB_ID, "--task", "0"], all.io)).toBe(0);
+    expect([all.out, all.err, paced(all.sleeps)]).toEqual([["t0 first", "t0 second"], [], true]);
+    // One missing, the run ended a second ago: waited for until 30 s after the end, then said.
+    const recent = cli(ended(3, NOW - 1_000), access);
+    expect(await runCli(["logs", JOB_ID, "--task", "0"], recent.io)).toBe(0);
+    expect(recent.out).toEqual(["t0 first", "t0 second"]);
+    expect(recent.err).toEqual([note]);
+    expect(total(recent.sleeps)).toBeGreaterThanOrEqual(29_000);
+    expect(total(recent.sleeps)).toBeLessThan(30_000);
+    // One missing, the run ended a minute ago: not waited for, said.
+    const old = cli(ended(3, NOW - 60_000), access);
+    expect(await runCli(["logs", JOB_ID, "--task", "0"], old.io)).toBe(0);
+    expect([old.out, old.err, paced(old.sleeps)]).toEqual([["t0 first", "t0 second"], [note], true]);
+  });
+
   test("logs --follow: streams until the task has ended; right after submit it looks for the job a while", async () => {
     const { access, write } = logWorld("cli-follow");
     await write("train-1-t0", 0, [1_000, "done already"]);

@@ -6,11 +6,13 @@
  * read that many events.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { checkAgentSignature } from "../functions/app/agents.ts";
 import { DetailType, parseInboundEvent, toPutEventsEntry } from "../functions/core/events.ts";
 import { stageEntryWrite } from "../functions/core/effects.ts";
 import { kernelReportPatch } from "../functions/core/kernel-reports.ts";
-import type { Kernel } from "../functions/core/model.ts";
+import type { Agent, Kernel } from "../functions/core/model.ts";
 import { runRecord } from "../functions/core/runs.ts";
+import { signDetail } from "../functions/topology/agent-signature.ts";
 import { kernel, NOW_MS, session } from "./core/fixtures.ts";
 import { freshTable, newSession, T0, type TestTable } from "./store-fixtures.ts";
 
@@ -63,6 +65,22 @@ describe("a run's log event count at the edge", () => {
     expect(() =>
       toPutEventsEntry("cairn", DetailType.KernelStatusChanged, { ...report, logEventCount: -3 }),
     ).toThrow("detail.logEventCount: must be at least 0");
+  });
+
+  test("the signature covers it: a report whose count was changed on the way is refused", () => {
+    const key = "k".repeat(43);
+    const agent = { id: "agent-1", incarnation: "incarnation-1", signingKey: key } as Agent;
+    const signed = { ...report, signature: signDetail(key, DetailType.KernelStatusChanged, report) };
+    const check = (detail: typeof signed) =>
+      checkAgentSignature(agent, "agent-1", "incarnation-1", DetailType.KernelStatusChanged, detail);
+    expect(check(signed)).toBeUndefined();
+    expect(check({ ...signed, logEventCount: 41 })).toBe(
+      "detail.signature: does not match agent agent-1's key: the event is not from that agent",
+    );
+    const { logEventCount: _dropped, ...without } = signed;
+    expect(check(without as typeof signed)).toBe(
+      "detail.signature: does not match agent agent-1's key: the event is not from that agent",
+    );
   });
 
   test("only a run's end says it", () => {
