@@ -51,6 +51,13 @@ import { startDynamoDbLocal, type RunningDynamoDb } from "./dynamodb-local.ts";
 import { LocalEventBus, startEventBridgeServer, type EventBridgeServer } from "./eventbridge/index.ts";
 import { LocalQueue, type QueueConsumer } from "./queue.ts";
 import { withTopologyTimeouts } from "./function-timeout.ts";
+import {
+  dynamoDbFaultsFromEnv,
+  parseDynamoDbFaults,
+  startDynamoDbFaultProxy,
+  type DynamoDbFaults,
+  type DynamoDbFaultSwitch,
+} from "./dynamodb-faults.ts";
 import { queueFaultsFromEnv, type QueueFaults } from "./queue-faults.ts";
 import {
   faultOptionsFromEnv,
@@ -159,6 +166,13 @@ export interface RuntimeOptions {
    * unreadable. @default `CAIRN_LOGS_FAULTS` from the environment, else none
    */
   readonly logsFaults?: LogsFaults;
+  /**
+   * DynamoDB's faults under load (throttling, transaction conflicts, unprocessed keys), which
+   * DynamoDB Local never produces: given, the functions reach the table through a proxy that
+   * answers chosen requests so (local/dynamodb-faults.ts; `Runtime.dynamoDbFaults` sets them
+   * later). @default `CAIRN_DYNAMODB_FAULTS` from the environment, else none (no proxy)
+   */
+  readonly dynamoDbFaults?: DynamoDbFaults;
 }
 
 export interface RuntimeInfo {
@@ -224,6 +238,8 @@ export interface Runtime {
   readonly defaultBus: LocalEventBus;
   /** The agent processes now running (startAgent adds to them). */
   readonly agents: readonly AgentProcess[];
+  /** The functions' DynamoDB fault switch, when the runtime was started with `dynamoDbFaults`. */
+  readonly dynamoDbFaults: DynamoDbFaultSwitch | undefined;
   /** Invocations of each function so far, by name (for the benchmark's "per session" figures). */
   readonly invocations: ReadonlyMap<FunctionName, number>;
   /**
@@ -260,6 +276,8 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
   const faults = options.faults ?? faultOptionsFromEnv(process.env);
   const queueFaults = options.queueFaults ?? queueFaultsFromEnv(process.env);
   const logsFaults = options.logsFaults ?? logsFaultsFromEnv(process.env);
+  const dynamoDbFaults = options.dynamoDbFaults ?? dynamoDbFaultsFromEnv(process.env);
+  if (options.dynamoDbFaults !== undefined) parseDynamoDbFaults(options.dynamoDbFaults);
   const external = options.dynamoDb;
   if (external && options.persistent) {
     throw new Error(
@@ -432,12 +450,26 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     const machineArns = Object.fromEntries(
       STATE_MACHINES.map((m) => [m.arnVariable, stateMachineArn(m.name)]),
     );
+    // DynamoDB's faults under load, when asked for: the functions reach the table through them.
+    const faultProxy =
+      dynamoDbFaults === undefined
+        ? undefined
+        : await startDynamoDbFaultProxy({
+            upstream: dynamo.endpoint,
+            upstreamCredential: access.controlPlane,
+            region: REGION,
+            faults: dynamoDbFaults,
+          });
+    if (faultProxy) {
+      stops.push(() => faultProxy.close());
+      log(`cairn: DynamoDB fault injection on: ${JSON.stringify(dynamoDbFaults)}`);
+    }
     // The functions read this environment on their first invocation, as Lambda's would.
     const env: Record<string, string> = {
       AWS_REGION: REGION,
       AWS_ACCESS_KEY_ID: access.controlPlane.accessKeyId,
       AWS_SECRET_ACCESS_KEY: access.controlPlane.secretAccessKey,
-      AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
+      AWS_ENDPOINT_URL_DYNAMODB: faultProxy?.endpoint ?? dynamo.endpoint,
       AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
       AWS_ENDPOINT_URL_SQS: sqs.endpoint,
       AWS_ENDPOINT_URL_ECS: ecs.endpoint,
@@ -706,6 +738,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       ecs,
       defaultBus,
       agents,
+      dynamoDbFaults: faultProxy?.faults,
       invocations,
       dynamoDbPid: dynamo.pid,
       startAgent,

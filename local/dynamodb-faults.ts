@@ -1,0 +1,340 @@
+/**
+ * DynamoDB's faults under load, which DynamoDB Local never produces (it does not throttle, its
+ * transactions never conflict, and its BatchGetItem answers every key), switched on by rule so
+ * that the functions meet them end to end: when a rule is given, the functions reach DynamoDB
+ * Local through this proxy, which answers chosen requests as DynamoDB would:
+ *
+ * - `throttle`: HTTP 400 `ProvisionedThroughputExceededException`; the request does not reach the
+ *   table (the API reference: the request rate is too high; the SDKs retry it).
+ * - `transaction-conflict`: a TransactWriteItems is cancelled, `TransactionCanceledException`
+ *   with the reason `TransactionConflict` for its first item and `None` for the others; nothing
+ *   is written (another transaction or a write was under way on the item).
+ * - `unprocessed-keys`: a BatchGetItem of two keys or more reads only the first half of them and
+ *   answers the rest in `UnprocessedKeys` (DynamoDB sheds part of a request rather than fail it;
+ *   the caller must ask again for them).
+ *
+ * Each rule names the operation it may fire on (default: any it applies to) and fires `count`
+ * times (default 1) after letting `skip` matching requests through (default 0). `npm start`
+ * reads the rules from `CAIRN_DYNAMODB_FAULTS`:
+ *
+ *   CAIRN_DYNAMODB_FAULTS='{"rules":[{"fault":"throttle","operation":"TransactWriteItems","count":3}]}'
+ */
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import { randomUUID } from "node:crypto";
+import { isPlainObject, signRequest } from "./aws-json/index.ts";
+import { readBody } from "./aws-json/http-body.ts";
+import { listenOnLoopback } from "./loopback-server.ts";
+
+export const DynamoDbFault = {
+  Throttle: "throttle",
+  TransactionConflict: "transaction-conflict",
+  UnprocessedKeys: "unprocessed-keys",
+} as const;
+export type DynamoDbFault = (typeof DynamoDbFault)[keyof typeof DynamoDbFault];
+
+export interface DynamoDbFaultRule {
+  readonly fault: DynamoDbFault;
+  /** Only requests of this operation (`TransactWriteItems`, `UpdateItem`, …). @default any */
+  readonly operation?: string;
+  /** @default 1 */
+  readonly count?: number;
+  /** Matching requests let through before the rule fires. @default 0 */
+  readonly skip?: number;
+}
+
+export interface DynamoDbFaults {
+  readonly rules: readonly DynamoDbFaultRule[];
+}
+
+export class DynamoDbFaultConfigError extends Error {
+  override readonly name = "DynamoDbFaultConfigError";
+  constructor(field: string, reason: string) {
+    super(`${field}: ${reason}`);
+  }
+}
+
+/** The operations each fault can answer. */
+const APPLIES_TO: Readonly<Record<DynamoDbFault, (operation: string) => boolean>> = {
+  throttle: () => true,
+  "transaction-conflict": (op) => op === "TransactWriteItems",
+  "unprocessed-keys": (op) => op === "BatchGetItem",
+};
+
+/** Checks every field of every rule; the error names the field and the reason. */
+export function parseDynamoDbFaults(value: unknown, field = "dynamoDbFaults"): DynamoDbFaults {
+  if (!isPlainObject(value)) throw new DynamoDbFaultConfigError(field, "must be an object { rules }");
+  for (const key of Object.keys(value)) {
+    if (key !== "rules") throw new DynamoDbFaultConfigError(`${field}.${key}`, "is not a known field");
+  }
+  const rules = value["rules"];
+  if (!Array.isArray(rules))
+    throw new DynamoDbFaultConfigError(`${field}.rules`, "must be an array of rules");
+  return {
+    rules: (rules as unknown[]).map((rule, i): DynamoDbFaultRule => {
+      const at = `${field}.rules[${i}]`;
+      if (!isPlainObject(rule)) throw new DynamoDbFaultConfigError(at, "must be an object");
+      for (const key of Object.keys(rule)) {
+        if (!["fault", "operation", "count", "skip"].includes(key)) {
+          throw new DynamoDbFaultConfigError(`${at}.${key}`, "is not a known field");
+        }
+      }
+      const fault = rule["fault"];
+      const kinds: readonly string[] = Object.values(DynamoDbFault);
+      if (typeof fault !== "string" || !kinds.includes(fault)) {
+        throw new DynamoDbFaultConfigError(
+          `${at}.fault`,
+          `must be one of ${kinds.join(", ")}, got ${JSON.stringify(fault)}`,
+        );
+      }
+      const operation = rule["operation"];
+      if (operation !== undefined && (typeof operation !== "string" || !/^[A-Z][A-Za-z]+$/.test(operation))) {
+        throw new DynamoDbFaultConfigError(
+          `${at}.operation`,
+          `must be a DynamoDB operation name, got ${JSON.stringify(operation)}`,
+        );
+      }
+      if (typeof operation === "string" && !APPLIES_TO[fault as DynamoDbFault](operation)) {
+        throw new DynamoDbFaultConfigError(`${at}.operation`, `${fault} cannot answer ${operation}`);
+      }
+      for (const [key, min] of [
+        ["count", 1],
+        ["skip", 0],
+      ] as const) {
+        const n = rule[key];
+        if (n !== undefined && (typeof n !== "number" || !Number.isInteger(n) || n < min)) {
+          throw new DynamoDbFaultConfigError(
+            `${at}.${key}`,
+            `must be an integer ≥ ${min}, got ${JSON.stringify(n)}`,
+          );
+        }
+      }
+      return rule as unknown as DynamoDbFaultRule;
+    }),
+  };
+}
+
+export function dynamoDbFaultsFromEnv(
+  env: Readonly<Record<string, string | undefined>>,
+): DynamoDbFaults | undefined {
+  const text = env["CAIRN_DYNAMODB_FAULTS"];
+  if (text === undefined || text.trim() === "") return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new DynamoDbFaultConfigError("CAIRN_DYNAMODB_FAULTS", `is not JSON: ${(error as Error).message}`);
+  }
+  return parseDynamoDbFaults(value, "CAIRN_DYNAMODB_FAULTS");
+}
+
+/** The switch: the rules in force, and what fired. */
+export class DynamoDbFaultSwitch {
+  #rules: { rule: DynamoDbFaultRule; skip: number; left: number }[] = [];
+  readonly #fired: { fault: DynamoDbFault; operation: string }[] = [];
+
+  constructor(faults: DynamoDbFaults = { rules: [] }) {
+    this.set(faults);
+  }
+
+  /** Replaces the rules in force (what fired so far stays counted). */
+  set(faults: DynamoDbFaults): void {
+    this.#rules = parseDynamoDbFaults(faults).rules.map((rule) => ({
+      rule,
+      skip: rule.skip ?? 0,
+      left: rule.count ?? 1,
+    }));
+  }
+
+  /** Every fault that fired, in order. */
+  fired(): readonly { fault: DynamoDbFault; operation: string }[] {
+    return [...this.#fired];
+  }
+
+  /** The fault to answer `operation` with, if a rule fires now (used up as it fires). */
+  take(operation: string, canShed: boolean): DynamoDbFault | undefined {
+    for (const r of this.#rules) {
+      const { fault } = r.rule;
+      if (r.left === 0 || !APPLIES_TO[fault](operation)) continue;
+      if (r.rule.operation !== undefined && r.rule.operation !== operation) continue;
+      if (fault === DynamoDbFault.UnprocessedKeys && !canShed) continue;
+      if (r.skip > 0) {
+        r.skip--;
+        continue;
+      }
+      r.left--;
+      this.#fired.push({ fault, operation });
+      return fault;
+    }
+    return undefined;
+  }
+}
+
+export interface DynamoDbFaultProxy {
+  readonly endpoint: string;
+  readonly faults: DynamoDbFaultSwitch;
+  close(): Promise<void>;
+}
+
+const MAX_BODY_BYTES = 16 * 1024 * 1024;
+const TARGET = /^DynamoDB_20120810\.([A-Za-z]+)$/;
+
+/** A proxy in front of DynamoDB Local that answers as the switch says; requests are signed again with `upstreamCredential`. */
+export async function startDynamoDbFaultProxy(options: {
+  readonly upstream: string;
+  readonly upstreamCredential: { readonly accessKeyId: string; readonly secretAccessKey: string };
+  readonly region: string;
+  readonly faults?: DynamoDbFaults;
+}): Promise<DynamoDbFaultProxy> {
+  const upstream = new URL(options.upstream);
+  const faults = new DynamoDbFaultSwitch(options.faults);
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const body = (await readBody(request, MAX_BODY_BYTES)) ?? Buffer.alloc(0);
+    const target = String(request.headers["x-amz-target"] ?? "");
+    const operation = TARGET.exec(target)?.[1] ?? "";
+    let input: Record<string, unknown> = {};
+    try {
+      const parsed: unknown = JSON.parse(body.toString("utf8") || "{}");
+      if (isPlainObject(parsed)) input = parsed;
+    } catch {
+      // DynamoDB Local answers what it cannot parse.
+    }
+    const shed = sheddable(input);
+    switch (faults.take(operation, shed !== undefined)) {
+      case DynamoDbFault.Throttle:
+        return answerError(
+          response,
+          "ProvisionedThroughputExceededException",
+          "The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.",
+        );
+      case DynamoDbFault.TransactionConflict: {
+        const items = Array.isArray(input["TransactItems"]) ? input["TransactItems"].length : 1;
+        const reasons = Array.from({ length: Math.max(1, items) }, (_, i) =>
+          i === 0
+            ? { Code: "TransactionConflict", Message: "Transaction is ongoing for the item" }
+            : { Code: "None" },
+        );
+        return answerError(
+          response,
+          "TransactionCanceledException",
+          `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.map((r) => r.Code).join(", ")}]`,
+          { CancellationReasons: reasons },
+        );
+      }
+      case DynamoDbFault.UnprocessedKeys: {
+        const { table, kept, withheld } = shed!;
+        const request0 = (input["RequestItems"] as Record<string, Record<string, unknown>>)[table]!;
+        const partial = {
+          ...input,
+          RequestItems: { ...(input["RequestItems"] as object), [table]: { ...request0, Keys: kept } },
+        };
+        const answer = await forward(request, Buffer.from(JSON.stringify(partial)));
+        if (answer.status !== 200) return send(response, answer.status, answer.headers, answer.body);
+        const out = JSON.parse(answer.body.toString("utf8")) as Record<string, unknown>;
+        const unprocessed = isPlainObject(out["UnprocessedKeys"]) ? out["UnprocessedKeys"] : {};
+        out["UnprocessedKeys"] = { ...unprocessed, [table]: { ...request0, Keys: withheld } };
+        return send(response, 200, answer.headers, Buffer.from(JSON.stringify(out)));
+      }
+      default: {
+        const answer = await forward(request, body);
+        return send(response, answer.status, answer.headers, answer.body);
+      }
+    }
+  }
+
+  /** Passes what DynamoDB reads of a request on, signed again (a rewritten body needs it). */
+  async function forward(
+    request: IncomingMessage,
+    body: Buffer,
+  ): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
+    const method = request.method ?? "POST";
+    const path = request.url ?? "/";
+    const headers: Record<string, string> = { "content-length": String(body.length) };
+    for (const name of ["content-type", "x-amz-target"]) {
+      const value = request.headers[name];
+      if (typeof value === "string") headers[name] = value;
+    }
+    const signed = await signRequest(
+      { url: new URL(path, upstream), method, headers, body },
+      options.upstreamCredential,
+      options.region,
+      "dynamodb",
+    );
+    return new Promise((resolve, reject) => {
+      const out = httpRequest(
+        { hostname: upstream.hostname, port: upstream.port, path, method, headers: signed },
+        (answer) => {
+          const chunks: Buffer[] = [];
+          answer.on("data", (chunk: Buffer) => chunks.push(chunk));
+          answer.on("end", () => {
+            const kept: Record<string, string> = {};
+            for (const name of ["content-type", "x-amzn-requestid"]) {
+              const value = answer.headers[name];
+              if (typeof value === "string") kept[name] = value;
+            }
+            resolve({ status: answer.statusCode ?? 502, headers: kept, body: Buffer.concat(chunks) });
+          });
+          answer.on("error", reject);
+        },
+      );
+      out.on("error", reject);
+      out.end(body);
+    });
+  }
+
+  const server = createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => {
+      if (response.headersSent) return void response.destroy();
+      answerError(
+        response,
+        "InternalServerError",
+        error instanceof Error ? error.message : String(error),
+        {},
+        500,
+      );
+    });
+  });
+  const listening = await listenOnLoopback(server);
+  return { endpoint: listening.endpoint, faults, close: () => listening.close() };
+}
+
+/** A BatchGetItem's first table, its keys split in two halves, when it has two keys or more. */
+function sheddable(
+  input: Record<string, unknown>,
+): { table: string; kept: unknown[]; withheld: unknown[] } | undefined {
+  const items = input["RequestItems"];
+  if (!isPlainObject(items)) return undefined;
+  const [table] = Object.keys(items);
+  const request = table === undefined ? undefined : items[table];
+  const keys = isPlainObject(request) && Array.isArray(request["Keys"]) ? (request["Keys"] as unknown[]) : [];
+  if (table === undefined || keys.length < 2) return undefined;
+  const half = Math.ceil(keys.length / 2);
+  return { table, kept: keys.slice(0, half), withheld: keys.slice(half) };
+}
+
+function answerError(
+  response: ServerResponse,
+  code: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+  status = 400,
+): void {
+  const body = Buffer.from(
+    JSON.stringify({
+      __type: `com.amazonaws.dynamodb.v20120810#${code}`,
+      message,
+      Message: message,
+      ...extra,
+    }),
+  );
+  send(response, status, { "content-type": "application/x-amz-json-1.0", "x-amzn-errortype": code }, body);
+}
+
+function send(response: ServerResponse, status: number, headers: Record<string, string>, body: Buffer): void {
+  response.writeHead(status, {
+    ...headers,
+    "x-amzn-requestid": headers["x-amzn-requestid"] ?? randomUUID(),
+    "content-length": String(body.length),
+  });
+  response.end(body);
+}
