@@ -1,5 +1,6 @@
 /**
- * Lambda entry point of the deployments function (Backend.AI's deployments and their routes). Triggered by its FIFO queue: SQS
+ * Lambda entry point of the deployments function (Backend.AI's deployments and their routes).
+ * Triggered by its queue (a standard one; a lease per deployment serializes the work): SQS
  * batches of deployment requests, replicas' health reports, status changes that wake a
  * deployment, and the deployments' sweep. A message whose work failed with a retryable error is
  * reported failed (and with it, on a FIFO queue, every later one) so that only those return.
