@@ -12,6 +12,9 @@
  * - `unprocessed-keys`: a BatchGetItem of two keys or more reads only the first half of them and
  *   answers the rest in `UnprocessedKeys` (DynamoDB sheds part of a request rather than fail it;
  *   the caller must ask again for them).
+ * - `lost-response`: the request runs, then its answer is lost (HTTP 500 InternalServerError, as
+ *   DynamoDB answers a request whose outcome it cannot tell): the SDK sends it again, and the
+ *   retry meets the write already done (a conditional write finds its condition false).
  *
  * Each rule names the operation it may fire on (default: any it applies to) and fires `count`
  * times (default 1) after letting `skip` matching requests through (default 0). `npm start`
@@ -29,6 +32,7 @@ export const DynamoDbFault = {
   Throttle: "throttle",
   TransactionConflict: "transaction-conflict",
   UnprocessedKeys: "unprocessed-keys",
+  LostResponse: "lost-response",
 } as const;
 export type DynamoDbFault = (typeof DynamoDbFault)[keyof typeof DynamoDbFault];
 
@@ -58,6 +62,7 @@ const APPLIES_TO: Readonly<Record<DynamoDbFault, (operation: string) => boolean>
   throttle: () => true,
   "transaction-conflict": (op) => op === "TransactWriteItems",
   "unprocessed-keys": (op) => op === "BatchGetItem",
+  "lost-response": () => true,
 };
 
 /** Checks every field of every rule; the error names the field and the reason. */
@@ -234,6 +239,17 @@ export async function startDynamoDbFaultProxy(options: {
         const unprocessed = isPlainObject(out["UnprocessedKeys"]) ? out["UnprocessedKeys"] : {};
         out["UnprocessedKeys"] = { ...unprocessed, [table]: { ...request0, Keys: withheld } };
         return send(response, 200, answer.headers, Buffer.from(JSON.stringify(out)));
+      }
+      case DynamoDbFault.LostResponse: {
+        // The request reaches the table; what it answered does not reach the caller.
+        await forward(request, body);
+        return answerError(
+          response,
+          "InternalServerError",
+          "Internal server error (the response was lost by the fault switch)",
+          {},
+          500,
+        );
       }
       default: {
         const answer = await forward(request, body);

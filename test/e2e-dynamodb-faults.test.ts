@@ -21,7 +21,7 @@ describe("the DynamoDB fault switch", () => {
     for (const [value, message] of [
       [
         { rules: [{ fault: "slow" }] },
-        'dynamoDbFaults.rules[0].fault: must be one of throttle, transaction-conflict, unprocessed-keys, got "slow"',
+        'dynamoDbFaults.rules[0].fault: must be one of throttle, transaction-conflict, unprocessed-keys, lost-response, got "slow"',
       ],
       [
         { rules: [{ fault: "transaction-conflict", operation: "UpdateItem" }] },
@@ -80,6 +80,35 @@ describe("sessions against a DynamoDB under load (end to end)", () => {
     expect(fired.filter((f) => f === "throttle UpdateItem")).toHaveLength(3);
     expect(fired.filter((f) => f === "transaction-conflict TransactWriteItems")).toHaveLength(3);
     expect(fired.filter((f) => f === "unprocessed-keys BatchGetItem").length).toBeGreaterThan(0);
+    await assertLifecycleInvariants(rt);
+  }, 180_000);
+
+  test("writes whose answer is lost after they were done: the SDK sends them again, they meet their own write, and every session ends succeeded", async () => {
+    const faults = rt.runtime.dynamoDbFaults!;
+    const before = faults.fired().length;
+    faults.set({
+      rules: [
+        { fault: "lost-response", operation: "UpdateItem", count: 6 },
+        { fault: "lost-response", operation: "PutItem", count: 3 },
+        { fault: "lost-response", operation: "DeleteItem", count: 3 },
+        { fault: "lost-response", operation: "TransactWriteItems", count: 6 },
+      ],
+    });
+    const run = Date.now().toString(36);
+    const ids = [0, 1, 2].map((i) => `ddb-lost-${run}-${i}`);
+    await Promise.all(ids.map((sessionId) => rt.submit({ sessionId, spec })));
+    const ended = await Promise.all(ids.map((id) => rt.waitForEnd(id, 120_000)));
+    for (const s of ended) {
+      expect(s.session.status, s.session.id).toBe("TERMINATED");
+      expect(sessionResult(s), s.session.id).toBe("succeeded");
+    }
+    const fired = faults
+      .fired()
+      .slice(before)
+      .map((f) => `${f.fault} ${f.operation}`);
+    faults.set({ rules: [] });
+    expect(fired.filter((f) => f === "lost-response UpdateItem")).toHaveLength(6);
+    expect(fired.filter((f) => f === "lost-response TransactWriteItems")).toHaveLength(6);
     await assertLifecycleInvariants(rt);
   }, 180_000);
 
