@@ -206,6 +206,24 @@ describe("rejected submissions", () => {
     expect(await store.listRejections("job-z")).toEqual([]);
   });
 
+  test("more than a Query page holds (1 MB): the 100 newest are listed, whatever their event ids", async () => {
+    const store = table.store({ clock: () => T0 });
+    // 120 refusals of 4,096 three-byte characters (12 KB each, 1.4 MB in all); event ids run
+    // against time, so the newest sort last.
+    const reason = "€".repeat(4096);
+    for (let i = 0; i < 120; i++) {
+      await store.recordRejection(
+        { id: "job-big", eventId: `e-${String(999 - i).padStart(3, "0")}`, reason, atMs: T0 + i * 1_000 },
+        3_600,
+      );
+    }
+    const listed = await store.listRejections("job-big");
+    expect(listed).toHaveLength(100);
+    expect(listed[0]).toMatchObject({ eventId: "e-880", atMs: T0 + 119_000 });
+    expect(listed.at(-1)).toMatchObject({ eventId: "e-979", atMs: T0 + 20_000 });
+    expect(listed.every((r) => r.reason === reason)).toBe(true);
+  });
+
   test("bad input names the field", async () => {
     const store = table.store();
     expect(

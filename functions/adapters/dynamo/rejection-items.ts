@@ -9,7 +9,7 @@ import { Fields, fromItem, ItemType, toItem, type Item } from "./item-codec.ts";
 import { REJECTION_EVENT_SK_PREFIX, rejectionPk, rejectionSk } from "./keys.ts";
 import { requireId, requireLimit, requireTime } from "./validation.ts";
 
-/** Enough for any client to find its own event: ids are chosen per submission. */
+/** The newest this many are listed: enough for any client to find its own event (ids are chosen per submission). */
 const MAX_LISTED = 100;
 /** EventBridge event ids are UUIDs; the limit only keeps the key bounded. */
 const MAX_EVENT_ID = 256;
@@ -51,7 +51,10 @@ export class RejectionItems {
   async list(id: string): Promise<SubmissionRejection[]> {
     requireId("id", id);
     const nowSec = Math.floor(this.#clock() / 1000);
-    const page = await this.#requests.query("listRejections", {
+    // Every page: the items sort by event id, not by time, and a Query page ends at 1 MB (100
+    // reasons of 4,096 characters of three bytes each would not fit one), so the newest can be
+    // anywhere. They are few: one per refused event, each gone with its TTL.
+    const items = await this.#requests.queryAll("listRejections", {
       TableName: this.#requests.tableName,
       KeyConditionExpression: "#pk = :pk AND begins_with(#sk, :prefix)",
       ExpressionAttributeNames: { "#pk": "pk", "#sk": "sk" },
@@ -60,14 +63,14 @@ export class RejectionItems {
         ":prefix": { S: REJECTION_EVENT_SK_PREFIX },
       },
       ConsistentRead: true,
-      Limit: MAX_LISTED,
     });
     return (
-      page.items
+      items
         // TTL deletes lazily: an expired rejection is gone as far as readers are concerned.
         .filter((item) => Number(item["expiresAtEpochSec"]?.N ?? Infinity) >= nowSec)
         .map(rejectionFromItem)
         .sort((a, b) => b.atMs - a.atMs)
+        .slice(0, MAX_LISTED)
     );
   }
 }
