@@ -24,7 +24,9 @@ import {
   AGENT_LOG_ACTIONS,
   AGENT_QUEUE_ACTIONS,
   CLIENT_LOG_ACTIONS,
+  ownAgentQueueName,
   STACK_READ_ACTIONS,
+  UNTAGGED_AGENT_CONDITION,
 } from "../functions/topology/access-actions.ts";
 import {
   CLIENT_EXECUTION_ACTIONS,
@@ -80,7 +82,21 @@ export class CairnAgentAccess extends Construct {
     this.agentPolicy = new iam.ManagedPolicy(this, "AgentPolicy", {
       description: `Cairn ${stack.stackName}: what a host running \`cairn agent\` needs (attach to its instance role)`,
       statements: [
-        new iam.PolicyStatement({ actions: [...AGENT_QUEUE_ACTIONS], resources: [agentQueuesArn] }),
+        // A principal tagged with its agent's id consumes that agent's queue only; an untagged
+        // one (every host under one role) every agent queue of the stack (docs/agents.md).
+        new iam.PolicyStatement({
+          sid: "ConsumeOwnAgentQueue",
+          actions: [...AGENT_QUEUE_ACTIONS],
+          resources: [
+            stack.formatArn({ service: "sqs", resource: ownAgentQueueName(settings.agentQueuePrefix) }),
+          ],
+        }),
+        new iam.PolicyStatement({
+          sid: "ConsumeAgentQueuesUntagged",
+          actions: [...AGENT_QUEUE_ACTIONS],
+          resources: [agentQueuesArn],
+          conditions: UNTAGGED_AGENT_CONDITION,
+        }),
         putEventsAs(bus, EventSource.Agent),
         new iam.PolicyStatement({ actions: [...AGENT_LOG_ACTIONS], resources: [kernelLogStreams] }),
         readOutputs,

@@ -85,7 +85,7 @@ export const NAG_WILDCARD_RESOURCES = {
   },
   agentQueues: {
     reason:
-      "Each agent's queue is created at run time by the control plane when the agent registers, so the agent policy can name the queues only by the stack's agent queue prefix (`<prefix>*`). It allows only finding and consuming commands (sqs:GetQueueUrl, sqs:ReceiveMessage, sqs:DeleteMessage); only the control plane creates queues or sends to them.",
+      "Each agent's queue is created at run time by the control plane when the agent registers, so the agent policy can name the queues only by the stack's agent queue prefix (`<prefix>*`), and does so only for a principal without the `cairn-agent-id` tag (a tagged one gets its own queue alone). It allows only finding and consuming commands (sqs:GetQueueUrl, sqs:ReceiveMessage, sqs:DeleteMessage); only the control plane creates queues or sends to them.",
   },
   kernelLogStreams: {
     reason:

@@ -11,7 +11,9 @@
  * - `operator`: ClientPolicy and OperatorPolicy: also writes templates, retry policies, queues
  *   and the retry configuration. The CLI of the runtime's own user runs as it.
  * - `agent`: `cairn agent` processes. Puts only agent events (EventSource.Agent); receives and deletes on
- *   agent queues; writes kernel log streams.
+ *   agent queues; writes kernel log streams. Each agent the runtime starts gets a credential of its
+ *   own, tagged with its id (`cairn-agent-id`), that consumes only its own queue: as AgentPolicy
+ *   allows a tagged principal, so no agent reads another's signing key.
  *
  * The table statements are the stack's own (functions/topology/client-access.ts), evaluated by
  * the DynamoDB gate in front of DynamoDB Local (local/dynamodb-gate), which checks only the
@@ -21,9 +23,12 @@
 import { randomBytes } from "node:crypto";
 import { EventSource } from "../functions/core/events.ts";
 import {
+  AGENT_ID_TAG,
   AGENT_LOG_ACTIONS,
   AGENT_QUEUE_ACTIONS,
   CLIENT_LOG_ACTIONS,
+  ownAgentQueueName,
+  UNTAGGED_AGENT_CONDITION,
 } from "../functions/topology/access-actions.ts";
 import {
   CLIENT_EXECUTION_ACTIONS,
@@ -50,7 +55,13 @@ export interface RuntimeAccess {
   readonly controlPlane: AwsCredential;
   readonly client: AwsCredential;
   readonly operator: AwsCredential;
+  /** An agent principal without the agent id tag: it may consume every agent queue. */
   readonly agent: AwsCredential;
+  /**
+   * The credential of the agent `agentId`, made on first request and the same after: tagged
+   * `cairn-agent-id`, so it consumes only that agent's queue.
+   */
+  agentCredential(agentId: string): AwsCredential;
   /** For every endpoint's `auth` option. */
   readonly auth: AwsAuthOptions;
 }
@@ -113,10 +124,17 @@ export function runtimeAccess(s: AccessSettings): RuntimeAccess {
       conditions: [{ key: "events:source", anyOf: [EventSource.Agent] }],
     },
     {
-      sid: "AgentQueues",
+      sid: "AgentOwnQueue",
+      principals: ["agent"],
+      actions: [...AGENT_QUEUE_ACTIONS],
+      resources: [`arn:aws:sqs:${s.region}:${s.account}:${ownAgentQueueName(s.agentQueuePrefix)}`],
+    },
+    {
+      sid: "UntaggedAgentQueues",
       principals: ["agent"],
       actions: [...AGENT_QUEUE_ACTIONS],
       resources: [`arn:aws:sqs:${s.region}:${s.account}:${s.agentQueuePrefix}*`],
+      condition: UNTAGGED_AGENT_CONDITION,
     },
     {
       sid: "AgentLogs",
@@ -125,13 +143,24 @@ export function runtimeAccess(s: AccessSettings): RuntimeAccess {
       resources: [logGroupArn, `${logGroupArn}:log-stream:*`],
     },
   ];
+  const book = new Map([controlPlane, client, operator, agent].map((c) => [c.accessKeyId, c]));
+  const agents = new Map<string, AwsCredential>();
   return {
     controlPlane,
     client,
     operator,
     agent,
+    agentCredential: (agentId) => {
+      let own = agents.get(agentId);
+      if (own === undefined) {
+        own = { ...credential("agent"), tags: { [AGENT_ID_TAG]: agentId } };
+        agents.set(agentId, own);
+        book.set(own.accessKeyId, own);
+      }
+      return own;
+    },
     auth: {
-      credentials: [controlPlane, client, operator, agent],
+      credentials: book,
       authorize: compilePolicy(statements),
       region: s.region,
     },

@@ -251,6 +251,11 @@ export interface Runtime {
    * Starts one more `cairn agent` process (or one with the id of an agent that died: it
    * registers as a new incarnation). Resolves once it has registered.
    */
+  /**
+   * The credential this runtime hands to its agent `agentId` (on a pipe, never in a file), in
+   * this process only: tagged with the agent's id, it consumes that agent's queue alone.
+   */
+  agentCredential(agentId: string): { readonly accessKeyId: string; readonly secretAccessKey: string };
   startAgent(options?: {
     readonly id?: string;
     readonly cpu?: number;
@@ -679,8 +684,9 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     let nextAgent = 1;
     const startAgent: Runtime["startAgent"] = async (o = {}) => {
       const n = nextAgent++;
+      const id = o.id ?? `agent-${n}`;
       const agent = await AgentProcess.start({
-        id: o.id ?? `agent-${n}`,
+        id,
         cpu: o.cpu ?? agentCapacity.cpu,
         memoryMiB: o.memoryMiB ?? agentCapacity.memoryMiB,
         ...((o.labels ?? options.agentLabels?.[n]) ? { labels: o.labels ?? options.agentLabels?.[n] } : {}),
@@ -688,7 +694,8 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         workRoot,
         heartbeatMs,
         drainGraceMs: options.terminationGraceMs ?? 5_000,
-        credentials: credentials.agent,
+        // Its own credential, tagged with its id: it consumes its own queue only.
+        credentials: keys(access.agentCredential(id)),
         ...(options.kernelUser === undefined ? {} : { kernelUser: options.kernelUser }),
         log: (line) => log(`cairn: ${line}`),
       });
@@ -741,6 +748,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       dynamoDbFaults: faultProxy?.faults,
       invocations,
       dynamoDbPid: dynamo.pid,
+      agentCredential: (agentId) => keys(access.agentCredential(agentId)),
       startAgent,
       stop,
     };

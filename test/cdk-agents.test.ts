@@ -80,14 +80,22 @@ function executionArns(): unknown[] {
 }
 
 describe("the managed policies, statement by statement", () => {
-  test("AgentPolicy: consume its queue, put cairn.agent events, write kernel log streams, read the stack's outputs", () => {
+  test("AgentPolicy: consume its queue (its own only when tagged with its agent id), put cairn.agent events, write kernel log streams, read the stack's outputs", () => {
     const { bus, kernelLogs } = ids();
     const prefix = s.stack.cairn.settings.agentQueuePrefix;
     expect(policyStatements("CairnAgentsAgentPolicy")).toEqual([
       {
+        Sid: "ConsumeOwnAgentQueue",
+        Effect: "Allow",
+        Action: ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
+        Resource: `arn:aws:sqs:eu-west-1:123456789012:${prefix}\${aws:PrincipalTag/cairn-agent-id}`,
+      },
+      {
+        Sid: "ConsumeAgentQueuesUntagged",
         Effect: "Allow",
         Action: ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
         Resource: `arn:aws:sqs:eu-west-1:123456789012:${prefix}*`,
+        Condition: { Null: { "aws:PrincipalTag/cairn-agent-id": "true" } },
       },
       {
         Effect: "Allow",

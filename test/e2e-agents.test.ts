@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { GetQueueUrlCommand, ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { signDetail } from "../functions/topology/agent-signature.ts";
 import { DetailType, toPutEventsEntry, type EventDetailInput } from "../functions/core/events.ts";
@@ -233,6 +234,46 @@ describe("agents are processes of their own", () => {
       10_000,
     );
   }, 60_000);
+
+  test("an agent cannot read another agent's queue, where the control plane sends its signing key: only its own", async () => {
+    const [owner, other] = rt.runtime.agents;
+    const { info } = rt.runtime;
+    const sqsAs = (credentials: { accessKeyId: string; secretAccessKey: string }) =>
+      new SQSClient({ endpoint: info.endpoints.sqs, region: info.region, credentials, maxAttempts: 1 });
+    const queueName = (agentId: string) => `${info.agentQueuePrefix}${agentId}`;
+    const refusal = (call: Promise<unknown>) =>
+      call.then(
+        () => "allowed",
+        (error: Error) => `${error.name}: ${error.message}`,
+      );
+    // The credential the runtime handed the other agent's process: tagged with its id.
+    const asOther = sqsAs(rt.runtime.agentCredential(other!.id));
+    const ownerUrl = (
+      await sqsAs(rt.runtime.agentCredential(owner!.id)).send(
+        new GetQueueUrlCommand({ QueueName: queueName(owner!.id) }),
+      )
+    ).QueueUrl!;
+    expect(
+      await refusal(asOther.send(new GetQueueUrlCommand({ QueueName: queueName(owner!.id) }))),
+    ).toContain(
+      `sqs:GetQueueUrl on resource: arn:aws:sqs:local:000000000000:${queueName(owner!.id)} because`,
+    );
+    expect(
+      await refusal(asOther.send(new ReceiveMessageCommand({ QueueUrl: ownerUrl, WaitTimeSeconds: 0 }))),
+    ).toMatch(/^AccessDenied: .*sqs:ReceiveMessage/);
+    // Its own queue it may find (and consume, as it does all along).
+    expect(await refusal(asOther.send(new GetQueueUrlCommand({ QueueName: queueName(other!.id) })))).toBe(
+      "allowed",
+    );
+    // A principal without the tag (every host under one role) reads every agent queue, as the
+    // stack's AgentPolicy allows it.
+    const untagged = sqsAs(info.credentials.agent);
+    expect(await refusal(untagged.send(new GetQueueUrlCommand({ QueueName: queueName(owner!.id) })))).toBe(
+      "allowed",
+    );
+    asOther.destroy();
+    untagged.destroy();
+  });
 
   test("forged agent traffic is refused with a reason and changes nothing", async () => {
     const id = newId("forged");

@@ -53,9 +53,14 @@ describe("as the runtime's own user", () => {
     // It did look: it found the runtime file and read its agent's environment.
     expect(out).toContain(`== runtime file ${join(rt.dataDir, "runtime.json")}`);
     expect(out).toMatch(/== agent environment\n(.+\n)*PATH=/);
-    const { agent } = rt.runtime.info.credentials;
-    expect(out).not.toContain(agent.secretAccessKey);
-    expect(out).not.toContain(agent.accessKeyId);
+    // Neither the credential its own agent holds (tagged with its id) nor the untagged one.
+    for (const agent of [
+      rt.runtime.agentCredential(s.kernels[0]!.agentId!),
+      rt.runtime.info.credentials.agent,
+    ]) {
+      expect(out).not.toContain(agent.secretAccessKey);
+      expect(out).not.toContain(agent.accessKeyId);
+    }
     const file = JSON.parse(readFileSync(join(rt.dataDir, "runtime.json"), "utf8")) as {
       credentials: Record<string, unknown>;
     };

@@ -66,7 +66,9 @@ exit 3`,
     expect(out).toMatch(/== agent environment\n.*Permission denied/);
     expect(out).toMatch(/== agent descriptors\n.*Permission denied/);
     const { agent, client } = rt.runtime.info.credentials;
-    for (const secret of [agent.secretAccessKey, client.secretAccessKey]) expect(out).not.toContain(secret);
+    const own = rt.runtime.agentCredential(s.kernels[0]!.agentId!);
+    for (const secret of [own.secretAccessKey, agent.secretAccessKey, client.secretAccessKey])
+      expect(out).not.toContain(secret);
     // Its own places: a working directory and a termination log it owns, in the agent's run directory.
     expect(out).toContain(`== wrote in ${join(paths.workDir, "work")}`);
     expect(statSync(join(paths.workDir, "work", "made-here")).uid).toBe(uid());

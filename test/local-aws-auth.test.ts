@@ -378,6 +378,24 @@ describe("compilePolicy", () => {
     expect(decide("nobody", request("sqs:ReceiveMessage", queue))).toBeDefined();
   });
 
+  test("given a policy variable in a resource, then it is the request's principal tag, taken literally; without the tag the statement matches nothing", () => {
+    const tagged = compilePolicy([
+      {
+        sid: "Own",
+        principals: ["agent"],
+        actions: ["sqs:ReceiveMessage"],
+        resources: ["arn:aws:sqs:local:0:q-${aws:PrincipalTag/id}"],
+      },
+    ]);
+    const receive = (queue: string, tags: Record<string, string[]>) =>
+      tagged("agent", request("sqs:ReceiveMessage", `arn:aws:sqs:local:0:${queue}`, tags));
+    expect(receive("q-a1", { "aws:PrincipalTag/id": ["a1"] })).toBeUndefined();
+    expect(receive("q-a2", { "aws:PrincipalTag/id": ["a1"] })).toContain("no identity-based policy allows");
+    expect(receive("q-a1", {})).toContain("no identity-based policy allows");
+    // A tag value is a name, not a pattern: `*` in it matches only itself.
+    expect(receive("q-a1", { "aws:PrincipalTag/id": ["*"] })).toBeDefined();
+  });
+
   test("given malformed statements, then compiling fails naming the field", () => {
     const bad = (statement: Partial<PolicyStatement>) => () =>
       compilePolicy([{ principals: ["p"], actions: ["sqs:X"], resources: ["*"], ...statement }]);

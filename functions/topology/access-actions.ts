@@ -6,6 +6,21 @@
 
 /** An agent finds its queue, long-polls it and deletes what it handled (agent/host.ts). */
 export const AGENT_QUEUE_ACTIONS = ["sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:DeleteMessage"] as const;
+/**
+ * The principal tag that names the agent a principal is. A principal carrying it (a host's own
+ * role, or a session tagged when assumed) may consume only the queue of that agent,
+ * `<prefix><tag value>`, so an agent host learns no other agent's signing key; one without it
+ * (every host of a stack under one role) may consume every agent queue of the stack.
+ */
+export const AGENT_ID_TAG = "cairn-agent-id";
+/** The condition key of that tag, and the policy variable that reads it. */
+export const AGENT_ID_TAG_KEY = `aws:PrincipalTag/${AGENT_ID_TAG}`;
+/** The resource name of a tagged agent's own queue: `<prefix>${aws:PrincipalTag/cairn-agent-id}`. */
+export function ownAgentQueueName(prefix: string): string {
+  return `${prefix}\${${AGENT_ID_TAG_KEY}}`;
+}
+/** Where an untagged principal's queue statement applies: only where the tag is absent. */
+export const UNTAGGED_AGENT_CONDITION = { Null: { [AGENT_ID_TAG_KEY]: "true" } } as const;
 /** An agent ships kernel output, one stream per kernel run (agent/log-shipper.ts). */
 export const AGENT_LOG_ACTIONS = ["logs:CreateLogStream", "logs:PutLogEvents"] as const;
 /** `cairn --stack NAME` (any command, `cairn agent` too) reads the stack's outputs first. */

@@ -27,8 +27,11 @@ export interface AuthorizationRequest {
 export type AuthorizeHook = (principal: string, request: AuthorizationRequest) => string | undefined;
 
 export interface AwsAuthOptions {
-  /** The runtime's credentials; a request signed with any other key is refused. */
-  readonly credentials: readonly AwsCredential[];
+  /**
+   * The runtime's credentials; a request signed with any other key is refused. A book (by access
+   * key id) is read at each request, so credentials made later (one per agent) are known at once.
+   */
+  readonly credentials: readonly AwsCredential[] | Pick<ReadonlyMap<string, AwsCredential>, "get">;
   /** @default every authenticated principal may do everything */
   readonly authorize?: AuthorizeHook;
   /** When set, the credential scope's region must be this one. @default any */
@@ -88,4 +91,18 @@ export function accessDeniedMessage(
 ): string {
   const base = `User: ${principal} is not authorized to perform: ${action} on resource: ${resource}`;
   return reason ? `${base} because ${reason}` : base;
+}
+
+/** The credentials of `options`, by access key id. */
+export function credentialBook(
+  credentials: AwsAuthOptions["credentials"],
+): Pick<ReadonlyMap<string, AwsCredential>, "get"> {
+  if (!isCredentialList(credentials)) return credentials;
+  return new Map(credentials.map((c) => [c.accessKeyId, c]));
+}
+
+function isCredentialList(
+  credentials: AwsAuthOptions["credentials"],
+): credentials is readonly AwsCredential[] {
+  return Array.isArray(credentials);
 }

@@ -13,6 +13,7 @@ export { AwsJsonError, AwsProtocolErrorCode, type AwsFault, type AwsJsonErrorOpt
 export {
   accessDeniedMessage,
   authError,
+  credentialBook,
   type AuthorizationRequest,
   type AuthorizeHook,
   type AwsAuthOptions,
@@ -21,6 +22,7 @@ export {
   AuthFailure,
   SIGNATURE_MISMATCH_MESSAGE,
   UNKNOWN_KEY_MESSAGE,
+  principalContext,
   signRequest,
   verifySigV4,
   type AwsCredential,

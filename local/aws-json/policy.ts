@@ -23,7 +23,12 @@ export interface PolicyStatement {
   readonly principals: readonly string[];
   /** `service:Action`; `*` and `?` match as in IAM (actions case-insensitively). */
   readonly actions: readonly string[];
-  /** ARN patterns with `*` and `?`, or `*` alone for every resource. */
+  /**
+   * ARN patterns with `*` and `?`, or `*` alone for every resource. A policy variable
+   * (`${aws:PrincipalTag/cairn-agent-id}`) is replaced by the request context's value of that
+   * key, taken literally; a pattern whose variable the request has no value for matches nothing,
+   * as IAM leaves a statement with an unresolved variable out.
+   */
   readonly resources: readonly string[];
   /** All must hold. @default none */
   readonly conditions?: readonly PolicyCondition[];
@@ -55,7 +60,7 @@ interface CompiledStatement {
   readonly sid: string;
   readonly principals: ReadonlySet<string>;
   readonly actions: readonly RegExp[];
-  readonly resources: readonly RegExp[];
+  readonly resources: readonly ResourcePattern[];
   readonly conditions: readonly PolicyCondition[];
   readonly condition: readonly CompiledCondition[];
 }
@@ -96,7 +101,7 @@ function compileStatement(s: PolicyStatement, path: string, index: string): Comp
     sid: s.sid ?? index,
     principals: new Set(s.principals),
     actions: s.actions.map((a) => wildcard(a, "i")),
-    resources: s.resources.map((r) => wildcard(r, "")),
+    resources: s.resources.map(resourcePattern),
     conditions: s.conditions ?? [],
     condition: compileConditionBlock(s.condition ?? {}, `${path}.condition`),
   };
@@ -161,7 +166,7 @@ function decide(
     for (const s of statements) {
       if (!s.principals.has(principal)) continue;
       if (!s.actions.some((a) => a.test(request.action))) continue;
-      if (!s.resources.some((r) => r.test(resource))) continue;
+      if (!s.resources.some((r) => r(request.conditionValues)?.test(resource) === true)) continue;
       const failed = failedCondition(s, request);
       if (failed === undefined) {
         allowed = true;
@@ -202,12 +207,47 @@ function failedCondition(s: CompiledStatement, request: AuthorizationRequest): s
   return undefined;
 }
 
-function wildcard(pattern: string, flags: string): RegExp {
-  const body = pattern
+/** A resource pattern, resolved against a request's context: undefined when a variable has no value. */
+type ResourcePattern = (context: Readonly<Record<string, readonly string[]>>) => RegExp | undefined;
+
+const VARIABLE = /\$\{([^}]+)\}/g;
+
+function resourcePattern(pattern: string): ResourcePattern {
+  const parts = pattern.split(VARIABLE);
+  if (parts.length === 1) {
+    const compiled = wildcard(pattern, "");
+    return () => compiled;
+  }
+  // split with a capture group alternates text and variable names: text, key, text, …
+  return (context) => {
+    let body = "";
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i]!;
+      if (i % 2 === 0) {
+        body += wildcardBody(part);
+        continue;
+      }
+      const values = context[part];
+      if (values?.length !== 1) return undefined;
+      body += escapeRegExp(values[0]!);
+    }
+    return new RegExp(`^${body}$`);
+  };
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+function wildcardBody(pattern: string): string {
+  return pattern
     .replace(/[.+^${}()|[\]\\]/g, "\\$&")
     .replace(/\*/g, ".*")
     .replace(/\?/g, ".");
-  return new RegExp(`^${body}$`, flags);
+}
+
+function wildcard(pattern: string, flags: string): RegExp {
+  return new RegExp(`^${wildcardBody(pattern)}$`, flags);
 }
 
 function nonEmpty(list: readonly unknown[] | undefined, path: string): void {

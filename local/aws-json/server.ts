@@ -12,10 +12,10 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { authError, type AuthorizationRequest, type AwsAuthOptions } from "./auth.ts";
+import { authError, credentialBook, type AuthorizationRequest, type AwsAuthOptions } from "./auth.ts";
 import { AwsJsonError, AwsProtocolErrorCode } from "./errors.ts";
 import { isPlainObject, readBody, toWire } from "./http-body.ts";
-import { verifySigV4, type AwsCredential } from "./sigv4.ts";
+import { principalContext, verifySigV4 } from "./sigv4.ts";
 
 export interface AwsJsonOperationContext {
   /** The operation name from `X-Amz-Target`, e.g. `ReceiveMessage`. */
@@ -101,9 +101,7 @@ export async function startAwsJsonServer(options: AwsJsonServerOptions): Promise
   const name = options.name ?? options.targetPrefix;
   const targetPrefix = `${options.targetPrefix}.`;
   const queryCompatible = options.queryCompatible ?? false;
-  const credentials = new Map<string, AwsCredential>(
-    (options.auth?.credentials ?? []).map((c) => [c.accessKeyId, c]),
-  );
+  const credentials = credentialBook(options.auth?.credentials ?? []);
   const closing = new AbortController();
   const inFlight = new Set<Promise<void>>();
 
@@ -174,6 +172,7 @@ export async function startAwsJsonServer(options: AwsJsonServerOptions): Promise
       );
     }
     let principal: string | undefined;
+    let principalValues: Record<string, readonly string[]> = {};
     if (options.auth) {
       const check = await verifySigV4(
         { method: "POST", url: request.url ?? "/", headers: request.headers, body },
@@ -186,6 +185,7 @@ export async function startAwsJsonServer(options: AwsJsonServerOptions): Promise
       );
       if (!check.ok) return sendError(response, authError(check.failure, check.message, queryCompatible));
       principal = check.credential.principal;
+      principalValues = principalContext(check.credential);
     }
 
     const target = request.headers["x-amz-target"];
@@ -223,7 +223,7 @@ export async function startAwsJsonServer(options: AwsJsonServerOptions): Promise
 
     try {
       if (options.auth && principal !== undefined) {
-        const denial = authorizeRequest(options.auth, principal, operationName, input);
+        const denial = authorizeRequest(options.auth, principal, principalValues, operationName, input);
         if (denial !== undefined)
           return sendError(response, authError("AccessDenied", denial, queryCompatible));
       }
@@ -301,6 +301,7 @@ export async function startAwsJsonServer(options: AwsJsonServerOptions): Promise
 function authorizeRequest(
   auth: AwsJsonServerAuth,
   principal: string,
+  principalValues: Readonly<Record<string, readonly string[]>>,
   operation: string,
   input: Record<string, unknown>,
 ): string | undefined {
@@ -310,7 +311,7 @@ function authorizeRequest(
     operation,
     action: `${auth.service}:${auth.actionOf?.(operation) ?? operation}`,
     resources: description.resources,
-    conditionValues: description.conditionValues ?? {},
+    conditionValues: { ...description.conditionValues, ...principalValues },
     input,
   };
   return auth.authorize(principal, request);

@@ -16,6 +16,19 @@ export interface AwsCredential {
   readonly principal: string;
   /** Required on every request signed with this key when set (temporary credentials). */
   readonly sessionToken?: string;
+  /**
+   * The principal's tags: in every request's context as `aws:PrincipalTag/<key>`, for conditions
+   * and `${aws:PrincipalTag/<key>}` policy variables, as IAM puts a role's tags there.
+   * @default none
+   */
+  readonly tags?: Readonly<Record<string, string>>;
+}
+
+/** The request context keys a credential brings: its principal tags. */
+export function principalContext(credential: AwsCredential): Record<string, readonly string[]> {
+  return Object.fromEntries(
+    Object.entries(credential.tags ?? {}).map(([key, value]) => [`aws:PrincipalTag/${key}`, [value]]),
+  );
 }
 
 export const AuthFailure = {
@@ -40,7 +53,8 @@ export interface ReceivedRequest {
 }
 
 export interface VerifyOptions {
-  readonly credentials: ReadonlyMap<string, AwsCredential>;
+  /** By access key id: a map, or any book that can look a key up (one credentials may join later). */
+  readonly credentials: Pick<ReadonlyMap<string, AwsCredential>, "get">;
   /** The signing name the credential scope must carry (`sqs`, `events`, `states`). */
   readonly service: string;
   /** When set, the scope's region must be this one. @default any region */

@@ -17,11 +17,12 @@ import { randomUUID } from "node:crypto";
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import {
   authError,
+  credentialBook,
   isPlainObject,
+  principalContext,
   signRequest,
   verifySigV4,
   type AwsAuthOptions,
-  type AwsCredential,
   type AwsJsonError,
 } from "../aws-json/index.ts";
 import { readBody } from "../aws-json/http-body.ts";
@@ -52,7 +53,7 @@ const PASSED_ON = ["content-type", "x-amz-target", "accept-encoding"] as const;
 
 export async function startDynamoDbGate(options: DynamoDbGateOptions): Promise<DynamoDbGate> {
   const upstream = new URL(options.upstream);
-  const credentials = new Map<string, AwsCredential>(options.auth.credentials.map((c) => [c.accessKeyId, c]));
+  const credentials = credentialBook(options.auth.credentials);
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const body = await readBody(request, MAX_BODY_BYTES);
@@ -70,6 +71,7 @@ export async function startDynamoDbGate(options: DynamoDbGateOptions): Promise<D
     );
     if (!check.ok) return refuseWith(response, authError(check.failure, check.message, false));
     const principal = check.credential.principal;
+    const principalValues = principalContext(check.credential);
     const operation = TARGET.exec(String(request.headers["x-amz-target"] ?? ""))?.[1];
     let input: unknown;
     try {
@@ -84,7 +86,7 @@ export async function startDynamoDbGate(options: DynamoDbGateOptions): Promise<D
           operation,
           action: c.action,
           resources: [c.resource],
-          conditionValues: c.conditionValues,
+          conditionValues: { ...c.conditionValues, ...principalValues },
           input,
         });
         if (denial !== undefined) return refuseWith(response, authError("AccessDenied", denial, false));
