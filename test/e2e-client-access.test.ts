@@ -431,6 +431,43 @@ describe("the cairn CLI with a submitter's credentials only", () => {
     const asOperator = await runCairn(rt.dataDir, ["queue", "create", "gpu", "--priority", "5"]);
     expect(asOperator.code, asOperator.stderr).toBe(0);
   }, 180_000);
+
+  test("given ClientPolicy's rights, then every operator's command is refused with AccessDenied and nothing changes: templates, retry policies, failure categories, the retry configuration", async () => {
+    const dir = submitterDataDir();
+    const cairn = (args: string[]) => runCairn(dir, args);
+    const file = (name: string, text: string) => {
+      writeFileSync(join(dir, name), text);
+      return join(dir, name);
+    };
+    const category = file(
+      "cuda.yaml",
+      'apiVersion: cairn.dev/v1\nkind: FailureCategory\nmetadata: { name: cuda_error }\nspec:\n  rules:\n    - onTerminationMessage: { pattern: "(?i)cuda error" }\n',
+    );
+    const defaultTemplate = await cairn(["template", "get", "Default", "-o", "json"]);
+    expect(defaultTemplate.code, defaultTemplate.stderr).toBe(0);
+    const template = file(
+      "small.json",
+      JSON.stringify({ ...(JSON.parse(defaultTemplate.stdout) as object), name: "small" }),
+    );
+    const before = (await cairn(["retry-config", "get", "-o", "json"])).stdout;
+    for (const args of [
+      ["template", "create", "-f", template],
+      ["template", "update", "-f", file("default.json", defaultTemplate.stdout)],
+      ["retry-policy", "create", "-f", "examples/retry-policies/infra.yaml"],
+      ["failure-category", "create", "-f", category],
+      ["retry-config", "set", "--global-max-retries", "7"],
+    ]) {
+      const refused = await cairn(args);
+      expect(refused.code, args.join(" ")).not.toBe(0);
+      expect(refused.stderr, args.join(" ")).toMatch(
+        /not authorized to perform: dynamodb:(PutItem|UpdateItem|DeleteItem)/,
+      );
+    }
+    expect((await cairn(["retry-config", "get", "-o", "json"])).stdout).toBe(before);
+    expect((await cairn(["template", "list"])).stdout).not.toMatch(/^small\b/m);
+    expect((await cairn(["failure-category", "list"])).stdout).not.toContain("cuda_error");
+    expect((await cairn(["retry-policy", "list"])).stdout).not.toMatch(/^infra\b/m);
+  }, 180_000);
 });
 
 describe("npm start's dashboard, which reads with the client's credentials", () => {
