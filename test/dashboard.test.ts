@@ -4,7 +4,7 @@
  * Host, Origin and form checks, and a Fargate kernel's log read from its run's task (fake ports;
  * no runtime).
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { BatchWriteItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -25,6 +25,9 @@ import { executionLink, renderLogs, renderSessionPage } from "../dashboard/sessi
 import { admissionSummary } from "../functions/core/history.ts";
 import { RETRY_CONFIG_DEFAULTS } from "../functions/core/retry/config.ts";
 import { renderJobPage } from "../dashboard/job-page.ts";
+import { renderAgentsPage } from "../dashboard/agents-page.ts";
+import { renderCatalogPage } from "../dashboard/catalog-page.ts";
+import { parseFailureCategory } from "../functions/core/retry/category-definitions.ts";
 import { stateClass } from "../dashboard/states.ts";
 import { newJob } from "../functions/core/jobs.ts";
 import { TaskState } from "../functions/core/status.ts";
@@ -60,6 +63,44 @@ describe("html", () => {
     expect(html`<b>${name}</b>${[html`<i>${name}</i>`, 3, undefined, false]}`.text).toBe(
       `<b>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;&#96;</b><i>${escapeHtml(name)}</i>3`,
     );
+  });
+});
+
+describe("free text on every page is text", () => {
+  const SCRIPT = `<script>window.__owned = 1</script><img src=x onerror="window.__owned = 2">`;
+
+  test("an agent's label values (free text an agent declares) and a failure category's pattern render escaped", () => {
+    const agent = {
+      id: "agent-1",
+      capacity: { cpu: 2, memoryMiB: 1024 },
+      free: { cpu: 2, memoryMiB: 1024 },
+      lastHeartbeatAtMs: T0,
+      version: 1,
+      labels: { zone: SCRIPT },
+    };
+    const agents = renderAgentsPage([{ agent, allocations: [] }], T0, 30_000).text;
+    expect(agents).not.toContain("<script>");
+    expect(agents).not.toContain("<img");
+    expect(agents).toContain(escapeHtml(`zone=${SCRIPT}`));
+    const category = parseFailureCategory({
+      apiVersion: "cairn.dev/v1",
+      kind: "FailureCategory",
+      metadata: { name: "cuda_error" },
+      spec: { rules: [{ onTerminationMessage: { pattern: SCRIPT.replace(/[()]/g, "") } }] },
+    });
+    const catalog = renderCatalogPage([], [], RETRY_CONFIG_DEFAULTS, true, [category]).text;
+    expect(catalog).not.toContain("<script>");
+    expect(catalog).not.toContain("<img");
+  });
+
+  test("only html.ts makes Html: every page builds its markup with html``, which escapes what it interpolates", () => {
+    const dir = join(import.meta.dirname, "..", "dashboard");
+    const makers = readdirSync(dir)
+      .filter((f) => f.endsWith(".ts") && f !== "html.ts")
+      .filter((f) =>
+        /new Html\(|innerHTML|outerHTML|insertAdjacentHTML/.test(readFileSync(join(dir, f), "utf8")),
+      );
+    expect(makers).toEqual([]);
   });
 });
 
