@@ -173,6 +173,12 @@ export interface RuntimeOptions {
    * later). @default `CAIRN_DYNAMODB_FAULTS` from the environment, else none (no proxy)
    */
   readonly dynamoDbFaults?: DynamoDbFaults;
+  /**
+   * EventBridge delivers at least once: this share of the buses' deliveries is made a second
+   * time (the same event, as a duplicate reaches an SQS target on AWS). @default
+   * `CAIRN_DUPLICATE_DELIVERY_RATE` from the environment, else 0
+   */
+  readonly duplicateDeliveryRate?: number;
 }
 
 export interface RuntimeInfo {
@@ -282,6 +288,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
   const queueFaults = options.queueFaults ?? queueFaultsFromEnv(process.env);
   const logsFaults = options.logsFaults ?? logsFaultsFromEnv(process.env);
   const dynamoDbFaults = options.dynamoDbFaults ?? dynamoDbFaultsFromEnv(process.env);
+  const duplicateDeliveryRate = options.duplicateDeliveryRate ?? duplicateRateFromEnv(process.env);
   if (options.dynamoDbFaults !== undefined) parseDynamoDbFaults(options.dynamoDbFaults);
   const external = options.dynamoDb;
   if (external && options.persistent) {
@@ -328,6 +335,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       region: REGION,
       retryBaseDelayMs: 200,
       retryMaxDelayMs: 10_000,
+      duplicateDeliveryRate,
       logger: { warn: (m: string) => log(`cairn: bus: ${m}`) },
     });
     // Per-run credentials: clients may send client events only, agents agent events only. Made
@@ -431,6 +439,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       region: REGION,
       retryBaseDelayMs: 200,
       retryMaxDelayMs: 10_000,
+      duplicateDeliveryRate,
       logger: { warn: (m: string) => log(`cairn: default bus: ${m}`) },
     });
     stops.push(() => defaultBus.close());
@@ -756,6 +765,19 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     await stop();
     throw error;
   }
+}
+
+/** `CAIRN_DUPLICATE_DELIVERY_RATE`: a number from 0 to 1, or 0 when unset. */
+function duplicateRateFromEnv(env: Readonly<Record<string, string | undefined>>): number {
+  const text = env["CAIRN_DUPLICATE_DELIVERY_RATE"];
+  if (text === undefined || text.trim() === "") return 0;
+  const rate = Number(text);
+  if (!(rate >= 0 && rate <= 1)) {
+    throw new Error(
+      `CAIRN_DUPLICATE_DELIVERY_RATE: must be a number from 0 to 1, got ${JSON.stringify(text)}`,
+    );
+  }
+  return rate;
 }
 
 async function tableExists(client: DynamoDBClient, tableName: string): Promise<boolean> {
