@@ -16,10 +16,17 @@
  * `output.jsonl` a record with a `dropped` field (a valid JSON line, shown by the readers), in
  * the raw files a `[cairn] ...` line. Listeners (`onLines`) always get every line: the cap is
  * about disk only.
+ *
+ * The files are the agent's alone (mode 0600): a kernel run as the kernel user (`--kernel-user`)
+ * writes them through its pipes, and cannot open another run's, which may hold another session's
+ * secrets.
  */
 import { closeSync, fstatSync, openSync, renameSync, writeSync } from "node:fs";
 import { StringDecoder } from "node:string_decoder";
 import type { LogPaths, LogStream } from "./types.ts";
+
+/** Read and written by the agent only. */
+const LOG_FILE_MODE = 0o600;
 
 /** Longer lines are split, so a program that never writes a newline cannot grow agent memory. */
 export const MAX_LINE_CHARS = 16 * 1024;
@@ -122,7 +129,7 @@ class CappedFile {
   constructor(path: string, generationBytes: number) {
     this.path = path;
     this.generationBytes = generationBytes;
-    this.fd = openSync(path, "a");
+    this.fd = openSync(path, "a", LOG_FILE_MODE);
     try {
       this.size = fstatSync(this.fd).size;
     } catch (error) {
@@ -169,7 +176,7 @@ class CappedFile {
     this.outputBefore += this.size - this.noteBytes;
     // Replaces the previous generation: the run keeps the one just closed and the new one.
     renameSync(this.path, this.path + ROTATED_SUFFIX);
-    this.fd = openSync(this.path, "w");
+    this.fd = openSync(this.path, "w", LOG_FILE_MODE);
     this.size = 0;
     const head = note();
     this.append(head);

@@ -76,4 +76,32 @@ exit 3`,
     expect(s.kernels[0]?.exitCode).toBe(3);
     expect(s.kernels[0]?.message).toContain("bye from the kernel user");
   }, 90_000);
+
+  test("a kernel cannot read another session's output: its agent keeps each run's logs to itself", async () => {
+    const victim = newId("victim");
+    await rt.submit({
+      sessionId: victim,
+      spec: { name: "victim", command: sh("echo secret-of-the-victim; echo more >&2") },
+    });
+    await rt.waitForEnd(victim, 60_000);
+    const logs = runLogPaths(join(dataDir, "work"), victim, 0, 0);
+    expect(readFileSync(logs.stdout, "utf8")).toContain("secret-of-the-victim");
+    const reader = newId("reader");
+    await rt.submit({
+      sessionId: reader,
+      spec: {
+        name: "reader",
+        command: sh(
+          [logs.stdout, logs.stderr, logs.combined].map((f) => `echo "== ${f}"; cat ${f} 2>&1`).join("; "),
+        ),
+      },
+    });
+    await rt.waitForEnd(reader, 60_000);
+    const out = readFileSync(runLogPaths(join(dataDir, "work"), reader, 0, 0).stdout, "utf8");
+    expect(out).not.toContain("secret-of-the-victim");
+    for (const f of [logs.stdout, logs.stderr, logs.combined]) {
+      expect(out).toMatch(new RegExp(`== ${f}\\n.*Permission denied`));
+      expect(statSync(f).mode & 0o777).toBe(0o600);
+    }
+  }, 120_000);
 });
