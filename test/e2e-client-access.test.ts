@@ -265,6 +265,41 @@ describe("the table, through the runtime's DynamoDB endpoint, with the AWS CLI",
     await rt.waitForStatus("after-poison", "TERMINATED", 120_000);
   }, 240_000);
 
+  test("given a client or an operator, when it sends an agent's kernel report, heartbeat or registration, then AccessDeniedException and the kernel runs on", async () => {
+    const running = await rt.store.getSession(SESSION);
+    const agentId = running!.kernels[0]!.agentId!;
+    const entries = [
+      [
+        "Kernel Status Changed",
+        { agentId, sessionId: SESSION, kernelIndex: 0, runIndex: 0, status: "TERMINATED", exitCode: 0 },
+      ],
+      ["Agent Heartbeat", { agentId, capacity: { cpu: 1e9, memoryMiB: 1e9 } }],
+      ["Agent Registration Requested", { agentId: "phantom", capacity: { cpu: 1e9, memoryMiB: 1e9 } }],
+    ] as const;
+    for (const who of ["client", "operator"] as const) {
+      for (const [detailType, detail] of entries) {
+        const put = await aws(who, [
+          "events",
+          "put-events",
+          "--entries",
+          JSON.stringify([
+            {
+              EventBusName: rt.runtime.info.eventBusName,
+              Source: "cairn.agent",
+              DetailType: detailType,
+              Detail: JSON.stringify(detail),
+            },
+          ]),
+        ]);
+        expect(put.ok, `${who} ${detailType}`).toBe(false);
+        expect(put.out).toContain("AccessDeniedException");
+        expect(put.out).toContain("events:source");
+      }
+    }
+    expect((await rt.store.getSession(SESSION))?.kernels[0]?.status).toBe("RUNNING");
+    expect(await rt.store.getAgent("phantom")).toBeUndefined();
+  }, 180_000);
+
   test("given an agent's credentials, when it reads the table (another agent's key), writes it, or sends a client's or the control plane's events, then AccessDeniedException", async () => {
     const read = await aws("agent", [
       "dynamodb",
