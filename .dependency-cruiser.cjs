@@ -90,7 +90,7 @@ module.exports = {
       severity: "error",
       from: { path: "^agent/" },
       to: {
-        path: `^functions/(app|adapters|handlers)/|^(lib|local|bin)/|${AWS_OR_CDK}(aws-cdk-lib|constructs)`,
+        path: "^functions/(app|adapters|handlers)/|^(lib|local|bin)/|node_modules/(aws-cdk-lib|constructs)/",
       },
     },
     {

@@ -72,6 +72,7 @@ describe("the layering check", () => {
     ["handlers-are-functions", "functions/handlers/a.ts", "../../lib/stack.ts"],
     ["stack-reads-contracts", "lib/a.ts", "../functions/handlers/wiring.ts"],
     ["agent-is-standalone", "agent/a.ts", "../functions/app/coordinator.ts"],
+    ["agent-is-standalone", "agent/b.ts", "aws-cdk-lib"],
     ["cli-never-embeds", "bin/cli/a.ts", "../../local/runtime.ts"],
     ["product-never-imports-tooling", "functions/app/c.ts", "../../bench/local.ts"],
     ["runtime-is-not-the-cli", "local/a.ts", "../bench/local.ts"],
@@ -95,6 +96,8 @@ describe("the layering check", () => {
   write("dashboard/logs/ok.ts", 'import { x } from "../../agent/log-events.ts";\nexport const y = x;\n');
   write("bin/cli/ok.ts", 'import { x } from "../../dashboard/server.ts";\nexport const y = x;\n');
   write("local/ok.ts", 'import { x } from "../dashboard/server.ts";\nexport const y = x;\n');
+  // Allowed: the agent calling AWS through the SDK.
+  write("agent/ok.ts", 'import { SQSClient } from "@aws-sdk/client-sqs";\nexport const y = SQSClient;\n');
   write("functions/core/ring-a.ts", 'import { b } from "./ring-b.ts";\nexport const a = () => b;\n');
   write("functions/core/ring-b.ts", 'import { a } from "./ring-a.ts";\nexport const b = () => a;\n');
 
