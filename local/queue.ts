@@ -61,6 +61,12 @@ export interface LocalQueueOptions {
    * and a group's messages are delivered one batch at a time, in order.
    */
   readonly fifoGroup?: string;
+  /**
+   * A standard queue's order is best effort (the SQS guide: messages may arrive out of order):
+   * `shuffled` takes the deliverable messages in a random order, so batches are made of any of
+   * them. FIFO queues keep each group's order. @default "sent"
+   */
+  readonly order?: "sent" | "shuffled";
   readonly faults?: readonly QueueFault[];
   readonly onError?: (error: unknown) => void;
 }
@@ -87,7 +93,7 @@ export interface QueueStats {
 }
 
 export class LocalQueue {
-  readonly #o: Required<Omit<LocalQueueOptions, "fifoGroup" | "faults">> &
+  readonly #o: Required<Omit<LocalQueueOptions, "fifoGroup" | "faults" | "order">> &
     Pick<LocalQueueOptions, "fifoGroup">;
   /** Every message not yet deleted or dead-lettered, in send order. */
   readonly #messages: Message[] = [];
@@ -102,6 +108,7 @@ export class LocalQueue {
   /** Wakes the queue when the next in-flight message becomes visible. */
   #visibilityTimer: { readonly atMs: number; readonly timer: NodeJS.Timeout } | undefined;
   #closed = false;
+  readonly #shuffled: boolean;
   #stats = { sent: 0, batches: 0, redelivered: 0, deadLettered: 0, faulted: 0 };
 
   constructor(options: LocalQueueOptions) {
@@ -110,7 +117,8 @@ export class LocalQueue {
         `queue ${options.name}: visibilityTimeoutMs must be 0 or more, got ${options.visibilityTimeoutMs}`,
       );
     }
-    const { faults = [], ...rest } = options;
+    const { faults = [], order = "sent", ...rest } = options;
+    this.#shuffled = order === "shuffled";
     this.#o = {
       maxReceives: 5,
       onError: () => {},
@@ -202,7 +210,14 @@ export class LocalQueue {
     const limit = this.#o.batchSize * Math.max(1, this.#o.maxConcurrency - this.#inFlight);
     const out: Message[] = [];
     const blocked = new Set<string | undefined>();
-    for (const m of [...this.#messages]) {
+    const candidates = [...this.#messages];
+    if (!this.fifo && this.#shuffled) {
+      for (let i = candidates.length - 1; i > 0; i--) {
+        const j = Math.floor(Math.random() * (i + 1));
+        [candidates[i], candidates[j]] = [candidates[j]!, candidates[i]!];
+      }
+    }
+    for (const m of candidates) {
       if (out.length >= limit) break;
       const visible = m.visibleAtMs <= nowMs;
       if (visible && m.receives >= this.#o.maxReceives) {

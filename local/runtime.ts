@@ -179,6 +179,12 @@ export interface RuntimeOptions {
    * `CAIRN_DUPLICATE_DELIVERY_RATE` from the environment, else 0
    */
   readonly duplicateDeliveryRate?: number;
+  /**
+   * The order the queues feed their functions: SQS standard queues order on a best-effort
+   * basis, `shuffled` takes deliverable messages in a random order (local/queue.ts). @default
+   * `CAIRN_QUEUE_ORDER` from the environment, else "sent"
+   */
+  readonly queueOrder?: "sent" | "shuffled";
 }
 
 export interface RuntimeInfo {
@@ -289,6 +295,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
   const logsFaults = options.logsFaults ?? logsFaultsFromEnv(process.env);
   const dynamoDbFaults = options.dynamoDbFaults ?? dynamoDbFaultsFromEnv(process.env);
   const duplicateDeliveryRate = options.duplicateDeliveryRate ?? duplicateRateFromEnv(process.env);
+  const queueOrder = options.queueOrder ?? queueOrderFromEnv(process.env);
   if (options.dynamoDbFaults !== undefined) parseDynamoDbFaults(options.dynamoDbFaults);
   const external = options.dynamoDb;
   if (external && options.persistent) {
@@ -592,6 +599,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         visibilityTimeoutMs: options.queueVisibilityTimeoutMs ?? visibilityTimeoutSeconds(q) * 1000,
         maxReceives: maxReceiveCountOf(q, DEFAULT_MAX_RECEIVE_COUNT),
         ...(q.fifoGroup !== undefined ? { fifoGroup: q.fifoGroup } : {}),
+        order: queueOrder,
         ...(queueFaults?.[q.name] !== undefined ? { faults: queueFaults[q.name] } : {}),
         onError: (error) => log(`cairn: queue ${q.name}: ${String(error)}`),
       });
@@ -765,6 +773,16 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
     await stop();
     throw error;
   }
+}
+
+/** `CAIRN_QUEUE_ORDER`: `sent` or `shuffled`, `sent` when unset. */
+function queueOrderFromEnv(env: Readonly<Record<string, string | undefined>>): "sent" | "shuffled" {
+  const text = env["CAIRN_QUEUE_ORDER"];
+  if (text === undefined || text.trim() === "") return "sent";
+  if (text !== "sent" && text !== "shuffled") {
+    throw new Error(`CAIRN_QUEUE_ORDER: must be "sent" or "shuffled", got ${JSON.stringify(text)}`);
+  }
+  return text;
 }
 
 /** `CAIRN_DUPLICATE_DELIVERY_RATE`: a number from 0 to 1, or 0 when unset. */

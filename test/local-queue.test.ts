@@ -146,6 +146,19 @@ describe("the embedded runtime's queue", () => {
     }
   });
 
+  test("given a standard queue in shuffled order, then messages waiting together go in any order, each once", async () => {
+    const r = recorder(() => false, 2);
+    const queue = queueOf(r, { name: "shuffled", batchSize: 1, maxConcurrency: 1, order: "shuffled" });
+    // The first goes at once; the other 19 wait together, and are taken in a random order.
+    const bodies = Array.from({ length: 20 }, (_, i) => `m${i}`);
+    for (const body of bodies) queue.send(body);
+    await queue.idle();
+    const delivered = r.deliveries.map((d) => d.body);
+    expect([...delivered].sort()).toEqual([...bodies].sort());
+    expect(delivered).not.toEqual(bodies);
+    await queue.close();
+  });
+
   test("given a message still running when its visibility timeout passes, then it is delivered again meanwhile", async () => {
     const r = recorder(() => false, VISIBILITY_MS * 2);
     const queue = queueOf(r, { name: "slow", batchSize: 1 });
