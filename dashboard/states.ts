@@ -1,7 +1,7 @@
 /**
  * How states look. Task states are Iris's task states: the display name is the state in lower case
  * (`stateToName`: TASK_STATE_WORKER_FAILED → worker_failed) and its CSS class is
- * `status-<name>`, coloured exactly as the seed's table (dashboard/static/dashboard.css). Job
+ * `status-<name>`, coloured exactly as Iris's table (dashboard/static/dashboard.css). Job
  * states use the same classes (killed and the rest share their task state's name). Session
  * statuses (Sokovan's) have classes of their own, `session-<status>`, and so do deployments'
  * and routes' (`deployment-<status>`, `route-<status>`), in the same palette.
@@ -15,7 +15,7 @@ export function stateName(state: TaskState | JobState): string {
   return state.toLowerCase();
 }
 
-/** The seed's CSS class of a task (or job) state. */
+/** Iris's CSS class of a task (or job) state. */
 export function stateClass(state: TaskState | JobState): string {
   return `status-${stateName(state)}`;
 }

@@ -1,5 +1,5 @@
 /**
- * Agent events (DESIGN.md §4): an agent's registration, its heartbeats and its kernels' status
+ * Agent events (docs/events.md): an agent's registration, its heartbeats and its kernels' status
  * reports, each signed with the key its registration got (agent-protocol.ts). The contract table
  * that names each one's source and direction is in events.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * Deployment and route events (DESIGN.md §4), after Backend.AI's BEP-1030 deployment and route
+ * Deployment and route events (docs/events.md), after Backend.AI's BEP-1030 deployment and route
  * lifecycles: what a client sends to create, scale and destroy a deployment, the probes an agent
  * reports for a replica, and the status changes the control plane publishes. The contract table
  * that names each one's source and direction is in events.ts.

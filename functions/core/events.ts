@@ -1,5 +1,5 @@
 /**
- * EventBridge contracts (DESIGN.md §4): every event Cairn receives or emits, as a source, a
+ * EventBridge contracts (docs/events.md): every event Cairn receives or emits, as a source, a
  * detail-type and a zod schema for its `detail`. The detail schemas live by family
  * (session-events.ts, agent-events.ts, deployment-events.ts); this file is the table that joins
  * them to their source and direction, and the edge that parses inbound envelopes and builds

@@ -1,5 +1,5 @@
 /**
- * The seed's handler tables (001_d9b509ca94f26bf4.txt) as typed data. The state machine
+ * Sokovan's handler tables (Backend.AI's scheduler proposal) as typed data. The state machine
  * (statemachines/session-lifecycle.asl.json) is checked against these by test/asl-graph.test.ts.
  */
 import { KernelMatchType, type StatusTransitions } from "./scheduling.ts";
@@ -161,11 +161,11 @@ export function selectsTarget(
 
 /**
  * One row per waiting stage: which lifecycle handler's transitions govern its expiry and
- * give-up (the seed's flow diagram), and where a cancel request leads.
+ * give-up (Sokovan's flow diagram), and where a cancel request leads.
  *
- * The seed's flow diagram gives CREATING the same expired/give_up edges as the stages before it
+ * Sokovan's flow diagram gives CREATING the same expired/give_up edges as the stages before it
  * but no handler targets CREATING; StartSessions' transitions (→ PENDING) are used. RUNNING has no
- * expiry in the seed; its timeout is the run-time limit (HPC Pack's), which ends the run
+ * expiry in Sokovan; its timeout is the run-time limit (HPC Pack's), which ends the run
  * as DeadlineExceeded via TERMINATING.
  */
 export interface StageSpec {

@@ -4,7 +4,7 @@
  * independently (one session per task, each with its own lifecycle execution and budgets).
  *
  * There is no job state machine: task states are read off sessions and kernels, and the job's
- * state is derived from the task states with the seed's rules in the seed's order. Pure.
+ * state is derived from the task states with Iris's rules in Iris's order. Pure.
  */
 import type { Job, Kernel, Session, SessionSpec, SessionWithKernels } from "./model.ts";
 import { SPEC_DEFAULTS } from "./spec.ts";
@@ -300,12 +300,12 @@ type TaskCounts = Readonly<Record<TaskState, number>>;
 /**
  * Iris's `_compute_job_state`, rule by rule; earlier rules win. Only finished tasks count for
  * the terminal rules (a FAILED task being retried is not a failure of the job). Two points the
- * seed leaves open, resolved here:
+ * Iris leaves open, resolved here:
  * - every task finished, with failures within `maxTaskFailures` and no other failure state: the
  *   job SUCCEEDED (the failures were tolerated);
  * - a task that ended a run but is not finished (its session is being judged, or is retried)
  *   keeps the job RUNNING.
- * And the seed's last rule, "PENDING: Default (no tasks have started)", is read as it says: once
+ * And Iris's last rule, "PENDING: Default (no tasks have started)", is read as it says: once
  * any task has started (TaskView.started; a task that is not PENDING has), the job is RUNNING
  * until a terminal rule applies, also while every task waits in PENDING to run again after a
  * failure or a preemption.
@@ -358,7 +358,7 @@ export function deriveJobState(
       reason: `${finished.SUCCEEDED} of ${total} tasks succeeded; ${finished.FAILED} failed within maxTaskFailures ${maxTaskFailures}`,
     };
   }
-  // Seed: any task ASSIGNED, BUILDING or RUNNING. A run that ended but is not judged yet counts too.
+  // Iris: any task ASSIGNED, BUILDING or RUNNING. A run that ended but is not judged yet counts too.
   const active = tasks.filter((t) => !t.finished && t.state !== TaskState.PENDING);
   if (active.length > 0) {
     return { state: JobState.RUNNING, reason: `${active.length} of ${total} tasks placed or running` };
@@ -388,9 +388,9 @@ function plural(n: number, word: string): string {
 // Cascades.
 
 export interface JobCascade {
-  /** Cancel every task that is not finished (seed: `_mark_remaining_tasks_killed`). */
+  /** Cancel every task that is not finished (Iris: `_mark_remaining_tasks_killed`). */
   readonly killRemaining: boolean;
-  /** Cancel the child jobs, recursively (seed: `_cancel_child_jobs`, every terminal state but SUCCEEDED). */
+  /** Cancel the child jobs, recursively (Iris: `_cancel_child_jobs`, every terminal state but SUCCEEDED). */
   readonly cancelChildren: boolean;
 }
 

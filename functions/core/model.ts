@@ -1,6 +1,6 @@
 /**
  * Cairn's domain model: one vocabulary for sessions, kernels, agents and history
- * (DESIGN.md §1). Pure data; no I/O. Times are epoch milliseconds (`…AtMs`) unless the name
+ * (docs/concepts.md). Pure data; no I/O. Times are epoch milliseconds (`…AtMs`) unless the name
  * says otherwise.
  */
 import type { Executor, FargateArchitecture } from "./fargate.ts";

@@ -2,7 +2,7 @@
  * Promotion matching (Backend.AI's BEP-1030): does a session's kernel set satisfy ALL / ANY / NOT_ANY of the
  * checked statuses?
  *
- * The empty kernel set. `kernelsMatch` is the seed's SQL: a session with no kernels satisfies ALL
+ * The empty kernel set. `kernelsMatch` is Sokovan's SQL: a session with no kernels satisfies ALL
  * and NOT_ANY (its id is absent from the query of kernels that break the condition) and never ANY.
  * But that SQL "selects sessions through their kernels", and a Cairn session always has kernels
  * (replicas ≥ 1, written with the session in one transaction, never deleted before it), so a

@@ -1,5 +1,5 @@
 /**
- * Session, job and draft events (DESIGN.md §4): what a client sends to submit or cancel work and
+ * Session, job and draft events (docs/events.md): what a client sends to submit or cancel work and
  * to keep job drafts, and what the control plane publishes as sessions and jobs change state.
  * The contract table that names each one's source and direction is in events.ts.
  */

@@ -3,7 +3,7 @@
  * each value: the task state table in code, shown in docs/jobs.md (test/core/task-state-proto.test.ts
  * compares them row for row) and carried beside the state's name in the CLI's JSON.
  *
- * TASK_STATE_UNSPECIFIED (0) is proto3's default zero value — the seed: "Default zero value;
+ * TASK_STATE_UNSPECIFIED (0) is proto3's default zero value — Iris: "Default zero value;
  * never used in practice". Nothing in Cairn maps to it: every task's state is read off its
  * session and kernel (jobs.ts), and a task whose session is not stored yet is PENDING; so it is
  * in this table but never in TaskState, an event or an output.
@@ -32,7 +32,7 @@ const row = (state: ProtoTaskState, proto: number, cairn: string): TaskStateProt
   cairn,
 });
 
-/** In the seed's order. Keyed by state, so a TaskState without a row is a compile error. */
+/** In Iris's order. Keyed by state, so a TaskState without a row is a compile error. */
 export const TASK_STATE_PROTO: Readonly<Record<ProtoTaskState, TaskStateProtoRow>> = {
   UNSPECIFIED: row(
     TASK_STATE_UNSPECIFIED,

@@ -8,7 +8,7 @@
  * `constraints` keyed by field path. A submission names its template (`template: small`) or gets
  * `Default`, which always exists (built in, empty until an operator updates it). Validation is
  * pure: `validateSubmission` returns the spec as it will be queued, or every violated field with
- * its reason; the seed's "no task has a run time that is greater in value than the run time of
+ * its reason; HPC Pack's "no task has a run time that is greater in value than the run time of
  * the job" is the spec schema's own check on the merged spec (timeouts.running ≤ timeouts.job).
  */
 import { CoreError } from "./errors.ts";

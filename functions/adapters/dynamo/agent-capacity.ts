@@ -1,5 +1,5 @@
 /**
- * Agents and the capacity sessions hold on them (handlers own these; DESIGN.md §2): heartbeats,
+ * Agents and the capacity sessions hold on them (handlers own these; docs/architecture.md, "Invariants"): heartbeats,
  * the agent roster, all-or-nothing reservations and idempotent release. Transaction plans live
  * in capacity.ts; this file sends them and maps their failures.
  */

@@ -79,7 +79,7 @@ export class DynamoRequests {
    * Runs a planned transaction; returns the items whose condition failed if it was cancelled. A
    * plan of one item is sent as that item's own conditional write (UpdateItem, PutItem,
    * DeleteItem): the same guarantee for one item, at a fraction of a transaction's cost (a
-   * transaction reads and writes every item twice, DESIGN.md).
+   * transaction reads and writes every item twice, docs/data-model.md).
    */
   async transact(operation: string, plan: PlannedTransaction): Promise<ConditionFailure[] | undefined> {
     // Plans check their size with a domain error; this only guards against a planning bug.

@@ -4,7 +4,7 @@
  * grace period) and, once it has gone, are marked TERMINATING so that it is not sent again. The
  * session succeeds (→ TERMINATED) when no kernel is left alive; until then PromoteToTerminated
  * watches the agents' reports. A kernel on a lost agent is a failure: after maxTries the coordinator gives up and
- * the session is TERMINATED anyway (the seed's give_up → TERMINATED). A preempted session's
+ * the session is TERMINATED anyway (Sokovan's give_up → TERMINATED). A preempted session's
  * kernels are stopped as Preempted, so their run ends PREEMPTED (the preemption budget's).
  *
  * A force cancel (HPC Pack's Force Cancel) does not wait for the run's end: every

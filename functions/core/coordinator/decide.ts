@@ -2,9 +2,9 @@
  * The coordinator's judgment (Backend.AI Sokovan's `_handle_result`) as a pure function: handler result in,
  * decisions out. Nothing here performs I/O; adapters carry the decisions out.
  *
- * Decisions are emitted SUCCESS, GIVE_UP, EXPIRED, NEED_RETRY, SKIPPED (DESIGN.md §3). The
- * seed's `_handle_result` writes NEED_RETRY before EXPIRED; the two sets are disjoint, because
- * expiry judges only targets that neither succeeded nor failed (the seed's `remaining`), so the
+ * Decisions are emitted SUCCESS, GIVE_UP, EXPIRED, NEED_RETRY, SKIPPED. Sokovan's
+ * `_handle_result` writes NEED_RETRY before EXPIRED; the two sets are disjoint, because
+ * expiry judges only targets that neither succeeded nor failed (Sokovan's `remaining`), so the
  * order changes the sequence of writes, never an outcome. A failure is never EXPIRED here
  * (Backend.AI does classify a late failure as expired); the stage's own timer expires it.
  *

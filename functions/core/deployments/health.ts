@@ -1,7 +1,7 @@
 /**
  * A route's health, from the probes its agent reports: what HealthCheckRoute judges
  * each route, pure. Probes count in a row, as load balancers and Kubernetes count them; a route
- * not reported on in time is STALE, which the seed's table turns into DEGRADED.
+ * not reported on in time is STALE, which BEP-1030's table turns into DEGRADED.
  */
 import type { HealthCheck } from "./spec.ts";
 import { RouteResult } from "./tables.ts";

@@ -108,7 +108,7 @@ export interface DeploymentWithRoutes {
   readonly routes: readonly Route[];
 }
 
-/** One record of a deployment's or a route's history, as the seed says: SUCCESS / FAILURE (/ STALE). */
+/** One record of a deployment's or a route's history, as BEP-1030 says: SUCCESS / FAILURE (/ STALE). */
 export interface FamilyHistoryRecord {
   readonly entity: "deployment" | "route";
   /** The deployment's or the route's id. */

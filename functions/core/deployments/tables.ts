@@ -5,11 +5,11 @@
  * expiry or give-up: a deployment handler's outcome is SUCCESS or FAILURE, a route handler's
  * SUCCESS, FAILURE or STALE, and that is also what their history records.
  *
- * The tables are the seed's second tables ("Handler | Current | SUCCESS | FAILURE [| STALE]"),
+ * The tables are BEP-1030's second tables ("Handler | Current | SUCCESS | FAILURE [| STALE]"),
  * where "(maintain)" is `undefined`: the status stays and only history is written.
  */
 
-/** EndpointLifecycle. CREATED is deprecated in the seed (use READY) but still handled. */
+/** EndpointLifecycle. CREATED is deprecated in BEP-1030 (use READY) but still handled. */
 export const DeploymentStatus = {
   PENDING: "PENDING",
   CREATED: "CREATED",
@@ -67,7 +67,7 @@ export interface DeploymentHandlerSpec {
   /** `undefined`: the status is maintained, history only. */
   readonly success: DeploymentStatus | undefined;
   readonly failure: DeploymentStatus | undefined;
-  /** The seed's "Role" column. */
+  /** BEP-1030's "Role" column. */
   readonly role: string;
 }
 
@@ -175,7 +175,7 @@ export const ROUTE_HANDLERS: Readonly<Record<RouteHandlerName, RouteHandlerSpec>
 
 /**
  * The statuses Cairn records a deployment in (statemachines/deployment-lifecycle.asl.json has a
- * state for each). CREATED is deprecated in the seed ("use READY instead") and DEPLOYING belongs
+ * state for each). CREATED is deprecated in BEP-1030 ("use READY instead") and DEPLOYING belongs
  * to rolling updates, which Cairn does not do: their handler rows are kept, and never reached.
  */
 export const RECORDED_DEPLOYMENT_STATUSES: readonly DeploymentStatus[] = [
@@ -187,7 +187,7 @@ export const RECORDED_DEPLOYMENT_STATUSES: readonly DeploymentStatus[] = [
 ];
 
 /**
- * A destroy request ("(destroy request)" in the seed's diagram, a separate trigger) moves a
+ * A destroy request ("(destroy request)" in BEP-1030's diagram, a separate trigger) moves a
  * deployment waiting in one of these to DESTROYING.
  */
 export const DESTROYABLE_STATUSES: readonly DeploymentStatus[] = [D.PENDING, D.SCALING, D.READY];

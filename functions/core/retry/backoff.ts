@@ -44,7 +44,7 @@ export function backoffDelayMs(backoff: Backoff, failureCount: number): number {
 }
 
 /**
- * The seed's `failureCount` for a failure being judged: the session's counted failures so far,
+ * Armada's `failureCount` for a failure being judged: the session's counted failures so far,
  * this one included — the retries it has counted (`totalRetries`, every retry but a free one)
  * plus one, since every earlier counted failure was retried or the session would have ended. A
  * run preempted before it started costs nothing and is not a failure here. It is the session's

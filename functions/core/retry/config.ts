@@ -2,7 +2,7 @@
  * The operator's global retry settings (Armada's `scheduling.retryPolicy`): not policies, only
  * the switches around them. Validated like a policy, every problem as `<path>: <reason>`.
  *
- * `enabled` defaults to true (the seed ships it off for Armada's backward compatibility; Cairn
+ * `enabled` defaults to true (Armada's proposal ships it off for backward compatibility; Cairn
  * has no older behaviour to protect, and with no policy written the budgets decide alone anyway).
  */
 import * as z from "zod";
@@ -60,7 +60,7 @@ export const RetryConfigSchema = strictObject({
     .prefault({}),
 });
 
-/** What an operator writes, in the seed's shape (durations as strings such as "10m"). */
+/** What an operator writes, in Armada's shape (durations as strings such as "10m"). */
 export type RetryConfigInput = z.input<typeof RetryConfigSchema>;
 
 export function parseRetryConfig(input: unknown): RetryConfig {

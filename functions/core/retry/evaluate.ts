@@ -9,7 +9,7 @@
  *   failure default of 0 would otherwise veto every rule that retries a failure).
  * - A run preempted before it started costs nothing: no budget, rule or total count. Under
  *   policies it is retried without consulting the rules, but the global cap still applies to it,
- *   so `globalMaxRetries: 0` stops every retry as the seed's kill switch promises.
+ *   so `globalMaxRetries: 0` stops every retry as Armada's kill switch promises.
  * - KILLED runs (cancellation, the per-task timeout) are never retried by the budgets, nor by a
  *   policy's default action. The one exception: a run its run-time limit killed (condition
  *   DeadlineExceeded) is retried when a rule that matches it says Retry — how an operator has
@@ -24,7 +24,7 @@
  * - Each rule counts its own retries; effective limit = rule ?? policy ?? globalMaxRetries; a
  *   retry needs the rule's count under that limit and the session's total under the global cap,
  *   read from the config given to this evaluation (so a lowered cap applies at once).
- * - Backoff is the seed's `min(initialDelay * multiplier^(failureCount-1), maxDelay)` with the
+ * - Backoff is Armada's `min(initialDelay * multiplier^(failureCount-1), maxDelay)` with the
  *   session's failure count (this failure included; sessionFailureCount), not the matched rule's
  *   retry number: the level (rule, policy, global) only chooses the three parameters.
  * - Anti-affinity `node` avoids the agent of the kernel whose failure decided, in this (the most

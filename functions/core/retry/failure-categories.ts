@@ -2,13 +2,12 @@
  * How an agent classifies a kernel's failure into a category, for retry rules'
  * `onFailureCategory` and for telling at a glance why runs end.
  *
- * Armada's proposal leaves the categories to the executor: "Uses categories from #4713. The executor
- * classifies failures into named categories; retry policies can match on them." Its only names,
+ * Armada's proposal leaves the categories to the executor: "The executor classifies failures into named categories; retry policies can match on them." Its only names,
  * `cuda_error` and `infiniband_error`, are a GPU cluster's own, read from termination messages,
- * which no exit code reveals. What an agent can always classify is what the seed's rules match
+ * which no exit code reveals. What an agent can always classify is what Armada's rules match
  * on besides: the conditions ("OOMKilled | Container exceeded memory limit", "Evicted", "Preempted",
  * "DeadlineExceeded | Pod exceeded activeDeadlineSeconds") and the exit code, where a process
- * killed by signal N exits 128 + N (the seed's own example retries `values: [137]`, SIGKILL).
+ * killed by signal N exits 128 + N (Armada's own example retries `values: [137]`, SIGKILL).
  * This table is that classification, first row that matches wins; `oom` and `user_error` are the
  * names Armada's categorizer gives an OOM kill and an `exit 1`.
  *

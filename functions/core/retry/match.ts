@@ -7,7 +7,7 @@
  * - `"*"`: every failed kernel (the rule matches if any does);
  * - omitted: the first failed kernel — the one that ended first (earliest `finishedAtMs`, then
  *   lowest index), because in a gang the first failure is the cause and the siblings' ends are
- *   its consequence. Rules on the termination message alone check every failed kernel (seed:
+ *   its consequence. Rules on the termination message alone check every failed kernel (Armada's proposal:
  *   "all … messages are checked").
  * A rule's matchers are ANDed, as Armada ANDs a rule's conditions: all of them must match one and
  * the same kernel.

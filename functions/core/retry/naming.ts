@@ -2,11 +2,11 @@
  * Run names (Armada's retry-policy proposal, "Pod Naming"): the first run keeps the legacy name, the session id, so
  * nothing named before retries existed changes; retry n is `<sessionId>.<n>`.
  *
- * Decisions where the seed is open:
- * - The separator is `.`, not the seed's `-`: session ids may contain `-` (`train-1`), so
+ * Decisions where Armada's proposal is open:
+ * - The separator is `.`, not Armada's `-`: session ids may contain `-` (`train-1`), so
  *   `train` retry 1 would collide with the first run of a session named `train-1`. Session ids
  *   never contain `.`, so every name parses back to exactly one (session, run).
- * - Unlike the seed, names do not depend on `RetryConfig.enabled`: the budgets retry sessions even
+ * - Unlike Armada's proposal, names do not depend on `RetryConfig.enabled`: the budgets retry sessions even
  *   with policies off, and two runs sharing a name would make logs and history ambiguous.
  */
 import { SESSION_ID_PATTERN } from "../events.ts";

@@ -3,12 +3,12 @@
  * every problem is reported at once as `<path>: <reason>` naming the field, and the document is
  * normalised to the `RetryPolicy` the evaluator reads (durations in ms, a rule's matchers as a list).
  *
- * Decisions where the seed is open:
- * - `apiVersion` is `cairn.dev/v1`; the seed's `armadaproject.io/v1` is accepted too, so a policy
+ * Decisions where Armada's proposal is open:
+ * - `apiVersion` is `cairn.dev/v1`; Armada's `armadaproject.io/v1` is accepted too, so a policy
  *   copied from Armada parses unchanged. Both normalise to the same policy.
  * - `containerName` selects a Cairn kernel: its index (`0`, or the string `"0"`) or `"*"` for any
  *   failed kernel. Omitted: the first failed kernel (termination messages: every failed kernel).
- * - `includeInitContainers` (seed: "false (default) skips init containers. Set to true to also
+ * - `includeInitContainers` (Armada's proposal: "false (default) skips init containers. Set to true to also
  *   consider init container failures") is accepted on any rule, must be a boolean, and is kept
  *   and shown as written. Cairn's kernels have no init containers: a kernel is one process (its
  *   preparation — image pull, work directory — is the agent's, and a preparation failure is not
@@ -18,9 +18,9 @@
  *   onFailureCategory), and all of them must match, as Armada ANDs a rule's conditions: "OOMKilled
  *   with exit code 137 in kernel 1" is one rule. They all look at the same kernel: the one
  *   `containerName` names, else the first failed kernel; a rule whose only matcher is
- *   onTerminationMessage checks every failed kernel (seed: "all … messages are checked"). Two
+ *   onTerminationMessage checks every failed kernel (Armada's proposal: "all … messages are checked"). Two
  *   rules are an OR: the first that matches wins.
- * - Exit code 0 never matches (seed), so a rule listing it is rejected rather than silently inert.
+ * - Exit code 0 never matches (Armada's proposal), so a rule listing it is rejected rather than silently inert.
  * - retryLimit, backoff and antiAffinity on a Fail rule would never apply: rejected.
  * - Backoff fields are inherited one by one (rule → policy → global default), so `initialDelay: 0s`
  *   alone is a complete policy-level backoff.
