@@ -498,8 +498,9 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       CAIRN_TABLE_NAME: tableName,
       CAIRN_EVENT_BUS_NAME: BUS_NAME,
       ...machineArns,
-      // Heartbeats travel through the coordinator's queue like every other event, so under a
-      // burst they are processed late: liveness must allow for that, not only for the period.
+      // Heartbeats have a queue of their own, but under a burst its batches wait for the same two
+      // cores as everything else, so an agent's record is brought up to date late: liveness must
+      // allow for that, not only for the period.
       CAIRN_AGENT_TIMEOUT_MS: String(options.agentTimeoutMs ?? Math.max(30_000, heartbeatMs * 3)),
       CAIRN_TERMINATION_GRACE_MS: String(options.terminationGraceMs ?? 5_000),
       CAIRN_LOG_LEVEL: options.handlerLogLevel ?? "warn",
