@@ -166,7 +166,8 @@ describe("the embedded runtime's queue", () => {
     await queue.idle();
     const [first, second] = r.of("slow");
     expect(second?.receive).toBe(2);
-    expect(second!.atMs - first!.atMs).toBeLessThan(VISIBILITY_MS * 2);
+    expect(second!.atMs).toBeGreaterThan(first!.atMs);
+    // One message, two deliveries running at once: the second came while the first still ran.
     expect(r.mostAtOnce()).toBe(2);
     await queue.close();
   });
