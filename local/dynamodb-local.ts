@@ -137,9 +137,12 @@ export async function startDynamoDbLocal(
   const port = options.port ?? (await freePort());
   const line = credentialLine(options.credential);
   // stdin stays an open pipe after the credential line: its end tells the launcher that this
-  // process is gone.
+  // process is gone. A process group of its own: a terminal's Ctrl-C goes to the runtime's
+  // group, and the table must outlive the functions still finishing their batches while the
+  // runtime stops; the runtime stops it last.
   const child: ChildProcess = spawn("java", dynamoDbLocalArgs(port, options.path), {
     stdio: ["pipe", "pipe", "pipe"],
+    detached: true,
   });
   child.stdin?.on("error", () => {
     // A launcher that exits early closes the pipe; its exit code is what is reported.
