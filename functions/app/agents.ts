@@ -109,25 +109,10 @@ export class Agents {
     return { retired };
   }
 
-  /**
-   * Records a signed heartbeat as of when the bus took it (`sentAtMs`, its envelope's `time`),
-   * never later than now. EventBridge and SQS may hand it over long after (a target's retries,
-   * a failed batch back after its visibility timeout, best-effort order): counted as of its
-   * handling, a dead agent's last heartbeat would keep it alive that much longer, and an older
-   * one handled after a newer one would move its time forward. The envelope's time counts whole
-   * seconds, so the end of its second is taken. Returns whether placement should look again (a
-   * returning or draining agent).
-   */
-  async heartbeat(
-    detail: AgentHeartbeatDetail,
-    sentAtMs?: number,
-  ): Promise<Refusal | { readonly wake: boolean }> {
+  /** Records a signed heartbeat. Returns whether placement should look again (a returning or draining agent). */
+  async heartbeat(detail: AgentHeartbeatDetail): Promise<Refusal | { readonly wake: boolean }> {
     const { agentId, incarnation } = detail;
     const nowMs = this.#d.clock.nowMs();
-    const heardAtMs =
-      sentAtMs !== undefined && Number.isFinite(sentAtMs)
-        ? Math.min(nowMs, Math.floor(sentAtMs / 1000) * 1000 + 999)
-        : nowMs;
     const agent = await this.#d.store.getAgent(agentId);
     const refusal = await this.#authenticate(agent, agentId, incarnation, DetailType.AgentHeartbeat, detail);
     if (refusal) return refusal;
@@ -146,7 +131,7 @@ export class Agents {
         capacity: registered,
         incarnation,
         draining: detail.draining === true,
-        nowMs: heardAtMs,
+        nowMs,
       });
     } catch (error) {
       if (hasCode(error, "AGENT_FENCED")) return this.#fence(agentId, incarnation, errorMessage(error));

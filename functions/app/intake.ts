@@ -126,7 +126,7 @@ export async function applyEvents(
           break;
         }
         case "heartbeat": {
-          const beat = await c.agents.heartbeat(action.event.detail, Date.parse(action.event.time));
+          const beat = await c.agents.heartbeat(action.event.detail);
           if ("refused" in beat) {
             outcome({
               eventId: action.event.id,

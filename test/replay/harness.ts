@@ -441,11 +441,10 @@ export class Replay {
 
   // --- the bus ---------------------------------------------------------------------------
 
-  /** `sentAtMs`: when the bus took the event (its envelope's `time`), if earlier than now: a late delivery. */
-  publish(source: string, detailType: string, detail: Record<string, unknown>, sentAtMs = this.nowMs): void {
+  publish(source: string, detailType: string, detail: Record<string, unknown>): void {
     this.bus.push({
       id: `evt-${String(++this.#events).padStart(4, "0")}`,
-      time: new Date(sentAtMs).toISOString(),
+      time: new Date(this.nowMs).toISOString(),
       source,
       "detail-type": detailType,
       detail,
@@ -519,25 +518,14 @@ export class Replay {
     );
   }
 
-  /**
-   * Raw entries on the bus in one step (a duplicate, a malformed one, or with `sentAtMs` one the
-   * bus took earlier and hands over only now).
-   */
-  put(
-    label: string,
-    ...entries: {
-      source: string;
-      detailType: string;
-      detail: Record<string, unknown>;
-      sentAtMs?: number;
-    }[]
-  ) {
+  /** Raw entries on the bus in one step (a duplicate, a malformed one). */
+  put(label: string, ...entries: { source: string; detailType: string; detail: Record<string, unknown> }[]) {
     for (const e of entries) {
       const id = e.detail["sessionId"];
       if (e.detailType === DetailType.SessionSubmitted && typeof id === "string") this.#ids.add(id);
     }
     return this.step(label, () => {
-      for (const e of entries) this.publish(e.source, e.detailType, e.detail, e.sentAtMs);
+      for (const e of entries) this.publish(e.source, e.detailType, e.detail);
     });
   }
 
