@@ -17,6 +17,7 @@ import { createHash, createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
   compilePolicy,
+  requestContext,
   PolicyError,
   type AwsAuthOptions,
   type PolicyStatement,
@@ -394,6 +395,15 @@ describe("compilePolicy", () => {
     expect(receive("q-a1", {})).toContain("no identity-based policy allows");
     // A tag value is a name, not a pattern: `*` in it matches only itself.
     expect(receive("q-a1", { "aws:PrincipalTag/id": ["*"] })).toBeDefined();
+  });
+
+  test("given a request's context, then global aws: keys come from the credential only, never from the request", () => {
+    const fromRequest = { "events:source": ["cairn.agent"], "aws:PrincipalTag/cairn-agent-id": ["agent-1"] };
+    expect(requestContext(fromRequest, AGENT)).toEqual({ "events:source": ["cairn.agent"] });
+    expect(requestContext(fromRequest, { ...AGENT, tags: { "cairn-agent-id": "agent-2" } })).toEqual({
+      "events:source": ["cairn.agent"],
+      "aws:PrincipalTag/cairn-agent-id": ["agent-2"],
+    });
   });
 
   test("given malformed statements, then compiling fails naming the field", () => {

@@ -22,7 +22,7 @@ export {
   AuthFailure,
   SIGNATURE_MISMATCH_MESSAGE,
   UNKNOWN_KEY_MESSAGE,
-  principalContext,
+  requestContext,
   signRequest,
   verifySigV4,
   type AwsCredential,

@@ -15,7 +15,7 @@ import type { AddressInfo } from "node:net";
 import { authError, credentialBook, type AuthorizationRequest, type AwsAuthOptions } from "./auth.ts";
 import { AwsJsonError, AwsProtocolErrorCode } from "./errors.ts";
 import { isPlainObject, readBody, toWire } from "./http-body.ts";
-import { principalContext, verifySigV4 } from "./sigv4.ts";
+import { requestContext, verifySigV4, type AwsCredential } from "./sigv4.ts";
 
 export interface AwsJsonOperationContext {
   /** The operation name from `X-Amz-Target`, e.g. `ReceiveMessage`. */
@@ -172,7 +172,7 @@ export async function startAwsJsonServer(options: AwsJsonServerOptions): Promise
       );
     }
     let principal: string | undefined;
-    let principalValues: Record<string, readonly string[]> = {};
+    let credential: AwsCredential | undefined;
     if (options.auth) {
       const check = await verifySigV4(
         { method: "POST", url: request.url ?? "/", headers: request.headers, body },
@@ -185,7 +185,7 @@ export async function startAwsJsonServer(options: AwsJsonServerOptions): Promise
       );
       if (!check.ok) return sendError(response, authError(check.failure, check.message, queryCompatible));
       principal = check.credential.principal;
-      principalValues = principalContext(check.credential);
+      credential = check.credential;
     }
 
     const target = request.headers["x-amz-target"];
@@ -222,8 +222,8 @@ export async function startAwsJsonServer(options: AwsJsonServerOptions): Promise
     }
 
     try {
-      if (options.auth && principal !== undefined) {
-        const denial = authorizeRequest(options.auth, principal, principalValues, operationName, input);
+      if (options.auth && credential !== undefined) {
+        const denial = authorizeRequest(options.auth, credential, operationName, input);
         if (denial !== undefined)
           return sendError(response, authError("AccessDenied", denial, queryCompatible));
       }
@@ -300,8 +300,7 @@ export async function startAwsJsonServer(options: AwsJsonServerOptions): Promise
 
 function authorizeRequest(
   auth: AwsJsonServerAuth,
-  principal: string,
-  principalValues: Readonly<Record<string, readonly string[]>>,
+  credential: AwsCredential,
   operation: string,
   input: Record<string, unknown>,
 ): string | undefined {
@@ -311,10 +310,10 @@ function authorizeRequest(
     operation,
     action: `${auth.service}:${auth.actionOf?.(operation) ?? operation}`,
     resources: description.resources,
-    conditionValues: { ...description.conditionValues, ...principalValues },
+    conditionValues: requestContext(description.conditionValues ?? {}, credential),
     input,
   };
-  return auth.authorize(principal, request);
+  return auth.authorize(credential.principal, request);
 }
 
 function accessKeyIdOf(request: IncomingMessage): string | undefined {

@@ -24,11 +24,19 @@ export interface AwsCredential {
   readonly tags?: Readonly<Record<string, string>>;
 }
 
-/** The request context keys a credential brings: its principal tags. */
-export function principalContext(credential: AwsCredential): Record<string, readonly string[]> {
-  return Object.fromEntries(
-    Object.entries(credential.tags ?? {}).map(([key, value]) => [`aws:PrincipalTag/${key}`, [value]]),
-  );
+/**
+ * A request's context: the keys its service derived from the request, and the ones the
+ * credential brings (its principal tags). Global `aws:` keys are AWS's to set, never the
+ * request's, so only the credential's reach the policy.
+ */
+export function requestContext(
+  fromRequest: Readonly<Record<string, readonly string[]>>,
+  credential: AwsCredential,
+): Record<string, readonly string[]> {
+  const context = Object.fromEntries(Object.entries(fromRequest).filter(([key]) => !key.startsWith("aws:")));
+  for (const [key, value] of Object.entries(credential.tags ?? {}))
+    context[`aws:PrincipalTag/${key}`] = [value];
+  return context;
 }
 
 export const AuthFailure = {

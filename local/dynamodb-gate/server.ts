@@ -19,7 +19,7 @@ import {
   authError,
   credentialBook,
   isPlainObject,
-  principalContext,
+  requestContext,
   signRequest,
   verifySigV4,
   type AwsAuthOptions,
@@ -71,7 +71,6 @@ export async function startDynamoDbGate(options: DynamoDbGateOptions): Promise<D
     );
     if (!check.ok) return refuseWith(response, authError(check.failure, check.message, false));
     const principal = check.credential.principal;
-    const principalValues = principalContext(check.credential);
     const operation = TARGET.exec(String(request.headers["x-amz-target"] ?? ""))?.[1];
     let input: unknown;
     try {
@@ -86,7 +85,7 @@ export async function startDynamoDbGate(options: DynamoDbGateOptions): Promise<D
           operation,
           action: c.action,
           resources: [c.resource],
-          conditionValues: { ...c.conditionValues, ...principalValues },
+          conditionValues: requestContext(c.conditionValues, check.credential),
           input,
         });
         if (denial !== undefined) return refuseWith(response, authError("AccessDenied", denial, false));
