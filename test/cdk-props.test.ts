@@ -305,13 +305,21 @@ describe("non-default props reach the resources", () => {
       "CairnFunctionsCoordinatorRoleDefaultPolicy",
       "CairnFunctionsEnterStageRoleDefaultPolicy",
     ]);
-    for (const resources of holders.values()) {
+    // Without cdk.json's feature flags the partition stays a reference.
+    const arn = (name: string) => ({
+      "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, `:sqs:eu-west-1:123456789012:${name}`]],
+    });
+    for (const [holder, resources] of holders) {
       for (const resource of resources)
-        // Without cdk.json's feature flags the partition stays a reference.
-        expect(resource).toEqual({
-          "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":sqs:eu-west-1:123456789012:trial-agents-*"]],
-        });
+        expect(
+          [arn("trial-agents-*"), arn("trial-agents-${aws:PrincipalTag/cairn-agent-id}")],
+          holder,
+        ).toContainEqual(resource);
     }
+    // A tagged agent's own queue, by the same prefix.
+    expect(holders.get("CairnAgentsAgentPolicy")).toContainEqual(
+      arn("trial-agents-${aws:PrincipalTag/cairn-agent-id}"),
+    );
   });
 
   test("the retry policy reaches every bus rule target; the redrive count reaches the work queue", () => {
