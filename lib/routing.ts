@@ -13,18 +13,20 @@ import * as targets from "aws-cdk-lib/aws-events-targets";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import type { QueueName } from "../functions/topology/index.ts";
 import {
   bindClusterArn,
+  disposableLifetimeSeconds,
   FARGATE,
   maxReceiveCountOf,
   QUEUES,
-  QueueName,
   RULES,
   RuleBus,
   SWEEP,
   SWEEPS,
   type SweepDecl,
   visibilityTimeoutSeconds,
+  WORK_RETENTION_SECONDS,
 } from "../functions/topology/index.ts";
 import { TopologyError } from "./errors.ts";
 import { acknowledge, NAG_ACKNOWLEDGEMENTS } from "./nag-acknowledgements.ts";
@@ -34,24 +36,21 @@ import type { ResolvedCairnProps } from "./props.ts";
 /** Dead letters wait this long for an operator (the SQS maximum). */
 const DEAD_LETTER_RETENTION = Duration.days(14);
 /**
- * Work kept by a queue whose consumer is down. SQS deletes an expired message without
- * dead-lettering it, so this is how long an outage of the coordinator (its errors alarm firing)
- * may last before submissions and reports are lost: a week, past a long weekend. Shorter than the
- * dead-letter retention, because a standard queue's message keeps its first enqueue time in its
- * DLQ: a message that waited the whole week still has a week there.
+ * Work kept by a queue whose consumer is down (the topology's WORK_RETENTION_SECONDS, a week):
+ * shorter than the dead-letter retention, because a standard queue's message keeps its first
+ * enqueue time in its DLQ: a message that waited the whole week still has a week there.
  */
-const WORK_RETENTION = Duration.days(7);
+const WORK_RETENTION = Duration.seconds(WORK_RETENTION_SECONDS);
 /**
- * Queues whose messages are disposable: agents' heartbeats and registration requests. A newer
- * heartbeat supersedes an old one, and an agent asks again until its registration is answered,
- * so such a message is dropped when its consumer keeps failing on it or when it is older than
- * the agent timeout (past which it says nothing), instead of being dead-lettered and alarming.
+ * Queues whose messages are disposable (QueueDecl.disposable): agents' heartbeats and
+ * registration requests. A newer heartbeat supersedes an old one, and an agent asks again until
+ * its registration is answered, so such a message is dropped when its consumer keeps failing on
+ * it or when it is older than the agent timeout (past which it says nothing), instead of being
+ * dead-lettered and alarming.
  */
-const DISPOSABLE_QUEUES: ReadonlySet<QueueName> = new Set([QueueName.HeartbeatQueue]);
-/** SQS's shortest retention and EventBridge's shortest maximum event age. */
-const MIN_LIFETIME_SECONDS = 60;
-/** EventBridge's longest maximum event age. */
-const MAX_LIFETIME_SECONDS = 86_400;
+const DISPOSABLE_QUEUES: ReadonlySet<QueueName> = new Set(
+  QUEUES.filter((q) => q.disposable === true).map((q) => q.name),
+);
 
 export interface CairnRoutingProps {
   readonly settings: ResolvedCairnProps;
@@ -211,8 +210,7 @@ export class CairnRouting extends Construct {
 
 /** How long a heartbeat means something: the agent timeout, within what the services accept. */
 export function disposableLifetime(settings: Pick<ResolvedCairnProps, "agentTimeoutMs">): Duration {
-  const seconds = Math.ceil(settings.agentTimeoutMs / 1000);
-  return Duration.seconds(Math.min(MAX_LIFETIME_SECONDS, Math.max(MIN_LIFETIME_SECONDS, seconds)));
+  return Duration.seconds(disposableLifetimeSeconds(settings.agentTimeoutMs));
 }
 
 /** A FIFO queue's target names its message group (EventBridge requires one); others none. */

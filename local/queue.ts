@@ -10,7 +10,8 @@
  *   The answer is read as Lambda reads a partial batch response: one naming a message the batch
  *   does not hold, or with an empty id, fails the whole batch (`reportedFailures`).
  * - A message received `maxReceives` times and failed once more goes to the dead-letter list
- *   when it would next be delivered. Nothing is dropped silently.
+ *   when it would next be delivered. One older than the queue's retention then is deleted, as
+ *   SQS deletes it (counted in `expired`); nothing else is dropped.
  * - FIFO: each message carries a message group. While a message of a group is in flight, no
  *   other message of that group is delivered; messages of other groups are, in parallel, up to
  *   the trigger's maximum concurrency. A body sent again within five minutes is dropped
@@ -57,6 +58,11 @@ export interface LocalQueueOptions {
   /** Receives before a message goes to the dead-letter list. @default 5 */
   readonly maxReceives?: number;
   /**
+   * How long a message is kept (SQS MessageRetentionPeriod): one older than this when it would
+   * next be delivered is deleted, not dead-lettered. @default kept until delivered
+   */
+  readonly retentionMs?: number;
+  /**
    * A FIFO queue: every message carries a message group (`send`'s `groupId`, else this one),
    * and a group's messages are delivered one batch at a time, in order.
    */
@@ -76,6 +82,8 @@ interface Message {
   readonly body: string;
   readonly groupId: string | undefined;
   receives: number;
+  /** When it was sent: past the retention from then, it is deleted. */
+  readonly sentAtMs: number;
   /** Deliverable from this time (its visibility timeout after each receive). */
   visibleAtMs: number;
   /** The current delivery; a batch of an older one neither deletes nor fails it. */
@@ -88,13 +96,15 @@ export interface QueueStats {
   /** Deliveries after the first (a message failed, or its visibility timeout ran out). */
   readonly redelivered: number;
   readonly deadLettered: number;
+  /** Deleted past the queue's retention, undelivered (SQS drops them without dead-lettering). */
+  readonly expired: number;
   /** Batches failed by the fault switch. */
   readonly faulted: number;
 }
 
 export class LocalQueue {
-  readonly #o: Required<Omit<LocalQueueOptions, "fifoGroup" | "faults" | "order">> &
-    Pick<LocalQueueOptions, "fifoGroup">;
+  readonly #o: Required<Omit<LocalQueueOptions, "fifoGroup" | "faults" | "order" | "retentionMs">> &
+    Pick<LocalQueueOptions, "fifoGroup" | "retentionMs">;
   /** Every message not yet deleted or dead-lettered, in send order. */
   readonly #messages: Message[] = [];
   readonly #dead: { body: string; receives: number }[] = [];
@@ -109,7 +119,7 @@ export class LocalQueue {
   #visibilityTimer: { readonly atMs: number; readonly timer: NodeJS.Timeout } | undefined;
   #closed = false;
   readonly #shuffled: boolean;
-  #stats = { sent: 0, batches: 0, redelivered: 0, deadLettered: 0, faulted: 0 };
+  #stats = { sent: 0, batches: 0, redelivered: 0, deadLettered: 0, expired: 0, faulted: 0 };
 
   constructor(options: LocalQueueOptions) {
     if (!(options.visibilityTimeoutMs >= 0)) {
@@ -148,6 +158,7 @@ export class LocalQueue {
       body,
       groupId: this.fifo ? (options.groupId ?? this.#o.fifoGroup) : undefined,
       receives: 0,
+      sentAtMs: Date.now(),
       visibleAtMs: 0,
       delivery: 0,
     });
@@ -220,6 +231,10 @@ export class LocalQueue {
     for (const m of candidates) {
       if (out.length >= limit) break;
       const visible = m.visibleAtMs <= nowMs;
+      if (visible && this.#o.retentionMs !== undefined && nowMs - m.sentAtMs >= this.#o.retentionMs) {
+        this.#expire(m);
+        continue;
+      }
       if (visible && m.receives >= this.#o.maxReceives) {
         this.#deadLetter(m);
         continue;
@@ -341,6 +356,12 @@ export class LocalQueue {
     fault.left--;
     this.#stats.faulted++;
     return fault.bodyContains !== undefined ? `a message contains ${fault.bodyContains}` : "any batch";
+  }
+
+  #expire(m: Message): void {
+    const i = this.#messages.indexOf(m);
+    if (i >= 0) this.#messages.splice(i, 1);
+    this.#stats.expired++;
   }
 
   #deadLetter(m: Message): void {

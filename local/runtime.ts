@@ -17,6 +17,7 @@ import { createTable } from "../functions/adapters/dynamo/create-table.ts";
 import {
   bindClusterArn,
   DEFAULT_MAX_RECEIVE_COUNT,
+  disposableLifetimeSeconds,
   FARGATE,
   FUNCTIONS,
   maxReceiveCountOf,
@@ -27,6 +28,7 @@ import {
   SWEEP,
   SWEEPS,
   type FunctionName,
+  queueRetentionSeconds,
   visibilityTimeoutSeconds,
 } from "../functions/topology/index.ts";
 import { runtimeAccess } from "./access.ts";
@@ -289,6 +291,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
   const log = options.log ?? ((line: string) => process.stderr.write(line + "\n"));
   const dataDir = resolve(options.dataDir ?? ".cairn");
   const heartbeatMs = options.heartbeatMs ?? 5_000;
+  const agentTimeoutMs = options.agentTimeoutMs ?? Math.max(30_000, heartbeatMs * 3);
   // Checked before anything starts: a bad switch names its field and nothing is left running.
   const faults = options.faults ?? faultOptionsFromEnv(process.env);
   const queueFaults = options.queueFaults ?? queueFaultsFromEnv(process.env);
@@ -501,7 +504,7 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       // Heartbeats have a queue of their own, but under a burst its batches wait for the same two
       // cores as everything else, so an agent's record is brought up to date late: liveness must
       // allow for that, not only for the period.
-      CAIRN_AGENT_TIMEOUT_MS: String(options.agentTimeoutMs ?? Math.max(30_000, heartbeatMs * 3)),
+      CAIRN_AGENT_TIMEOUT_MS: String(agentTimeoutMs),
       CAIRN_TERMINATION_GRACE_MS: String(options.terminationGraceMs ?? 5_000),
       CAIRN_LOG_LEVEL: options.handlerLogLevel ?? "warn",
       CAIRN_RETRY_CACHE_MS: String(options.retryCacheMs ?? 5_000),
@@ -599,6 +602,8 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
         // The stack's settings for the queue (its default maxReceiveCount).
         visibilityTimeoutMs: options.queueVisibilityTimeoutMs ?? visibilityTimeoutSeconds(q) * 1000,
         maxReceives: maxReceiveCountOf(q, DEFAULT_MAX_RECEIVE_COUNT),
+        // The stack's retention: heartbeats are dropped once older than the agent timeout.
+        retentionMs: queueRetentionSeconds(q, agentTimeoutMs) * 1000,
         ...(q.fifoGroup !== undefined ? { fifoGroup: q.fifoGroup } : {}),
         order: queueOrder,
         ...(queueFaults?.[q.name] !== undefined ? { faults: queueFaults[q.name] } : {}),
@@ -621,7 +626,13 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
           {
             id: rule.target.queue,
             invoke: (event) => Promise.resolve(queue.send(JSON.stringify(event))),
-            retryPolicy: { maximumRetryAttempts: 185, maximumEventAgeSeconds: 86_400 },
+            // The stack's (lib/routing.ts): a disposable event is given up once it says nothing.
+            retryPolicy: {
+              maximumRetryAttempts: 185,
+              maximumEventAgeSeconds: QUEUES.find((q) => q.name === rule.target.queue)?.disposable
+                ? disposableLifetimeSeconds(agentTimeoutMs)
+                : 86_400,
+            },
             deadLetter: true,
           },
         ],

@@ -159,6 +159,25 @@ describe("the embedded runtime's queue", () => {
     await queue.close();
   });
 
+  test("given a retention, then a message failed past it is deleted when it would next be delivered, not dead-lettered", async () => {
+    const r = recorder(() => true, 1);
+    const queue = queueOf(r, {
+      name: "retention",
+      visibilityTimeoutMs: 100,
+      retentionMs: 400,
+      maxReceives: 100,
+    });
+    queue.send("stale");
+    await queue.idle();
+    // Delivered again every 100 ms while younger than its retention, then deleted.
+    const receives = r.of("stale").map((d) => d.receive);
+    expect(receives.length).toBeGreaterThanOrEqual(2);
+    expect(receives).toEqual(receives.map((_, i) => i + 1));
+    expect(queue.stats()).toMatchObject({ expired: 1, deadLettered: 0 });
+    expect(queue.deadLetters()).toEqual([]);
+    await queue.close();
+  });
+
   test("given a message still running when its visibility timeout passes, then it is delivered again meanwhile", async () => {
     const r = recorder(() => false, VISIBILITY_MS * 2);
     const queue = queueOf(r, { name: "slow", batchSize: 1 });

@@ -140,6 +140,12 @@ export interface QueueDecl {
    * message sooner. @default the stack's maxReceiveCount
    */
   readonly maxReceiveCount?: number;
+  /**
+   * Messages that mean something only for the agent timeout (heartbeats, registration requests,
+   * which agents repeat): kept that long (`queueRetentionSeconds`), then dropped, never
+   * dead-lettered; EventBridge gives up delivering them after as long. @default false
+   */
+  readonly disposable?: boolean;
 }
 
 /**
@@ -157,6 +163,28 @@ export function visibilityTimeoutSeconds(queue: QueueDecl): number {
   const consumer = FUNCTIONS.find((f) => f.name === queue.consumer);
   if (!consumer) throw new Error(`QUEUES ${queue.name}.consumer: no function ${queue.consumer}`);
   return consumer.timeoutSeconds + VISIBILITY_MARGIN_SECONDS;
+}
+
+/** SQS's shortest retention and EventBridge's shortest maximum event age. */
+const MIN_LIFETIME_SECONDS = 60;
+/** EventBridge's longest maximum event age. */
+const MAX_LIFETIME_SECONDS = 86_400;
+/**
+ * Work kept by a queue whose consumer is down. SQS deletes an expired message without
+ * dead-lettering it, so this is how long an outage of the coordinator may last before submissions
+ * and reports are lost: a week, past a long weekend (lib/routing.ts says why not longer).
+ */
+export const WORK_RETENTION_SECONDS = 7 * 86_400;
+
+/** How long a disposable message means something: the agent timeout, within what SQS and EventBridge accept. */
+export function disposableLifetimeSeconds(agentTimeoutMs: number): number {
+  const seconds = Math.ceil(agentTimeoutMs / 1000);
+  return Math.min(MAX_LIFETIME_SECONDS, Math.max(MIN_LIFETIME_SECONDS, seconds));
+}
+
+/** The queue's retention (SQS MessageRetentionPeriod), given the agent timeout. */
+export function queueRetentionSeconds(queue: QueueDecl, agentTimeoutMs: number): number {
+  return queue.disposable === true ? disposableLifetimeSeconds(agentTimeoutMs) : WORK_RETENTION_SECONDS;
 }
 
 /** The stack's default `maxReceiveCount` (lib/props.ts), and the embedded runtime's. */
@@ -213,6 +241,7 @@ export const QUEUES: readonly QueueDecl[] = [
     batchSize: 10,
     maxBatchingWindowSeconds: 0,
     maxConcurrency: 2,
+    disposable: true,
   },
   {
     // Deployments: requests, replicas' health and status changes, and the family executions'
