@@ -123,6 +123,9 @@ export function awsDashboardDeps(options: AwsDashboardOptions): AwsDashboard {
   };
 }
 
+/** Pages a tail reads back at most for its lines (a stream whose newest events are far back). */
+const MAX_TAIL_PAGES = 10;
+
 function lines(events: readonly OutputLogEvent[] | undefined): LogLine[] {
   return decodeKernelLogEvents(
     (events ?? []).map((e) => ({ timestamp: e.timestamp ?? 0, message: e.message ?? "" })),
@@ -132,16 +135,30 @@ function lines(events: readonly OutputLogEvent[] | undefined): LogLine[] {
 function cloudWatchKernelLogs(client: CloudWatchLogsClient, logGroupName: string): KernelLogs {
   return {
     async tail(sessionId, kernelIndex, runIndex, limit, taskArn) {
+      const logStreamName = runLogStreamName(sessionId, kernelIndex, runIndex, taskArn);
       try {
-        const page = await client.send(
-          new GetLogEventsCommand({
-            logGroupName,
-            logStreamName: runLogStreamName(sessionId, kernelIndex, runIndex, taskArn),
-            startFromHead: false,
-            limit,
-          }),
+        const newest = await client.send(
+          new GetLogEventsCommand({ logGroupName, logStreamName, startFromHead: false, limit }),
         );
-        return { lines: lines(page.events), next: page.nextForwardToken ?? "" };
+        const events = [...(newest.events ?? [])];
+        // CloudWatch Logs splits pages by time: a page read backward may be short or empty while
+        // older events remain, for as long as its backward token moves (the API reference).
+        let token = newest.nextBackwardToken;
+        for (let pages = 1; events.length < limit && token !== undefined && pages < MAX_TAIL_PAGES; pages++) {
+          const older = await client.send(
+            new GetLogEventsCommand({
+              logGroupName,
+              logStreamName,
+              startFromHead: false,
+              nextToken: token,
+              limit: limit - events.length,
+            }),
+          );
+          events.unshift(...(older.events ?? []));
+          if (older.nextBackwardToken === token) break;
+          token = older.nextBackwardToken;
+        }
+        return { lines: lines(events.slice(-limit)), next: newest.nextForwardToken ?? "" };
       } catch (error) {
         if ((error as { name?: unknown }).name === "ResourceNotFoundException") return undefined;
         throw error;

@@ -440,6 +440,9 @@ export async function startRuntime(options: RuntimeOptions = {}): Promise<Runtim
       ...(logsFaults?.visibilityDelayMs === undefined
         ? {}
         : { visibilityDelayMs: logsFaults.visibilityDelayMs }),
+      ...(logsFaults?.backwardPageWindowMs === undefined
+        ? {}
+        : { backwardPageWindowMs: logsFaults.backwardPageWindowMs }),
     });
     stops.push(() => logs.close());
     // ECS puts its events on the account's default bus, never on Cairn's: a separate bus, so a

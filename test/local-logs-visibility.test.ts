@@ -116,7 +116,7 @@ describe("CAIRN_LOGS_FAULTS", () => {
     expect(() => logsFaultsFromEnv({ CAIRN_LOGS_FAULTS: "{" })).toThrow("CAIRN_LOGS_FAULTS: is not JSON");
     expect(() => parseLogsFaults([], "CAIRN_LOGS_FAULTS")).toThrow("CAIRN_LOGS_FAULTS: must be an object");
     expect(() => parseLogsFaults({ delay: 5 }, "CAIRN_LOGS_FAULTS")).toThrow(
-      "CAIRN_LOGS_FAULTS.delay: is not a fault field (visibilityDelayMs)",
+      "CAIRN_LOGS_FAULTS.delay: is not a fault field (visibilityDelayMs, backwardPageWindowMs)",
     );
     expect(() => parseLogsFaults({ visibilityDelayMs: -1 }, "CAIRN_LOGS_FAULTS")).toThrow(
       "CAIRN_LOGS_FAULTS.visibilityDelayMs: must be an integer from 0 to 60000 (ms), got -1",

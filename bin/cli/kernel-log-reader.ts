@@ -9,8 +9,12 @@ import {
   FilterLogEventsCommand,
   GetLogEventsCommand,
   type CloudWatchLogsClient,
+  type GetLogEventsCommandOutput,
 } from "@aws-sdk/client-cloudwatch-logs";
 import { LogsUnavailableError } from "./errors.ts";
+
+/** Pages a tail reads back at most for its lines (a stream whose newest events are far back). */
+const MAX_TAIL_PAGES = 10;
 
 export interface RawLogEvent {
   readonly timestamp: number;
@@ -94,13 +98,30 @@ export function cloudWatchLogReader(
     },
     async tail(streamName, limit) {
       try {
-        const page = await client.send(
+        const raw = (page: GetLogEventsCommandOutput) =>
+          (page.events ?? []).map((e) => ({ timestamp: e.timestamp ?? 0, message: e.message ?? "" }));
+        const newest = await client.send(
           new GetLogEventsCommand({ logGroupName, logStreamName: streamName, startFromHead: false, limit }),
         );
-        return {
-          events: (page.events ?? []).map((e) => ({ timestamp: e.timestamp ?? 0, message: e.message ?? "" })),
-          nextForwardToken: page.nextForwardToken ?? "",
-        };
+        const events = raw(newest);
+        // CloudWatch Logs splits pages by time: a page read backward may be short or empty while
+        // older events remain, for as long as its backward token moves (the API reference).
+        let token = newest.nextBackwardToken;
+        for (let pages = 1; events.length < limit && token !== undefined && pages < MAX_TAIL_PAGES; pages++) {
+          const older = await client.send(
+            new GetLogEventsCommand({
+              logGroupName,
+              logStreamName: streamName,
+              startFromHead: false,
+              nextToken: token,
+              limit: limit - events.length,
+            }),
+          );
+          events.unshift(...raw(older));
+          if (older.nextBackwardToken === token) break;
+          token = older.nextBackwardToken;
+        }
+        return { events: events.slice(-limit), nextForwardToken: newest.nextForwardToken ?? "" };
       } catch (error) {
         // A stream that does not exist yet (its task has not written); a missing group is reported.
         if (

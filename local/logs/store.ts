@@ -62,6 +62,13 @@ export interface LogsStoreOptions {
    * a reader has not been shown. @default 0
    */
   readonly visibilityDelayMs?: number;
+  /**
+   * GetLogEvents read backward (the newest events first) answers one window of this many ms of
+   * event time per page, from now back: a page may be empty while older events remain, its
+   * backward token moving on, as CloudWatch Logs splits pages by time ("partially full or empty
+   * pages don't necessarily mean that pagination is finished"). @default no windows
+   */
+  readonly backwardPageWindowMs?: number;
 }
 
 export interface InputEvent {
@@ -114,6 +121,7 @@ export class LogsStore {
   readonly #clock: () => number;
   readonly #maxStoredBytes: number;
   readonly #visibilityDelayMs: number;
+  readonly #backwardWindowMs: number | undefined;
   readonly #groups = new Map<string, GroupData>();
   #seq = 0;
   #storedBytes = 0;
@@ -124,6 +132,7 @@ export class LogsStore {
     this.accountId = options.accountId ?? "000000000000";
     this.#maxStoredBytes = options.maxStoredBytes ?? 256 * 1024 * 1024;
     this.#visibilityDelayMs = options.visibilityDelayMs ?? 0;
+    this.#backwardWindowMs = options.backwardPageWindowMs;
   }
 
   // ---- groups -----------------------------------------------------------------------------
@@ -316,7 +325,16 @@ export class LogsStore {
     const toMs = query.endTime ?? Number.POSITIVE_INFINITY;
     const forward = token === undefined ? query.startFromHead : token.direction === "f";
     const endKey = events.at(-1) ?? START;
-    const gap = token?.key ?? (forward ? START : endKey);
+    const window = forward ? undefined : this.#backwardWindowMs;
+    // Read backward in windows, the first from now: the newest events may be windows away.
+    const nowKey: EventKey = { timestamp: this.#clock(), seq: Number.MAX_SAFE_INTEGER };
+    const gap = token?.key ?? (forward ? START : window === undefined ? endKey : maxKey(endKey, nowKey));
+    // The window holding the newest event before `gap` (a token at a window's start, seq -1,
+    // names the window before it).
+    const windowStartMs =
+      window === undefined
+        ? Number.NEGATIVE_INFINITY
+        : Math.floor((gap.timestamp - (gap.seq < 0 ? 1 : 0)) / window) * window;
     const page: StoredEvent[] = [];
     let bytes = 0;
     const fits = (e: StoredEvent) => {
@@ -334,7 +352,7 @@ export class LogsStore {
     } else {
       for (let i = firstAfter(events, gap) - 1; i >= 0; i--) {
         const e = events[i]!;
-        if (e.timestamp < fromMs) break;
+        if (e.timestamp < fromMs || e.timestamp < windowStartMs) break;
         if (e.timestamp >= toMs) continue;
         if (!fits(e)) break;
         page.push(e);
@@ -354,9 +372,11 @@ export class LogsStore {
       nextBackwardToken:
         first !== undefined
           ? encodeStreamToken("b", { timestamp: first.timestamp, seq: first.seq - 1 })
-          : token?.direction === "b" && query.nextToken !== undefined
-            ? query.nextToken
-            : encodeStreamToken("b", gap),
+          : olderThanWindow(events, gap, windowStartMs, fromMs)
+            ? encodeStreamToken("b", { timestamp: windowStartMs, seq: -1 })
+            : token?.direction === "b" && query.nextToken !== undefined
+              ? query.nextToken
+              : encodeStreamToken("b", gap),
     };
   }
 
@@ -549,6 +569,18 @@ function maxKey(a: EventKey, b: EventKey): EventKey {
 
 function minKey(a: EventKey, b: EventKey): EventKey {
   return compareKeys(a, b) <= 0 ? a : b;
+}
+
+/** Whether a backward read whose window held nothing has older events still to read. */
+function olderThanWindow(
+  events: readonly StoredEvent[],
+  gap: EventKey,
+  windowStartMs: number,
+  fromMs: number,
+): boolean {
+  if (windowStartMs === Number.NEGATIVE_INFINITY) return false;
+  const i = firstAfter(events, gap) - 1;
+  return i >= 0 && events[i]!.timestamp >= fromMs;
 }
 
 /** Index of the first event with a key greater than `key`. */
