@@ -17,7 +17,7 @@ import { compareQueueOrder } from "../core/queue-order.ts";
 import type { Dirty, OwnClaims } from "./coordinator-core.ts";
 import type { CoordinatorCore, PassOutcome, RunReport } from "./coordinator-core.ts";
 import { carryOut, complete, giveBack } from "./effect-executor.ts";
-import { placeByQueue } from "./placement.ts";
+import { placeByQueue, waitingBehind } from "./placement.ts";
 
 /** What the run's events made possible: jobs settled, cancels honoured, the handler passes. */
 export async function passesAfterEvents(
@@ -113,7 +113,10 @@ export function context(c: CoordinatorCore, snapshot: RunSnapshot, claims: OwnCl
 
 // --- inbound events --------------------------------------------------------------------
 
-/** A pass's targets: every waiting session of its statuses, or only those the events named. */
+/**
+ * A pass's targets: every waiting session of its statuses (a batch of each scheduling queue's,
+ * for placement), or only those the events named.
+ */
 export async function passTargets(
   c: CoordinatorCore,
   statuses: readonly SessionStatus[],
@@ -127,7 +130,10 @@ export async function passTargets(
       targetableOnly: true,
     });
     snapshot.remember(page);
-    return page;
+    // Placement: queues the first batch left out, or held only part of, are read on their own.
+    if (!statuses.includes(SessionStatus.PENDING)) return page;
+    const behind = await waitingBehind(c, page, snapshot);
+    return behind.length === 0 ? page : [...page, ...behind].sort(queueOrder);
   }
   const ids = dirty.touched(statuses);
   if (ids.length === 0) return [];

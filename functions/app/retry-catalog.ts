@@ -28,6 +28,7 @@ export class RetryCatalog {
   #categories: Cached<readonly FailureCategoryDefinition[]> | undefined;
   #policies: Cached<ReadonlyMap<string, RetryPolicy>> | undefined;
   readonly #queues = new Map<string, Cached<Queue | undefined>>();
+  #queueNames: Cached<readonly string[]> | undefined;
 
   /** `categories` absent: no operator defines any, and the agents' built-in categories stand. */
   constructor(
@@ -103,6 +104,14 @@ export class RetryCatalog {
     const cached = this.#fresh(this.#queues.get(name), () => this.#store.getQueue(name));
     this.#queues.set(name, cached);
     return cached.value;
+  }
+
+  /** The names of the queues operators created (the `default` queue may not be among them). */
+  queueNames(): Promise<readonly string[]> {
+    this.#queueNames = this.#fresh(this.#queueNames, async () =>
+      (await this.#store.listQueues()).map((q) => q.name),
+    );
+    return this.#queueNames.value;
   }
 
   async #queuePolicies(name: string): Promise<readonly string[]> {

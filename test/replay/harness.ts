@@ -33,6 +33,8 @@ import type { HistoryRecord, SessionWithKernels } from "../../functions/core/mod
 import type { SessionSpecInput } from "../../functions/core/spec.ts";
 import type { DynamoSessionStore } from "../../functions/adapters/dynamo/dynamo-session-store.ts";
 import { freshTable, type TestTable } from "../store-fixtures.ts";
+import { DynamoRequests } from "../../functions/adapters/dynamo/dynamo-requests.ts";
+import { LeaseItems } from "../../functions/adapters/dynamo/lease-items.ts";
 import { LifecycleDriver } from "./driver.ts";
 import { checkAll, type Dump } from "./invariants.ts";
 import { afterEach } from "vitest";
@@ -240,6 +242,10 @@ export interface ReplayOptions {
   readonly redeliver?: boolean;
   /** The administrator's submission filter, as the coordinator is given it. */
   readonly submissionFilter?: CoordinatorDeps["submissionFilter"];
+  /** How many sessions a pass reads at most (the coordinator's batch limit; default the config's). */
+  readonly batchLimit?: number;
+  /** Placement serialized per scheduling queue by leases in the table, as deployed. */
+  readonly placementLeases?: boolean;
 }
 
 export class Replay {
@@ -286,6 +292,8 @@ export class Replay {
   readonly #interposed = new Map<string, (store: DynamoSessionStore) => Promise<unknown>>();
   /** The sessions EnterStage read (getSession), in order: an entry given a copy reads none. */
   readonly entryReads: string[] = [];
+  /** The placement leases, when placement is serialized by them (ReplayOptions.placementLeases). */
+  readonly leases: LeaseItems | undefined;
   readonly lines: string[] = [];
   readonly #table: TestTable;
   /** The store the replay reads the state through: its reads are not the control plane's. */
@@ -304,6 +312,9 @@ export class Replay {
     this.#observer = table.store();
     this.#maxRuns = options.maxRunsPerStep ?? 100;
     this.#redeliver = options.redeliver === true;
+    if (options.placementLeases === true) {
+      this.leases = new LeaseItems(new DynamoRequests(table.client, table.tableName, undefined));
+    }
     this.store = recording(table.store(), this.storeCalls, this.mostAtOnce, (method) => {
       const competing = this.#interposed.get(method);
       if (competing === undefined) return undefined;
@@ -317,6 +328,7 @@ export class Replay {
       CAIRN_STATE_MACHINE_ARN: "arn:aws:states:local:000000000000:stateMachine:replay",
       CAIRN_AGENT_TIMEOUT_MS: String(AGENT_TIMEOUT_MS),
       CAIRN_TERMINATION_GRACE_MS: String(TERMINATION_GRACE_MS),
+      ...(options.batchLimit !== undefined ? { CAIRN_BATCH_LIMIT: String(options.batchLimit) } : {}),
     });
     const clock = { nowMs: () => this.nowMs };
     const log = {
@@ -395,6 +407,9 @@ export class Replay {
       log,
       claimLifetimeMs: CLAIM_LIFETIME_MS,
       ...(options.submissionFilter ? { submissionFilter: options.submissionFilter } : {}),
+      ...(this.leases !== undefined
+        ? { placementLeases: { leases: this.leases, leaseMs: CLAIM_LIFETIME_MS } }
+        : {}),
     });
     const store = this.store;
     const entryReads = this.entryReads;

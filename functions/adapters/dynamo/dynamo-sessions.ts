@@ -59,6 +59,8 @@ import { type StoreLayout } from "./transaction-plan.ts";
 import { requireCount, requireId, requireKnown, requireLimit, requireNonEmpty } from "./validation.ts";
 
 const MAX_QUERY_LIMIT = 1000;
+/** Sessions a per-queue read looks at, at most (TargetQuery.scanLimit). */
+const MAX_SCAN_LIMIT = 10_000;
 const DEFAULT_PAGE = 50;
 
 /** A kernel's guard failed on an item that is there: it changed since it was read. */
@@ -150,6 +152,15 @@ export class DynamoSessions implements SessionRepository {
     if (targetable && claimed) {
       throw new InvalidStoreRequestError("claimedOnly", "cannot be combined with targetableOnly");
     }
+    const queues = query.queues === undefined ? undefined : new Set(query.queues);
+    if (queues !== undefined) {
+      requireNonEmpty("queues", query.queues ?? []);
+      query.queues?.forEach((q, i) => requireId(`queues[${i}]`, q));
+    }
+    if (query.scanLimit !== undefined) {
+      if (queues === undefined) throw new InvalidStoreRequestError("scanLimit", "is only read with queues");
+      requireLimit("scanLimit", query.scanLimit, MAX_SCAN_LIMIT);
+    }
     const statuses = new Set(query.statuses);
     // Lower priorities sort after higher ones: read from the end of the queue down to the floor,
     // or from its start up to the ceiling.
@@ -192,6 +203,7 @@ export class DynamoSessions implements SessionRepository {
         (!claimed || s.session.stage.claimedToken !== undefined) &&
         (below === undefined || s.session.spec.priority < below) &&
         (above === undefined || s.session.spec.priority > above),
+      queues === undefined ? undefined : { queues, scanLimit: query.scanLimit ?? query.limit },
     );
   }
 
@@ -453,17 +465,30 @@ export class DynamoSessions implements SessionRepository {
     };
   }
 
-  /** Pulls candidates in index order and keeps those the re-read item still qualifies. */
+  /**
+   * Pulls candidates in index order and keeps those the re-read item still qualifies: `limit` in
+   * all, or with `perQueue`, `limit` of each of its queues, reading at most `scanLimit` (the
+   * index holds keys only: a session's queue is known once its item is read).
+   */
   private async collectSessions(
     stream: MergedIndexStream,
     limit: number,
     keep: (s: SessionWithKernels) => boolean,
+    perQueue?: { readonly queues: ReadonlySet<string>; readonly scanLimit: number },
   ): Promise<SessionWithKernels[]> {
     const out: SessionWithKernels[] = [];
     const seen = new Set<string>();
-    while (out.length < limit) {
+    const counts = new Map<string, number>();
+    const count = (queue: string) => counts.get(queue) ?? 0;
+    const done = () =>
+      perQueue === undefined
+        ? out.length >= limit
+        : seen.size >= perQueue.scanLimit || [...perQueue.queues].every((q) => count(q) >= limit);
+    while (!done()) {
       const ids: string[] = [];
-      while (ids.length < limit - out.length) {
+      const batch =
+        perQueue === undefined ? limit - out.length : Math.min(limit, perQueue.scanLimit - seen.size);
+      while (ids.length < batch) {
         const entry = await stream.next();
         if (entry === undefined) break;
         if (!isSessionItemKey(entry["pk"]?.S, entry["sk"]?.S)) continue;
@@ -473,7 +498,17 @@ export class DynamoSessions implements SessionRepository {
         ids.push(id);
       }
       if (ids.length === 0) break;
-      for (const s of await this.getSessions(ids)) if (keep(s) && out.length < limit) out.push(s);
+      for (const s of await this.getSessions(ids)) {
+        if (!keep(s)) continue;
+        if (perQueue === undefined) {
+          if (out.length < limit) out.push(s);
+          continue;
+        }
+        const queue = s.session.spec.queue;
+        if (!perQueue.queues.has(queue) || count(queue) >= limit) continue;
+        counts.set(queue, count(queue) + 1);
+        out.push(s);
+      }
     }
     return out;
   }

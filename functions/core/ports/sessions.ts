@@ -42,6 +42,15 @@ export interface TargetQuery {
    * scheduling pass must let go first). Not combined with `belowPriority`.
    */
   readonly abovePriority?: number;
+  /**
+   * Only sessions of these scheduling queues, `limit` of each (not in all): the read goes on
+   * through the status's sessions, in queue order, until each named queue has `limit`, none are
+   * left, or `scanLimit` sessions were read. A queue's waiting sessions so never hide behind
+   * another queue's backlog that sorts ahead of them, within that bound.
+   */
+  readonly queues?: readonly string[];
+  /** With `queues`: how many sessions the read looks at, at most, passing over other queues'. */
+  readonly scanLimit?: number;
 }
 
 export interface AppliedWrite {
