@@ -48,3 +48,17 @@ test("a queue's whole round under its lease reads that queue's sessions behind a
   expect((await h.session("b-002")).session.status, h.stepLog).toBe("PENDING");
   expect(h.errors, h.stepLog).toEqual([]);
 });
+
+test("the sweep places another queue's session behind a backlog longer than the batch limit", async () => {
+  const h = await open("placement-queues-sweep", { placementLeases: true });
+  await backlogAhead(h);
+  // Another run holds beta's placement a second when the agent arrives, and dies: beta's round
+  // is left to the sweep.
+  expect(await h.leases?.acquireLease("placement#beta", "dead-holder", h.nowMs, h.nowMs + 1_000)).toBe(true);
+  await h.register("agent-a", CAP);
+  expect((await h.session("b-001")).session.status, h.stepLog).toBe("PENDING");
+  await h.advance(2_000);
+  await h.sweep();
+  expect((await h.session("b-001")).kernels[0]?.agentId, h.stepLog).toBe("agent-a");
+  expect(h.errors, h.stepLog).toEqual([]);
+});
