@@ -62,7 +62,8 @@ function request(
     command: [
       "sh",
       "-c",
-      'echo "kernel $CAIRN_KERNEL_INDEX of $CAIRN_SESSION_ID"; trap "exit 0" TERM; while :; do sleep 0.05; done',
+      // The trap first: once its line is out, a SIGTERM ends it with 0.
+      'trap "exit 0" TERM; echo "kernel $CAIRN_KERNEL_INDEX of $CAIRN_SESSION_ID"; while :; do sleep 0.05; done',
     ],
     environment: [
       { name: "CAIRN_SESSION_ID", value: "s-adapter" },
@@ -222,10 +223,15 @@ describe("running and stopping kernels", () => {
         expect.objectContaining({ key: "cairn:task-definition-hash" }),
       ]),
     );
-    const id1 = k1!.split("/").at(-1)!;
-    await until("kernel 1's first line", () =>
-      logs.eventsOf(LOG_GROUP, `fargate/kernel/${id1}`).find((e) => e.message === "kernel 1 of s-adapter"),
-    );
+    // Both run their shells past the trap: stopped now, each exits 0.
+    for (const [index, taskArn] of [k0!, k1!].entries()) {
+      const id = taskArn.split("/").at(-1)!;
+      await until(`kernel ${index}'s first line`, () =>
+        logs
+          .eventsOf(LOG_GROUP, `fargate/kernel/${id}`)
+          .find((e) => e.message === `kernel ${index} of s-adapter`),
+      );
+    }
 
     await port.stopTasks([
       { taskArn: k0!, reason: "cancelled" },

@@ -396,16 +396,22 @@ describe("independent tasks", () => {
   test("count 3 starts three processes; stopping one leaves the others running", async () => {
     await register(
       "cairn-gang",
-      kernel({ command: ["sh", "-c", 'echo "pid $$"; trap "exit 0" TERM; while :; do sleep 0.05; done'] }),
+      kernel({ command: ["sh", "-c", 'trap "exit 0" TERM; echo "pid $$"; while :; do sleep 0.05; done'] }),
     );
     const arns = await runTasks("cairn-gang", { count: 3 });
     expect(new Set(arns).size).toBe(3);
     await Promise.all(arns.map(runningEvent));
-    const pids = arns.map((arn) => {
-      const id = arn.split("/").at(-1)!;
-      return logs.eventsOf(LOG_GROUP, `cairn/kernel/${id}`).find((e) => e.message.startsWith("pid "))
-        ?.message;
-    });
+    // RUNNING is the container started; its first line comes when its shell gets to it.
+    const pids = await Promise.all(
+      arns.map((arn) => {
+        const id = arn.split("/").at(-1)!;
+        return until(
+          `${id}'s pid line`,
+          () =>
+            logs.eventsOf(LOG_GROUP, `cairn/kernel/${id}`).find((e) => e.message.startsWith("pid "))?.message,
+        );
+      }),
+    );
     expect(new Set(pids).size).toBe(3);
     await ecs.send(new StopTaskCommand({ cluster: "cairn", task: arns[0]! }));
     await stoppedEvent(arns[0]!);
