@@ -113,6 +113,8 @@ export class Dirty {
   readonly ended = new Map<string, number[]>();
   /** The batch carried heartbeats or registrations: a moment to look for agents that fell silent. */
   agentsHeard = false;
+  /** The full placement pass reads every scheduling queue's waiting sessions (Wake.everyQueue). */
+  everyQueue = false;
   /** Stages this run claimed itself (a placement, reports that decided them): see OwnClaims. */
   readonly claims = new OwnClaims();
 
@@ -133,6 +135,7 @@ export class Dirty {
     for (const id of wake.cancelCheck) this.sessions.add(id);
     for (const [id, index] of wake.ended) this.ended.set(id, [...(this.ended.get(id) ?? []), index]);
     if (wake.agentsHeard) this.agentsHeard = true;
+    if (wake.everyQueue) this.everyQueue = true;
   }
 
   /** Sessions touched in any of `statuses`. */

@@ -41,7 +41,10 @@ export class Coordinator {
    */
   async run(batch: ParsedBatch, options: { sweep?: boolean } = {}): Promise<RunReport> {
     const dirty = new Dirty();
-    if (options.sweep) for (const s of SESSION_STATUSES) dirty.wakeAll(s);
+    if (options.sweep) {
+      for (const s of SESSION_STATUSES) dirty.wakeAll(s);
+      dirty.everyQueue = true;
+    }
     // Every session the batch names, read together before any event is applied.
     const snapshot = new RunSnapshot(this.#c.d.store, this.#c.agentCache);
     try {
@@ -66,6 +69,7 @@ export class Coordinator {
       if (options.sweep || dirty.agentsHeard) {
         if ((await this.#c.agents.sweepLost({ sweep: options.sweep === true })) > 0) {
           for (const s of SESSION_STATUSES) dirty.wakeAll(s);
+          dirty.everyQueue = true;
           snapshot.clear();
         }
       }

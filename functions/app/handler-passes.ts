@@ -130,8 +130,9 @@ export async function passTargets(
       targetableOnly: true,
     });
     snapshot.remember(page);
-    // Placement: queues the first batch left out, or held only part of, are read on their own.
-    if (!statuses.includes(SessionStatus.PENDING)) return page;
+    // Placement: queues the first batch left out, or held only part of, are read on their own
+    // when the run asks for every queue (Wake.everyQueue).
+    if (!statuses.includes(SessionStatus.PENDING) || !dirty.everyQueue) return page;
     const behind = await waitingBehind(c, page, snapshot);
     return behind.length === 0 ? page : [...page, ...behind].sort(queueOrder);
   }

@@ -62,3 +62,28 @@ test("the sweep places another queue's session behind a backlog longer than the 
   expect((await h.session("b-001")).kernels[0]?.agentId, h.stepLog).toBe("agent-a");
   expect(h.errors, h.stepLog).toEqual([]);
 });
+
+test("capacity a kernel's end frees goes to the first batch; a queue's session behind another's backlog waits for the sweep", async () => {
+  const h = await open("placement-queues-exit", { placementLeases: true });
+  for (const name of ["alpha", "beta"])
+    await h.store.createQueue({ name, priority: 0, retryPolicies: [] }, h.nowMs);
+  await h.register("agent-a", CAP);
+  // The agent's whole capacity is taken while the backlog and beta's session arrive.
+  await h.submit("c-001", { name: "c", command: ["true"], queue: "beta", resources: { cpu: CAP.cpu } });
+  expect((await h.session("c-001")).session.status, h.stepLog).toBe("RUNNING");
+  const tooLarge = { command: ["true"], queue: "alpha", resources: { cpu: CAP.cpu * 16 } };
+  for (let i = 0; i < BATCH_LIMIT * 2; i++)
+    await h.submit(`a-${String(i).padStart(3, "0")}`, { name: `a${i}`, ...tooLarge });
+  await h.submit("b-001", { name: "b", command: ["true"], queue: "beta", resources: { cpu: 1 } });
+  expect((await h.session("b-001")).session.status, h.stepLog).toBe("PENDING");
+  // Its end frees the capacity: the pass it wakes reads the first batch, all of it alpha's, and
+  // no further (a kernel's end is the busiest trigger; a scan past the backlog each time would
+  // cost reads in proportion to it).
+  await h.exit("c-001", 0, 0);
+  expect((await h.session("c-001")).session.status, h.stepLog).toBe("TERMINATED");
+  expect((await h.session("b-001")).session.status, h.stepLog).toBe("PENDING");
+  // The sweep's pass reads every queue.
+  await h.sweep();
+  expect((await h.session("b-001")).kernels[0]?.agentId, h.stepLog).toBe("agent-a");
+  expect(h.errors, h.stepLog).toEqual([]);
+});

@@ -139,6 +139,14 @@ export interface Wake {
   readonly agentsHeard: boolean;
   /** What the run read may be out of date everywhere (an agent's old incarnation was retired). */
   readonly forgetReads: boolean;
+  /**
+   * The full placement pass reads past its first batch for every scheduling queue's waiting
+   * sessions (an agent arrived, or its capacity changed): a queue whose sessions sort behind
+   * another's backlog is placed too. Capacity a kernel's end frees does not ask it: that is the
+   * busiest trigger, and a scan past the backlog each time would cost reads in proportion to the
+   * backlog; the sweep's pass reads every queue, so a queue left behind waits one sweep at most.
+   */
+  readonly everyQueue: boolean;
 }
 
 export const NO_WAKE: Wake = {
@@ -148,6 +156,7 @@ export const NO_WAKE: Wake = {
   ended: [],
   agentsHeard: false,
   forgetReads: false,
+  everyQueue: false,
 };
 
 function wake(parts: Partial<Wake>): Wake {
@@ -376,6 +385,7 @@ export function stepApplied(input: AppliedInput): AppliedEffects {
   const full = new Set<SessionStatus>();
   let agentsHeard = false;
   let forgetReads = false;
+  let everyQueue = false;
   for (const a of input.applied) {
     switch (a.kind) {
       case "submitted":
@@ -411,11 +421,15 @@ export function stepApplied(input: AppliedInput): AppliedEffects {
         agentsHeard = true;
         // Capacity only appears with a returning agent (or leaves with a draining one); a
         // routine heartbeat must not trigger a scheduling pass over the whole queue.
-        if (a.capacityChanged) full.add(SessionStatus.PENDING);
+        if (a.capacityChanged) {
+          full.add(SessionStatus.PENDING);
+          everyQueue = true;
+        }
         break;
       case "registered":
         agentsHeard = true;
         full.add(SessionStatus.PENDING);
+        everyQueue = true;
         if (a.retired) {
           // The old incarnation's kernels ended WORKER_FAILED: sessions past PENDING (RUNNING
           // ones waiting for DetectTermination) move on now, as after an agent lost by silence.
@@ -425,7 +439,10 @@ export function stepApplied(input: AppliedInput): AppliedEffects {
         break;
     }
   }
-  return { rejected, wake: wake({ full: [...full], touched, cancelCheck, agentsHeard, forgetReads }) };
+  return {
+    rejected,
+    wake: wake({ full: [...full], touched, cancelCheck, agentsHeard, forgetReads, everyQueue }),
+  };
 }
 
 /** A session leaving its agents (or re-queued) frees capacity the whole queue may use. */
