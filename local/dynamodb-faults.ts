@@ -15,10 +15,22 @@
  * - `lost-response`: the request runs, then its answer is lost (HTTP 500 InternalServerError, as
  *   DynamoDB answers a request whose outcome it cannot tell): the SDK sends it again, and the
  *   retry meets the write already done (a conditional write finds its condition false).
+ * - `index-lag`: a Query on a global secondary index answers as the index stood `lagMs`
+ *   milliseconds earlier, for as long as the rule is in force. DynamoDB updates a GSI
+ *   asynchronously (its developer guide: eventually consistent, usually within a fraction of a
+ *   second, with no bound); DynamoDB Local updates it at once. After each write it passes
+ *   (PutItem, UpdateItem, DeleteItem, TransactWriteItems, BatchWriteItem) the proxy reads the
+ *   items written, consistently, and notes when each index's keys of an item took their values;
+ *   it leaves out of a GSI Query's answer (its `Items` and `Count`) every item whose keys in that
+ *   index changed less than `lagMs` ago: a new entry not yet visible. An update that leaves an
+ *   index's keys as they were leaves the entry visible. It does not bring back an entry the item
+ *   no longer has (that would mean matching the old keys against the Query's key condition), so
+ *   a moved entry is missed rather than seen at its old place.
  *
  * Each rule names the operation it may fire on (default: any it applies to) and fires `count`
- * times (default 1) after letting `skip` matching requests through (default 0). `npm start`
- * reads the rules from `CAIRN_DYNAMODB_FAULTS`:
+ * times (default 1) after letting `skip` matching requests through (default 0); `index-lag`
+ * takes `lagMs` instead and holds until the rules are replaced. `npm start` reads the rules
+ * from `CAIRN_DYNAMODB_FAULTS`:
  *
  *   CAIRN_DYNAMODB_FAULTS='{"rules":[{"fault":"throttle","operation":"TransactWriteItems","count":3}]}'
  */
@@ -27,12 +39,14 @@ import { randomUUID } from "node:crypto";
 import { isPlainObject, signRequest } from "./aws-json/index.ts";
 import { readBody } from "./aws-json/http-body.ts";
 import { listenOnLoopback } from "./loopback-server.ts";
+import { TABLE_SCHEMA } from "../functions/topology/table-schema.ts";
 
 export const DynamoDbFault = {
   Throttle: "throttle",
   TransactionConflict: "transaction-conflict",
   UnprocessedKeys: "unprocessed-keys",
   LostResponse: "lost-response",
+  IndexLag: "index-lag",
 } as const;
 export type DynamoDbFault = (typeof DynamoDbFault)[keyof typeof DynamoDbFault];
 
@@ -44,6 +58,8 @@ export interface DynamoDbFaultRule {
   readonly count?: number;
   /** Matching requests let through before the rule fires. @default 0 */
   readonly skip?: number;
+  /** `index-lag` only: how far behind the table a GSI Query answers. */
+  readonly lagMs?: number;
 }
 
 export interface DynamoDbFaults {
@@ -63,7 +79,11 @@ const APPLIES_TO: Readonly<Record<DynamoDbFault, (operation: string) => boolean>
   "transaction-conflict": (op) => op === "TransactWriteItems",
   "unprocessed-keys": (op) => op === "BatchGetItem",
   "lost-response": () => true,
+  "index-lag": (op) => op === "Query",
 };
+
+/** The longest index lag a rule may ask for: far beyond any DynamoDB shows, short of stalling a run. */
+const MAX_LAG_MS = 60_000;
 
 /** Checks every field of every rule; the error names the field and the reason. */
 export function parseDynamoDbFaults(value: unknown, field = "dynamoDbFaults"): DynamoDbFaults {
@@ -79,7 +99,7 @@ export function parseDynamoDbFaults(value: unknown, field = "dynamoDbFaults"): D
       const at = `${field}.rules[${i}]`;
       if (!isPlainObject(rule)) throw new DynamoDbFaultConfigError(at, "must be an object");
       for (const key of Object.keys(rule)) {
-        if (!["fault", "operation", "count", "skip"].includes(key)) {
+        if (!["fault", "operation", "count", "skip", "lagMs"].includes(key)) {
           throw new DynamoDbFaultConfigError(`${at}.${key}`, "is not a known field");
         }
       }
@@ -112,6 +132,25 @@ export function parseDynamoDbFaults(value: unknown, field = "dynamoDbFaults"): D
             `must be an integer ≥ ${min}, got ${JSON.stringify(n)}`,
           );
         }
+      }
+      const lagMs = rule["lagMs"];
+      if (fault === DynamoDbFault.IndexLag) {
+        for (const key of ["count", "skip"]) {
+          if (rule[key] !== undefined) {
+            throw new DynamoDbFaultConfigError(
+              `${at}.${key}`,
+              "index-lag holds while its rule is in force; it takes lagMs, not count or skip",
+            );
+          }
+        }
+        if (typeof lagMs !== "number" || !Number.isInteger(lagMs) || lagMs < 1 || lagMs > MAX_LAG_MS) {
+          throw new DynamoDbFaultConfigError(
+            `${at}.lagMs`,
+            `index-lag needs an integer number of milliseconds from 1 to ${MAX_LAG_MS}, got ${JSON.stringify(lagMs)}`,
+          );
+        }
+      } else if (lagMs !== undefined) {
+        throw new DynamoDbFaultConfigError(`${at}.lagMs`, `only index-lag takes lagMs, not ${fault}`);
       }
       return rule as unknown as DynamoDbFaultRule;
     }),
@@ -155,10 +194,21 @@ export class DynamoDbFaultSwitch {
     return [...this.#fired];
   }
 
+  /** How far behind the table GSI Queries answer now (the longest `index-lag` in force), or 0. */
+  indexLagMs(): number {
+    return Math.max(0, ...this.#rules.map((r) => r.rule.lagMs ?? 0));
+  }
+
+  /** Counts a GSI Query that the index lag left entries out of. */
+  lagged(operation: string): void {
+    this.#fired.push({ fault: DynamoDbFault.IndexLag, operation });
+  }
+
   /** The fault to answer `operation` with, if a rule fires now (used up as it fires). */
   take(operation: string, canShed: boolean): DynamoDbFault | undefined {
     for (const r of this.#rules) {
       const { fault } = r.rule;
+      if (fault === DynamoDbFault.IndexLag) continue;
       if (r.left === 0 || !APPLIES_TO[fault](operation)) continue;
       if (r.rule.operation !== undefined && r.rule.operation !== operation) continue;
       if (fault === DynamoDbFault.UnprocessedKeys && !canShed) continue;
@@ -192,6 +242,7 @@ export async function startDynamoDbFaultProxy(options: {
 }): Promise<DynamoDbFaultProxy> {
   const upstream = new URL(options.upstream);
   const faults = new DynamoDbFaultSwitch(options.faults);
+  const changes = new IndexChanges();
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const body = (await readBody(request, MAX_BODY_BYTES)) ?? Buffer.alloc(0);
@@ -205,6 +256,10 @@ export async function startDynamoDbFaultProxy(options: {
       // DynamoDB Local answers what it cannot parse.
     }
     const shed = sheddable(input);
+    const lagMs = faults.indexLagMs();
+    if (lagMs > 0 && operation === "Query" && typeof input["IndexName"] === "string") {
+      return laggedQuery(request, response, input, lagMs);
+    }
     switch (faults.take(operation, shed !== undefined)) {
       case DynamoDbFault.Throttle:
         return answerError(
@@ -242,7 +297,8 @@ export async function startDynamoDbFaultProxy(options: {
       }
       case DynamoDbFault.LostResponse: {
         // The request reaches the table; what it answered does not reach the caller.
-        await forward(request, body);
+        const answer = await forward(request, body);
+        if (answer.status === 200 && lagMs > 0) await noteWrites(operation, input);
         return answerError(
           response,
           "InternalServerError",
@@ -253,14 +309,70 @@ export async function startDynamoDbFaultProxy(options: {
       }
       default: {
         const answer = await forward(request, body);
+        if (answer.status === 200 && lagMs > 0) await noteWrites(operation, input);
         return send(response, answer.status, answer.headers, answer.body);
       }
     }
   }
 
+  /**
+   * A GSI Query as the index stood `lagMs` ago: the items written since are left out. A
+   * `Select: COUNT` Query is asked for the entries (an index's entries carry the table's key)
+   * and answered with the count of those kept.
+   */
+  async function laggedQuery(
+    request: IncomingMessage,
+    response: ServerResponse,
+    input: Record<string, unknown>,
+    lagMs: number,
+  ): Promise<void> {
+    const countOnly = input["Select"] === "COUNT";
+    const asked = { ...input };
+    if (countOnly) delete asked["Select"];
+    const answer = await forward(request, Buffer.from(JSON.stringify(asked)));
+    if (answer.status !== 200) return send(response, answer.status, answer.headers, answer.body);
+    const out = JSON.parse(answer.body.toString("utf8")) as Record<string, unknown>;
+    const items = Array.isArray(out["Items"]) ? (out["Items"] as unknown[]) : [];
+    const table = String(input["TableName"]);
+    const index = String(input["IndexName"]);
+    const kept = items.filter((item) => !changes.isRecent(table, index, item, lagMs));
+    if (kept.length < items.length) faults.lagged("Query");
+    out["Count"] = kept.length;
+    if (countOnly) delete out["Items"];
+    else out["Items"] = kept;
+    return send(response, 200, answer.headers, Buffer.from(JSON.stringify(out)));
+  }
+
+  /**
+   * Reads each item a write named, consistently, as it stands after the write, and notes which
+   * of its index keys the write changed.
+   */
+  async function noteWrites(operation: string, input: Record<string, unknown>): Promise<void> {
+    await Promise.all(
+      writtenKeys(operation, input).map(async ([table, written]) => {
+        const key = tableKey(written);
+        if (key === undefined) return;
+        const answer = await forward(
+          {
+            method: "POST",
+            url: "/",
+            headers: {
+              "content-type": "application/x-amz-json-1.0",
+              "x-amz-target": "DynamoDB_20120810.GetItem",
+            },
+          },
+          Buffer.from(JSON.stringify({ TableName: table, Key: key, ConsistentRead: true })),
+        );
+        if (answer.status !== 200) return;
+        const out = JSON.parse(answer.body.toString("utf8")) as Record<string, unknown>;
+        changes.note(table, key, isPlainObject(out["Item"]) ? out["Item"] : undefined);
+      }),
+    );
+  }
+
   /** Passes what DynamoDB reads of a request on, signed again (a rewritten body needs it). */
   async function forward(
-    request: IncomingMessage,
+    request: Pick<IncomingMessage, "method" | "url" | "headers">,
     body: Buffer,
   ): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
     const method = request.method ?? "POST";
@@ -312,6 +424,88 @@ export async function startDynamoDbFaultProxy(options: {
   });
   const listening = await listenOnLoopback(server);
   return { endpoint: listening.endpoint, faults, close: () => listening.close() };
+}
+
+/**
+ * For each item written through the proxy, each index's keys as the item last had them and when
+ * they took those values: an index entry is as new as that change (an update that leaves an
+ * index's keys as they were leaves its entry in place, as on DynamoDB).
+ */
+class IndexChanges {
+  readonly #items = new Map<string, Map<string, { keys: string; at: number }>>();
+
+  note(table: string, key: Record<string, unknown>, item: Record<string, unknown> | undefined): void {
+    const id = itemId(table, key)!;
+    const now = Date.now();
+    let indexes = this.#items.get(id);
+    for (const g of TABLE_SCHEMA.globalSecondaryIndexes) {
+      const values = [item?.[g.partitionKey.name], item?.[g.sortKey.name]];
+      if (indexes === undefined && values.every((v) => v === undefined)) continue;
+      indexes ??= new Map();
+      const keys = JSON.stringify(values);
+      if (indexes.get(g.indexName)?.keys !== keys) indexes.set(g.indexName, { keys, at: now });
+    }
+    if (indexes !== undefined) this.#items.set(id, indexes);
+  }
+
+  isRecent(table: string, index: string, item: unknown, lagMs: number): boolean {
+    const id = itemId(table, item);
+    const at = id === undefined ? undefined : this.#items.get(id)?.get(index)?.at;
+    return at !== undefined && Date.now() - at < lagMs;
+  }
+}
+
+/** The items a write request names, by table: a Put's item, an Update's or a Delete's key. */
+function writtenKeys(operation: string, input: Record<string, unknown>): [string, unknown][] {
+  const table = String(input["TableName"]);
+  switch (operation) {
+    case "PutItem":
+      return [[table, input["Item"]]];
+    case "UpdateItem":
+    case "DeleteItem":
+      return [[table, input["Key"]]];
+    case "TransactWriteItems": {
+      const items = Array.isArray(input["TransactItems"]) ? (input["TransactItems"] as unknown[]) : [];
+      return items.flatMap((entry): [string, unknown][] => {
+        if (!isPlainObject(entry)) return [];
+        const put = entry["Put"];
+        if (isPlainObject(put)) return [[String(put["TableName"]), put["Item"]]];
+        const change = isPlainObject(entry["Update"]) ? entry["Update"] : entry["Delete"];
+        return isPlainObject(change) ? [[String(change["TableName"]), change["Key"]]] : [];
+      });
+    }
+    case "BatchWriteItem": {
+      const requests = isPlainObject(input["RequestItems"]) ? input["RequestItems"] : {};
+      return Object.entries(requests).flatMap(([name, list]) =>
+        (Array.isArray(list) ? (list as unknown[]) : []).flatMap((r): [string, unknown][] => {
+          if (!isPlainObject(r)) return [];
+          if (isPlainObject(r["PutRequest"])) return [[name, r["PutRequest"]["Item"]]];
+          if (isPlainObject(r["DeleteRequest"])) return [[name, r["DeleteRequest"]["Key"]]];
+          return [];
+        }),
+      );
+    }
+    default:
+      return [];
+  }
+}
+
+/** An item's primary key, or undefined when it is not all there. */
+function tableKey(item: unknown): Record<string, unknown> | undefined {
+  if (!isPlainObject(item)) return undefined;
+  const { name: pk } = TABLE_SCHEMA.partitionKey;
+  const { name: sk } = TABLE_SCHEMA.sortKey;
+  if (item[pk] === undefined || item[sk] === undefined) return undefined;
+  return { [pk]: item[pk], [sk]: item[sk] };
+}
+
+/** An item's table and primary key as one string, or undefined when the key is not all there. */
+function itemId(table: string, item: unknown): string | undefined {
+  if (!isPlainObject(item)) return undefined;
+  const pk = item[TABLE_SCHEMA.partitionKey.name];
+  const sk = item[TABLE_SCHEMA.sortKey.name];
+  if (pk === undefined || sk === undefined) return undefined;
+  return JSON.stringify([table, pk, sk]);
 }
 
 /** A BatchGetItem's first table, its keys split in two halves, when it has two keys or more. */

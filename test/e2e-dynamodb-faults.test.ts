@@ -15,13 +15,37 @@ import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from ".
 describe("the DynamoDB fault switch", () => {
   test("rules are checked field by field, naming the field and the reason", () => {
     expect(
-      parseDynamoDbFaults({ rules: [{ fault: "unprocessed-keys", operation: "BatchGetItem", count: 2 }] })
-        .rules,
-    ).toHaveLength(1);
+      parseDynamoDbFaults({
+        rules: [
+          { fault: "unprocessed-keys", operation: "BatchGetItem", count: 2 },
+          { fault: "index-lag", operation: "Query", lagMs: 500 },
+        ],
+      }).rules,
+    ).toHaveLength(2);
     for (const [value, message] of [
       [
         { rules: [{ fault: "slow" }] },
-        'dynamoDbFaults.rules[0].fault: must be one of throttle, transaction-conflict, unprocessed-keys, lost-response, got "slow"',
+        'dynamoDbFaults.rules[0].fault: must be one of throttle, transaction-conflict, unprocessed-keys, lost-response, index-lag, got "slow"',
+      ],
+      [
+        { rules: [{ fault: "index-lag" }] },
+        "dynamoDbFaults.rules[0].lagMs: index-lag needs an integer number of milliseconds from 1 to 60000, got undefined",
+      ],
+      [
+        { rules: [{ fault: "index-lag", lagMs: 0.5 }] },
+        "dynamoDbFaults.rules[0].lagMs: index-lag needs an integer number of milliseconds from 1 to 60000, got 0.5",
+      ],
+      [
+        { rules: [{ fault: "index-lag", lagMs: 500, count: 2 }] },
+        "dynamoDbFaults.rules[0].count: index-lag holds while its rule is in force; it takes lagMs, not count or skip",
+      ],
+      [
+        { rules: [{ fault: "index-lag", lagMs: 500, operation: "GetItem" }] },
+        "dynamoDbFaults.rules[0].operation: index-lag cannot answer GetItem",
+      ],
+      [
+        { rules: [{ fault: "throttle", lagMs: 500 }] },
+        "dynamoDbFaults.rules[0].lagMs: only index-lag takes lagMs, not throttle",
       ],
       [
         { rules: [{ fault: "transaction-conflict", operation: "UpdateItem" }] },
