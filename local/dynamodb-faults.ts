@@ -23,7 +23,8 @@
  *   items written, consistently, and notes when each index's keys of an item took their values;
  *   it leaves out of a GSI Query's answer (its `Items` and `Count`) every item whose keys in that
  *   index changed less than `lagMs` ago: a new entry not yet visible. An update that leaves an
- *   index's keys as they were leaves the entry visible. It does not bring back an entry the item
+ *   index's keys as they were leaves the entry visible (an item the proxy has not seen yet is
+ *   read before its write too, so its entries from before the rule count as old). It does not bring back an entry the item
  *   no longer has (that would mean matching the old keys against the Query's key condition), so
  *   a moved entry is missed rather than seen at its old place.
  *
@@ -239,10 +240,12 @@ export async function startDynamoDbFaultProxy(options: {
   readonly upstreamCredential: { readonly accessKeyId: string; readonly secretAccessKey: string };
   readonly region: string;
   readonly faults?: DynamoDbFaults;
+  /** The clock the index lag is measured by, in milliseconds. @default Date.now */
+  readonly now?: () => number;
 }): Promise<DynamoDbFaultProxy> {
   const upstream = new URL(options.upstream);
   const faults = new DynamoDbFaultSwitch(options.faults);
-  const changes = new IndexChanges();
+  const changes = new IndexChanges(options.now ?? Date.now);
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const body = (await readBody(request, MAX_BODY_BYTES)) ?? Buffer.alloc(0);
@@ -260,6 +263,7 @@ export async function startDynamoDbFaultProxy(options: {
     if (lagMs > 0 && operation === "Query" && typeof input["IndexName"] === "string") {
       return laggedQuery(request, response, input, lagMs);
     }
+    if (lagMs > 0) await noteWrites(operation, input, true);
     switch (faults.take(operation, shed !== undefined)) {
       case DynamoDbFault.Throttle:
         return answerError(
@@ -344,14 +348,19 @@ export async function startDynamoDbFaultProxy(options: {
   }
 
   /**
-   * Reads each item a write named, consistently, as it stands after the write, and notes which
-   * of its index keys the write changed.
+   * Reads each item a write named, consistently, and notes its index keys: after the write, as
+   * they stand from now on; before it (`before`), for an item the proxy knows nothing of yet, as
+   * they stood since long ago (the item's entries were there before the rule came in force).
    */
-  async function noteWrites(operation: string, input: Record<string, unknown>): Promise<void> {
+  async function noteWrites(
+    operation: string,
+    input: Record<string, unknown>,
+    before = false,
+  ): Promise<void> {
     await Promise.all(
       writtenKeys(operation, input).map(async ([table, written]) => {
         const key = tableKey(written);
-        if (key === undefined) return;
+        if (key === undefined || (before && changes.knows(table, key))) return;
         const answer = await forward(
           {
             method: "POST",
@@ -365,7 +374,8 @@ export async function startDynamoDbFaultProxy(options: {
         );
         if (answer.status !== 200) return;
         const out = JSON.parse(answer.body.toString("utf8")) as Record<string, unknown>;
-        changes.note(table, key, isPlainObject(out["Item"]) ? out["Item"] : undefined);
+        const item = isPlainObject(out["Item"]) ? out["Item"] : undefined;
+        changes.note(table, key, item, before ? -Infinity : undefined);
       }),
     );
   }
@@ -432,11 +442,24 @@ export async function startDynamoDbFaultProxy(options: {
  * index's keys as they were leaves its entry in place, as on DynamoDB).
  */
 class IndexChanges {
+  readonly #now: () => number;
   readonly #items = new Map<string, Map<string, { keys: string; at: number }>>();
 
-  note(table: string, key: Record<string, unknown>, item: Record<string, unknown> | undefined): void {
+  constructor(now: () => number) {
+    this.#now = now;
+  }
+
+  knows(table: string, key: Record<string, unknown>): boolean {
+    return this.#items.has(itemId(table, key)!);
+  }
+
+  note(
+    table: string,
+    key: Record<string, unknown>,
+    item: Record<string, unknown> | undefined,
+    now = this.#now(),
+  ): void {
     const id = itemId(table, key)!;
-    const now = Date.now();
     let indexes = this.#items.get(id);
     for (const g of TABLE_SCHEMA.globalSecondaryIndexes) {
       const values = [item?.[g.partitionKey.name], item?.[g.sortKey.name]];
@@ -451,7 +474,7 @@ class IndexChanges {
   isRecent(table: string, index: string, item: unknown, lagMs: number): boolean {
     const id = itemId(table, item);
     const at = id === undefined ? undefined : this.#items.get(id)?.get(index)?.at;
-    return at !== undefined && Date.now() - at < lagMs;
+    return at !== undefined && this.#now() - at < lagMs;
   }
 }
 

@@ -7,12 +7,133 @@
  * behind index entries consistently and the sweep finds what an event's pass missed: sessions
  * still end, with the history and the capacity they have without the lag.
  */
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import {
+  BatchWriteItemCommand,
+  DynamoDBClient,
+  PutItemCommand,
+  QueryCommand,
+  TransactWriteItemsCommand,
+  UpdateItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
+import { STATUS_INDEX } from "../functions/topology/table-schema.ts";
+import { startDynamoDbFaultProxy, type DynamoDbFaultProxy } from "../local/dynamodb-faults.ts";
+import { freshTable, type TestTable } from "./store-fixtures.ts";
 import { sessionResult } from "../functions/core/sessions.ts";
 import { HISTORY_TO_RUNNING, historyLines } from "./support/histories.ts";
 import { assertLifecycleInvariants, startTestRuntime, type TestRuntime } from "./support/runtime.ts";
 
 const LAG_MS = 800;
+
+describe("the index lag against DynamoDB Local", () => {
+  let table: TestTable;
+  let proxy: DynamoDbFaultProxy;
+  let client: DynamoDBClient;
+  let clock = 1_800_000_000_000;
+  beforeAll(async () => {
+    table = await freshTable("index-lag");
+    const credential = { accessKeyId: "local", secretAccessKey: "local" };
+    proxy = await startDynamoDbFaultProxy({
+      upstream: inject("dynamoEndpoint"),
+      upstreamCredential: credential,
+      region: "local",
+      faults: { rules: [{ fault: "index-lag", lagMs: 1_000 }] },
+      // The test moves the proxy's clock on: what the lag hides stays hidden until it does.
+      now: () => clock,
+    });
+    client = new DynamoDBClient({ endpoint: proxy.endpoint, region: "local", credentials: credential });
+  }, 60_000);
+  afterAll(async () => {
+    client?.destroy();
+    await proxy?.close();
+    await table?.drop();
+  });
+
+  const item = (id: string, sk: string) => ({
+    pk: { S: `ITEM#${id}` },
+    sk: { S: "ITEM" },
+    gsi1pk: { S: "LAGGED" },
+    gsi1sk: { S: sk },
+    note: { S: "first" },
+  });
+  const key = (id: string) => ({ pk: { S: `ITEM#${id}` }, sk: { S: "ITEM" } });
+  const query = async (via: DynamoDBClient, select?: "COUNT") => {
+    const out = await via.send(
+      new QueryCommand({
+        TableName: table.tableName,
+        IndexName: STATUS_INDEX,
+        KeyConditionExpression: "gsi1pk = :pk",
+        ExpressionAttributeValues: { ":pk": { S: "LAGGED" } },
+        ...(select !== undefined ? { Select: select } : {}),
+      }),
+    );
+    return { ids: (out.Items ?? []).map((i) => i["pk"]?.S), count: out.Count };
+  };
+
+  test("an entry is hidden until its index keys are older than the lag; an update that keeps them keeps it visible", async () => {
+    await client.send(new PutItemCommand({ TableName: table.tableName, Item: item("a", "1") }));
+    await client.send(new PutItemCommand({ TableName: table.tableName, Item: item("b", "2") }));
+    // DynamoDB Local has them in its index at once; through the proxy they are not there yet.
+    expect((await query(table.client)).ids).toEqual(["ITEM#a", "ITEM#b"]);
+    expect(await query(client)).toEqual({ ids: [], count: 0 });
+    expect(await query(client, "COUNT")).toEqual({ ids: [], count: 0 });
+    expect(proxy.faults.fired().filter((f) => f.fault === "index-lag").length).toBe(2);
+
+    clock += 999;
+    expect(await query(client)).toEqual({ ids: [], count: 0 });
+    clock += 1;
+    expect(await query(client)).toEqual({ ids: ["ITEM#a", "ITEM#b"], count: 2 });
+    expect(await query(client, "COUNT")).toEqual({ ids: [], count: 2 });
+
+    // b's entry stays where it was: only an attribute outside the index changed.
+    await client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: key("b"),
+        UpdateExpression: "SET note = :n",
+        ExpressionAttributeValues: { ":n": { S: "second" } },
+      }),
+    );
+    // a's entry moves within the index: at its new place it is new.
+    await client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: key("a"),
+        UpdateExpression: "SET gsi1sk = :sk",
+        ExpressionAttributeValues: { ":sk": { S: "3" } },
+      }),
+    );
+    // Entries written in a transaction and in a batch are as new.
+    await client.send(
+      new TransactWriteItemsCommand({
+        TransactItems: [{ Put: { TableName: table.tableName, Item: item("c", "4") } }],
+      }),
+    );
+    await client.send(
+      new BatchWriteItemCommand({
+        RequestItems: { [table.tableName]: [{ PutRequest: { Item: item("d", "5") } }] },
+      }),
+    );
+    expect((await query(table.client)).ids).toEqual(["ITEM#b", "ITEM#a", "ITEM#c", "ITEM#d"]);
+    expect(await query(client)).toEqual({ ids: ["ITEM#b"], count: 1 });
+
+    // Without the rule, the index answers as DynamoDB Local's does.
+    proxy.faults.set({ rules: [] });
+    expect((await query(client)).ids).toEqual(["ITEM#b", "ITEM#a", "ITEM#c", "ITEM#d"]);
+    await client.send(new PutItemCommand({ TableName: table.tableName, Item: item("e", "6") }));
+    // An item written while no lag was in force, updated once it is: its entry was there before.
+    proxy.faults.set({ rules: [{ fault: "index-lag", lagMs: 1_000 }] });
+    await client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: key("e"),
+        UpdateExpression: "SET note = :n",
+        ExpressionAttributeValues: { ":n": { S: "second" } },
+      }),
+    );
+    expect(await query(client)).toEqual({ ids: ["ITEM#b", "ITEM#e"], count: 2 });
+  }, 60_000);
+});
 
 describe("GSI Queries that lag the table (end to end)", () => {
   let rt: TestRuntime;
