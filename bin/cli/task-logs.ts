@@ -353,13 +353,24 @@ export interface EndedRun {
 
 export interface OutputWaitDeps {
   readonly logs: KernelLogReader;
+  /** Awaited before each CloudWatch Logs read (shared by the followers). */
   readonly pace: () => Promise<void>;
   readonly sleep: (ms: number) => Promise<void>;
   readonly nowMs: () => number;
   readonly pollMs: number;
-  /** For a run without a count: how long after its end its stream is taken to be readable. */
+  /**
+   * How long a run's stream is still read after the run was seen over, when its agent did not
+   * say how many events it holds (a Fargate task's stream, an older agent). CloudWatch Logs shows
+   * events a while after PutLogEvents accepted them (eventual consistency, with no documented
+   * bound), so the agent's last lines, shipped before it reported the run's end, may not be
+   * readable when the end is seen: the last read starts this long after it.
+   */
   readonly settleMs: number;
-  /** For a run with a count: how long after its end its events are waited for at most. */
+  /**
+   * How long a run's stream is read at most after the run was seen over, when its agent said how
+   * many events it holds (Kernel.logEventCount): reading stops once that many were read, or
+   * then, with a note of how many were not readable yet.
+   */
   readonly maxWaitMs: number;
 }
 
@@ -433,31 +444,11 @@ function lineEvent(run: RunStream, line: JoinedLine): TaskLogEvent {
 // ---------------------------------------------------------------------------------------------
 // Following.
 
-export interface FollowDeps {
+export interface FollowDeps extends OutputWaitDeps {
   readonly sessions: SessionSource;
   readonly store: Pick<SessionReader, "listRuns">;
-  readonly logs: KernelLogReader;
   /** Whether a run's stream exists yet (shared by the followers). */
   readonly streams: StreamSource;
-  /** Awaited before each CloudWatch Logs read (shared by the followers). */
-  readonly pace: () => Promise<void>;
-  readonly sleep: (ms: number) => Promise<void>;
-  readonly nowMs: () => number;
-  readonly pollMs: number;
-  /**
-   * How long a run's stream is still read after the run was seen over, when its agent did not
-   * say how many events it holds (a Fargate task's stream, an older agent). CloudWatch Logs shows
-   * events a while after PutLogEvents accepted them (eventual consistency, with no documented
-   * bound), so the agent's last lines, shipped before it reported the run's end, may not be
-   * readable when the end is seen: the last read starts this long after it.
-   */
-  readonly settleMs: number;
-  /**
-   * How long a run's stream is read at most after the run was seen over, when its agent said how
-   * many events it holds (Kernel.logEventCount): reading stops once that many were read, or
-   * then, with a note of how many were not readable yet.
-   */
-  readonly maxWaitMs: number;
   readonly signal?: AbortSignal;
   /** Say once that a task waits to start, and why (`cairn logs --follow`). */
   readonly announceWaiting: boolean;
